@@ -1,0 +1,1 @@
+../../../../shim/nuvec_shim.h
