@@ -47,7 +47,7 @@ public struct CompileOptions: Hashable, Sendable {
             guard Self.isIdentifier(macro.name) else {
                 throw ShimError.invalid(operation, "macro name \(quoted(macro.name)) is not a C identifier")
             }
-            guard !macro.value.contains("\n"), !macro.value.contains("\r") else {
+            guard !macro.value.contains(where: { $0.isNewline }) else {
                 throw ShimError.invalid(operation, "macro \(macro.name) has a newline in its value")
             }
             guard seen.insert(macro.name).inserted else {
@@ -76,12 +76,12 @@ public struct CompileOptions: Hashable, Sendable {
         return hasher.finalize()
     }
 
-    /// Parses the C ABI's macro list: "NAME=VALUE" or "NAME" per line, blank lines ignored.
+    /// Parses the C ABI's macro list: "NAME=VALUE" or "NAME" per line (LF or CRLF), blank
+    /// lines ignored.
     static func parseMacros(_ text: String, _ operation: String) throws -> [Macro] {
         var result: [Macro] = []
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: true) {
-            var line = Substring(rawLine)
-            if line.hasSuffix("\r") { line = line.dropLast() }
+        // Split on Character.isNewline: "\r\n" is one Character, so it must not be split on "\n".
+        for line in text.split(whereSeparator: { $0.isNewline }) {
             if line.allSatisfy({ $0 == " " || $0 == "\t" }) { continue }
             if let eq = line.firstIndex(of: "=") {
                 result.append(Macro(String(line[..<eq]), String(line[line.index(after: eq)...])))

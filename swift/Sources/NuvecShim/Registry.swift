@@ -33,6 +33,13 @@ final class HandleRegistry: @unchecked Sendable {
     private var slots: [Slot] = []
     private var freeSlots: [UInt32] = []
     private var live = 0
+    private let initialGeneration: UInt32
+
+    /// `initialGeneration` is for tests of the wrap-around; handles start at generation 1.
+    init(initialGeneration: UInt32 = 1) {
+        precondition(initialGeneration != 0 && initialGeneration <= Self.generationMask)
+        self.initialGeneration = initialGeneration
+    }
 
     /// Registers `object` and returns a handle holding one reference.
     func insert(_ object: AnyObject, kind: HandleKind) -> UInt64 {
@@ -42,7 +49,7 @@ final class HandleRegistry: @unchecked Sendable {
                 index = reused
             } else {
                 index = UInt32(slots.count)
-                slots.append(Slot())
+                slots.append(Slot(generation: initialGeneration))
             }
             slots[Int(index)].kind = kind
             slots[Int(index)].object = object
