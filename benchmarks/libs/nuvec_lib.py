@@ -1,0 +1,50 @@
+"""nuvec through its public MLX-style API only: ``nuvec``, ``nuvec.nn``, ``nuvec.optimizers``.
+
+``stand_in="mlx"`` drives MLX's modules through this adapter instead: that tests the harness's
+nuvec path before nuvec exists. Such results are labelled as a stand-in and are never figures.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from typing import Any
+
+from .mlx_style import MLXStyleAdapter
+
+STAND_INS = {"mlx": ("mlx.core", "mlx.nn", "mlx.optimizers")}
+
+
+class Adapter(MLXStyleAdapter):
+    name = "nuvec"
+    eager = "nuvec"
+    compiled = "nv.compile"
+    modules = ("nuvec", "nuvec.nn", "nuvec.optimizers")
+
+    def __init__(self, stand_in: str | None = None) -> None:
+        self.stand_in = stand_in
+        if stand_in:
+            if stand_in not in STAND_INS:
+                raise ValueError(f"nuvec adapter: unknown stand-in {stand_in!r}")
+            self.modules = STAND_INS[stand_in]
+
+    def load(self) -> str:
+        version = super().load()
+        if version == "unknown":
+            try:
+                version = importlib.metadata.version("nuvec")
+            except importlib.metadata.PackageNotFoundError:
+                pass
+        return f"stand-in {self.stand_in} {version}" if self.stand_in else version
+
+    def compile_split(self, compiled_fn: Any) -> dict[str, Any] | None:
+        """nuvec's own account of a first compile, if it exposes one (else the whole is reported)."""
+        for name in ("stats", "cache_info", "compile_stats"):
+            attr = getattr(compiled_fn, name, None)
+            if attr is None:
+                continue
+            value = attr() if callable(attr) else attr
+            if isinstance(value, dict):
+                return {k: v for k, v in value.items() if isinstance(v, (int, float, str))}
+            if hasattr(value, "_asdict"):
+                return dict(value._asdict())
+        return None

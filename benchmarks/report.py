@@ -1,0 +1,185 @@
+"""Turn worker outputs into one report: rows with ratios, the machine's limits, the noise, a table.
+
+Both ratios are "higher is better":
+- ``ratio_best_peer``: best peer's figure / this figure (time or memory), so 2.0 means twice as
+  fast (or half the memory) as the best of NumPy, numexpr, JAX, PyTorch and MLX on that case;
+- ``ratio_limit``: the fraction of the machine's limit reached: bandwidth for element-wise work,
+  a bare ctypes call for per-call overhead, one cc run (cold) or one dlopen (warm) for
+  first-call latency, BLAS sgemm FLOP/s for the training step, ideal bytes for memory.
+"""
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+PEERLESS = {"nuvec"}
+
+
+def rows_from(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for doc in docs:
+        for rec in doc.get("results", []):
+            group = doc["group"] if doc["lib"] != "machine" else "machine"
+            rows.append({"group": group, "library": doc["lib"], **rec})
+    return rows
+
+
+def limits_from(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The machine's limits from the ``machine`` rows (medians)."""
+    m = {r["case"] + ("" if "threads" not in r else f"_{r['threads']}t"): r
+         for r in rows if r["group"] == "machine" and r["status"] == "ok"}
+    lim: dict[str, Any] = {}
+    bw = {k: r["bytes"] / r["median"] / 1e9 for k, r in m.items() if r.get("bytes")}
+    if bw:
+        best = max(bw, key=bw.get)
+        lim.update(bandwidth_gbs=bw[best], bandwidth_basis=best, bandwidth_all=bw)
+    if "sgemm_1024" in m:
+        lim["sgemm_gflops"] = m["sgemm_1024"]["flops"] / m["sgemm_1024"]["median"] / 1e9
+    for key in ("c_call_10op_4", "c_call_1op_4", "ufunc_call_1op_4", "cc_200op", "dlopen_200op"):
+        if key in m:
+            lim[key + "_s"] = m[key]["median"]
+    return lim
+
+
+def noise_from(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Spread of the repeated NumPy copy at the start and end of the run, and the drift between."""
+    probes = {}
+    for doc in docs:
+        if doc["lib"] == "machine":
+            for r in doc.get("results", []):
+                if r["case"] == "numpy_copy" and r["status"] == "ok":
+                    probes[doc["group"]] = r["samples"]
+    out: dict[str, Any] = {}
+    for when, key in (("start", "machine"), ("end", "noise")):
+        s = probes.get(key)
+        if s:
+            med = statistics.median(s)
+            q = statistics.quantiles(s, n=10) if len(s) >= 2 else [med, med]
+            out[when] = {"median_s": med, "spread": (max(s) - min(s)) / med,
+                         "p10_p90": (q[-1] - q[0]) / med, "n": len(s)}
+    if "start" in out and "end" in out:
+        out["drift"] = out["end"]["median_s"] / out["start"]["median_s"] - 1
+    return out
+
+
+def _limit_ratio(r: dict[str, Any], lim: dict[str, Any]) -> tuple[float | None, str | None]:
+    med, g, case = r["median"], r["group"], r["case"]
+    if not med:
+        return None, None
+    if r.get("bytes") and "bandwidth_gbs" in lim:
+        return r["bytes"] / med / 1e9 / lim["bandwidth_gbs"], "bandwidth"
+    if g == "overhead":
+        # compiled: one ctypes call into a C kernel doing all 10 ops; eager: one ufunc call, out=
+        key = "c_call_10op_4_s" if case == "compiled_10op_4" else "ufunc_call_1op_4_s"
+        return (lim[key] / med, key[:-2]) if key in lim else (None, None)
+    if g == "first_call":
+        key = "cc_200op_s" if case.endswith("cold") else "dlopen_200op_s"
+        return (lim[key] / med, key[:-2]) if key in lim else (None, None)
+    if g == "train" and "sgemm_gflops" in lim:
+        return r["flops"] / med / 1e9 / lim["sgemm_gflops"], "sgemm"
+    if g == "memory" and r.get("ideal_bytes"):
+        return r["ideal_bytes"] / med, "ideal bytes"
+    return None, None
+
+
+def annotate(rows: list[dict[str, Any]], lim: dict[str, Any]) -> None:
+    """Add GB/s, best peer and both ratios to every successful row, in place."""
+    best: dict[tuple[str, str], tuple[float, str]] = {}
+    for r in rows:
+        if (r["status"] == "ok" and r["library"] not in PEERLESS and r["group"] != "machine"
+                and r.get("median") and r.get("check", {}).get("ok", True)):
+            k = (r["group"], r["case"])
+            if k not in best or r["median"] < best[k][0]:
+                best[k] = (r["median"], r["variant"])
+    for r in rows:
+        if r["status"] != "ok" or not r.get("median"):
+            continue
+        if r.get("bytes"):
+            r["gbs"] = r["bytes"] / r["median"] / 1e9
+        if r.get("flops"):
+            r["gflops"] = r["flops"] / r["median"] / 1e9
+        k = (r["group"], r["case"])
+        if k in best:
+            r["best_peer"] = best[k][1]
+            r["ratio_best_peer"] = best[k][0] / r["median"]
+        r["ratio_limit"], r["limit_basis"] = _limit_ratio(r, lim)
+
+
+# --- terminal table ---
+
+def fmt_value(v: float | None, unit: str) -> str:
+    """Seconds as s/ms/us with 3 significant digits; bytes as MiB."""
+    if v is None:
+        return "-"
+    if unit == "bytes":
+        return f"{v / 2**20:.1f} MiB"
+    if v >= 1:
+        return f"{v:.3g} s"
+    if v >= 1e-3:
+        return f"{v * 1e3:.3g} ms"
+    return f"{v * 1e6:.3g} us"
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.0f}%"
+
+
+def _x(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}x"
+
+
+COLUMNS = ("case", "variant", "median", "min", "GB/s", "vs best peer", "of limit", "cpu/wall",
+           "minflt/call", "status")
+
+
+def table(rows: list[dict[str, Any]], group: str) -> list[list[str]]:
+    out = []
+    for r in rows:
+        if r["group"] != group:
+            continue
+        if r["status"] != "ok":
+            out.append([r["case"], r["variant"], "", "", "", "", "", "", "",
+                        f"{r['status']}: {r.get('error', '')}"[:70]])
+            continue
+        unit = r.get("unit", "s")
+        extra = r.get("gbs")
+        cpu = r.get("cpu_per_call")
+        status = "ok" if r.get("check", {}).get("ok", True) else "WRONG RESULT"
+        if group == "train":
+            status += f"  {1 / r['median']:.1f} steps/s"
+        out.append([r["case"], r["variant"], fmt_value(r["median"], unit), fmt_value(r["min"], unit),
+                    "-" if extra is None else f"{extra:.1f}", _x(r.get("ratio_best_peer")),
+                    _pct(r.get("ratio_limit")),
+                    "-" if cpu is None or unit != "s" else f"{cpu / r['median']:.2f}",
+                    "-" if r.get("minflt_per_call") is None else f"{r['minflt_per_call']:.0f}",
+                    status])
+    return out
+
+
+def render(rows: list[dict[str, Any]], groups: list[str]) -> str:
+    lines = []
+    for g in groups:
+        body = table(rows, g)
+        if not body:
+            continue
+        widths = [max(len(c), *(len(b[i]) for b in body)) for i, c in enumerate(COLUMNS)]
+        lines.append(f"\n== {g} ==")
+        lines.append("  ".join(c.ljust(w) for c, w in zip(COLUMNS, widths)).rstrip())
+        for b in body:
+            lines.append("  ".join(c.ljust(w) for c, w in zip(b, widths)).rstrip())
+    return "\n".join(lines)
+
+
+def markdown(rows: list[dict[str, Any]], groups: list[str]) -> str:
+    """The same table as Markdown, for benchmarks/README.md."""
+    parts = []
+    for g in groups:
+        body = table(rows, g)
+        if not body:
+            continue
+        parts.append(f"\n**{g}**\n")
+        parts.append("| " + " | ".join(COLUMNS) + " |")
+        parts.append("|" + "---|" * len(COLUMNS))
+        for b in body:
+            parts.append("| " + " | ".join(c.replace("|", "/") for c in b) + " |")
+    return "\n".join(parts)

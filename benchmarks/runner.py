@@ -1,0 +1,163 @@
+"""Run workers one at a time, each in a fresh process with a fresh temporary directory.
+
+The directory holds every cache a library keeps (nuvec's kernels, JAX's compilation cache,
+TorchInductor's, and TMPDIR, where MLX writes its CPU kernels), so nothing compiled by an
+earlier worker or an earlier run makes a cold figure warm. The one deliberate exception is the
+"warm" first-call worker, which gets the directory its "cold" twin filled.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
+               "VECLIB_MAXIMUM_THREADS", "NUVEC_NUM_THREADS", "BENCH_THREADS")
+BLAS_CORE_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+@dataclass
+class Task:
+    """One worker process: a library, a group, and what the worker needs to know."""
+    lib: str
+    group: str
+    cases: list[str] = field(default_factory=list)
+    variant: str | None = None
+    case: str | None = None
+    phase: str | None = None
+    reuse_dir_of: str | None = None  # key of the task whose directory this one reuses
+
+    @property
+    def key(self) -> str:
+        return "-".join(p for p in (self.lib, self.group, self.case, self.variant, self.phase) if p)
+
+
+@dataclass
+class Settings:
+    cfg: dict[str, Any]
+    threads: int | None          # None: each library's default
+    pin: bool
+    keep_blas_env: bool
+    timeout_s: float
+    scratch: Path
+    adapter_options: dict[str, Any] = field(default_factory=dict)
+    keep_tmp: bool = False
+
+
+def worker_env(settings: Settings, tmp: Path) -> dict[str, str]:
+    """The environment of one worker: caches in ``tmp``, thread limits, fair BLAS settings."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in [env.get("PYTHONPATH")] if p])
+    caches = {"TMPDIR": tmp, "NUVEC_CACHE_DIR": tmp / "nuvec-cache",
+              "BENCH_JAX_CACHE_DIR": tmp / "jax-cache", "TORCHINDUCTOR_CACHE_DIR": tmp / "inductor",
+              "TRITON_CACHE_DIR": tmp / "triton", "XDG_CACHE_HOME": tmp / "xdg",
+              "MPLCONFIGDIR": tmp / "mpl"}
+    for var, path in caches.items():
+        path.mkdir(parents=True, exist_ok=True)
+        env[var] = str(path)
+    env["JAX_PLATFORMS"] = "cpu"
+    env["PYTHONHASHSEED"] = "0"
+    env.pop("NUVEC_DISABLE_COMPILE", None)
+    if not settings.keep_blas_env:
+        # OpenBLAS core-type overrides (set on some machines for old builds) slow a current NumPy
+        for var in BLAS_CORE_VARS:
+            env.pop(var, None)
+    if settings.threads:
+        for var in THREAD_VARS:
+            env[var] = str(settings.threads)
+        if settings.threads == 1:
+            flags = env.get("XLA_FLAGS", "")
+            env["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false"
+                                " intra_op_parallelism_threads=1").strip()
+    return env
+
+
+def pin_cpus(settings: Settings) -> list[int] | None:
+    if not (settings.threads and settings.pin):
+        return None
+    cpus = sorted(os.sched_getaffinity(0))
+    return cpus[:settings.threads]
+
+
+def _run_once(task: Task, settings: Settings, tmp: Path, skip: list[str],
+              attempt: int) -> dict[str, Any]:
+    spec = {"lib": task.lib, "group": task.group, "cases": task.cases, "variant": task.variant,
+            "case": task.case, "phase": task.phase, "cfg": settings.cfg, "skip": skip,
+            "pin_cpus": pin_cpus(settings), "adapter_options": settings.adapter_options
+            if task.lib == "nuvec" else {}}
+    spec_path, out_path = tmp / f"{task.key}.spec.json", tmp / f"{task.key}.{attempt}.out.json"
+    spec_path.write_text(json.dumps(spec))
+    log_path = tmp / f"{task.key}.{attempt}.log"
+    t0 = time.perf_counter()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "benchmarks.worker", str(spec_path),
+                                 str(out_path)], cwd=REPO, env=worker_env(settings, tmp),
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            code: int | None = proc.wait(timeout=settings.timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the worker's own process group, started above
+            proc.wait()
+            code = None
+    try:
+        doc = json.loads(out_path.read_text())
+    except (OSError, json.JSONDecodeError):
+        doc = {"lib": task.lib, "group": task.group, "phase": task.phase, "available": None,
+               "version": None, "results": []}
+    doc.update(exit_code=code, wall_s=time.perf_counter() - t0)
+    if code != 0:
+        tail = log_path.read_text(errors="replace")[-2500:] if log_path.exists() else ""
+        why = "timed out" if code is None else f"exited with code {code}"
+        doc["worker_error"] = f"worker {why} after {doc['wall_s']:.1f}s; log tail:\n{tail}"
+    return doc
+
+
+def run_task(task: Task, settings: Settings, dirs: dict[str, Path]) -> dict[str, Any]:
+    """Run one task's worker; if it dies inside a case (crash, hang), record that case as an
+    error with the log's tail and start a fresh worker for the remaining cases. Two cases in a
+    row that die end the task: the rest are recorded as skipped rather than stretching the run."""
+    if task.reuse_dir_of and task.reuse_dir_of in dirs:
+        tmp = dirs[task.reuse_dir_of]
+    else:
+        tmp = Path(tempfile.mkdtemp(prefix=f"{task.key}-", dir=settings.scratch))
+    dirs[task.key] = tmp
+    skip: list[str] = []
+    results: list[dict[str, Any]] = []
+    wall, deaths, attempt = 0.0, 0, 0
+    while True:
+        doc = _run_once(task, settings, tmp, skip, attempt)
+        wall += doc["wall_s"]
+        results += doc.get("results", [])
+        current = doc.get("current")
+        if doc.get("done") or doc.get("available") is False or not current or current == "load":
+            break
+        case, _, variant = current.partition("|")
+        results.append({"case": case, "variant": variant, "status": "error",
+                        "error": f"worker died in this case ({doc.get('worker_error', '')[:60]})",
+                        "traceback": doc.get("worker_error", "")[-2000:]})
+        skip += [f"{r['case']}|{r['variant']}" for r in results]
+        deaths = (0 if doc.get("results") else deaths) + 1  # in a row
+        attempt += 1
+        if deaths >= 2:
+            doc["worker_error"] = (f"two cases in a row killed the worker; the rest of "
+                                   f"{task.key} was skipped. Last: " + doc.get("worker_error", ""))
+            break
+        doc.pop("worker_error", None)
+    doc.update(task=task.key, results=results, wall_s=wall, restarts=attempt)
+    return doc
+
+
+def cleanup(dirs: dict[str, Path], keep: bool) -> None:
+    if keep:
+        return
+    for path in set(dirs.values()):
+        shutil.rmtree(path, ignore_errors=True)

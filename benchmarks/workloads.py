@@ -1,0 +1,158 @@
+"""What is measured: the workloads, written once over a small namespace of array functions.
+
+Every array library's adapter supplies ``F`` (an object with ``add``, ``multiply``, ``exp``,
+``tanh``, ``erf``, ``sigmoid``); the formulas below use Python operators and ``F`` only, so
+NumPy, JAX, PyTorch, MLX and nuvec run exactly the same arithmetic. Python float constants stay
+weakly typed (float32 results) in all of them.
+
+    y = CHAINS["gelu_tanh"].fn(F, x)
+    CHAINS["gelu_tanh"].ideal_bytes(n)   # what one fused kernel must read and write
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+GROUPS = ("eager", "fused", "overhead", "first_call", "train", "memory")
+"""Workload groups, in run order; ``machine`` (the limits) always runs first."""
+
+SQRT_HALF = 0.7071067811865476
+SQRT_2_OVER_PI = 0.7978845608028654
+
+ELEMENTWISE = {  # name -> number of inputs
+    "add": 2, "multiply": 2, "exp": 1, "tanh": 1, "erf": 1, "sigmoid": 1,
+}
+
+
+def gelu_erf(F: Any, x: Any) -> Any:
+    """GELU with the exact erf form: 5 element-wise ops."""
+    return x * 0.5 * (1.0 + F.erf(x * SQRT_HALF))
+
+
+def gelu_tanh(F: Any, x: Any) -> Any:
+    """GELU, tanh approximation: 9 element-wise ops."""
+    return 0.5 * x * (1.0 + F.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
+
+
+def swiglu(F: Any, a: Any, b: Any) -> Any:
+    """SwiGLU's gate: silu(a) * b, 3 element-wise ops."""
+    return a * F.sigmoid(a) * b
+
+
+def chain10(F: Any, x: Any) -> Any:
+    """Ten arithmetic ops on one input; the values stay finite and O(1) for normal inputs."""
+    y = x * 1.5
+    y = y + 0.5
+    y = y * x
+    y = y - 2.0
+    y = y / 3.0
+    y = y + x
+    y = y * 0.25
+    y = y - x
+    y = y * 0.5
+    return y + 1.0
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A fused-chain workload: its formula, input count and how to check results."""
+    name: str
+    fn: Callable[..., Any]
+    n_inputs: int
+
+    def ideal_bytes(self, n: int, itemsize: int = 4) -> int:
+        """Bytes an ideal fused kernel moves: every input read once, the output written once."""
+        return (self.n_inputs + 1) * n * itemsize
+
+
+CHAINS = {c.name: c for c in (
+    Chain("gelu_erf", gelu_erf, 1), Chain("gelu_tanh", gelu_tanh, 1),
+    Chain("swiglu", swiglu, 2), Chain("chain10", chain10, 1))}
+
+
+def ops200(F: Any, x: Any) -> Any:
+    """A 200-op element-wise function (50 x: scale, add input, tanh, shift), for first-call latency.
+
+    Constants differ per step so that nothing can be merged away; tanh keeps values bounded.
+    """
+    y = x
+    for i in range(50):
+        y = y * (1.0 + 0.01 * i)
+        y = y + x
+        y = F.tanh(y)
+        y = y - 0.001 * i
+    return y
+
+
+def ops200_c_body() -> str:
+    """The same 200 ops as C statements on float ``y`` and ``x`` (for the C compiler's reference time)."""
+    lines = []
+    for i in range(50):
+        lines += [f"y = y * {1.0 + 0.01 * i!r}f;", "y = y + x;", "y = tanhf(y);",
+                  f"y = y - {0.001 * i!r}f;"]
+    return "\n    ".join(lines)
+
+
+# --- float64 references, for a sanity check of every library's result (not of its accuracy) ---
+
+class RefF:
+    """NumPy float64 implementation of ``F`` used to check results."""
+    add = staticmethod(np.add)
+    multiply = staticmethod(np.multiply)
+    exp = staticmethod(np.exp)
+    tanh = staticmethod(np.tanh)
+    erf = staticmethod(np.vectorize(math.erf, otypes=[np.float64]))
+
+    @staticmethod
+    def sigmoid(x: np.ndarray) -> np.ndarray:
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+CHECK_N = 4096  # elements compared against the float64 reference
+
+
+def check(result: np.ndarray, expected: np.ndarray) -> dict[str, Any]:
+    """Compare the first CHECK_N elements: max relative error (with an absolute floor of 1)."""
+    got = np.asarray(result, dtype=np.float64).ravel()[:CHECK_N]
+    exp = np.asarray(expected, dtype=np.float64).ravel()[:CHECK_N]
+    if got.shape != exp.shape:
+        return {"ok": False, "max_rel_err": None, "why": f"shape {got.shape} != {exp.shape}"}
+    err = float(np.max(np.abs(got - exp) / np.maximum(np.abs(exp), 1.0))) if got.size else 0.0
+    ok = bool(np.isfinite(err) and err < 1e-3)
+    return {"ok": ok, "max_rel_err": err}
+
+
+def inputs(n: int, count: int, seed: int = 0) -> list[np.ndarray]:
+    """``count`` float32 arrays of ``n`` standard-normal values (clipped to +-4), reproducible."""
+    rng = np.random.default_rng(seed)
+    return [np.clip(rng.standard_normal(n, dtype=np.float32), -4, 4) for _ in range(count)]
+
+
+# --- training step: MLP 784-512-512-10, ReLU, cross-entropy, batch 256, Adam ---
+
+MLP_SIZES = (784, 512, 512, 10)
+BATCH = 256
+
+
+def train_flops(sizes: tuple[int, ...] = MLP_SIZES, batch: int = BATCH) -> int:
+    """Matmul FLOPs of one step: forward, weight gradients, and input gradients past layer 1."""
+    mm = [i * o for i, o in zip(sizes[:-1], sizes[1:])]
+    return 2 * batch * (2 * sum(mm) + sum(mm[1:]))
+
+
+def train_data(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A fixed random batch: float32 inputs (256, 784) and int32 labels in [0, 10)."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((BATCH, MLP_SIZES[0]), dtype=np.float32)
+    y = rng.integers(0, MLP_SIZES[-1], size=BATCH).astype(np.int32)
+    return x, y
+
+
+def train_ideal_bytes(sizes: tuple[int, ...] = MLP_SIZES, batch: int = BATCH) -> int:
+    """Memory a step must hold beyond its inputs: params, grads, Adam's two moments, activations."""
+    params = sum(i * o + o for i, o in zip(sizes[:-1], sizes[1:]))
+    acts = batch * sum(sizes[1:])
+    return 4 * (4 * params + 2 * acts)
