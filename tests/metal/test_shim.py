@@ -351,3 +351,51 @@ def test_metal_compile_error_message(metal):
     with pytest.raises(shim.ShimError) as info:
         metal.compile("kernel void f(device flot* x) {}")
     assert info.value.status == shim.NV_ERR_COMPILE and "flot" in info.value.message
+
+
+# ----------------------------------------------------------------------------- C consumers
+
+C_PROGRAM = r"""
+#include <stdio.h>
+#include <string.h>
+#include "nuvec_shim.h"
+
+int main(void) {
+    if (nv_abi_version() != NUVEC_SHIM_ABI_VERSION) return 10;
+    nv_device dev = 0;
+    char *error = NULL;
+    if (nv_device_open_host(&dev, &error) != NV_OK || error != NULL) return 11;
+    nv_device_limits limits;
+    if (nv_device_limits_get(dev, &limits, NULL) != NV_OK || limits.is_metal != 0) return 12;
+    float data[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+    nv_buffer buf = 0;
+    if (nv_buffer_new_with_bytes(dev, data, sizeof data, &buf, NULL) != NV_OK) return 13;
+    void *contents = NULL;
+    if (nv_buffer_contents(buf, &contents, NULL) != NV_OK || memcmp(contents, data, sizeof data))
+        return 14;
+    nv_status s = nv_buffer_new(dev, 0, &buf, &error);
+    printf("%s|%s\n", nv_status_name(s), error);
+    nv_string_free(error);
+    nv_release(buf, NULL);
+    nv_release(dev, NULL);
+    return nv_live_handle_count() == 0 ? 0 : 15;
+}
+"""
+
+
+@pytest.mark.parametrize("compiler", ["cc", "c++"])
+def test_header_serves_c_and_cpp_programs(lib, tmp_path, compiler):
+    """The header alone, strict C and C++, linked against the built library, run."""
+    exe = shutil.which(compiler)
+    if exe is None:
+        pytest.skip(f"no {compiler} on PATH to compile a C consumer")
+    src = tmp_path / ("main.c" if compiler == "cc" else "main.cpp")
+    src.write_text(C_PROGRAM)
+    lib_dir = shim.library_path().parent
+    link = shim.library_path().name[3:].rsplit(".", 1)[0]  # libNuvecShim.so -> NuvecShim
+    cmd = [exe, "-Wall", "-Wextra", "-Werror", "-pedantic", "-I", str(HEADER.parent), str(src),
+           "-L", str(lib_dir), f"-l{link}", f"-Wl,-rpath,{lib_dir}", "-o", str(tmp_path / "main")]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    run = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True)
+    assert run.returncode == 0, (run.returncode, run.stderr)
+    assert run.stdout == "NV_ERR_INVALID_ARGUMENT|make buffer: length must be > 0, got 0\n"
