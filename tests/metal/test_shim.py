@@ -107,10 +107,17 @@ def test_reports_no_metal_on_linux(lib):
     assert info.value.message == expected
 
 
-def test_unavailable_reason_without_library(monkeypatch, tmp_path):
-    monkeypatch.setattr(shim._State, "loaded", False)
-    monkeypatch.setattr(shim._State, "lib", None)
-    monkeypatch.setattr(shim._State, "metal_reason", None)
+@pytest.fixture()
+def fresh_state(monkeypatch):
+    """Forgets the loaded library for one test; monkeypatch restores every field after it."""
+    for field, value in (("loaded", False), ("lib", None), ("path", None), ("load_error", None),
+                         ("metal_reason", None)):
+        monkeypatch.setattr(shim._State, field, value)
+    return monkeypatch
+
+
+def test_unavailable_reason_without_library(fresh_state, tmp_path):
+    monkeypatch = fresh_state
     monkeypatch.setenv("NUVEC_SHIM_LIB", str(tmp_path / "missing.so"))
     assert shim.is_available() is False
     assert shim.unavailable_reason() == f"NUVEC_SHIM_LIB={tmp_path / 'missing.so'} does not exist"
@@ -119,16 +126,12 @@ def test_unavailable_reason_without_library(monkeypatch, tmp_path):
     monkeypatch.setattr(shim._State, "loaded", False)
     assert shim.unavailable_reason().startswith(
         "shim library not built: run `make install` where swift is present")
-    # Leave the module as it was for the other tests (monkeypatch restores the attributes).
 
 
-def test_wrong_library_is_refused(monkeypatch, lib):
+def test_wrong_library_is_refused(lib, fresh_state):
     # Any loadable shared object without the ABI stands in: NumPy's own extension module.
     other = Path(np._core._multiarray_umath.__file__)
-    monkeypatch.setattr(shim._State, "loaded", False)
-    monkeypatch.setattr(shim._State, "lib", None)
-    monkeypatch.setattr(shim._State, "metal_reason", None)
-    monkeypatch.setenv("NUVEC_SHIM_LIB", str(other))
+    fresh_state.setenv("NUVEC_SHIM_LIB", str(other))
     assert shim.unavailable_reason() == f"{other} is not a nuvec shim library (no nv_abi_version)"
 
 

@@ -242,6 +242,9 @@ def _bind(lib: ctypes.CDLL) -> None:
 
 def _load() -> ctypes.CDLL:
     """Loads and checks the library once; raises ShimUnavailable with the reason otherwise."""
+    lib = _State.lib
+    if lib is not None:  # fast path once loaded; the lock guards the first load only
+        return lib
     with _State.lock:
         if not _State.loaded:
             _State.loaded = True

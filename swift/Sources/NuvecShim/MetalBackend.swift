@@ -6,6 +6,7 @@
 // (argument checks, grid planning, caches, handles) is shared with the host path and tested.
 
 #if canImport(Metal)
+import Foundation  // NSString, NSObject, Error.localizedDescription
 import Metal
 
 #if canImport(Darwin)
