@@ -35,10 +35,10 @@ CASES = {
 N16M = 16 * 2**20
 FULL = dict(n=N16M, samples=7, warmup=2, min_sample_s=0.05, budget_s=5.0, small_sample_s=0.05,
             first_call_n=4096, train_warmup=3, train_sample_s=0.25, memory_steps=5,
-            noise_samples=15, case_timeout_s=90.0)
-QUICK = dict(FULL, samples=3, warmup=1, budget_s=1.5, small_sample_s=0.01, train_warmup=2,
+            noise_samples=15, case_timeout_s=60.0, first_call_timeout_s=120.0)
+QUICK = dict(FULL, n=8 * 2**20, samples=3, warmup=1, budget_s=1.5, small_sample_s=0.01, train_warmup=2,
              train_sample_s=0.05, memory_steps=3, noise_samples=9,
-             case_timeout_s=45.0)
+             case_timeout_s=20.0, first_call_timeout_s=60.0)
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -52,6 +52,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--out", default=None, help="output folder (default benchmarks/results/<mode>)")
     p.add_argument("--n", type=int, default=None, help="override the array size (elements)")
     p.add_argument("--timeout", type=float, default=None, help="seconds per worker process")
+    p.add_argument("--case-timeout", type=float, default=None,
+                   help="seconds one case may run before its worker is stopped and restarted")
     p.add_argument("--no-pin", action="store_true", help="with --threads, do not pin CPUs")
     p.add_argument("--keep-blas-env", action="store_true",
                    help="keep OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE for the workers")
@@ -128,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = dict(QUICK if args.quick else FULL)
     if args.n:
         cfg["n"] = args.n
+    if args.case_timeout:
+        cfg["case_timeout_s"] = args.case_timeout
     cfg["threads"] = args.threads or os.cpu_count() or 1
     out_dir = Path(args.out) if args.out else REPO / "benchmarks" / "results" / mode
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -182,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         entry = libraries.setdefault(lib, {"status": "ok", "version": doc.get("version")})
         if doc.get("available") is False:
             entry.update(status="not available", note=doc.get("error"))
+        elif doc.get("available") is None or (doc.get("worker_error") and not doc.get("version")):
+            entry.update(status="failed", note=(doc.get("worker_error") or "")[:300])
         elif doc.get("version"):
             entry["version"] = doc["version"]
         if lib == "nuvec" and options:

@@ -38,7 +38,7 @@ SPECS = {  # group -> (value of a row, y label, log scale)
     "overhead": (lambda r: r["median"] * 1e6, "us per call (per op for eager)", True),
     "first_call": (lambda r: r["median"], "seconds, first call", True),
     "train": (lambda r: 1 / r["median"], "training steps per second", True),
-    "memory": (lambda r: r["median"] / 2**20, "peak RSS above baseline, MiB", False),
+    "memory": (lambda r: r["median"] / 2**20, "peak RSS of the process, MiB", False),
 }
 
 
