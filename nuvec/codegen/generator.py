@@ -1,0 +1,238 @@
+"""One element-wise kernel generator; C, CUDA C and Metal are dialects of it.
+
+The generator turns a KernelSpec into straight-line per-element code (one local per node,
+each rounded to its dtype) over the shared headers nv_coeffs.h, nv_math.h and nv_ops.h; a
+dialect (nuvec/codegen/dialects/) supplies only the prelude (types, qualifiers, bit casts,
+where the math library comes from), literals, and the kernel entry points with their loads,
+stores and indexing.
+
+Example::
+
+    from nuvec.codegen import KernelSpec, generate
+    src = generate(KernelSpec.single("exp", ("float32",), "float32"))          # C
+    cu = generate(KernelSpec.single("exp", ("float32",), "float32"), "cuda")   # CUDA C
+"""
+from __future__ import annotations
+
+import hashlib
+import struct
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from .ir import KernelSpec
+
+_HERE = Path(__file__).resolve().parent
+
+# compute types (the value of a node in registers) and storage types (in memory)
+CTYPE = {
+    "bool": "uint8_t", "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t",
+    "uint64": "uint64_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
+    "int64": "int64_t", "float16": "float", "bfloat16": "float", "float32": "float",
+    "float64": "double", "complex64": "nv_c64"}
+STYPE = {**CTYPE, "float16": "uint16_t", "bfloat16": "uint16_t"}
+SUFFIX = {
+    "bool": "b", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "int8": "i8",
+    "int16": "i16", "int32": "i32", "int64": "i64", "float16": "f32", "bfloat16": "f32",
+    "float32": "f32", "float64": "f64", "complex64": "c64"}
+_INT_BITS = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64,
+             "int8": 8, "int16": 16, "int32": 32, "int64": 64}
+
+# ops whose float32 result on float16 / bfloat16 inputs is already in the narrow format
+_EXACT_NARROW = frozenset((
+    "negative", "abs", "copy", "sign", "maximum", "minimum", "floor", "ceil", "round", "real",
+    "imag", "conjugate", "select"))
+_ROUND = {"float16": "nv_round_f16", "bfloat16": "nv_round_bf16"}
+
+
+@lru_cache(maxsize=None)
+def header_text(name: str) -> str:
+    """The text of one of the shared headers (nv_coeffs.h, nv_math.h, nv_ops.h)."""
+    return (_HERE / name).read_text()
+
+
+def library_source() -> str:
+    """The shared math and element-op library (dialect-neutral; needs a dialect prelude)."""
+    return "\n".join(header_text(h) for h in ("nv_coeffs.h", "nv_math.h", "nv_ops.h"))
+
+
+# ---- literals -------------------------------------------------------------------------------
+
+def _f32_value(bits: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+def _f64_value(bits: int) -> float:
+    return struct.unpack("<d", struct.pack("<Q", bits))[0]
+
+
+def _narrow_to_f32_bits(dtype: str, bits: int) -> int:
+    """float16 / bfloat16 raw bits -> the float32 bits of the same value."""
+    if dtype == "bfloat16":
+        return bits << 16
+    import numpy as np
+    return int(np.array([bits], np.uint16).view(np.float16).astype(np.float32).view(np.uint32)[0])
+
+
+def literal(dtype: str, bits: int, dialect) -> str:
+    """A constant of ``dtype`` with raw ``bits`` as an exact expression of its compute type."""
+    if dtype in ("float16", "bfloat16"):
+        return dialect.f32_literal(_narrow_to_f32_bits(dtype, bits))
+    if dtype == "float32":
+        return dialect.f32_literal(bits)
+    if dtype == "float64":
+        return dialect.f64_literal(bits)
+    if dtype == "complex64":
+        re, im = bits & 0xFFFFFFFF, bits >> 32
+        return f"nv_c64_make({dialect.f32_literal(re)}, {dialect.f32_literal(im)})"
+    if dtype == "bool":
+        return "(uint8_t)1" if bits else "(uint8_t)0"
+    suffix = "ull" if _INT_BITS[dtype] == 64 else "u"
+    return f"(({CTYPE[dtype]}){bits:#x}{suffix})"
+
+
+# ---- casts ------------------------------------------------------------------------------------
+
+def cast_expr(src: str, dst: str, x: str) -> str:
+    """Expression converting value ``x`` of compute type ``src`` to ``dst`` (see nv_ops.h)."""
+    if src == dst:
+        return x
+    if dst == "bool":
+        if src == "complex64":
+            return f"(uint8_t)(({x}).re != 0.0f || ({x}).im != 0.0f)"
+        return f"(uint8_t)({x} != 0)"
+    if src == "complex64":
+        return cast_expr("float32", dst, f"({x}).re")
+    if dst == "complex64":
+        return f"nv_c64_make({cast_expr(src, 'float32', x)}, 0.0f)"
+    narrow = _ROUND.get(dst)
+    if src == "bool":
+        return f"(({CTYPE[dst]}){x})"
+    if src in _INT_BITS:
+        if dst in _INT_BITS:
+            return f"(({CTYPE[dst]}){x})"
+        if dst == "float32":
+            return f"((float){x})"
+        if dst == "float64":
+            return f"((double){x})"
+        bits, signed = _INT_BITS[src], src.startswith("int")
+        if bits <= 16:
+            return f"{narrow}((float){x})"
+        if dst == "float16":      # beyond 2^17 everything is inf: clamp, then exact in float32
+            lo = f" < ({CTYPE[src]})-131072 ? -131072.0f : " if signed else " ? 0.0f : "
+            if signed:
+                return (f"{narrow}({x} > ({CTYPE[src]})131072 ? 131072.0f : "
+                        f"({x}{lo}(float){x}))")
+            return f"{narrow}({x} > ({CTYPE[src]})131072u ? 131072.0f : (float){x})"
+        if src == "uint64":
+            return f"{narrow}(nv_u64_to_f32_odd({x}))"
+        return f"{narrow}(nv_i64_to_f32_odd((int64_t){x}))"
+    if src == "float64":
+        if dst in _INT_BITS:
+            return f"nv_f64_to_{SUFFIX[dst]}({x})"
+        if dst == "float32":
+            return f"((float){x})"
+        return f"{narrow}(nv_f64_to_f32_odd({x}))"
+    # src is float32, float16 or bfloat16 (a float32 register)
+    if dst in _INT_BITS:
+        return f"nv_f32_to_{SUFFIX[dst]}({x})"
+    if dst == "float64":
+        return f"((double){x})"
+    if dst == "float32":
+        return x
+    return f"{narrow}({x})"
+
+
+# ---- the per-element body ---------------------------------------------------------------------
+
+@dataclass
+class Body:
+    """Per-element code of a spec: constants (hoisted), statements, output values."""
+    consts: list[str]          # declarations, before the loop
+    lines: list[str]           # statements, in the loop, after the inputs are loaded
+    outputs: list[str]         # variable holding each output (in spec.outputs order)
+    used_inputs: list[int]     # inputs the body reads
+
+
+def node_expr(op: str, arg_dtypes: tuple[str, ...], dtype: str, args: list[str]) -> str:
+    """C expression computing one node from argument expressions."""
+    if op == "astype":
+        return cast_expr(arg_dtypes[0], dtype, args[0])
+    if op == "select":
+        return f"({args[0]} ? {args[1]} : {args[2]})"
+    src = arg_dtypes[0]
+    expr = f"nv_{op}_{SUFFIX[src]}({', '.join(args)})"
+    if dtype in _ROUND and op not in _EXACT_NARROW:
+        expr = f"{_ROUND[dtype]}({expr})"
+    return expr
+
+
+def body(spec: KernelSpec, dialect) -> Body:
+    """Straight-line code for one element of ``spec``."""
+    consts = [f"const {CTYPE[d]} k{i} = {literal(d, b, dialect)};"
+              for i, (d, b) in enumerate(spec.constants)]
+    used: set[int] = set()
+    lines = []
+    for j, node in enumerate(spec.nodes):
+        names = []
+        for kind, i in node.args:
+            if kind == "in":
+                used.add(i)
+                names.append(f"x{i}")
+            elif kind == "node":
+                names.append(f"v{i}")
+            else:
+                names.append(f"k{i}")
+        arg_dtypes = tuple(spec.arg_dtype(a) for a in node.args)
+        lines.append(f"const {CTYPE[node.dtype]} v{j} = "
+                     f"{node_expr(node.op, arg_dtypes, node.dtype, names)};")
+    return Body(consts, lines, [f"v{o}" for o in spec.outputs], sorted(used))
+
+
+def default_name(spec: KernelSpec) -> str:
+    """A stable kernel name derived from the spec's content."""
+    h = hashlib.sha256(repr((spec.inputs, spec.constants, spec.nodes, spec.outputs)).encode())
+    return "nv_k_" + h.hexdigest()[:20]
+
+
+def single_name(op: str, in_dtypes: tuple[str, ...], out_dtype: str) -> str:
+    """The name of the prebuilt kernel of one op (what the install-time library exports)."""
+    return f"nv_{op}__{'_'.join(in_dtypes)}__{out_dtype}"
+
+
+def kernel_name(spec: KernelSpec) -> str:
+    """The name ``generate`` gives a spec by default: stable, readable for single ops."""
+    if spec.is_single():
+        return single_name(spec.nodes[0].op, spec.inputs, spec.nodes[0].dtype)
+    return default_name(spec)
+
+
+def _dialect(name: str):
+    from . import dialects
+    try:
+        return dialects.DIALECTS[name]
+    except KeyError:
+        raise ValueError(f"generate: unknown dialect {name!r}; "
+                         f"expected one of {sorted(dialects.DIALECTS)}") from None
+
+
+def generate(spec: KernelSpec, dialect: str = "c", name: str | None = None) -> str:
+    """Full, self-contained source of the kernel for ``spec`` in ``dialect``.
+
+    >>> src = generate(KernelSpec.single("add", ("int8", "int8"), "int8"), "c", "my_add")
+    >>> "void my_add(" in src
+    True
+    """
+    spec.validate()
+    d = _dialect(dialect)
+    d.check(spec)
+    return d.module([(name or kernel_name(spec), spec)])
+
+
+def generate_many(kernels: list[tuple[str, KernelSpec]], dialect: str = "c") -> str:
+    """One source holding several kernels (the prelude and library once)."""
+    d = _dialect(dialect)
+    for _, spec in kernels:
+        spec.validate()
+        d.check(spec)
+    return d.module(kernels)

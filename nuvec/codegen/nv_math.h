@@ -1,0 +1,629 @@
+/* nv_math.h -- nuvec's float32 math library, shared by every kernel dialect (C, CUDA, MSL).
+ *
+ * Every function is straight-line code (selects, no branches, no tables in memory), so that a
+ * C compiler vectorises the loops that call it and so that each element gets exactly the same
+ * operations whether it falls in a vector body, a scalar tail, or another thread's share.
+ * Only IEEE-754 operations with one rounding each are used (+ - * / sqrt, fma), never
+ * contracted (build with -ffp-contract=off), never fast-math. float16 and bfloat16 compute in
+ * float32 through these functions and round after each operation (nv_ops.h).
+ *
+ * Accuracy (float32, measured over the whole range by tests/engine/test_accuracy.py): exp, log,
+ * sin, cos, tanh, sigmoid and erf within 2 ulp of the correctly rounded result, the others
+ * within 4 ulp. Polynomial coefficients come from nuvec/codegen/tools/fitpoly.py.
+ *
+ * The including dialect prelude provides:
+ *   NV_FN                     function qualifier ("static inline", "__device__ inline", ...)
+ *   nv_f2u(float)->uint32_t, nv_u2f(uint32_t)->float   bit casts
+ *   int32_t uint32_t int64_t uint64_t (and the 8/16-bit ones)
+ *   fmaf sqrtf fabsf copysignf  (correctly rounded / exact)
+ * and the struct nv_ff below is declared here.
+ */
+
+typedef struct { float hi; float lo; } nv_ff;        /* unevaluated sum hi + lo */
+
+#define NV_INF_F nv_u2f(0x7f800000u)
+#define NV_NAN_F nv_u2f(0x7fc00000u)
+
+/* ---- small exact helpers ----------------------------------------------------------------- */
+
+/* 2^k as a float, for k in [-126, 127] */
+NV_FN float nv_pow2i(int32_t k) { return nv_u2f((uint32_t)(k + 127) << 23); }
+
+/* x * 2^k with a single rounding, for |k| <= 250 and x in [0.5, 2) */
+NV_FN float nv_ldexp2(float x, int32_t k)
+{
+    int32_t k1 = k >> 1;
+    return (x * nv_pow2i(k1)) * nv_pow2i(k - k1);
+}
+
+/* a + b = s + e exactly (|a| >= |b| or a == 0) */
+NV_FN nv_ff nv_fast_two_sum(float a, float b)
+{
+    nv_ff r; r.hi = a + b; r.lo = b - (r.hi - a); return r;
+}
+
+/* a + b = s + e exactly, any order */
+NV_FN nv_ff nv_two_sum(float a, float b)
+{
+    nv_ff r;
+    r.hi = a + b;
+    float bb = r.hi - a;
+    r.lo = (a - (r.hi - bb)) + (b - bb);
+    return r;
+}
+
+/* a * b = p + e exactly (barring underflow) */
+NV_FN nv_ff nv_two_prod(float a, float b)
+{
+    nv_ff r; r.hi = a * b; r.lo = fmaf(a, b, -r.hi); return r;
+}
+
+/* round to the nearest integer (ties to even) for |x| < 2^22, as a float; NaN stays NaN */
+NV_FN float nv_rint_small(float x)
+{
+    return (x + 0x1.8p23f) - 0x1.8p23f;
+}
+
+/* ---- exp family ---------------------------------------------------------------------------
+ * x = n ln2 + r, |r| <= ln2/2 (Cody-Waite with fma: the first step is exact), then
+ * exp(r) = 1 + r + r^2 P(r) and a scaling by 2^n in two exact steps so that a subnormal result
+ * is rounded only once. */
+
+#define NV_LN2_HI 0x1.62e43p-1f
+#define NV_LN2_LO -0x1.05c61p-29f
+#define NV_LOG2E 0x1.715476p+0f
+
+NV_FN float nv_exp_poly(float r)
+{
+    return fmaf(r * r, nv_poly_exp(r), r);     /* exp(r) - 1 */
+}
+
+/* exp(x + xl) * 2^scale; xl is a small correction (|xl| < 2^-20 |x| or so), |scale| <= 4 */
+NV_FN float nv_exp_core(float x, float xl, int32_t scale)
+{
+    float xc = x > 100.0f ? 100.0f : x;
+    xc = xc < -110.0f ? -110.0f : xc;
+    xc = (x == x) ? xc : 0.0f;                  /* keep the integer part defined for NaN */
+    float t = fmaf(xc, NV_LOG2E, 0x1.8p23f);
+    float n = t - 0x1.8p23f;
+    int32_t ni = (int32_t)(nv_f2u(t) - 0x4b400000u);
+    float r = fmaf(-n, NV_LN2_HI, xc);
+    r = fmaf(-n, NV_LN2_LO, r) + xl;
+    float e = 1.0f + nv_exp_poly(r);
+    e = nv_ldexp2(e, ni + scale);
+    return (x == x) ? e : x;
+}
+
+NV_FN float nv_exp_f32(float x) { return nv_exp_core(x, 0.0f, 0); }
+
+NV_FN float nv_expm1_f32(float x)
+{
+    float xc = x > 60.0f ? 60.0f : x;
+    xc = xc < -30.0f ? -30.0f : xc;
+    xc = (x == x) ? xc : 0.0f;
+    float t = fmaf(xc, NV_LOG2E, 0x1.8p23f);
+    float n = t - 0x1.8p23f;
+    int32_t ni = (int32_t)(nv_f2u(t) - 0x4b400000u);
+    float r = fmaf(-n, NV_LN2_HI, xc);
+    r = fmaf(-n, NV_LN2_LO, r);
+    float q = nv_exp_poly(r);                   /* exp(r) - 1 */
+    float s = nv_pow2i(ni);
+    float res = fmaf(s, q, s - 1.0f);           /* 2^n (1 + q) - 1 */
+    res = x > 60.0f ? nv_exp_f32(x) : res;
+    return (x == x) ? res : x;
+}
+
+/* 2^(t.hi + t.lo), |t.lo| <= ulp(t.hi) */
+NV_FN float nv_exp2_ff(float th, float tl)
+{
+    float xc = th > 200.0f ? 200.0f : th;
+    xc = xc < -200.0f ? -200.0f : xc;
+    xc = (th == th) ? xc : 0.0f;
+    float t = xc + 0x1.8p23f;
+    float n = t - 0x1.8p23f;
+    int32_t ni = (int32_t)(nv_f2u(t) - 0x4b400000u);
+    float f = (xc - n) + tl;                    /* xc - n is exact */
+    float e = 1.0f + f * nv_poly_exp2(f);
+    int32_t k = ni > 300 ? 300 : ni;
+    k = k < -300 ? -300 : k;
+    /* three steps so that 2^k with |k| up to 300 saturates to inf / 0 with one rounding */
+    int32_t k1 = k / 3;
+    int32_t k2 = (k - k1) / 2;
+    int32_t k3 = k - k1 - k2;
+    e = ((e * nv_pow2i(k1)) * nv_pow2i(k2)) * nv_pow2i(k3);
+    return (th == th) ? e : th;
+}
+
+/* ---- log family ---------------------------------------------------------------------------
+ * x = 2^k m, m in [sqrt(1/2), sqrt(2)), s = (m - 1) / (m + 1) carried as hi + lo,
+ * log m = 2s + s^3 P(s^2). Returned as an unevaluated sum (k, hi, lo): log x = k ln2 + hi + lo. */
+
+typedef struct { float k; float hi; float lo; } nv_logparts;
+
+NV_FN nv_logparts nv_log_parts(float x)
+{
+    uint32_t u = nv_f2u(x);
+    int32_t sub = u < 0x00800000u ? 1 : 0;      /* zero or subnormal (positive) */
+    float xs = sub ? x * 0x1p23f : x;
+    uint32_t us = nv_f2u(xs);
+    int32_t k = (int32_t)(us - 0x3f3504f3u) >> 23;
+    float m = nv_u2f(us - ((uint32_t)k << 23));
+    float f = m - 1.0f;                         /* exact */
+    float dh = 2.0f + f;
+    float dl = (2.0f - dh) + f;
+    float sh = f / dh;
+    float e = fmaf(-sh, dh, f);
+    e = fmaf(-sh, dl, e);
+    float sl = e / dh;
+    float z = sh * sh;
+    float p = nv_poly_log(z);
+    nv_logparts r;
+    r.k = (float)(k - 23 * sub);
+    r.hi = 2.0f * sh;
+    r.lo = fmaf(sh * z, p, 2.0f * sl);
+    return r;
+}
+
+#define NV_LN2_HI_L 0x1.62e4p-1f                /* 15 bits: k * hi is exact */
+#define NV_LN2_LO_L 0x1.7f7d1cp-20f
+
+/* log x as hi + lo (finite positive x only) */
+NV_FN nv_ff nv_log_ff(float x)
+{
+    nv_logparts p = nv_log_parts(x);
+    nv_ff s = nv_fast_two_sum(p.k * NV_LN2_HI_L, p.hi);
+    s.lo = s.lo + fmaf(p.k, NV_LN2_LO_L, p.lo);
+    return s;
+}
+
+/* the value of log-like functions at 0, +inf, negative and NaN arguments */
+NV_FN float nv_log_special(float x, float res)
+{
+    float sp = x == 0.0f ? -NV_INF_F : (x == NV_INF_F ? x : NV_NAN_F);
+    sp = (x == x) ? sp : x;
+    return (x > 0.0f & x < NV_INF_F) ? res : sp;
+}
+
+NV_FN float nv_log_f32(float x)
+{
+    nv_ff s = nv_log_ff(x);
+    return nv_log_special(x, s.hi + s.lo);
+}
+
+#define NV_INVLN2_HI 0x1.715476p+0f
+#define NV_INVLN2_LO 0x1.4ae0cp-26f
+#define NV_INVLN10_HI 0x1.bcb7b2p-2f
+#define NV_INVLN10_LO -0x1.5b235ep-27f
+#define NV_LG2_HI 0x1.344p-2f                  /* log10(2), 15 bits */
+#define NV_LG2_LO 0x1.3509f8p-18f
+
+NV_FN float nv_log2_f32(float x)
+{
+    nv_logparts p = nv_log_parts(x);
+    float ph = p.hi * NV_INVLN2_HI;
+    float pl = fmaf(p.hi, NV_INVLN2_HI, -ph) + fmaf(p.hi, NV_INVLN2_LO, p.lo * NV_INVLN2_HI);
+    nv_ff s = nv_fast_two_sum(p.k, ph);
+    return nv_log_special(x, s.hi + (s.lo + pl));
+}
+
+NV_FN float nv_log10_f32(float x)
+{
+    nv_logparts p = nv_log_parts(x);
+    float ph = p.hi * NV_INVLN10_HI;
+    float pl = fmaf(p.hi, NV_INVLN10_HI, -ph) + fmaf(p.hi, NV_INVLN10_LO, p.lo * NV_INVLN10_HI);
+    nv_ff s = nv_fast_two_sum(p.k * NV_LG2_HI, ph);
+    return nv_log_special(x, s.hi + (s.lo + fmaf(p.k, NV_LG2_LO, pl)));
+}
+
+/* log(1 + x) as hi + lo, x > -1 finite: 1 + x is split exactly, log1p = log(u) + ul/u */
+NV_FN nv_ff nv_log1p_ff(float x)
+{
+    float uh = 1.0f + x;
+    float ul = fabsf(x) <= 1.0f ? (1.0f - uh) + x : (x - uh) + 1.0f;
+    nv_ff s = nv_log_ff(uh);
+    s.lo = s.lo + (fabsf(x) < 0x1p100f ? ul / uh : 0.0f);
+    return s;
+}
+
+NV_FN float nv_log1p_f32(float x)
+{
+    nv_ff s = nv_log1p_ff(x);
+    float res = s.hi + s.lo;
+    float sp = x == -1.0f ? -NV_INF_F : (x == NV_INF_F ? x : NV_NAN_F);
+    sp = (x == x) ? sp : x;
+    return (x > -1.0f & x < NV_INF_F) ? res : sp;
+}
+
+/* ---- sin / cos / tan ----------------------------------------------------------------------
+ * Argument reduction by pi/2 with integer arithmetic on the bits of 2/pi (Payne-Hanek), the
+ * same for every argument above pi/4, so huge arguments are as accurate as small ones:
+ * |x| = m 2^(E-150), Y = m 2^(E-150) (2/pi) mod 4 in 2.62 fixed point from a 96-bit window of
+ * 2/pi; the window is picked from the constant words below by selects (no memory table). */
+
+/* words of floor(2/pi * 2^320), least significant first, from index 3 */
+#define NV_TP3 0xfe5163abu
+#define NV_TP4 0x3c439041u
+#define NV_TP5 0xdb629599u
+#define NV_TP6 0xf534ddc0u
+#define NV_TP7 0xfc2757d1u
+#define NV_TP8 0x4e441529u
+#define NV_TP9 0xa2f9836eu
+#define NV_TP10 0x0u
+
+/* word i of the table; masks rather than selects so that no compiler turns this into a
+ * lookup in memory (which would stop vectorisation) */
+NV_FN uint32_t nv_tp_word(int32_t i)
+{
+    return (NV_TP3 & (0u - (uint32_t)(i == 3))) | (NV_TP4 & (0u - (uint32_t)(i == 4)))
+         | (NV_TP5 & (0u - (uint32_t)(i == 5))) | (NV_TP6 & (0u - (uint32_t)(i == 6)))
+         | (NV_TP7 & (0u - (uint32_t)(i == 7))) | (NV_TP8 & (0u - (uint32_t)(i == 8)))
+         | (NV_TP9 & (0u - (uint32_t)(i == 9))) | (NV_TP10 & (0u - (uint32_t)(i == 10)));
+}
+
+typedef struct { int32_t q; float hi; float lo; } nv_reduced;
+
+/* |x| = q pi/2 + (hi + lo), |hi + lo| <= pi/4 (about), for finite x */
+NV_FN nv_reduced nv_rem_pio2(float x)
+{
+    uint32_t u = nv_f2u(x) & 0x7fffffffu;
+    int32_t big = u > 0x3f490fdbu ? 1 : 0;      /* |x| > pi/4 */
+    uint32_t ue = big & u < 0x7f800000u ? u : 0x3f800000u;   /* a harmless value otherwise */
+    int32_t ex = (int32_t)(ue >> 23);           /* biased exponent, 126..254 */
+    uint64_t m = (uint64_t)((ue & 0x7fffffu) | 0x800000u);
+    int32_t sft = 376 - ex;
+    int32_t wi = sft >> 5;
+    int32_t bo = sft & 31;
+    uint64_t w0 = nv_tp_word(wi), w1 = nv_tp_word(wi + 1);
+    uint64_t w2 = nv_tp_word(wi + 2), w3 = nv_tp_word(wi + 3);
+    uint64_t g0 = (uint32_t)(((w1 << 32) | w0) >> bo);
+    uint64_t g1 = (uint32_t)(((w2 << 32) | w1) >> bo);
+    uint64_t g2 = (uint32_t)(((w3 << 32) | w2) >> bo);
+    uint64_t y = ((m * g2) << 32) + m * g1 + ((m * g0) >> 32);
+    uint64_t q = ((y + 0x2000000000000000ull) >> 62) & 3u;
+    uint64_t fr = y - (q << 62);                /* signed fraction, two's complement */
+    /* split the signed 62-bit fraction into three exactly representable pieces */
+    int32_t c2 = ((int32_t)((uint32_t)(fr >> 42) << 10)) >> 10;
+    int32_t c1 = (int32_t)((uint32_t)(fr >> 21) & 0x1fffffu);
+    int32_t c0 = (int32_t)((uint32_t)fr & 0x1fffffu);
+    nv_ff a = nv_two_sum((float)c2 * 0x1p42f, (float)c1 * 0x1p21f);
+    nv_ff b = nv_two_sum(a.hi, (float)c0);
+    float fh = b.hi, fl = a.lo + b.lo;
+    /* times pi/2 * 2^-62 */
+    float rh = fh * 0x1.921fb6p-62f;
+    float rl = fmaf(fh, 0x1.921fb6p-62f, -rh) + fmaf(fh, -0x1.777a5cp-87f, fl * 0x1.921fb6p-62f);
+    nv_ff r = nv_fast_two_sum(rh, rl);
+    nv_reduced out;
+    out.q = big ? (int32_t)q : 0;
+    out.hi = big ? r.hi : nv_u2f(u);
+    out.lo = big ? r.lo : 0.0f;
+    return out;
+}
+
+/* sin and cos of hi + lo, |hi| <= pi/4 */
+NV_FN float nv_sin_kernel(float h, float l)
+{
+    float z = h * h;
+    float p = nv_poly_sin(z);
+    return h + fmaf(h * z, p, l * fmaf(-0.5f, z, 1.0f));
+}
+
+NV_FN float nv_cos_kernel(float h, float l)
+{
+    float z = h * h;
+    float p = nv_poly_cos(z);
+    float hz = 0.5f * z;
+    float w = 1.0f - hz;
+    float c = ((1.0f - w) - hz) + fmaf(z * z, p, -h * l);
+    return w + c;
+}
+
+NV_FN float nv_sin_f32(float x)
+{
+    nv_reduced r = nv_rem_pio2(x);
+    float s = nv_sin_kernel(r.hi, r.lo), c = nv_cos_kernel(r.hi, r.lo);
+    float v = (r.q & 1) ? c : s;
+    v = (r.q & 2) ? -v : v;
+    v = x < 0.0f ? -v : v;
+    return fabsf(x) < NV_INF_F ? v : x - x;
+}
+
+NV_FN float nv_cos_f32(float x)
+{
+    nv_reduced r = nv_rem_pio2(x);
+    float s = nv_sin_kernel(r.hi, r.lo), c = nv_cos_kernel(r.hi, r.lo);
+    float v = (r.q & 1) ? s : c;
+    v = ((r.q + 1) & 2) ? -v : v;
+    return fabsf(x) < NV_INF_F ? v : x - x;
+}
+
+NV_FN float nv_tan_f32(float x)
+{
+    nv_reduced r = nv_rem_pio2(x);
+    float s = nv_sin_kernel(r.hi, r.lo), c = nv_cos_kernel(r.hi, r.lo);
+    float v = (r.q & 1) ? -c / s : s / c;
+    v = x < 0.0f ? -v : v;
+    return fabsf(x) < NV_INF_F ? v : x - x;
+}
+
+/* ---- inverse trigonometric ----------------------------------------------------------------- */
+
+#define NV_PIO2_HI 0x1.921fb6p+0f
+#define NV_PIO2_LO -0x1.777a5cp-25f
+#define NV_PI_HI 0x1.921fb6p+1f
+#define NV_PI_LO -0x1.777a5cp-24f
+
+/* asin(t) = t + t^3 P(t^2) for |t| <= 1/2 */
+NV_FN float nv_asin_poly(float t)
+{
+    float z = t * t;
+    return fmaf(t * z, nv_poly_asin(z), t);
+}
+
+NV_FN float nv_asin_f32(float x)
+{
+    float a = fabsf(x);
+    float z = (1.0f - a) * 0.5f;               /* exact for a >= 1/2 */
+    float s = sqrtf(z);
+    float big = NV_PIO2_HI - (2.0f * nv_asin_poly(s) - NV_PIO2_LO);
+    float v = a <= 0.5f ? nv_asin_poly(a) : big;
+    v = copysignf(v, x);
+    return a <= 1.0f ? v : (x == x ? NV_NAN_F : x);
+}
+
+NV_FN float nv_acos_f32(float x)
+{
+    float a = fabsf(x);
+    float z = (1.0f - a) * 0.5f;
+    float s = sqrtf(z);
+    float hs = 2.0f * nv_asin_poly(s);         /* acos(a) for a >= 1/2 */
+    float small = NV_PIO2_HI - (nv_asin_poly(x) - NV_PIO2_LO);
+    float v = x > 0.5f ? hs : small;
+    v = x < -0.5f ? NV_PI_HI - (hs - NV_PI_LO) : v;
+    return a <= 1.0f ? v : (x == x ? NV_NAN_F : x);
+}
+
+/* atan(t) for 0 <= t <= 1 */
+NV_FN float nv_atan_poly(float t)
+{
+    float z = t * t;
+    return fmaf(t * z, nv_poly_atan(z), t);
+}
+
+NV_FN float nv_atan_f32(float x)
+{
+    float a = fabsf(x);
+    int32_t inv = a > 1.0f ? 1 : 0;
+    float t = inv ? 1.0f / a : a;
+    float p = nv_atan_poly(t);
+    float v = inv ? NV_PIO2_HI - (p - NV_PIO2_LO) : p;
+    return (x == x) ? copysignf(v, x) : x;
+}
+
+NV_FN float nv_atan2_f32(float y, float x)
+{
+    float ax = fabsf(x), ay = fabsf(y);
+    int32_t swap = ay > ax ? 1 : 0;
+    float num = swap ? ax : ay, den = swap ? ay : ax;
+    int32_t both_inf = (ax == NV_INF_F) & (ay == NV_INF_F);
+    int32_t both_zero = (ax == 0.0f) & (ay == 0.0f);
+    float t = num / (both_zero ? 1.0f : den);
+    t = both_inf ? 1.0f : t;
+    float p = nv_atan_poly(t);
+    p = swap ? NV_PIO2_HI - (p - NV_PIO2_LO) : p;
+    int32_t xneg = (nv_f2u(x) >> 31) != 0;
+    p = xneg ? NV_PI_HI - (p - NV_PI_LO) : p;
+    float v = copysignf(p, y);
+    return (x == x & y == y) ? v : x + y;
+}
+
+/* ---- hyperbolic ----------------------------------------------------------------------------- */
+
+NV_FN float nv_sinh_f32(float x)
+{
+    float a = fabsf(x);
+    float z = a * a;
+    float p = nv_poly_sinh(z);
+    float small = fmaf(a * z, p, a);
+    float eh = nv_exp_core(a, 0.0f, -1);        /* e^a / 2 */
+    float big = eh - 0.25f / eh;
+    float v = a < 1.0f ? small : big;
+    return (x == x) ? copysignf(v, x) : x;
+}
+
+NV_FN float nv_cosh_f32(float x)
+{
+    float a = fabsf(x);
+    float eh = nv_exp_core(a, 0.0f, -1);
+    return eh + 0.25f / eh;
+}
+
+NV_FN float nv_tanh_f32(float x)
+{
+    float a = fabsf(x);
+    float z = a * a;
+    float p = nv_poly_tanh(z);
+    float small = fmaf(a * z, p, a);
+    float e = nv_exp_f32(2.0f * (a < 20.0f ? a : 20.0f));
+    float big = 1.0f - 2.0f / (e + 1.0f);
+    float v = a < 1.0f ? small : big;
+    return (x == x) ? copysignf(v, x) : x;
+}
+
+NV_FN float nv_asinh_f32(float x)
+{
+    float a = fabsf(x);
+    float ac = a < 0x1p12f ? a : 0.0f;
+    float z = ac * ac;
+    float w = ac + z / (1.0f + sqrtf(1.0f + z));
+    nv_ff s = nv_log1p_ff(w);
+    nv_ff l = nv_log_ff(a < 0x1p12f ? 1.0f : a);
+    float big = (l.hi + 0x1.62e43p-1f) + (l.lo + -0x1.05c61p-29f);
+    float v = a < 0x1p12f ? s.hi + s.lo : big;
+    v = a == NV_INF_F ? a : v;
+    return (x == x) ? copysignf(v, x) : x;
+}
+
+NV_FN float nv_acosh_f32(float x)
+{
+    float xc = x < 0x1p12f ? x : 1.0f;
+    float t = xc - 1.0f;
+    float w = t + sqrtf(fmaf(t, t, 2.0f * t));
+    nv_ff s = nv_log1p_ff(w > 0.0f ? w : 0.0f);
+    nv_ff l = nv_log_ff(x < 0x1p12f ? 1.0f : (x < NV_INF_F ? x : 2.0f));
+    float big = (l.hi + 0x1.62e43p-1f) + (l.lo + -0x1.05c61p-29f);
+    float v = x < 0x1p12f ? s.hi + s.lo : big;
+    v = x == NV_INF_F ? x : v;
+    v = x >= 1.0f ? v : NV_NAN_F;
+    return (x == x) ? v : x;
+}
+
+NV_FN float nv_atanh_f32(float x)
+{
+    float a = fabsf(x);
+    float d = 1.0f - a;
+    float w = 2.0f * a / (d > 0.0f ? d : 1.0f);
+    nv_ff s = nv_log1p_ff(a < 1.0f ? w : 0.0f);
+    float v = 0.5f * (s.hi + s.lo);
+    v = a == 1.0f ? NV_INF_F : v;
+    v = a <= 1.0f ? v : NV_NAN_F;
+    return (x == x) ? copysignf(v, x) : x;
+}
+
+/* ---- sigmoid, erf, erfinv ------------------------------------------------------------------ */
+
+/* 1 / (1 + t) for x >= 0 and t / (1 + t) for x < 0, t = exp(-|x|); 1 + t is carried as
+ * hi + lo and the quotient corrected once, so only exp's error and one rounding remain */
+NV_FN float nv_sigmoid_f32(float x)
+{
+    float t = nv_exp_f32(-fabsf(x));            /* in (0, 1] */
+    nv_ff d = nv_fast_two_sum(1.0f, t);
+    float inv = 1.0f / d.hi;
+    float num = x >= 0.0f ? 1.0f : t;
+    float q = num * inv;
+    float r = fmaf(-q, d.hi, num) - q * d.lo;
+    float v = fmaf(r, inv, q);
+    return (x == x) ? v : x;
+}
+
+NV_FN float nv_erf_f32(float x)
+{
+    float a = fabsf(x);
+    float z = a * a;
+    /* |x| < 7/8: a (2/sqrt(pi) + z P(z)) */
+    float p = nv_poly_erf(z);
+    float small = fmaf(a, 0x1.20dd76p+0f, a * fmaf(z, p, -0x1.f7ac92p-25f));
+    /* 7/8 <= |x| < 3.92: 1 - exp(-a^2 + Q(a - 2.4)) */
+    float u = (a < 3.92f ? a : 3.92f) - 2.4f;
+    float q = nv_poly_erfc(u);
+    float ac = a < 3.92f ? a : 3.92f;
+    nv_ff sq = nv_two_prod(ac, ac);
+    nv_ff arg = nv_two_sum(q, -sq.hi);
+    float e = nv_exp_core(arg.hi, arg.lo - sq.lo, 0);
+    float mid = 1.0f - e;
+    float v = a < 0.875f ? small : mid;
+    v = a < 3.92f ? v : 1.0f;
+    return (x == x) ? copysignf(v, x) : x;
+}
+
+NV_FN float nv_erfinv_f32(float x)
+{
+    float a = fabsf(x);
+    float ac = a < 1.0f ? a : 0.0f;
+    /* w = -log(1 - a^2), 1 - a^2 carried as hi + lo */
+    float om = 1.0f - ac;                       /* exact for a >= 1/2 */
+    nv_ff op = nv_two_sum(1.0f, ac);
+    nv_ff pr = nv_two_prod(om, op.hi);
+    float prl = fmaf(om, op.lo, pr.lo);
+    nv_ff sq = nv_two_prod(ac, ac);
+    nv_ff oms = nv_two_sum(1.0f, -sq.hi);      /* 1 - a^2 for a < 1/2 */
+    float omsl = oms.lo - sq.lo;
+    float hh = ac >= 0.5f ? pr.hi : oms.hi;
+    float hl = ac >= 0.5f ? prl : omsl;
+    nv_ff l = nv_log_ff(hh);
+    float w = -(l.hi + (l.lo + hl / hh));
+    float wc = w - 2.5f;
+    float pc = nv_poly_erfinv_c(wc);
+    float v = sqrtf(w > 0.0f ? w : 0.0f) - 3.0f;
+    float pt = nv_poly_erfinv_t(v);
+    float res = a * (w < 5.0f ? pc : pt);
+    res = a == 1.0f ? NV_INF_F : res;
+    res = a <= 1.0f ? res : NV_NAN_F;
+    return (x == x) ? copysignf(res, x) : x;
+}
+
+/* ---- power, logaddexp ---------------------------------------------------------------------- */
+
+NV_FN float nv_pow_f32(float x, float y)
+{
+    float ax = fabsf(x);
+    /* log2 |x| as hi + lo */
+    nv_logparts p = nv_log_parts(ax > 0.0f & ax < NV_INF_F ? ax : 1.0f);
+    float ph = p.hi * NV_INVLN2_HI;
+    float pl = fmaf(p.hi, NV_INVLN2_HI, -ph) + fmaf(p.hi, NV_INVLN2_LO, p.lo * NV_INVLN2_HI);
+    nv_ff l2 = nv_fast_two_sum(p.k, ph);
+    float l2l = l2.lo + pl;
+    float th = y * l2.hi;
+    float tl = fmaf(y, l2.hi, -th) + y * l2l;
+    float th2 = th + tl;
+    float tl2 = tl - (th2 - th);
+    float r = nv_exp2_ff(th2, (th2 == th2 & fabsf(th2) < NV_INF_F) ? tl2 : 0.0f);
+    /* |x| in {0, inf}: the limits (nested selects vectorise where flag arithmetic does not) */
+    float lim = (ax == 0.0f) == (y > 0.0f) ? 0.0f : NV_INF_F;
+    r = ax == 0.0f ? lim : r;
+    r = ax == NV_INF_F ? lim : r;
+    /* |y| = inf */
+    float ylim = (ax < 1.0f) == (y > 0.0f) ? 0.0f : NV_INF_F;
+    r = fabsf(y) == NV_INF_F ? (ax == 1.0f ? 1.0f : ylim) : r;
+    /* negative x (-0 and -inf too): an odd integer y flips the sign; a non-integer y is
+     * invalid for finite nonzero x */
+    float yh = 0.5f * y;
+    float neg = floorf(yh) != yh ? -r : r;
+    neg = fabsf(y) < 0x1p24f ? neg : r;
+    neg = floorf(y) != y ? (ax > 0.0f ? (ax < NV_INF_F ? NV_NAN_F : r) : r) : neg;
+    r = (nv_f2u(x) >> 31) ? neg : r;
+    r = x != x ? x + y : r;
+    r = y != y ? x + y : r;
+    r = y == 0.0f ? 1.0f : r;
+    r = x == 1.0f ? 1.0f : r;
+    return r;
+}
+
+NV_FN float nv_logaddexp_f32(float x, float y)
+{
+    float m = x > y ? x : y;
+    float d = -fabsf(x - y);
+    nv_ff l = nv_log1p_ff(nv_exp_f32(d));
+    float v = m + (l.hi + l.lo);
+    v = x == y ? x + 0x1.62e43p-1f : v;
+    return (x == x & y == y) ? v : x + y;
+}
+
+/* ---- complex helpers ------------------------------------------------------------------------ */
+
+/* sqrt(a^2 + b^2) without undue overflow, underflow or rounding */
+NV_FN float nv_hypot_f32(float a, float b)
+{
+    float x = fabsf(a), y = fabsf(b);
+    float mx = x > y ? x : y;
+    uint32_t eb = nv_f2u(mx) & 0x7f800000u;
+    eb = eb == 0u ? 0x00800000u : eb;             /* subnormal / zero: scale as 2^-126 */
+    eb = eb >= 0x7f000000u ? 0x7e800000u : eb;    /* keep the scale finite */
+    /* s = 2^-(e): x s, y s within [0, 2) */
+    float sc = nv_u2f(0x7f000000u - eb);          /* 2^(127 - e) ... */
+    float up = nv_u2f(eb);
+    float xs = (x * sc) * 0.5f, ys = (y * sc) * 0.5f;
+    /* the scaled values are exact unless they were subnormal and get rescaled */
+    xs = mx < 0x1p-100f ? (x * 0x1p100f) : xs;
+    ys = mx < 0x1p-100f ? (y * 0x1p100f) : ys;
+    up = mx < 0x1p-100f ? 0x1p-100f : up * 2.0f;
+    nv_ff px = nv_two_prod(xs, xs), py = nv_two_prod(ys, ys);
+    nv_ff s = nv_two_sum(px.hi, py.hi);
+    float sl = s.lo + px.lo + py.lo;
+    float sh = s.hi + sl;
+    sl = sl - (sh - s.hi);
+    float r = sqrtf(sh);
+    float corr = (fmaf(-r, r, sh) + sl) / (2.0f * (r > 0.0f ? r : 1.0f));
+    float v = (r + corr) * up;
+    v = (x == NV_INF_F | y == NV_INF_F) ? NV_INF_F : v;
+    return v;
+}

@@ -1,0 +1,1 @@
+"""Developer tools for the code generator (not used at run time)."""

@@ -1,0 +1,207 @@
+"""Fit the polynomial coefficients of nv_math.h (developer tool, not used at run time).
+
+Each approximation is a polynomial sum(c_k * t**k) fitted to a target function over an
+interval, minimising the weighted maximum error (Lawson's iteratively reweighted least
+squares, which converges to the minimax fit). The coefficients are then rounded to float32
+one at a time, lowest degree first, refitting the remaining ones after each rounding, so the
+rounding of a coefficient is absorbed by the ones still free.
+
+Usage::
+
+    python -m nuvec.codegen.tools.fitpoly            # print every fit with its error
+    python -m nuvec.codegen.tools.fitpoly exp sin    # only some
+
+The printed hex literals are what nv_math.h holds; rerun this after changing a fit.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+import mpmath as mp
+import numpy as np
+
+mp.mp.dps = 40
+
+
+@dataclass
+class Fit:
+    name: str
+    target: Callable[[mp.mpf], mp.mpf]   # function of t to approximate
+    lo: float
+    hi: float
+    degree: int                          # highest power of t
+    weight: Callable[[mp.mpf], mp.mpf]   # error that matters = weight(t) * (p(t) - target(t))
+    split0: bool = False                 # c_0 kept as float32 hi + lo (when c_0 dominates)
+
+
+def _f32(x: float) -> float:
+    return float(np.float32(x))
+
+
+def _lawson(A: np.ndarray, b: np.ndarray, w: np.ndarray, iters: int = 200) -> np.ndarray:
+    """Minimise max |w * (A c - b)| by Lawson's reweighting of least squares."""
+    lam = np.full(len(b), 1.0 / len(b))
+    c = None
+    for _ in range(iters):
+        sw = np.sqrt(lam) * w
+        c, *_ = np.linalg.lstsq(A * sw[:, None], b * sw, rcond=None)
+        err = np.abs(w * (A @ c - b))
+        lam = lam * err
+        s = lam.sum()
+        if s == 0:
+            break
+        lam /= s
+    return c
+
+
+def fit(f: Fit, npts: int = 3000) -> tuple[list[float], float]:
+    """Return float32 coefficients c_0..c_degree and the max weighted error over a dense grid."""
+    k = np.arange(npts)
+    ts = 0.5 * (f.lo + f.hi) + 0.5 * (f.hi - f.lo) * np.cos(np.pi * (k + 0.5) / npts)
+    ts = np.concatenate([ts, [f.lo, f.hi]])
+    y = np.array([float(f.target(mp.mpf(t))) for t in ts])
+    w = np.array([float(f.weight(mp.mpf(t))) for t in ts])
+    fixed: list[float] = []
+    c0_lo = 0.0
+    if f.split0:   # c_0 as hi + lo: fit it unrounded, freeze it, then fit the rest
+        A = np.vander(ts, f.degree + 1, increasing=True)
+        c0 = float(_lawson(A, y, w)[0])
+        fixed.append(_f32(c0))
+        c0_lo = _f32(c0 - fixed[0])
+        y = y - c0_lo
+    for i in range(len(fixed), f.degree + 1):
+        # remaining free powers i..degree; the fixed ones are subtracted from the target
+        A = np.vander(ts, f.degree + 1, increasing=True)
+        b = y - A[:, :i] @ np.array(fixed) if i else y.copy()
+        c = _lawson(A[:, i:], b, w)
+        fixed.append(_f32(c[0]))
+    # evaluate the error in high precision on a denser grid
+    dense = np.linspace(f.lo, f.hi, 4001)
+    err = 0.0
+    for t in dense:
+        tm = mp.mpf(float(t))
+        p = mp.mpf(0)
+        for ck in reversed(fixed):
+            p = p * tm + mp.mpf(ck)
+        p += c0_lo
+        err = max(err, abs(float(f.weight(tm) * (p - f.target(tm)))))
+    return fixed + ([c0_lo] if f.split0 else []), err
+
+
+def _safe(g, at0):
+    """g(t) with its limit at t == 0 supplied (targets like (sin t - t)/t**3)."""
+    return lambda t: at0 if t == 0 else g(t)
+
+
+FITS: dict[str, Fit] = {}
+
+
+def _add(f: Fit) -> None:
+    FITS[f.name] = f
+
+
+LN2 = mp.log(2)
+# exp(r) = 1 + r + r^2 * P(r), |r| <= ln2/2; error relative to exp(r)
+_add(Fit("exp", _safe(lambda r: (mp.exp(r) - 1 - r) / r**2, mp.mpf(0.5)),
+         -0.3466, 0.3466, 4, lambda r: r**2 / mp.exp(r)))
+# 2^f = 1 + f * P(f), |f| <= 1/2
+_add(Fit("exp2", _safe(lambda f: (mp.power(2, f) - 1) / f, LN2),
+         -0.5, 0.5, 6, lambda f: f / mp.power(2, f)))
+# sin r = r + r^3 P(r^2), |r| <= pi/4 (t = r^2)
+_add(Fit("sin", _safe(lambda t: (mp.sin(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t)**3, mp.mpf(-1) / 6),
+         0.0, float(mp.pi / 4) ** 2, 3, lambda t: mp.sqrt(t)**3 / mp.sin(mp.sqrt(t)) if t else 0))
+# cos r = 1 - r^2/2 + r^4 P(r^2)
+_add(Fit("cos", _safe(lambda t: (mp.cos(mp.sqrt(t)) - 1 + t / 2) / t**2, mp.mpf(1) / 24),
+         0.0, float(mp.pi / 4) ** 2, 3, lambda t: t**2 / mp.cos(mp.sqrt(t))))
+# log m = 2s + s^3 P(s^2), s = (m-1)/(m+1), |s| <= 3 - 2*sqrt(2)
+_S = float(3 - 2 * mp.sqrt(2))
+_add(Fit("log", _safe(lambda t: (2 * mp.atanh(mp.sqrt(t)) - 2 * mp.sqrt(t)) / mp.sqrt(t)**3,
+                      mp.mpf(2) / 3),
+         0.0, _S**2 * 1.0001, 3, lambda t: mp.sqrt(t)**3 / (2 * mp.atanh(mp.sqrt(t))) if t else 0))
+# tanh x = x + x^3 P(x^2), |x| <= 1
+_add(Fit("tanh", _safe(lambda t: (mp.tanh(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t)**3,
+                       mp.mpf(-1) / 3),
+         0.0, 1.0, 7, lambda t: mp.sqrt(t)**3 / mp.tanh(mp.sqrt(t)) if t else 0))
+# sinh x = x + x^3 P(x^2), |x| <= 1
+_add(Fit("sinh", _safe(lambda t: (mp.sinh(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t)**3,
+                       mp.mpf(1) / 6),
+         0.0, 1.0, 4, lambda t: mp.sqrt(t)**3 / mp.sinh(mp.sqrt(t)) if t else 0))
+# asin x = x + x^3 P(x^2), |x| <= 1/2
+_add(Fit("asin", _safe(lambda t: (mp.asin(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t)**3,
+                       mp.mpf(1) / 6),
+         0.0, 0.25, 5, lambda t: mp.sqrt(t)**3 / mp.asin(mp.sqrt(t)) if t else 0))
+# atan x = x + x^3 P(x^2), |x| <= 1
+_add(Fit("atan", _safe(lambda t: (mp.atan(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t)**3,
+                       mp.mpf(-1) / 3),
+         0.0, 1.0, 9, lambda t: mp.sqrt(t)**3 / mp.atan(mp.sqrt(t)) if t else 0))
+# erf a = a * (2/sqrt(pi) + a^2 P(a^2)), |a| <= 7/8
+_C0 = 2 / mp.sqrt(mp.pi)
+_add(Fit("erf", _safe(lambda t: (mp.erf(mp.sqrt(t)) / mp.sqrt(t) - _C0) / t, -_C0 / 3),
+         0.0, 0.875**2, 5, lambda t: t * mp.sqrt(t) / mp.erf(mp.sqrt(t)) if t else 0))
+# erfc a = exp(-a^2 + Q(a - 2.4)), 7/8 <= a <= 3.92; error that reaches erf = erfc/erf * dQ
+_add(Fit("erfc", lambda u: mp.log(mp.erfc(u + 2.4)) + (u + 2.4)**2,
+         0.875 - 2.4, 3.92 - 2.4, 9, lambda u: mp.erfc(u + 2.4) / mp.erf(u + 2.4)))
+
+
+def _erfinv_of_w(w):
+    a = mp.sqrt(-mp.expm1(-w))
+    return mp.erfinv(a) / a if a else mp.sqrt(mp.pi) / 2
+
+
+# erfinv a = a * P(w - 2.5), w = -log(1 - a^2) <= 5
+_add(Fit("erfinv_c", lambda u: _erfinv_of_w(u + 2.5), -2.5, 2.5, 10, lambda u: 1, True))
+# erfinv a = a * P(sqrt(w) - 3), 5 <= w <= 16.7
+_add(Fit("erfinv_t", lambda v: _erfinv_of_w((v + 3) ** 2), float(mp.sqrt(5)) - 3,
+         float(mp.sqrt(16.7)) - 3, 9, lambda v: 1, True))
+
+
+def hexf(x: float) -> str:
+    """A float32 value as a C hex literal with an f suffix."""
+    if x == 0:
+        return "0x0p+0f"
+    h = float(x).hex()                      # e.g. 0x1.5555540000000p-3
+    mant, exp = h.split("p")
+    mant = mant.rstrip("0").rstrip(".")
+    return f"{mant}p{exp}f"
+
+
+HEADER = """/* nv_coeffs.h -- GENERATED by nuvec/codegen/tools/fitpoly.py; do not edit by hand.
+ * nv_poly_<name>(t) = sum c_k t^k (Horner with fma); see fitpoly.py for what each approximates
+ * and nv_math.h for where it is used. Max weighted error of each fit in its comment. */
+"""
+
+
+def emit(names: list[str]) -> str:
+    """C source of the polynomial functions (dialect-neutral: NV_FN and fmaf)."""
+    out = [HEADER]
+    for name in names:
+        coeffs, err = fit(FITS[name])
+        c0_lo = coeffs.pop() if FITS[name].split0 else None
+        out.append(f"/* {name}: on [{FITS[name].lo:.6g}, {FITS[name].hi:.6g}], error {err:.2e} */")
+        out.append(f"NV_FN float nv_poly_{name}(float t)\n{{")
+        out.append(f"    float p = fmaf(t, {hexf(coeffs[-1])}, {hexf(coeffs[-2])});")
+        for c in reversed(coeffs[1:-2]):
+            out.append(f"    p = fmaf(t, p, {hexf(c)});")
+        if c0_lo is None:
+            out.append(f"    p = fmaf(t, p, {hexf(coeffs[0])});")
+            out.append("    return p;\n}\n")
+        else:   # c_0 = hi + lo: one rounding at the end
+            out.append(f"    return {hexf(coeffs[0])} + fmaf(t, p, {hexf(c0_lo)});\n}}\n")
+    return "\n".join(out)
+
+
+def main(names: list[str]) -> None:
+    import pathlib
+    src = emit(names or list(FITS))
+    if names:
+        print(src)
+    else:
+        path = pathlib.Path(__file__).resolve().parent.parent / "nv_coeffs.h"
+        path.write_text(src)
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
