@@ -1,0 +1,192 @@
+# cython: language_level=3
+"""Launch generated element-wise kernels on NumPy arrays (layout checks, outputs, threads).
+
+A ``Kernel`` wraps the address of a generated C function (nuvec/codegen/dialects/c.py) with
+the dtypes of its inputs and outputs. Calling it with input arrays and the result shape
+checks and broadcasts the inputs (any strides: 0-stride, transposed, sliced, negative),
+allocates C-contiguous outputs from the buffer cache, and runs the kernel, across threads
+with the GIL released when the array is large::
+
+    k = Kernel(address, ("float32", "float32"), ("float32",), grain=65536)
+    (out,) = k([a, b], (1000, 1000))
+"""
+cimport cython
+cimport numpy as cnp
+from libc.stdint cimport int64_t, uintptr_t
+
+from nuvec.backends.cpu._allocator cimport empty_nd
+
+import os
+
+import numpy as np
+
+cnp.import_array()
+
+cdef extern from "csrc/nv_eltwise.h":
+    ctypedef void (*nv_kernel_fn)(int64_t n, char **p, const int64_t *s) noexcept nogil
+    enum:
+        NV_MAX_ARGS
+        NV_MAX_DIMS
+    ctypedef struct nv_launch_t:
+        nv_kernel_fn fn
+        int nin
+        int nargs
+        int ndim
+        int64_t shape[64]
+        int64_t strides[32][64]
+        int64_t itemsize[32]
+        char *ptr[32]
+    int64_t nv_launch_coalesce(nv_launch_t *L) noexcept nogil
+    void nv_launch_run(nv_launch_t *L, int nthreads, int64_t grain) noexcept nogil
+    int nv_cpu_count() noexcept nogil
+
+cdef extern from "numpy/arrayobject.h":
+    int NV_EquivTypes "PyArray_EquivTypes" (cnp.PyArray_Descr *a, cnp.PyArray_Descr *b) noexcept
+
+cdef int _nthreads = 1
+
+
+def _default_threads() -> int:
+    env = os.environ.get("NUVEC_NUM_THREADS")
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            raise ValueError(f"NUVEC_NUM_THREADS must be an integer, got {env!r}") from None
+    return nv_cpu_count()
+
+
+_nthreads = _default_threads()
+
+
+def set_num_threads(n: int) -> int:
+    """Set how many threads large element-wise launches use; returns the previous number."""
+    global _nthreads
+    if n < 1:
+        raise ValueError(f"set_num_threads: need at least 1 thread, got {n}")
+    prev = _nthreads
+    _nthreads = n
+    return prev
+
+
+def get_num_threads() -> int:
+    return _nthreads
+
+
+# element counts below which the GIL is kept (releasing it costs more than the work)
+cdef int64_t NOGIL_MIN = 16384
+
+
+@cython.final
+cdef class Kernel:
+    """A generated element-wise kernel, callable on NumPy arrays (see the module docstring)."""
+    cdef nv_kernel_fn fn
+    cdef int nin, nout
+    cdef tuple in_descrs, out_descrs
+    cdef int64_t grain
+    cdef readonly object name
+    cdef readonly object source          # "prebuilt" or "jit"
+    cdef object keepalive                # the loaded library, so the code stays mapped
+
+    def __init__(self, uintptr_t address, tuple in_dtypes, tuple out_dtypes, int64_t grain,
+                 name=None, source=None, keepalive=None):
+        if address == 0:
+            raise ValueError("Kernel: null function address")
+        if len(in_dtypes) + len(out_dtypes) > NV_MAX_ARGS:
+            raise ValueError(f"Kernel: at most {NV_MAX_ARGS} arrays, got "
+                             f"{len(in_dtypes) + len(out_dtypes)}")
+        self.fn = <nv_kernel_fn>address
+        self.nin = len(in_dtypes)
+        self.nout = len(out_dtypes)
+        self.in_descrs = tuple(np.dtype(d) for d in in_dtypes)
+        self.out_descrs = tuple(np.dtype(d) for d in out_dtypes)
+        self.grain = grain
+        self.name = name
+        self.source = source
+        self.keepalive = keepalive
+
+    @property
+    def address(self) -> int:
+        return <uintptr_t>self.fn
+
+    def __repr__(self):
+        return f"<Kernel {self.name} ({self.source})>"
+
+    def __call__(self, list inputs, tuple shape):
+        """Run on ``inputs`` (broadcastable to ``shape``); returns a list of new outputs."""
+        cdef nv_launch_t L
+        cdef int nd = len(shape)
+        cdef int i, d, k, and_
+        cdef cnp.ndarray a
+        cdef cnp.npy_intp dims[64]
+        cdef cnp.npy_intp *ashape
+        cdef cnp.npy_intp *astr
+        cdef int64_t size = 1
+        if len(inputs) != self.nin:
+            raise ValueError(f"{self.name}: expected {self.nin} inputs, got {len(inputs)}")
+        if nd > NV_MAX_DIMS:
+            raise ValueError(f"{self.name}: {nd} dimensions, at most {NV_MAX_DIMS}")
+        for d in range(nd):
+            dims[d] = shape[d]
+            if dims[d] < 0:
+                raise ValueError(f"{self.name}: negative dimension in shape {shape}")
+            L.shape[d] = dims[d]
+            size *= dims[d]
+        L.ndim = nd
+        L.nin = self.nin
+        L.nargs = self.nin + self.nout
+        for i in range(self.nin):
+            obj = inputs[i]
+            if not cnp.PyArray_Check(obj):
+                raise TypeError(f"{self.name}: input {i} is {type(obj).__name__}, "
+                                "expected a NumPy array")
+            a = <cnp.ndarray>obj
+            want = self.in_descrs[i]
+            if <void *>cnp.PyArray_DESCR(a) != <void *>want and \
+                    not NV_EquivTypes(cnp.PyArray_DESCR(a), <cnp.PyArray_Descr *>want):
+                raise TypeError(f"{self.name}: input {i} has dtype {obj.dtype}, "
+                                f"expected {want}")
+            and_ = cnp.PyArray_NDIM(a)
+            if and_ > nd:
+                raise ValueError(f"{self.name}: input {i} of shape {obj.shape} has more "
+                                 f"dimensions than the result {shape}")
+            ashape = cnp.PyArray_DIMS(a)
+            astr = cnp.PyArray_STRIDES(a)
+            k = nd - and_
+            for d in range(k):
+                L.strides[i][d] = 0
+            for d in range(and_):
+                if ashape[d] == dims[k + d]:
+                    L.strides[i][k + d] = astr[d] if ashape[d] != 1 else 0
+                elif ashape[d] == 1:
+                    L.strides[i][k + d] = 0
+                else:
+                    raise ValueError(f"{self.name}: input {i} of shape {obj.shape} does not "
+                                     f"broadcast to {shape}")
+            L.itemsize[i] = cnp.PyArray_ITEMSIZE(a)
+            L.ptr[i] = <char *>cnp.PyArray_DATA(a)
+        outs = []
+        cdef cnp.ndarray o
+        cdef int64_t st
+        for k in range(self.nout):
+            o = <cnp.ndarray>empty_nd(nd, dims, <cnp.dtype>self.out_descrs[k])
+            outs.append(o)
+            i = self.nin + k
+            L.itemsize[i] = cnp.PyArray_ITEMSIZE(o)
+            L.ptr[i] = <char *>cnp.PyArray_DATA(o)
+            st = L.itemsize[i]
+            for d in range(nd - 1, -1, -1):
+                L.strides[i][d] = st
+                st *= dims[d]
+        if size == 0:
+            return outs
+        L.fn = self.fn
+        nv_launch_coalesce(&L)
+        cdef int nt = _nthreads
+        cdef int64_t grain = self.grain
+        if size < NOGIL_MIN:
+            nv_launch_run(&L, 1, grain)
+        else:
+            with nogil:
+                nv_launch_run(&L, nt, grain)
+        return outs

@@ -1,0 +1,302 @@
+/* nv_eltwise.c -- see nv_eltwise.h */
+#define _GNU_SOURCE
+#include "nv_eltwise.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+
+#define NV_BLOCK 512           /* elements per block when broadcast inputs are expanded */
+
+/* ---- layout -------------------------------------------------------------------------------- */
+
+int64_t nv_launch_coalesce(nv_launch_t *L)
+{
+    int64_t size = 1;
+    for (int d = 0; d < L->ndim; d++)
+        size *= L->shape[d];
+    if (size == 0)
+        return 0;
+    /* drop axes of length 1 */
+    int nd = 0;
+    for (int d = 0; d < L->ndim; d++) {
+        if (L->shape[d] == 1)
+            continue;
+        L->shape[nd] = L->shape[d];
+        for (int a = 0; a < L->nargs; a++)
+            L->strides[a][nd] = L->strides[a][d];
+        nd++;
+    }
+    if (nd == 0) {             /* one element: a run of length 1 */
+        L->shape[0] = 1;
+        for (int a = 0; a < L->nargs; a++)
+            L->strides[a][0] = L->itemsize[a];
+        L->ndim = 1;
+        return 1;
+    }
+    /* merge axis d into the (already merged) axis after it when all arrays allow it */
+    int out = nd - 1;          /* index of the current innermost merged axis */
+    int64_t shp[NV_MAX_DIMS];
+    int64_t str[NV_MAX_ARGS][NV_MAX_DIMS];
+    shp[out] = L->shape[nd - 1];
+    for (int a = 0; a < L->nargs; a++)
+        str[a][out] = L->strides[a][nd - 1];
+    for (int d = nd - 2; d >= 0; d--) {
+        int ok = 1;
+        for (int a = 0; a < L->nargs && ok; a++)
+            ok = L->strides[a][d] == str[a][out] * shp[out];
+        if (ok) {
+            shp[out] *= L->shape[d];
+        } else {
+            out--;
+            shp[out] = L->shape[d];
+            for (int a = 0; a < L->nargs; a++)
+                str[a][out] = L->strides[a][d];
+        }
+    }
+    L->ndim = nd - out;
+    for (int d = 0; d < L->ndim; d++) {
+        L->shape[d] = shp[out + d];
+        for (int a = 0; a < L->nargs; a++)
+            L->strides[a][d] = str[a][out + d];
+    }
+    return size;
+}
+
+/* ---- one thread's share: elements [start, end) in C order ---------------------------------- */
+
+static void fill_block(char *dst, const char *src, int64_t itemsize, int64_t n)
+{
+    switch (itemsize) {
+    case 1: { uint8_t v = *(const uint8_t *)src; for (int64_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = v; break; }
+    case 2: { uint16_t v; memcpy(&v, src, 2); for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = v; break; }
+    case 4: { uint32_t v; memcpy(&v, src, 4); for (int64_t i = 0; i < n; i++) ((uint32_t *)dst)[i] = v; break; }
+    default: { uint64_t v; memcpy(&v, src, 8); for (int64_t i = 0; i < n; i++) ((uint64_t *)dst)[i] = v; break; }
+    }
+}
+
+typedef struct {
+    char block[NV_MAX_ARGS][NV_BLOCK * 8] __attribute__((aligned(64)));
+    const char *filled[NV_MAX_ARGS];        /* which source each block holds */
+} nv_scratch_t;
+
+/* one run of n elements along the innermost axis, starting at pointers p */
+static void run_inner(const nv_launch_t *L, char **p, int64_t n, nv_scratch_t **scratch,
+                      nv_scratch_t *mem)
+{
+    const int last = L->ndim - 1;
+    int contig = 1, bcast = 0;
+    for (int a = 0; a < L->nargs; a++) {
+        int64_t st = L->strides[a][last];
+        if (st == L->itemsize[a])
+            continue;
+        if (st == 0 && a < L->nin && n > 1) {
+            bcast = 1;
+            continue;
+        }
+        contig = 0;
+    }
+    if (contig && !bcast) {
+        L->fn(n, p, 0);
+        return;
+    }
+    if (!contig || n < 64) {     /* general steps (short runs are not worth a block) */
+        int64_t steps[NV_MAX_ARGS];
+        for (int a = 0; a < L->nargs; a++)
+            steps[a] = L->strides[a][last];
+        L->fn(n, p, steps);
+        return;
+    }
+    /* contiguous apart from broadcast inputs: expand those into blocks */
+    if (!*scratch) {
+        *scratch = mem;
+        for (int a = 0; a < NV_MAX_ARGS; a++)
+            mem->filled[a] = 0;
+    }
+    nv_scratch_t *S = *scratch;
+    char *q[NV_MAX_ARGS];
+    for (int a = 0; a < L->nargs; a++) {
+        q[a] = p[a];
+        if (a < L->nin && L->strides[a][last] == 0) {
+            if (S->filled[a] != p[a]) {
+                fill_block(S->block[a], p[a], L->itemsize[a], NV_BLOCK);
+                S->filled[a] = p[a];
+            }
+            q[a] = S->block[a];
+        }
+    }
+    for (int64_t done = 0; done < n; done += NV_BLOCK) {
+        int64_t m = n - done < NV_BLOCK ? n - done : NV_BLOCK;
+        L->fn(m, q, 0);
+        for (int a = 0; a < L->nargs; a++)
+            if (L->strides[a][last] != 0)
+                q[a] += m * L->itemsize[a];
+    }
+}
+
+static void run_range(const nv_launch_t *L, int64_t start, int64_t end)
+{
+    nv_scratch_t *scratch = 0;
+    nv_scratch_t mem;            /* on this thread's stack; only touched when needed */
+    const int nd = L->ndim, last = nd - 1;
+    int64_t idx[NV_MAX_DIMS];
+    char *p[NV_MAX_ARGS];
+    int64_t rem = start;
+    for (int d = last; d >= 0; d--) {
+        idx[d] = rem % L->shape[d];
+        rem /= L->shape[d];
+    }
+    for (int a = 0; a < L->nargs; a++) {
+        p[a] = L->ptr[a];
+        for (int d = 0; d < nd; d++)
+            p[a] += idx[d] * L->strides[a][d];
+    }
+    int64_t pos = start;
+    while (pos < end) {
+        int64_t n = L->shape[last] - idx[last];
+        if (n > end - pos)
+            n = end - pos;
+        run_inner(L, p, n, &scratch, &mem);
+        pos += n;
+        if (pos >= end)
+            break;
+        /* advance the multi-index by n along the innermost axis, carrying outward */
+        idx[last] += n;
+        for (int a = 0; a < L->nargs; a++)
+            p[a] += n * L->strides[a][last];
+        for (int d = last; d > 0 && idx[d] == L->shape[d]; d--) {
+            idx[d] = 0;
+            idx[d - 1]++;
+            for (int a = 0; a < L->nargs; a++)
+                p[a] += L->strides[a][d - 1] - L->shape[d] * L->strides[a][d];
+        }
+    }
+}
+
+/* ---- a small pool of worker threads --------------------------------------------------------- */
+
+typedef struct {
+    const nv_launch_t *L;
+    int64_t size;
+    int nparts;
+} nv_job_t;
+
+static pthread_mutex_t pool_busy = PTHREAD_MUTEX_INITIALIZER;   /* one parallel launch at a time */
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_wake = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t pool_done = PTHREAD_COND_INITIALIZER;
+static int pool_started = 0;           /* number of workers running */
+static int pool_epoch = 0;             /* bumped for each job */
+static int pool_pending = 0;           /* workers still on the current job */
+static nv_job_t pool_job;
+static int pool_atfork_set = 0;
+
+static void job_part(const nv_job_t *J, int part)
+{
+    int64_t chunk = J->size / J->nparts, extra = J->size % J->nparts;
+    int64_t start = part * chunk + (part < extra ? part : extra);
+    int64_t end = start + chunk + (part < extra ? 1 : 0);
+    if (end > start)
+        run_range(J->L, start, end);
+}
+
+static void *worker_main(void *arg)
+{
+    int id = (int)(intptr_t)arg;        /* 1 .. pool_started */
+    int seen = 0;
+    pthread_mutex_lock(&pool_mu);
+    for (;;) {
+        while (pool_epoch == seen)
+            pthread_cond_wait(&pool_wake, &pool_mu);
+        seen = pool_epoch;
+        nv_job_t job = pool_job;
+        pthread_mutex_unlock(&pool_mu);
+        if (id < job.nparts)
+            job_part(&job, id);
+        pthread_mutex_lock(&pool_mu);
+        if (id < job.nparts && --pool_pending == 0)
+            pthread_cond_signal(&pool_done);
+    }
+    return 0;
+}
+
+/* in a forked child the workers do not exist: start afresh */
+static void pool_after_fork_child(void)
+{
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+    pool_busy = m;
+    pool_mu = m;
+    pool_wake = c;
+    pool_done = c;
+    pool_started = 0;
+    pool_epoch = 0;
+    pool_pending = 0;
+}
+
+static int pool_ensure(int nworkers)
+{
+    if (!pool_atfork_set) {
+        pthread_atfork(0, 0, pool_after_fork_child);
+        pool_atfork_set = 1;
+    }
+    while (pool_started < nworkers) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, 4 << 20);
+        int rc = pthread_create(&t, &attr, worker_main, (void *)(intptr_t)(pool_started + 1));
+        pthread_attr_destroy(&attr);
+        if (rc != 0)
+            break;
+        pool_started++;
+    }
+    return pool_started;
+}
+
+int nv_cpu_count(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        int n = CPU_COUNT(&set);
+        return n > 0 ? n : 1;
+    }
+    return 1;
+}
+
+void nv_launch_run(nv_launch_t *L, int nthreads, int64_t grain)
+{
+    int64_t size = 1;
+    for (int d = 0; d < L->ndim; d++)
+        size *= L->shape[d];
+    if (size <= 0)
+        return;
+    int64_t g = grain > 0 ? grain : 1;
+    int parts = nthreads;
+    if (parts > size / g)
+        parts = (int)(size / g);
+    /* another launch is using the pool (a second Python thread): run this one serially */
+    if (parts < 2 || pthread_mutex_trylock(&pool_busy) != 0) {
+        run_range(L, 0, size);
+        return;
+    }
+    pthread_mutex_lock(&pool_mu);
+    int workers = pool_ensure(parts - 1);
+    if (parts > workers + 1)
+        parts = workers + 1;
+    pool_job.L = L;
+    pool_job.size = size;
+    pool_job.nparts = parts;
+    pool_pending = parts - 1;
+    pool_epoch++;
+    pthread_cond_broadcast(&pool_wake);
+    pthread_mutex_unlock(&pool_mu);
+    nv_job_t mine = {L, size, parts};
+    job_part(&mine, 0);
+    pthread_mutex_lock(&pool_mu);
+    while (pool_pending > 0)
+        pthread_cond_wait(&pool_done, &pool_mu);
+    pthread_mutex_unlock(&pool_mu);
+    pthread_mutex_unlock(&pool_busy);
+}

@@ -1,0 +1,42 @@
+/* nv_eltwise.h -- the CPU runtime of element-wise kernels: layout, blocking, threads.
+ *
+ * A generated kernel (nuvec/codegen/dialects/c.py) has the signature nv_kernel_fn and
+ * processes one run of n elements: contiguous when s == NULL, else with byte steps s[k].
+ * This runtime walks an n-dimensional launch (arbitrary byte strides, 0 for broadcast axes)
+ * as runs of its innermost axis, feeds contiguous runs to the kernel's vector loop, expands
+ * broadcast (step 0) inputs of an otherwise contiguous run into a small block buffer, and
+ * splits the element range across a pool of threads. Each element is computed by the same
+ * code in every case, so results never depend on the layout or on the split.
+ */
+#ifndef NV_ELTWISE_H
+#define NV_ELTWISE_H
+
+#include <stdint.h>
+
+#define NV_MAX_ARGS 32
+#define NV_MAX_DIMS 64
+
+typedef void (*nv_kernel_fn)(int64_t n, char **p, const int64_t *s);
+
+typedef struct {
+    nv_kernel_fn fn;
+    int nin;                                /* inputs come first in ptr / strides */
+    int nargs;                              /* inputs + outputs */
+    int ndim;
+    int64_t shape[NV_MAX_DIMS];
+    int64_t strides[NV_MAX_ARGS][NV_MAX_DIMS];   /* bytes; 0 on broadcast axes */
+    int64_t itemsize[NV_MAX_ARGS];
+    char *ptr[NV_MAX_ARGS];
+} nv_launch_t;
+
+/* merge axes that every array walks contiguously, drop axes of length 1; returns the size */
+int64_t nv_launch_coalesce(nv_launch_t *L);
+
+/* run the launch with up to nthreads threads (only if size >= 2 * grain); the caller may
+ * release the GIL around it */
+void nv_launch_run(nv_launch_t *L, int nthreads, int64_t grain);
+
+/* the number of CPUs this process may use (sched_getaffinity), at least 1 */
+int nv_cpu_count(void);
+
+#endif

@@ -1,0 +1,48 @@
+"""The set of single-op kernels built ahead of time, and the generator's fingerprint.
+
+    from nuvec.codegen.prebuilt import prebuilt_specs, fingerprint
+    len(prebuilt_specs())        # every supported (op, dtype) and every astype pair
+
+A prebuilt library records ``fingerprint()`` (a hash of the generator's sources: IR, dialects,
+headers); a runtime uses it only when the fingerprint matches its own generator, so single
+ops and fused kernels always come from the same code.
+"""
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+
+from .generator import kernel_name
+from .ir import DTYPES, KernelSpec
+from .ops import ARITY, result_dtype, supports
+
+_ROOT = Path(__file__).resolve().parent
+
+
+@lru_cache(maxsize=None)
+def fingerprint() -> str:
+    """sha256 over the generator's sources (the fitting tools excluded)."""
+    h = hashlib.sha256()
+    for p in sorted(_ROOT.rglob("*")):
+        if p.suffix in (".py", ".h") and "tools" not in p.parts and "__pycache__" not in p.parts:
+            h.update(p.relative_to(_ROOT).as_posix().encode())
+            h.update(b"\0")
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def prebuilt_specs(dialect: str = "c") -> list[tuple[str, KernelSpec]]:
+    """(name, spec) of every single-op kernel: each supported (op, dtype), all astype pairs."""
+    specs = []
+    for op, arity in ARITY.items():
+        for d in DTYPES:
+            if not supports(op, d, dialect):
+                continue
+            if op == "astype":
+                specs += [KernelSpec.single("astype", (d,), dst) for dst in DTYPES
+                          if supports("copy", dst, dialect)]
+                continue
+            ins = ("bool", d, d) if op == "select" else (d,) * arity
+            specs.append(KernelSpec.single(op, ins, result_dtype(op, ins)))
+    return [(kernel_name(s), s) for s in specs]
