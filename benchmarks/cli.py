@@ -36,9 +36,9 @@ N16M = 16 * 2**20
 FULL = dict(n=N16M, samples=7, warmup=2, min_sample_s=0.05, budget_s=5.0, small_sample_s=0.05,
             first_call_n=4096, train_warmup=3, train_sample_s=0.25, memory_steps=5,
             noise_samples=15, case_timeout_s=60.0, first_call_timeout_s=120.0)
-QUICK = dict(FULL, n=8 * 2**20, samples=3, warmup=1, budget_s=1.5, small_sample_s=0.01, train_warmup=2,
-             train_sample_s=0.05, memory_steps=3, noise_samples=9,
-             case_timeout_s=20.0, first_call_timeout_s=60.0)
+QUICK = dict(FULL, n=8 * 2**20, samples=3, warmup=1, min_sample_s=0.02, budget_s=1.0,
+             small_sample_s=0.01, train_warmup=0, train_sample_s=0.05, memory_steps=3,
+             noise_samples=9, case_timeout_s=15.0, first_call_timeout_s=60.0)
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

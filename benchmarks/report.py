@@ -122,7 +122,9 @@ def fmt_value(v: float | None, unit: str) -> str:
 
 
 def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{100 * v:.0f}%"
+    if v is None:
+        return "-"
+    return f"{100 * v:.0f}%" if v >= 0.095 else f"{100 * v:.2g}%"
 
 
 def _x(v: float | None) -> str:
@@ -151,7 +153,8 @@ def table(rows: list[dict[str, Any]], group: str) -> list[list[str]]:
         out.append([r["case"], r["variant"], fmt_value(r["median"], unit), fmt_value(r["min"], unit),
                     "-" if extra is None else f"{extra:.1f}", _x(r.get("ratio_best_peer")),
                     _pct(r.get("ratio_limit")),
-                    "-" if cpu is None or unit != "s" else f"{cpu / r['median']:.2f}",
+                    "-" if cpu is None or unit != "s"
+                    else f"{(cpu + r.get('child_cpu', 0)) / r['median']:.2f}",
                     "-" if r.get("minflt_per_call") is None else f"{r['minflt_per_call']:.0f}",
                     status])
     return out

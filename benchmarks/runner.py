@@ -51,6 +51,11 @@ class Settings:
     scratch: Path
     adapter_options: dict[str, Any] = field(default_factory=dict)
     keep_tmp: bool = False
+    deaths: dict[str, int] = field(default_factory=dict)  # "lib|variant" -> workers it killed
+
+
+RUN_DEATHS = 3   # a variant that killed this many workers in the run is not tried again
+TASK_DEATHS = 2  # ... or this many in one task
 
 
 def worker_env(settings: Settings, tmp: Path) -> dict[str, str]:
@@ -89,9 +94,10 @@ def pin_cpus(settings: Settings) -> list[int] | None:
 
 
 def _run_once(task: Task, settings: Settings, tmp: Path, skip: list[str],
-              attempt: int) -> dict[str, Any]:
+              dead_variants: list[str], attempt: int) -> dict[str, Any]:
     spec = {"lib": task.lib, "group": task.group, "cases": task.cases, "variant": task.variant,
             "case": task.case, "phase": task.phase, "cfg": settings.cfg, "skip": skip,
+            "dead_variants": dead_variants,
             "pin_cpus": pin_cpus(settings), "adapter_options": settings.adapter_options
             if task.lib == "nuvec" else {}}
     spec_path, out_path = tmp / f"{task.key}.spec.json", tmp / f"{task.key}.{attempt}.out.json"
@@ -123,34 +129,40 @@ def _run_once(task: Task, settings: Settings, tmp: Path, skip: list[str],
 
 def run_task(task: Task, settings: Settings, dirs: dict[str, Path]) -> dict[str, Any]:
     """Run one task's worker; if it dies inside a case (crash, hang), record that case as an
-    error with the log's tail and start a fresh worker for the remaining cases. Two cases in a
-    row that die end the task: the rest are recorded as skipped rather than stretching the run."""
+    error with the log's tail and start a fresh worker for the remaining cases. A variant that
+    has died twice is not tried again in this task: its remaining cases are recorded as skipped,
+    so a library that hangs everywhere costs a few time-outs, not one per case."""
     if task.reuse_dir_of and task.reuse_dir_of in dirs:
         tmp = dirs[task.reuse_dir_of]
     else:
         tmp = Path(tempfile.mkdtemp(prefix=f"{task.key}-", dir=settings.scratch))
     dirs[task.key] = tmp
     skip: list[str] = []
+    dead_variants = [k.split("|", 1)[1] for k, n in settings.deaths.items()
+                     if n >= RUN_DEATHS and k.startswith(task.lib + "|")]
+    deaths: dict[str, int] = {}
     results: list[dict[str, Any]] = []
-    wall, deaths, attempt = 0.0, 0, 0
+    wall, attempt = 0.0, 0
     while True:
-        doc = _run_once(task, settings, tmp, skip, attempt)
+        doc = _run_once(task, settings, tmp, skip, dead_variants, attempt)
         wall += doc["wall_s"]
         results += doc.get("results", [])
         current = doc.get("current")
-        if doc.get("done") or doc.get("available") is False or not current or current == "load":
+        if (doc.get("done") or doc.get("available") is False or not current or current == "load"
+                or attempt >= 20):
             break
         case, _, variant = current.partition("|")
         results.append({"case": case, "variant": variant, "status": "error",
-                        "error": f"worker died in this case ({doc.get('worker_error', '')[:60]})",
+                        "error": "worker died in this case: "
+                                 + doc.get("worker_error", "").split(";")[0],
                         "traceback": doc.get("worker_error", "")[-2000:]})
         skip += [f"{r['case']}|{r['variant']}" for r in results]
-        deaths = (0 if doc.get("results") else deaths) + 1  # in a row
+        deaths[variant] = deaths.get(variant, 0) + 1
+        run_key = f"{task.lib}|{variant}"
+        settings.deaths[run_key] = settings.deaths.get(run_key, 0) + 1
+        if deaths[variant] >= TASK_DEATHS or settings.deaths[run_key] >= RUN_DEATHS:
+            dead_variants.append(variant)
         attempt += 1
-        if deaths >= 2:
-            doc["worker_error"] = (f"two cases in a row killed the worker; the rest of "
-                                   f"{task.key} was skipped. Last: " + doc.get("worker_error", ""))
-            break
         doc.pop("worker_error", None)
     doc.update(task=task.key, results=results, wall_s=wall, restarts=attempt)
     return doc

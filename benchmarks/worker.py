@@ -83,11 +83,16 @@ class Watchdog:
     """
     timeout_s = 60.0
     skip: set[str] = set()
+    dead_variants: set[str] = set()
 
 
 def guarded(out: Output, case: str, variant: str, body: Callable[[], dict[str, Any]]) -> None:
     key = f"{case}|{variant}"
     if key in Watchdog.skip:  # done (or hung) in an earlier process of this task
+        return
+    if variant in Watchdog.dead_variants:
+        out.add({"case": case, "variant": variant, "status": "error",
+                 "error": "skipped: this variant killed its worker repeatedly earlier in this run"})
         return
     out.doc["current"] = key
     out.flush()
@@ -145,8 +150,8 @@ def run_fused(adapter: Any, cfg: dict[str, Any], cases: list[str], out: Output) 
         for variant in adapter.variants("fused"):
             def body() -> dict[str, Any]:
                 thunk = adapter.chain(name, xs, variant)
-                t_first = once(thunk)["median"]
-                m = timed(thunk, cfg)
+                t_first = once(thunk)["median"]  # includes compiling; also the first warm-up
+                m = timed(thunk, cfg, warmup=max(0, cfg["warmup"] - 1))
                 return {"unit": "s", "bytes": chain.ideal_bytes(n), "first_call_s": t_first, **m,
                         "check": checked(adapter, thunk(), expected)}
             guarded(out, name, variant, body)
@@ -269,6 +274,7 @@ def main(argv: list[str]) -> int:
     cfg, group = spec["cfg"], spec["group"]
     Watchdog.timeout_s = cfg.get("case_timeout_s", 60.0)
     Watchdog.skip = set(spec.get("skip") or [])
+    Watchdog.dead_variants = set(spec.get("dead_variants") or [])
     if spec["lib"] == "machine":
         out.doc["version"] = machine.compiler_version()
         try:
