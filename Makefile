@@ -1,0 +1,37 @@
+# nuvec: `make demo` installs and runs a short compile demo on the CPU; `make test` runs all CI runs.
+PYTHON ?= python3
+PIP := $(PYTHON) -m pip
+SWIFT := $(shell command -v swift 2>/dev/null)
+
+.PHONY: install demo test test-python test-swift bench bench-quick clean
+
+install:
+	$(PIP) install -q -e '.[test]'
+ifneq ($(SWIFT),)
+	swift build --package-path swift -c release
+endif
+
+demo: install
+	$(PYTHON) examples/demo.py
+
+test: install test-python test-swift
+
+test-python:
+	$(PYTHON) -m pytest tests
+
+test-swift:
+ifneq ($(SWIFT),)
+	swift test --package-path swift
+else
+	@echo "swift not found: the Swift shim's tests were not run"
+endif
+
+bench: install
+	$(PYTHON) -m benchmarks
+
+bench-quick: install
+	$(PYTHON) -m benchmarks --quick
+
+clean:
+	rm -rf build dist *.egg-info swift/.build
+	find nuvec -name '*.so' -delete

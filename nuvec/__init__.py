@@ -1,0 +1,20 @@
+"""nuvec: a lazy array library with MLX's API and a function compiler.
+
+>>> import nuvec as nv
+>>> f = nv.compile(lambda x: nv.exp(x) * 2 + 1)
+>>> f(nv.array([0.0, 1.0])).tolist()  # doctest: +SKIP
+[3.0, 6.436563491821289]
+"""
+from .core.dtypes import (  # noqa: F401
+    Dtype, DtypeCategory, bfloat16, bool_, complex64, complexfloating, finfo, float16, float32,
+    float64, floating, generic, iinfo, inexact, int8, int16, int32, int64, integer, issubdtype,
+    number, promote_types, signedinteger, uint8, uint16, uint32, uint64, unsignedinteger)
+from .core.device import (  # noqa: F401
+    Device, DeviceType, Stream, cpu, default_device, default_stream, gpu, new_stream,
+    set_default_device, set_default_stream, stream)
+from .core.evaluate import async_eval, eval  # noqa: F401
+from .ops import *  # noqa: F401,F403
+from .ops import abs, divmod, round  # noqa: F401
+from .core.array import Array as array  # noqa: F401,E402  (the class; nv.array(obj) builds one)
+
+__version__ = "0.1.0"

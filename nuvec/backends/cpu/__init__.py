@@ -1,0 +1,7 @@
+"""The CPU backend: registers how each primitive runs on NumPy arrays.
+
+Element-wise primitives run through the generated C kernels (``kernels.run``); the other
+families register themselves from the modules imported at the bottom.
+"""
+from . import elementwise  # noqa: F401
+from . import shape  # noqa: F401

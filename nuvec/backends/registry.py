@@ -1,0 +1,97 @@
+"""Which code runs a primitive on which device, and which GPU backend this machine has.
+
+Backends register implementations per (device type, primitive class):
+
+    @register(Unary, "cpu")
+    def _unary(prim, inputs, node): ...   # inputs: backend data; returns one datum per output
+
+``node`` is the array being computed (its ``siblings`` give every output's shape and dtype).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+import numpy as np
+
+_IMPLS: dict[tuple[str, type], Callable] = {}
+_LOADED: set[str] = set()
+
+
+def register(prim_type: type, device: str = "cpu") -> Callable[[Callable], Callable]:
+    def deco(fn: Callable) -> Callable:
+        _IMPLS[(device, prim_type)] = fn
+        return fn
+    return deco
+
+
+def _load(device: str) -> None:
+    if device == "cpu":
+        from . import cpu  # noqa: F401  (registers the CPU implementations)
+    elif device == "gpu":
+        name = gpu_backend_name()
+        if name == "cuda":
+            from . import cuda  # noqa: F401
+        elif name == "metal":
+            from . import metal  # noqa: F401
+    _LOADED.add(device)
+
+
+def implementation(prim_type: type, device: str) -> Callable | None:
+    if device not in _LOADED:
+        _load(device)
+    return _IMPLS.get((device, prim_type))
+
+
+def run(prim, inputs, node) -> list:
+    """Runs ``prim`` for ``node`` on its stream's device."""
+    device = node._stream.device.type.value
+    fn = _IMPLS.get((device, type(prim)))
+    if fn is None:
+        fn = implementation(type(prim), device)
+        if fn is None:
+            raise NotImplementedError(f"{prim.name}: no implementation on the {device}")
+    datas = [x._data for x in inputs]
+    if device == "cpu":
+        for i, d in enumerate(datas):
+            if not isinstance(d, np.ndarray):
+                datas[i] = to_host(d)
+    return fn(prim, datas, node)
+
+
+def to_host(data) -> np.ndarray:
+    """Backend data as a NumPy array."""
+    if isinstance(data, np.ndarray):
+        return data
+    get = getattr(data, "get", None)  # CuPy arrays
+    if get is not None:
+        return get()
+    return np.asarray(data)
+
+
+@functools.cache
+def _probe_gpu() -> tuple[str | None, str]:
+    try:
+        from .cuda import device as cuda_device
+        if cuda_device.is_available():
+            return "cuda", ""
+        cuda_reason = cuda_device.unavailable_reason()
+    except ImportError as e:
+        cuda_reason = f"CUDA backend not importable ({e})"
+    try:
+        from .metal import shim
+        if shim.is_available():
+            return "metal", ""
+        metal_reason = shim.unavailable_reason()
+    except ImportError as e:
+        metal_reason = f"Metal backend not importable ({e})"
+    return None, f"{cuda_reason}; {metal_reason}"
+
+
+def gpu_backend_name() -> str | None:
+    """"cuda" or "metal" where a GPU is usable, else None (probed once)."""
+    return _probe_gpu()[0]
+
+
+def gpu_unavailable_reason() -> str:
+    return _probe_gpu()[1]

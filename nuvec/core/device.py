@@ -1,0 +1,174 @@
+"""Devices and streams (MLX's ``nv.cpu``, ``nv.gpu``, ``nv.Stream``, ``nv.stream(...)``).
+
+>>> import nuvec as nv
+>>> with nv.stream(nv.cpu):
+...     y = nv.ones((3,)) * 2
+"""
+from __future__ import annotations
+
+import contextlib
+import enum
+import threading
+from typing import Iterator
+
+
+class DeviceType(enum.Enum):
+    cpu = "cpu"
+    gpu = "gpu"
+
+
+class Device:
+    """A device: ``Device(DeviceType.gpu, 0)``. The GPU exists only where a backend finds one."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type: DeviceType | str, index: int = 0) -> None:
+        self.type = DeviceType(type) if not isinstance(type, DeviceType) else type
+        self.index = index
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Device) and other.type == self.type and other.index == self.index
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __repr__(self) -> str:
+        return f"Device({self.type.name}, {self.index})"
+
+
+cpu = Device(DeviceType.cpu)
+gpu = Device(DeviceType.gpu)
+
+
+class Stream:
+    """An ordered queue of work on a device."""
+
+    __slots__ = ("index", "device")
+
+    def __init__(self, index: int, device: Device) -> None:
+        self.index = index
+        self.device = device
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Stream) and other.index == self.index and other.device == self.device
+
+    def __hash__(self) -> int:
+        return hash((self.index, self.device))
+
+    def __repr__(self) -> str:
+        return f"Stream({self.device}, index={self.index})"
+
+
+def gpu_backend_name() -> str | None:
+    """The GPU backend present on this machine ("cuda", "metal"), or None."""
+    from ..backends import registry
+    return registry.gpu_backend_name()
+
+
+_lock = threading.RLock()
+_next_index = [0]
+_defaults: dict[Device, Stream] = {}
+
+
+def _new_index() -> int:
+    with _lock:
+        _next_index[0] += 1
+        return _next_index[0] - 1
+
+
+def check_device(device: Device) -> Device:
+    if device.type is DeviceType.gpu and gpu_backend_name() is None:
+        from ..backends import registry
+        raise ValueError(f"no GPU on this machine: {registry.gpu_unavailable_reason()}")
+    return device
+
+
+def default_stream(device: Device) -> Stream:
+    """The default stream of ``device``."""
+    s = _defaults.get(device)
+    if s is None:
+        check_device(device)
+        with _lock:
+            s = _defaults.setdefault(device, Stream(_new_index(), device))
+    return s
+
+
+def new_stream(device: Device) -> Stream:
+    """A new stream on ``device``."""
+    check_device(device)
+    return Stream(_new_index(), device)
+
+
+class _State(threading.local):
+    def __init__(self) -> None:
+        self.device: Device | None = None
+        self.stream: Stream | None = None
+
+
+_state = _State()
+_global_default: list[Device | None] = [None]
+
+
+def default_device() -> Device:
+    """The device operations run on when none is given (the GPU where one exists, as MLX)."""
+    if _state.device is not None:
+        return _state.device
+    if _global_default[0] is None:
+        _global_default[0] = gpu if gpu_backend_name() is not None else cpu
+    return _global_default[0]
+
+
+def set_default_device(device: Device | DeviceType | str) -> None:
+    """Sets the default device for all threads: ``nv.set_default_device(nv.cpu)``."""
+    d = as_device(device)
+    check_device(d)
+    _global_default[0] = d
+    _state.device = None
+
+
+def set_default_stream(stream: Stream) -> None:
+    """Sets this thread's default stream (and its device as the default device)."""
+    _state.stream = stream
+    _state.device = stream.device
+
+
+def current_stream() -> Stream:
+    """The stream an operation without ``stream=`` uses."""
+    s = _state.stream
+    if s is not None:
+        return s
+    return default_stream(default_device())
+
+
+def as_device(d) -> Device:
+    if isinstance(d, Device):
+        return d
+    if isinstance(d, (DeviceType, str)):
+        return Device(d)
+    raise TypeError(f"expected a Device, got {type(d).__name__}")
+
+
+def resolve_stream(s=None) -> Stream:
+    """The stream for an op's ``stream=`` keyword: None, a Stream, a Device or a DeviceType."""
+    if s is None:
+        return current_stream()
+    if isinstance(s, Stream):
+        return s
+    return default_stream(check_device(as_device(s)))
+
+
+@contextlib.contextmanager
+def stream(s) -> Iterator[Stream]:
+    """Runs the enclosed operations on ``s`` (a Stream or a Device) on this thread.
+
+    >>> import nuvec as nv
+    >>> with nv.stream(nv.cpu):
+    ...     x = nv.zeros((2,))
+    """
+    target = resolve_stream(s)
+    saved = (_state.stream, _state.device)
+    _state.stream, _state.device = target, target.device
+    try:
+        yield target
+    finally:
+        _state.stream, _state.device = saved

@@ -1,0 +1,81 @@
+"""Evaluation: run the graph behind some arrays, release what is no longer needed.
+
+>>> import nuvec as nv
+>>> a = nv.arange(4) * 2
+>>> nv.eval(a)
+>>> a.tolist()
+[0, 2, 4, 6]
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from .array import Array
+
+try:
+    from ._graph import topo_order
+except ImportError:  # pragma: no cover - the extension is built by `make install`
+    raise ImportError("nuvec's Cython extensions are not built: run `make install`") from None
+
+
+class TraceEvaluationError(RuntimeError):
+    """An array being traced (by nv.compile) has no value yet, so it cannot be evaluated."""
+
+
+def _leaves(trees: Iterable[Any], out: list) -> None:
+    stack = list(trees)
+    while stack:
+        t = stack.pop()
+        if isinstance(t, Array):
+            out.append(t)
+        elif isinstance(t, (list, tuple)):
+            stack.extend(t)
+        elif isinstance(t, dict):
+            stack.extend(t.values())
+
+
+def evaluate(arrays: list[Array]) -> None:
+    """Computes every array in ``arrays`` (and what they need)."""
+    from ..backends.registry import run
+    order = topo_order(arrays)
+    for i in range(len(order)):
+        node = order[i]
+        order[i] = None  # the last reference the walk holds: intermediates free as they die
+        ins = node._inputs
+        for x in ins:
+            if x._data is None:
+                raise TraceEvaluationError(
+                    "cannot evaluate an array while it is being traced by nv.compile: the "
+                    "function's inputs are placeholders without values (do not call eval, item, "
+                    "tolist or print on traced arrays inside a compiled function)")
+        outs = run(node._prim, ins, node)
+        for s, d in zip(node.siblings, outs):
+            s._data = d
+            if not s._tracer:
+                s.detach()
+        del ins, outs, node
+    for a in arrays:
+        if a._data is None:
+            raise TraceEvaluationError(
+                "cannot evaluate an array while it is being traced by nv.compile: it is a "
+                "placeholder without a value (do not call eval, item, tolist or print on "
+                "traced arrays inside a compiled function)")
+
+
+def eval(*trees: Any) -> None:
+    """Evaluates the arrays in ``trees`` (arrays, or lists/tuples/dicts of them).
+
+    >>> import nuvec as nv
+    >>> x = nv.ones((2, 2)); y = x + 1
+    >>> nv.eval(y, {"x": x})
+    """
+    arrays: list[Array] = []
+    _leaves(trees, arrays)
+    if arrays:
+        evaluate(arrays)
+
+
+def async_eval(*trees: Any) -> None:
+    """Starts evaluating ``trees``. On the CPU this evaluates now; a GPU backend returns as
+    soon as the work is queued."""
+    eval(*trees)

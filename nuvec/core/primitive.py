@@ -1,0 +1,58 @@
+"""The Primitive base class: what makes an array in the graph.
+
+A primitive is a small, immutable object: a name, parameters (``params``, hashable), and
+rules. Equality and hash are over the type and parameters, which is what common-subexpression
+elimination compares. A primitive never imports a backend: backends register how to run it
+(``nuvec.backends``).
+
+Subclasses implement:
+
+- ``infer(inputs) -> list[(shape, dtype)]``: the outputs' shapes and dtypes (used eagerly,
+  while tracing and on every shapeless replay);
+- ``vjp(primals, cotangents, argnums, outputs) -> list`` (one cotangent per argnum),
+  ``jvp(primals, tangents, argnums) -> list`` (one tangent per output),
+  ``vmap(inputs, axes) -> (outputs, out_axes)``; each may raise ``NotImplementedError``.
+
+Flags used by compile: ``elementwise`` (a fusable element-wise op over same-shape operands),
+``effectful`` (never folded into a constant nor merged with an equal one: random draws with
+explicit state, collectives), ``fixes_shape`` (its parameters hold a traced size, so shapeless
+compilation refuses it), ``view`` (its output may alias its input's memory).
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+class Primitive:
+    __slots__ = ()
+    name: str = "primitive"
+    elementwise: bool = False
+    effectful: bool = False
+    fixes_shape: bool = False
+    differentiable: bool = True
+
+    @property
+    def params(self) -> tuple:
+        return ()
+
+    def __eq__(self, other: Any) -> bool:
+        return self is other or (type(other) is type(self) and other.params == self.params)
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.params))
+
+    def __repr__(self) -> str:
+        p = self.params
+        return f"{self.name}{p!r}" if p else self.name
+
+    def infer(self, inputs: Sequence) -> list[tuple[tuple[int, ...], Any]]:
+        raise NotImplementedError(self.name)
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        raise NotImplementedError(f"{self.name}: no vjp rule")
+
+    def jvp(self, primals, tangents, argnums):
+        raise NotImplementedError(f"{self.name}: no jvp rule")
+
+    def vmap(self, inputs, axes):
+        raise NotImplementedError(f"{self.name}: no vmap rule")

@@ -1,0 +1,9 @@
+"""The public operations (MLX's ``mlx.core`` functions), by family."""
+from ..core import array as _array_module
+from .creation import *  # noqa: F401,F403
+from .elementwise import *  # noqa: F401,F403
+from .shape import *  # noqa: F401,F403
+from .creation import array, arange, full, ones, zeros  # noqa: F401
+from .elementwise import abs, round, divmod  # noqa: F401  (shadow builtins on purpose)
+
+_array_module._ops = __import__(__name__, fromlist=["*"])

@@ -1,0 +1,78 @@
+"""Helpers shared by the op modules: turning inputs into arrays, weak scalar typing."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..core import dtypes as dt
+from ..core.array import Array
+from ..core.device import resolve_stream
+
+SCALARS = (bool, int, float, complex)
+
+
+def scalar_dtype(v) -> dt.Dtype:
+    """The dtype a lone Python scalar gets (MLX: bool, int32, float32, complex64)."""
+    if isinstance(v, bool):
+        return dt.bool_
+    if isinstance(v, int):
+        return dt.int32
+    if isinstance(v, float):
+        return dt.float32
+    return dt.complex64
+
+
+def weak_dtype(v, other: dt.Dtype) -> dt.Dtype:
+    """The dtype of Python scalar ``v`` next to an array of dtype ``other`` (weak typing:
+    ``float16_array * 2.0`` stays float16)."""
+    if isinstance(v, bool):
+        return other
+    if isinstance(v, int):
+        return dt.int32 if other == dt.bool_ else other
+    if isinstance(v, float):
+        return other if other.kind in "fc" else dt.float32
+    return dt.complex64
+
+
+def constant(value, dtype: dt.Dtype, stream=None) -> Array:
+    """An evaluated 0-d array holding ``value``."""
+    return Array.constant(np.array(value, dtype=dtype.np), resolve_stream(stream), dtype)
+
+
+def as_array(x, name: str = "operation") -> Array:
+    """``x`` as an Array (Python scalars get their default dtype)."""
+    if isinstance(x, Array):
+        return x
+    if isinstance(x, SCALARS):
+        return constant(x, scalar_dtype(x))
+    if isinstance(x, (np.ndarray, np.generic, list, tuple)) or hasattr(x, "__array__"):
+        from .creation import array
+        return array(x)
+    raise TypeError(f"{name}: unsupported input type {type(x).__name__}")
+
+
+def operands(a, b, name: str) -> tuple[Array, Array]:
+    """Two arrays of one dtype, with MLX's promotion and weak Python scalars."""
+    sa, sb = isinstance(a, SCALARS), isinstance(b, SCALARS)
+    if sa and not sb:
+        b = as_array(b, name)
+        a = constant(a, weak_dtype(a, b._dtype), b._stream)
+    elif sb and not sa:
+        a = as_array(a, name)
+        b = constant(b, weak_dtype(b, a._dtype), a._stream)
+    else:
+        a, b = as_array(a, name), as_array(b, name)
+    if a._dtype != b._dtype:
+        d = dt.promote_types(a._dtype, b._dtype)
+        from .elementwise import astype
+        a, b = astype(a, d), astype(b, d)
+    return a, b
+
+
+def normalize_axis(axis: int, ndim: int, name: str) -> int:
+    if not isinstance(axis, numbers.Integral):
+        raise TypeError(f"{name}: axis must be an int, got {type(axis).__name__}")
+    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+        raise ValueError(f"{name}: axis {axis} is out of bounds for an array of dimension {ndim}")
+    return axis % ndim if ndim else 0

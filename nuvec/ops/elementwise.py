@@ -1,0 +1,254 @@
+"""Element-wise operations (MLX semantics: promotion, weak Python scalars, broadcasting).
+
+>>> import nuvec as nv
+>>> (nv.array([1, 2], dtype=nv.float16) * 2.0).dtype
+nuvec.float16
+>>> nv.divide(nv.array([1, 2]), 2).tolist()
+[0.5, 1.0]
+"""
+from __future__ import annotations
+
+import builtins
+
+from ..core import dtypes as dt
+from ..core.array import Array
+from ..core.device import resolve_stream
+from ..primitives.elementwise import AsType, Binary, Select, Unary
+from ._common import SCALARS, as_array, constant, operands, weak_dtype
+
+
+def astype(a, dtype, *, stream=None) -> Array:
+    """``a`` converted to ``dtype`` (no node when it already has it)."""
+    a = as_array(a, "astype")
+    d = dt.to_dtype(dtype)
+    if a._dtype == d:
+        return a
+    return Array.make(AsType(d), [a], resolve_stream(stream))
+
+
+def _unary(op: str, a, stream, *, floating: bool = False, kinds: str | None = None) -> Array:
+    a = as_array(a, op)
+    if kinds is not None and a._dtype.kind not in kinds:
+        raise TypeError(f"{op}: not defined for {a._dtype.name} inputs")
+    if floating and a._dtype.kind not in "fc":
+        a = astype(a, dt.float32)
+    return Array.make(Unary(op), [a], resolve_stream(stream))
+
+
+def _binary(op: str, a, b, stream, *, result: str = "promote") -> Array:
+    """``result``: "promote" (the promoted dtype), "float" (ints become float32),
+    "bool" (logical: operands become bool), "integer" (ints and bools only)."""
+    from .shape import broadcast_arrays
+    if result == "bool":
+        a, b = as_array(a, op), as_array(b, op)
+        a, b = astype(a, dt.bool_), astype(b, dt.bool_)
+    else:
+        a, b = operands(a, b, op)
+        if result == "float" and a._dtype.kind not in "fc":
+            a, b = astype(a, dt.float32), astype(b, dt.float32)
+        elif result == "integer" and a._dtype.kind not in "uib":
+            raise TypeError(f"{op}: not defined for {a._dtype.name} inputs (integers or bool only)")
+    a, b = broadcast_arrays(a, b, name=op)
+    return Array.make(Binary(op), [a, b], resolve_stream(stream))
+
+
+def _make_unary(op: str, doc: str, **kw):
+    def f(a, /, *, stream=None) -> Array:
+        return _unary(op, a, stream, **kw)
+    f.__name__ = f.__qualname__ = op
+    f.__doc__ = doc
+    return f
+
+
+def _make_binary(op: str, doc: str, **kw):
+    def f(a, b, /, *, stream=None) -> Array:
+        return _binary(op, a, b, stream, **kw)
+    f.__name__ = f.__qualname__ = op
+    f.__doc__ = doc
+    return f
+
+
+_FLOAT_UNARY = ["sqrt", "rsqrt", "reciprocal", "exp", "expm1", "log", "log1p", "log2", "log10",
+                "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
+                "arcsinh", "arccosh", "arctanh", "sigmoid", "erf", "erfinv"]
+for _op in _FLOAT_UNARY:
+    globals()[_op] = _make_unary(_op, f"Element-wise {_op} (integer inputs become float32).",
+                                 floating=True)
+
+abs = _make_unary("abs", "Element-wise absolute value.")
+negative = _make_unary("negative", "Element-wise negation.", kinds="uifc")
+sign = _make_unary("sign", "Element-wise sign (-1, 0 or 1).", kinds="uifc")
+square = _make_unary("square", "Element-wise square.")
+conjugate = _make_unary("conjugate", "Complex conjugate.")
+conj = conjugate
+bitwise_invert = _make_unary("bitwise_invert", "Bitwise NOT of integers (logical NOT of bools).",
+                             kinds="uib")
+
+
+def floor(a, /, *, stream=None) -> Array:
+    """Largest integer not above each element (integers are returned unchanged)."""
+    a = as_array(a, "floor")
+    if a._dtype.kind == "c":
+        raise TypeError("floor: not defined for complex64 inputs")
+    return a if a._dtype.kind in "uib" else _unary("floor", a, stream)
+
+
+def ceil(a, /, *, stream=None) -> Array:
+    """Smallest integer not below each element (integers are returned unchanged)."""
+    a = as_array(a, "ceil")
+    if a._dtype.kind == "c":
+        raise TypeError("ceil: not defined for complex64 inputs")
+    return a if a._dtype.kind in "uib" else _unary("ceil", a, stream)
+
+
+def round(a, /, decimals: int = 0, *, stream=None) -> Array:
+    """Rounds half to even, to ``decimals`` decimal places."""
+    a = as_array(a, "round")
+    if a._dtype.kind in "uib":
+        return a
+    if decimals == 0:
+        return _unary("round", a, stream)
+    s = 10.0 ** decimals
+    return divide(_unary("round", multiply(a, s), stream), s)
+
+
+def logical_not(a, /, *, stream=None) -> Array:
+    """Element-wise NOT (inputs become bool)."""
+    return _unary("logical_not", astype(a, dt.bool_), stream)
+
+
+def _predicate(op: str, default: bool):
+    def f(a, /, *, stream=None) -> Array:
+        a = as_array(a, op)
+        if a._dtype.kind not in "fc":
+            from .creation import full
+            return full(a.shape, default, dt.bool_)
+        return Array.make(Unary(op), [a], resolve_stream(stream))
+    f.__name__ = f.__qualname__ = op
+    f.__doc__ = f"Element-wise {op} (always {default} for integers)."
+    return f
+
+
+isnan = _predicate("isnan", False)
+isinf = _predicate("isinf", False)
+isposinf = _predicate("isposinf", False)
+isneginf = _predicate("isneginf", False)
+isfinite = _predicate("isfinite", True)
+
+
+def real(a, /, *, stream=None) -> Array:
+    """Real part (the array itself for real dtypes)."""
+    a = as_array(a, "real")
+    return _unary("real", a, stream) if a._dtype.kind == "c" else a
+
+
+def imag(a, /, *, stream=None) -> Array:
+    """Imaginary part (zeros for real dtypes)."""
+    a = as_array(a, "imag")
+    if a._dtype.kind != "c":
+        from .creation import zeros_like
+        return zeros_like(a)
+    return _unary("imag", a, stream)
+
+
+add = _make_binary("add", "Element-wise sum.")
+subtract = _make_binary("subtract", "Element-wise difference.")
+multiply = _make_binary("multiply", "Element-wise product.")
+divide = _make_binary("divide", "Element-wise true division (integers become float32).",
+                      result="float")
+floor_divide = _make_binary("floor_divide", "Element-wise floor division.")
+remainder = _make_binary("remainder", "Element-wise remainder with the divisor's sign.")
+power = _make_binary("power", "Element-wise power.")
+maximum = _make_binary("maximum", "Element-wise maximum (NaN propagates).")
+minimum = _make_binary("minimum", "Element-wise minimum (NaN propagates).")
+equal = _make_binary("equal", "Element-wise ==.")
+not_equal = _make_binary("not_equal", "Element-wise !=.")
+less = _make_binary("less", "Element-wise <.")
+less_equal = _make_binary("less_equal", "Element-wise <=.")
+greater = _make_binary("greater", "Element-wise >.")
+greater_equal = _make_binary("greater_equal", "Element-wise >=.")
+logical_and = _make_binary("logical_and", "Element-wise AND (inputs become bool).", result="bool")
+logical_or = _make_binary("logical_or", "Element-wise OR (inputs become bool).", result="bool")
+logaddexp = _make_binary("logaddexp", "log(exp(a) + exp(b)), computed stably.", result="float")
+arctan2 = _make_binary("arctan2", "Element-wise arctan(a / b) in the right quadrant.",
+                       result="float")
+bitwise_and = _make_binary("bitwise_and", "Element-wise bitwise AND.", result="integer")
+bitwise_or = _make_binary("bitwise_or", "Element-wise bitwise OR.", result="integer")
+bitwise_xor = _make_binary("bitwise_xor", "Element-wise bitwise XOR.", result="integer")
+left_shift = _make_binary("left_shift", "Element-wise a << b.", result="integer")
+right_shift = _make_binary("right_shift", "Element-wise a >> b.", result="integer")
+
+
+def divmod(a, b, /, *, stream=None) -> tuple[Array, Array]:
+    """``(floor_divide(a, b), remainder(a, b))``."""
+    return floor_divide(a, b, stream=stream), remainder(a, b, stream=stream)
+
+
+def where(condition, x, y, /, *, stream=None) -> Array:
+    """Elements of ``x`` where ``condition`` holds, else of ``y`` (all broadcast).
+
+    >>> import nuvec as nv
+    >>> nv.where(nv.array([True, False]), 1, 2).tolist()
+    [1, 2]
+    """
+    from .shape import broadcast_arrays
+    c = astype(as_array(condition, "where"), dt.bool_)
+    x, y = operands(x, y, "where")
+    c, x, y = broadcast_arrays(c, x, y, name="where")
+    return Array.make(Select(), [c, x, y], resolve_stream(stream))
+
+
+def clip(a, a_min, a_max, /, *, stream=None) -> Array:
+    """Clips ``a`` to ``[a_min, a_max]`` (either may be None)."""
+    if a_min is None and a_max is None:
+        raise ValueError("clip: a_min and a_max cannot both be None")
+    out = as_array(a, "clip")
+    if a_min is not None:
+        out = maximum(out, a_min, stream=stream)
+    if a_max is not None:
+        out = minimum(out, a_max, stream=stream)
+    return out
+
+
+def nan_to_num(a, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None,
+               *, stream=None) -> Array:
+    """Replaces NaN and infinities with finite numbers (the dtype's extremes by default)."""
+    a = as_array(a, "nan_to_num")
+    if a._dtype.kind not in "f":
+        return a
+    info = dt.finfo(a._dtype)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    out = where(isnan(a), nan, a)
+    out = where(isposinf(a), posinf, out)
+    return where(isneginf(a), neginf, out, stream=stream)
+
+
+def degrees(a, /, *, stream=None) -> Array:
+    """Radians to degrees."""
+    return multiply(_float(a), 180.0 / 3.141592653589793, stream=stream)
+
+
+def radians(a, /, *, stream=None) -> Array:
+    """Degrees to radians."""
+    return multiply(_float(a), 3.141592653589793 / 180.0, stream=stream)
+
+
+def _float(a) -> Array:
+    a = as_array(a)
+    return a if a._dtype.kind in "fc" else astype(a, dt.float32)
+
+
+def stop_gradient(a, /, *, stream=None) -> Array:
+    """``a`` with no gradient flowing back through it."""
+    from ..primitives.misc import StopGradient
+    return Array.make(StopGradient(), [as_array(a)], resolve_stream(stream))
+
+__all__ = _FLOAT_UNARY + [
+    "astype", "abs", "negative", "sign", "square", "conjugate", "conj", "bitwise_invert", "floor",
+    "ceil", "round", "logical_not", "isnan", "isinf", "isposinf", "isneginf", "isfinite", "real",
+    "imag", "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "power",
+    "maximum", "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+    "logical_and", "logical_or", "logaddexp", "arctan2", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "left_shift", "right_shift", "divmod", "where", "clip", "nan_to_num",
+    "degrees", "radians", "stop_gradient"]

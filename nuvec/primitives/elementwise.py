@@ -1,0 +1,165 @@
+"""Element-wise primitives: Unary, Binary, Select and AsType.
+
+All run through the element-wise engine (``nuvec.codegen``): eagerly as a group of one op,
+and fused by ``nv.compile``. Operands have one shape (the ops broadcast them first) and one
+dtype (the ops insert AsType first), except Select's condition, which is bool. The ops'
+names are the engine's op names.
+"""
+from __future__ import annotations
+
+from ..core import dtypes as dt
+from ..core.array import Array
+from ..core.primitive import Primitive
+
+#: Ops whose result is bool.
+PREDICATES = frozenset({"logical_not", "isnan", "isinf", "isposinf", "isneginf", "isfinite",
+                        "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+                        "logical_and", "logical_or"})
+#: Ops that map complex64 to float32.
+COMPLEX_TO_REAL = frozenset({"real", "imag", "abs"})
+
+
+def _rules():
+    from . import elementwise_rules
+    return elementwise_rules
+
+
+class Unary(Primitive):
+    __slots__ = ("op",)
+    elementwise = True
+
+    def __init__(self, op: str) -> None:
+        self.op = op
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.op
+
+    @property
+    def params(self) -> tuple:
+        return (self.op,)
+
+    @property
+    def differentiable(self) -> bool:  # type: ignore[override]
+        return self.op not in PREDICATES and self.op not in ("bitwise_invert", "floor", "ceil",
+                                                             "round", "sign")
+
+    def infer(self, inputs):
+        (x,) = inputs
+        if self.op in PREDICATES:
+            return [(x._shape, dt.bool_)]
+        if self.op in COMPLEX_TO_REAL and x._dtype == dt.complex64:
+            return [(x._shape, dt.float32)]
+        return [(x._shape, x._dtype)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return _rules().unary_vjp(self.op, primals[0], cotangents[0], outputs[0])
+
+    def jvp(self, primals, tangents, argnums):
+        return _rules().unary_jvp(self.op, primals[0], tangents[0])
+
+    def vmap(self, inputs, axes):
+        return [Array.make(self, inputs)], list(axes)
+
+
+class Binary(Primitive):
+    __slots__ = ("op",)
+    elementwise = True
+
+    def __init__(self, op: str) -> None:
+        self.op = op
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.op
+
+    @property
+    def params(self) -> tuple:
+        return (self.op,)
+
+    @property
+    def differentiable(self) -> bool:  # type: ignore[override]
+        return self.op not in PREDICATES and not self.op.startswith(("bitwise", "left_shift",
+                                                                     "right_shift"))
+
+    def infer(self, inputs):
+        a, b = inputs
+        if a._shape != b._shape:
+            raise ValueError(f"{self.op}: operand shapes {a._shape} and {b._shape} differ "
+                             "(the ops broadcast them first)")
+        if a._dtype != b._dtype:
+            raise TypeError(f"{self.op}: operand dtypes {a._dtype.name} and {b._dtype.name} differ")
+        return [(a._shape, dt.bool_ if self.op in PREDICATES else a._dtype)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return _rules().binary_vjp(self.op, primals, cotangents[0], argnums, outputs[0])
+
+    def jvp(self, primals, tangents, argnums):
+        return _rules().binary_jvp(self.op, primals, tangents, argnums)
+
+    def vmap(self, inputs, axes):
+        inputs = align_batch(inputs, axes)
+        return [Array.make(self, inputs)], [0]
+
+
+class Select(Primitive):
+    """``where(cond, a, b)``: cond is bool, a and b share a dtype; all one shape."""
+    __slots__ = ()
+    name = "select"
+    elementwise = True
+
+    def infer(self, inputs):
+        c, a, b = inputs
+        if not (c._shape == a._shape == b._shape):
+            raise ValueError(f"select: operand shapes {c._shape}, {a._shape}, {b._shape} differ")
+        return [(a._shape, a._dtype)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return _rules().select_vjp(primals, cotangents[0], argnums)
+
+    def jvp(self, primals, tangents, argnums):
+        return _rules().select_jvp(primals, tangents, argnums)
+
+    def vmap(self, inputs, axes):
+        inputs = align_batch(inputs, axes)
+        return [Array.make(self, inputs)], [0]
+
+
+class AsType(Primitive):
+    __slots__ = ("dtype",)
+    name = "astype"
+    elementwise = True
+
+    def __init__(self, dtype: dt.Dtype) -> None:
+        self.dtype = dtype
+
+    @property
+    def params(self) -> tuple:
+        return (self.dtype.name,)
+
+    def infer(self, inputs):
+        return [(inputs[0]._shape, self.dtype)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return _rules().astype_vjp(primals[0], cotangents[0])
+
+    def jvp(self, primals, tangents, argnums):
+        return _rules().astype_jvp(self.dtype, tangents[0])
+
+    def vmap(self, inputs, axes):
+        return [Array.make(self, inputs)], list(axes)
+
+
+def align_batch(inputs, axes):
+    """Moves every batched operand's batch axis to the front and broadcasts unbatched ones
+    along it, so that the operands share one shape again."""
+    from .. import ops
+    size = next(x.shape[ax] for x, ax in zip(inputs, axes) if ax is not None)
+    out = []
+    for x, ax in zip(inputs, axes):
+        if ax is None:
+            x = ops.broadcast_to(ops.expand_dims(x, 0), (size,) + x.shape)
+        elif ax != 0:
+            x = ops.moveaxis(x, ax, 0)
+        out.append(x)
+    return out

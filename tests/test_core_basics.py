@@ -1,0 +1,54 @@
+"""The array core: laziness, evaluation, detaching, promotion, errors."""
+import numpy as np
+import pytest
+
+import nuvec as nv
+
+
+def test_lazy_until_evaluated_then_detached():
+    x = nv.array([1.0, 2.0])
+    y = x * 2 + 1
+    assert not y.is_evaluated and y.inputs
+    nv.eval(y)
+    assert y.is_evaluated and y.inputs == () and y.primitive is None
+    assert y.tolist() == [3.0, 5.0]
+
+
+def test_weak_scalars_keep_the_array_dtype():
+    assert (nv.array([1, 2], dtype=nv.float16) * 2.0).dtype == nv.float16
+    assert (nv.array([1, 2]) * 2.0).dtype == nv.float32
+    assert (nv.array([True]) + 1).dtype == nv.int32
+
+
+@pytest.mark.parametrize("a,b,out", [
+    (nv.int8, nv.uint8, nv.int16), (nv.uint32, nv.int32, nv.int64),
+    (nv.uint64, nv.int8, nv.float32), (nv.float16, nv.bfloat16, nv.float32),
+    (nv.int64, nv.float16, nv.float16), (nv.float64, nv.complex64, nv.complex64),
+    (nv.bool_, nv.uint16, nv.uint16)])
+def test_promotion_table(a, b, out):
+    assert nv.promote_types(a, b) == out == nv.promote_types(b, a)
+
+
+def test_broadcast_error_names_op_and_shapes():
+    with pytest.raises(ValueError, match=r"add: shapes \(2, 3\) and \(4,\)"):
+        nv.add(nv.zeros((2, 3)), nv.zeros((4,)))
+
+
+def test_a_million_op_chain_evaluates_without_recursion():
+    a = nv.array(0.0)
+    one = nv.array(1.0)
+    for _ in range(1_000_000):
+        a = a + one
+    assert a.item() == 1_000_000.0
+
+
+def test_repr_in_mlx_form():
+    assert repr(nv.array([1, 2])) == "array([1, 2], dtype=int32)"
+    assert repr(nv.array(True)) == "array(True, dtype=bool)"
+
+
+def test_numpy_conversion_copies():
+    a = nv.array(np.arange(3, dtype=np.float32))
+    h = np.array(a)
+    h[0] = 9
+    assert a.tolist() == [0.0, 1.0, 2.0]
