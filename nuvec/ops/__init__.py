@@ -3,6 +3,10 @@ from ..core import array as _array_module
 from .creation import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
+from .indexing import *  # noqa: F401,F403
+from .reduction import *  # noqa: F401,F403
+from .linalg import *  # noqa: F401,F403
+from .sort import *  # noqa: F401,F403
 from .creation import array, arange, full, ones, zeros  # noqa: F401
 from .elementwise import abs, round, divmod  # noqa: F401  (shadow builtins on purpose)
 

@@ -1,0 +1,2 @@
+"""indexing operations."""
+__all__: list[str] = []

@@ -1,0 +1,2 @@
+"""linalg operations."""
+__all__: list[str] = []

@@ -1,0 +1,2 @@
+"""reduction operations."""
+__all__: list[str] = []

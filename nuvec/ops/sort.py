@@ -1,0 +1,2 @@
+"""sort operations."""
+__all__: list[str] = []
