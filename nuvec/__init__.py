@@ -18,3 +18,7 @@ from .ops import abs, divmod, round  # noqa: F401
 from .core.array import Array as array  # noqa: F401,E402  (the class; nv.array(obj) builds one)
 
 __version__ = "0.1.0"
+from .backends.cpu.memory import (  # noqa: F401,E402
+    clear_cache, get_active_memory, get_cache_memory, get_peak_memory, reset_peak_memory,
+    set_cache_limit, set_memory_limit)
+from . import cuda, metal  # noqa: F401,E402
