@@ -43,6 +43,23 @@ def implementation(prim_type: type, device: str) -> Callable | None:
     return _IMPLS.get((device, prim_type))
 
 
+def node_runner(node) -> Callable:
+    """The function that runs ``node``'s primitive on its device: ``fn(prim, datas, node)``."""
+    device = node._stream.device.type.value
+    fn = implementation(type(node._prim), device)
+    if fn is None:
+        raise NotImplementedError(f"{node._prim.name}: no implementation on the {device}")
+    if device != "cpu":
+        return fn
+
+    def on_host(prim, datas, node, fn=fn):
+        for i, d in enumerate(datas):
+            if not isinstance(d, np.ndarray):
+                datas[i] = to_host(d)
+        return fn(prim, datas, node)
+    return on_host
+
+
 def run(prim, inputs, node) -> list:
     """Runs ``prim`` for ``node`` on its stream's device."""
     device = node._stream.device.type.value

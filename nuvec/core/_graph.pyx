@@ -53,3 +53,44 @@ def consumers_count(list order):
         for x in a._inputs:
             counts[id(x)] = counts.get(id(x), 0) + 1
     return counts
+
+
+def run_nodes(list order, dict impls, object lookup, object on_placeholder):
+    """Runs each node of ``order`` (from ``topo_order``): its implementation is
+    ``impls[(device type, primitive type)]`` (filled by ``lookup(node)`` on a miss); stores the
+    outputs' data and detaches non-tracers from their inputs. Clears ``order`` as it goes, so
+    an intermediate's memory is released as soon as its last consumer has run."""
+    cdef Py_ssize_t i, j, n = len(order)
+    cdef list datas
+    cdef object node, prim, ins, x, fn, outs, sib, key, d
+    for i in range(n):
+        node = order[i]
+        order[i] = None
+        prim = node._prim
+        ins = node._inputs
+        datas = []
+        for x in ins:
+            d = x._data
+            if d is None:
+                on_placeholder()
+            datas.append(d)
+        key = (node._stream.device.type, type(prim))
+        fn = impls.get(key)
+        if fn is None:
+            fn = lookup(node)
+            impls[key] = fn
+        outs = fn(prim, datas, node)
+        sib = node._siblings
+        if sib is None:
+            node._data = outs[0]
+            if not node._tracer:
+                node._inputs = ()
+                node._prim = None
+        else:
+            for j in range(len(sib)):
+                x = sib[j]
+                x._data = outs[j]
+                if not x._tracer:
+                    x._inputs = ()
+                    x._prim = None
+                    x._siblings = None

@@ -123,6 +123,7 @@ def set_default_device(device: Device | DeviceType | str) -> None:
     d = as_device(device)
     check_device(d)
     _global_default[0] = d
+    _cached_default[0] = None
     _state.device = None
 
 
@@ -132,12 +133,18 @@ def set_default_stream(stream: Stream) -> None:
     _state.device = stream.device
 
 
+_cached_default: list[Stream | None] = [None]
+
+
 def current_stream() -> Stream:
     """The stream an operation without ``stream=`` uses."""
     s = _state.stream
     if s is not None:
         return s
-    return default_stream(default_device())
+    s = _cached_default[0]
+    if s is None:
+        s = _cached_default[0] = default_stream(default_device())
+    return s
 
 
 def as_device(d) -> Device:

@@ -13,7 +13,7 @@ from typing import Any, Iterable
 from .array import Array
 
 try:
-    from ._graph import topo_order
+    from ._graph import run_nodes, topo_order
 except ImportError:  # pragma: no cover - the extension is built by `make install`
     raise ImportError("nuvec's Cython extensions are not built: run `make install`") from None
 
@@ -34,32 +34,27 @@ def _leaves(trees: Iterable[Any], out: list) -> None:
             stack.extend(t.values())
 
 
+def _placeholder_error() -> None:
+    raise TraceEvaluationError(
+        "cannot evaluate an array while it is being traced by nv.compile: the function's "
+        "inputs are placeholders without values (do not call eval, item, tolist or print on "
+        "traced arrays inside a compiled function)")
+
+
+_impls: dict = {}
+
+
+def _lookup(node):
+    from ..backends.registry import node_runner
+    return node_runner(node)
+
+
 def evaluate(arrays: list[Array]) -> None:
     """Computes every array in ``arrays`` (and what they need)."""
-    from ..backends.registry import run
-    order = topo_order(arrays)
-    for i in range(len(order)):
-        node = order[i]
-        order[i] = None  # the last reference the walk holds: intermediates free as they die
-        ins = node._inputs
-        for x in ins:
-            if x._data is None:
-                raise TraceEvaluationError(
-                    "cannot evaluate an array while it is being traced by nv.compile: the "
-                    "function's inputs are placeholders without values (do not call eval, item, "
-                    "tolist or print on traced arrays inside a compiled function)")
-        outs = run(node._prim, ins, node)
-        for s, d in zip(node.siblings, outs):
-            s._data = d
-            if not s._tracer:
-                s.detach()
-        del ins, outs, node
+    run_nodes(topo_order(arrays), _impls, _lookup, _placeholder_error)
     for a in arrays:
         if a._data is None:
-            raise TraceEvaluationError(
-                "cannot evaluate an array while it is being traced by nv.compile: it is a "
-                "placeholder without a value (do not call eval, item, tolist or print on "
-                "traced arrays inside a compiled function)")
+            _placeholder_error()
 
 
 def eval(*trees: Any) -> None:

@@ -14,17 +14,27 @@ except ImportError:  # the engine is not built yet: NumPy ufuncs stand in
     _kernels = None
 
 
-def _engine(op: str, ins: list[np.ndarray], in_dtypes: tuple[str, ...], node) -> np.ndarray | None:
-    if _kernels is None or not _supports(op, in_dtypes[-1]):
+_SPECS: dict[tuple, object] = {}  # (op, input dtypes, output dtype) -> KernelSpec, or None
+
+
+def _engine(op: str, ins: list[np.ndarray], node) -> np.ndarray | None:
+    """The op through the generated kernel, or None where the engine does not cover it."""
+    if _kernels is None:
         return None
-    spec = KernelSpec.single(op, in_dtypes, node._dtype.name)
+    key = (op, tuple(x._dtype.name for x in node._inputs), node._dtype.name)
+    spec = _SPECS.get(key, False)
+    if spec is False:
+        spec = KernelSpec.single(op, key[1], key[2]) if _supports(op, key[1][-1]) else None
+        _SPECS[key] = spec
+    if spec is None:
+        return None
     return _kernels.run(spec, ins, node._shape)[0]
 
 
 @register(Unary)
 def _unary(prim, ins, node):
     x = ins[0]
-    out = _engine(prim.op, ins, (x.dtype.name,), node)
+    out = _engine(prim.op, ins, node)
     if out is None:
         out = _numpy_unary(prim.op, x, node)
     return [out]
@@ -32,7 +42,7 @@ def _unary(prim, ins, node):
 
 @register(Binary)
 def _binary(prim, ins, node):
-    out = _engine(prim.op, ins, (ins[0].dtype.name, ins[1].dtype.name), node)
+    out = _engine(prim.op, ins, node)
     if out is None:
         out = _numpy_binary(prim.op, ins[0], ins[1], node)
     return [out]
@@ -40,7 +50,7 @@ def _binary(prim, ins, node):
 
 @register(Select)
 def _select(prim, ins, node):
-    out = _engine("select", ins, tuple(i.dtype.name for i in ins), node)
+    out = _engine("select", ins, node)
     if out is None:
         out = np.where(ins[0], ins[1], ins[2])
     return [out]
@@ -48,7 +58,7 @@ def _select(prim, ins, node):
 
 @register(AsType)
 def _astype(prim, ins, node):
-    out = _engine("astype", ins, (ins[0].dtype.name,), node)
+    out = _engine("astype", ins, node)
     if out is None:
         out = ins[0].astype(node._dtype.np)
     return [out]
