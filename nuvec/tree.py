@@ -110,6 +110,14 @@ def _flat(obj: Any, out: list) -> Any:
     return (_STATIC, t, obj)
 
 
+try:  # the Cython walk (nuvec/tree_ext.pyx): same structure, about 3x faster
+    from . import tree_ext as _ext
+    _ext.setup(Array, LEAF)
+    _flat_fast = _ext.flat
+except ImportError:  # pragma: no cover - not built yet
+    _flat_fast = _flat
+
+
 def flatten(obj: Any) -> tuple[list[Array], TreeDef]:
     """The arrays of ``obj`` (depth first, dict keys in order) and its structure.
 
@@ -119,14 +127,14 @@ def flatten(obj: Any) -> tuple[list[Array], TreeDef]:
     2
     """
     out: list[Array] = []
-    node = _flat(obj, out)
+    node = _flat_fast(obj, out)
     return out, TreeDef(node, len(out))
 
 
 def leaves(obj: Any) -> list[Array]:
     """Only the arrays of ``obj`` (in ``flatten`` order)."""
     out: list[Array] = []
-    _flat(obj, out)
+    _flat_fast(obj, out)
     return out
 
 
