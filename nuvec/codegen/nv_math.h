@@ -122,7 +122,7 @@ NV_FN float nv_exp2_ff(float th, float tl)
     float t = xc + 0x1.8p23f;
     float n = t - 0x1.8p23f;
     int32_t ni = (int32_t)(nv_f2u(t) - 0x4b400000u);
-    float f = (xc - n) + tl;                    /* xc - n is exact */
+    float f = (xc - n) + (xc == th ? tl : 0.0f);   /* xc - n is exact; tl only if not clamped */
     float e = 1.0f + f * nv_poly_exp2(f);
     int32_t k = ni > 300 ? 300 : ni;
     k = k < -300 ? -300 : k;
@@ -566,6 +566,7 @@ NV_FN float nv_pow_f32(float x, float y)
     float tl = fmaf(y, l2.hi, -th) + y * l2l;
     float th2 = th + tl;
     float tl2 = tl - (th2 - th);
+    th2 = fabsf(th) < NV_INF_F ? th2 : th;       /* y log2|x| overflowed: keep its sign */
     float r = nv_exp2_ff(th2, (th2 == th2 & fabsf(th2) < NV_INF_F) ? tl2 : 0.0f);
     /* |x| in {0, inf}: the limits (nested selects vectorise where flag arithmetic does not) */
     float lim = (ax == 0.0f) == (y > 0.0f) ? 0.0f : NV_INF_F;

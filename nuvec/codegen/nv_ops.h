@@ -369,28 +369,28 @@ NV_FN nv_c64 nv_exp_c64(nv_c64 z)
     return r;
 }
 
-/* log|z| = log(hypot) computed from a^2 + b^2 carried as hi + lo, so |z| near 1 stays exact */
+/* log|z| = log(a^2 + b^2) / 2 with a^2 + b^2 carried as hi + lo, so that |z| near 1 keeps
+ * its relative accuracy; inputs are scaled by a power of two only when the squares would
+ * overflow or underflow (then |log|z|| is large and the added e ln2 cancels nothing) */
 NV_FN nv_c64 nv_log_c64(nv_c64 z)
 {
     float x = fabsf(z.re), y = fabsf(z.im);
     float mx = x > y ? x : y;
-    uint32_t eb = nv_f2u(mx) & 0x7f800000u;
-    eb = eb < 0x01000000u ? 0x01000000u : eb;
-    eb = eb >= 0x7f000000u ? 0x7e800000u : eb;
-    int32_t e = (int32_t)(eb >> 23) - 127;         /* mx = 2^e * [1, 2) */
-    float sc = nv_u2f((uint32_t)(127 - e) << 23);  /* 2^-e */
+    float big = mx > 0x1p60f ? 1.0f : 0.0f, small = mx < 0x1p-60f ? 1.0f : 0.0f;
+    float sc = big > 0.0f ? 0x1p-80f : (small > 0.0f ? 0x1p80f : 1.0f);
+    float e = big > 0.0f ? 80.0f : (small > 0.0f ? -80.0f : 0.0f);   /* |z| = 2^e |z sc| */
     float xs = x * sc, ys = y * sc;
     nv_ff px = nv_two_prod(xs, xs), py = nv_two_prod(ys, ys);
     nv_ff s = nv_two_sum(px.hi, py.hi);
     float sl = s.lo + px.lo + py.lo;
-    nv_ff l = nv_log_ff(s.hi > 0.0f ? s.hi : 1.0f);
-    float lr = 0.5f * (l.hi + (l.lo + sl / (s.hi > 0.0f ? s.hi : 1.0f)));
-    nv_ff ke = nv_two_prod((float)e, 0x1.62e43p-1f);
-    float re = (ke.hi + lr) + (ke.lo + (float)e * -0x1.05c61p-29f);
+    float sh = s.hi > 0.0f ? s.hi : 1.0f;
+    nv_ff l = nv_log_ff(sh);
+    float lr = 0.5f * l.hi + 0.5f * (l.lo + sl / sh);
+    nv_ff ke = nv_two_prod(e, 0x1.62e43p-1f);
+    float re = (ke.hi + lr) + (ke.lo + e * -0x1.05c61p-29f);
     re = (mx == 0.0f) ? -NV_INF_F : re;
     re = (mx == NV_INF_F) ? NV_INF_F : re;
     re = (mx == mx) ? re : mx;
-    /* tiny inputs (below 2^-126 after scaling) lose nothing: scaling is exact */
     return nv_c64_make(re, nv_atan2_f32(z.im, z.re));
 }
 
@@ -409,6 +409,7 @@ NV_FN nv_c64 nv_sqrt_c64(nv_c64 z)
     float im = a >= 0.0f ? bs / tt : copysignf(t, b);
     nv_c64 r = nv_c64_make(re * un, im * un);
     r = mx == 0.0f ? nv_c64_make(0.0f, b) : r;
+    r = (a != a) | (b != b) ? nv_c64_make(NV_NAN_F, NV_NAN_F) : r;
     r = fabsf(b) == NV_INF_F ? nv_c64_make(NV_INF_F, b) : r;
     return r;
 }
@@ -482,10 +483,16 @@ NV_FN double nv_arctanh_f64(double a) { return atanh(a); }
 NV_FN double nv_erf_f64(double a) { return erf(a); }
 NV_FN double nv_power_f64(double a, double b) { return pow(a, b); }
 NV_FN double nv_arctan2_f64(double a, double b) { return atan2(a, b); }
+/* as nv_sigmoid_f32: 1 + t carried as hi + lo, the quotient corrected once */
 NV_FN double nv_sigmoid_f64(double x)
 {
     double t = exp(-fabs(x));
-    double v = x >= 0.0 ? 1.0 / (1.0 + t) : t / (1.0 + t);
+    double dh = 1.0 + t, dl = t - (dh - 1.0);
+    double inv = 1.0 / dh;
+    double num = x >= 0.0 ? 1.0 : t;
+    double q = num * inv;
+    double r = fma(-q, dh, num) - q * dl;
+    double v = fma(r, inv, q);
     return x == x ? v : x;
 }
 NV_FN double nv_logaddexp_f64(double x, double y)

@@ -137,6 +137,9 @@ cdef class Kernel:
         L.nargs = self.nin + self.nout
         for i in range(self.nin):
             obj = inputs[i]
+            if not cnp.PyArray_Check(obj) and isinstance(obj, np.generic):
+                obj = np.asarray(obj)                     # a NumPy scalar: view it as 0-d
+                inputs[i] = obj                           # (kept alive for the call)
             if not cnp.PyArray_Check(obj):
                 raise TypeError(f"{self.name}: input {i} is {type(obj).__name__}, "
                                 "expected a NumPy array")

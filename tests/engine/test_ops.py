@@ -1,0 +1,317 @@
+"""Every element-wise op over every dtype the engine supports, against NumPy (ml_dtypes for
+bfloat16, SciPy where NumPy has no such function).
+
+Exact where IEEE-754 defines the result (arithmetic, sqrt, rounding, comparisons, casts, and
+the integer ops whose edge cases the engine defines as NumPy does); bounded ulp distances for
+the transcendental functions (the full-range float32 accuracy lives in test_accuracy.py).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.special as sps
+
+from engine_util import (BF16, DTYPES, FLOATS, INTS, assert_same, npdtype, run1, spec_single,
+                         supports, ulp_distance, values)
+from nuvec.codegen.ops import ARITY
+from nuvec.backends.cpu import kernels
+
+RNG = np.random.default_rng(1234)
+N = 3000
+
+
+def _sigmoid(x):
+    return sps.expit(x)
+
+
+REF = {
+    "abs": np.abs, "negative": np.negative, "sign": np.sign, "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1 / np.sqrt(x), "square": np.square, "reciprocal": np.reciprocal,
+    "exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p, "log2": np.log2,
+    "log10": np.log10, "sin": np.sin, "cos": np.cos, "tan": np.tan, "arcsin": np.arcsin,
+    "arccos": np.arccos, "arctan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
+    "arcsinh": np.arcsinh, "arccosh": np.arccosh, "arctanh": np.arctanh, "sigmoid": _sigmoid,
+    "erf": sps.erf, "erfinv": sps.erfinv, "floor": np.floor, "ceil": np.ceil, "round": np.rint,
+    "logical_not": np.logical_not, "bitwise_invert": np.invert, "isnan": np.isnan,
+    "isinf": np.isinf, "isposinf": np.isposinf, "isneginf": np.isneginf,
+    "isfinite": np.isfinite, "real": np.real, "imag": np.imag, "conjugate": np.conjugate,
+    "copy": np.copy, "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+    "divide": np.divide, "floor_divide": np.floor_divide, "remainder": np.remainder,
+    "power": np.power, "maximum": np.maximum, "minimum": np.minimum, "equal": np.equal,
+    "not_equal": np.not_equal, "less": np.less, "less_equal": np.less_equal,
+    "greater": np.greater, "greater_equal": np.greater_equal, "logical_and": np.logical_and,
+    "logical_or": np.logical_or, "logaddexp": np.logaddexp, "arctan2": np.arctan2,
+    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+    "left_shift": np.left_shift, "right_shift": np.right_shift,
+}
+
+# results IEEE-754 (or the engine's documented rule, which is NumPy's) fixes exactly
+EXACT = frozenset((
+    "abs", "negative", "sign", "sqrt", "rsqrt", "square", "reciprocal", "floor", "ceil",
+    "round", "logical_not", "bitwise_invert", "isnan", "isinf", "isposinf", "isneginf",
+    "isfinite", "real", "imag", "conjugate", "copy", "add", "subtract", "multiply", "divide",
+    "floor_divide", "remainder", "maximum", "minimum", "equal", "not_equal", "less",
+    "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "left_shift", "right_shift"))
+
+# float32 bounds (ulp of the correctly rounded result); the rest of the transcendental ops: 4
+TIGHT = {"exp": 2, "log": 2, "sin": 2, "cos": 2, "tanh": 2, "sigmoid": 2, "erf": 2}
+
+DOMAIN = {"arcsin": "unit", "arccos": "unit", "arctanh": "unit", "erfinv": "unit",
+          "log": "positive", "log2": "positive", "log10": "positive", "arccosh": "positive"}
+
+
+def _inputs(op: str, dtype: str) -> list[np.ndarray]:
+    kind = DOMAIN.get(op, "any")
+    if op in ("left_shift", "right_shift"):
+        a = values(dtype, N, RNG)
+        b = RNG.integers(-3, 70 if dtype.startswith("int") else 70, N).astype(np.int64)
+        if dtype.startswith("u"):
+            b = np.abs(b)
+        return [a, b.astype(npdtype(dtype))]
+    if op == "power" and dtype in INTS:
+        return [values(dtype, N, RNG, "small"), np.abs(values(dtype, N, RNG, "small"))]
+    if op == "select":
+        return [values("bool", N, RNG), values(dtype, N, RNG), values(dtype, N, RNG)]
+    if ARITY[op] == 2:
+        a = values(dtype, N, RNG, kind)
+        b = values(dtype, N, RNG, kind)
+        return [a, RNG.permutation(b)]
+    return [values(dtype, N, RNG, kind)]
+
+
+def _reference(op: str, dtype: str, ins: list[np.ndarray], out: str) -> np.ndarray:
+    dt = npdtype(dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if op == "select":
+            return np.where(ins[0], ins[1], ins[2])
+        if dtype in ("float16", "bfloat16") and op not in EXACT:
+            # the engine computes in float32 and rounds once: compare with the float64 value
+            r = REF[op](*[x.astype(np.float64) for x in ins])
+            return np.asarray(r).astype(np.float32).astype(npdtype(out))
+        if dtype in ("float16", "bfloat16") and op in ("rsqrt", "floor_divide", "remainder"):
+            r = REF[op](*[x.astype(np.float32) for x in ins])
+            return np.asarray(r).astype(npdtype(out))
+        if dtype in INTS and op in ("floor", "ceil", "round"):
+            return ins[0].copy()                    # identity on integers (documented)
+        if dtype in FLOATS and op not in EXACT:
+            r = REF[op](*[x.astype(np.float64) for x in ins])
+            if dtype == "float64":
+                return np.asarray(r)
+            return np.asarray(r).astype(dt)
+        if dtype == "complex64" and op not in EXACT:
+            return np.asarray(REF[op](*[x.astype(np.complex128) for x in ins]))
+        r = np.asarray(REF[op](*ins))
+        return r.astype(npdtype(out)) if r.dtype != npdtype(out) else r
+
+
+def _cases():
+    for op in ARITY:
+        if op == "astype":
+            continue
+        for d in DTYPES:
+            if supports(op, d):
+                yield op, d
+
+
+@pytest.mark.parametrize("op,dtype", list(_cases()))
+def test_op_against_numpy(op: str, dtype: str) -> None:
+    spec = spec_single(op, dtype)
+    out = spec.nodes[0].dtype
+    ins = _inputs(op, dtype)
+    got = kernels.run(spec, ins, ins[0].shape)[0]
+    ref = _reference(op, dtype, ins, out)
+    assert got.dtype == npdtype(out) and got.shape == ins[0].shape
+    what = f"{op}[{dtype}]"
+    if op in EXACT or dtype in INTS or dtype == "bool" or op in ("select",):
+        if dtype == "complex64" and op in ("multiply", "divide", "square", "abs", "sqrt"):
+            # exact formulas without contraction (NumPy's build may contract): judged by error
+            _check_complex_close(got, np.asarray(REF[op](*[x.astype(np.complex128)
+                                                           for x in ins])), ins, 4, what)
+            return
+        assert_same(got, ref, what)
+        return
+    if dtype == "complex64":
+        _check_complex_close(got, ref, ins, 6, what)
+        return
+    if dtype == "float64":
+        bound = 2
+    elif dtype == "float32":
+        bound = TIGHT.get(op, 4)
+    else:
+        bound = 1
+    mask = np.ones(got.shape, bool)
+    if op == "logaddexp" and dtype == "float32":
+        # near its zeros logaddexp cancels (as NumPy's float32 does): the bound there is one
+        # ulp of the larger input on top of 4 ulp of the result
+        _check_mixed(got, ref, ins, what)
+        return
+    d = ulp_distance(got[mask], ref[mask].astype(got.dtype))
+    assert d.max(initial=0) <= bound, (
+        f"{what}: {d.max()} ulp at {[x[mask][np.argmax(d)] for x in ins]}: "
+        f"got {got[mask][np.argmax(d)]!r} want {ref[mask][np.argmax(d)]!r}")
+
+
+def _check_mixed(got, ref, ins, what):
+    """|got - ref| <= 4 ulp(ref) + 1 ulp(max |input|) (finite values; NaN / inf exactly)."""
+    fin = np.isfinite(ref)
+    assert_same(got[~fin], ref[~fin], what)
+    g, r = got[fin].astype(np.float64), ref[fin].astype(np.float64)
+    big = np.maximum(np.abs(ins[0][fin]), np.abs(ins[1][fin])).astype(got.dtype)
+    tol = 4 * np.spacing(np.abs(ref[fin])).astype(np.float64) + np.spacing(big).astype(np.float64)
+    bad = np.abs(g - r) > tol
+    assert not bad.any(), f"{what}: {bad.sum()} beyond the bound, e.g. {ins[0][fin][bad][:3]}"
+
+
+def _check_complex_close(got, ref, ins, k, what):
+    """Each component within k ulp of |ref| (complex results are judged by magnitude)."""
+    fin = np.isfinite(ref) & np.all([np.isfinite(x) for x in ins], axis=0)
+    fin &= np.abs(ref) < 1e30
+    fin &= np.all([np.abs(x) < 1e15 for x in ins], axis=0)
+    g, r = got[fin].astype(np.complex128), ref[fin].astype(np.complex128)
+    scale = np.maximum(np.abs(r), np.finfo(np.float32).tiny)
+    ulp = np.spacing(scale.astype(np.float32)).astype(np.float64)
+    if got.dtype.kind == "c":
+        err = np.maximum(np.abs(g.real - r.real), np.abs(g.imag - r.imag)) / ulp
+    else:
+        err = np.abs(g.real - r.real) / ulp
+    assert err.max(initial=0) <= k, f"{what}: {err.max():.2f} ulp of |ref| at {np.argmax(err)}"
+
+
+# ---- casts ---------------------------------------------------------------------------------
+
+def _cast_inputs(src: str) -> np.ndarray:
+    x = values(src, N, RNG)
+    if src in FLOATS or src == "complex64":
+        # add integers of every size so that conversions to wide ints are exercised
+        ints = np.concatenate([RNG.integers(-2**62, 2**62, 200).astype(np.float64),
+                               RNG.integers(0, 300, 200).astype(np.float64) - 150])
+        x = np.concatenate([x, ints.astype(npdtype(src))])
+    return x
+
+
+def _in_range(x: np.ndarray, dst: str) -> np.ndarray:
+    """Elements whose conversion NumPy defines (float -> int in range, no NaN)."""
+    if dst not in INTS or x.dtype.kind not in "fcV" and x.dtype != BF16:
+        return np.ones(x.shape, bool)
+    v = x.real.astype(np.float64) if x.dtype.kind == "c" else x.astype(np.float64)
+    info = np.iinfo(dst)
+    return np.isfinite(v) & (v > info.min - 1.0) & (v < info.max + 1.0) & \
+        (np.abs(v) < 2.0**62)
+
+
+@pytest.mark.parametrize("src", DTYPES)
+@pytest.mark.parametrize("dst", DTYPES)
+def test_astype_against_numpy(src: str, dst: str) -> None:
+    x = _cast_inputs(src)
+    got = run1("astype", x, out=dst)
+    assert got.dtype == npdtype(dst)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if dst == "bfloat16" and src in ("float64", "int32", "uint32", "int64", "uint64"):
+            ref = _exact_round(x, dst)          # ml_dtypes rounds twice; the engine once
+        elif src == "complex64" and dst != "complex64":
+            ref = x.real.astype(npdtype(dst)) if dst != "bool" else (x != 0)
+        elif dst == "complex64" and src == "bfloat16":
+            ref = x.astype(np.float32).astype(np.complex64)
+        else:
+            ref = x.astype(npdtype(dst))
+    m = _in_range(x, dst)
+    assert_same(got[m], ref[m], f"astype {src}->{dst}")
+
+
+def _exact_round(x: np.ndarray, dst: str) -> np.ndarray:
+    """Correct rounding to float16/bfloat16 by exact rational comparison with the neighbours
+    of a first guess (ties to the even bit pattern; beyond max + half an ulp: infinity)."""
+    from fractions import Fraction
+    dt = npdtype(dst)
+    top = 0x7F7F if dst == "bfloat16" else 0x7BFF
+    mx = Fraction(float(np.array([top], np.uint16).view(dt).astype(np.float64)[0]))
+    below = Fraction(float(np.array([top - 1], np.uint16).view(dt).astype(np.float64)[0]))
+    overflow = mx + (mx - below) / 2
+    out = np.empty(x.shape, dt)
+    for i, v in enumerate(x.tolist()):
+        if isinstance(v, float) and (v != v or abs(v) == float("inf")):
+            out[i] = np.array(v).astype(dt)
+            continue
+        exact = Fraction(v)
+        if abs(exact) >= overflow:
+            out[i] = np.array(np.inf if exact > 0 else -np.inf).astype(dt)
+            continue
+        guess = np.array([float(np.float32(float(v)))], np.float32).astype(dt)
+        bits = int(guess.view(np.uint16)[0])
+        cands = []
+        for b in ((bits - 1) & 0xFFFF, bits, (bits + 1) & 0xFFFF):
+            f = float(np.array([b], np.uint16).view(dt).astype(np.float64)[0])
+            if f == f and abs(f) != float("inf"):
+                cands.append((abs(Fraction(f) - exact), b & 1, b))
+        out[i] = np.array([min(cands)[2]], np.uint16).view(dt)[0]
+    return out
+
+
+def test_float_to_int_saturates() -> None:
+    x = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 1e30, -1e30, 2.5, -2.5, -0.7, 255.9,
+                  256.0, -1.0, 4294967296.0, 9.3e18, -9.3e18, 1.9e19], np.float32)
+    for src in ("float16", "bfloat16", "float32", "float64"):
+        xs = x.astype(npdtype(src))
+        v = xs.astype(np.float64)
+        for dst in INTS:
+            info = np.iinfo(dst)
+            with np.errstate(invalid="ignore"):
+                t = np.trunc(v)
+            want = np.where(np.isnan(v), 0, np.clip(np.nan_to_num(t, posinf=1e300,
+                                                                   neginf=-1e300),
+                                                     float(info.min), float(info.max)))
+            got = run1("astype", xs, out=dst)
+            # compare as Python ints: float64 cannot hold 2**63 - 1 exactly
+            want_i = [int(info.max) if w >= float(info.max) else int(info.min)
+                      if w <= float(info.min) else int(w) for w in want.tolist()]
+            assert got.tolist() == want_i, (src, dst, got.tolist(), want_i)
+
+
+# ---- integer edge cases the engine defines --------------------------------------------------
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_integer_edges(dtype: str) -> None:
+    info = np.iinfo(dtype)
+    dt = np.dtype(dtype)
+    a = np.array([7, -7 if info.min < 0 else 9, info.min, info.max, 0], dt)
+    zero = np.zeros_like(a)
+    assert run1("floor_divide", a, zero).tolist() == [0] * 5
+    assert run1("remainder", a, zero).tolist() == [0] * 5
+    if info.min < 0:
+        m1 = np.full_like(a, -1)
+        assert run1("floor_divide", a, m1).tolist()[2] == info.min      # MIN // -1 wraps
+        assert run1("remainder", a, m1).tolist() == [0] * 5
+        assert run1("abs", a).tolist()[2] == info.min
+        neg = np.array([1, -1, 2, -2, 0], dt)
+        e = np.full_like(neg, -3)
+        assert run1("power", neg, e).tolist() == [1, -1, 0, 0, 0]
+        sh = np.array([-1, info.bits, info.bits + 5, -100, 1], dt)
+        v = np.full_like(sh, -8)
+        assert run1("left_shift", v, sh).tolist() == [0, 0, 0, 0, -16]
+        assert run1("right_shift", v, sh).tolist() == [-1, -1, -1, -1, -4]
+    sh = np.array([info.bits, info.bits + 1, info.max, 1, 0], dt)
+    one = np.full_like(sh, 6)
+    assert run1("left_shift", one, sh).tolist() == [0, 0, 0, 12, 6]
+    assert run1("right_shift", one, sh).tolist() == [0, 0, 0, 3, 6]
+
+
+def test_bool_inputs_are_normalised() -> None:
+    raw = np.array([0, 1, 2, 255, 0], np.uint8).view(bool)
+    assert run1("logical_not", raw).tolist() == [True, False, False, False, True]
+    assert run1("astype", raw, out="int32").tolist() == [0, 1, 1, 1, 0]
+
+
+def test_supports_and_results() -> None:
+    from nuvec.codegen.ops import result_dtype
+    assert supports("exp", "float16") and not supports("exp", "int32")
+    assert supports("left_shift", "uint8") and not supports("left_shift", "float32")
+    assert not supports("float64", "float64") and not supports("exp", "float64", "metal")
+    assert result_dtype("abs", ("complex64",)) == "float32"
+    assert result_dtype("select", ("bool", "int8", "int8")) == "int8"
+    with pytest.raises(ValueError, match="astype"):
+        result_dtype("astype", ("int8",))
