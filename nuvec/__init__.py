@@ -22,3 +22,4 @@ from .backends.cpu.memory import (  # noqa: F401,E402
     clear_cache, get_active_memory, get_cache_memory, get_peak_memory, reset_peak_memory,
     set_cache_limit, set_memory_limit)
 from . import cuda, metal  # noqa: F401,E402
+from . import utils  # noqa: E402,F401
