@@ -1,14 +1,84 @@
-"""Shape operations: broadcasting, reshaping, axes."""
+"""Shape operations: broadcasting, reshaping, axes, joining, splitting, padding (MLX's API).
+
+Views where NumPy gives views (reshape of a compatible layout, transpose, broadcast, slices);
+an operation that would not change its input returns the input itself (no graph node).
+
+>>> import nuvec as nv
+>>> x = nv.arange(6).reshape(2, 3)
+>>> nv.transpose(x).shape
+(3, 2)
+>>> [p.tolist() for p in nv.split(nv.arange(4), 2)]
+[[0, 1], [2, 3]]
+"""
 from __future__ import annotations
 
+import operator
 from typing import Sequence
 
+import numpy as np
+
+from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.device import resolve_stream
-from ..primitives.shape import Broadcast, Reshape
+from ..primitives.shape import (Broadcast, Concatenate, ExpandDims, Flatten, Pad, Reshape,
+                                Slice, Squeeze, Transpose)
 from ._common import as_array
 
 
+# -- helpers -----------------------------------------------------------------------------
+def _int(v, name: str, what: str) -> int:
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{name}: {what} must be an int, got {type(v).__name__}") from None
+
+
+def norm_axis(axis, ndim: int, name: str) -> int:
+    """``axis`` in ``[0, ndim)``; a ValueError naming ``name`` when out of bounds."""
+    ax = _int(axis, name, "axis")
+    if not -ndim <= ax < ndim:
+        raise ValueError(f"{name}: axis {ax} is out of bounds for an array of dimension {ndim}")
+    return ax + ndim if ax < 0 else ax
+
+
+def norm_axes(axes, ndim: int, name: str) -> tuple[int, ...]:
+    """A sequence (or one int) of distinct axes, normalised."""
+    if isinstance(axes, (int, np.integer)):
+        axes = (axes,)
+    out = tuple(norm_axis(a, ndim, name) for a in axes)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name}: repeated axis in {tuple(axes)}")
+    return out
+
+
+def _shape_arg(shape, name: str) -> list[int]:
+    if isinstance(shape, (int, np.integer)):
+        return [int(shape)]
+    try:
+        return [operator.index(d) for d in shape]
+    except TypeError:
+        raise TypeError(f"{name}: shape must be an int or a sequence of ints, got {shape!r}") \
+            from None
+
+
+def _result_dtype(arrays: Sequence[Array]) -> dt.Dtype:
+    d = arrays[0]._dtype
+    for x in arrays[1:]:
+        if x._dtype != d:
+            d = dt.promote_types(d, x._dtype)
+    return d
+
+
+def slice_axes(a: Array, start, stop, strides, *, stream=None) -> Array:
+    """``a`` sliced by one normalised ``(start, stop, stride)`` per axis (a view; no node for
+    the whole array). Used by indexing and split."""
+    start, stop, strides = tuple(start), tuple(stop), tuple(strides)
+    if all(s == 1 for s in strides) and all(b == 0 for b in start) and stop == a._shape:
+        return a
+    return Array.make(Slice(start, stop, strides), [a], resolve_stream(stream))
+
+
+# -- broadcasting ------------------------------------------------------------------------
 def broadcast_shapes(*shapes: Sequence[int], name: str = "broadcast_shapes") -> tuple[int, ...]:
     """The shape that ``shapes`` broadcast to; a ValueError naming the operation otherwise.
 
@@ -29,20 +99,33 @@ def broadcast_shapes(*shapes: Sequence[int], name: str = "broadcast_shapes") -> 
     return tuple(out)
 
 
-def broadcast_to(a, shape: Sequence[int], *, stream=None) -> Array:
-    """``a`` broadcast to ``shape`` (no node when it has that shape already)."""
+def broadcast_to(a, /, shape: Sequence[int], *, stream=None) -> Array:
+    """``a`` broadcast to ``shape`` (a view; no node when it has that shape already).
+
+    >>> import nuvec as nv
+    >>> nv.broadcast_to(nv.array([1, 2]), (2, 2)).tolist()
+    [[1, 2], [1, 2]]
+    """
     a = as_array(a, "broadcast_to")
-    shape = tuple(int(d) for d in shape)
+    shape = tuple(_shape_arg(shape, "broadcast_to"))
     if a._shape == shape:
         return a
-    if broadcast_shapes(a._shape, shape, name="broadcast_to") != shape:
+    if any(d < 0 for d in shape) or len(shape) < a.ndim or \
+            broadcast_shapes(a._shape, shape, name="broadcast_to") != shape:
         raise ValueError(f"broadcast_to: cannot broadcast shape {a._shape} to {shape}")
     return Array.make(Broadcast(shape), [a], resolve_stream(stream))
 
 
 def broadcast_arrays(*arrays, name: str = "broadcast_arrays", stream=None) -> list[Array]:
-    """The arrays broadcast to their common shape."""
+    """The arrays broadcast to their common shape.
+
+    >>> import nuvec as nv
+    >>> [x.shape for x in nv.broadcast_arrays(nv.zeros((2, 1)), nv.zeros((3,)))]
+    [(2, 3), (2, 3)]
+    """
     arrays = [as_array(a, name) for a in arrays]
+    if not arrays:
+        return []
     first = arrays[0]._shape
     if all(a._shape == first for a in arrays):
         return arrays
@@ -50,49 +133,476 @@ def broadcast_arrays(*arrays, name: str = "broadcast_arrays", stream=None) -> li
     return [broadcast_to(a, shape, stream=stream) for a in arrays]
 
 
+# -- reshaping ---------------------------------------------------------------------------
 def reshape(a, /, shape: Sequence[int], *, stream=None) -> Array:
-    """``a`` with a new shape of the same size; one dimension may be -1."""
+    """``a`` with a new shape of the same size; one dimension may be -1.
+
+    >>> import nuvec as nv
+    >>> nv.reshape(nv.arange(6), (2, -1)).shape
+    (2, 3)
+    """
     a = as_array(a, "reshape")
-    if isinstance(shape, int):
-        shape = (shape,)
-    shape = [int(d) for d in shape]
+    shape = _shape_arg(shape, "reshape")
     size = a.size
-    if shape.count(-1) > 1:
-        raise ValueError("reshape: only one dimension can be -1")
     if -1 in shape:
+        if shape.count(-1) > 1:
+            raise ValueError("reshape: only one dimension can be -1")
         known = 1
         for d in shape:
             if d != -1:
                 known *= d
         if known == 0 or size % known:
-            raise ValueError(f"reshape: cannot reshape an array of shape {a._shape} to {tuple(shape)}")
+            raise ValueError(f"reshape: cannot reshape an array of shape {a._shape} to "
+                             f"{tuple(shape)}")
         shape[shape.index(-1)] = size // known
     shape = tuple(shape)
     n = 1
     for d in shape:
+        if d < 0:
+            raise ValueError(f"reshape: negative dimension in {shape}")
         n *= d
-    if n != size or any(d < 0 for d in shape):
+    if n != size:
         raise ValueError(f"reshape: cannot reshape an array of shape {a._shape} to {shape}")
     if shape == a._shape:
         return a
     return Array.make(Reshape(shape), [a], resolve_stream(stream))
 
 
+def flatten(a, /, start_axis: int = 0, end_axis: int = -1, *, stream=None) -> Array:
+    """Merges axes ``start_axis..end_axis`` (inclusive) into one; a scalar becomes shape (1,).
+
+    >>> import nuvec as nv
+    >>> nv.flatten(nv.zeros((2, 3, 4)), 1).shape
+    (2, 12)
+    """
+    a = as_array(a, "flatten")
+    nd = a.ndim
+    if nd == 0:
+        return Array.make(Reshape((1,)), [a], resolve_stream(stream))
+    s = norm_axis(start_axis, nd, "flatten")
+    e = norm_axis(end_axis, nd, "flatten")
+    if e < s:
+        raise ValueError(f"flatten: start_axis {start_axis} comes after end_axis {end_axis}")
+    if s == e:
+        return a
+    return Array.make(Flatten(s, e), [a], resolve_stream(stream))
+
+
+def unflatten(a, /, axis: int, shape: Sequence[int], *, stream=None) -> Array:
+    """Splits ``axis`` into ``shape`` (one entry may be -1).
+
+    >>> import nuvec as nv
+    >>> nv.unflatten(nv.zeros((2, 12)), 1, (3, 4)).shape
+    (2, 3, 4)
+    """
+    a = as_array(a, "unflatten")
+    ax = norm_axis(axis, a.ndim, "unflatten")
+    shape = _shape_arg(shape, "unflatten")
+    if not shape:
+        raise ValueError("unflatten: the shape to unflatten to cannot be empty")
+    n = a._shape[ax]
+    if shape.count(-1) > 1:
+        raise ValueError("unflatten: only one dimension can be -1")
+    known = 1
+    for d in shape:
+        if d != -1:
+            known *= d
+    if -1 in shape:
+        if known == 0 or n % known:
+            raise ValueError(f"unflatten: cannot unflatten axis {axis} of size {n} into "
+                             f"{tuple(shape)}")
+        shape[shape.index(-1)] = n // known
+    elif known != n or any(d < 0 for d in shape):
+        raise ValueError(f"unflatten: cannot unflatten axis {axis} of size {n} into "
+                         f"{tuple(shape)}")
+    return reshape(a, a._shape[:ax] + tuple(shape) + a._shape[ax + 1:], stream=stream)
+
+
 def expand_dims(a, /, axis, *, stream=None) -> Array:
-    """``a`` with new size-1 axes at ``axis`` (an int or a sequence)."""
+    """``a`` with new size-1 axes at ``axis`` (an int or a sequence, positions in the result).
+
+    >>> import nuvec as nv
+    >>> nv.expand_dims(nv.zeros((2, 3)), (0, -1)).shape
+    (1, 2, 3, 1)
+    """
     a = as_array(a, "expand_dims")
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    ndim = a.ndim + len(axes)
-    norm = sorted(ax % ndim if -ndim <= ax < ndim else _bad_axis(ax, ndim) for ax in axes)
-    if len(set(norm)) != len(norm):
-        raise ValueError("expand_dims: repeated axis")
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if not axes:
+        return a
+    nd = a.ndim + len(axes)
+    norm = sorted(norm_axes(axes, nd, "expand_dims"))
+    return Array.make(ExpandDims(tuple(norm)), [a], resolve_stream(stream))
+
+
+def squeeze(a, /, axis=None, *, stream=None) -> Array:
+    """``a`` without size-1 axes (all of them, or those in ``axis``).
+
+    >>> import nuvec as nv
+    >>> nv.squeeze(nv.zeros((1, 2, 1))).shape
+    (2,)
+    """
+    a = as_array(a, "squeeze")
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(a._shape) if d == 1)
+    else:
+        axes = tuple(sorted(norm_axes(axis, a.ndim, "squeeze")))
+        for ax in axes:
+            if a._shape[ax] != 1:
+                raise ValueError(f"squeeze: cannot squeeze axis {ax} of size {a._shape[ax]} "
+                                 f"(shape {a._shape})")
+    if not axes:
+        return a
+    return Array.make(Squeeze(axes), [a], resolve_stream(stream))
+
+
+def _atleast(nd: int, name: str, arys, stream):
+    out = []
+    for x in arys:
+        x = as_array(x, name)
+        s = x._shape
+        if x.ndim < nd:
+            if nd == 3 and x.ndim == 2:
+                s = s + (1,)
+            elif nd == 3 and x.ndim == 1:
+                s = (1,) + s + (1,)
+            else:
+                s = (1,) * (nd - x.ndim) + s
+            x = reshape(x, s, stream=stream)
+        out.append(x)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_1d(*arys, stream=None):
+    """Each input with at least one dimension (one array, or a list for several)."""
+    return _atleast(1, "atleast_1d", arys, stream)
+
+
+def atleast_2d(*arys, stream=None):
+    """Each input with at least two dimensions (``(n,)`` becomes ``(1, n)``)."""
+    return _atleast(2, "atleast_2d", arys, stream)
+
+
+def atleast_3d(*arys, stream=None):
+    """Each input with at least three dimensions (``(n,)`` becomes ``(1, n, 1)``,
+    ``(m, n)`` becomes ``(m, n, 1)``)."""
+    return _atleast(3, "atleast_3d", arys, stream)
+
+
+# -- axes --------------------------------------------------------------------------------
+def transpose(a, /, axes: Sequence[int] | None = None, *, stream=None) -> Array:
+    """Permutes the axes (reverses them by default); a strided view.
+
+    >>> import nuvec as nv
+    >>> nv.transpose(nv.zeros((2, 3, 4)), (1, 0, 2)).shape
+    (3, 2, 4)
+    """
+    a = as_array(a, "transpose")
+    nd = a.ndim
+    if axes is None:
+        perm = tuple(range(nd - 1, -1, -1))
+    else:
+        axes = tuple(axes)
+        if len(axes) != nd:
+            raise ValueError(f"transpose: {len(axes)} axes given for an array of dimension {nd}")
+        perm = norm_axes(axes, nd, "transpose")
+    if perm == tuple(range(nd)):
+        return a
+    return Array.make(Transpose(perm), [a], resolve_stream(stream))
+
+
+def moveaxis(a, /, source: int, destination: int, *, stream=None) -> Array:
+    """Moves axis ``source`` to position ``destination``.
+
+    >>> import nuvec as nv
+    >>> nv.moveaxis(nv.zeros((2, 3, 4)), 0, -1).shape
+    (3, 4, 2)
+    """
+    a = as_array(a, "moveaxis")
+    nd = a.ndim
+    s = norm_axis(source, nd, "moveaxis")
+    d = norm_axis(destination, nd, "moveaxis")
+    if s == d:
+        return a
+    perm = [i for i in range(nd) if i != s]
+    perm.insert(d, s)
+    return Array.make(Transpose(tuple(perm)), [a], resolve_stream(stream))
+
+
+def swapaxes(a, /, axis1: int, axis2: int, *, stream=None) -> Array:
+    """Exchanges two axes.
+
+    >>> import nuvec as nv
+    >>> nv.swapaxes(nv.zeros((2, 3, 4)), 0, 2).shape
+    (4, 3, 2)
+    """
+    a = as_array(a, "swapaxes")
+    nd = a.ndim
+    i = norm_axis(axis1, nd, "swapaxes")
+    j = norm_axis(axis2, nd, "swapaxes")
+    if i == j:
+        return a
+    perm = list(range(nd))
+    perm[i], perm[j] = j, i
+    return Array.make(Transpose(tuple(perm)), [a], resolve_stream(stream))
+
+
+# -- joining and splitting ---------------------------------------------------------------
+def concatenate(arrays: Sequence, axis: int | None = 0, *, stream=None) -> Array:
+    """Joins arrays along ``axis`` (flattened first when ``axis`` is None); dtypes promote.
+
+    >>> import nuvec as nv
+    >>> nv.concatenate([nv.array([1, 2]), nv.array([3])]).tolist()
+    [1, 2, 3]
+    """
+    if isinstance(arrays, Array):
+        raise TypeError("concatenate: expects a sequence of arrays, got one array")
+    arrays = [as_array(x, "concatenate") for x in arrays]
+    if not arrays:
+        raise ValueError("concatenate: no arrays to concatenate")
+    if axis is None:
+        arrays = [flatten(x, stream=stream) if x.ndim != 1 else x for x in arrays]
+        axis = 0
+    nd = arrays[0].ndim
+    if nd == 0:
+        raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
+    ax = norm_axis(axis, nd, "concatenate")
+    for x in arrays:
+        s = x._shape
+        if len(s) != nd or s[:ax] != arrays[0]._shape[:ax] or \
+                s[ax + 1:] != arrays[0]._shape[ax + 1:]:
+            shapes = ", ".join(str(y._shape) for y in arrays)
+            raise ValueError(f"concatenate: shapes {shapes} must match except on axis {axis}")
+    d = _result_dtype(arrays)
+    if len(arrays) == 1:
+        return arrays[0]
+    if any(x._dtype != d for x in arrays):
+        from .elementwise import astype
+        arrays = [astype(x, d, stream=stream) for x in arrays]
+    return Array.make(Concatenate(ax), arrays, resolve_stream(stream))
+
+
+def stack(arrays: Sequence, axis: int = 0, *, stream=None) -> Array:
+    """Joins arrays of one shape along a new axis.
+
+    >>> import nuvec as nv
+    >>> nv.stack([nv.zeros((2,)), nv.ones((2,))], axis=1).shape
+    (2, 2)
+    """
+    if isinstance(arrays, Array):
+        raise TypeError("stack: expects a sequence of arrays, got one array")
+    arrays = [as_array(x, "stack") for x in arrays]
+    if not arrays:
+        raise ValueError("stack: no arrays to stack")
+    s = arrays[0]._shape
+    if any(x._shape != s for x in arrays):
+        shapes = ", ".join(str(y._shape) for y in arrays)
+        raise ValueError(f"stack: all arrays must have the same shape, got {shapes}")
+    ax = norm_axis(axis, len(s) + 1, "stack")
+    return concatenate([expand_dims(x, ax, stream=stream) for x in arrays], ax, stream=stream)
+
+
+def split(a, /, indices_or_sections, axis: int = 0, *, stream=None) -> list[Array]:
+    """Splits ``a`` along ``axis`` into equal sections (an int) or at the given indices.
+
+    >>> import nuvec as nv
+    >>> [p.shape for p in nv.split(nv.zeros((5, 2)), [1, 3])]
+    [(1, 2), (2, 2), (2, 2)]
+    """
+    a = as_array(a, "split")
+    if a.ndim == 0:
+        raise ValueError("split: cannot split a zero-dimensional array")
+    ax = norm_axis(axis, a.ndim, "split")
+    n = a._shape[ax]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        k = int(indices_or_sections)
+        if k <= 0:
+            raise ValueError(f"split: the number of sections must be positive, got {k}")
+        if n % k:
+            raise ValueError(f"split: axis {axis} of size {n} cannot be split into {k} equal "
+                             "sections")
+        bounds = [i * (n // k) for i in range(1, k)]
+    else:
+        bounds = [_int(i, "split", "an index") for i in indices_or_sections]
+    edges = [0] + bounds + [n]
+    nd = a.ndim
+    out = []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        b, e, _ = slice(lo, hi).indices(n)
+        e = max(e, b)
+        start = (0,) * ax + (b,) + (0,) * (nd - ax - 1)
+        stop = a._shape[:ax] + (e,) + a._shape[ax + 1:]
+        out.append(slice_axes(a, start, stop, (1,) * nd, stream=stream))
+    return out
+
+
+def tile(a, reps, /, *, stream=None) -> Array:
+    """``a`` repeated ``reps`` times along each axis (NumPy's rules for unequal lengths).
+
+    >>> import nuvec as nv
+    >>> nv.tile(nv.array([1, 2]), 2).tolist()
+    [1, 2, 1, 2]
+    """
+    a = as_array(a, "tile")
+    reps = _shape_arg(reps, "tile")
+    if any(r < 0 for r in reps):
+        raise ValueError(f"tile: negative repetition in {tuple(reps)}")
     shape = list(a._shape)
-    for ax in norm:
-        shape.insert(ax, 1)
-    return reshape(a, shape, stream=stream)
+    if len(reps) < len(shape):
+        reps = [1] * (len(shape) - len(reps)) + reps
+    shape = [1] * (len(reps) - len(shape)) + shape
+    if all(r == 1 for r in reps):
+        return reshape(a, shape, stream=stream)
+    expand, wide, final = [], [], []
+    for r, d in zip(reps, shape):
+        if r != 1:
+            expand.append(1)
+            wide.append(r)
+        expand.append(d)
+        wide.append(d)
+        final.append(r * d)
+    x = reshape(a, expand, stream=stream)
+    x = broadcast_to(x, wide, stream=stream)
+    return reshape(x, final, stream=stream)
 
 
-def _bad_axis(ax, ndim):
-    raise ValueError(f"expand_dims: axis {ax} is out of bounds for the result's {ndim} dimensions")
+def repeat(array, repeats: int, axis: int | None = None, *, stream=None) -> Array:
+    """Each element repeated ``repeats`` times along ``axis`` (of the flattened array when
+    ``axis`` is None).
 
-__all__ = ["broadcast_shapes", "broadcast_to", "broadcast_arrays", "reshape", "expand_dims"]
+    >>> import nuvec as nv
+    >>> nv.repeat(nv.array([1, 2]), 2).tolist()
+    [1, 1, 2, 2]
+    """
+    a = as_array(array, "repeat")
+    r = _int(repeats, "repeat", "repeats")
+    if r < 0:
+        raise ValueError(f"repeat: the number of repeats must not be negative, got {r}")
+    if axis is None:
+        a = flatten(a, stream=stream) if a.ndim != 1 else a
+        axis = 0
+    ax = norm_axis(axis, a.ndim, "repeat")
+    if r == 1:
+        return a
+    s = a._shape
+    x = expand_dims(a, ax + 1, stream=stream)
+    x = broadcast_to(x, s[:ax + 1] + (r,) + s[ax + 1:], stream=stream)
+    return reshape(x, s[:ax] + (s[ax] * r,) + s[ax + 1:], stream=stream)
+
+
+def _pad_widths(pad_width, ndim: int) -> list[tuple[int, int]]:
+    try:
+        w = np.asarray(pad_width)
+        if w.dtype.kind not in "iu" or w.ndim > 2:
+            raise ValueError
+        w = np.broadcast_to(w, (ndim, 2))
+    except ValueError:
+        raise ValueError(f"pad: pad_width {pad_width!r} is not an int, a (before, after) pair "
+                         f"or one pair per axis of a {ndim}-dimensional array") from None
+    pairs = [(int(lo), int(hi)) for lo, hi in w]
+    if any(lo < 0 or hi < 0 for lo, hi in pairs):
+        raise ValueError(f"pad: padding sizes must not be negative, got {pad_width!r}")
+    return pairs
+
+
+def pad(a, pad_width, mode: str = "constant", constant_values=0, *, stream=None) -> Array:
+    """``a`` padded on each axis: ``pad_width`` is an int, ``(n,)``, a ``(before, after)``
+    pair for every axis, or one pair per axis. ``mode`` is "constant" (``constant_values``,
+    a scalar or 0-d array) or "edge" (repeats the border values).
+
+    >>> import nuvec as nv
+    >>> nv.pad(nv.array([1, 2]), (1, 2)).tolist()
+    [0, 1, 2, 0, 0]
+    """
+    a = as_array(a, "pad")
+    pairs = _pad_widths(pad_width, a.ndim)
+    if mode not in ("constant", "edge"):
+        raise ValueError(f"pad: mode must be 'constant' or 'edge', got {mode!r}")
+    if all(lo == 0 and hi == 0 for lo, hi in pairs):
+        return a
+    if mode == "edge":
+        return _edge_pad(a, pairs, stream)
+    from .elementwise import astype
+    v = as_array(constant_values, "pad")
+    if v.size != 1:
+        raise ValueError(f"pad: constant_values must be a scalar, got shape {v.shape}")
+    if v.ndim:
+        v = reshape(v, (), stream=stream)
+    v = astype(v, a._dtype, stream=stream)
+    lows = tuple(p[0] for p in pairs)
+    highs = tuple(p[1] for p in pairs)
+    return Array.make(Pad(lows, highs), [a, v], resolve_stream(stream))
+
+
+def _edge_pad(a: Array, pairs, stream) -> Array:
+    for ax, (lo, hi) in enumerate(pairs):
+        if not lo and not hi:
+            continue
+        n = a._shape[ax]
+        if n == 0:
+            raise ValueError(f"pad: cannot edge-pad axis {ax} of size 0")
+        parts = []
+        nd = a.ndim
+        unit = (1,) * nd
+        if lo:
+            first = slice_axes(a, (0,) * nd, a._shape[:ax] + (1,) + a._shape[ax + 1:], unit,
+                               stream=stream)
+            parts.append(broadcast_to(first, a._shape[:ax] + (lo,) + a._shape[ax + 1:],
+                                      stream=stream))
+        parts.append(a)
+        if hi:
+            last = slice_axes(a, (0,) * ax + (n - 1,) + (0,) * (nd - ax - 1), a._shape, unit,
+                              stream=stream)
+            parts.append(broadcast_to(last, a._shape[:ax] + (hi,) + a._shape[ax + 1:],
+                                      stream=stream))
+        a = concatenate(parts, ax, stream=stream)
+    return a
+
+
+def roll(a, shift, axis=None, *, stream=None) -> Array:
+    """Shifts elements along ``axis`` (of the flattened array when ``axis`` is None) with
+    wrap-around; ``shift`` and ``axis`` may be tuples (broadcast against each other).
+
+    >>> import nuvec as nv
+    >>> nv.roll(nv.arange(5), 2).tolist()
+    [3, 4, 0, 1, 2]
+    """
+    a = as_array(a, "roll")
+    shifts = [_int(s, "roll", "shift") for s in
+              ((shift,) if isinstance(shift, (int, np.integer)) else shift)]
+    if axis is None:
+        flat = flatten(a, stream=stream) if a.ndim != 1 else a
+        return reshape(_roll_axes(flat, [sum(shifts)], [0], stream), a._shape, stream=stream)
+    axes = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
+    axes = [norm_axis(x, a.ndim, "roll") for x in axes]
+    if len(shifts) == 1:
+        shifts = shifts * len(axes)
+    elif len(axes) == 1:
+        axes = axes * len(shifts)
+    if len(shifts) != len(axes):
+        raise ValueError(f"roll: {len(shifts)} shifts for {len(axes)} axes")
+    return _roll_axes(a, shifts, axes, stream)
+
+
+def _roll_axes(a: Array, shifts, axes, stream) -> Array:
+    total: dict[int, int] = {}
+    for s, ax in zip(shifts, axes):
+        total[ax] = total.get(ax, 0) + s
+    nd = a.ndim
+    for ax, s in total.items():
+        n = a._shape[ax]
+        if n == 0 or s % n == 0:
+            continue
+        k = n - s % n  # the first k elements move to the end
+        unit = (1,) * nd
+        head = slice_axes(a, (0,) * nd, a._shape[:ax] + (k,) + a._shape[ax + 1:], unit,
+                          stream=stream)
+        tail = slice_axes(a, (0,) * ax + (k,) + (0,) * (nd - ax - 1), a._shape, unit,
+                          stream=stream)
+        a = concatenate([tail, head], ax, stream=stream)
+    return a
+
+
+__all__ = ["broadcast_shapes", "broadcast_to", "broadcast_arrays", "reshape", "flatten",
+           "unflatten", "expand_dims", "squeeze", "atleast_1d", "atleast_2d", "atleast_3d",
+           "transpose", "moveaxis", "swapaxes", "concatenate", "stack", "split", "tile",
+           "repeat", "pad", "roll"]

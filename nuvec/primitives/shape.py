@@ -1,11 +1,54 @@
-"""Shape primitives: views and rearrangements of an array's elements."""
+"""Shape primitives: views and rearrangements of an array's elements.
+
+Views on the CPU (the output aliases the input's memory): Broadcast, Reshape (when the
+layout allows), ExpandDims, Squeeze, Flatten, Transpose, Slice. Copies: SliceUpdate,
+Concatenate, Pad.
+
+Transform rules follow MLX: a view's vjp is the matching inverse rearrangement of the
+cotangent; its jvp applies the primitive to the tangent; its vmap applies the primitive with
+the batch axis added to its parameters. Rules that need operations import ``nuvec.ops``
+lazily (the ops import this module).
+"""
 from __future__ import annotations
 
 from ..core.array import Array
 from ..core.primitive import Primitive
 
 
-class Broadcast(Primitive):
+def _ops():
+    from .. import ops
+    return ops
+
+
+def _zeros(shape, dtype):
+    return _ops().zeros(shape, dtype)
+
+
+def _batch_front(x, ax, size):
+    """``x`` with its batch axis first: moved there, or broadcast along a new one (None)."""
+    ops = _ops()
+    if ax is None:
+        return ops.broadcast_to(ops.expand_dims(x, 0), (size,) + x.shape)
+    return ops.moveaxis(x, ax, 0) if ax != 0 else x
+
+
+def _batch_size(inputs, axes) -> int:
+    for x, ax in zip(inputs, axes):
+        if ax is not None:
+            return x.shape[ax]
+    raise ValueError("vmap: no input is batched")
+
+
+class _View(Primitive):
+    """A single-input rearrangement; unbatched input stays unbatched under vmap."""
+    __slots__ = ()
+    view = True
+
+    def jvp(self, primals, tangents, argnums):
+        return [Array.make(self, tangents)]
+
+
+class Broadcast(_View):
     """Broadcasts to ``shape`` (a view with zero strides on the CPU)."""
     __slots__ = ("shape",)
     name = "broadcast_to"
@@ -22,7 +65,7 @@ class Broadcast(Primitive):
         return [(self.shape, inputs[0]._dtype)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from .. import ops
+        ops = _ops()
         x, g = primals[0], cotangents[0]
         lead = g.ndim - x.ndim
         axes = tuple(range(lead)) + tuple(
@@ -31,12 +74,11 @@ class Broadcast(Primitive):
             g = ops.sum(g, axis=axes, keepdims=True)
         return [ops.reshape(g, x.shape) if g.shape != x.shape else g]
 
-    def jvp(self, primals, tangents, argnums):
-        return [Array.make(self, tangents)]
-
     def vmap(self, inputs, axes):
-        from .. import ops
+        ops = _ops()
         (x,), (ax,) = inputs, axes
+        if ax is None:
+            return [Array.make(self, inputs)], [None]
         x = ops.moveaxis(x, ax, 0)
         b = x.shape[0]
         # align the batched input's trailing dims to the target shape
@@ -45,7 +87,8 @@ class Broadcast(Primitive):
         return [ops.broadcast_to(x, (b,) + self.shape)], [0]
 
 
-class Reshape(Primitive):
+class Reshape(_View):
+    """A new shape of the same size (a view where the layout allows, else a copy)."""
     __slots__ = ("shape",)
     name = "reshape"
     fixes_shape = True
@@ -61,14 +104,346 @@ class Reshape(Primitive):
         return [(self.shape, inputs[0]._dtype)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from .. import ops
-        return [ops.reshape(cotangents[0], primals[0].shape)]
-
-    def jvp(self, primals, tangents, argnums):
-        return [Array.make(self, tangents)]
+        return [_ops().reshape(cotangents[0], primals[0].shape)]
 
     def vmap(self, inputs, axes):
-        from .. import ops
+        ops = _ops()
         (x,), (ax,) = inputs, axes
+        if ax is None:
+            return [Array.make(self, inputs)], [None]
         x = ops.moveaxis(x, ax, 0)
         return [ops.reshape(x, (x.shape[0],) + self.shape)], [0]
+
+
+class ExpandDims(_View):
+    """Inserts size-1 axes at ``axes`` (sorted positions in the output). Holds no size, so
+    shapeless compilation accepts it."""
+    __slots__ = ("axes",)
+    name = "expand_dims"
+
+    def __init__(self, axes: tuple[int, ...]) -> None:
+        self.axes = tuple(axes)
+
+    @property
+    def params(self) -> tuple:
+        return (self.axes,)
+
+    def infer(self, inputs):
+        shape = list(inputs[0]._shape)
+        for ax in self.axes:
+            shape.insert(ax, 1)
+        return [(tuple(shape), inputs[0]._dtype)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [Array.make(Squeeze(self.axes), cotangents)]
+
+    def vmap(self, inputs, axes):
+        (x,), (ax,) = inputs, axes
+        if ax is None:
+            return [Array.make(self, inputs)], [None]
+        x = _ops().moveaxis(x, ax, 0)
+        return [Array.make(ExpandDims(tuple(a + 1 for a in self.axes)), [x])], [0]
+
+
+class Squeeze(_View):
+    """Removes the size-1 axes ``axes`` (sorted). Holds no size."""
+    __slots__ = ("axes",)
+    name = "squeeze"
+
+    def __init__(self, axes: tuple[int, ...]) -> None:
+        self.axes = tuple(axes)
+
+    @property
+    def params(self) -> tuple:
+        return (self.axes,)
+
+    def infer(self, inputs):
+        drop = set(self.axes)
+        shape = tuple(d for i, d in enumerate(inputs[0]._shape) if i not in drop)
+        return [(shape, inputs[0]._dtype)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [Array.make(ExpandDims(self.axes), cotangents)]
+
+    def vmap(self, inputs, axes):
+        (x,), (ax,) = inputs, axes
+        if ax is None:
+            return [Array.make(self, inputs)], [None]
+        x = _ops().moveaxis(x, ax, 0)
+        return [Array.make(Squeeze(tuple(a + 1 for a in self.axes)), [x])], [0]
+
+
+class Flatten(_View):
+    """Merges axes ``start..end`` (inclusive) into one. Holds no size."""
+    __slots__ = ("start", "end")
+    name = "flatten"
+
+    def __init__(self, start: int, end: int) -> None:
+        self.start, self.end = start, end
+
+    @property
+    def params(self) -> tuple:
+        return (self.start, self.end)
+
+    def infer(self, inputs):
+        s = inputs[0]._shape
+        n = 1
+        for d in s[self.start:self.end + 1]:
+            n *= d
+        return [(s[:self.start] + (n,) + s[self.end + 1:], inputs[0]._dtype)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [_ops().reshape(cotangents[0], primals[0].shape)]
+
+    def vmap(self, inputs, axes):
+        (x,), (ax,) = inputs, axes
+        if ax is None:
+            return [Array.make(self, inputs)], [None]
+        x = _ops().moveaxis(x, ax, 0)
+        return [Array.make(Flatten(self.start + 1, self.end + 1), [x])], [0]
+
+
+class Transpose(_View):
+    """Permutes the axes: output axis ``i`` is input axis ``axes[i]`` (a strided view)."""
+    __slots__ = ("axes",)
+    name = "transpose"
+
+    def __init__(self, axes: tuple[int, ...]) -> None:
+        self.axes = tuple(axes)
+
+    @property
+    def params(self) -> tuple:
+        return (self.axes,)
+
+    @property
+    def is_identity(self) -> bool:
+        """True for the identity permutation (compile may drop such a node)."""
+        return self.axes == tuple(range(len(self.axes)))
+
+    def infer(self, inputs):
+        s = inputs[0]._shape
+        return [(tuple(s[a] for a in self.axes), inputs[0]._dtype)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        inv = [0] * len(self.axes)
+        for i, a in enumerate(self.axes):
+            inv[a] = i
+        return [Array.make(Transpose(tuple(inv)), cotangents)]
+
+    def vmap(self, inputs, axes):
+        (x,), (ax,) = inputs, axes
+        if ax is None:
+            return [Array.make(self, inputs)], [None]
+        perm = (ax,) + tuple(a + (a >= ax) for a in self.axes)
+        return [Array.make(Transpose(perm), [x])], [0]
+
+
+def slice_shape(shape, start, stop, strides) -> tuple[int, ...]:
+    """The shape a normalised slice gives (see ``Slice``)."""
+    out = []
+    for b, e, s in zip(start, stop, strides):
+        out.append(max(0, (e - b + s - 1) // s) if s > 0 else max(0, (b - e - s - 1) // -s))
+    return tuple(out)
+
+
+class Slice(_View):
+    """A strided box of the input, one ``(start, stop, stride)`` per axis, normalised as
+    ``slice.indices`` gives them (a negative stride may have ``stop == -1``: "before 0").
+    A view on the CPU."""
+    __slots__ = ("start", "stop", "strides")
+    name = "slice"
+    fixes_shape = True
+
+    def __init__(self, start, stop, strides) -> None:
+        self.start, self.stop, self.strides = tuple(start), tuple(stop), tuple(strides)
+
+    @property
+    def params(self) -> tuple:
+        return (self.start, self.stop, self.strides)
+
+    def infer(self, inputs):
+        return [(slice_shape(inputs[0]._shape, self.start, self.stop, self.strides),
+                 inputs[0]._dtype)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        x, g = primals[0], cotangents[0]
+        upd = SliceUpdate(self.start, self.stop, self.strides)
+        return [Array.make(upd, [_zeros(x.shape, g.dtype), g])]
+
+    def vmap(self, inputs, axes):
+        (x,), (ax,) = inputs, axes
+        if ax is None:
+            return [Array.make(self, inputs)], [None]
+        b = x.shape[ax]
+        prim = Slice(self.start[:ax] + (0,) + self.start[ax:],
+                     self.stop[:ax] + (b,) + self.stop[ax:],
+                     self.strides[:ax] + (1,) + self.strides[ax:])
+        return [Array.make(prim, [x])], [ax]
+
+
+class SliceUpdate(Primitive):
+    """A copy of input 0 with the box of ``Slice(start, stop, strides)`` replaced by input 1
+    (which has the box's shape and input 0's dtype)."""
+    __slots__ = ("start", "stop", "strides")
+    name = "slice_update"
+    fixes_shape = True
+
+    def __init__(self, start, stop, strides) -> None:
+        self.start, self.stop, self.strides = tuple(start), tuple(stop), tuple(strides)
+
+    @property
+    def params(self) -> tuple:
+        return (self.start, self.stop, self.strides)
+
+    def infer(self, inputs):
+        a, u = inputs
+        box = slice_shape(a._shape, self.start, self.stop, self.strides)
+        if u._shape != box:
+            raise ValueError(f"slice_update: the update has shape {u._shape}, the slice {box}")
+        if u._dtype != a._dtype:
+            raise TypeError(f"slice_update: update dtype {u._dtype.name} differs from "
+                            f"{a._dtype.name}")
+        return [(a._shape, a._dtype)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        a, u = primals
+        g = cotangents[0]
+        out = []
+        for i in argnums:
+            if i == 0:
+                out.append(Array.make(self, [g, _zeros(u.shape, g.dtype)]))
+            else:
+                out.append(Array.make(Slice(self.start, self.stop, self.strides), [g]))
+        return out
+
+    def jvp(self, primals, tangents, argnums):
+        t = dict(zip(argnums, tangents))
+        a, u = primals
+        ta = t.get(0)
+        tu = t.get(1)
+        dtype = (ta if ta is not None else tu).dtype
+        ta = ta if ta is not None else _zeros(a.shape, dtype)
+        tu = tu if tu is not None else _zeros(u.shape, dtype)
+        return [Array.make(self, [ta, tu])]
+
+    def vmap(self, inputs, axes):
+        b = _batch_size(inputs, axes)
+        a, u = (_batch_front(x, ax, b) for x, ax in zip(inputs, axes))
+        prim = SliceUpdate((0,) + self.start, (b,) + self.stop, (1,) + self.strides)
+        return [Array.make(prim, [a, u])], [0]
+
+
+class Concatenate(Primitive):
+    """Joins the inputs (one dtype, shapes equal but on ``axis``) along ``axis``."""
+    __slots__ = ("axis",)
+    name = "concatenate"
+
+    def __init__(self, axis: int) -> None:
+        self.axis = axis
+
+    @property
+    def params(self) -> tuple:
+        return (self.axis,)
+
+    def infer(self, inputs):
+        ax = self.axis
+        first = inputs[0]._shape
+        n = 0
+        for x in inputs:
+            s = x._shape
+            if len(s) != len(first) or s[:ax] != first[:ax] or s[ax + 1:] != first[ax + 1:]:
+                raise ValueError("concatenate: shapes " + ", ".join(str(y._shape) for y in inputs)
+                                 + f" differ outside axis {ax}")
+            n += s[ax]
+        return [(first[:ax] + (n,) + first[ax + 1:], inputs[0]._dtype)]
+
+    def _offsets(self, primals):
+        offs = [0]
+        for x in primals:
+            offs.append(offs[-1] + x.shape[self.axis])
+        return offs
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        g = cotangents[0]
+        offs = self._offsets(primals)
+        out = []
+        for i in argnums:
+            start = [0] * g.ndim
+            stop = list(g.shape)
+            start[self.axis], stop[self.axis] = offs[i], offs[i + 1]
+            out.append(Array.make(Slice(start, stop, (1,) * g.ndim), [g]))
+        return out
+
+    def jvp(self, primals, tangents, argnums):
+        t = dict(zip(argnums, tangents))
+        dtype = tangents[0].dtype
+        parts = [t[i] if i in t else _zeros(x.shape, dtype) for i, x in enumerate(primals)]
+        return [Array.make(self, parts)]
+
+    def vmap(self, inputs, axes):
+        b = _batch_size(inputs, axes)
+        xs = [_batch_front(x, ax, b) for x, ax in zip(inputs, axes)]
+        return [Array.make(Concatenate(self.axis + 1), xs)], [0]
+
+
+class Pad(Primitive):
+    """Input 0 padded with ``low[i]`` / ``high[i]`` copies of input 1 (a 0-d array of the
+    same dtype) before / after axis ``i``."""
+    __slots__ = ("low", "high")
+    name = "pad"
+    fixes_shape = True
+
+    def __init__(self, low, high) -> None:
+        self.low, self.high = tuple(low), tuple(high)
+
+    @property
+    def params(self) -> tuple:
+        return (self.low, self.high)
+
+    def infer(self, inputs):
+        a, v = inputs
+        if v._shape != ():
+            raise ValueError(f"pad: the pad value must be a scalar, got shape {v._shape}")
+        shape = tuple(d + lo + hi for d, lo, hi in zip(a._shape, self.low, self.high))
+        return [(shape, a._dtype)]
+
+    def _inner(self, shape):
+        stop = tuple(lo + d for lo, d in zip(self.low, shape))
+        return Slice(self.low, stop, (1,) * len(shape))
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        a = primals[0]
+        g = cotangents[0]
+        inner = Array.make(self._inner(a.shape), [g])
+        out = []
+        for i in argnums:
+            if i == 0:
+                out.append(inner)
+            else:
+                ops = _ops()
+                out.append(ops.subtract(ops.sum(g), ops.sum(inner)))
+        return out
+
+    def jvp(self, primals, tangents, argnums):
+        t = dict(zip(argnums, tangents))
+        a, v = primals
+        dtype = tangents[0].dtype
+        ta = t[0] if 0 in t else _zeros(a.shape, dtype)
+        tv = t[1] if 1 in t else _zeros((), dtype)
+        return [Array.make(self, [ta, tv])]
+
+    def vmap(self, inputs, axes):
+        ops = _ops()
+        (a, v), (ax, av) = inputs, axes
+        b = _batch_size(inputs, axes)
+        a = _batch_front(a, ax, b)
+        low, high = (0,) + self.low, (0,) + self.high
+        if av is None:
+            return [Array.make(Pad(low, high), [a, v])], [0]
+        # a value per batch element: pad with zeros, then fill the border from a mask
+        zero = _zeros((), a.dtype)
+        padded = Array.make(Pad(low, high), [a, zero])
+        inside = Array.make(Pad(low, high), [ops.ones(a.shape, "bool"),
+                                             ops.zeros((), "bool")])
+        v = ops.reshape(_batch_front(v, av, b), (b,) + (1,) * (a.ndim - 1))
+        return [ops.where(inside, padded, v)], [0]

@@ -5,3 +5,7 @@ families register themselves from the modules imported at the bottom.
 """
 from . import elementwise  # noqa: F401
 from . import shape  # noqa: F401
+from . import indexing  # noqa: F401
+from . import reduction  # noqa: F401
+from . import sort  # noqa: F401
+from . import linalg  # noqa: F401

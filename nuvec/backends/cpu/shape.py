@@ -1,10 +1,24 @@
-"""Shape primitives on the CPU: NumPy views where possible."""
+"""Shape primitives on the CPU: NumPy views where possible, copies into cached buffers."""
 from __future__ import annotations
 
 import numpy as np
 
-from ...primitives.shape import Broadcast, Reshape
+from ...primitives.misc import StopGradient
+from ...primitives.shape import (Broadcast, Concatenate, ExpandDims, Flatten, Pad, Reshape,
+                                 Slice, SliceUpdate, Squeeze, Transpose)
 from ..registry import register
+from .memory import empty
+
+
+def _copy(x: np.ndarray) -> np.ndarray:
+    out = empty(x.shape, x.dtype)
+    np.copyto(out, x)
+    return out
+
+
+def box(start, stop, strides) -> tuple:
+    """The NumPy index of a normalised Slice box."""
+    return tuple(slice(b, e if e >= 0 else None, s) for b, e, s in zip(start, stop, strides))
 
 
 @register(Broadcast)
@@ -17,7 +31,51 @@ def _reshape(prim, ins, node):
     return [np.reshape(ins[0], prim.shape)]
 
 
-from ...primitives.misc import StopGradient  # noqa: E402
+@register(ExpandDims)
+@register(Squeeze)
+@register(Flatten)
+def _reshape_to_node(prim, ins, node):
+    return [np.reshape(ins[0], node._shape)]
+
+
+@register(Transpose)
+def _transpose(prim, ins, node):
+    return [np.transpose(ins[0], prim.axes)]
+
+
+@register(Slice)
+def _slice(prim, ins, node):
+    return [ins[0][box(prim.start, prim.stop, prim.strides)]]
+
+
+@register(SliceUpdate)
+def _slice_update(prim, ins, node):
+    out = _copy(ins[0])
+    out[box(prim.start, prim.stop, prim.strides)] = ins[1]
+    return [out]
+
+
+@register(Concatenate)
+def _concatenate(prim, ins, node):
+    out = empty(node._shape, ins[0].dtype)
+    np.concatenate(ins, axis=prim.axis, out=out)
+    return [out]
+
+
+@register(Pad)
+def _pad(prim, ins, node):
+    a, v = ins
+    out = empty(node._shape, a.dtype)
+    inner = tuple(slice(lo, lo + d) for lo, d in zip(prim.low, a.shape))
+    out[inner] = a
+    # fill only the border slabs, one axis at a time
+    for ax, (lo, hi) in enumerate(zip(prim.low, prim.high)):
+        pre = (slice(None),) * ax
+        if lo:
+            out[pre + (slice(0, lo),)] = v
+        if hi:
+            out[pre + (slice(out.shape[ax] - hi, None),)] = v
+    return [out]
 
 
 @register(StopGradient)

@@ -1,0 +1,94 @@
+"""Gather and scatter primitives on the CPU (NumPy fancy indexing and ufunc.at)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...primitives.indexing import Gather, GatherAxis, IndexOutOfBounds, Scatter, ScatterAxis
+from ..registry import register
+from .memory import empty
+
+_ACCUMULATE = {"add": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def _copy(x: np.ndarray) -> np.ndarray:
+    out = empty(x.shape, x.dtype)
+    np.copyto(out, x)
+    return out
+
+
+def _front(a: np.ndarray, axes) -> np.ndarray:
+    """A view of ``a`` with ``axes`` first, so that the index arrays' dims lead the result."""
+    k = len(axes)
+    if axes == tuple(range(k)):
+        return a
+    return np.moveaxis(a, axes, tuple(range(k)))
+
+
+def _bounds_error(name: str, e: IndexError):
+    return IndexOutOfBounds(f"{name}: {e}")
+
+
+def _accumulate(mode, target, index, update):
+    ufunc = _ACCUMULATE[mode]
+    if target.dtype == np.bool_ and mode in ("add", "prod"):
+        ufunc = np.logical_or if mode == "add" else np.logical_and
+    ufunc.at(target, index, update)
+
+
+@register(Gather)
+def _gather(prim, ins, node):
+    try:
+        return [_front(ins[0], prim.axes)[tuple(ins[1:])]]
+    except IndexError as e:
+        raise _bounds_error("gather", e) from None
+
+
+@register(Scatter)
+def _scatter(prim, ins, node):
+    out = _copy(ins[0])
+    target = _front(out, prim.axes)
+    index = tuple(ins[2:])
+    try:
+        if prim.mode == "set":
+            target[index] = ins[1]
+        else:
+            _accumulate(prim.mode, target, index, ins[1])
+    except IndexError as e:
+        raise _bounds_error("scatter", e) from None
+    return [out]
+
+
+def _along_index(idx: np.ndarray, axis: int) -> tuple:
+    """The full index tuple that ``idx`` along ``axis`` means (open grids elsewhere)."""
+    nd = idx.ndim
+    out = []
+    for d in range(nd):
+        if d == axis:
+            out.append(idx)
+        else:
+            shape = [1] * nd
+            shape[d] = idx.shape[d]
+            out.append(np.arange(idx.shape[d]).reshape(shape))
+    return tuple(out)
+
+
+@register(GatherAxis)
+def _gather_axis(prim, ins, node):
+    try:
+        return [ins[0][_along_index(ins[1], prim.axis)]]
+    except IndexError as e:
+        raise _bounds_error("take_along_axis", e) from None
+
+
+@register(ScatterAxis)
+def _scatter_axis(prim, ins, node):
+    out = _copy(ins[0])
+    index = _along_index(ins[1], prim.axis)
+    try:
+        if prim.mode == "set":
+            out[index] = ins[2]
+        else:
+            _accumulate(prim.mode, out, index, ins[2])
+    except IndexError as e:
+        raise _bounds_error("put_along_axis", e) from None
+    return [out]
