@@ -1,0 +1,142 @@
+"""Reductions, scans, softmax and logsumexp on the CPU (NumPy).
+
+float16/bfloat16 data is accumulated in float32 and rounded once to the output dtype.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...primitives.reduction import ArgReduce, LogSumExp, Reduce, Scan, Softmax
+from ..registry import register
+
+_F32 = np.dtype(np.float32)
+
+
+def _is_half(d: np.dtype) -> bool:
+    return d.kind in "fV" and d.itemsize == 2
+
+
+def _acc(d: np.dtype) -> np.dtype:
+    """The dtype to accumulate a result of dtype ``d`` in."""
+    return _F32 if _is_half(d) else d
+
+
+def _out(r, node) -> np.ndarray:
+    return np.asarray(r).astype(node._dtype.np, copy=False)
+
+
+@register(Reduce)
+def _reduce(prim, ins, node):
+    x = ins[0]
+    axes, kd = prim.axes, prim.keepdims
+    op = prim.op
+    if op == "sum":
+        r = np.add.reduce(x, axis=axes, dtype=_acc(node._dtype.np), keepdims=kd)
+    elif op == "prod":
+        if x.dtype == np.bool_ and node._dtype.np == np.bool_:
+            r = np.logical_and.reduce(x, axis=axes, keepdims=kd)
+        else:
+            r = np.multiply.reduce(x, axis=axes, dtype=_acc(node._dtype.np), keepdims=kd)
+    elif op in ("max", "min"):
+        if not axes:
+            r = x
+        else:
+            f = np.maximum if op == "max" else np.minimum
+            r = f.reduce(x, axis=axes, keepdims=kd)
+    elif op == "all":
+        r = np.all(x, axis=axes, keepdims=kd)
+    else:
+        r = np.any(x, axis=axes, keepdims=kd)
+    return [_out(r, node)]
+
+
+@register(ArgReduce)
+def _argreduce(prim, ins, node):
+    x = ins[0]
+    if x.dtype.kind == "V" or x.dtype.name == "bfloat16":
+        x = x.astype(_F32)  # exact, and NumPy's argmax loops know float32
+    f = np.argmax if prim.op == "argmax" else np.argmin
+    return [_out(f(x, axis=prim.axis, keepdims=prim.keepdims), node)]
+
+
+def _halves_up(x: np.ndarray) -> np.ndarray:
+    return x.astype(_F32) if _is_half(x.dtype) else x
+
+
+@register(Softmax)
+def _softmax(prim, ins, node):
+    x = _halves_up(ins[0])
+    if x.size == 0:
+        return [np.empty(x.shape, node._dtype.np)]
+    with np.errstate(invalid="ignore", over="ignore"):
+        m = np.max(x, axis=prim.axes, keepdims=True)
+        e = np.exp(x - m)
+        e /= np.sum(e, axis=prim.axes, keepdims=True)
+    return [_out(e, node)]
+
+
+@register(LogSumExp)
+def _logsumexp(prim, ins, node):
+    x = _halves_up(ins[0])
+    axes = prim.axes
+    if any(x.shape[a] == 0 for a in axes):  # log of an empty sum
+        return [np.full(node._shape, -np.inf, node._dtype.np)]
+    if x.size == 0:
+        return [np.empty(node._shape, node._dtype.np)]
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        m = np.max(x, axis=axes, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
+        s = np.sum(np.exp(x - m), axis=axes, keepdims=True)
+        r = np.log(s) + m
+    if not prim.keepdims:
+        r = r.reshape(node._shape)
+    return [_out(r, node)]
+
+
+def _identity(op: str, d: np.dtype):
+    """The value an exclusive scan starts from."""
+    if op in ("sum",):
+        return 0
+    if op == "prod":
+        return 1
+    if op == "logaddexp":
+        return -np.inf
+    big = op == "min"
+    if d == np.bool_:
+        return big
+    if d.kind in "fV":
+        return np.inf if big else -np.inf
+    info = np.iinfo(d)
+    return info.max if big else info.min
+
+
+@register(Scan)
+def _scan(prim, ins, node):
+    x = ins[0]
+    ax, op = prim.axis, prim.op
+    out_dt = node._dtype.np
+    if prim.reverse:
+        x = np.flip(x, ax)
+    if op == "sum":
+        r = np.cumsum(x, axis=ax, dtype=_acc(out_dt))
+    elif op == "prod":
+        if out_dt == np.bool_:
+            r = np.logical_and.accumulate(x, axis=ax)
+        else:
+            r = np.cumprod(x, axis=ax, dtype=_acc(out_dt))
+    elif op == "max":
+        r = np.maximum.accumulate(x, axis=ax)
+    elif op == "min":
+        r = np.minimum.accumulate(x, axis=ax)
+    else:
+        r = np.logaddexp.accumulate(_halves_up(x), axis=ax)
+    r = r.astype(out_dt, copy=False)
+    if not prim.inclusive and r.shape[ax] > 0:
+        shifted = np.empty_like(r)
+        lead = (slice(None),) * ax
+        shifted[lead + (0,)] = _identity(op, out_dt)
+        shifted[lead + (slice(1, None),)] = r[lead + (slice(0, -1),)]
+        r = shifted
+    if prim.reverse:
+        r = np.flip(r, ax)
+    return [r]

@@ -1,0 +1,523 @@
+"""Reduction and scan primitives: Reduce(op), ArgReduce(op), Scan(op), Softmax, LogSumExp.
+
+Every primitive here takes one input. Axes are stored normalised (non-negative, sorted), so
+two equal reductions hash equal (CSE). The output dtype of ``Reduce`` is a parameter chosen by
+the op (``nuvec.ops.reduction``): MLX's rules (``sum`` of int8 is int32, ...), or float32 for
+the sum inside ``mean`` of a float16 array, which then rounds once.
+
+Gradients:
+
+- ``sum``: the cotangent broadcast back; ``prod``: zero-safe (one zero along the reduced
+  axes gets the product of the others; two or more zeros give a zero gradient);
+- ``max``/``min``: the cotangent is split equally between all positions equal to the
+  extreme (MLX's rule); NaN extremes go to the NaN positions;
+- ``argmax``/``argmin``/``all``/``any``: not differentiable (zero gradient);
+- scans: ``cumsum`` is a scan the other way; ``cumprod`` zero-safe; ``cummax``/``cummin`` send
+  each output's cotangent to the last position (in scan order) that reached the running
+  extreme, as MLX; ``logcumsumexp`` through signed log-space scans (no overflow).
+"""
+from __future__ import annotations
+
+from ..core import dtypes as dt
+from ..core.array import Array
+from ..core.primitive import Primitive
+
+REDUCE_OPS = ("sum", "prod", "max", "min", "all", "any")
+SCAN_OPS = {"sum": "cumsum", "prod": "cumprod", "max": "cummax", "min": "cummin",
+            "logaddexp": "logcumsumexp"}
+
+
+def _ops():
+    from .. import ops
+    return ops
+
+
+# -- shared helpers -----------------------------------------------------------------------
+
+def kept_shape(shape: tuple, axes: tuple) -> tuple:
+    """``shape`` with the reduced ``axes`` set to 1 (the keepdims shape)."""
+    return tuple(1 if i in axes else d for i, d in enumerate(shape))
+
+
+def reduced_shape(shape: tuple, axes: tuple, keepdims: bool) -> tuple:
+    if keepdims:
+        return kept_shape(shape, axes)
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _check_axes(name: str, axes: tuple, ndim: int) -> None:
+    for ax in axes:
+        if not 0 <= ax < ndim:
+            raise ValueError(f"{name}: axis {ax} is out of bounds for an array of dimension {ndim}")
+
+
+def _keep(y: Array, shape: tuple, axes: tuple, keepdims: bool) -> Array:
+    """A reduction's result reshaped to the keepdims shape of an input of ``shape``."""
+    return y if keepdims else _ops().reshape(y, kept_shape(shape, axes))
+
+
+def _expand(y: Array, shape: tuple, axes: tuple, keepdims: bool) -> Array:
+    """A reduction's result broadcast back to the input's ``shape``."""
+    return _ops().broadcast_to(_keep(y, shape, axes, keepdims), shape)
+
+
+def _batched_axes(axes: tuple, b: int) -> tuple:
+    """Unbatched axes as axes of the input with a batch axis inserted at ``b``."""
+    return tuple(a + 1 if a >= b else a for a in axes)
+
+
+def _zeros(shape, dtype) -> Array:
+    return _ops().zeros(shape, dtype)
+
+
+# -- Reduce -------------------------------------------------------------------------------
+
+class Reduce(Primitive):
+    """``op`` in sum, prod, max, min, all, any over ``axes``; the result has ``dtype``
+    (float16/bfloat16 sums and products accumulate in float32 and round once)."""
+    __slots__ = ("op", "axes", "keepdims", "dtype")
+
+    def __init__(self, op: str, axes: tuple, keepdims: bool, dtype: dt.Dtype) -> None:
+        if op not in REDUCE_OPS:
+            raise ValueError(f"Reduce: unknown op {op!r}")
+        self.op = op
+        self.axes = tuple(axes)
+        self.keepdims = bool(keepdims)
+        self.dtype = dtype
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.op
+
+    @property
+    def params(self) -> tuple:
+        return (self.op, self.axes, self.keepdims, self.dtype.name)
+
+    @property
+    def differentiable(self) -> bool:  # type: ignore[override]
+        return self.op not in ("all", "any") and self.dtype.kind in "fc"
+
+    def infer(self, inputs):
+        (x,) = inputs
+        _check_axes(self.op, self.axes, x.ndim)
+        if self.op in ("max", "min"):
+            for ax in self.axes:
+                if x._shape[ax] == 0:
+                    raise ValueError(f"{self.op}: cannot reduce over axis {ax} of size 0 "
+                                     f"(shape {x._shape})")
+        return [(reduced_shape(x._shape, self.axes, self.keepdims), self.dtype)]
+
+    def _same(self, x: Array, keepdims: bool | None = None, op: str | None = None) -> Array:
+        k = self.keepdims if keepdims is None else keepdims
+        o = op or self.op
+        d = self.dtype if o == self.op else x._dtype
+        return Array.make(Reduce(o, self.axes, k, d), [x])
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        ops = _ops()
+        x, g, y = primals[0], cotangents[0], outputs[0]
+        if not self.differentiable or x._dtype.kind not in "fc":
+            return [ops.zeros_like(x)]
+        axes, kd, shape = self.axes, self.keepdims, x._shape
+        g = ops.astype(g, x._dtype)
+        if self.op == "sum":
+            return [_expand(g, shape, axes, kd)]
+        if self.op == "prod":
+            gk = _keep(g, shape, axes, kd)
+            return [ops.multiply(gk, _prod_partials(x, axes))]
+        # max / min: split equally between the positions that reach the extreme
+        mask = _extreme_mask(x, _keep(ops.astype(y, x._dtype), shape, axes, kd))
+        cnt = Array.make(Reduce("sum", axes, True, x._dtype), [mask])
+        return [ops.divide(ops.multiply(mask, _keep(g, shape, axes, kd)), cnt)]
+
+    def jvp(self, primals, tangents, argnums):
+        ops = _ops()
+        x, t = primals[0], tangents[0]
+        if not self.differentiable:
+            return [_zeros(reduced_shape(x._shape, self.axes, self.keepdims), self.dtype)]
+        if self.op == "sum":
+            return [self._same(t)]
+        if self.op == "prod":
+            w = ops.multiply(t, _prod_partials(x, self.axes))
+            return [self._same(w, op="sum")]
+        y = Array.make(Reduce(self.op, self.axes, True, x._dtype), [x])
+        mask = _extreme_mask(x, y)
+        s = Array.make(Reduce("sum", self.axes, self.keepdims, x._dtype), [ops.multiply(mask, t)])
+        cnt = Array.make(Reduce("sum", self.axes, self.keepdims, x._dtype), [mask])
+        return [ops.astype(ops.divide(s, cnt), self.dtype)]
+
+    def vmap(self, inputs, axes):
+        (x,), (b,) = inputs, axes
+        if b is None:
+            return [Array.make(self, [x])], [None]
+        new = Reduce(self.op, _batched_axes(self.axes, b), self.keepdims, self.dtype)
+        out_b = b if self.keepdims else b - sum(1 for a in self.axes if a < b)
+        return [Array.make(new, [x])], [out_b]
+
+
+def _extreme_mask(x: Array, yk: Array) -> Array:
+    """1 where ``x`` equals its (broadcast) extreme ``yk`` (NaN counts as equal to NaN)."""
+    ops = _ops()
+    m = ops.equal(x, yk)
+    if x._dtype.kind == "f":
+        m = ops.logical_or(m, ops.logical_and(ops.isnan(x), ops.isnan(yk)))
+    return ops.astype(m, x._dtype)
+
+
+def _prod_partials(x: Array, axes: tuple) -> Array:
+    """d prod(x, axes) / dx, zero-safe, in the keepdims layout broadcast to x's shape."""
+    ops = _ops()
+    zero = ops.equal(x, 0)
+    nz = Array.make(Reduce("sum", axes, True, dt.int32), [zero])
+    safe = ops.where(zero, 1, x)
+    p = Array.make(Reduce("prod", axes, True, x._dtype), [safe])  # product of the non-zeros
+    no_zero = ops.equal(nz, 0)
+    one_zero = ops.logical_and(ops.equal(nz, 1), zero)
+    return ops.where(no_zero, ops.divide(p, safe), ops.where(one_zero, p, 0))
+
+
+# -- ArgReduce ----------------------------------------------------------------------------
+
+class ArgReduce(Primitive):
+    """Index (uint32) of the first maximum/minimum along ``axis``; NaN counts as the extreme."""
+    __slots__ = ("op", "axis", "keepdims")
+    differentiable = False
+
+    def __init__(self, op: str, axis: int, keepdims: bool) -> None:
+        if op not in ("argmax", "argmin"):
+            raise ValueError(f"ArgReduce: unknown op {op!r}")
+        self.op = op
+        self.axis = int(axis)
+        self.keepdims = bool(keepdims)
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.op
+
+    @property
+    def params(self) -> tuple:
+        return (self.op, self.axis, self.keepdims)
+
+    def infer(self, inputs):
+        (x,) = inputs
+        _check_axes(self.op, (self.axis,), x.ndim)
+        if x._shape[self.axis] == 0:
+            raise ValueError(f"{self.op}: cannot reduce over axis {self.axis} of size 0 "
+                             f"(shape {x._shape})")
+        return [(reduced_shape(x._shape, (self.axis,), self.keepdims), dt.uint32)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [_ops().zeros_like(primals[0])]
+
+    def jvp(self, primals, tangents, argnums):
+        x = primals[0]
+        return [_zeros(reduced_shape(x._shape, (self.axis,), self.keepdims), dt.uint32)]
+
+    def vmap(self, inputs, axes):
+        (x,), (b,) = inputs, axes
+        if b is None:
+            return [Array.make(self, [x])], [None]
+        ax = self.axis + 1 if self.axis >= b else self.axis
+        out_b = b if self.keepdims or self.axis >= b else b - 1
+        return [Array.make(ArgReduce(self.op, ax, self.keepdims), [x])], [out_b]
+
+
+# -- Softmax and LogSumExp ----------------------------------------------------------------
+
+class Softmax(Primitive):
+    """``exp(x - max) / sum(exp(x - max))`` over ``axes`` (float inputs; float16/bfloat16
+    computed in float32 and rounded once, whatever ``precise`` says)."""
+    __slots__ = ("axes", "precise")
+    name = "softmax"
+
+    def __init__(self, axes: tuple, precise: bool = False) -> None:
+        self.axes = tuple(axes)
+        self.precise = bool(precise)
+
+    @property
+    def params(self) -> tuple:
+        return (self.axes, self.precise)
+
+    def infer(self, inputs):
+        (x,) = inputs
+        _check_axes("softmax", self.axes, x.ndim)
+        if x._dtype.kind != "f":
+            raise TypeError(f"softmax: expects a floating-point input, got {x._dtype.name}")
+        return [(x._shape, x._dtype)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        ops = _ops()
+        y, g = outputs[0], cotangents[0]
+        gy = ops.multiply(g, y)
+        s = Array.make(Reduce("sum", self.axes, True, y._dtype), [gy])
+        return [ops.subtract(gy, ops.multiply(y, s))]
+
+    def jvp(self, primals, tangents, argnums):
+        ops = _ops()
+        y = Array.make(self, primals)
+        ty = ops.multiply(tangents[0], y)
+        s = Array.make(Reduce("sum", self.axes, True, y._dtype), [ty])
+        return [ops.subtract(ty, ops.multiply(y, s))]
+
+    def vmap(self, inputs, axes):
+        (x,), (b,) = inputs, axes
+        if b is None:
+            return [Array.make(self, [x])], [None]
+        return [Array.make(Softmax(_batched_axes(self.axes, b), self.precise), [x])], [b]
+
+
+class LogSumExp(Primitive):
+    """``log(sum(exp(x)))`` over ``axes``, computed with the maximum taken out (float
+    inputs; float16/bfloat16 in float32, rounded once; an empty reduction gives -inf)."""
+    __slots__ = ("axes", "keepdims")
+    name = "logsumexp"
+
+    def __init__(self, axes: tuple, keepdims: bool = False) -> None:
+        self.axes = tuple(axes)
+        self.keepdims = bool(keepdims)
+
+    @property
+    def params(self) -> tuple:
+        return (self.axes, self.keepdims)
+
+    def infer(self, inputs):
+        (x,) = inputs
+        _check_axes("logsumexp", self.axes, x.ndim)
+        if x._dtype.kind != "f":
+            raise TypeError(f"logsumexp: expects a floating-point input, got {x._dtype.name}")
+        return [(reduced_shape(x._shape, self.axes, self.keepdims), x._dtype)]
+
+    def _weights(self, x: Array, y: Array) -> Array:
+        ops = _ops()
+        return ops.exp(ops.subtract(x, _keep(y, x._shape, self.axes, self.keepdims)))
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        ops = _ops()
+        x, g, y = primals[0], cotangents[0], outputs[0]
+        gk = _keep(g, x._shape, self.axes, self.keepdims)
+        return [ops.multiply(gk, self._weights(x, y))]
+
+    def jvp(self, primals, tangents, argnums):
+        ops = _ops()
+        x = primals[0]
+        y = Array.make(self, [x])
+        w = ops.multiply(tangents[0], self._weights(x, y))
+        return [Array.make(Reduce("sum", self.axes, self.keepdims, x._dtype), [w])]
+
+    def vmap(self, inputs, axes):
+        (x,), (b,) = inputs, axes
+        if b is None:
+            return [Array.make(self, [x])], [None]
+        out_b = b if self.keepdims else b - sum(1 for a in self.axes if a < b)
+        return [Array.make(LogSumExp(_batched_axes(self.axes, b), self.keepdims), [x])], [out_b]
+
+
+# -- Scan ---------------------------------------------------------------------------------
+
+def scan_dtype(op: str, d: dt.Dtype) -> dt.Dtype:
+    """MLX: cumsum of bool is int32; every other scan keeps the dtype."""
+    return dt.int32 if op == "sum" and d == dt.bool_ else d
+
+
+class Scan(Primitive):
+    """Inclusive or exclusive running ``op`` (sum, prod, max, min, logaddexp) along ``axis``,
+    from the end when ``reverse``. Exclusive scans start from the op's identity."""
+    __slots__ = ("op", "axis", "reverse", "inclusive")
+
+    def __init__(self, op: str, axis: int, reverse: bool = False, inclusive: bool = True) -> None:
+        if op not in SCAN_OPS:
+            raise ValueError(f"Scan: unknown op {op!r}")
+        self.op = op
+        self.axis = int(axis)
+        self.reverse = bool(reverse)
+        self.inclusive = bool(inclusive)
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return SCAN_OPS[self.op]
+
+    @property
+    def params(self) -> tuple:
+        return (self.op, self.axis, self.reverse, self.inclusive)
+
+    @property
+    def differentiable(self) -> bool:  # type: ignore[override]
+        return True
+
+    def infer(self, inputs):
+        (x,) = inputs
+        _check_axes(self.name, (self.axis,), x.ndim)
+        if self.op == "logaddexp" and x._dtype.kind != "f":
+            raise TypeError(f"logcumsumexp: expects a floating-point input, got {x._dtype.name}")
+        return [(x._shape, scan_dtype(self.op, x._dtype))]
+
+    def _scan(self, x: Array, op: str | None = None, reverse: bool | None = None,
+              inclusive: bool = True) -> Array:
+        return Array.make(Scan(op or self.op, self.axis,
+                               self.reverse if reverse is None else reverse, inclusive), [x])
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        ops = _ops()
+        x, g = primals[0], cotangents[0]
+        if x._dtype.kind not in "fc":
+            return [ops.zeros_like(x)]
+        g = ops.astype(g, x._dtype)
+        if self.op == "sum":
+            return [self._scan(g, reverse=not self.reverse, inclusive=self.inclusive)]
+        if not self.inclusive:
+            # an exclusive scan is the inclusive one shifted by one step in scan order
+            g = _shift(g, self.axis, toward_end=self.reverse)
+        y = self._scan(x)
+        if self.op == "prod":
+            return [_cumprod_vjp(self, x, g, y)]
+        if self.op in ("max", "min"):
+            return [_cumextreme_vjp(self, x, g, y)]
+        return [_logcumsumexp_vjp(self, x, g, y)]
+
+    def jvp(self, primals, tangents, argnums):
+        x, t = primals[0], tangents[0]
+        if x._dtype.kind not in "fc":
+            return [_zeros(x._shape, scan_dtype(self.op, x._dtype))]
+        if self.op == "sum":
+            return [self._scan(t, inclusive=self.inclusive)]
+        y = self._scan(x)
+        if self.op == "prod":
+            out = _cumprod_jvp(self, x, t, y)
+        elif self.op in ("max", "min"):
+            out = _cumextreme_jvp(self, x, t, y)
+        else:
+            out = _logcumsumexp_jvp(self, x, t, y)
+        if not self.inclusive:
+            out = _shift(out, self.axis, toward_end=not self.reverse)
+        return [out]
+
+    def vmap(self, inputs, axes):
+        (x,), (b,) = inputs, axes
+        if b is None:
+            return [Array.make(self, [x])], [None]
+        ax = self.axis + 1 if self.axis >= b else self.axis
+        return [Array.make(Scan(self.op, ax, self.reverse, self.inclusive), [x])], [b]
+
+
+def _shift(x: Array, axis: int, toward_end: bool) -> Array:
+    """``x`` moved one step along ``axis`` (toward the end or the start), zero-filled."""
+    ops = _ops()
+    n = x._shape[axis]
+    if n == 0:
+        return x
+    pad_shape = x._shape[:axis] + (1,) + x._shape[axis + 1:]
+    z = ops.zeros(pad_shape, x._dtype)
+    lead = (slice(None),) * axis
+    if toward_end:
+        return ops.concatenate([z, x[lead + (slice(0, n - 1),)]], axis=axis)
+    return ops.concatenate([x[lead + (slice(1, n),)], z], axis=axis)
+
+
+def _positions(x: Array, axis: int) -> Array:
+    """0, 1, ... n-1 along ``axis`` (int32), broadcast to x's shape."""
+    ops = _ops()
+    n = x._shape[axis]
+    shape = [1] * x.ndim
+    shape[axis] = n
+    return ops.broadcast_to(ops.reshape(ops.arange(n), shape), x._shape)
+
+
+def _cumprod_parts(s: Scan, x: Array):
+    """The pieces of the zero-safe cumprod derivative: positions before the first zero (in
+    scan order), the first zero, x with zeros replaced by 1, and the inclusive cumprod of x
+    with its first zero replaced by 1."""
+    ops = _ops()
+    zero = ops.equal(x, 0)
+    count = s._scan(ops.astype(zero, dt.int32), op="sum")
+    before = ops.equal(count, 0)
+    first = ops.logical_and(zero, ops.equal(count, 1))
+    safe = ops.where(zero, 1, x)
+    y2 = s._scan(ops.where(first, 1, x), op="prod")
+    return before, first, safe, y2
+
+
+def _cumprod_vjp(s: Scan, x, g, y):
+    ops = _ops()
+    before, first, safe, y2 = _cumprod_parts(s, x)
+    back = not s.reverse
+    term1 = ops.divide(s._scan(ops.multiply(g, y), op="sum", reverse=back), safe)
+    term2 = s._scan(ops.multiply(g, y2), op="sum", reverse=back)
+    return ops.where(before, term1, ops.where(first, term2, 0))
+
+
+def _cumprod_jvp(s: Scan, x, t, y):
+    ops = _ops()
+    before, first, safe, y2 = _cumprod_parts(s, x)
+    term1 = ops.multiply(y, s._scan(ops.divide(t, safe), op="sum"))
+    tz = ops.sum(ops.where(first, t, 0), axis=s.axis, keepdims=True)
+    return ops.where(before, term1, ops.multiply(tz, y2))
+
+
+def _reach(x: Array, y: Array) -> Array:
+    """Where ``x`` equals the running extreme ``y`` (NaN equal to NaN)."""
+    ops = _ops()
+    eq = ops.equal(x, y)
+    if x._dtype.kind == "f":
+        eq = ops.logical_or(eq, ops.logical_and(ops.isnan(x), ops.isnan(y)))
+    return eq
+
+
+def _cumextreme_vjp(s: Scan, x, g, y):
+    """Each output's cotangent goes to the last position (in scan order) that reached the
+    running extreme: position j collects the cotangents from j up to the next such position."""
+    ops = _ops()
+    ax, n = s.axis, x._shape[s.axis]
+    if n == 0:
+        return g
+    eq = _reach(x, y)
+    pos = _positions(x, ax)
+    back = not s.reverse
+    tail = s._scan(g, op="sum", reverse=back)  # sum of g from each position to the scan's end
+    if s.reverse:  # the next reaching position in scan order is the previous index
+        nxt = s._scan(ops.where(eq, pos, -1), op="max", reverse=back, inclusive=False)
+        none = ops.less(nxt, 0)
+    else:
+        nxt = s._scan(ops.where(eq, pos, n), op="min", reverse=back, inclusive=False)
+        none = ops.greater_equal(nxt, n)
+    idx = ops.clip(nxt, 0, n - 1)
+    after = ops.where(none, 0, ops.take_along_axis(tail, idx, axis=ax))
+    return ops.where(eq, ops.subtract(tail, after), 0)
+
+
+def _cumextreme_jvp(s: Scan, x, t, y):
+    ops = _ops()
+    ax, n = s.axis, x._shape[s.axis]
+    if n == 0:
+        return t
+    eq = _reach(x, y)
+    pos = _positions(x, ax)
+    if s.reverse:
+        src = s._scan(ops.where(eq, pos, n), op="min")
+    else:
+        src = s._scan(ops.where(eq, pos, -1), op="max")
+    return ops.take_along_axis(t, ops.clip(src, 0, n - 1), axis=ax)
+
+
+def _signed_logsum(s: Scan, w: Array, shift: Array, reverse: bool):
+    """log-space running sums of the positive and negative parts of ``w`` (each term is
+    ``log|w| + shift``), so that sums of exponentials never overflow."""
+    ops = _ops()
+    ninf = float("-inf")
+    pos = ops.greater(w, 0)
+    neg = ops.less(w, 0)
+    lp = ops.where(pos, ops.add(ops.log(ops.where(pos, w, 1)), shift), ninf)
+    ln = ops.where(neg, ops.add(ops.log(ops.where(neg, ops.negative(w), 1)), shift), ninf)
+    return (s._scan(lp, op="logaddexp", reverse=reverse),
+            s._scan(ln, op="logaddexp", reverse=reverse))
+
+
+def _logcumsumexp_vjp(s: Scan, x, g, y):
+    ops = _ops()
+    lp, ln = _signed_logsum(s, g, ops.negative(y), reverse=not s.reverse)
+    return ops.subtract(ops.exp(ops.add(x, lp)), ops.exp(ops.add(x, ln)))
+
+
+def _logcumsumexp_jvp(s: Scan, x, t, y):
+    ops = _ops()
+    lp, ln = _signed_logsum(s, t, x, reverse=s.reverse)
+    return ops.subtract(ops.exp(ops.subtract(lp, y)), ops.exp(ops.subtract(ln, y)))

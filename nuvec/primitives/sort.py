@@ -1,0 +1,126 @@
+"""Sorting primitives: Sort, ArgSort (stable), Partition, ArgPartition.
+
+NaNs sort to the end (NumPy's and MLX's order). The arg-versions give uint32 indices and are
+not differentiable. Sort and Partition permute their input, so their vjp sends each
+cotangent back through the inverse permutation (``take_along_axis`` with the argsort of the
+permutation: no scatter needed) and their jvp gathers the tangent with the permutation.
+"""
+from __future__ import annotations
+
+from ..core import dtypes as dt
+from ..core.array import Array
+from ..core.primitive import Primitive
+
+
+def _ops():
+    from .. import ops
+    return ops
+
+
+def _check(name: str, x, axis: int) -> None:
+    if not 0 <= axis < x.ndim:
+        raise ValueError(f"{name}: axis {axis} is out of bounds for an array of dimension {x.ndim}")
+
+
+class _AlongAxis(Primitive):
+    """A primitive that works along one axis and keeps the input's shape."""
+    __slots__ = ("axis",)
+    out_index = False
+
+    def __init__(self, axis: int) -> None:
+        self.axis = int(axis)
+
+    @property
+    def params(self) -> tuple:
+        return (self.axis,)
+
+    def infer(self, inputs):
+        (x,) = inputs
+        _check(self.name, x, self.axis)
+        return [(x._shape, dt.uint32 if self.out_index else x._dtype)]
+
+    def _with_axis(self, axis: int) -> "_AlongAxis":
+        return type(self)(axis)
+
+    def vmap(self, inputs, axes):
+        (x,), (b,) = inputs, axes
+        if b is None:
+            return [Array.make(self, [x])], [None]
+        ax = self.axis + 1 if self.axis >= b else self.axis
+        return [Array.make(self._with_axis(ax), [x])], [b]
+
+    # permutation rules (Sort, Partition): the index primitive that gives the permutation
+    def _perm(self, x: Array) -> Array:
+        raise NotImplementedError
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        ops = _ops()
+        x = primals[0]
+        if self.out_index or x._dtype.kind not in "fc":
+            return [ops.zeros_like(x)]
+        perm = self._perm(x)
+        inv = Array.make(ArgSort(self.axis), [perm])
+        return [ops.take_along_axis(ops.astype(cotangents[0], x._dtype), inv, axis=self.axis)]
+
+    def jvp(self, primals, tangents, argnums):
+        ops = _ops()
+        x = primals[0]
+        if self.out_index:
+            return [ops.zeros(x._shape, dt.uint32)]
+        return [ops.take_along_axis(tangents[0], self._perm(x), axis=self.axis)]
+
+
+class Sort(_AlongAxis):
+    __slots__ = ()
+    name = "sort"
+
+    def _perm(self, x):
+        return Array.make(ArgSort(self.axis), [x])
+
+
+class ArgSort(_AlongAxis):
+    """Indices that sort along ``axis``; stable (equal elements keep their order)."""
+    __slots__ = ()
+    name = "argsort"
+    out_index = True
+    differentiable = False
+
+
+class _Partitioned(_AlongAxis):
+    """Element ``kth`` in its sorted place, smaller ones before it, larger ones after."""
+    __slots__ = ("kth",)
+
+    def __init__(self, kth: int, axis: int) -> None:
+        super().__init__(axis)
+        self.kth = int(kth)
+
+    @property
+    def params(self) -> tuple:
+        return (self.kth, self.axis)
+
+    def infer(self, inputs):
+        (x,) = inputs
+        _check(self.name, x, self.axis)
+        n = x._shape[self.axis]
+        if not 0 <= self.kth < n:
+            raise ValueError(f"{self.name}: kth={self.kth} is out of range for axis {self.axis} "
+                             f"of size {n}")
+        return [(x._shape, dt.uint32 if self.out_index else x._dtype)]
+
+    def _with_axis(self, axis: int):
+        return type(self)(self.kth, axis)
+
+
+class Partition(_Partitioned):
+    __slots__ = ()
+    name = "partition"
+
+    def _perm(self, x):
+        return Array.make(ArgPartition(self.kth, self.axis), [x])
+
+
+class ArgPartition(_Partitioned):
+    __slots__ = ()
+    name = "argpartition"
+    out_index = True
+    differentiable = False
