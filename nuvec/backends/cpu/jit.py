@@ -230,7 +230,7 @@ def _load_or_build(key: str, source: str) -> tuple[ctypes.CDLL, Path]:
     if so.exists():
         if _valid_entry(so, sha):
             try:
-                lib = ctypes.CDLL(str(so))
+                lib = _dlopen(so)
                 _stats["disk_hits"] += 1
                 return lib, so
             except OSError:
@@ -250,8 +250,23 @@ def _load_or_build(key: str, source: str) -> tuple[ctypes.CDLL, Path]:
             _stats["cache_fallback"] += 1
         so = _fallback_dir / f"{key}.so"
         compile_shared(source, so)
-    # load a private copy name so a concurrent replacement never swaps code under us
-    return ctypes.CDLL(str(so)), so
+    return _dlopen(so), so
+
+
+_opened: set[str] = set()          # paths dlopen'ed by this process
+
+
+def _dlopen(path: Path) -> ctypes.CDLL:
+    """dlopen, but never twice by one path: the dynamic loader would hand back the handle it
+    loaded first (a damaged file now replaced), so a rebuilt entry loads from a private copy."""
+    key = str(path)
+    if key in _opened:
+        private = Path(tempfile.mkdtemp(prefix="nuvec-reload-")) / path.name
+        shutil.copyfile(path, private)
+        path = private
+    lib = ctypes.CDLL(str(path))
+    _opened.add(key)
+    return lib
 
 
 def _address(lib: ctypes.CDLL, name: str) -> int:
