@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     text = report.render(rows, shown)
     (out_dir / "table.md").write_text(report.markdown(rows, shown) + "\n")
     print(text)
-    print(summary(doc))
+    print(report.summary_text(doc))
     if options:
         print(f"\nWARNING: 'nuvec' rows are the stand-in {options['stand_in']!r}, not nuvec: "
               "harness test only, never figures.")
@@ -227,35 +227,3 @@ def main(argv: list[str] | None = None) -> int:
             print(f"plots skipped: {exc} (pip install matplotlib)")
     print(f"wrote {out_dir / 'results.json'} in {duration:.0f}s")
     return 0
-
-
-def summary(doc: dict[str, Any]) -> str:
-    """The footer: limits, noise, and which libraries did not take part."""
-    lim, noise = doc["limits"], doc["noise"]
-    lines = ["", "== machine limits =="]
-    if "bandwidth_gbs" in lim:
-        lines.append(f"memory bandwidth {lim['bandwidth_gbs']:.1f} GB/s ({lim['bandwidth_basis']})")
-    if "sgemm_gflops" in lim:
-        lines.append(f"sgemm 1024^3 {lim['sgemm_gflops']:.0f} GFLOP/s")
-    for key, label in (("c_call_10op_4_s", "ctypes call, 10 ops on 4 elements"),
-                       ("c_call_1op_4_s", "ctypes call, 1 op on 4 elements"),
-                       ("ufunc_call_1op_4_s", "np.add(x, y, z) on 4 elements"),
-                       ("cc_200op_s", "cc -O2 on the fused 200-op kernel"),
-                       ("dlopen_200op_s", "dlopen of that kernel")):
-        if key in lim:
-            lines.append(f"{label}: {report.fmt_value(lim[key], 's')}")
-    if "start" in noise:
-        s = noise["start"]
-        msg = (f"noise: {s['n']} identical 64 MiB copies spread {100 * s['spread']:.0f}% "
-               f"(p10-p90 {100 * s['p10_p90']:.0f}%)")
-        if "drift" in noise:
-            msg += f"; start->end of run drift {100 * noise['drift']:+.0f}%"
-        lines.append(msg)
-    m = doc["machine"]
-    lines.append(f"load average {m['loadavg'][0]:.2f} -> {m['loadavg_end'][0]:.2f}")
-    for lib, info in doc["libraries"].items():
-        if info["status"] != "ok":
-            lines.append(f"{lib}: {info['status']}: {info.get('note')}")
-        else:
-            lines.append(f"{lib} {info.get('version')}")
-    return "\n".join(lines)

@@ -16,29 +16,38 @@ PEERLESS = {"nuvec"}
 
 
 def rows_from(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Flatten worker documents into rows; the end-of-run machine pass gets cases "...@end"."""
     rows = []
     for doc in docs:
         for rec in doc.get("results", []):
-            group = doc["group"] if doc["lib"] != "machine" else "machine"
-            rows.append({"group": group, "library": doc["lib"], **rec})
+            if doc["lib"] == "machine":
+                rec = dict(rec, case=rec["case"] + ("@end" if doc["group"] == "noise" else ""))
+                rows.append({"group": "machine", "library": "machine", **rec})
+            else:
+                rows.append({"group": doc["group"], "library": doc["lib"], **rec})
     return rows
 
 
 def limits_from(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The machine's limits from the ``machine`` rows (medians)."""
-    m = {r["case"] + ("" if "threads" not in r else f"_{r['threads']}t"): r
-         for r in rows if r["group"] == "machine" and r["status"] == "ok"}
+    """The machine's limits: the best (minimum-time) figure of each machine case over the run's
+    start and end passes, so that a burst of load from elsewhere does not lower the bar."""
+    best: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        if r["group"] != "machine" or r["status"] != "ok":
+            continue
+        key = r["case"].removesuffix("@end") + (f"_{r['threads']}t" if "threads" in r else "")
+        if key not in best or r["min"] < best[key]["min"]:
+            best[key] = r
     lim: dict[str, Any] = {}
-    # a limit is the best the machine showed: minimum times
-    bw = {k: r["bytes"] / r["min"] / 1e9 for k, r in m.items() if r.get("bytes")}
+    bw = {k: r["bytes"] / r["min"] / 1e9 for k, r in best.items() if r.get("bytes")}
     if bw:
-        best = max(bw, key=bw.get)
-        lim.update(bandwidth_gbs=bw[best], bandwidth_basis=best, bandwidth_all=bw)
-    if "sgemm_1024" in m:
-        lim["sgemm_gflops"] = m["sgemm_1024"]["flops"] / m["sgemm_1024"]["min"] / 1e9
+        top = max(bw, key=bw.get)
+        lim.update(bandwidth_gbs=bw[top], bandwidth_basis=top, bandwidth_all=bw)
+    if "sgemm_1024" in best:
+        lim["sgemm_gflops"] = best["sgemm_1024"]["flops"] / best["sgemm_1024"]["min"] / 1e9
     for key in ("c_call_10op_4", "c_call_1op_4", "ufunc_call_1op_4", "cc_200op", "dlopen_200op"):
-        if key in m:
-            lim[key + "_s"] = m[key]["min"]
+        if key in best:
+            lim[key + "_s"] = best[key]["min"]
     return lim
 
 
@@ -187,3 +196,35 @@ def markdown(rows: list[dict[str, Any]], groups: list[str]) -> str:
         for b in body:
             parts.append("| " + " | ".join(c.replace("|", "/") for c in b) + " |")
     return "\n".join(parts)
+
+
+def summary_text(doc: dict[str, Any]) -> str:
+    """The footer: limits, noise, and which libraries did not take part."""
+    lim, noise = doc["limits"], doc["noise"]
+    lines = ["", "== machine limits =="]
+    if "bandwidth_gbs" in lim:
+        lines.append(f"memory bandwidth {lim['bandwidth_gbs']:.1f} GB/s ({lim['bandwidth_basis']})")
+    if "sgemm_gflops" in lim:
+        lines.append(f"sgemm 1024^3 {lim['sgemm_gflops']:.0f} GFLOP/s")
+    for key, label in (("c_call_10op_4_s", "ctypes call, 10 ops on 4 elements"),
+                       ("c_call_1op_4_s", "ctypes call, 1 op on 4 elements"),
+                       ("ufunc_call_1op_4_s", "np.add(x, y, z) on 4 elements"),
+                       ("cc_200op_s", "cc -O2 on the fused 200-op kernel"),
+                       ("dlopen_200op_s", "dlopen of that kernel")):
+        if key in lim:
+            lines.append(f"{label}: {fmt_value(lim[key], 's')}")
+    if "start" in noise:
+        s = noise["start"]
+        msg = (f"noise: {s['n']} identical 64 MiB copies spread {100 * s['spread']:.0f}% "
+               f"(p10-p90 {100 * s['p10_p90']:.0f}%)")
+        if "drift" in noise:
+            msg += f"; start->end of run drift {100 * noise['drift']:+.0f}%"
+        lines.append(msg)
+    m = doc["machine"]
+    lines.append(f"load average {m['loadavg'][0]:.2f} -> {m['loadavg_end'][0]:.2f}")
+    for lib, info in doc["libraries"].items():
+        if info["status"] != "ok":
+            lines.append(f"{lib}: {info['status']}: {info.get('note')}")
+        else:
+            lines.append(f"{lib} {info.get('version')}")
+    return "\n".join(lines)
