@@ -14,7 +14,8 @@ from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives.elementwise import AsType, Binary, Select, Unary
-from ._common import SCALARS, as_array, constant, operands, weak_dtype
+from ._common import as_array, operands
+from .shape import broadcast_arrays
 
 
 def astype(a, dtype, *, stream=None) -> Array:
@@ -32,13 +33,26 @@ def _unary(op: str, a, stream, *, floating: bool = False, kinds: str | None = No
         raise TypeError(f"{op}: not defined for {a._dtype.name} inputs")
     if floating and a._dtype.kind not in "fc":
         a = astype(a, dt.float32)
-    return Array.make(Unary(op), [a], resolve_stream(stream))
+    prim = _UNARY_PRIMS.get(op)
+    if prim is None:
+        prim = _UNARY_PRIMS[op] = Unary(op)
+    return Array.make(prim, (a,), resolve_stream(stream))
+
+
+_BINARY_PRIMS: dict[str, Binary] = {}
+_UNARY_PRIMS: dict[str, Unary] = {}
 
 
 def _binary(op: str, a, b, stream, *, result: str = "promote") -> Array:
     """``result``: "promote" (the promoted dtype), "float" (ints become float32),
     "bool" (logical: operands become bool), "integer" (ints and bools only)."""
-    from .shape import broadcast_arrays
+    prim = _BINARY_PRIMS.get(op)
+    if prim is None:
+        prim = _BINARY_PRIMS[op] = Binary(op)
+    # Fast path: two arrays of one dtype and shape need no promotion nor broadcast.
+    if (type(a) is Array and type(b) is Array and a._dtype is b._dtype and a._shape == b._shape
+            and (result == "promote" or (result == "float" and a._dtype.kind in "fc"))):
+        return Array.make(prim, (a, b), resolve_stream(stream))
     if result == "bool":
         a, b = as_array(a, op), as_array(b, op)
         a, b = astype(a, dt.bool_), astype(b, dt.bool_)
@@ -48,8 +62,9 @@ def _binary(op: str, a, b, stream, *, result: str = "promote") -> Array:
             a, b = astype(a, dt.float32), astype(b, dt.float32)
         elif result == "integer" and a._dtype.kind not in "uib":
             raise TypeError(f"{op}: not defined for {a._dtype.name} inputs (integers or bool only)")
-    a, b = broadcast_arrays(a, b, name=op)
-    return Array.make(Binary(op), [a, b], resolve_stream(stream))
+    if a._shape != b._shape:
+        a, b = broadcast_arrays(a, b, name=op)
+    return Array.make(prim, (a, b), resolve_stream(stream))
 
 
 def _make_unary(op: str, doc: str, **kw):
@@ -191,7 +206,6 @@ def where(condition, x, y, /, *, stream=None) -> Array:
     >>> nv.where(nv.array([True, False]), 1, 2).tolist()
     [1, 2]
     """
-    from .shape import broadcast_arrays
     c = astype(as_array(condition, "where"), dt.bool_)
     x, y = operands(x, y, "where")
     c, x, y = broadcast_arrays(c, x, y, name="where")
