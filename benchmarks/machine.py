@@ -15,7 +15,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -109,59 +109,71 @@ def _record(case: str, m: dict[str, Any], unit: str, **extra: Any) -> dict[str, 
             "unit": unit, **m, **extra}
 
 
-def run(cfg: dict[str, Any], workdir: Path, noise_only: bool = False) -> list[dict[str, Any]]:
-    """Measure the limits. ``cfg``: n, samples, warmup, min_sample_s, threads (int), noise_samples.
+def _failed(case: str, exc: BaseException) -> dict[str, Any]:
+    return {"case": case, "variant": "machine", "status": "error",
+            "error": f"{type(exc).__name__}: {exc}"[:500]}
 
-    ``noise_only`` (the run's last worker) repeats the noise probe and the bandwidth cases only.
+
+def run(cfg: dict[str, Any], workdir: Path, noise_only: bool = False) -> Iterator[dict[str, Any]]:
+    """Measure the limits, yielding one record per case; a part that fails (no C compiler)
+    yields an error record and the rest still runs.
+
+    ``cfg``: n, samples, warmup, min_sample_s, threads (int), noise_samples. ``noise_only`` (the
+    run's last worker) repeats the noise probe and the bandwidth cases only.
     """
     n, threads = cfg["n"], cfg["threads"]
     timing = dict(samples=cfg["samples"], warmup=cfg["warmup"], min_sample_s=cfg["min_sample_s"])
-    src = W.inputs(n, 2)
-    a, b = src
+    a, b = W.inputs(n, 2)
     out = np.empty_like(a)
-    results = []
 
     # noise probe: the same NumPy copy many times; its spread is the run's noise floor
     m = measure(lambda: np.copyto(out, a), samples=cfg["noise_samples"], warmup=2,
                 min_sample_s=0.0, budget_s=30.0)
-    results.append(_record("numpy_copy", m, "s", bytes=2 * 4 * n, variant="numpy"))
+    yield _record("numpy_copy", m, "s", bytes=2 * 4 * n, variant="numpy")
 
     def numpy_triad() -> None:
         np.multiply(b, np.float32(3.0), out=out)
         np.add(out, a, out=out)
     m = measure(numpy_triad, **timing)
     # two passes, as NumPy must: 5 array traversals, counted as such
-    results.append(_record("numpy_triad", m, "s", bytes=5 * 4 * n, variant="numpy",
-                           note="out=b*s; out+=a: two passes (5 traversals counted)"))
+    yield _record("numpy_triad", m, "s", bytes=5 * 4 * n, variant="numpy",
+                  note="out=b*s; out+=a: two passes (5 traversals counted)")
 
-    lib_path = build(C_SOURCE, workdir, "loops")
-    for t in sorted({1, threads}):
-        loops = CLoops(lib_path, t)
-        m = measure(lambda: loops.copy(out, a), **timing)
-        results.append(_record("c_copy", m, "s", bytes=2 * 4 * n, variant=f"C {t}T", threads=t))
-        m = measure(lambda: loops.triad(out, a, b, 3.0), **timing)
-        results.append(_record("c_triad", m, "s", bytes=3 * 4 * n, variant=f"C {t}T", threads=t))
+    try:
+        lib_path: Path | None = build(C_SOURCE, workdir, "loops")
+    except (OSError, RuntimeError) as exc:
+        lib_path = None
+        yield _failed("c_loops", exc)
+    if lib_path:
+        for t in sorted({1, threads}):
+            loops = CLoops(lib_path, t)
+            m = measure(lambda: loops.copy(out, a), **timing)
+            yield _record("c_copy", m, "s", bytes=2 * 4 * n, variant=f"C {t}T", threads=t)
+            m = measure(lambda: loops.triad(out, a, b, 3.0), **timing)
+            yield _record("c_triad", m, "s", bytes=3 * 4 * n, variant=f"C {t}T", threads=t)
     if noise_only:  # the end-of-run pass: bandwidth again (the limit is the best of both passes)
-        return results
+        return
 
     # BLAS: float32 matmul, for the training step's share of the machine
     k = 1024
     ma, mb = np.ones((k, k), np.float32), np.ones((k, k), np.float32)
     m = measure(lambda: ma @ mb, **timing)
-    results.append(_record("sgemm_1024", m, "s", flops=2 * k ** 3, variant="numpy"))
+    yield _record("sgemm_1024", m, "s", flops=2 * k ** 3, variant="numpy")
 
-    # the floor of a Python -> C call: one ctypes call doing chain10 / one add on 4 elements
-    loops = CLoops(lib_path, 1)
+    # the floor of a Python -> C call on 4 elements: a ufunc with its output given, and one
+    # ctypes call doing chain10 / one add
     x4, y4 = np.ones(4, np.float32), np.empty(4, np.float32)
-    f10, fadd = loops.lib.nvb_chain10, loops.lib.nvb_add
-    px, py = _ptr(x4), _ptr(y4)
-    m = measure(lambda: f10(py, px, 4), samples=cfg["samples"], warmup=100, min_sample_s=0.02)
-    results.append(_record("c_call_10op_4", m, "s", variant="ctypes"))
-    m = measure(lambda: fadd(py, px, px, 4), samples=cfg["samples"], warmup=100, min_sample_s=0.02)
-    results.append(_record("c_call_1op_4", m, "s", variant="ctypes"))
-    m = measure(lambda: np.add(x4, x4, y4), samples=cfg["samples"], warmup=100,
-                min_sample_s=0.02)
-    results.append(_record("ufunc_call_1op_4", m, "s", variant="numpy out"))
+    small = dict(samples=cfg["samples"], warmup=100, min_sample_s=0.02)
+    m = measure(lambda: np.add(x4, x4, y4), **small)
+    yield _record("ufunc_call_1op_4", m, "s", variant="numpy out")
+    if lib_path:
+        loops = CLoops(lib_path, 1)
+        f10, fadd = loops.lib.nvb_chain10, loops.lib.nvb_add
+        px, py = _ptr(x4), _ptr(y4)
+        m = measure(lambda: f10(py, px, 4), **small)
+        yield _record("c_call_10op_4", m, "s", variant="ctypes")
+        m = measure(lambda: fadd(py, px, px, 4), **small)
+        yield _record("c_call_1op_4", m, "s", variant="ctypes")
 
     # the C compiler on the 200-op function fused into one kernel, and loading it from disk
     kernel = ("#include <stddef.h>\n#include <math.h>\n"
@@ -169,8 +181,12 @@ def run(cfg: dict[str, Any], workdir: Path, noise_only: bool = False) -> list[di
               "  for (size_t i = 0; i < n; i++) {\n    float x = in[i], y = x;\n    "
               + W.ops200_c_body() + "\n    out[i] = y;\n  }\n}\n")
     so: list[Path] = []
-    m = once(lambda: so.append(build(kernel, workdir, "k200", ["-O2", "-shared", "-fPIC"])))
-    results.append(_record("cc_200op", m, "s", variant="cc -O2"))
+    try:
+        m = once(lambda: so.append(build(kernel, workdir, "k200", ["-O2", "-shared", "-fPIC"])))
+    except (OSError, RuntimeError) as exc:
+        yield _failed("cc_200op", exc)
+        return
+    yield _record("cc_200op", m, "s", variant="cc -O2")
     loads = []
     for i in range(5):
         fresh = workdir / f"k200_{i}.so"   # a new path each time: dlopen caches by path
@@ -178,10 +194,9 @@ def run(cfg: dict[str, Any], workdir: Path, noise_only: bool = False) -> list[di
         t0 = time.perf_counter()
         ctypes.CDLL(str(fresh)).k200
         loads.append(time.perf_counter() - t0)
-    results.append({"case": "dlopen_200op", "variant": "ctypes", "status": "ok", "unit": "s",
-                    "samples": loads, "calls_per_sample": 1, "median": float(np.median(loads)),
-                    "min": min(loads)})
-    return results
+    yield {"case": "dlopen_200op", "variant": "ctypes", "status": "ok", "unit": "s",
+           "samples": loads, "calls_per_sample": 1, "median": float(np.median(loads)),
+           "min": min(loads)}
 
 
 def compiler_version() -> str:
