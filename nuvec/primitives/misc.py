@@ -23,3 +23,66 @@ class StopGradient(Primitive):
 
     def vmap(self, inputs, axes):
         return [Array.make(self, inputs)], list(axes)
+
+
+StopGradient.differentiable = False  # transforms skip it: no cotangent or tangent flows through
+
+
+class Copy(Primitive):
+    """The identity as a node of its own: transforms make their tracer copies of inputs with it
+    (so a copy of an unevaluated array stays connected to that array's graph)."""
+    __slots__ = ()
+    name = "copy"
+    view = True
+
+    def infer(self, inputs):
+        return [(inputs[0]._shape, inputs[0]._dtype)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [cotangents[0]]
+
+    def jvp(self, primals, tangents, argnums):
+        return [tangents[0]]
+
+    def vmap(self, inputs, axes):
+        return [Array.make(self, inputs)], list(axes)
+
+
+class CustomFunction(Primitive):
+    """The outputs of a ``nv.custom_function`` call while an argument is being traced.
+
+    Inputs: the call's ``n_in`` array arguments, then the outputs of the function traced on
+    them (so evaluation runs the function's own graph). Outputs: those traced outputs, unchanged.
+    Transforms see only the first ``n_in`` inputs (``transform_inputs``) and ask ``fn`` (the
+    ``custom_function`` object) for the rules: the user's overrides, or the transform of the
+    function itself.
+    """
+    __slots__ = ("fn", "call", "n_in")
+    name = "custom_function"
+
+    def __init__(self, fn, call, n_in: int) -> None:
+        self.fn = fn          # the custom_function object (its overrides and its function)
+        self.call = call      # (arguments TreeDef, keyword arguments) of this call
+        self.n_in = n_in
+
+    @property
+    def transform_inputs(self) -> int:
+        return self.n_in
+
+    @property
+    def params(self) -> tuple:
+        # identity, not structure: two calls of one custom function are not interchangeable
+        # unless their traced graphs are (compile's CSE compares the inputs too)
+        return (id(self.fn), id(self.call))
+
+    def infer(self, inputs):
+        return [(x._shape, x._dtype) for x in inputs[self.n_in:]]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return self.fn._rule_vjp(self, primals, cotangents, argnums, outputs)
+
+    def jvp(self, primals, tangents, argnums):
+        return self.fn._rule_jvp(self, primals, tangents, argnums)
+
+    def vmap(self, inputs, axes):
+        return self.fn._rule_vmap(self, inputs, axes)

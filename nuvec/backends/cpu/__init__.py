@@ -9,3 +9,4 @@ from . import indexing  # noqa: F401
 from . import reduction  # noqa: F401
 from . import sort  # noqa: F401
 from . import linalg  # noqa: F401
+from . import misc  # noqa: F401,E402  (transform primitives: Copy, CustomFunction)

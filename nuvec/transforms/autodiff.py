@@ -1,0 +1,331 @@
+"""Reverse and forward mode differentiation: vjp, jvp, grad, value_and_grad.
+
+The function runs on tracer copies of its inputs; the graph between its outputs and those
+copies is then walked (``_trace.active_order``), calling each primitive's ``vjp`` (outputs to
+inputs) or ``jvp`` (inputs to outputs) rule. The rules build their results with ordinary ops,
+so the results are graphs too: they can be differentiated again, batched, or compiled.
+
+>>> import nuvec as nv
+>>> nv.grad(lambda x: x * x)(nv.array(3.0)).item()
+6.0
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+from ..core.array import Array
+from ..tree import flatten, unflatten
+from ._trace import active_order, release, tracer_copy, tracing
+
+__all__ = ["vjp", "jvp", "grad", "value_and_grad"]
+
+
+def _inexact(a: Array) -> bool:
+    return a._dtype.kind in "fc"
+
+
+def _zeros_like(a: Array) -> Array:
+    from ..ops import zeros_like
+    return zeros_like(a)
+
+
+def _accumulate(table: dict, keep: dict, a: Array, g: Array, where: str) -> None:
+    if g is None or not _inexact(a):
+        return  # integer and boolean arrays carry no gradient
+    if g._shape != a._shape:
+        raise ValueError(f"{where}: a cotangent of shape {g._shape} was produced for an array of "
+                         f"shape {a._shape} (a vjp rule is wrong)")
+    if g._dtype != a._dtype:
+        from ..ops import astype
+        g = astype(g, a._dtype)
+    k = id(a)
+    prev = table.get(k)
+    if prev is None:
+        table[k] = g
+        keep[k] = a
+    else:
+        table[k] = prev + g
+
+
+def backward(outputs: Sequence[Array], cotangents: Sequence[Array | None],
+             inputs: Sequence[Array]) -> list[Array | None]:
+    """The cotangents of ``inputs`` (None where no gradient reaches one) given those of
+    ``outputs``: the reverse walk. The caller made ``inputs`` tracers."""
+    order, active = active_order(outputs, inputs)
+    ct: dict = {}
+    keep: dict = {}  # id -> array, so that ids stay valid while they key ``ct``
+    for o, c in zip(outputs, cotangents):
+        if c is not None and id(o) in active:
+            _accumulate(ct, keep, o, c, "vjp")
+    for node in reversed(order):
+        sibs = node.siblings
+        cts = [ct.pop(id(s), None) for s in sibs]
+        if all(c is None for c in cts):
+            continue
+        prim = node._prim
+        if not prim.differentiable:
+            continue
+        n = getattr(prim, "transform_inputs", None)
+        ins = list(node._inputs)
+        seen_ins = ins if n is None else ins[:n]
+        argnums = [i for i, x in enumerate(seen_ins) if id(x) in active and _inexact(x)]
+        if not argnums:
+            continue
+        cts = [c if c is not None else _zeros_like(s) for c, s in zip(cts, sibs)]
+        grads = prim.vjp(ins, cts, argnums, list(sibs))
+        if len(grads) != len(argnums):
+            raise ValueError(f"vjp: the {prim.name} rule returned {len(grads)} cotangents for "
+                             f"{len(argnums)} inputs")
+        for i, g in zip(argnums, grads):
+            _accumulate(ct, keep, ins[i], g, prim.name)
+    return [ct.get(id(x)) for x in inputs]
+
+
+def forward(outputs: Sequence[Array], inputs: Sequence[Array],
+            tangents: Sequence[Array | None]) -> list[Array | None]:
+    """The tangents of ``outputs`` (None where none reaches one) given those of ``inputs``:
+    the forward walk."""
+    order, _ = active_order(outputs, inputs)
+    tan: dict = {}
+    keep: dict = {}
+    for x, t in zip(inputs, tangents):
+        _accumulate(tan, keep, x, t, "jvp")
+    for node in order:
+        prim = node._prim
+        n = getattr(prim, "transform_inputs", None)
+        ins = list(node._inputs)
+        seen_ins = ins if n is None else ins[:n]
+        argnums = [i for i, x in enumerate(seen_ins) if id(x) in tan]
+        if not argnums or not prim.differentiable:
+            continue
+        sibs = node.siblings
+        if not any(_inexact(s) for s in sibs):
+            continue
+        outs = prim.jvp(ins, [tan[id(ins[i])] for i in argnums], argnums)
+        for s, t in zip(sibs, outs):
+            if t is not None and _inexact(s):
+                tan[id(s)] = t if t._dtype == s._dtype else _astype(t, s._dtype)
+                keep[id(s)] = s
+    return [tan.get(id(o)) for o in outputs]
+
+
+def _astype(t: Array, d) -> Array:
+    from ..ops import astype
+    return astype(t, d)
+
+
+def _as_list(x: Any, name: str, what: str) -> list:
+    if isinstance(x, Array):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return list(x)
+    raise TypeError(f"{name}: {what} must be a list or tuple of arrays (or trees of arrays), got "
+                    f"{type(x).__name__}")
+
+
+def _check_arrays(leaves: list, td, name: str, what: str) -> None:
+    for x in leaves:
+        if not isinstance(x, Array):
+            raise TypeError(f"{name}: {what} must hold arrays, got {type(x).__name__}")
+
+
+def _trace(fun: Callable, args: list, kwargs: dict | None = None):
+    """Runs ``fun`` on tracer copies of the arrays in ``args``: (copies, their TreeDef, the
+    output, its leaves, its TreeDef)."""
+    leaves, td = flatten(args)
+    copies = [tracer_copy(x) for x in leaves]
+    with tracing():
+        out = fun(*unflatten(td, copies), **(kwargs or {}))
+    out_leaves, out_td = flatten(out)
+    return copies, td, out, out_leaves, out_td
+
+
+def vjp(fun: Callable, primals: Sequence[Any], cotangents: Sequence[Any]) -> tuple[list, list]:
+    """The outputs of ``fun(*primals)`` and the vector-Jacobian products of ``cotangents``
+    (one per output) with respect to each primal.
+
+    ``primals`` is a list of arguments (arrays or trees of arrays); ``fun`` returns an array or
+    a list/tuple of arrays (or trees). The products come back in the structure of ``primals``.
+
+    >>> import nuvec as nv
+    >>> outs, vjps = nv.vjp(lambda x, y: x * y, [nv.array(4.0), nv.array(2.0)], [nv.array(3.0)])
+    >>> [v.item() for v in vjps]
+    [6.0, 12.0]
+    """
+    primals = _as_list(primals, "vjp", "primals")
+    cts_in = _as_list(cotangents, "vjp", "cotangents")
+    copies, td, out, out_leaves, out_td = _trace(fun, primals)
+    grads: list = []
+    try:
+        ct_leaves, _ = flatten(cts_in)
+        if len(ct_leaves) != len(out_leaves):
+            raise ValueError(f"vjp: {len(ct_leaves)} cotangents given for {len(out_leaves)} "
+                             "outputs")
+        for o, c in zip(out_leaves, ct_leaves):
+            if not isinstance(o, Array):
+                raise TypeError(f"vjp: the function must return arrays, got {type(o).__name__}")
+            if c.shape != o.shape:
+                raise ValueError(f"vjp: a cotangent of shape {c.shape} was given for an output of "
+                                 f"shape {o.shape}")
+        gs = backward(out_leaves, ct_leaves, copies)
+        grads = [g if g is not None else _zeros_like(c) for g, c in zip(gs, copies)]
+    finally:
+        release(list(out_leaves) + grads, copies)
+    outs = _as_list(out, "vjp", "the function's result") if not isinstance(out, Array) else [out]
+    return outs, list(unflatten(td, grads))
+
+
+def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[list, list]:
+    """The outputs of ``fun(*primals)`` and the Jacobian-vector products with ``tangents``
+    (one per primal, same shapes), one per output.
+
+    >>> import nuvec as nv
+    >>> outs, jvps = nv.jvp(lambda x: 2 * x, [nv.array(1.0)], [nv.array(2.0)])
+    >>> jvps[0].item()
+    4.0
+    """
+    primals = _as_list(primals, "jvp", "primals")
+    tangents = _as_list(tangents, "jvp", "tangents")
+    leaves, _ = flatten(primals)
+    t_leaves, _ = flatten(tangents)
+    if len(t_leaves) != len(leaves):
+        raise ValueError(f"jvp: {len(t_leaves)} tangents given for {len(leaves)} primals")
+    for x, t in zip(leaves, t_leaves):
+        if not isinstance(t, Array) or t.shape != x.shape:
+            raise ValueError(f"jvp: a tangent of shape {getattr(t, 'shape', None)} was given for "
+                             f"a primal of shape {x.shape}")
+    copies, td, out, out_leaves, out_td = _trace(fun, primals)
+    tans: list = []
+    try:
+        ts = forward(out_leaves, copies, t_leaves)
+        tans = [t if t is not None else _zeros_like(o) for t, o in zip(ts, out_leaves)]
+    finally:
+        release(list(out_leaves) + tans, copies)
+    outs = [out] if isinstance(out, Array) else _as_list(out, "jvp", "the function's result")
+    tan_tree = unflatten(out_td, tans)
+    return outs, ([tan_tree] if isinstance(out, Array) else list(tan_tree))
+
+
+def _normalize_args(argnums, argnames, name: str) -> tuple[list[int], list[str], bool]:
+    if isinstance(argnames, str):
+        argnames = [argnames]
+    argnames = list(argnames or ())
+    if argnums is None:
+        argnums = [] if argnames else 0
+    single = isinstance(argnums, int)
+    nums = [argnums] if single else list(argnums)
+    for n in nums:
+        if not isinstance(n, int) or isinstance(n, bool):
+            raise TypeError(f"{name}: argnums must be ints, got {n!r}")
+    if len(set(nums)) != len(nums):
+        raise ValueError(f"{name}: repeated argnums {nums}")
+    if not nums and not argnames:
+        raise ValueError(f"{name}: no argument to differentiate (argnums and argnames are empty)")
+    return nums, argnames, single or len(nums) == 1
+
+
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] | None = None,
+                   argnames: str | Sequence[str] = ()) -> Callable:
+    """A function returning ``(fun(*args, **kwargs), gradient)``.
+
+    ``fun`` returns a scalar array, or a tuple/list whose first item is the scalar loss (the rest
+    is returned untouched). The gradient is taken with respect to the positional arguments
+    ``argnums`` (default 0; one gradient, or a tuple for several) and the keyword arguments
+    ``argnames``; with argnames it is ``(positional, {name: gradient})``. Arguments may be
+    trees of arrays; gradients have their structure.
+
+    >>> import nuvec as nv
+    >>> loss, g = nv.value_and_grad(lambda w, x: w * x)(nv.array(2.0), nv.array(5.0))
+    >>> loss.item(), g.item()
+    (10.0, 5.0)
+    """
+    nums, names, single = _normalize_args(argnums, argnames, "value_and_grad")
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        return _value_and_grad(fun, nums, names, single, args, kwargs, "value_and_grad")
+    return wrapped
+
+
+def grad(fun: Callable, argnums: int | Sequence[int] | None = None,
+         argnames: str | Sequence[str] = ()) -> Callable:
+    """A function returning the gradient of scalar-valued ``fun`` (see ``value_and_grad``).
+
+    >>> import nuvec as nv
+    >>> nv.grad(lambda x: x * x * x)(nv.array(2.0)).item()
+    12.0
+    """
+    nums, names, single = _normalize_args(argnums, argnames, "grad")
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        return _value_and_grad(fun, nums, names, single, args, kwargs, "grad")[1]
+    return wrapped
+
+
+def _value_and_grad(fun, nums, names, single, args, kwargs, name):
+    for n in nums:
+        if not -len(args) <= n < len(args):
+            raise ValueError(f"{name}: argnums {n} is out of range for {len(args)} positional "
+                             "arguments")
+    nums = [n % len(args) for n in nums]
+    for k in names:
+        if k not in kwargs:
+            raise ValueError(f"{name}: argname {k!r} is not among the keyword arguments "
+                             f"{sorted(kwargs)}")
+    diff = [args[n] for n in nums] + [kwargs[k] for k in names]
+    leaves, td = flatten(diff)
+    _check_static(diff, name, nums, names)
+    copies = [tracer_copy(x) for x in leaves]
+    diff_t = unflatten(td, copies)
+    call_args = list(args)
+    for j, n in enumerate(nums):
+        call_args[n] = diff_t[j]
+    call_kwargs = dict(kwargs)
+    for j, k in enumerate(names):
+        call_kwargs[k] = diff_t[len(nums) + j]
+    out_leaves: list = []
+    grads: list = []
+    try:
+        with tracing():
+            out = fun(*call_args, **call_kwargs)
+        loss = out[0] if isinstance(out, (tuple, list)) and out else out
+        if not isinstance(loss, Array) or loss.size != 1:
+            what = (f"an array of shape {loss.shape}" if isinstance(loss, Array)
+                    else type(loss).__name__)
+            raise ValueError(f"{name}: the function must return a scalar array (or a tuple whose "
+                             f"first item is one), got {what}")
+        if not _inexact(loss):
+            raise ValueError(f"{name}: the function's output has dtype {loss.dtype.name}; only "
+                             "floating-point outputs have a gradient")
+        out_leaves, _ = flatten(out)
+        from ..ops import ones_like
+        gs = backward([loss], [ones_like(loss)], copies)
+        grads = [g if g is not None else _zeros_like(c) for g, c in zip(gs, copies)]
+    finally:
+        release(list(out_leaves) + grads, copies)
+    gtree = unflatten(td, grads)
+    pos = gtree[:len(nums)]
+    positional = pos[0] if single and len(nums) == 1 else tuple(pos)
+    if not names:
+        return out, positional
+    return out, (positional, {k: gtree[len(nums) + j] for j, k in enumerate(names)})
+
+
+def _check_static(diff: list, name: str, nums: list, names: list) -> None:
+    """Differentiated arguments must hold only arrays (MLX raises the same way)."""
+    labels = [f"argument {n}" for n in nums] + [f"keyword argument {k!r}" for k in names]
+    for label, sub in zip(labels, diff):
+        stack = [sub]
+        while stack:
+            t = stack.pop()
+            if isinstance(t, Array):
+                continue
+            if isinstance(t, (list, tuple)):
+                stack.extend(t)
+            elif isinstance(t, dict):
+                stack.extend(t.values())
+            elif t is not None:
+                raise TypeError(f"{name}: {label} holds a {type(t).__name__}; only arrays (in "
+                                "lists, tuples and dicts) can be differentiated")

@@ -1,0 +1,150 @@
+"""``nv.custom_function``: a function with its own vjp, jvp or vmap (as MLX).
+
+>>> import nuvec as nv
+>>> @nv.custom_function
+... def f(x):
+...     return nv.exp(x)
+>>> @f.vjp
+... def f_vjp(primals, cotangent, output):
+...     return cotangent * 10.0       # a made-up gradient
+>>> nv.grad(f)(nv.array(0.0)).item()
+10.0
+
+Outside any transform the function is simply called. When an argument is being traced, the
+outputs are wrapped in a ``CustomFunction`` primitive whose inputs are the arguments and the
+function's traced outputs: evaluation runs the function's graph, while transforms see only the
+arguments and ask this object for the rules. A rule without an override transforms the
+function itself.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from ..core.array import Array
+from ..primitives.misc import CustomFunction
+from ..tree import broadcast_prefix, flatten, unflatten
+
+__all__ = ["custom_function"]
+
+
+class custom_function:
+    """Wraps ``fun``; ``.vjp``, ``.jvp`` and ``.vmap`` (used as decorators) set its rules:
+
+    - ``vjp(primals, cotangents, outputs)`` -> one cotangent per positional argument (a tuple,
+      or the cotangent alone when there is one argument); ``cotangents`` and ``outputs`` have
+      the structure of the function's result;
+    - ``jvp(primals, tangents)`` -> the tangents of the outputs (their structure);
+    - ``vmap(inputs, axes)`` -> ``(outputs, out_axes)``; ``axes`` has one entry per argument.
+    """
+
+    def __init__(self, fun: Callable) -> None:
+        if not callable(fun):
+            raise TypeError(f"custom_function: expected a callable, got {type(fun).__name__}")
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self._vjp: Callable | None = None
+        self._jvp: Callable | None = None
+        self._vmap: Callable | None = None
+
+    def vjp(self, f: Callable) -> "custom_function":
+        self._vjp = f
+        return self
+
+    def jvp(self, f: Callable) -> "custom_function":
+        self._jvp = f
+        return self
+
+    def vmap(self, f: Callable) -> "custom_function":
+        self._vmap = f
+        return self
+
+    def __get__(self, obj, objtype=None):  # usable as a method
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        leaves, td = flatten(args)
+        for x in leaves:
+            if x._tracer:
+                break
+        else:
+            return self.fun(*args, **kwargs)
+        out = self.fun(*args, **kwargs)
+        out_leaves, out_td = flatten(out)
+        if not out_leaves:
+            return out
+        prim = CustomFunction(self, (td, out_td, kwargs), len(leaves))
+        outs = Array.make_multi(prim, list(leaves) + list(out_leaves))
+        return unflatten(out_td, outs)
+
+    # -- rules, called by the CustomFunction primitive --------------------------------------
+    def _rule_vjp(self, prim, primals, cotangents, argnums, outputs):
+        td, out_td, kwargs = prim.call
+        n = prim.n_in
+        ins = primals[:n]
+        if self._vjp is None:
+            from .autodiff import backward
+            res = backward(primals[n:], cotangents, ins)
+        else:
+            args = unflatten(td, ins)
+            cts = unflatten(out_td, cotangents)
+            outs = unflatten(out_td, outputs)
+            r = self._vjp(args, cts, outs)
+            if len(args) == 1 and not (isinstance(r, (tuple, list)) and len(r) == 1
+                                       and not isinstance(args[0], (tuple, list))):
+                r = (r,)
+            res, _ = _flatten_with_none(r)
+            if len(res) != n:
+                raise ValueError(f"custom_function: the vjp of {self.__name__} returned "
+                                 f"{len(res)} cotangents for {n} input arrays")
+        return [res[i] for i in argnums]
+
+    def _rule_jvp(self, prim, primals, tangents, argnums):
+        td, out_td, kwargs = prim.call
+        n = prim.n_in
+        ins = primals[:n]
+        full: list = [None] * n
+        for i, t in zip(argnums, tangents):
+            full[i] = t
+        if self._jvp is None:
+            from .autodiff import forward
+            return forward(primals[n:], ins, full)
+        from ..ops import zeros_like
+        full = [t if t is not None else zeros_like(x) for t, x in zip(full, ins)]
+        r = self._jvp(unflatten(td, ins), unflatten(td, full))
+        res, _ = flatten(r)
+        if len(res) != len(primals) - n:
+            raise ValueError(f"custom_function: the jvp of {self.__name__} returned {len(res)} "
+                             f"tangents for {len(primals) - n} outputs")
+        return res
+
+    def _rule_vmap(self, prim, inputs, axes):
+        td, out_td, kwargs = prim.call
+        args = unflatten(td, list(inputs))
+        ax_tree = unflatten(td, list(axes))
+        if self._vmap is not None:
+            outs, oaxes = self._vmap(args, ax_tree)
+            out_leaves, _ = flatten(outs)
+            return out_leaves, broadcast_prefix(oaxes, outs, "custom_function vmap")
+        from .vmap import vmap
+        outs = vmap(functools.partial(self.fun, **kwargs), in_axes=tuple(ax_tree))(*args)
+        out_leaves, _ = flatten(outs)
+        return out_leaves, [0] * len(out_leaves)
+
+
+def _flatten_with_none(tree: Any) -> tuple[list, Any]:
+    """Like ``flatten``, but a None leaf (no cotangent for that input) counts as a leaf."""
+    out: list = []
+    stack = [tree]
+    while stack:
+        t = stack.pop()
+        if t is None or isinstance(t, Array):
+            out.append(t)
+        elif isinstance(t, (list, tuple)):
+            stack.extend(reversed(t))
+        elif isinstance(t, dict):
+            stack.extend(reversed(list(t.values())))
+        else:
+            raise TypeError(f"custom_function: a vjp returned a {type(t).__name__} where an "
+                            "array (or None) was expected")
+    return out, None
