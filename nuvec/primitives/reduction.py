@@ -407,10 +407,18 @@ def _shift(x: Array, axis: int, toward_end: bool) -> Array:
         return x
     pad_shape = x._shape[:axis] + (1,) + x._shape[axis + 1:]
     z = ops.zeros(pad_shape, x._dtype)
-    lead = (slice(None),) * axis
+    start, stop = [0] * x.ndim, list(x._shape)
     if toward_end:
-        return ops.concatenate([z, x[lead + (slice(0, n - 1),)]], axis=axis)
-    return ops.concatenate([x[lead + (slice(1, n),)], z], axis=axis)
+        stop[axis] = n - 1
+        return ops.concatenate([z, ops.slice_axes(x, start, stop, [1] * x.ndim)], axis=axis)
+    start[axis] = 1
+    return ops.concatenate([ops.slice_axes(x, start, stop, [1] * x.ndim), z], axis=axis)
+
+
+def take_along(x: Array, idx: Array, axis: int) -> Array:
+    """``take_along_axis`` through its primitive (indices of x's shape)."""
+    from .indexing import GatherAxis
+    return Array.make(GatherAxis(axis), [x, idx])
 
 
 def _positions(x: Array, axis: int) -> Array:
@@ -480,7 +488,7 @@ def _cumextreme_vjp(s: Scan, x, g, y):
         nxt = s._scan(ops.where(eq, pos, n), op="min", reverse=back, inclusive=False)
         none = ops.greater_equal(nxt, n)
     idx = ops.clip(nxt, 0, n - 1)
-    after = ops.where(none, 0, ops.take_along_axis(tail, idx, axis=ax))
+    after = ops.where(none, 0, take_along(tail, idx, ax))
     return ops.where(eq, ops.subtract(tail, after), 0)
 
 
@@ -495,7 +503,7 @@ def _cumextreme_jvp(s: Scan, x, t, y):
         src = s._scan(ops.where(eq, pos, n), op="min")
     else:
         src = s._scan(ops.where(eq, pos, -1), op="max")
-    return ops.take_along_axis(t, ops.clip(src, 0, n - 1), axis=ax)
+    return take_along(t, ops.clip(src, 0, n - 1), ax)
 
 
 def _signed_logsum(s: Scan, w: Array, shift: Array, reverse: bool):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.primitive import Primitive
+from .reduction import take_along
 
 
 def _ops():
@@ -60,14 +61,14 @@ class _AlongAxis(Primitive):
             return [ops.zeros_like(x)]
         perm = self._perm(x)
         inv = Array.make(ArgSort(self.axis), [perm])
-        return [ops.take_along_axis(ops.astype(cotangents[0], x._dtype), inv, axis=self.axis)]
+        return [take_along(ops.astype(cotangents[0], x._dtype), inv, self.axis)]
 
     def jvp(self, primals, tangents, argnums):
         ops = _ops()
         x = primals[0]
         if self.out_index:
             return [ops.zeros(x._shape, dt.uint32)]
-        return [ops.take_along_axis(tangents[0], self._perm(x), axis=self.axis)]
+        return [take_along(tangents[0], self._perm(x), self.axis)]
 
 
 class Sort(_AlongAxis):

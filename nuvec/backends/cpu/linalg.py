@@ -1,1 +1,57 @@
-"""Linear algebra on the CPU (filled in below)."""
+"""Linear algebra on the CPU: NumPy's matmul (BLAS for float32/float64/complex64; NumPy's own
+loops for integers). Transposed and strided views go to BLAS as they are. float16 and
+bfloat16 are multiplied in float32 and rounded once."""
+from __future__ import annotations
+
+import numpy as np
+
+from ...primitives.linalg import AddMM, Matmul
+from ..registry import register
+
+try:  # results come from the buffer cache where it is built
+    from .memory import empty as _empty
+except ImportError:  # pragma: no cover
+    _empty = None
+
+_F32 = np.dtype(np.float32)
+
+
+def _half(d: np.dtype) -> bool:
+    return d.itemsize == 2 and d.kind in "fV"
+
+
+def _buffer(shape, dtype):
+    if _empty is not None:
+        return _empty(shape, dtype)
+    return np.empty(shape, dtype)
+
+
+def _product(a: np.ndarray, b: np.ndarray, shape) -> np.ndarray:
+    if _half(a.dtype):
+        a, b = a.astype(_F32), b.astype(_F32)
+    out = _buffer(shape, a.dtype)
+    if out.size:
+        np.matmul(a, b, out=out)
+    return out
+
+
+@register(Matmul)
+def _matmul(prim, ins, node):
+    a, b = ins
+    r = _product(a, b, node._shape)
+    return [r.astype(node._dtype.np, copy=False)]
+
+
+@register(AddMM)
+def _addmm(prim, ins, node):
+    c, a, b = ins
+    r = _product(a, b, node._shape)
+    if prim.alpha != 1.0:
+        r *= prim.alpha
+    if prim.beta != 0.0 and r.size:
+        c = c.astype(r.dtype, copy=False)
+        if prim.beta == 1.0:
+            r += c
+        else:
+            r += prim.beta * c
+    return [r.astype(node._dtype.np, copy=False)]
