@@ -11,3 +11,4 @@ from .creation import array, arange, full, ones, zeros  # noqa: F401
 from .elementwise import abs, round, divmod  # noqa: F401  (shadow builtins on purpose)
 
 _array_module._ops = __import__(__name__, fromlist=["*"])
+from . import methods as _methods  # noqa: E402,F401  (installs MLX's Array methods)
