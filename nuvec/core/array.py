@@ -252,7 +252,12 @@ class Array:
         return _ops.getitem(self, index)
 
     def __setitem__(self, index, value) -> None:
-        self._adopt(_ops.setitem(self, index, value))
+        # The update reads the old node through a fresh object (else it would read itself).
+        old = Array.__new__(Array)
+        old._adopt(self)
+        for s in old.siblings:
+            s._siblings = old._siblings
+        self._adopt(_ops.setitem(old, index, value))
 
     # -- operators ----------------------------------------------------------------------
     def __add__(self, o): return _ops.add(self, o)
