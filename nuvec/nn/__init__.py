@@ -1,0 +1,12 @@
+"""Neural-network layers, losses and initialisers with MLX's ``mlx.nn`` API.
+
+>>> import nuvec as nv
+>>> import nuvec.nn as nn
+>>> model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 3))
+>>> model(nv.ones((2, 4))).shape
+(2, 3)
+"""
+from . import init, losses  # noqa: F401
+from .layers import *  # noqa: F401,F403
+from .layers import Module  # noqa: F401
+from .utils import checkpoint, value_and_grad  # noqa: F401

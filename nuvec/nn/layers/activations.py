@@ -1,0 +1,291 @@
+"""Activation functions, and a layer class for each.
+
+Each function is made of element-wise ops only (softmax-like ones also reduce), so inside
+``nv.compile`` the whole activation fuses into the neighbouring element-wise kernel.
+
+>>> import nuvec as nv
+>>> import nuvec.nn as nn
+>>> nn.relu(nv.array([-1.0, 2.0])).tolist()
+[0.0, 2.0]
+>>> nn.GELU(approx="tanh")(nv.array([0.0])).tolist()
+[0.0]
+"""
+from __future__ import annotations
+
+import math
+
+import nuvec as nv
+
+from .base import Module
+
+
+def sigmoid(x):
+    r"""The logistic sigmoid :math:`1 / (1 + e^{-x})`."""
+    return nv.sigmoid(x)
+
+
+def tanh(x):
+    """The hyperbolic tangent."""
+    return nv.tanh(x)
+
+
+def relu(x):
+    """``max(x, 0)``."""
+    return nv.maximum(x, 0)
+
+
+def relu6(x):
+    """``min(max(x, 0), 6)``."""
+    return nv.minimum(nv.maximum(x, 0), 6)
+
+
+def leaky_relu(x, negative_slope: float = 0.01):
+    """``x`` where positive, ``negative_slope * x`` elsewhere."""
+    return nv.maximum(negative_slope * x, x)
+
+
+def elu(x, alpha: float = 1.0):
+    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
+    return nv.where(x > 0, x, alpha * (nv.exp(x) - 1))
+
+
+_SELU_ALPHA = 1.6732632423543772
+_SELU_SCALE = 1.0507009873554805
+
+
+def selu(x):
+    """The scaled ELU: ``scale * elu(x, alpha)`` with the self-normalising constants."""
+    return _SELU_SCALE * elu(x, _SELU_ALPHA)
+
+
+def celu(x, alpha: float = 1.0):
+    """``max(x, 0) + alpha * (exp(min(x, 0) / alpha) - 1)``."""
+    return nv.maximum(x, 0.0) + alpha * (nv.exp(nv.minimum(x, 0.0) / alpha) - 1)
+
+
+def gelu(x):
+    r"""The exact GELU :math:`x \Phi(x)`, with :math:`\Phi` the normal CDF (via erf)."""
+    return x * (1 + nv.erf(x / math.sqrt(2))) / 2
+
+
+def gelu_approx(x):
+    """GELU with the tanh approximation
+    ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
+    return 0.5 * x * (1 + nv.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def gelu_fast_approx(x):
+    """GELU with the sigmoid approximation ``x * sigmoid(1.702 x)``."""
+    return x * nv.sigmoid(1.702 * x)
+
+
+def silu(x):
+    """``x * sigmoid(x)`` (also called swish)."""
+    return x * nv.sigmoid(x)
+
+
+def log_sigmoid(x):
+    """``log(sigmoid(x))``, computed stably as ``-softplus(-x)``."""
+    return -softplus(-x)
+
+
+def softplus(x):
+    """``log(1 + exp(x))``, computed stably."""
+    return nv.logaddexp(x, 0)
+
+
+def softsign(x):
+    """``x / (1 + |x|)``."""
+    return x / (1 + nv.abs(x))
+
+
+def mish(x):
+    """``x * tanh(softplus(x))``."""
+    return x * nv.tanh(softplus(x))
+
+
+def hardswish(x):
+    """``x * min(max(x + 3, 0), 6) / 6``."""
+    return x * nv.minimum(nv.maximum(x + 3, 0), 6) / 6
+
+
+def hard_tanh(x, min_val: float = -1.0, max_val: float = 1.0):
+    """``x`` clipped to ``[min_val, max_val]``."""
+    return nv.minimum(nv.maximum(x, min_val), max_val)
+
+
+def prelu(x, alpha):
+    """``max(x, 0) + alpha * min(x, 0)`` with a learned ``alpha`` (broadcast)."""
+    return nv.maximum(0, x) + alpha * nv.minimum(0, x)
+
+
+def glu(x, axis: int = -1):
+    """The gated linear unit: ``x`` split in halves ``a, b`` along ``axis``, then
+    ``a * sigmoid(b)``."""
+    if x.shape[axis] % 2:
+        raise ValueError(f"glu: the size of axis {axis} ({x.shape[axis]}) must be even")
+    a, b = nv.split(x, 2, axis=axis)
+    return a * nv.sigmoid(b)
+
+
+def softmax(x, axis: int = -1):
+    """``exp(x) / sum(exp(x))`` along ``axis``."""
+    return nv.softmax(x, axis=axis)
+
+
+def softmin(x, axis: int = -1):
+    """``softmax(-x)`` along ``axis``."""
+    return nv.softmax(-x, axis=axis)
+
+
+def log_softmax(x, axis: int = -1):
+    """``x - logsumexp(x)`` along ``axis``."""
+    return x - nv.logsumexp(x, axis=axis, keepdims=True)
+
+
+def step(x, threshold: float = 0.0):
+    """1 where ``x > threshold``, 0 elsewhere (int32)."""
+    return nv.where(x > threshold, 1, 0)
+
+
+# -- layer classes ---------------------------------------------------------------------------
+def _layer(fn, doc: str):
+    """A parameterless Module class that calls ``fn``."""
+    class _Act(Module):
+        def __call__(self, x):
+            return fn(x)
+    _Act.__doc__ = doc
+    return _Act
+
+
+ReLU = _layer(relu, "Applies ``relu``.")
+ReLU6 = _layer(relu6, "Applies ``relu6``.")
+SELU = _layer(selu, "Applies ``selu``.")
+SiLU = _layer(silu, "Applies ``silu``.")
+Sigmoid = _layer(sigmoid, "Applies ``sigmoid``.")
+Tanh = _layer(tanh, "Applies ``tanh``.")
+Softplus = _layer(softplus, "Applies ``softplus``.")
+Softsign = _layer(softsign, "Applies ``softsign``.")
+Mish = _layer(mish, "Applies ``mish``.")
+Hardswish = _layer(hardswish, "Applies ``hardswish``.")
+LogSigmoid = _layer(log_sigmoid, "Applies ``log_sigmoid``.")
+for _name, _cls in [("ReLU", ReLU), ("ReLU6", ReLU6), ("SELU", SELU), ("SiLU", SiLU),
+                    ("Sigmoid", Sigmoid), ("Tanh", Tanh), ("Softplus", Softplus),
+                    ("Softsign", Softsign), ("Mish", Mish), ("Hardswish", Hardswish),
+                    ("LogSigmoid", LogSigmoid)]:
+    _cls.__name__ = _cls.__qualname__ = _name
+
+
+class LeakyReLU(Module):
+    """Applies ``leaky_relu`` with ``negative_slope``."""
+
+    def __init__(self, negative_slope: float = 0.01) -> None:
+        super().__init__()
+        self._slope = negative_slope
+
+    def __call__(self, x):
+        return leaky_relu(x, self._slope)
+
+
+class ELU(Module):
+    """Applies ``elu`` with ``alpha``."""
+
+    def __init__(self, alpha: float = 1.0) -> None:
+        super().__init__()
+        self._alpha = alpha
+
+    def __call__(self, x):
+        return elu(x, self._alpha)
+
+
+class CELU(Module):
+    """Applies ``celu`` with ``alpha``."""
+
+    def __init__(self, alpha: float = 1.0) -> None:
+        super().__init__()
+        self._alpha = alpha
+
+    def __call__(self, x):
+        return celu(x, self._alpha)
+
+
+class GELU(Module):
+    """GELU: ``approx`` is ``"none"`` (exact, erf), ``"precise"`` or ``"tanh"`` (the tanh
+    formula), or ``"fast"`` (the sigmoid formula)."""
+
+    def __init__(self, approx: str = "none") -> None:
+        super().__init__()
+        fns = {"none": gelu, "precise": gelu_approx, "tanh": gelu_approx,
+               "fast": gelu_fast_approx}
+        if approx not in fns:
+            raise ValueError(f"GELU: approx must be one of {sorted(fns)}, got {approx!r}")
+        self._act = fns[approx]
+
+    def __call__(self, x):
+        return self._act(x)
+
+
+class HardTanh(Module):
+    """Applies ``hard_tanh``."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0) -> None:
+        super().__init__()
+        self._lo, self._hi = min_val, max_val
+
+    def __call__(self, x):
+        return hard_tanh(x, self._lo, self._hi)
+
+
+class PReLU(Module):
+    """``prelu`` with a learned slope per channel (``num_parameters`` of them, on the last
+    axis), initialised to ``init``."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25) -> None:
+        super().__init__()
+        self.weight = nv.full((num_parameters,), init)
+
+    def __call__(self, x):
+        return prelu(x, self.weight)
+
+
+class GLU(Module):
+    """Applies ``glu`` along ``axis``."""
+
+    def __init__(self, axis: int = -1) -> None:
+        super().__init__()
+        self._axis = axis
+
+    def __call__(self, x):
+        return glu(x, self._axis)
+
+
+class Step(Module):
+    """Applies ``step`` with ``threshold``."""
+
+    def __init__(self, threshold: float = 0.0) -> None:
+        super().__init__()
+        self._threshold = threshold
+
+    def __call__(self, x):
+        return step(x, self._threshold)
+
+
+class Softmax(Module):
+    """Applies ``softmax`` on the last axis."""
+
+    def __call__(self, x):
+        return softmax(x)
+
+
+class Softmin(Module):
+    """Applies ``softmin`` on the last axis."""
+
+    def __call__(self, x):
+        return softmin(x)
+
+
+class LogSoftmax(Module):
+    """Applies ``log_softmax`` on the last axis."""
+
+    def __call__(self, x):
+        return log_softmax(x)

@@ -1,0 +1,160 @@
+"""Convolution and pooling built from differentiable ops (no conv primitive).
+
+Channels are last (``NLC``, ``NHWC``) and weights are ``(C_out, *kernel, C_in / groups)``,
+as in MLX. A convolution is an im2col followed by one matmul: the zero-padded input is cut
+into one strided slice per kernel offset, the slices are concatenated on the channel axis
+(giving, per output position, the receptive field in the weight's ``(*kernel, C_in)`` order),
+and the result is multiplied by the flattened weight. Its gradient is the gradients of pad,
+slice, concatenate and matmul, so nothing here needs a vjp rule of its own.
+
+Pooling takes the element-wise maximum (or sum) of the same slices, or, for windows that
+tile the input exactly, reduces a reshaped view.
+
+>>> import nuvec as nv
+>>> x = nv.ones((1, 5, 5, 2)); w = nv.ones((3, 3, 3, 2))
+>>> conv2d(x, w, padding=1).shape
+(1, 5, 5, 3)
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Sequence, Union
+
+import nuvec as nv
+
+IntOrTuple = Union[int, Sequence[int]]
+
+
+def _tuple(v: IntOrTuple, n: int, what: str, op: str, minimum: int) -> tuple[int, ...]:
+    t = (v,) * n if isinstance(v, int) else tuple(v)
+    if len(t) != n or not all(isinstance(i, int) for i in t):
+        raise ValueError(f"{op}: {what} must be an int or a tuple of {n} ints, got {v!r}")
+    if any(i < minimum for i in t):
+        raise ValueError(f"{op}: {what} must be >= {minimum}, got {v!r}")
+    return t
+
+
+def _out_size(size: int, k: int, s: int, d: int) -> int:
+    return (size - d * (k - 1) - 1) // s + 1
+
+
+def _window_slices(x, kernel, stride, dilation, op: str):
+    """For each kernel offset (row-major), the slice of ``x`` (already padded, shape
+    ``(N, *spatial, C)``) that the offset sees at every output position."""
+    spatial = x.shape[1:-1]
+    out = [_out_size(n, k, s, d) for n, k, s, d in zip(spatial, kernel, stride, dilation)]
+    if any(o <= 0 for o in out):
+        raise ValueError(f"{op}: the (padded) input of spatial shape {tuple(spatial)} is "
+                         f"smaller than the (dilated) kernel {tuple(kernel)}")
+    slices = []
+    for offs in itertools.product(*(range(k) for k in kernel)):
+        idx = [slice(None)]
+        for o, n, s, d in zip(offs, out, stride, dilation):
+            start = o * d
+            idx.append(slice(start, start + (n - 1) * s + 1, s))
+        idx.append(slice(None))
+        slices.append(x[tuple(idx)])
+    return slices, out
+
+
+def _pad_spatial(x, padding, value=0.0):
+    if not any(padding):
+        return x
+    widths = [(0, 0)] + [(p, p) for p in padding] + [(0, 0)]
+    return nv.pad(x, widths, constant_values=value)
+
+
+def conv_general(x, weight, stride: IntOrTuple = 1, padding: IntOrTuple = 0,
+                 dilation: IntOrTuple = 1, groups: int = 1, *, op: str = "conv"):
+    """An N-d convolution (cross-correlation, as in MLX) of channels-last ``x``
+    ``(N, *spatial, C_in)`` with ``weight`` ``(C_out, *kernel, C_in / groups)``."""
+    nd = weight.ndim - 2
+    if nd < 1:
+        raise ValueError(f"{op}: weight must have at least 3 dimensions, got {weight.ndim}")
+    if x.ndim != nd + 2:
+        raise ValueError(f"{op}: input must be {nd + 2}-d (batch, {nd} spatial, channels), "
+                         f"got shape {tuple(x.shape)}")
+    kernel = tuple(weight.shape[1:-1])
+    stride = _tuple(stride, nd, "stride", op, 1)
+    padding = _tuple(padding, nd, "padding", op, 0)
+    dilation = _tuple(dilation, nd, "dilation", op, 1)
+    c_in, c_out, cg = x.shape[-1], weight.shape[0], weight.shape[-1]
+    if groups < 1 or c_in % groups or c_out % groups:
+        raise ValueError(f"{op}: groups ({groups}) must divide the input channels ({c_in}) "
+                         f"and the output channels ({c_out})")
+    if cg * groups != c_in:
+        raise ValueError(f"{op}: the weight's last dimension ({cg}) times groups ({groups}) "
+                         f"must equal the input channels ({c_in})")
+    if x.dtype != weight.dtype:
+        d = nv.promote_types(x.dtype, weight.dtype)
+        x, weight = nv.astype(x, d), nv.astype(weight, d)
+    xp = _pad_spatial(x, padding)
+    slices, out = _window_slices(xp, kernel, stride, dilation, op)
+    n = x.shape[0]
+    k = len(slices)
+    if groups == 1:
+        cols = slices[0] if k == 1 else nv.concatenate(slices, axis=-1)
+        cols = nv.reshape(cols, (-1, k * c_in))
+        w2 = nv.reshape(weight, (c_out, k * c_in))
+        y = nv.matmul(cols, nv.transpose(w2))
+        return nv.reshape(y, (n, *out, c_out))
+    og = c_out // groups
+    ys = []
+    for g in range(groups):
+        part = [s[..., g * cg:(g + 1) * cg] for s in slices]
+        cols = part[0] if k == 1 else nv.concatenate(part, axis=-1)
+        cols = nv.reshape(cols, (-1, k * cg))
+        w2 = nv.reshape(weight[g * og:(g + 1) * og], (og, k * cg))
+        ys.append(nv.matmul(cols, nv.transpose(w2)))
+    y = nv.concatenate(ys, axis=-1)
+    return nv.reshape(y, (n, *out, c_out))
+
+
+def conv1d(x, weight, stride: int = 1, padding: int = 0, dilation: int = 1,
+           groups: int = 1):
+    """1-d convolution: ``x`` ``(N, L, C_in)``, ``weight`` ``(C_out, K, C_in / groups)``."""
+    if weight.ndim != 3:
+        raise ValueError(f"conv1d: weight must be 3-d, got shape {tuple(weight.shape)}")
+    return conv_general(x, weight, stride, padding, dilation, groups, op="conv1d")
+
+
+def conv2d(x, weight, stride: IntOrTuple = 1, padding: IntOrTuple = 0,
+           dilation: IntOrTuple = 1, groups: int = 1):
+    """2-d convolution: ``x`` ``(N, H, W, C_in)``, ``weight``
+    ``(C_out, KH, KW, C_in / groups)``."""
+    if weight.ndim != 4:
+        raise ValueError(f"conv2d: weight must be 4-d, got shape {tuple(weight.shape)}")
+    return conv_general(x, weight, stride, padding, dilation, groups, op="conv2d")
+
+
+def pool(x, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int], kind: str,
+         op: str):
+    """Max (``kind="max"``) or average pooling of channels-last ``x`` over its spatial axes.
+    Max pooling pads with ``-inf``, average pooling with zeros (counted in the average)."""
+    nd = len(kernel)
+    if x.ndim != nd + 2:
+        raise ValueError(f"{op}: input must be {nd + 2}-d (batch, {nd} spatial, channels), "
+                         f"got shape {tuple(x.shape)}")
+    if any(p * 2 > k for p, k in zip(padding, kernel)):
+        raise ValueError(f"{op}: padding {tuple(padding)} must be at most half the kernel "
+                         f"size {tuple(kernel)}")
+    if any(padding):
+        x = _pad_spatial(x, padding, float("-inf") if kind == "max" else 0.0)
+    spatial = x.shape[1:-1]
+    count = 1
+    for k in kernel:
+        count *= k
+    if tuple(kernel) == tuple(stride) and all(n % k == 0 for n, k in zip(spatial, kernel)):
+        # windows tile the input: reshape (N, H/k, k, W/k, k, C) and reduce the k axes
+        shape = [x.shape[0]]
+        for n, k in zip(spatial, kernel):
+            shape += [n // k, k]
+        shape.append(x.shape[-1])
+        axes = tuple(2 + 2 * i for i in range(nd))
+        t = nv.reshape(x, shape)
+        return nv.max(t, axis=axes) if kind == "max" else nv.mean(t, axis=axes)
+    slices, _ = _window_slices(x, kernel, stride, (1,) * nd, op)
+    acc = slices[0]
+    for s in slices[1:]:
+        acc = nv.maximum(acc, s) if kind == "max" else acc + s
+    return acc if kind == "max" else acc / count

@@ -1,0 +1,36 @@
+"""Embedding: a lookup table of vectors.
+
+>>> import nuvec as nv
+>>> import nuvec.nn as nn
+>>> nn.Embedding(10, 4)(nv.array([[1, 2, 3]])).shape
+(1, 3, 4)
+"""
+from __future__ import annotations
+
+import math
+
+import nuvec as nv
+
+from .base import Module
+
+
+class Embedding(Module):
+    """Maps integer ids in ``[0, num_embeddings)`` to rows of ``weight``
+    (``(num_embeddings, dims)``, normal with standard deviation ``1/sqrt(dims)``)."""
+
+    def __init__(self, num_embeddings: int, dims: int) -> None:
+        super().__init__()
+        scale = math.sqrt(1.0 / dims)
+        self.weight = nv.random.normal(shape=(num_embeddings, dims), scale=scale)
+
+    def _extra_repr(self) -> str:
+        return f"{self.weight.shape[0]}, {self.weight.shape[1]}"
+
+    def __call__(self, x):
+        if not nv.issubdtype(x.dtype, nv.integer):
+            raise TypeError(f"Embedding: ids must be integers, got {x.dtype}")
+        return nv.take(self.weight, x, axis=0)
+
+    def as_linear(self, x):
+        """``x @ weight.T``: the table used as an output projection (weight tying)."""
+        return nv.matmul(x, nv.transpose(self.weight))

@@ -1,0 +1,57 @@
+"""Transformations of functions of a model: ``nn.value_and_grad``.
+
+>>> import nuvec as nv
+>>> import nuvec.nn as nn
+>>> model = nn.Linear(3, 1)
+>>> def loss_fn(model, x, y):
+...     return nv.mean(nv.square(model(x) - y))
+>>> loss, grads = nn.value_and_grad(model, loss_fn)(model, nv.ones((4, 3)), nv.zeros((4, 1)))
+>>> sorted(grads)
+['bias', 'weight']
+"""
+from __future__ import annotations
+
+from functools import wraps
+from typing import Callable
+
+import nuvec as nv
+
+from .layers.base import Module
+
+
+def value_and_grad(model: Module, fn: Callable) -> Callable:
+    """``fn``'s value and its gradient with respect to ``model``'s trainable parameters.
+
+    The returned function takes ``fn``'s arguments and returns ``(value, grads)``, with
+    ``grads`` a tree like ``model.trainable_parameters()``. While it runs, the model holds the
+    parameters being differentiated; afterwards it holds them again as before."""
+    if not isinstance(model, Module):
+        raise TypeError(f"nn.value_and_grad: model must be an nn.Module, got "
+                        f"{type(model).__name__}")
+
+    def with_params(params, *args, **kwargs):
+        model.update(params)
+        return fn(*args, **kwargs)
+
+    vg = nv.value_and_grad(with_params)
+
+    @wraps(fn)
+    def wrapped(*args, **kwargs):
+        params = model.trainable_parameters()
+        try:
+            return vg(params, *args, **kwargs)
+        finally:
+            # the model must not keep the transform's tracers as its parameters
+            model.update(params)
+    return wrapped
+
+
+def checkpoint(module: Module, fn: Callable | None = None) -> Callable:
+    """Returns a function that calls ``module`` (or ``fn``). MLX recomputes it in the
+    backward pass to save memory; here it is the plain call (same values and gradients)."""
+    target = fn if fn is not None else module
+
+    @wraps(target)
+    def call(*args, **kwargs):
+        return target(*args, **kwargs)
+    return call
