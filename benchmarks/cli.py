@@ -71,17 +71,23 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def select(only: str) -> dict[str, list[str]]:
+QUICK_SKIPS = {"memory": ["mlp_step"]}
+"""Cases --quick leaves out unless named: each needs its own process and a slow compile."""
+
+
+def select(only: str, quick: bool = False) -> dict[str, list[str]]:
     """Groups -> cases chosen by ``--only`` (everything when empty)."""
+    def whole(g: str) -> list[str]:
+        return [c for c in CASES[g] if not (quick and c in QUICK_SKIPS.get(g, []))]
     if not only.strip():
-        return {g: list(c) for g, c in CASES.items()}
+        return {g: whole(g) for g in CASES}
     chosen: dict[str, list[str]] = {}
     for token in (t.strip() for t in only.split(",") if t.strip()):
         if token == "machine":
             continue
         group, _, case = token.partition("/")
         if group in CASES and not case:
-            chosen[group] = list(CASES[group])
+            chosen[group] = whole(group)
             continue
         hits = [(g, c) for g, cs in CASES.items() for c in cs
                 if (c == token) or (g == group and c == case)]
@@ -135,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg["threads"] = args.threads or os.cpu_count() or 1
     out_dir = Path(args.out) if args.out else REPO / "benchmarks" / "results" / mode
     out_dir.mkdir(parents=True, exist_ok=True)
-    groups = select(args.only)
+    groups = select(args.only, args.quick)
     wanted = [lib for lib in LIBRARIES if lib in args.libs.split(",")]
     libraries: dict[str, dict[str, Any]] = {}
     runnable = []

@@ -210,8 +210,9 @@ def run_train(adapter: Any, cfg: dict[str, Any], cases: list[str], out: Output) 
     for variant in adapter.variants("train"):
         def body() -> dict[str, Any]:
             thunk, to_float = adapter.train(variant)
-            first = once(thunk)
-            loss0 = to_float(thunk())
+            losses: list[Any] = []
+            first = once(lambda: losses.append(thunk()))
+            loss0 = to_float(losses[0])
             m = timed(thunk, cfg, warmup=cfg["train_warmup"], min_sample_s=cfg["train_sample_s"])
             loss1 = to_float(thunk())
             return {"unit": "s", **m, "first_step_s": first["median"], "flops": W.train_flops(),
