@@ -1,0 +1,160 @@
+"""vjp, jvp, grad and value_and_grad: API, trees, errors, tracers, evaluation inside."""
+import collections
+
+import numpy as np
+import pytest
+
+import nuvec as nv
+from nuvec.transforms import is_tracer
+
+from ._util import numeric_grad
+
+
+def test_mlx_examples():
+    out, dout = nv.jvp(lambda x: 2 * x, [nv.array(1.0)], [nv.array(2.0)])
+    assert out[0].item() == 2.0 and dout[0].item() == 4.0
+    _, out = nv.jvp(lambda x, y: x * y, [nv.array(4.0), nv.array(2.0)], [nv.array(3.0), nv.array(2.0)])
+    assert out[0].item() == 4.0 * 2.0 + 2.0 * 3.0
+    _, out = nv.jvp(lambda x, y, z: (x * y, y * z), [nv.array(2.0), nv.array(4.0), nv.array(6.0)],
+                    [nv.array(1.0), nv.array(3.0), nv.array(1.0)])
+    assert [o.item() for o in out] == [4.0 + 6.0, 4.0 + 18.0]
+    _, dout = nv.vjp(lambda x, y, z: (x * y, y * z), [nv.array(2.0), nv.array(4.0), nv.array(6.0)],
+                     [nv.array(1.0), nv.array(3.0)])
+    assert [d.item() for d in dout] == [4.0, 2.0 + 18.0, 12.0]
+
+
+def test_grad_argnums_argnames_and_structure():
+    def f(a, b, *, c):
+        return nv.sum(a["w"] * b[0] + c * c)
+    a = {"w": nv.array([1.0, 2.0])}
+    b = (nv.array([3.0, 4.0]), 7)
+    c = nv.array(5.0)
+    ga = nv.grad(f)(a, b, c=c)
+    assert set(ga) == {"w"} and ga["w"].tolist() == [3.0, 4.0]
+    ga, gb = nv.grad(f, argnums=(0, 1))(a, [b[0]], c=c)
+    assert gb[0].tolist() == [1.0, 2.0] and isinstance(gb, list)
+    pos, kw = nv.grad(f, argnums=0, argnames="c")(a, b, c=c)
+    assert pos["w"].tolist() == [3.0, 4.0] and kw["c"].item() == 20.0
+    pos, kw = nv.grad(f, argnames=["c"])(a, b, c=c)
+    assert pos == () and kw["c"].item() == 20.0
+    g = nv.grad(f, argnums=-1)(a, [b[0]], c=c)
+    assert g[0].tolist() == [1.0, 2.0]
+
+
+def test_grad_of_namedtuple_and_unused_input():
+    P = collections.namedtuple("P", "w b")
+    g = nv.grad(lambda p, x: nv.sum(p.w * x))(P(nv.array([2.0]), nv.array([9.0])), nv.array([3.0]))
+    assert type(g) is P and g.w.tolist() == [3.0] and g.b.tolist() == [0.0]
+
+
+def test_value_and_grad_with_aux_outputs():
+    def loss(w, x):
+        y = w * x
+        return nv.sum(y * y), y, "tag"
+    (l, y, tag), g = nv.value_and_grad(loss)(nv.array([1.0, 2.0]), nv.array([3.0, 4.0]))
+    assert l.item() == 9.0 + 64.0 and y.tolist() == [3.0, 8.0] and tag == "tag"
+    assert g.tolist() == [2 * 3.0 * 3.0, 2 * 8.0 * 4.0]
+
+
+def test_errors_name_the_transform():
+    with pytest.raises(ValueError, match="grad: the function must return a scalar"):
+        nv.grad(lambda x: x * 2)(nv.ones(3))
+    with pytest.raises(ValueError, match="value_and_grad: argnums 3 is out of range"):
+        nv.value_and_grad(lambda x: x, argnums=3)(nv.ones(()))
+    with pytest.raises(TypeError, match="grad: argument 0 holds a float"):
+        nv.grad(lambda x: x * 2)(1.5)
+    with pytest.raises(ValueError, match="grad: argname 'z'"):
+        nv.grad(lambda x, z=1: x, argnames="z")(nv.ones(()))
+    with pytest.raises(ValueError, match="only floating-point outputs"):
+        nv.grad(lambda x: nv.sum(x.astype(nv.int32)))(nv.ones(2))
+    with pytest.raises(ValueError, match="vjp: 2 cotangents given for 1 outputs"):
+        nv.vjp(lambda x: x, [nv.ones(2)], [nv.ones(2), nv.ones(2)])
+    with pytest.raises(ValueError, match="vjp: a cotangent of shape"):
+        nv.vjp(lambda x: x, [nv.ones(2)], [nv.ones(3)])
+    with pytest.raises(ValueError, match="jvp: 1 tangents given for 2 primals"):
+        nv.jvp(lambda x, y: x, [nv.ones(2), nv.ones(2)], [nv.ones(2)])
+    with pytest.raises(TypeError, match="argnums must be ints"):
+        nv.grad(lambda x: x, argnums="0")
+
+
+def test_identity_and_constant_outputs():
+    _, (g,) = nv.vjp(lambda x: x, [nv.array([1.0, 2.0])], [nv.array([5.0, 6.0])])
+    assert g.tolist() == [5.0, 6.0]
+    c = nv.array(3.0)
+    assert nv.grad(lambda x: c * 1.0)(nv.array(1.0)).item() == 0.0
+    _, (t,) = nv.jvp(lambda x: c + 0.0, [nv.array(1.0)], [nv.array(1.0)])
+    assert t.item() == 0.0
+    assert nv.grad(lambda x, y: nv.sum(x * y))(nv.array([2.0]), nv.array([2.0])).tolist() == [2.0]
+
+
+def test_same_array_twice_and_reused_intermediates():
+    x = nv.array(3.0)
+    gx, gy = nv.grad(lambda a, b: a * b * a, argnums=(0, 1))(x, x)
+    assert gx.item() == 2 * 3.0 * 3.0 and gy.item() == 9.0
+    def f(a):
+        b = nv.exp(a)
+        return b * b + b
+    assert np.isclose(nv.grad(f)(nv.array(0.5)).item(), 2 * np.exp(1.0) + np.exp(0.5), rtol=1e-6)
+
+
+def test_stop_gradient():
+    f = lambda x: x * nv.stop_gradient(x * x)  # noqa: E731
+    assert nv.grad(f)(nv.array(3.0)).item() == 9.0
+    _, (t,) = nv.jvp(f, [nv.array(3.0)], [nv.array(1.0)])
+    assert t.item() == 9.0
+
+
+def test_evaluating_inside_the_function_keeps_the_gradient():
+    seen = []
+    def f(x):
+        y = nv.sin(x) * 2.0
+        nv.eval(y)
+        seen.append((is_tracer(x), is_tracer(y), float(y.sum().item())))
+        z = nv.exp(y)
+        print(z)  # evaluation through printing
+        return nv.sum(z)
+    x = nv.array([0.1, 0.2], dtype=nv.float64)
+    g = nv.grad(f)(x)
+    expected = np.exp(2 * np.sin([0.1, 0.2])) * 2 * np.cos([0.1, 0.2])
+    np.testing.assert_allclose(np.array(g), expected, rtol=1e-12)
+    assert seen[0][:2] == (True, True)
+
+
+def test_tracers_are_released_after_the_transform():
+    x = nv.array([1.0, 2.0])
+    captured = {}
+    def f(a):
+        captured["y"] = a * 3.0
+        return nv.sum(captured["y"])
+    val, g = nv.value_and_grad(f)(x)
+    assert not is_tracer(captured["y"]) and not captured["y"]._tracer
+    assert not val._tracer and not g._tracer and not x._tracer
+    nv.eval(val, g)
+    assert val.primitive is None and val.inputs == ()  # evaluated arrays detach again
+
+
+def test_lazy_inputs_and_outer_graph():
+    base = nv.array([1.0, 2.0])
+    lazy = base * 2.0  # not evaluated
+    g = nv.grad(lambda a: nv.sum(a * a))(lazy)
+    assert g.tolist() == [4.0, 8.0]
+    assert not lazy._tracer
+
+
+def test_finite_differences_of_a_small_network():
+    rng = np.random.default_rng(1)
+    w1, b1 = rng.normal(size=(3, 4)), rng.normal(size=(4,))
+    x = rng.normal(size=(5, 3))
+    def loss(w, b):
+        h = nv.tanh(nv.matmul(nv.array(x), w) + b)
+        return nv.mean(nv.logaddexp(h, -h) * nv.sigmoid(h))
+    gw, gb = nv.grad(loss, argnums=(0, 1))(nv.array(w1), nv.array(b1))
+    nw, nb = numeric_grad(loss, [w1, b1])
+    np.testing.assert_allclose(np.array(gw), nw, rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(np.array(gb), nb, rtol=1e-5, atol=1e-8)
+
+
+def test_float32_gradients_keep_dtype():
+    g = nv.grad(lambda x: nv.sum(nv.exp(x.astype(nv.float16)).astype(nv.float32)))(nv.ones(3))
+    assert g.dtype == nv.float32
+    assert np.allclose(np.array(g), np.e, rtol=1e-2)
