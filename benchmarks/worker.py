@@ -199,9 +199,9 @@ def run_first_call(adapter: Any, cfg: dict[str, Any], spec: dict[str, Any], out:
         again = once(lambda: adapter.sync(compiled(adapter._args([x])[0])))["median"]
         rec = {"unit": "s", **m, "second_call_s": again, "ops": 200,
                "check": checked(adapter, result[0], expected)}
-        split = adapter.compile_split(compiled)
-        if split:
-            rec["split"] = split
+        info = adapter.compile_split(compiled)
+        if info:
+            rec["compile_info"] = info
         return rec
     guarded(out, f"first_call_200_{phase}", variant, body)
 

@@ -5,8 +5,6 @@ compute and return float64, which is not the same workload.
 """
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from .base import Adapter as _Base
