@@ -1,0 +1,404 @@
+"""Shape operations against NumPy: every dtype, random shapes (0-size and scalars too),
+contiguous, transposed and strided inputs; views; errors; gradients against finite
+differences, jvp against vjp, vmap against a loop."""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import nuvec as nv
+from nuvec.primitives import shape as P
+
+DTYPES = ["bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
+          "float16", "bfloat16", "float32", "float64", "complex64"]
+FEW = settings(max_examples=25, deadline=None)
+
+
+def npdt(name: str) -> np.dtype:
+    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
+
+
+def rand(rng, shape, dtype: str) -> np.ndarray:
+    shape = tuple(shape)
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    if dtype[0] in "ui":
+        info = np.iinfo(dtype)
+        return rng.integers(max(info.min, -1000), min(info.max, 1000), shape).astype(dtype)
+    if dtype == "complex64":
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    return (rng.standard_normal(shape) * 4).astype(npdt(dtype))
+
+
+def layout(x: np.ndarray, kind: str):
+    """A nuvec array equal to ``x``: contiguous, a transposed view or a strided slice."""
+    if kind == "t" and x.ndim >= 2:
+        return nv.transpose(nv.array(np.ascontiguousarray(x.T)))
+    if kind == "s" and x.ndim >= 1:
+        return nv.array(np.repeat(x, 2, axis=-1))[..., ::2]
+    return nv.array(x)
+
+
+@st.composite
+def arrays(draw, min_dims=0, max_dims=4, max_side=4, dtypes=DTYPES):
+    shape = draw(st.lists(st.integers(0, max_side), min_size=min_dims, max_size=max_dims))
+    dtype = draw(st.sampled_from(dtypes))
+    x = rand(np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1))), shape, dtype)
+    return x, layout(x, draw(st.sampled_from("cts"))), dtype
+
+
+def same(out, expected: np.ndarray) -> None:
+    """Equal bit for bit, with the same shape and dtype."""
+    assert isinstance(out, nv.array)
+    assert out.shape == expected.shape, (out.shape, expected.shape)
+    assert out.dtype.name == (expected.dtype.name if expected.dtype != np.bool_ else "bool")
+    got = np.ascontiguousarray(np.asarray(out))
+    assert got.tobytes() == np.ascontiguousarray(expected).tobytes()
+
+
+def data(a) -> np.ndarray:
+    nv.eval(a)
+    return a._data
+
+
+# -- reshaping ---------------------------------------------------------------------------
+@FEW
+@given(arrays(), st.data())
+def test_reshape_flatten_unflatten(xa, d):
+    x, a, _ = xa
+    shape = list(x.shape)
+    if shape and d.draw(st.booleans()):
+        shape[d.draw(st.integers(0, len(shape) - 1))] = -1
+    if x.size == 0 and -1 in shape:
+        shape = list(x.shape)
+    same(nv.reshape(a, shape), x.reshape(shape))
+    same(nv.reshape(a, (x.size,)), x.reshape(x.size))
+    same(nv.flatten(a), x.reshape(-1))
+    if x.ndim:
+        s = d.draw(st.integers(-x.ndim, x.ndim - 1))
+        e = d.draw(st.integers(-x.ndim, x.ndim - 1))
+        if (s % x.ndim) <= (e % x.ndim):
+            s_, e_ = s % x.ndim, e % x.ndim
+            same(nv.flatten(a, s, e),
+                 x.reshape(x.shape[:s_] + (-1,) + x.shape[e_ + 1:]) if x.size else
+                 x.reshape(x.shape[:s_] + (int(np.prod(x.shape[s_:e_ + 1])),) + x.shape[e_ + 1:]))
+        ax = d.draw(st.integers(0, x.ndim - 1))
+        same(nv.unflatten(a, ax, (1, x.shape[ax])),
+             x.reshape(x.shape[:ax] + (1, x.shape[ax]) + x.shape[ax + 1:]))
+
+
+def test_reshape_edge_cases():
+    x = np.arange(6, dtype=np.int32)
+    same(nv.reshape(nv.array(x), (2, -1)), x.reshape(2, 3))
+    same(nv.flatten(nv.array(np.int32(5))), np.array([5], np.int32))
+    same(nv.unflatten(nv.array(x.reshape(2, 3)), -1, (3, -1)), x.reshape(2, 3, 1))
+    z = np.zeros((0, 4), np.float32)
+    same(nv.reshape(nv.array(z), (4, 0)), z.reshape(4, 0))
+    a = nv.array(x)
+    assert nv.reshape(a, (6,)) is a and nv.flatten(nv.reshape(a, (2, 3)), 1, 1).shape == (2, 3)
+
+
+@pytest.mark.parametrize("call, msg", [
+    (lambda a: nv.reshape(a, (4, 2)), r"reshape: cannot reshape .*\(2, 3\) to \(4, 2\)"),
+    (lambda a: nv.reshape(a, (-1, -1)), "reshape: only one"),
+    (lambda a: nv.reshape(a, (-1, 4)), "reshape: cannot"),
+    (lambda a: nv.flatten(a, 1, 0), "flatten: start_axis"),
+    (lambda a: nv.flatten(a, 2), "flatten: axis 2 is out of bounds"),
+    (lambda a: nv.unflatten(a, 1, (2, 2)), "unflatten: cannot unflatten"),
+    (lambda a: nv.unflatten(a, 3, (3,)), "unflatten: axis 3"),
+    (lambda a: nv.unflatten(a, 0, ()), "unflatten: the shape"),
+])
+def test_reshape_errors(call, msg):
+    with pytest.raises(ValueError, match=msg):
+        call(nv.zeros((2, 3)))
+
+
+# -- axes --------------------------------------------------------------------------------
+@FEW
+@given(arrays(), st.data())
+def test_transpose_moveaxis_swapaxes(xa, d):
+    x, a, _ = xa
+    same(nv.transpose(a), x.T)
+    perm = d.draw(st.permutations(range(x.ndim)))
+    same(nv.transpose(a, perm), np.transpose(x, perm))
+    if x.ndim:
+        i = d.draw(st.integers(-x.ndim, x.ndim - 1))
+        j = d.draw(st.integers(-x.ndim, x.ndim - 1))
+        same(nv.moveaxis(a, i, j), np.moveaxis(x, i, j))
+        same(nv.swapaxes(a, i, j), np.swapaxes(x, i, j))
+
+
+@FEW
+@given(arrays(max_dims=3), st.data())
+def test_expand_dims_squeeze(xa, d):
+    x, a, _ = xa
+    k = d.draw(st.integers(1, 2))
+    nd = x.ndim + k
+    axes = d.draw(st.lists(st.integers(-nd, nd - 1), min_size=k, max_size=k,
+                           unique_by=lambda v: v % nd))
+    e = np.expand_dims(x, tuple(axes))
+    same(nv.expand_dims(a, axes), e)
+    same(nv.squeeze(nv.expand_dims(a, axes), axes), x)
+    same(nv.squeeze(a), np.squeeze(x))
+    same(nv.expand_dims(a, 0), x[None])
+
+
+@FEW
+@given(arrays(max_dims=3), st.data())
+def test_broadcast_and_atleast(xa, d):
+    x, a, _ = xa
+    lead = d.draw(st.lists(st.integers(0, 3), max_size=2))
+    target = tuple(lead) + tuple(d.draw(st.sampled_from([s, s])) if s != 1 else
+                                 d.draw(st.integers(0, 3)) for s in x.shape)
+    same(nv.broadcast_to(a, target), np.broadcast_to(x, target))
+    y = rand(np.random.default_rng(0), target[-1:] if target else (), "int32")
+    outs = nv.broadcast_arrays(a, nv.array(y))
+    for o, e in zip(outs, np.broadcast_arrays(x, y)):
+        same(o, e)
+    for f, g in [(nv.atleast_1d, np.atleast_1d), (nv.atleast_2d, np.atleast_2d),
+                 (nv.atleast_3d, np.atleast_3d)]:
+        same(f(a), g(x))
+        both = f(a, nv.array(y))
+        assert isinstance(both, list) and len(both) == 2
+        same(both[1], g(y))
+
+
+def test_axis_errors_name_the_op():
+    a = nv.zeros((2, 3))
+    for call, name in [(lambda: nv.transpose(a, (0,)), "transpose"),
+                       (lambda: nv.transpose(a, (0, 0)), "transpose"),
+                       (lambda: nv.transpose(a, (0, 2)), "transpose"),
+                       (lambda: nv.moveaxis(a, 2, 0), "moveaxis"),
+                       (lambda: nv.swapaxes(a, 0, -3), "swapaxes"),
+                       (lambda: nv.expand_dims(a, 3), "expand_dims"),
+                       (lambda: nv.expand_dims(a, (0, 0)), "expand_dims"),
+                       (lambda: nv.squeeze(a, 0), "squeeze"),
+                       (lambda: nv.squeeze(a, 5), "squeeze"),
+                       (lambda: nv.broadcast_to(a, (3, 3)), "broadcast_to"),
+                       (lambda: nv.broadcast_to(a, (3,)), "broadcast_to"),
+                       (lambda: nv.broadcast_arrays(a, nv.zeros((4,))), "broadcast_arrays")]:
+        with pytest.raises(ValueError, match=name):
+            call()
+    with pytest.raises(TypeError, match="moveaxis"):
+        nv.moveaxis(a, 0.5, 1)
+
+
+# -- joining and splitting ---------------------------------------------------------------
+@FEW
+@given(arrays(min_dims=1, max_dims=3), st.data())
+def test_concatenate_stack(xa, d):
+    x, a, dtype = xa
+    ax = d.draw(st.integers(-x.ndim, x.ndim - 1))
+    other_dtype = d.draw(st.sampled_from(DTYPES))
+    shape = list(x.shape)
+    shape[ax] = d.draw(st.integers(0, 3))
+    y = rand(np.random.default_rng(1), shape, other_dtype)
+    want = nv.promote_types(nv.array(x[:0]).dtype, nv.array(y[:0]).dtype)
+    out = nv.concatenate([a, layout(y, "t")], axis=ax)
+    e = np.concatenate([x.astype(npdt(want.name)), y.astype(npdt(want.name))], axis=ax)
+    same(out, e)
+    same(nv.concatenate([a, a], axis=None), np.concatenate([x.reshape(-1)] * 2))
+    k = d.draw(st.integers(-x.ndim - 1, x.ndim))
+    same(nv.stack([a, a, a], axis=k), np.stack([x, x, x], axis=k))
+
+
+@FEW
+@given(arrays(min_dims=1, max_dims=3), st.data())
+def test_split(xa, d):
+    x, a, _ = xa
+    ax = d.draw(st.integers(-x.ndim, x.ndim - 1))
+    n = x.shape[ax]
+    divisors = [k for k in range(1, 5) if n % k == 0] if n else [1, 2]
+    k = d.draw(st.sampled_from(divisors))
+    for o, e in zip(nv.split(a, k, axis=ax), np.split(x, k, axis=ax)):
+        same(o, e)
+    idx = d.draw(st.lists(st.integers(-5, 6), max_size=3))
+    parts = nv.split(a, idx, axis=ax)
+    expected = np.split(x, idx, axis=ax)
+    assert len(parts) == len(expected)
+    for o, e in zip(parts, expected):
+        same(o, e)
+
+
+@FEW
+@given(arrays(max_dims=3), st.data())
+def test_tile_repeat(xa, d):
+    x, a, _ = xa
+    reps = d.draw(st.one_of(st.integers(0, 3), st.lists(st.integers(0, 3), max_size=4)))
+    same(nv.tile(a, reps), np.tile(x, reps))
+    r = d.draw(st.integers(0, 3))
+    same(nv.repeat(a, r), np.repeat(x, r))
+    if x.ndim:
+        ax = d.draw(st.integers(-x.ndim, x.ndim - 1))
+        same(nv.repeat(a, r, axis=ax), np.repeat(x, r, axis=ax))
+
+
+@FEW
+@given(arrays(max_dims=3), st.data())
+def test_pad(xa, d):
+    x, a, dtype = xa
+    form = d.draw(st.sampled_from(["int", "single", "pair", "pairs", "one-pair-list"]))
+    w = lambda: d.draw(st.integers(0, 2))  # noqa: E731
+    pw = {"int": w(), "single": (w(),), "pair": (w(), w()),
+          "pairs": [(w(), w()) for _ in range(x.ndim)], "one-pair-list": [(w(), w())]}[form]
+    value = d.draw(st.sampled_from([0, 1, 2]))
+    e = np.pad(x, pw, constant_values=np.array(value).astype(x.dtype))
+    same(nv.pad(a, pw, constant_values=value), e)
+    if all(s > 0 for s in x.shape):
+        same(nv.pad(a, pw, mode="edge"), np.pad(x, pw, mode="edge"))
+
+
+def test_pad_value_array_and_errors():
+    a = nv.array([1.5, 2.5])
+    same(nv.pad(a, 1, constant_values=nv.array(-1.0)), np.array([-1, 1.5, 2.5, -1], np.float32))
+    with pytest.raises(ValueError, match="pad: padding sizes"):
+        nv.pad(a, -1)
+    with pytest.raises(ValueError, match="pad: pad_width"):
+        nv.pad(a, [(1, 2), (3, 4)])
+    with pytest.raises(ValueError, match="pad: mode"):
+        nv.pad(a, 1, mode="reflect")
+    with pytest.raises(ValueError, match="pad: cannot edge-pad"):
+        nv.pad(nv.zeros((0,)), 1, mode="edge")
+
+
+@FEW
+@given(arrays(max_dims=3), st.data())
+def test_roll(xa, d):
+    x, a, _ = xa
+    s = d.draw(st.integers(-7, 7))
+    same(nv.roll(a, s), np.roll(x, s))
+    if x.ndim:
+        axes = d.draw(st.lists(st.integers(-x.ndim, x.ndim - 1), min_size=1, max_size=3))
+        shifts = tuple(d.draw(st.integers(-5, 5)) for _ in axes)
+        same(nv.roll(a, shifts, tuple(axes)), np.roll(x, shifts, tuple(axes)))
+        same(nv.roll(a, s, axes[0]), np.roll(x, s, axes[0]))
+
+
+def test_join_split_errors():
+    a = nv.zeros((2, 3))
+    with pytest.raises(ValueError, match=r"concatenate: shapes \(2, 3\), \(3, 3\)"):
+        nv.concatenate([a, nv.zeros((3, 3))], axis=1)
+    with pytest.raises(ValueError, match="concatenate: zero-dimensional"):
+        nv.concatenate([nv.array(1), nv.array(2)])
+    with pytest.raises(ValueError, match="concatenate: no arrays"):
+        nv.concatenate([])
+    with pytest.raises(ValueError, match="stack: all arrays"):
+        nv.stack([a, nv.zeros((3, 2))])
+    with pytest.raises(ValueError, match="split: axis 0 of size 2 cannot be split into 3"):
+        nv.split(a, 3)
+    with pytest.raises(ValueError, match="tile: negative"):
+        nv.tile(a, -1)
+    with pytest.raises(ValueError, match="repeat: the number"):
+        nv.repeat(a, -1)
+    with pytest.raises(ValueError, match="roll: 2 shifts for 3 axes"):
+        nv.roll(a, (1, 2), (0, 1, 0))
+
+
+# -- views and graph economy -------------------------------------------------------------
+def test_views_share_memory_and_identities_add_no_node():
+    base = nv.array(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+    nv.eval(base)
+    for view in [nv.transpose(base), nv.moveaxis(base, 0, 2), nv.reshape(base, (6, 4)),
+                 nv.broadcast_to(base, (5, 2, 3, 4)), nv.expand_dims(base, 1),
+                 nv.flatten(base, 1), nv.split(base, 3, axis=1)[1]]:
+        assert np.shares_memory(data(view), base._data)
+    a = nv.zeros((2, 3))
+    assert nv.transpose(a, (0, 1)) is a and nv.moveaxis(a, 1, -1) is a
+    assert nv.squeeze(a) is a and nv.broadcast_to(a, (2, 3)) is a and nv.tile(a, 1) is a
+    assert nv.pad(a, 0) is a and nv.roll(a, 3, 1) is a and nv.concatenate([a]) is a
+
+
+def test_primitive_flags_for_compile():
+    assert P.Reshape((1,)).fixes_shape and P.Broadcast((1,)).fixes_shape
+    assert P.Slice((0,), (1,), (1,)).fixes_shape and P.Pad((0,), (1,)).fixes_shape
+    assert P.SliceUpdate((0,), (1,), (1,)).fixes_shape
+    for p in [P.Transpose((1, 0)), P.ExpandDims((0,)), P.Squeeze((0,)), P.Flatten(0, 1),
+              P.Concatenate(0)]:
+        assert not p.fixes_shape
+    assert P.Transpose((0, 1, 2)).is_identity and not P.Transpose((1, 0)).is_identity
+    assert P.Transpose((1, 0)) == P.Transpose((1, 0)) != P.Transpose((0, 1))
+    assert hash(P.Slice((0,), (2,), (1,))) == hash(P.Slice((0,), (2,), (1,)))
+
+
+# -- gradients, jvp, vmap ----------------------------------------------------------------
+def fd_check(f, xs, rng=None, eps=1e-6):
+    """vjp of ``f`` (nuvec arrays -> one array) against central differences in float64, and
+    jvp against vjp (<jvp(t), c> == <t, vjp(c)>)."""
+    rng = rng or np.random.default_rng(0)
+    xs = [np.asarray(x, np.float64) for x in xs]
+    out = f(*[nv.array(x) for x in xs])
+    c = rng.standard_normal(out.shape)
+    _, grads = nv.vjp(f, [nv.array(x) for x in xs], [nv.array(c)])
+    for k, x in enumerate(xs):
+        num = np.zeros_like(x)
+        for i in np.ndindex(x.shape):
+            hi, lo = [y.copy() for y in xs], [y.copy() for y in xs]
+            hi[k][i] += eps
+            lo[k][i] -= eps
+            fh = np.asarray(f(*[nv.array(y) for y in hi]))
+            fl = np.asarray(f(*[nv.array(y) for y in lo]))
+            num[i] = np.sum((fh - fl) * c) / (2 * eps)
+        np.testing.assert_allclose(np.asarray(grads[k]), num, rtol=1e-6, atol=1e-7)
+    ts = [rng.standard_normal(x.shape) for x in xs]
+    _, tans = nv.jvp(f, [nv.array(x) for x in xs], [nv.array(t) for t in ts])
+    lhs = float(np.sum(np.asarray(tans[0]) * c))
+    rhs = sum(float(np.sum(np.asarray(g) * t)) for g, t in zip(grads, ts))
+    assert abs(lhs - rhs) <= 1e-9 * (1 + abs(lhs))
+
+
+def vmap_check(f, xs, in_axes):
+    """nv.vmap(f) against a Python loop over the mapped axis (outputs stacked on axis 0)."""
+    size = next(x.shape[ax] for x, ax in zip(xs, in_axes) if ax is not None)
+    out = nv.vmap(f, in_axes=in_axes)(*[nv.array(x) for x in xs])
+    rows = []
+    for b in range(size):
+        args = [nv.array(np.take(x, b, axis=ax)) if ax is not None else nv.array(x)
+                for x, ax in zip(xs, in_axes)]
+        rows.append(np.asarray(f(*args)))
+    np.testing.assert_array_equal(np.asarray(out), np.stack(rows))
+
+
+R = np.random.default_rng(7)
+X = R.standard_normal((2, 3, 2))
+Y = R.standard_normal((2, 1, 2))
+
+SHAPE_FUNCS = {
+    "transpose": (lambda x: nv.transpose(x, (2, 0, 1)), [X]),
+    "moveaxis": (lambda x: nv.moveaxis(x, 0, -1), [X]),
+    "reshape": (lambda x: nv.reshape(x, (3, 4)), [X]),
+    "flatten": (lambda x: nv.flatten(x, 1), [X]),
+    "expand_squeeze": (lambda x: nv.squeeze(nv.expand_dims(x, (0, 2)), 0), [X]),
+    "broadcast": (lambda y: nv.broadcast_to(y, (3, 2, 3, 2)), [Y]),
+    "slice": (lambda x: x[1:, ::-2, :1], [X]),
+    "slice_update": (lambda x, y: nv.setitem(x, (slice(None), slice(1, 2)), y), [X, Y]),
+    "concatenate": (lambda x, y: nv.concatenate([y, x, y], axis=1), [X, Y]),
+    "stack": (lambda x: nv.stack([x, x * 2], axis=1), [X]),
+    "pad": (lambda x, v: nv.pad(x, [(1, 0), (0, 2), (1, 1)], constant_values=v),
+            [X, np.array(0.5)]),
+    "edge_pad": (lambda x: nv.pad(x, ((0, 1), (2, 0), (1, 1)), mode="edge"), [X]),
+    "tile": (lambda y: nv.tile(y, (2, 1, 3)), [Y]),
+    "repeat": (lambda x: nv.repeat(x, 2, axis=1), [X]),
+    "roll": (lambda x: nv.roll(x, (1, -1), (1, 2)), [X]),
+    "split": (lambda x: nv.split(x, [1], axis=1)[1], [X]),
+}
+
+
+@pytest.mark.parametrize("name", list(SHAPE_FUNCS))
+def test_gradients_against_finite_differences(name):
+    f, xs = SHAPE_FUNCS[name]
+    fd_check(f, xs)
+
+
+@pytest.mark.parametrize("name", list(SHAPE_FUNCS))
+def test_vmap_against_a_loop(name):
+    f, xs = SHAPE_FUNCS[name]
+    # batch the first input along axis 1 (not 0) and also try leaving the second unbatched
+    batched = [np.stack([x, x + 1, x * 3], axis=1) for x in xs[:1]]
+    vmap_check(f, batched + xs[1:], [1] + [None] * (len(xs) - 1))
+    if len(xs) > 1:
+        both = [np.stack([x, -x], axis=0) for x in xs]
+        vmap_check(f, both, [0] * len(xs))
+        vmap_check(f, [xs[0]] + [np.stack([xs[1], xs[1] * 2], axis=-1)],
+                   [None, xs[1].ndim])
