@@ -150,9 +150,13 @@ def var(a, /, axis: Axis = None, keepdims: bool = False, ddof: int = 0, *, strea
     >>> nv.var(nv.array([1.0, 2.0, 4.0]), ddof=1).item()
     2.3333332538604736
     """
+    return _var(a, axis, keepdims, ddof, "var", stream)
+
+
+def _var(a, axis: Axis, keepdims: bool, ddof: int, name: str, stream) -> Array:
     from .elementwise import astype, conjugate, divide, multiply, real, subtract
-    a = as_array(a, "var")
-    axes = reduction_axes(axis, a.ndim, "var")
+    a = as_array(a, name)
+    axes = reduction_axes(axis, a.ndim, name)
     out = a._dtype if a._dtype.kind == "f" else dt.float32
     work = dt.float32 if a._dtype.kind not in "fc" or a._dtype in (dt.float16, dt.bfloat16) \
         else a._dtype
@@ -167,7 +171,7 @@ def var(a, /, axis: Axis = None, keepdims: bool = False, ddof: int = 0, *, strea
 def std(a, /, axis: Axis = None, keepdims: bool = False, ddof: int = 0, *, stream=None) -> Array:
     """Standard deviation over ``axis`` (the square root of ``var``)."""
     from .elementwise import sqrt
-    return sqrt(var(a, axis, keepdims, ddof), stream=stream)
+    return sqrt(_var(a, axis, keepdims, ddof, "std", None), stream=stream)
 
 
 def _float_input(a, name: str) -> Array:

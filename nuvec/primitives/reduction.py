@@ -402,6 +402,7 @@ class Scan(Primitive):
 def _shift(x: Array, axis: int, toward_end: bool) -> Array:
     """``x`` moved one step along ``axis`` (toward the end or the start), zero-filled."""
     ops = _ops()
+    from ..ops.shape import slice_axes
     n = x._shape[axis]
     if n == 0:
         return x
@@ -410,9 +411,9 @@ def _shift(x: Array, axis: int, toward_end: bool) -> Array:
     start, stop = [0] * x.ndim, list(x._shape)
     if toward_end:
         stop[axis] = n - 1
-        return ops.concatenate([z, ops.slice_axes(x, start, stop, [1] * x.ndim)], axis=axis)
+        return ops.concatenate([z, slice_axes(x, start, stop, [1] * x.ndim)], axis=axis)
     start[axis] = 1
-    return ops.concatenate([ops.slice_axes(x, start, stop, [1] * x.ndim), z], axis=axis)
+    return ops.concatenate([slice_axes(x, start, stop, [1] * x.ndim), z], axis=axis)
 
 
 def take_along(x: Array, idx: Array, axis: int) -> Array:
