@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = {
         "schema": "nuvec-bench/1", "mode": mode, "argv": sys.argv[1:] if argv is None else argv,
         "started": started.isoformat(timespec="seconds"), "duration_s": duration,
-        "threads": args.threads, "pinned": bool(args.threads and not args.no_pin),
+        "threads": args.threads, "pinned": settings.cpus,
         "blas_env_kept": args.keep_blas_env, "config": cfg, "machine": machine,
         "libraries": libraries, "limits": limits, "noise": noise,
         "groups": {g: c for g, c in groups.items()}, "results": rows,

@@ -35,7 +35,8 @@ def section(run_dir: Path) -> str:
         "",
         f"Machine: {m['cpu']}, {m['cores']} cores, {mem} memory ({caches}); {m['os']}, "
         f"Python {m['python']}, {m.get('cc') or 'no cc'}. Threads: "
-        + (f"{doc['threads']} (pinned)" if doc["threads"] else "each library's default") + ".",
+        + (f"{doc['threads']} (pinned to CPUs {doc['pinned']})" if doc["threads"]
+           else "each library's default") + ".",
         "",
         "Libraries: " + ", ".join(present) + ".",
         "Missing: " + (", ".join(absent) if absent else "none") + ".",

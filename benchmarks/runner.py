@@ -52,6 +52,7 @@ class Settings:
     adapter_options: dict[str, Any] = field(default_factory=dict)
     keep_tmp: bool = False
     deaths: dict[str, int] = field(default_factory=dict)  # "lib|variant" -> workers it killed
+    cpus: list[int] | None = None  # chosen once per run, with --threads
 
 
 RUN_DEATHS = 3   # a variant that killed this many workers in the run is not tried again
@@ -86,11 +87,36 @@ def worker_env(settings: Settings, tmp: Path) -> dict[str, str]:
     return env
 
 
+def _idle_ticks() -> dict[int, int]:
+    ticks = {}
+    with open("/proc/stat") as f:
+        for line in f:
+            name, *fields = line.split()
+            if name.startswith("cpu") and name != "cpu":
+                ticks[int(name[3:])] = int(fields[3]) + int(fields[4])  # idle + iowait
+    return ticks
+
+
+def idlest_cpus(count: int, window_s: float = 0.5) -> list[int]:
+    """The ``count`` allowed CPUs that were idle the most over ``window_s`` (a shared machine's
+    other work is rarely spread evenly)."""
+    allowed = sorted(os.sched_getaffinity(0))
+    try:
+        before = _idle_ticks()
+        time.sleep(window_s)
+        after = _idle_ticks()
+        allowed.sort(key=lambda c: -(after.get(c, 0) - before.get(c, 0)))
+    except (OSError, ValueError, IndexError):
+        pass
+    return sorted(allowed[:count])
+
+
 def pin_cpus(settings: Settings) -> list[int] | None:
     if not (settings.threads and settings.pin):
         return None
-    cpus = sorted(os.sched_getaffinity(0))
-    return cpus[:settings.threads]
+    if settings.cpus is None:
+        settings.cpus = idlest_cpus(settings.threads)
+    return settings.cpus
 
 
 def _run_once(task: Task, settings: Settings, tmp: Path, skip: list[str],
