@@ -10,3 +10,4 @@ from . import reduction  # noqa: F401
 from . import sort  # noqa: F401
 from . import linalg  # noqa: F401
 from . import misc  # noqa: F401,E402  (transform primitives: Copy, CustomFunction)
+from . import random  # noqa: F401,E402  (threefry random bits on NumPy)
