@@ -13,6 +13,7 @@ from .core.device import (  # noqa: F401
     Device, DeviceType, Stream, cpu, default_device, default_stream, gpu, new_stream,
     set_default_device, set_default_stream, stream)
 from .core.evaluate import async_eval, eval  # noqa: F401
+from .backends.registry import synchronize  # noqa: F401
 from .ops import *  # noqa: F401,F403
 from .ops import abs, divmod, round  # noqa: F401
 from .core.array import Array as array  # noqa: F401,E402  (the class; nv.array(obj) builds one)
@@ -24,4 +25,3 @@ from .backends.cpu.memory import (  # noqa: F401,E402
 from . import cuda, metal  # noqa: F401,E402
 from . import utils  # noqa: E402,F401
 from .transforms import custom_function, grad, jvp, value_and_grad, vjp, vmap  # noqa: E402,F401
-from . import random  # noqa: E402,F401

@@ -55,7 +55,7 @@ def node_runner(node) -> Callable:
     def on_host(prim, datas, node, fn=fn):
         for i, d in enumerate(datas):
             if not isinstance(d, np.ndarray):
-                datas[i] = to_host(d)
+                datas[i] = to_host(d, node._inputs[i]._dtype if i < len(node._inputs) else None)
         return fn(prim, datas, node)
     return on_host
 
@@ -72,18 +72,40 @@ def run(prim, inputs, node) -> list:
     if device == "cpu":
         for i, d in enumerate(datas):
             if not isinstance(d, np.ndarray):
-                datas[i] = to_host(d)
+                datas[i] = to_host(d, inputs[i]._dtype)
     return fn(prim, datas, node)
 
 
-def to_host(data) -> np.ndarray:
-    """Backend data as a NumPy array."""
+def to_host(data, dtype=None) -> np.ndarray:
+    """Backend data as a NumPy array (a device array is copied back, waiting for the work that
+    makes it). ``dtype`` is the array's nuvec dtype: a GPU backend may store a dtype its array
+    library lacks in another one (CUDA keeps bfloat16 as uint16 bits)."""
     if isinstance(data, np.ndarray):
         return data
     get = getattr(data, "get", None)  # CuPy arrays
     if get is not None:
-        return get()
+        h = get()
+        if dtype is not None and dtype.name == "bfloat16" and h.dtype == np.uint16:
+            import ml_dtypes
+            h = h.view(ml_dtypes.bfloat16)
+        return h
     return np.asarray(data)
+
+
+def synchronize(stream=None) -> None:
+    """Waits until the work queued on ``stream`` (a Stream or a Device; every stream when
+    None) has run: ``nv.synchronize()``. Evaluation on a GPU only queues work; the CPU runs it
+    when evaluated, so there is nothing to wait for there."""
+    from ..core.device import DeviceType, Stream, resolve_stream
+    if stream is not None and not isinstance(stream, Stream):
+        stream = resolve_stream(stream)
+    if stream is not None and stream.device.type is not DeviceType.gpu:
+        return
+    if "gpu" not in _LOADED:
+        return
+    if gpu_backend_name() == "cuda":
+        from .cuda import runtime
+        runtime.synchronize(stream)
 
 
 @functools.cache

@@ -180,7 +180,7 @@ class Array:
         if self._data is None:
             evaluate([self])
         from ..backends import registry
-        return registry.to_host(self._data)
+        return registry.to_host(self._data, self._dtype)
 
     def item(self):
         """The value of a one-element array as a Python scalar."""
