@@ -25,3 +25,4 @@ from .backends.cpu.memory import (  # noqa: F401,E402
 from . import cuda, metal  # noqa: F401,E402
 from . import utils  # noqa: E402,F401
 from .transforms import custom_function, grad, jvp, value_and_grad, vjp, vmap  # noqa: E402,F401
+from . import random  # noqa: E402,F401
