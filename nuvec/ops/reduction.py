@@ -147,8 +147,8 @@ def var(a, /, axis: Axis = None, keepdims: bool = False, ddof: int = 0, *, strea
     the count gives inf, or NaN for a zero sum of squares). Complex inputs give float32.
 
     >>> import nuvec as nv
-    >>> nv.var(nv.array([1.0, 2.0, 4.0]), ddof=1).item()
-    2.3333332538604736
+    >>> nv.var(nv.array([1.0, 2.0, 4.0]), ddof=1).item()  # NumPy's float32 result
+    2.3333334922790527
     """
     return _var(a, axis, keepdims, ddof, "var", stream)
 
