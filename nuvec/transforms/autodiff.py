@@ -307,7 +307,10 @@ def _value_and_grad(fun, nums, names, single, args, kwargs, name):
         release(list(out_leaves) + grads, copies)
     gtree = unflatten(td, grads)
     pos = gtree[:len(nums)]
-    positional = pos[0] if single and len(nums) == 1 else tuple(pos)
+    if not nums:
+        positional = None  # only keyword gradients (as MLX)
+    else:
+        positional = pos[0] if len(nums) == 1 else tuple(pos)
     if not names:
         return out, positional
     return out, (positional, {k: gtree[len(nums) + j] for j, k in enumerate(names)})

@@ -36,7 +36,7 @@ def test_grad_argnums_argnames_and_structure():
     pos, kw = nv.grad(f, argnums=0, argnames="c")(a, b, c=c)
     assert pos["w"].tolist() == [3.0, 4.0] and kw["c"].item() == 20.0
     pos, kw = nv.grad(f, argnames=["c"])(a, b, c=c)
-    assert pos == () and kw["c"].item() == 20.0
+    assert pos is None and kw["c"].item() == 20.0
     g = nv.grad(f, argnums=-1)(a, [b[0]], c=c)
     assert g[0].tolist() == [1.0, 2.0]
 

@@ -1,0 +1,251 @@
+"""Every Primitive subclass in nuvec.primitives, probed: vjp against finite differences, jvp
+against vjp, vmap against a Python loop (batch on axis 1, results on axis 1).
+
+A probe is a small function built with public ops whose graph holds the primitive (checked).
+A primitive class without a probe fails ``test_every_primitive_is_probed`` by name, so new
+primitives cannot slip by without rules.
+"""
+import importlib
+import inspect
+import pkgutil
+
+import numpy as np
+import pytest
+
+import nuvec as nv
+import nuvec.primitives as prims_pkg
+from nuvec.core.array import Array
+from nuvec.core.primitive import Primitive
+from nuvec.transforms._trace import release, tracer_copy, tracing
+
+from ._util import numeric_grad
+
+RNG = np.random.default_rng(7)
+F64 = np.float64
+
+
+def f64(*shape, lo=-1.0, hi=1.0):
+    return RNG.uniform(lo, hi, size=shape).astype(F64)
+
+
+def _custom():
+    @nv.custom_function
+    def f(x):
+        return nv.sin(x) * 2.0
+    return f
+
+
+_CUSTOM = _custom()
+
+
+def _copy(x):
+    from nuvec.primitives.misc import Copy
+    return Array.make(Copy(), [x])
+
+
+def _setitem_slice(x, v):
+    y = x * 1.0
+    y[1:3] = v
+    return y
+
+
+def _setitem_array(x, v):
+    y = x * 1.0
+    y[nv.array([2, 0])] = v
+    return y
+
+
+# class name -> (function, inputs (NumPy), indices of the float inputs to differentiate)
+PROBES = {
+    "Unary": (lambda x: nv.exp(x), [f64(2, 3)], [0]),
+    "Binary": (lambda x, y: x * y, [f64(2, 3), f64(2, 3)], [0, 1]),
+    "Select": (lambda x, y: nv.where(nv.array([[True, False, True]]), x, y), [f64(2, 3), f64(2, 3)], [0, 1]),
+    "AsType": (lambda x: x.astype(nv.float32).astype(nv.float64) * x, [f64(2, 3)], [0]),
+    "Broadcast": (lambda x: nv.broadcast_to(x, (2, 3, 2)), [f64(3, 1)], [0]),
+    "Reshape": (lambda x: nv.reshape(x, (3, 2)), [f64(2, 3)], [0]),
+    "Transpose": (lambda x: nv.transpose(x, (1, 0)), [f64(2, 3)], [0]),
+    "ExpandDims": (lambda x: nv.expand_dims(x, 0), [f64(2, 3)], [0]),
+    "Squeeze": (lambda x: nv.squeeze(x, 0), [f64(1, 3)], [0]),
+    "Flatten": (lambda x: nv.flatten(x), [f64(2, 3)], [0]),
+    "Concatenate": (lambda x, y: nv.concatenate([x, y], axis=1), [f64(2, 3), f64(2, 1)], [0, 1]),
+    "Pad": (lambda x: nv.pad(x, ((1, 0), (0, 2))), [f64(2, 3)], [0]),
+    "Slice": (lambda x: x[1:, ::2], [f64(3, 4)], [0]),
+    "SliceUpdate": (_setitem_slice, [f64(4, 3), f64(2, 3)], [0, 1]),
+    "Gather": (lambda x: nv.take(x, nv.array([2, 0, 2]), axis=0), [f64(3, 2)], [0]),
+    "GatherAxis": (lambda x: nv.take_along_axis(x, nv.array([[1], [0], [2]]), axis=1), [f64(3, 3)], [0]),
+    "Scatter": (_setitem_array, [f64(3, 2), f64(2, 2)], [0, 1]),
+    "ScatterAxis": (lambda x, v: nv.put_along_axis(x, nv.array([[1], [0]]), v, axis=1),
+                    [f64(2, 3), f64(2, 1)], [0, 1]),
+    "Matmul": (lambda a, b: nv.matmul(a, b), [f64(2, 3), f64(3, 2)], [0, 1]),
+    "AddMM": (lambda c, a, b: nv.addmm(c, a, b, alpha=0.5, beta=2.0), [f64(2, 2), f64(2, 3), f64(3, 2)], [0, 1, 2]),
+    "Reduce": (lambda x: nv.sum(x, axis=1) + nv.max(x, axis=0)[:2] * nv.prod(x, axis=1), [f64(2, 3)], [0]),
+    "Scan": (lambda x: nv.cumsum(x, axis=1) * nv.cumprod(x, axis=0), [f64(2, 3)], [0]),
+    "ArgReduce": (lambda x: nv.argmax(x, axis=1), [f64(2, 3)], []),
+    "Softmax": (lambda x: nv.softmax(x, axis=-1), [f64(2, 3)], [0]),
+    "LogSumExp": (lambda x: nv.logsumexp(x, axis=1), [f64(2, 3)], [0]),
+    "Sort": (lambda x: nv.sort(x, axis=1), [f64(2, 3)], [0]),
+    "ArgSort": (lambda x: nv.argsort(x, axis=1), [f64(2, 3)], []),
+    "Partition": (lambda x: nv.partition(x, 1, axis=1), [f64(2, 3)], [0]),
+    "ArgPartition": (lambda x: nv.argpartition(x, 1, axis=1), [f64(2, 3)], []),
+    "StopGradient": (lambda x: nv.stop_gradient(x) * x, [f64(2, 3)], [0]),
+    "Copy": (lambda x: _copy(x) * x, [f64(2, 3)], [0]),
+    "CustomFunction": (lambda x: _CUSTOM(x) * x, [f64(2, 3)], [0]),
+    "RandomBits": (lambda k: nv.random.bits((3,), key=k), [np.array([0, 7], np.uint32)], []),
+}
+
+# per-probe options: finite-difference step and tolerance (float32 round trips), or the exact
+# gradient where it differs from the function's derivative on purpose (stop_gradient)
+OPTIONS = {
+    "AsType": {"eps": 1e-2, "rtol": 1e-4, "jvp_rtol": 1e-6},
+    "StopGradient": {"grad": lambda x: [x]},
+}
+
+#: Primitives that cannot be probed from outside, with the reason.
+EXEMPT = {
+    "Compiled": "made only inside nv.compile's tape, whose outputs are evaluated at once; its "
+                "rules re-expand the fused members through nv.vjp/jvp/vmap (compile's tests)",
+}
+
+
+def _primitive_classes():
+    out = {}
+    for m in pkgutil.iter_modules(prims_pkg.__path__):
+        mod = importlib.import_module(f"nuvec.primitives.{m.name}")
+        for name, cls in inspect.getmembers(mod, inspect.isclass):
+            if (issubclass(cls, Primitive) and cls is not Primitive
+                    and cls.__module__ == mod.__name__ and not name.startswith("_")):
+                out[name] = cls
+    return out
+
+
+CLASSES = _primitive_classes()
+
+
+def test_every_primitive_is_probed():
+    missing = sorted(set(CLASSES) - set(PROBES) - set(EXEMPT))
+    assert not missing, f"primitives without a transform probe (add one to PROBES): {missing}"
+
+
+def test_every_primitive_defines_its_rules():
+    lacking = []
+    for name, cls in CLASSES.items():
+        for rule in ("vjp", "jvp", "vmap"):
+            if getattr(cls, rule) is getattr(Primitive, rule):
+                lacking.append(f"{name}.{rule}")
+    assert not lacking, f"primitives missing transform rules: {lacking}"
+
+
+def _graph_prims(out):
+    seen, stack, found = set(), list(out if isinstance(out, (list, tuple)) else [out]), []
+    while stack:
+        a = stack.pop()
+        if id(a) in seen:
+            continue
+        seen.add(id(a))
+        if a.primitive is not None:
+            found.append(a.primitive)
+            stack.extend(a.inputs)
+    return found
+
+
+def _call_traced(fn, arrays):
+    """``fn`` on tracer copies (so custom functions appear), for the graph check."""
+    copies = [tracer_copy(a) for a in arrays]
+    with tracing():
+        out = fn(*copies)
+    prims = _graph_prims(out)
+    release([out], copies)
+    return prims
+
+
+@pytest.mark.parametrize("name", sorted(PROBES))
+def test_probe_holds_the_primitive(name):
+    fn, inputs, _ = PROBES[name]
+    prims = _call_traced(fn, [nv.array(x) for x in inputs])
+    assert any(type(p) is CLASSES[name] for p in prims), \
+        f"the probe for {name} makes {sorted({type(p).__name__ for p in prims})}"
+
+
+DIFFERENTIABLE = sorted(n for n, p in PROBES.items() if p[2])
+
+
+@pytest.mark.parametrize("name", DIFFERENTIABLE)
+def test_vjp_matches_finite_differences(name):
+    fn, inputs, diff = PROBES[name]
+    arrays = [nv.array(x) for x in inputs]
+    w = nv.array(RNG.normal(size=fn(*arrays).shape))
+
+    def loss(*xs):
+        full = list(arrays)
+        for i, x in zip(diff, xs):
+            full[i] = x
+        return nv.sum(fn(*full) * w)
+    grads = nv.grad(loss, argnums=tuple(range(len(diff))))(*[arrays[i] for i in diff])
+    grads = grads if len(diff) > 1 else (grads,)
+    opt = OPTIONS.get(name, {})
+    if "grad" in opt:  # the gradient differs from the derivative by design
+        num = [np.asarray(e) * np.array(w) for e in opt["grad"](*[inputs[i] for i in diff])]
+    else:
+        num = numeric_grad(loss, [inputs[i] for i in diff], eps=opt.get("eps", 1e-6))
+    for g, n in zip(grads, num):
+        np.testing.assert_allclose(np.array(g), n, rtol=opt.get("rtol", 1e-6), atol=1e-8,
+                                   err_msg=name)
+
+
+@pytest.mark.parametrize("name", DIFFERENTIABLE)
+def test_jvp_matches_vjp(name):
+    fn, inputs, diff = PROBES[name]
+    arrays = [nv.array(x) for x in inputs]
+    i0 = diff[0]
+
+    def f(x):
+        full = list(arrays)
+        full[i0] = x
+        return fn(*full)
+    x = arrays[i0]
+    out = f(x)
+    jv = np.stack([np.array(nv.vjp(f, [x], [nv.array(e.reshape(out.shape))])[1][0]).ravel()
+                   for e in np.eye(out.size)])
+    jf = np.stack([np.array(nv.jvp(f, [x], [nv.array(e.reshape(x.shape))])[1][0]).ravel()
+                   for e in np.eye(x.size)], axis=1)
+    tol = OPTIONS.get(name, {}).get("jvp_rtol", 1e-12)
+    np.testing.assert_allclose(jv, jf, rtol=tol, atol=tol, err_msg=name)
+
+
+@pytest.mark.parametrize("name", sorted(PROBES))
+def test_vmap_matches_loop(name):
+    fn, inputs, diff = PROBES[name]
+    batch = 3
+    batched, axes = [], []
+    for i, x in enumerate(inputs):
+        if x.dtype.kind == "f" or name == "RandomBits":
+            if x.dtype.kind == "f":
+                stack = np.stack([x + 0.25 * b for b in range(batch)], axis=1 if x.ndim else 0)
+            else:
+                stack = np.stack([x + np.uint32(b) for b in range(batch)], axis=1)
+            batched.append(stack)
+            axes.append(1 if x.ndim else 0)
+        else:
+            batched.append(x)
+            axes.append(None)
+    out0 = fn(*[nv.array(x) for x in inputs])
+    oax = 1 if out0.ndim >= 1 else 0
+    got = nv.vmap(fn, in_axes=tuple(axes), out_axes=oax)(*[nv.array(b) for b in batched])
+    ref = []
+    for b in range(batch):
+        args = [nv.array(x if ax is None else np.take(x, b, axis=ax)) for x, ax in zip(batched, axes)]
+        ref.append(np.array(fn(*args)))
+    ref = np.stack(ref, axis=oax)
+    assert got.shape == ref.shape, name
+    np.testing.assert_allclose(np.array(got), ref, rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, p in PROBES.items() if not p[2] and n != "RandomBits"))
+def test_integer_outputs_have_zero_gradient(name):
+    fn, inputs, _ = PROBES[name]
+    x = nv.array(inputs[0])
+    g = nv.grad(lambda a: nv.sum(fn(a).astype(nv.float64) * a[..., :1]))(x)
+    # only the explicit ``a[..., :1]`` factor contributes
+    expected = np.zeros(inputs[0].shape)
+    expected[..., 0] = np.array(fn(x)).astype(F64).sum(axis=-1)
+    np.testing.assert_allclose(np.array(g), expected)
