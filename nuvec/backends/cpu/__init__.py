@@ -10,4 +10,5 @@ from . import reduction  # noqa: F401
 from . import sort  # noqa: F401
 from . import linalg  # noqa: F401
 from . import misc  # noqa: F401,E402  (transform primitives: Copy, CustomFunction)
+from . import compiled  # noqa: F401,E402  (fused kernels of nv.compile)
 from . import random  # noqa: F401,E402  (threefry random bits on NumPy)

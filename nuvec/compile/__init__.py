@@ -1,0 +1,19 @@
+"""nv.compile: trace a function once per signature, simplify, fuse, cache and replay.
+
+>>> import nuvec as nv
+>>> f = nv.compile(lambda x, y: nv.exp(x) * y + 1)
+>>> f(nv.zeros((2,)), nv.ones((2,))).tolist()
+[2.0, 2.0]
+>>> f.stats()["traces"]
+1
+
+Pipeline (see ARCHITECTURE.md): key (``_runtime.pyx``) -> trace on placeholders
+(``trace.py``) -> tape builder (``_builder.pyx``: identities, constant folding, scalar
+merging, CSE) -> shapeless rewrite (``shapeless.py``) -> fusion (``fuse.py``, kernels from
+``nuvec.codegen``) -> tape (``_tape.pyx``: flat replay). Stateful steps: ``state.py``;
+introspection: ``report.py``, ``signature.py``.
+"""
+from ._runtime import CompiledFunction, trace_count
+from .api import compile, disable_compile, enable_compile
+
+__all__ = ["compile", "disable_compile", "enable_compile", "CompiledFunction", "trace_count"]

@@ -1,0 +1,254 @@
+# cython: language_level=3
+"""The per-call path of a compiled function: key, cache lookup, replay, outputs.
+
+A call builds its key from the arguments (the default stream; then, for positional arrays
+only, each one's dtype and shape -- or rank when shapeless --; otherwise the tree structure
+with its static leaves, and each array's dtype and shape), looks it up in the function's own
+LRU cache, and replays the tape it finds. A miss goes to the slow path (``trace.py``), which
+traces, simplifies, fuses and stores a new entry.
+"""
+cimport cython
+
+import threading
+from collections import OrderedDict
+
+from ..core.array import Array
+from ..core import device as _device
+from ..tree import flatten, unflatten
+from ._tape cimport Tape
+
+cdef object _Array = Array
+cdef object _state = _device._state
+cdef object _cached_default = _device._cached_default
+cdef object _current_stream = _device.current_stream
+
+# compile on/off for the whole process (nv.disable_compile / nv.enable_compile)
+cdef bint _enabled = True
+# traces made by every compiled function in this process (a test diagnostic)
+cdef Py_ssize_t _traces = 0
+
+
+def set_enabled(bint on) -> None:
+    global _enabled
+    _enabled = on
+
+
+def is_enabled() -> bool:
+    return _enabled
+
+
+def trace_count() -> int:
+    """How many traces compiled functions have made in this process (a test diagnostic)."""
+    return _traces
+
+
+def _count_trace() -> None:
+    global _traces
+    _traces += 1
+
+
+cdef inline object _stream():
+    s = _state.stream
+    if s is None:
+        s = _cached_default[0]
+        if s is None:
+            s = _current_stream()
+    return s
+
+
+# How outputs are rebuilt: one array, a flat tuple of arrays, or a tree.
+OUT_ONE = 0
+OUT_TUPLE = 1
+OUT_TREE = 2
+
+
+@cython.final
+cdef class Entry:
+    """One cached trace: the tape, how to rebuild the outputs, and what it was traced for."""
+    cdef public Tape tape
+    cdef public int out_kind
+    cdef public object out_def
+    cdef public Py_ssize_t n_out
+    cdef public object sig          # the signature (for miss reasons and introspection)
+    cdef public object info         # what the trace made (introspection)
+    cdef public object post_def     # stateful: the state's structure after the call
+    cdef public object pre_def      # stateful: the state's structure before the call
+
+    cdef object build(self, list outs):
+        if self.out_kind == 0:
+            return outs[0]
+        if self.out_kind == 1:
+            return tuple(outs)
+        return unflatten(self.out_def, outs[:self.n_out] if len(outs) != self.n_out else outs)
+
+
+cdef class CompiledFunction:
+    """A compiled function (made by ``nv.compile``): call it like the function it wraps.
+
+    Extras: ``stats()`` (hits, misses, traces, the reason of the last miss, timings of the
+    last trace), ``inspect(*args, **kwargs)`` (what compile made for these arguments),
+    ``clear_cache()``.
+    """
+    cdef public object fun
+    cdef public bint shapeless
+    cdef public Py_ssize_t capacity
+    cdef public object cache
+    cdef public object lock
+    cdef public object trace_lock
+    cdef public Py_ssize_t hits, misses, traces, uncached
+    cdef public object last_key
+    cdef public object last_miss
+    cdef public object last_timings
+    cdef public object warn_traces
+    cdef public bint warned
+    cdef public object state_in
+    cdef public object state_out
+    cdef public bint stateful
+    cdef public bint changed_last
+    cdef public object evicted
+    cdef dict __dict__
+    cdef object __weakref__
+
+    def __init__(self, fun, *, shapeless=False, capacity=64, inputs=None, outputs=None,
+                 warn_traces=None):
+        self.fun = fun
+        self.shapeless = shapeless
+        self.capacity = capacity
+        self.cache = OrderedDict()
+        self.lock = threading.Lock()
+        self.trace_lock = threading.RLock()
+        self.hits = self.misses = self.traces = self.uncached = 0
+        self.last_key = None
+        self.last_miss = None
+        self.last_timings = {}
+        self.warn_traces = warn_traces
+        self.warned = False
+        self.state_in = inputs
+        self.state_out = outputs
+        self.stateful = inputs is not None or outputs is not None
+        self.changed_last = False
+        self.evicted = OrderedDict()   # recently evicted keys (miss reasons only)
+
+    def __get__(self, obj, objtype):
+        """A compiled function used as a method binds like one."""
+        if obj is None:
+            return self
+        import types
+        return types.MethodType(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        cdef list leaves
+        cdef object key
+        cdef Entry entry
+        if not _enabled:
+            return self.fun(*args, **kwargs)
+        if self.stateful:
+            from .state import call_stateful
+            return call_stateful(self, args, kwargs)
+        leaves = []
+        key = self.key_of(args, kwargs, leaves, 0)
+        if key is None:       # an argument is being traced: run the function itself
+            return self.fun(*args, **kwargs)
+        entry = self.lookup(key)
+        if entry is None:
+            from .trace import miss
+            entry = miss(self, key, args, kwargs, leaves)
+        self.last_key = key
+        return entry.build(entry.tape.run(leaves))
+
+    cpdef object key_of(self, tuple args, dict kwargs, list leaves, Py_ssize_t exact):
+        """The cache key of a call, filling ``leaves`` with its arrays; None when an array is
+        a tracer. The first ``exact`` leaves are keyed by shape even when shapeless."""
+        cdef list key = [id(_stream())]
+        cdef object a
+        cdef bint shapeless = self.shapeless
+        cdef Py_ssize_t i = 0
+        if not kwargs:
+            for a in args:
+                if type(a) is not _Array:
+                    break
+                if a._tracer:
+                    return None
+                key.append(a._dtype.name)
+                key.append(len(a._shape) if shapeless and i >= exact else a._shape)
+                leaves.append(a)
+                i += 1
+            else:
+                return tuple(key)
+            del leaves[:]
+            key = [id(_stream())]
+            i = 0
+        flat, td = flatten((args, kwargs) if kwargs else args)
+        key.append(td)
+        for a in flat:
+            if a._tracer:
+                return None
+            key.append(a._dtype.name)
+            key.append(len(a._shape) if shapeless and i >= exact else a._shape)
+            leaves.append(a)
+            i += 1
+        return tuple(key)
+
+    cpdef object lookup(self, object key):
+        cdef object e
+        with self.lock:
+            try:
+                e = self.cache.get(key)
+            except TypeError:
+                e = None   # an unhashable static argument: the slow path explains it
+            if e is not None:
+                self.cache.move_to_end(key)
+                self.hits += 1
+        return e
+
+    def insert(self, key, entry) -> None:
+        if self.capacity <= 0:
+            return
+        with self.lock:
+            self.cache[key] = entry
+            self.cache.move_to_end(key)
+            while len(self.cache) > self.capacity:
+                old, _ = self.cache.popitem(last=False)
+                self.evicted[old] = None
+                if len(self.evicted) > 256:
+                    self.evicted.popitem(last=False)
+
+    def run_entry(self, Entry entry, list leaves):
+        return entry.tape.run(leaves)
+
+    def stats(self) -> dict:
+        """Cache statistics: hits, misses, traces, entries, capacity, the reason of the last
+        miss, and the timings (seconds) of the last trace.
+
+        >>> import nuvec as nv
+        >>> f = nv.compile(lambda x: x + 1)
+        >>> _ = f(nv.ones((3,))); _ = f(nv.ones((3,))); _ = f(nv.ones((4,)))
+        >>> s = f.stats(); (s["hits"], s["misses"], s["last_miss"])
+        (1, 2, 'argument 0: shape (3,) -> (4,)')
+        """
+        out = {"hits": self.hits, "misses": self.misses, "traces": self.traces,
+               "uncached_traces": self.uncached, "entries": len(self.cache),
+               "capacity": self.capacity, "last_miss": self.last_miss}
+        out.update(self.last_timings)
+        return out
+
+    def clear_cache(self) -> None:
+        """Forgets every trace (the next call traces again)."""
+        with self.lock:
+            self.cache.clear()
+
+    def inspect(self, *args, **kwargs):
+        """What compile made for these arguments (tracing them if needed): a ``CompileReport``
+        with the simplified steps, the fused groups and each kernel's generated source.
+
+        >>> import nuvec as nv
+        >>> f = nv.compile(lambda x: nv.exp(x) * 2 + 1)
+        >>> r = f.inspect(nv.ones((4,)))
+        >>> [g.ops for g in r.groups]
+        [('exp', 'multiply', 'add')]
+        """
+        from .report import inspect_call
+        return inspect_call(self, args, kwargs)
+
+    def __repr__(self):
+        return f"<compiled function {getattr(self.fun, '__qualname__', self.fun)!r}>"

@@ -1,0 +1,279 @@
+# cython: language_level=3
+"""The replayable tape: a flat list of steps over numbered slots (inputs, then constants,
+then step outputs). Replaying does no graph analysis: it reads each step's argument slots,
+runs the step and stores its outputs.
+
+Two ways to replay, same results:
+
+- eager (every input has data, the tape holds no tracer, each step has a CPU
+  implementation): steps run now on the backend data; intermediates are plain NumPy arrays
+  dropped after their last use, and the outputs are new, evaluated arrays;
+- lazy (otherwise): steps become graph nodes, as the uncompiled function would make them.
+
+A shapeless tape infers every step's shapes again on each replay, and broadcasts the operands
+of its element-wise steps as the uncompiled operations do.
+"""
+cimport cython
+from cpython.ref cimport PyObject
+from libc.stdint cimport uintptr_t
+
+import numpy as np
+
+from ..core.array import Array
+from ..backends.cpu import _allocator
+
+cdef object _ndarray = np.ndarray
+cdef object _new = Array.__new__
+cdef object _broadcast_to = np.broadcast_to
+cdef object _is_cached_array = _allocator.is_cached_array
+
+cdef extern from "Python.h":
+    Py_ssize_t Py_REFCNT(object o)
+
+
+cdef inline object _make(tuple shape, object dtype, object prim, tuple inputs, object stream,
+                         object data, bint tracer):
+    a = _new(Array)
+    a._shape = shape
+    a._dtype = dtype
+    a._prim = prim
+    a._inputs = inputs
+    a._siblings = None
+    a._pos = 0
+    a._data = data
+    a._stream = stream
+    a._tracer = tracer
+    return a
+
+
+cdef tuple _broadcast_shape(list shapes, str name):
+    """The shape ``shapes`` broadcast to (NumPy rules), or a ValueError naming the op."""
+    cdef Py_ssize_t nd = 0, i, off
+    for s in shapes:
+        if len(s) > nd:
+            nd = len(s)
+    out = [1] * nd
+    for s in shapes:
+        off = nd - len(s)
+        for i in range(len(s)):
+            d = s[i]
+            o = out[off + i]
+            if o == 1:
+                out[off + i] = d
+            elif d != 1 and d != o:
+                raise ValueError(f"{name}: shapes {' and '.join(str(tuple(x)) for x in shapes)} "
+                                 "cannot be broadcast together")
+    return tuple(out)
+
+
+@cython.final
+cdef class Step:
+    """One step of a tape (see the module docstring)."""
+
+    def __repr__(self):
+        return f"Step({self.prim!r}, args={self.args}, out={self.out}..{self.out + self.nout})"
+
+
+@cython.final
+cdef class Tape:
+    """A simplified, possibly fused, traced function (see the module docstring)."""
+
+    def __init__(self):
+        self.views = {}
+        self.donations = 0
+
+    cpdef list run(self, list inputs):
+        """The output arrays (one per output leaf) of the tape on ``inputs`` (arrays)."""
+        cdef object x
+        if self.eager_ok:
+            for x in inputs:
+                if x._data is None or type(x._data) is not _ndarray:
+                    return self._arrays(inputs, False)
+            if self.shapeless:
+                return self._arrays(inputs, True)
+            return self._eager(inputs)
+        return self._arrays(inputs, False)
+
+    cdef list _eager(self, list inputs):
+        cdef list values = [None] * self.n_slots
+        cdef Py_ssize_t i, k, n_in = self.n_inputs, nc = len(self.const_data)
+        cdef Step step
+        cdef list datas
+        cdef object res, stream = self.stream
+        for i in range(n_in):
+            values[i] = (<object>inputs[i])._data
+        for i in range(nc):
+            values[n_in + i] = self.const_data[i]
+        for step in self.steps:
+            datas = [values[i] for i in step.args]
+            if step.kernel is not None:
+                if step.donate is not None:
+                    res = self._run_donating(step, values, datas)
+                else:
+                    res = step.kernel(datas, step.shape)
+            else:
+                res = step.impl(step.prim, datas, step.node)
+            for k in range(step.nout):
+                values[step.out + k] = res[k]
+            for i in step.release:
+                values[i] = None
+        return self._outputs(values, inputs, True)
+
+    cdef object _run_donating(self, Step step, list values, list datas):
+        """Runs a fused step writing an output into an argument's buffer when the replay
+        holds the only reference to it (an intermediate at its last use, made by the buffer
+        cache, C-contiguous, the output's shape and dtype)."""
+        cdef Py_ssize_t p, o
+        cdef tuple pair
+        outs = None
+        for pair in step.donate:
+            p = pair[0]
+            o = pair[1]
+            d = datas[p]
+            # references: ``datas`` and ``d`` (the slot was released: not in ``values``)
+            values[step.args[p]] = None
+            if (Py_REFCNT(d) == 2 + _extra_refs and d.flags.c_contiguous and d.flags.writeable
+                    and d.shape == step.shape and _is_cached_array(d)):
+                if outs is None:
+                    outs = [None] * step.nout
+                if outs[o] is None:
+                    outs[o] = d
+            d = None
+        if outs is None:
+            return step.kernel(datas, step.shape)
+        self.donations += 1
+        return step.kernel(datas, step.shape, outs)
+
+    cdef list _arrays(self, list inputs, bint evaluate_now):
+        """Replay over arrays: lazy graph nodes, or (``evaluate_now``) nodes computed at once."""
+        cdef list values = [None] * self.n_slots
+        cdef Py_ssize_t i, k, n_in = self.n_inputs
+        cdef Step step
+        cdef list ins
+        cdef tuple tins
+        cdef object a, x, prim, node
+        cdef bint tracer
+        for i in range(n_in):
+            values[i] = inputs[i]
+        for i in range(len(self.consts)):
+            values[n_in + i] = self.consts[i]
+        for step in self.steps:
+            ins = [values[i] for i in step.args]
+            prim = step.prim
+            if self.shapeless:
+                if step.broadcast_operands:
+                    self._broadcast(step, ins, evaluate_now)
+                tins = tuple(ins)
+                if step.nout == 1:
+                    outs = [Array.make(prim, tins, step.stream)]
+                else:
+                    outs = Array.make_multi(prim, tins, step.stream)
+            else:
+                tins = tuple(ins)
+                tracer = False
+                for x in tins:
+                    if x._tracer:
+                        tracer = True
+                        break
+                if step.nout == 1:
+                    outs = [_make(step.shape, step.dtypes[0], prim, tins, step.stream, None,
+                                  tracer)]
+                else:
+                    outs = []
+                    for k in range(step.nout):
+                        a = _make(step.node.siblings[k]._shape, step.dtypes[k], prim, tins,
+                                  step.stream, None, tracer)
+                        a._pos = k
+                        outs.append(a)
+                    sib = tuple(outs)
+                    for a in outs:
+                        a._siblings = sib
+            if evaluate_now:
+                node = outs[0]
+                if step.kernel is not None and step.nout == 1 and prim.elementwise:
+                    res = step.kernel([x._data for x in tins], node._shape)
+                else:
+                    res = step.impl(prim, [x._data for x in tins], node)
+                for k in range(step.nout):
+                    a = outs[k]
+                    a._data = res[k]
+                    a._prim = None
+                    a._inputs = ()
+                    a._siblings = None
+            for k in range(step.nout):
+                values[step.out + k] = outs[k]
+            for i in step.release:
+                values[i] = None
+        return self._outputs(values, inputs, False)
+
+    cdef _broadcast(self, Step step, list ins, bint evaluate_now):
+        """Broadcasts an element-wise step's operands to their common shape (shapeless)."""
+        cdef list shapes = [x._shape for x in ins]
+        cdef Py_ssize_t i
+        first = shapes[0]
+        for s in shapes:
+            if s != first:
+                break
+        else:
+            return
+        shape = _broadcast_shape(shapes, step.prim.name)
+        from ..primitives.shape import Broadcast
+        for i in range(len(ins)):
+            x = ins[i]
+            if x._shape == shape:
+                continue
+            slot = step.args[i]
+            cached = None
+            if self.n_inputs <= slot < self.n_inputs + len(self.consts):
+                cached = self.views.get((slot, shape))
+            if cached is None:
+                if evaluate_now or x._data is not None:
+                    cached = _make(shape, x._dtype, None, (), x._stream,
+                                   _broadcast_to(x._data, shape), False)
+                else:
+                    cached = Array.make(Broadcast(shape), (x,), x._stream)
+                if self.n_inputs <= slot < self.n_inputs + len(self.consts) and \
+                        cached._data is not None:
+                    if len(self.views) >= 64:
+                        self.views.clear()
+                    self.views[(slot, shape)] = cached
+            ins[i] = cached
+
+    cdef list _outputs(self, list values, list inputs, bint raw):
+        """Fresh output arrays: step outputs are new; an input is returned as itself (as the
+        function returns it); a constant gets a new array over its data each call."""
+        cdef list out = []
+        cdef Py_ssize_t j, slot, n_in = self.n_inputs, n_c = len(self.consts)
+        cdef dict made = None
+        cdef object v, a
+        if self.dup_outputs:
+            made = {}
+        for j in range(len(self.outputs)):
+            slot = self.outputs[j]
+            if made is not None:
+                a = made.get(slot)
+                if a is not None:
+                    out.append(a)
+                    continue
+            if slot < n_in:
+                a = inputs[slot]
+            elif slot < n_in + n_c:
+                c = self.consts[slot - n_in]
+                if c._data is None:      # a tracer an outer transform owns: keep it
+                    a = c
+                else:
+                    a = _make(c._shape, c._dtype, None, (), c._stream, c._data, False)
+            else:
+                v = values[slot]
+                if raw:
+                    a = _make(v.shape, self.out_dtypes[j], None, (), self.stream, v, False)
+                else:
+                    a = v
+            if made is not None:
+                made[slot] = a
+            out.append(a)
+        return out
+
+
+# references to a donation candidate besides ``datas`` and the local, from Cython temporaries
+cdef Py_ssize_t _extra_refs = 0

@@ -1,0 +1,127 @@
+"""Introspection: what nv.compile made for given arguments.
+
+``f.inspect(*args, **kwargs)`` (tracing if this signature is not cached) returns a
+CompileReport: the simplified steps in replay order, the fused groups with each kernel's
+generated C source, the constants, and the signature the trace is keyed by. ``print(report)``
+shows it all.
+
+>>> import nuvec as nv
+>>> f = nv.compile(lambda x: nv.exp(x) * 2 + 1)
+>>> r = f.inspect(nv.ones((4,)))
+>>> [s.split(" = ")[1] for s in r.steps]
+['compiled[exp multiply add](in0) -> float32(4,)']
+>>> "nv_exp_f32" in r.groups[0].source
+True
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..core.array import Array
+from .draft import Draft
+
+
+@dataclass
+class FusedGroup:
+    """One fused kernel: its ops in order, its arrays, and the generated C source."""
+    ops: tuple[str, ...]
+    inputs: list[str]
+    outputs: list[str]
+    literals: list[str]
+    source: str
+
+    def __str__(self) -> str:
+        return (f"kernel [{' '.join(self.ops)}] inputs {', '.join(self.inputs)} -> "
+                f"{', '.join(self.outputs)}" + (f"; literals {', '.join(self.literals)}"
+                                                 if self.literals else ""))
+
+
+@dataclass
+class CompileReport:
+    """What compile made for one signature (see the module docstring)."""
+    signature: str
+    steps: list[str]
+    groups: list[FusedGroup]
+    constants: list[str]
+    outputs: list[str]
+    shapeless: bool
+    timings: dict = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        lines = [f"signature: {self.signature}" + ("  (shapeless)" if self.shapeless else ""),
+                 f"steps ({len(self.steps)}):"]
+        lines += [f"  {s}" for s in self.steps]
+        lines.append(f"outputs: {', '.join(self.outputs)}")
+        if self.constants:
+            lines.append("constants:")
+            lines += [f"  {c}" for c in self.constants]
+        for i, g in enumerate(self.groups):
+            lines.append(f"fused group {i}: {g}")
+        for i, g in enumerate(self.groups):
+            lines.append(f"--- kernel {i} source ---")
+            lines.append(g.source)
+        return "\n".join(lines)
+
+
+def prim_label(p) -> str:
+    """A short name for a primitive: its name, and its parameters when they add anything."""
+    params = p.params
+    if type(p).__name__ == "Compiled":
+        return repr(p)
+    if not params or params == (p.name,):
+        return p.name
+    return f"{p.name}{params!r}"
+
+
+def _name(draft: Draft, v: int) -> str:
+    return draft.describe_value(v)
+
+
+def describe_entry(entry, shapeless: bool) -> CompileReport:
+    draft: Draft = entry.info["draft"]
+    steps = []
+    groups = []
+    from ..primitives.compiled import Compiled
+    for s in draft.steps:
+        outs = ", ".join(_name(draft, o) for o in s.outs)
+        args = ", ".join(_name(draft, a) for a in s.args)
+        shp = "; ".join(f"{draft.dtype[o].name}{draft.shape[o]}" for o in s.outs)
+        steps.append(f"{outs} = {prim_label(s.prim)}({args}) -> {shp}")
+        if type(s.prim) is Compiled:
+            from ..backends.cpu.compiled import source_of
+            spec = s.prim.spec
+            lits = [f"{d}:{bits:#x}" for d, bits in spec.constants]
+            groups.append(FusedGroup(ops=s.prim.ops, inputs=[_name(draft, a) for a in s.args],
+                                     outputs=[_name(draft, o) for o in s.outs], literals=lits,
+                                     source=source_of(spec)))
+    consts = []
+    used = {a for s in draft.steps for a in s.args} | set(draft.outputs)
+    for v, i in draft.const_index.items():
+        if v not in used:
+            continue
+        c: Array = draft.consts[i]
+        what = "tracer (captured from an outer transform)" if c._tracer else "constant"
+        consts.append(f"c{i}: {c._dtype.name}{c._shape} {what}")
+    sig = entry.sig.describe() if entry.sig is not None else ""
+    return CompileReport(signature=sig, steps=steps, groups=groups, constants=consts,
+                         outputs=[_name(draft, v) for v in draft.outputs], shapeless=shapeless)
+
+
+def inspect_call(cf, args: tuple, kwargs: dict) -> CompileReport:
+    """The report of the entry ``cf`` uses for this call (traced now if not cached)."""
+    if cf.stateful:
+        raise NotImplementedError(
+            "inspect: not available for compiled stateful steps (inputs=/outputs=); compile the "
+            "step's pure part separately to inspect it")
+    leaves: list = []
+    key = cf.key_of(args, kwargs, leaves, 0)
+    if key is None:
+        raise ValueError("inspect: an argument is being traced by a transform; call inspect "
+                         "on concrete arrays")
+    entry = cf.lookup(key)
+    if entry is None:
+        from .trace import miss
+        entry = miss(cf, key, args, kwargs, leaves)
+    rep = describe_entry(entry, cf.shapeless)
+    rep.timings = dict(cf.last_timings)
+    return rep

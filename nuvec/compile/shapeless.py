@@ -1,0 +1,59 @@
+"""Shapeless compilation: a draft traced on one set of shapes, made replayable on any shapes
+of the same ranks.
+
+The operations broadcast an element-wise operation's operands to the result's shape with
+broadcast nodes whose parameters hold the traced shape. A shapeless replay broadcasts the
+operands again from their own shapes, so each element-wise step reads the sources of its
+broadcast operands (a broadcast step, or a constant that is a broadcast of another one, or a
+constant whose elements all hold one value, which becomes a 0-d constant). Steps left without a
+use are dropped. A step that still fixes a traced size fails the trace with an error naming it.
+
+    make_shapeless(draft)    # rewrites draft.steps, or raises ValueError
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.array import Array
+from ..primitives.shape import Broadcast
+from .draft import CONST, Draft
+
+
+def make_shapeless(draft: Draft, name: str = "function") -> None:
+    prod = draft.producers()
+    scalar_const: dict[int, int] = {}
+
+    def source(v: int) -> int:
+        while True:
+            j = prod.get(v)
+            if j is not None and type(draft.steps[j].prim) is Broadcast:
+                v = draft.steps[j].args[0]
+                continue
+            if draft.kind[v] == CONST:
+                s = draft.broadcast_source.get(v)
+                if s is not None:
+                    v = s
+                    continue
+                if draft.shape[v] != () and v in draft.scalar_bytes:
+                    if v not in scalar_const:
+                        c = draft.consts[draft.const_index[v]]
+                        data = np.frombuffer(draft.scalar_bytes[v], dtype=c._dtype.np)
+                        a = Array.constant(data.reshape(()).copy(), c._stream, c._dtype)
+                        nv_ = draft.add_const(a)
+                        draft.scalar_bytes[nv_] = draft.scalar_bytes[v]
+                        scalar_const[v] = nv_
+                    return scalar_const[v]
+            return v
+
+    for s in draft.steps:
+        if s.prim.elementwise:
+            s.args = tuple(source(a) for a in s.args)
+    draft.drop_unused()
+    for s in draft.steps:
+        if getattr(s.prim, "fixes_shape", False):
+            params = s.prim.params
+            raise ValueError(
+                f"nv.compile(shapeless=True) of {name}: the operation '{s.prim.name}' has a "
+                f"traced size in its parameters {params!r}, so it cannot be replayed on other "
+                "shapes; compile this function without shapeless=True (or move the "
+                f"'{s.prim.name}' out of it)")

@@ -1,0 +1,234 @@
+"""Compiled stateful steps: ``nv.compile(step, inputs=state, outputs=state)``.
+
+The arrays of the ``inputs`` tree (for example ``[model.state, optimizer.state]``) and the
+global random key (``nv.random.state``) are traced inputs; after each call the ``outputs`` tree
+is updated in place from the tape's outputs, and so is the random key, so a dropout inside the
+step advances the key exactly as an uncompiled call would.
+
+- The trace swaps placeholders into the state's containers, runs the step, reads the state it
+  left, and puts every container back as it was: the state is never changed by a trace.
+- A step that changes the state's structure (an optimizer creating its slots at the first
+  update) retraces once; one that changes it on two consecutive calls is an error.
+- On any error the state is unchanged (the write-back is undone if it fails half-way).
+"""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from ..core.array import Array
+from ..core.device import current_stream
+from ..transforms._trace import tracing
+from ..tree import flatten, unflatten
+from . import _runtime
+from .signature import Signature, call_leaves, miss_reason, walk
+
+
+def random_state() -> list | None:
+    """``nv.random.state`` (a list holding the global key) if the random module is loaded."""
+    mod = sys.modules.get("nuvec.random")
+    if mod is None:
+        try:
+            import importlib
+            mod = importlib.import_module("nuvec.random")
+        except ImportError:
+            return None
+    st = getattr(mod, "state", None)
+    return st if isinstance(st, list) else None
+
+
+def _contains(tree: Any, target: Any) -> bool:
+    stack = [tree]
+    while stack:
+        t = stack.pop()
+        if t is target:
+            return True
+        if isinstance(t, dict):
+            stack.extend(t.values())
+        elif isinstance(t, (list, tuple)):
+            stack.extend(t)
+    return False
+
+
+def _trees(cf) -> tuple[Any, Any]:
+    """The (input, output) state trees, the random key's list added where it is missing."""
+    rs = random_state()
+    tin, tout = cf.state_in, cf.state_out
+    if rs is not None:
+        tin = (tin, rs) if not _contains(tin, rs) else (tin, None)
+        tout = (tout, rs) if not _contains(tout, rs) else (tout, None)
+    else:
+        tin, tout = (tin, None), (tout, None)
+    return tin, tout
+
+
+# -- containers ----------------------------------------------------------------------------
+
+def containers(*trees: Any) -> list:
+    """Every list and dict reachable in ``trees`` (each once)."""
+    out, seen = [], set()
+    stack = list(trees)
+    while stack:
+        t = stack.pop()
+        if isinstance(t, dict):
+            if id(t) not in seen:
+                seen.add(id(t))
+                out.append(t)
+                stack.extend(t.values())
+        elif isinstance(t, list):
+            if id(t) not in seen:
+                seen.add(id(t))
+                out.append(t)
+                stack.extend(t)
+        elif isinstance(t, tuple):
+            stack.extend(t)
+    return out
+
+
+def snapshot(conts: list) -> list:
+    return [(c, dict(c) if isinstance(c, dict) else list(c)) for c in conts]
+
+
+def restore(snap: list) -> None:
+    for c, items in snap:
+        if isinstance(c, dict):
+            dict.clear(c)
+            dict.update(c, items)
+        else:
+            list.__setitem__(c, slice(None), items)
+
+
+def merge_into(old: Any, new: Any, path: str) -> None:
+    """Makes the containers of ``old`` hold ``new``'s contents, in place (``new`` has the
+    same container types; its structure may differ: keys added or removed)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for k in [k for k in old if k not in new]:
+            del old[k]
+        for k, v in new.items():
+            if k in old and _mergeable(old[k], v):
+                merge_into(old[k], v, f"{path}[{k!r}]")
+            elif k not in old or old[k] is not v:
+                old[k] = v
+    elif isinstance(old, list) and isinstance(new, list):
+        if len(old) != len(new):
+            old[:] = new
+            return
+        for i, v in enumerate(new):
+            if _mergeable(old[i], v):
+                merge_into(old[i], v, f"{path}[{i}]")
+            elif old[i] is not v:
+                old[i] = v
+    elif isinstance(old, tuple) and isinstance(new, tuple) and len(old) == len(new):
+        for i, (o, v) in enumerate(zip(old, new)):
+            if _mergeable(o, v):
+                merge_into(o, v, f"{path}[{i}]")
+            elif o is not v and (isinstance(o, Array) or isinstance(v, Array)):
+                raise ValueError(f"nv.compile: the state array at {path}[{i}] is held in a "
+                                 "tuple, which cannot be updated in place; hold compiled state "
+                                 "in lists or dicts")
+    elif old is not new:
+        raise ValueError(f"nv.compile: the state at {path} cannot be updated in place "
+                         f"({type(old).__name__} -> {type(new).__name__})")
+
+
+def _mergeable(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return True
+    if isinstance(a, list) and isinstance(b, list):
+        return True
+    return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)
+
+
+# -- the call ------------------------------------------------------------------------------
+
+def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
+    tin, tout = _trees(cf)
+    s_leaves, s_def = flatten(tin)
+    for a in s_leaves:
+        if a._tracer:
+            return cf.fun(*args, **kwargs)
+    a_leaves: list = []
+    a_key = cf.key_of(args, kwargs, a_leaves, 0)
+    if a_key is None:
+        return cf.fun(*args, **kwargs)
+    skey = [s_def]
+    for a in s_leaves:
+        skey.append(a._dtype.name)
+        skey.append(a._shape)
+    out_def_pre = None
+    if cf.state_out is not cf.state_in:
+        out_def_pre = flatten(tout)[1]
+    key = (tuple(skey), out_def_pre, a_key)
+    entry = cf.lookup(key)
+    if entry is None:
+        entry = _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves)
+    if entry.info["changes"] and cf.changed_last:
+        raise ValueError(
+            f"nv.compile({_name(cf)}): the structure of the compiled state changed on two "
+            "consecutive calls (e.g. an optimizer creating its slots); initialise the optimizer "
+            "first (opt.init(model.trainable_parameters())) so the state keeps one structure, "
+            "or make changing values arrays. The state is unchanged.")
+    outs = entry.tape.run(s_leaves + a_leaves)
+    n_out = entry.n_out
+    result = entry.build(outs[:n_out])
+    new_state = unflatten(entry.post_def, outs[n_out:])
+    snap = snapshot(containers(tin, tout))
+    try:
+        merge_into(tout, new_state, "state")
+    except BaseException:
+        restore(snap)
+        raise
+    cf.changed_last = entry.info["changes"]
+    cf.last_key = key
+    return result
+
+
+def _name(cf) -> str:
+    from .trace import fun_name
+    return fun_name(cf.fun)
+
+
+def _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves):
+    from .trace import _check_hashable, make_entry, store
+    with cf.trace_lock:
+        entry = cf.lookup(key)
+        if entry is not None:
+            return entry
+        sig = Signature.of(args, kwargs, a_leaves, cf.shapeless,
+                           extra=list(walk(tin, "state")))
+        _check_hashable(cf, key, sig)
+        cf.misses += 1
+        cf.last_miss = miss_reason(cf, sig, key)
+        t0 = time.perf_counter()
+        stream = current_stream()
+        ph_s = [Array.placeholder(a._shape, a._dtype, stream) for a in s_leaves]
+        ph_a = [Array.placeholder(a._shape, a._dtype, stream) for a in a_leaves]
+        fast = not kwargs and all(type(a) is Array for a in args)
+        if fast:
+            targs, tkwargs = tuple(ph_a), {}
+        else:
+            _, td = flatten((args, kwargs) if kwargs else args)
+            rebuilt = unflatten(td, ph_a)
+            targs, tkwargs = (rebuilt if kwargs else (rebuilt, {}))
+        snap = snapshot(containers(tin, tout))
+        _, s_def = flatten(tin)
+        pre_out_def = flatten(tout)[1]
+        _runtime._count_trace()
+        cf.traces += 1
+        try:
+            merge_into(tin, unflatten(s_def, ph_s), "state")
+            with tracing():
+                out = cf.fun(*targs, **tkwargs)
+            out_leaves, out_def = flatten(out)
+            post_leaves, post_def = flatten(tout)
+        finally:
+            restore(snap)
+        entry = make_entry(cf, ph_s + ph_a, out, list(out_leaves) + list(post_leaves), out_def,
+                           stream, t0, n_out=len(out_leaves))
+        entry.post_def = post_def
+        entry.pre_def = pre_out_def
+        entry.info["changes"] = post_def != pre_out_def
+        entry.sig = sig
+        store(cf, key, entry)
+        return entry

@@ -1,0 +1,265 @@
+"""The slow path of a compiled call: trace the function on placeholders, simplify, fuse, and
+freeze the result into a Tape (and a cache entry).
+
+    entry = miss(compiled_fn, key, args, kwargs, leaves)
+"""
+from __future__ import annotations
+
+import gc
+import time
+import warnings
+from typing import Any
+
+from ..backends import registry
+from ..core.array import Array
+from ..core.device import current_stream
+from ..transforms._trace import tracing
+from ..tree import LEAF, flatten, unflatten
+from . import _runtime
+from ._builder import build
+from ._runtime import OUT_ONE, OUT_TREE, OUT_TUPLE, Entry
+from ._tape import Step, Tape
+from .draft import Draft
+from .signature import Signature, miss_reason
+
+#: fuse element-wise chains (tests switch it off to compare)
+FUSE = [True]
+_warned_compiler = [False]
+
+
+def fun_name(fun: Any) -> str:
+    return getattr(fun, "__qualname__", None) or getattr(fun, "__name__", None) or repr(fun)
+
+
+def miss(cf, key, args: tuple, kwargs: dict, leaves: list) -> Entry:
+    """Traces a call whose key is not cached; stores and returns the entry."""
+    with cf.trace_lock:
+        entry = cf.lookup(key)        # another thread may have traced it meanwhile
+        if entry is not None:
+            return entry
+        sig = Signature.of(args, kwargs, leaves, cf.shapeless)
+        _check_hashable(cf, key, sig)
+        cf.misses += 1
+        cf.last_miss = miss_reason(cf, sig, key)
+        fast = not kwargs and all(type(a) is Array for a in args)
+        entry = trace_call(cf, args, kwargs, leaves, fast)
+        entry.sig = sig
+        store(cf, key, entry)
+        return entry
+
+
+def store(cf, key, entry: Entry) -> None:
+    if entry.tape.captures_tracer:
+        cf.uncached += 1     # used once: it holds an outer transform's tracer
+    else:
+        cf.insert(key, entry)
+    n = cf.warn_traces
+    if n is not None and cf.traces > n and not cf.warned:
+        cf.warned = True
+        warnings.warn(f"nv.compile: {fun_name(cf.fun)} has been traced {cf.traces} times "
+                      f"(more than warn_traces={n}); the last retrace was caused by: "
+                      f"{cf.last_miss}", RuntimeWarning, stacklevel=4)
+
+
+def _check_hashable(cf, key, sig: Signature) -> None:
+    try:
+        hash(key)
+    except TypeError:
+        path, value = sig.unhashable()
+        raise TypeError(f"nv.compile({fun_name(cf.fun)}): {path} is a {type(value).__name__}, "
+                        "which is neither an array, a container of arrays, nor a hashable "
+                        "constant (convert it with nv.array, or make it hashable)") from None
+
+
+def trace_call(cf, args: tuple, kwargs: dict, leaves: list, fast: bool,
+               extra_outputs=None) -> Entry:
+    """Runs ``cf.fun`` on placeholders of ``leaves`` and builds the entry."""
+    t0 = time.perf_counter()
+    stream = current_stream()
+    ph = [Array.placeholder(a._shape, a._dtype, stream) for a in leaves]
+    if fast:
+        targs, tkwargs = tuple(ph), {}
+    else:
+        _, td = flatten((args, kwargs) if kwargs else args)
+        rebuilt = unflatten(td, ph)
+        targs, tkwargs = (rebuilt if kwargs else (rebuilt, {}))
+    _runtime._count_trace()
+    cf.traces += 1
+    with tracing():
+        out = cf.fun(*targs, **tkwargs)
+    out_leaves, out_def = flatten(out)
+    return make_entry(cf, ph, out, out_leaves, out_def, stream, t0)
+
+
+def make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out=None) -> Entry:
+    # The build allocates many small objects and frees none: the cyclic collector would
+    # only re-walk the traced graph again and again (a 40,000-op trace: 3x slower).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out) -> Entry:
+    t1 = time.perf_counter()
+    draft = build(placeholders, list(out_leaves))
+    t2 = time.perf_counter()
+    name = fun_name(cf.fun)
+    if cf.shapeless:
+        from .shapeless import make_shapeless
+        make_shapeless(draft, name)
+    fused, sources_s = _fuse(draft, cf.shapeless, stream)
+    t3 = time.perf_counter()
+    tape = finalize(draft, stream, cf.shapeless)
+    t4 = time.perf_counter()
+    e = Entry()
+    e.tape = tape
+    e.n_out = len(out_leaves) if n_out is None else n_out
+    if out_def.node is LEAF:
+        e.out_kind = OUT_ONE
+    elif type(out) is tuple and all(c is LEAF for c in out_def.node[1]):
+        e.out_kind = OUT_TUPLE
+    else:
+        e.out_kind = OUT_TREE
+    e.out_def = out_def
+    e.info = {"draft": draft, "fused": fused}
+    cf.last_timings = {"trace_s": t1 - t0, "simplify_s": t2 - t1, "fuse_s": t3 - t2 - sources_s,
+                       "kernel_compile_s": sources_s, "finalize_s": t4 - t3,
+                       "first_call_s_before_compiler": (t4 - t0) - sources_s,
+                       "steps": len(tape.steps), "fused_kernels": len(fused)}
+    return e
+
+
+def _fuse(draft: Draft, shapeless: bool, stream) -> tuple[list, float]:
+    """Fuses (CPU only, not when the trace holds an outer tracer); builds the kernels."""
+    if not FUSE[0] or draft.captures_tracer or stream.device.type.value != "cpu":
+        return [], 0.0
+    from .fuse import fuse
+    saved = list(draft.steps)
+    fused = fuse(draft, shapeless)
+    if not fused:
+        return [], 0.0
+    from ..backends.cpu import compiled as cpu_compiled
+    t = time.perf_counter()
+    try:
+        kernels = cpu_compiled.prepare([f.prim.spec for f in fused])
+    except cpu_compiled.KernelCompileError as e:
+        draft.steps = saved
+        if not _warned_compiler[0]:
+            _warned_compiler[0] = True
+            warnings.warn("nv.compile: fused kernels cannot be built, so compiled functions run "
+                          f"their operations unfused. The C compiler said:\n{e.message}",
+                          RuntimeWarning, stacklevel=5)
+        return [], time.perf_counter() - t
+    for f in fused:
+        f.kernel = kernels[f.prim.spec]
+    return fused, time.perf_counter() - t
+
+
+def finalize(draft: Draft, stream, shapeless: bool) -> Tape:
+    """Freezes ``draft`` into a Tape: slots, release points, implementations, templates."""
+    n_in = draft.n_inputs
+    slot: dict[int, int] = {v: v for v in range(n_in)}
+    used_consts: list[int] = []
+    seen = set()
+    for s in draft.steps:
+        for a in s.args:
+            if a >= n_in and a in draft.const_index and a not in seen:
+                seen.add(a)
+                used_consts.append(a)
+    for a in draft.outputs:
+        if a in draft.const_index and a not in seen:
+            seen.add(a)
+            used_consts.append(a)
+    used_consts.sort(key=lambda v: draft.const_index[v])
+    consts = []
+    for v in used_consts:
+        slot[v] = n_in + len(consts)
+        consts.append(draft.consts[draft.const_index[v]])
+    nxt = n_in + len(consts)
+    first_step_slot = nxt
+    for s in draft.steps:
+        for o in s.outs:
+            slot[o] = nxt
+            nxt += 1
+    out_slots = [slot[v] for v in draft.outputs]
+    keep = set(out_slots)
+    last_use: dict[int, int] = {}
+    for k, s in enumerate(draft.steps):
+        for a in s.args:
+            last_use[slot[a]] = k
+    release: list[list[int]] = [[] for _ in draft.steps]
+    for k, s in enumerate(draft.steps):
+        for o in s.outs:     # outputs nobody reads (unused siblings) go at once
+            so = slot[o]
+            if so not in last_use and so not in keep:
+                release[k].append(so)
+    for sl, k in last_use.items():
+        if sl >= first_step_slot and sl not in keep:
+            release[k].append(sl)
+    device = stream.device.type.value
+    tape = Tape()
+    tape.n_inputs = n_in
+    tape.n_slots = nxt
+    tape.consts = consts
+    tape.const_data = [c._data for c in consts]
+    tape.stream = stream
+    tape.shapeless = shapeless
+    tape.captures_tracer = draft.captures_tracer
+    tape.outputs = tuple(out_slots)
+    tape.out_dtypes = tuple(draft.dtype[v] for v in draft.outputs)
+    tape.dup_outputs = len(set(out_slots)) != len(out_slots)
+    tape.draft = draft
+    eager = device == "cpu" and not draft.captures_tracer
+    import numpy as np
+    for c in consts:
+        if not isinstance(c._data, np.ndarray):
+            eager = False
+    steps = []
+    for k, s in enumerate(draft.steps):
+        st = Step()
+        st.prim = s.prim
+        st.args = tuple(slot[a] for a in s.args)
+        st.out = slot[s.outs[0]]
+        st.nout = len(s.outs)
+        st.stream = s.stream
+        st.shape = draft.shape[s.outs[0]]
+        st.dtypes = tuple(draft.dtype[o] for o in s.outs)
+        st.release = tuple(release[k])
+        st.broadcast_operands = bool(shapeless and s.prim.elementwise and len(s.args) > 1
+                                     and getattr(s, "kernel", None) is None
+                                     and type(s.prim).__name__ != "Compiled")
+        st.kernel = getattr(s, "kernel", None)
+        st.impl = registry.implementation(type(s.prim), s.stream.device.type.value)
+        if st.impl is None or s.stream.device.type.value != "cpu":
+            eager = False
+        st.node = s.node if s.node is not None else _template(s, draft)
+        st.donate = None
+        st.source = s
+        steps.append(st)
+    tape.steps = steps
+    tape.eager_ok = eager
+    return tape
+
+
+def _template(s, draft: Draft):
+    """A node describing one step's call (its impl reads shapes and dtypes from it)."""
+    ins = tuple(Array.placeholder(draft.shape[a], draft.dtype[a], s.stream, tracer=False)
+                for a in s.args)
+    if len(s.outs) == 1:
+        a = Array.placeholder(draft.shape[s.outs[0]], draft.dtype[s.outs[0]], s.stream,
+                              tracer=False)
+        a._prim, a._inputs = s.prim, ins
+        return a
+    outs = []
+    for i, o in enumerate(s.outs):
+        a = Array.placeholder(draft.shape[o], draft.dtype[o], s.stream, tracer=False)
+        a._prim, a._inputs, a._pos = s.prim, ins, i
+        outs.append(a)
+    sib = tuple(outs)
+    for a in outs:
+        a._siblings = sib
+    return outs[0]

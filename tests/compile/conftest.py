@@ -1,0 +1,56 @@
+"""Helpers shared by the nv.compile tests."""
+from __future__ import annotations
+
+import contextlib
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import nuvec as nv
+from nuvec.compile import trace as _trace
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+@contextlib.contextmanager
+def unfused():
+    """Compile without fusion (to look at the simplified steps alone)."""
+    prev = _trace.FUSE[0]
+    _trace.FUSE[0] = False
+    try:
+        yield
+    finally:
+        _trace.FUSE[0] = prev
+
+
+def bits(a) -> np.ndarray:
+    """The raw bits of an array's values (so NaN payloads and -0.0 compare exactly)."""
+    h = np.asarray(a)
+    if h.dtype == np.bool_:
+        return h.view(np.uint8)
+    return np.ascontiguousarray(h).view(f"u{h.dtype.itemsize}") if h.dtype.kind in "fcV" \
+        or h.dtype == BF16 else h
+
+
+def assert_same(got, want) -> None:
+    """Equal dtype, shape and bits."""
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    np.testing.assert_array_equal(bits(got), bits(want))
+
+
+def entry_of(f):
+    """The only cached entry of a compiled function."""
+    assert len(f.cache) == 1, f"{len(f.cache)} entries"
+    return next(iter(f.cache.values()))
+
+
+def step_names(f, *args) -> list[str]:
+    return [s.split(" = ")[1].split("(")[0] for s in f.inspect(*args).steps]
+
+
+@pytest.fixture
+def no_fusion():
+    with unfused():
+        yield
