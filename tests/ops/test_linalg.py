@@ -284,3 +284,12 @@ def test_mlp_layer_gradient_matches_numpy():
         "addmm_c", "addmm_cb", "einsum", "tensordot"])
 def test_linalg_vmap(f, shapes, in_axes):
     vmap_check(f, [r(*s) for s in shapes], in_axes)
+
+
+def test_second_order_through_matmul_and_einsum():
+    a, b = r(3, 4), r(4, 2)
+    v = nv.array(r(3, 4))
+
+    def f(x):
+        return nv.sum(nv.tanh(nv.matmul(x, nv.array(b))) ** 2) + nv.einsum("ij,ij->", x, x) ** 2
+    fd_vjp_check(lambda x: nv.sum(nv.grad(f)(x) * v), [a], rtol=1e-5, atol=1e-6)

@@ -453,3 +453,23 @@ def test_grad_of_vmap_of_scan():
     def f(x):
         return nv.sum(nv.vmap(lambda r: nv.cumprod(r, axis=0), in_axes=1)(x) ** 2)
     fd_vjp_check(f, [X34])
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: nv.sum(nv.logsumexp(x, axis=1) ** 2),
+    lambda x: nv.sum(nv.softmax(x, axis=0) * x),
+    lambda x: nv.sum(nv.max(x, axis=1) ** 3),
+    lambda x: nv.sum(nv.cumprod(x, axis=1) ** 2),
+    lambda x: nv.sum(nv.logcumsumexp(x, axis=0) ** 2),
+    lambda x: nv.sum(nv.var(x, axis=1) * nv.mean(x, axis=1)),
+], ids=["lse", "softmax", "max", "cumprod", "logcumsumexp", "var_mean"])
+def test_second_order_gradients(f):
+    """The gradient's own gradient (a Hessian-vector product) against finite differences."""
+    v = nv.array(np.random.default_rng(11).standard_normal(X34.shape))
+    fd_vjp_check(lambda x: nv.sum(nv.grad(f)(x) * v), [X34], rtol=1e-5, atol=1e-6)
+
+
+def test_integer_outputs_have_zero_tangents():
+    x = nv.array(X34)
+    _, (t,) = nv.jvp(lambda v: nv.argmax(v, axis=1), [x], [nv.ones_like(x)])
+    assert t.tolist() == [0, 0, 0]
