@@ -1,1 +1,15 @@
-"""The CUDA backend (CuPy + NVRTC)."""
+"""The CUDA backend: CuPy arrays in device memory, the generator's CUDA C kernels through
+NVRTC for element-wise work, CuPy (cuBLAS, CUB, Thrust) for the rest.
+
+Importing this package costs nothing where there is no GPU: ``device`` only probes CuPy when
+asked, and the implementations (which import CuPy) register themselves only where a CUDA
+device exists. ``runtime`` documents how data, bfloat16 and streams are handled.
+"""
+from . import device
+
+if device.is_available():
+    from . import elementwise, indexing, linalg, misc, reduction, shape, sort  # noqa: F401
+    try:
+        from . import random  # noqa: F401
+    except ImportError:  # pragma: no cover - a tree without the random primitive
+        pass

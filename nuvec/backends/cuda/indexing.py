@@ -1,0 +1,104 @@
+"""Gather and scatter primitives on the GPU (CuPy advanced indexing, cupyx scatter ops).
+
+Differences from the CPU, both so that the host never waits for the device: an index out of
+range is not reported (CuPy wraps it), and ``scatter`` with ``mode="set"`` and repeated
+indices keeps one of the written values, not necessarily the last. ``add`` / ``max`` /
+``min`` are atomic operations; dtypes without atomics compute in a wider one and convert
+once (8/16-bit integers in int32, wrapping as the CPU does; float16 / bfloat16 in float32;
+bool as 0/1 with or = max, and = min). ``prod`` has no atomic form: it runs on the host
+(NumPy's ``multiply.at``), which waits for the device.
+"""
+from __future__ import annotations
+
+import cupy as cp
+import cupyx
+import numpy as np
+
+from ...core import dtypes as dt
+from ...primitives.indexing import Gather, GatherAxis, Scatter, ScatterAxis
+from .runtime import finish, gpu, is_half, to_f32, to_host, upload
+
+_ATOMIC = {"add": cupyx.scatter_add, "max": cupyx.scatter_max, "min": cupyx.scatter_min}
+
+
+def _front(a, axes):
+    """A view of ``a`` (NumPy or CuPy) with ``axes`` first, the others after in order."""
+    k = len(axes)
+    if tuple(axes) == tuple(range(k)):
+        return a
+    rest = [i for i in range(a.ndim) if i not in axes]
+    return a.transpose(tuple(axes) + tuple(rest))
+
+
+@gpu(Gather)
+def _gather(prim, ins, node):
+    return [_front(ins[0], prim.axes)[tuple(ins[1:])]]
+
+
+def _widen(x, d: dt.Dtype):
+    """``x`` in a dtype the atomics support (see the module docstring), or ``x`` itself."""
+    if d == dt.bool_ or (d.kind in "ui" and d.size < 4):
+        return x.astype(cp.int32)
+    if is_half(d):
+        return to_f32(x, d)
+    return x
+
+
+def _narrow(w, d: dt.Dtype):
+    if d == dt.bool_:
+        return w != 0
+    if is_half(d):
+        return finish(w, d)
+    if w.dtype != d.np:
+        return w.astype(d.np)
+    return w
+
+
+def _combine(mode: str, out, index: tuple, update, d: dt.Dtype, axes):
+    """``out`` with ``update`` written or combined at ``index`` of ``_front(out, axes)``."""
+    if mode == "set":
+        _front(out, axes)[index] = update
+        return out
+    if mode == "prod":
+        h = to_host(out, d).copy()
+        t = _front(h, axes)
+        hidx = tuple(to_host(i) for i in index)
+        u = to_host(cp.ascontiguousarray(update), d)
+        np.multiply.at(t, hidx, u)
+        return upload(h, d)
+    op = "max" if (d == dt.bool_ and mode == "add") else mode
+    w = _widen(out, d)
+    _ATOMIC[op](_front(w, axes), index, _widen(cp.ascontiguousarray(update), d))
+    return _narrow(w, d) if w is not out else out
+
+
+@gpu(Scatter)
+def _scatter(prim, ins, node):
+    return [_combine(prim.mode, ins[0].copy(), tuple(ins[2:]), ins[1], node._dtype, prim.axes)]
+
+
+def _along_index(idx, axis: int) -> tuple:
+    nd = idx.ndim
+    out = []
+    for d in range(nd):
+        if d == axis:
+            out.append(idx)
+        else:
+            shape = [1] * nd
+            shape[d] = idx.shape[d]
+            out.append(cp.arange(idx.shape[d]).reshape(shape))
+    return tuple(out)
+
+
+@gpu(GatherAxis)
+def _gather_axis(prim, ins, node):
+    a, idx = ins
+    return [a[_along_index(idx, prim.axis)]]
+
+
+@gpu(ScatterAxis)
+def _scatter_axis(prim, ins, node):
+    a, idx, upd = ins
+    index = _along_index(idx, prim.axis)
+    update = cp.broadcast_to(upd, idx.shape)
+    return [_combine(prim.mode, a.copy(), index, update, node._dtype, ())]

@@ -1,0 +1,233 @@
+"""Run element-wise kernels (single ops and fused groups) on CuPy arrays.
+
+    (out,) = kernels.run(KernelSpec.single("add", ("float32",) * 2, "float32"), [a, b], a.shape)
+
+``run`` takes inputs in the spec's storage dtypes (bfloat16 as uint16 bits), broadcastable to
+``shape``, with any strides, and returns new C-contiguous outputs allocated on the current
+stream, after queueing the kernel on that stream (no host synchronisation).
+
+Choice of entry point (``source`` has the kernels): when every input is C-contiguous with the
+output's shape or has one element (a broadcast scalar) and the arrays are aligned, the ``vec``
+kernel (vector loads and stores); unaligned views of that kind use the dialect's ``contig`` /
+``scalar`` kernels; anything else (transposes, slices with steps, broadcasts along some axes)
+the ``strided`` kernel over the shape with size-1 axes dropped and mergeable axes merged.
+32-bit indexing wherever every index fits, 64-bit otherwise.
+
+Each (spec, variant, index width, scalar mask) is one NVRTC module compiled on first use with
+``source.nvrtc_options()`` (``--fmad=false``: no contraction; IEEE division and square root;
+never fast math) through ``cupy.RawModule``, so CuPy's on-disk kernel cache keeps it across
+processes. ``precompile`` builds several modules in threads (NVRTC runs without the GIL).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import cupy as cp
+import numpy as np
+
+from ...codegen.ir import KernelSpec
+from ...core import dtypes as dt
+from . import source
+
+__all__ = ["run", "astype", "precompile", "forced", "stats", "KernelCompileError"]
+
+_BLOCK = 256
+_GRID_CAP = 1 << 20            # grid-stride kernels: at most this many blocks
+_I32_LIMIT = (1 << 31) - 1
+
+_STORE = {name: (np.dtype(np.uint16) if name == "bfloat16" else dt.from_name(name).np)
+          for name in ("bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32",
+                       "int64", "float16", "bfloat16", "float32", "float64", "complex64")}
+
+_kernels: dict[tuple, object] = {}
+_meta: dict[tuple, cp.ndarray] = {}
+_lock = threading.Lock()
+_stats = {"compiled": 0, "launches": {v: 0 for v in source.VARIANTS}}
+_force: dict[str, str | None] = {"variant": None, "idx": None}
+
+
+class KernelCompileError(RuntimeError):
+    """NVRTC rejected a generated kernel; the message holds its log."""
+
+
+def _module(src: str, entries: list[str], what: str) -> list:
+    try:
+        mod = cp.RawModule(code=src, options=source.nvrtc_options())
+        return [mod.get_function(e) for e in entries]
+    except cp.cuda.compiler.CompileException as e:
+        raise KernelCompileError(f"cuda kernels: NVRTC failed on {what}: {e}") from None
+
+
+def _compile(key: tuple):
+    spec, variant, idx, mask = key
+    src, entry = source.module_source(spec, variant, idx, mask)
+    (fn,) = _module(src, [entry], f"{entry} for {[n.op for n in spec.nodes]}")
+    with _lock:
+        _stats["compiled"] += 1
+        return _kernels.setdefault(key, fn)
+
+
+def _kernel(spec: KernelSpec, variant: str, idx: str, mask: tuple):
+    key = (spec, variant, idx, mask)
+    k = _kernels.get(key)
+    if k is None:
+        k = _compile(key)
+    return k
+
+
+def precompile(keys, threads: int | None = None, per_module: int = 48) -> int:
+    """Builds the kernels ``keys`` ((spec, variant, idx, mask) tuples) not built yet, in modules
+    of ``per_module`` kernels (the shared library is parsed once per module) compiled by
+    ``threads`` threads; returns how many kernels were built."""
+    todo = [k for k in dict.fromkeys(keys) if k not in _kernels]
+    if not todo:
+        return 0
+    chunks = [todo[i:i + per_module] for i in range(0, len(todo), per_module)]
+    dev = cp.cuda.Device().id
+
+    def build(chunk):
+        cp.cuda.Device(dev).use()
+        src, entries = source.batch_source(chunk)
+        fns = _module(src, entries, f"a batch of {len(chunk)} kernels")
+        with _lock:
+            _stats["compiled"] += len(chunk)
+            for key, fn in zip(chunk, fns):
+                _kernels.setdefault(key, fn)
+
+    n = threads or min(len(chunks), os.cpu_count() or 1)
+    if n <= 1:
+        for c in chunks:
+            build(c)
+    else:
+        with ThreadPoolExecutor(n) as pool:
+            list(pool.map(build, chunks))
+    return len(todo)
+
+
+@contextlib.contextmanager
+def forced(variant: str | None = None, idx: str | None = None):
+    """Tests: use ``variant`` wherever the layout allows it ("strided" always does, "scalar"
+    for contiguous-or-scalar inputs, "contig" for contiguous ones, "vec" for aligned ones) and
+    index width ``idx``."""
+    saved = dict(_force)
+    _force.update(variant=variant, idx=idx)
+    try:
+        yield
+    finally:
+        _force.update(saved)
+
+
+def stats() -> dict:
+    """Modules compiled and launches per variant (tests and diagnostics)."""
+    return {"compiled": _stats["compiled"], "launches": dict(_stats["launches"]),
+            "modules": len(_kernels)}
+
+
+def _meta_array(meta: tuple) -> cp.ndarray:
+    """The strided kernel's layout (shape, then each array's strides) in device memory, cached."""
+    m = _meta.get(meta)
+    if m is None:
+        if len(_meta) >= 1024:
+            _meta.clear()
+        m = cp.asarray(np.array(meta, dtype=np.int64))
+        _meta[meta] = m
+    return m
+
+
+def _size(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def run(spec: KernelSpec, ins: list, shape: tuple, outs: list | None = None) -> list:
+    """Outputs of ``spec`` over ``ins`` (see the module docstring)."""
+    shape = tuple(shape)
+    n = _size(shape)
+    if outs is None:
+        outs = [cp.empty(shape, _STORE[spec.nodes[o].dtype]) for o in spec.outputs]
+    if n == 0:
+        return outs
+    fv, fi = _force["variant"], _force["idx"]
+    mask = []
+    simple = fv != "strided"
+    if simple:
+        for x in ins:
+            if x.size == 1:
+                mask.append(1)
+            elif x.shape == shape and x.flags.c_contiguous:
+                mask.append(0)
+            else:
+                simple = False
+                break
+    if simple:
+        mask = tuple(mask)
+        if fv in (None, "vec"):
+            V = source.vec_width(spec, mask)
+            if all(m or x.data.ptr % (V * x.itemsize) == 0 for x, m in zip(ins, mask)) and \
+                    all(o.data.ptr % (V * o.itemsize) == 0 for o in outs):
+                idx = fi or ("i32" if n < _I32_LIMIT - (1 << 24) else "i64")
+                nvec, tail = divmod(n, V)
+                threads = nvec + tail
+                I = np.int32 if idx == "i32" else np.int64
+                k = _kernel(spec, "vec", idx, mask)
+                k(((threads + _BLOCK - 1) // _BLOCK,), (_BLOCK,), (I(nvec), I(n), *ins, *outs))
+                _stats["launches"]["vec"] += 1
+                return outs
+        scalars = any(mask)
+        if not (fv == "contig" and scalars):
+            variant = "scalar" if (scalars or fv == "scalar") else "contig"
+            grid = min((n + _BLOCK - 1) // _BLOCK, _GRID_CAP)
+            idx = fi or ("i32" if n + grid * _BLOCK <= _I32_LIMIT else "i64")
+            I = np.int32 if idx == "i32" else np.int64
+            args = [I(n)]
+            if variant == "scalar":
+                for x, m in zip(ins, mask):
+                    args += [x, I(0 if m else 1)]
+            else:
+                args += ins
+            _kernel(spec, variant, idx, ())((grid,), (_BLOCK,), (*args, *outs))
+            _stats["launches"][variant] += 1
+            return outs
+    _strided(spec, ins, shape, n, outs, fi)
+    return outs
+
+
+def _strided(spec, ins, shape, n, outs, fi) -> None:
+    xs = [x if x.shape == shape else cp.broadcast_to(x, shape) for x in ins]
+    arrays = xs + outs
+    dims = []
+    strides: list[list[int]] = [[] for _ in arrays]
+    for ax, size in enumerate(shape):
+        if size == 1:
+            continue
+        st = [a.strides[ax] // a.itemsize for a in arrays]
+        if dims and all(s[-1] == t * size for s, t in zip(strides, st)):
+            dims[-1] *= size            # the previous axis steps over this one exactly: merge
+            for s, t in zip(strides, st):
+                s[-1] = t
+            continue
+        dims.append(size)
+        for s, t in zip(strides, st):
+            s.append(t)
+    ndim = len(dims)
+    meta = tuple(dims) + tuple(t for s in strides for t in s)
+    grid = min((n + _BLOCK - 1) // _BLOCK, _GRID_CAP)
+    reach = max(sum((d - 1) * abs(t) for d, t in zip(dims, s)) for s in strides)
+    fits = n + grid * _BLOCK <= _I32_LIMIT and reach <= _I32_LIMIT
+    idx = fi or ("i32" if fits else "i64")
+    I = np.int32 if idx == "i32" else np.int64
+    k = _kernel(spec, "strided", idx, ())
+    k((grid,), (_BLOCK,), (I(n), np.int32(ndim), _meta_array(meta), *xs, *outs))
+    _stats["launches"]["strided"] += 1
+
+
+def astype(x: cp.ndarray, src: dt.Dtype, dst: dt.Dtype) -> cp.ndarray:
+    """``x`` (storage of ``src``) converted to ``dst`` by the engine's cast kernel."""
+    if src == dst:
+        return x
+    return run(KernelSpec.single("astype", (src.name,), dst.name), [x], x.shape)[0]

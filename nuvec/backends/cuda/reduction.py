@@ -1,0 +1,146 @@
+"""Reductions, scans, softmax and logsumexp on the GPU (CuPy's reduction kernels).
+
+float16 / bfloat16 inputs are computed in float32 and rounded once (as on the CPU). Float
+results equal the CPU's up to the order of the additions (a tree on the GPU, NumPy's pairwise
+sums on the CPU); integer, bool, max/min and arg results are identical. cummax / cummin /
+logcumsumexp (and cumprod of bool) use a log-step scan (log2(n) passes of the op).
+"""
+from __future__ import annotations
+
+import cupy as cp
+import numpy as np
+
+from ...core import dtypes as dt
+from ...primitives.reduction import ArgReduce, LogSumExp, Reduce, Scan, Softmax
+from .runtime import computable, finish, gpu, is_half
+
+
+def _acc(d: dt.Dtype):
+    """The CuPy dtype a result of nuvec dtype ``d`` is accumulated in."""
+    return np.float32 if is_half(d) else d.np
+
+
+@gpu(Reduce)
+def _reduce(prim, ins, node):
+    xd = node._inputs[0]._dtype
+    x = computable(ins[0], xd)
+    axes, kd, op, out = prim.axes, prim.keepdims, prim.op, node._dtype
+    if op == "sum":
+        if x.dtype == np.bool_ and out.kind != "b":
+            x = x.astype(_acc(out))
+        r = cp.sum(x, axis=axes, dtype=_acc(out), keepdims=kd)
+    elif op == "prod":
+        if x.dtype == np.bool_ and out == dt.bool_:
+            r = cp.all(x, axis=axes, keepdims=kd)
+        else:
+            r = cp.prod(x, axis=axes, dtype=_acc(out), keepdims=kd)
+    elif op in ("max", "min"):
+        if not axes:
+            r = x
+        elif x.dtype == np.bool_:
+            r = (cp.any if op == "max" else cp.all)(x, axis=axes, keepdims=kd)
+        else:
+            r = (cp.amax if op == "max" else cp.amin)(x, axis=axes, keepdims=kd)
+    elif op == "all":
+        r = cp.all(x, axis=axes, keepdims=kd)
+    else:
+        r = cp.any(x, axis=axes, keepdims=kd)
+    return [finish(cp.reshape(r, node._shape), out)]
+
+
+@gpu(ArgReduce)
+def _argreduce(prim, ins, node):
+    x = computable(ins[0], node._inputs[0]._dtype)
+    if x.dtype == np.bool_:
+        x = x.view(cp.uint8)
+    f = cp.argmax if prim.op == "argmax" else cp.argmin
+    r = f(x, axis=prim.axis)
+    if prim.keepdims:
+        r = cp.expand_dims(r, prim.axis)
+    return [r.astype(np.uint32)]
+
+
+@gpu(Softmax)
+def _softmax(prim, ins, node):
+    x = computable(ins[0], node._inputs[0]._dtype)
+    if x.size == 0:
+        return [cp.empty(node._shape, x.dtype if not is_half(node._dtype) else np.uint16)]
+    m = cp.amax(x, axis=prim.axes, keepdims=True)
+    e = cp.exp(x - m)
+    e /= cp.sum(e, axis=prim.axes, keepdims=True)
+    return [finish(e, node._dtype)]
+
+
+@gpu(LogSumExp)
+def _logsumexp(prim, ins, node):
+    x = computable(ins[0], node._inputs[0]._dtype)
+    axes = prim.axes
+    if any(x.shape[a] == 0 for a in axes):
+        return [finish(cp.full(node._shape, -np.inf, _acc(node._dtype)), node._dtype)]
+    if x.size == 0:
+        return [finish(cp.empty(node._shape, _acc(node._dtype)), node._dtype)]
+    m = cp.amax(x, axis=axes, keepdims=True)
+    m = cp.where(cp.isfinite(m), m, 0).astype(x.dtype, copy=False)
+    s = cp.sum(cp.exp(x - m), axis=axes, keepdims=True)
+    r = cp.log(s) + m
+    return [finish(cp.reshape(r, node._shape), node._dtype)]
+
+
+def _logstep(x, fn, axis: int):
+    """Inclusive scan of the associative ``fn`` along ``axis`` in log2(n) passes."""
+    r = cp.moveaxis(x, axis, -1).copy()
+    n = r.shape[-1]
+    k = 1
+    while k < n:
+        r[..., k:] = fn(r[..., k:], r[..., :-k])   # the right side is read before the write
+        k *= 2
+    return cp.moveaxis(r, -1, axis)
+
+
+def _identity(op: str, d: np.dtype):
+    if op == "sum":
+        return 0
+    if op == "prod":
+        return 1
+    if op == "logaddexp":
+        return -np.inf
+    big = op == "min"
+    if d == np.bool_:
+        return big
+    if d.kind == "f":
+        return np.inf if big else -np.inf
+    info = np.iinfo(d)
+    return info.max if big else info.min
+
+
+@gpu(Scan)
+def _scan(prim, ins, node):
+    out = node._dtype
+    x = computable(ins[0], node._inputs[0]._dtype)
+    ax, op = prim.axis, prim.op
+    if prim.reverse:
+        x = cp.flip(x, ax)
+    if op == "sum":
+        r = cp.cumsum(x, axis=ax, dtype=_acc(out))
+    elif op == "prod":
+        if out == dt.bool_:
+            r = _logstep(x, cp.logical_and, ax)
+        else:
+            r = cp.cumprod(x, axis=ax, dtype=_acc(out))
+    elif op == "max":
+        r = _logstep(x, cp.logical_or if x.dtype == np.bool_ else cp.maximum, ax)
+    elif op == "min":
+        r = _logstep(x, cp.logical_and if x.dtype == np.bool_ else cp.minimum, ax)
+    else:
+        r = _logstep(x, cp.logaddexp, ax)
+    acc = np.dtype(_acc(out))
+    r = r.astype(acc, copy=False)
+    if not prim.inclusive and r.shape[ax] > 0:
+        shifted = cp.empty_like(r)
+        lead = (slice(None),) * ax
+        shifted[lead + (0,)] = _identity(op, acc)
+        shifted[lead + (slice(1, None),)] = r[lead + (slice(0, -1),)]
+        r = shifted
+    if prim.reverse:
+        r = cp.flip(r, ax)
+    return [finish(r, out)]

@@ -1,0 +1,164 @@
+"""CUDA C sources of element-wise kernels, one small module per (spec, variant, index width).
+
+Pure Python (no CuPy): it only arranges text from the generator's CUDA dialect
+(``nuvec.codegen.dialects.cuda``), so it can be checked on machines without a GPU.
+
+Variants (every one computes each element with the generator's per-element body, so they
+all give the same bits):
+
+* ``contig``, ``scalar``, ``strided``: the dialect's own entry points (see its docstring);
+* ``vec``: this backend's entry point for the common case, every array contiguous or a
+  broadcast scalar: each thread loads VEC consecutive elements of each full input with one
+  aligned vector load (16 bytes for the widest array), computes them, and stores them the
+  same way; scalar inputs (``mask``) are loaded once. Arguments: ``(IDX nvec, IDX n, a0, ...,
+  o0, ...)``; threads ``t < nvec`` do elements ``t*VEC .. t*VEC+VEC-1``, the next ``n % VEC``
+  threads one element each. Every full array must be aligned to VEC times its item size.
+
+A module holds one entry point (compiling only what is launched keeps NVRTC's time per kernel
+low); its name is ``entry_name(variant, idx)``.
+
+    src, entry = module_source(spec, "vec", "i32", mask=(0, 1))
+"""
+from __future__ import annotations
+
+from ...codegen.dialects import DIALECTS
+from ...codegen.ir import ITEMSIZE, KernelSpec
+
+VARIANTS = ("vec", "contig", "scalar", "strided")
+INDEX = {"i32": "int", "i64": "long long"}
+NAME = "nvk"
+
+_VEC_HELPER = r"""
+template <typename T, int N> struct __align__(sizeof(T) * N) nv_vec { T v[N]; };
+"""
+
+
+def dialect():
+    """The generator's CUDA dialect."""
+    return DIALECTS["cuda"]
+
+
+def nvrtc_options() -> tuple[str, ...]:
+    """NVRTC options every kernel is compiled with (no contraction, IEEE division/sqrt)."""
+    from ...codegen.dialects import cuda as cuda_dialect
+    return tuple(getattr(cuda_dialect, "NVRTC_OPTIONS", ("--fmad=false",)))
+
+
+def entry_name(variant: str, idx: str, name: str = NAME) -> str:
+    return f"{name}_{variant}_{idx}"
+
+
+def vec_width(spec: KernelSpec, mask: tuple[int, ...]) -> int:
+    """Elements per thread of the ``vec`` variant: 16 bytes of the widest full array (at most 8)."""
+    used = set(dialect().body(spec).used_inputs)
+    sizes = [ITEMSIZE[d] for i, d in enumerate(spec.inputs) if i in used and not mask[i]]
+    sizes += [ITEMSIZE[spec.nodes[o].dtype] for o in spec.outputs]
+    return max(1, min(8, 16 // max(sizes)))
+
+
+def vec_kernel(spec: KernelSpec, idx: str, mask: tuple[int, ...], name: str = NAME) -> str:
+    """The ``vec`` entry point of ``spec`` (see the module docstring)."""
+    d = dialect()
+    b = d.body(spec)
+    I = INDEX[idx]
+    V = vec_width(spec, mask)
+    nin = len(spec.inputs)
+    outs = [spec.nodes[o].dtype for o in spec.outputs]
+    used = set(b.used_inputs)
+    params = [f"{I} nvec", f"{I} n"]
+    params += [f"const {d.stype(t)} *__restrict__ a{i}" for i, t in enumerate(spec.inputs)]
+    params += [f"{d.stype(t)} *__restrict__ o{k}" for k, t in enumerate(outs)]
+    hoisted = [f"const {d.ctype(t)} x{i} = {d.load(t, f'a{i}[0]')};"
+               for i, t in enumerate(spec.inputs) if i in used and mask[i]]
+    full = [i for i in range(nin) if i in used and not mask[i]]
+    vload = [f"const nv_vec<{d.stype(spec.inputs[i])}, {V}> r{i} = "
+             f"*reinterpret_cast<const nv_vec<{d.stype(spec.inputs[i])}, {V}> *>(a{i} + base);"
+             for i in full]
+    vdecl = [f"nv_vec<{d.stype(t)}, {V}> w{k};" for k, t in enumerate(outs)]
+    lane = [f"const {d.ctype(spec.inputs[i])} x{i} = {d.load(spec.inputs[i], f'r{i}.v[j]')};"
+            for i in full]
+    lane += b.lines
+    lane += [f"w{k}.v[j] = {d.store(t, b.outputs[k])};" for k, t in enumerate(outs)]
+    vstore = [f"*reinterpret_cast<nv_vec<{d.stype(t)}, {V}> *>(o{k} + base) = w{k};"
+              for k, t in enumerate(outs)]
+    one = [f"const {d.ctype(spec.inputs[i])} x{i} = {d.load(spec.inputs[i], f'a{i}[e]')};"
+           for i in full]
+    one += b.lines
+    one += [f"o{k}[e] = {d.store(t, b.outputs[k])};" for k, t in enumerate(outs)]
+    ind = _indent
+    return f"""
+extern "C" __global__ void {entry_name('vec', idx, name)}({", ".join(params)})
+{{
+{ind(b.consts, 4)}
+{ind(hoisted, 4)}
+    const {I} t = ({I})blockIdx.x * ({I})blockDim.x + ({I})threadIdx.x;
+    if (t < nvec) {{
+        const {I} base = t * {V};
+{ind(vload, 8)}
+{ind(vdecl, 8)}
+#pragma unroll
+        for (int j = 0; j < {V}; j++) {{
+{ind(lane, 12)}
+        }}
+{ind(vstore, 8)}
+    }} else {{
+        const {I} e = nvec * {V} + (t - nvec);
+        if (e < n) {{
+{ind(one, 12)}
+        }}
+    }}
+}}
+"""
+
+
+def _indent(lines: list[str], n: int) -> str:
+    pad = " " * n
+    return "\n".join(pad + ln for ln in lines)
+
+
+def _dialect_variant(spec: KernelSpec, variant: str, idx: str, name: str) -> str:
+    d = dialect()
+    one = getattr(d, "_variant", None)   # one entry point: a quarter of NVRTC's time
+    if one is not None:
+        return one(name, spec, variant, idx)
+    return d.kernel(name, spec)
+
+
+def kernel_source(spec: KernelSpec, variant: str, idx: str, mask: tuple[int, ...] = (),
+                  name: str = NAME) -> tuple[str, str]:
+    """(CUDA C of one entry point, without prelude and library; its name)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"cuda kernels: unknown variant {variant!r}; expected one of {VARIANTS}")
+    if idx not in INDEX:
+        raise ValueError(f"cuda kernels: unknown index width {idx!r}; expected i32 or i64")
+    spec.validate()
+    d = dialect()
+    d.check(spec)
+    if variant == "vec":
+        if len(mask) != len(spec.inputs):
+            raise ValueError(f"cuda kernels: the scalar mask has {len(mask)} entries for "
+                             f"{len(spec.inputs)} inputs")
+        body = vec_kernel(spec, idx, tuple(mask), name)
+    else:
+        body = _dialect_variant(spec, variant, idx, name)
+    return body, entry_name(variant, idx, name)
+
+
+def module_source(spec: KernelSpec, variant: str, idx: str,
+                  mask: tuple[int, ...] = ()) -> tuple[str, str]:
+    """(CUDA C source, entry point name) of a module holding one kernel."""
+    body, entry = kernel_source(spec, variant, idx, mask)
+    d = dialect()
+    return "\n".join((d.prelude(), d.library(), _VEC_HELPER, body)), entry
+
+
+def batch_source(keys: list[tuple]) -> tuple[str, list[str]]:
+    """One module holding the kernels of ``keys`` ((spec, variant, idx, mask) each): the
+    library is parsed once for all of them. Returns the source and each key's entry name."""
+    d = dialect()
+    parts, names = [d.prelude(), d.library(), _VEC_HELPER], []
+    for j, (spec, variant, idx, mask) in enumerate(keys):
+        body, entry = kernel_source(spec, variant, idx, mask, f"{NAME}{j}")
+        parts.append(body)
+        names.append(entry)
+    return "\n".join(parts), names

@@ -1,0 +1,161 @@
+"""The CUDA kernel sources (pure Python: these run on every machine, GPU or not).
+
+Where NVRTC can be loaded (CuPy, or the nvidia-cuda-nvrtc wheel) the sources are also
+compiled for sm_90, which needs no GPU.
+"""
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import re
+
+import pytest
+
+from nuvec.codegen.ir import KernelSpec, Node
+from nuvec.backends.cuda import source
+
+F32 = KernelSpec.single("exp", ("float32",), "float32")
+BF16_ADD = KernelSpec.single("add", ("bfloat16", "bfloat16"), "bfloat16")
+F64_LESS = KernelSpec.single("less", ("float64", "float64"), "bool")
+SELECT = KernelSpec.single("select", ("bool", "float16", "float16"), "float16")
+# exp(x) * 2 with both nodes as outputs (a fused group of two)
+FUSED = KernelSpec(inputs=("float32",), constants=(("float32", 0x40000000),),
+                   nodes=(Node("exp", (("in", 0),), "float32"),
+                          Node("multiply", (("node", 0), ("const", 0)), "float32")),
+                   outputs=(0, 1))
+
+
+def test_vec_width_is_16_bytes_of_the_widest_array():
+    assert source.vec_width(F32, (0,)) == 4
+    assert source.vec_width(BF16_ADD, (0, 0)) == 8
+    assert source.vec_width(F64_LESS, (0, 0)) == 2
+    # a scalar input does not count: bf16 + scalar bf16 still moves 8 elements a thread
+    assert source.vec_width(BF16_ADD, (0, 1)) == 8
+    assert source.vec_width(KernelSpec.single("astype", ("float64",), "bfloat16"), (0,)) == 2
+
+
+def test_vec_kernel_loads_vectors_and_hoists_scalars():
+    src, entry = source.module_source(BF16_ADD, "vec", "i32", (0, 1))
+    assert entry == "nvk_vec_i32"
+    m = re.search(r'extern "C" __global__ void nvk_vec_i32\(([^)]*)\)', src)
+    assert m is not None
+    assert m.group(1).startswith("int nvec, int n, const uint16_t *__restrict__ a0")
+    assert "nv_vec<uint16_t, 8> r0" in src            # the full input: one vector load
+    assert "r1" not in src.split("nvk_vec_i32")[1]      # the scalar input: no vector
+    assert "const float x1 = nv_bf16_to_f32(a1[0]);" in src
+    assert "nv_f32_to_bf16" in src                      # stored back as bf16 bits
+
+
+def test_index_width_and_variants_name_their_entry_points():
+    for variant in source.VARIANTS:
+        for idx, ctype in source.INDEX.items():
+            mask = (0,) if variant == "vec" else ()
+            src, entry = source.module_source(F32, variant, idx, mask)
+            assert entry == f"nvk_{variant}_{idx}"
+            assert f"void {entry}({ctype} " in src
+            assert src.count('extern "C" __global__') == 1
+
+
+def test_fused_spec_writes_every_output():
+    src, entry = source.module_source(FUSED, "vec", "i64", (0,))
+    assert "long long nvec, long long n" in src
+    assert "float *__restrict__ o0" in src and "float *__restrict__ o1" in src
+    assert "w1.v[j] = v1;" in src
+
+
+def test_batch_source_names_each_kernel_once():
+    keys = [(F32, "vec", "i32", (0,)), (BF16_ADD, "strided", "i64", ()),
+            (SELECT, "scalar", "i32", ())]
+    src, names = source.batch_source(keys)
+    assert names == ["nvk0_vec_i32", "nvk1_strided_i64", "nvk2_scalar_i32"]
+    for n in names:
+        assert src.count(f"void {n}(") == 1
+    assert src.count("struct __align__") == 1
+
+
+def test_bad_requests_name_the_problem():
+    with pytest.raises(ValueError, match="unknown variant"):
+        source.module_source(F32, "tiled", "i32")
+    with pytest.raises(ValueError, match="index width"):
+        source.module_source(F32, "vec", "i16", (0,))
+    with pytest.raises(ValueError, match="scalar mask"):
+        source.module_source(BF16_ADD, "vec", "i32", (0,))
+
+
+def test_options_forbid_contraction():
+    opts = source.nvrtc_options()
+    assert "--fmad=false" in opts
+    assert not any("fast" in o for o in opts)
+
+
+def _nvrtc():
+    """libnvrtc from CuPy's or NVIDIA's wheels, or the system's, if any."""
+    pats = []
+    for mod in ("nvidia", "cupy"):
+        try:
+            m = __import__(mod)
+            for p in getattr(m, "__path__", []):
+                pats.append(os.path.join(p, "**", "libnvrtc.so*"))
+        except ImportError:
+            pass
+    pats += ["/usr/local/cuda*/lib64/libnvrtc.so*", "/usr/lib/x86_64-linux-gnu/libnvrtc.so*"]
+    for pat in pats:
+        for path in sorted(glob.glob(pat, recursive=True)):
+            if "builtins" in path or "alt" in path:
+                continue
+            try:
+                return ctypes.CDLL(path)
+            except OSError:
+                continue
+    return None
+
+
+NVRTC = _nvrtc()
+
+
+@pytest.mark.skipif(NVRTC is None, reason="NVRTC is not installed here (CuPy or nvidia-cuda-nvrtc)")
+@pytest.mark.parametrize("spec", [F32, BF16_ADD, F64_LESS, SELECT, FUSED],
+                         ids=["exp_f32", "add_bf16", "less_f64", "select_f16", "fused"])
+def test_sources_compile_with_nvrtc(spec):
+    _compile_all_variants(spec)
+
+
+def _compile_all_variants(spec) -> bytes:
+    """The PTX of every variant of ``spec`` in one module (asserts that NVRTC accepts it)."""
+    keys = [(spec, v, i, (0,) * len(spec.inputs) if v == "vec" else ())
+            for v in source.VARIANTS for i in source.INDEX]
+    src, names = source.batch_source(keys)
+    prog = ctypes.c_void_p()
+    assert NVRTC.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"k.cu", 0, None, None) == 0
+    opts = [o.encode() for o in source.nvrtc_options()] + [b"--gpu-architecture=compute_90"]
+    arr = (ctypes.c_char_p * len(opts))(*opts)
+    rc = NVRTC.nvrtcCompileProgram(prog, len(opts), arr)
+    n = ctypes.c_size_t()
+    NVRTC.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
+    log = ctypes.create_string_buffer(n.value)
+    NVRTC.nvrtcGetProgramLog(prog, log)
+    ptx = b""
+    if rc == 0:
+        NVRTC.nvrtcGetPTXSize(prog, ctypes.byref(n))
+        buf = ctypes.create_string_buffer(n.value)
+        NVRTC.nvrtcGetPTX(prog, buf)
+        ptx = buf.value
+    NVRTC.nvrtcDestroyProgram(ctypes.byref(prog))
+    assert rc == 0, log.value.decode(errors="replace")[-3000:]
+    for name in names:
+        assert f".entry {name}(".encode() in ptx
+    return ptx
+
+
+MUL_ADD = KernelSpec(inputs=("float32",) * 3, constants=(),
+                     nodes=(Node("multiply", (("in", 0), ("in", 1)), "float32"),
+                            Node("add", (("node", 0), ("in", 2)), "float32")),
+                     outputs=(1,))
+
+
+@pytest.mark.skipif(NVRTC is None, reason="NVRTC is not installed here (CuPy or nvidia-cuda-nvrtc)")
+def test_no_contraction_of_multiply_then_add():
+    ptx = _compile_all_variants(MUL_ADD)
+    assert b"mul.rn.f32" in ptx and b"add.rn.f32" in ptx
+    assert b"fma.rn.f32" not in ptx     # a * b + c stays two roundings, as on the CPU
