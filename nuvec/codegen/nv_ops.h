@@ -15,7 +15,8 @@
  *   float64 / int -> float16 / bfloat16: correctly rounded (no double rounding)
  *   complex -> real: the real part; complex -> bool: re != 0 || im != 0
  * The prelude provides NV_FN, bit casts (nv_f2u, nv_u2f and, with float64, nv_d2u, nv_u2d),
- * the fixed-width integer types, and defines NV_NO_F64 where float64 does not exist.
+ * the fixed-width integer types, NV_NOFUSE(x) (x, opaque to re-association and fusion
+ * where the compiler needs telling), and defines NV_NO_F64 where float64 does not exist.
  */
 
 typedef struct { float re; float im; } nv_c64;
@@ -327,9 +328,13 @@ NV_FN float nv_u64_to_f32_odd(uint64_t i)
 NV_FN nv_c64 nv_c64_make(float re, float im) { nv_c64 z; z.re = re; z.im = im; return z; }
 NV_FN nv_c64 nv_add_c64(nv_c64 a, nv_c64 b) { return nv_c64_make(a.re + b.re, a.im + b.im); }
 NV_FN nv_c64 nv_subtract_c64(nv_c64 a, nv_c64 b) { return nv_c64_make(a.re - b.re, a.im - b.im); }
+/* NV_NOFUSE keeps GCC's vectoriser from turning this into fmaddsub (its complex-multiply
+ * pattern ignores -ffp-contract=off, and only in the vector body: results would depend on
+ * an element's position) */
 NV_FN nv_c64 nv_multiply_c64(nv_c64 a, nv_c64 b)
 {
-    return nv_c64_make(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
+    return nv_c64_make(NV_NOFUSE(a.re * b.re) - NV_NOFUSE(a.im * b.im),
+                       NV_NOFUSE(a.re * b.im) + NV_NOFUSE(a.im * b.re));
 }
 NV_FN nv_c64 nv_square_c64(nv_c64 a) { return nv_multiply_c64(a, a); }
 NV_FN nv_c64 nv_negative_c64(nv_c64 a) { return nv_c64_make(-a.re, -a.im); }
@@ -351,9 +356,10 @@ NV_FN nv_c64 nv_divide_c64(nv_c64 a, nv_c64 b)
     int rbig = abr >= abi;
     int zero = (abr == 0.0f) & (abi == 0.0f);
     float rat = rbig ? b.im / (zero ? 1.0f : b.re) : b.re / b.im;
-    float scl = rbig ? 1.0f / (b.re + b.im * rat) : 1.0f / (b.im + b.re * rat);
-    float r1 = rbig ? (a.re + a.im * rat) * scl : (a.re * rat + a.im) * scl;
-    float i1 = rbig ? (a.im - a.re * rat) * scl : (a.im * rat - a.re) * scl;
+    float scl = rbig ? 1.0f / (b.re + NV_NOFUSE(b.im * rat)) : 1.0f / (b.im + NV_NOFUSE(b.re * rat));
+    float ar = NV_NOFUSE(a.re * rat), ai = NV_NOFUSE(a.im * rat);
+    float r1 = rbig ? (a.re + ai) * scl : (ar + a.im) * scl;
+    float i1 = rbig ? (a.im - ar) * scl : (ai - a.re) * scl;
     r1 = zero ? a.re / abr : r1;
     i1 = zero ? a.im / abr : i1;
     return nv_c64_make(r1, i1);
