@@ -126,10 +126,61 @@ class custom_function:
             outs, oaxes = self._vmap(args, ax_tree)
             out_leaves, _ = flatten(outs)
             return out_leaves, broadcast_prefix(oaxes, outs, "custom_function vmap")
-        from .vmap import vmap
-        outs = vmap(functools.partial(self.fun, **kwargs), in_axes=tuple(ax_tree))(*args)
+        outs = self._batched(tuple(ax_tree), kwargs)(*args)
         out_leaves, _ = flatten(outs)
         return out_leaves, [0] * len(out_leaves)
+
+    def _batched(self, in_axes: tuple, kwargs: dict) -> "custom_function":
+        """The function vmapped over ``in_axes`` (outputs batched on axis 0), as a custom
+        function whose overrides are the vmapped overrides: a transform of the batched call
+        (grad of vmap) still uses the user's rules."""
+        from .vmap import vmap
+        fun = functools.partial(self.fun, **kwargs)
+        batched = custom_function(lambda *a: vmap(fun, in_axes=in_axes)(*a))
+        batched.__name__ = f"vmap({self.__name__})"
+        if self._vjp is not None:
+            user_vjp = self._vjp
+
+            def bvjp(primals, cotangents, outputs):
+                per = vmap(lambda p, c, o: _per_arg(user_vjp(p, c, o), p),
+                           in_axes=(in_axes, 0, 0))(primals, cotangents, outputs)
+                return tuple(_unbatch(g, ax, x) for g, ax, x in zip(per, in_axes, primals))
+            batched.vjp(bvjp)
+        if self._jvp is not None:
+            user_jvp = self._jvp
+            batched.jvp(lambda primals, tangents: vmap(user_jvp, in_axes=(in_axes, in_axes))(
+                primals, tangents))
+        return batched
+
+
+def _per_arg(r: Any, primals: tuple) -> tuple:
+    """A vjp override's result as one cotangent tree per argument, with zeros for None."""
+    from ..ops import zeros_like
+    if len(primals) == 1 and not (isinstance(r, (tuple, list)) and len(r) == 1
+                                  and not isinstance(primals[0], (tuple, list))):
+        r = (r,)
+    out = []
+    for g, p in zip(r, primals):
+        if g is None:
+            leaves, td = flatten(p)
+            g = unflatten(td, [zeros_like(x) for x in leaves])
+        out.append(g)
+    return tuple(out)
+
+
+def _unbatch(g: Any, ax: Any, primal: Any) -> Any:
+    """A per-example cotangent tree (batch on axis 0) laid out like its batched primal: the
+    batch axis moved to the primal's, or summed where the primal is not batched."""
+    from .. import ops
+    leaves, td = flatten(g)
+    axes = broadcast_prefix(ax, primal, "custom_function vmap")
+    out = []
+    for x, a in zip(leaves, axes):
+        if a is None:
+            out.append(ops.sum(x, axis=0))
+        else:
+            out.append(x if a % x.ndim == 0 else ops.moveaxis(x, 0, a))
+    return unflatten(td, out)
 
 
 def _flatten_with_none(tree: Any) -> tuple[list, Any]:

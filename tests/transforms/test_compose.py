@@ -160,3 +160,31 @@ def test_custom_function_outside_transforms_is_a_plain_call():
     x = nv.array([1.0])
     out = _clipped_exp(x)
     assert out.primitive is None or out.primitive.name != "custom_function"
+
+
+def test_grad_of_vmap_keeps_custom_rules():
+    xs = nv.array([[0.0, 1.0, 2.0], [3.0, -5.0, 0.5]], dtype=nv.float64)  # batch on axis 1
+    w = nv.array([1.0, 2.0], dtype=nv.float64)
+
+    @nv.custom_function
+    def f(x, w):
+        return nv.exp(x) * w
+
+    @f.vjp
+    def f_vjp(primals, cotangent, output):
+        x, w = primals
+        return nv.clip(cotangent * output, -1.0, 1.0), cotangent * 0.0 + 7.0
+
+    @f.jvp
+    def f_jvp(primals, tangents):
+        return nv.clip(tangents[0] * nv.exp(primals[0]) * primals[1], -1.0, 1.0)
+
+    loss = lambda xs, w: nv.sum(nv.vmap(f, in_axes=(1, None), out_axes=1)(xs, w))  # noqa: E731
+    gx, gw = nv.grad(loss, argnums=(0, 1))(xs, w)
+    expected = np.clip(np.exp(np.array(xs)) * np.array(w)[:, None], -1, 1)
+    np.testing.assert_allclose(np.array(gx), expected)
+    # w is shared by the batch: the per-example cotangents (7 each) are summed over it
+    assert gw.tolist() == [7.0 * 3, 7.0 * 3]
+    _, (t,) = nv.jvp(lambda a: nv.vmap(f, in_axes=(1, None), out_axes=1)(a, w), [xs],
+                     [nv.ones_like(xs)])
+    np.testing.assert_allclose(np.array(t), expected)
