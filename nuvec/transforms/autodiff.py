@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence
 
+from .. import ops
 from ..core.array import Array
 from ..tree import flatten, unflatten
 from ._trace import active_order, release, tracer_copy, tracing
@@ -26,8 +27,7 @@ def _inexact(a: Array) -> bool:
 
 
 def _zeros_like(a: Array) -> Array:
-    from ..ops import zeros_like
-    return zeros_like(a)
+    return ops.zeros_like(a)
 
 
 def _accumulate(table: dict, keep: dict, a: Array, g: Array, where: str) -> None:
@@ -37,8 +37,7 @@ def _accumulate(table: dict, keep: dict, a: Array, g: Array, where: str) -> None
         raise ValueError(f"{where}: a cotangent of shape {g._shape} was produced for an array of "
                          f"shape {a._shape} (a vjp rule is wrong)")
     if g._dtype != a._dtype:
-        from ..ops import astype
-        g = astype(g, a._dtype)
+        g = ops.astype(g, a._dtype)
     k = id(a)
     prev = table.get(k)
     if prev is None:
@@ -111,8 +110,7 @@ def forward(outputs: Sequence[Array], inputs: Sequence[Array],
 
 
 def _astype(t: Array, d) -> Array:
-    from ..ops import astype
-    return astype(t, d)
+    return ops.astype(t, d)
 
 
 def _as_list(x: Any, name: str, what: str) -> list:
@@ -300,8 +298,7 @@ def _value_and_grad(fun, nums, names, single, args, kwargs, name):
             raise ValueError(f"{name}: the function's output has dtype {loss.dtype.name}; only "
                              "floating-point outputs have a gradient")
         out_leaves, _ = flatten(out)
-        from ..ops import ones_like
-        gs = backward([loss], [ones_like(loss)], copies)
+        gs = backward([loss], [ops.ones_like(loss)], copies)
         grads = [g if g is not None else _zeros_like(c) for g, c in zip(gs, copies)]
     finally:
         release(list(out_leaves) + grads, copies)
