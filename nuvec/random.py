@@ -335,7 +335,8 @@ def permutation(x, axis: int = 0, key: Array | None = None, *, stream=None) -> A
 def multivariate_normal(mean, cov, shape: Sequence[int] = (), dtype=dt.float32,
                         key: Array | None = None, *, stream=None) -> Array:
     """Samples of the normal distribution with ``mean`` (..., n) and covariance ``cov``
-    (..., n, n), positive semi-definite; the result has shape ``shape + (n,)``.
+    (..., n, n), positive semi-definite; the result has shape ``shape + (n,)`` (an empty
+    ``shape`` means the broadcast batch shape of mean and cov).
 
     The covariance is factored as ``U sqrt(S)`` from its SVD (it may be singular).
     """
@@ -350,6 +351,8 @@ def multivariate_normal(mean, cov, shape: Sequence[int] = (), dtype=dt.float32,
     shape = _shape(shape, "multivariate_normal")
     batch = ops.broadcast_shapes(shape, mean.shape[:-1], cov.shape[:-2],
                                  name="multivariate_normal")
+    if not shape:  # as MLX: an empty shape means the batch shape of mean and cov
+        shape = batch
     if batch != shape:
         raise ValueError(f"multivariate_normal: shape {shape} does not broadcast with the batch "
                          f"shapes of mean {mean.shape[:-1]} and cov {cov.shape[:-2]}")

@@ -204,6 +204,12 @@ def test_multivariate_normal():
     sing = np.array([[1.0, 1.0], [1.0, 1.0]])
     t = np.array(nv.random.multivariate_normal(nv.zeros(2), nv.array(sing), (100,), key=K(20)))
     np.testing.assert_allclose(t[:, 0], t[:, 1], atol=1e-4)
+    # batched means: the result takes their batch shape
+    m = nv.array(np.array([[0.0, 0.0], [100.0, 100.0]]))
+    b = nv.random.multivariate_normal(m, nv.array(np.eye(2)), key=K(24))
+    assert b.shape == (2, 2) and np.array(b)[1].min() > 90
+    with pytest.raises(ValueError, match="multivariate_normal"):
+        nv.random.multivariate_normal(nv.zeros(3), nv.array(np.eye(2)))
 
 
 def test_split_keys_are_independent():
