@@ -240,39 +240,52 @@ cdef class Tape:
             ins[i] = cached
 
     cdef list _outputs(self, list values, list inputs, bint raw):
-        """Fresh output arrays: step outputs are new; an input is returned as itself (as the
-        function returns it); a constant gets a new array over its data each call."""
+        """Fresh output arrays, as the function returns them: output j is the same object as
+        output ``plan[j] >= 0`` where the function returned one object twice; ``-2``: the
+        input itself (the function returned its argument); otherwise a new array (over the
+        step's data, or a constant's, or an input's: one value computed once by CSE but
+        returned as two arrays gives two)."""
         cdef list out = []
-        cdef Py_ssize_t j, slot, n_in = self.n_inputs, n_c = len(self.consts)
-        cdef dict made = None
-        cdef object v, a
+        cdef Py_ssize_t j, slot, plan, n_in = self.n_inputs, n_c = len(self.consts)
+        cdef object v, a, c
+        cdef dict taken = None
         if self.dup_outputs:
-            made = {}
+            taken = {}
         for j in range(len(self.outputs)):
+            plan = self.out_plan[j]
+            if plan >= 0:
+                out.append(out[plan])
+                continue
             slot = self.outputs[j]
-            if made is not None:
-                a = made.get(slot)
-                if a is not None:
-                    out.append(a)
-                    continue
             if slot < n_in:
-                a = inputs[slot]
+                v = inputs[slot]
+                if plan == -2:
+                    a = v
+                else:
+                    a = _fresh(v)
             elif slot < n_in + n_c:
                 c = self.consts[slot - n_in]
-                if c._data is None:      # a tracer an outer transform owns: keep it
-                    a = c
-                else:
-                    a = _make(c._shape, c._dtype, None, (), c._stream, c._data, False)
+                a = c if c._data is None else _fresh(c)
             else:
                 v = values[slot]
                 if raw:
                     a = _make(v.shape, self.out_dtypes[j], None, (), self.stream, v, False)
                 else:
                     a = v
-            if made is not None:
-                made[slot] = a
+                    if taken is not None:
+                        if slot in taken:
+                            a = _fresh(v)
+                        taken[slot] = True
             out.append(a)
         return out
+
+
+cdef object _fresh(object v):
+    """A new array with the value of ``v`` (sharing its data, or a copy node if lazy)."""
+    if v._data is not None:
+        return _make(v._shape, v._dtype, None, (), v._stream, v._data, False)
+    from ..primitives.misc import Copy
+    return Array.make(Copy(), (v,), v._stream)
 
 
 # references to a donation candidate besides ``datas`` and the local, from Cython temporaries

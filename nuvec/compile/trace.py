@@ -114,6 +114,7 @@ def _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out) -
     fused, sources_s = _fuse(draft, cf.shapeless, stream)
     t3 = time.perf_counter()
     tape = finalize(draft, stream, cf.shapeless)
+    tape.out_plan = _out_plan(list(out_leaves), placeholders)
     t4 = time.perf_counter()
     e = Entry()
     e.tape = tape
@@ -131,6 +132,21 @@ def _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out) -
                        "first_call_s_before_compiler": (t4 - t0) - sources_s,
                        "steps": len(tape.steps), "fused_kernels": len(fused)}
     return e
+
+
+def _out_plan(out_leaves: list, placeholders: list) -> tuple:
+    """Per output: the earlier output it is the same object as, -2 if it is the argument
+    itself, -1 for a new array (see Tape._outputs)."""
+    first: dict[int, int] = {}
+    inputs = {id(p) for p in placeholders}
+    plan = []
+    for j, a in enumerate(out_leaves):
+        if id(a) in first:
+            plan.append(first[id(a)])
+            continue
+        first[id(a)] = j
+        plan.append(-2 if id(a) in inputs else -1)
+    return tuple(plan)
 
 
 def _fuse(draft: Draft, shapeless: bool, stream) -> tuple[list, float]:

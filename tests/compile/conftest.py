@@ -54,3 +54,19 @@ def step_names(f, *args) -> list[str]:
 def no_fusion():
     with unfused():
         yield
+
+
+def assert_topological(tape) -> None:
+    """Every step reads only slots defined before it (inputs, constants, earlier steps)."""
+    defined = set(range(tape.n_inputs + len(tape.consts)))
+    for st in tape.steps:
+        for a in st.args:
+            assert a in defined, f"{st} reads slot {a} before it is made"
+        defined.update(range(st.out, st.out + st.nout))
+    for o in tape.outputs:
+        assert o in defined
+
+
+def fused_specs(f):
+    """The KernelSpecs of the fused steps of a compiled function's only entry."""
+    return [st.prim.spec for st in entry_of(f).tape.steps if st.prim.name == "compiled"]

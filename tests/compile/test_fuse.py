@@ -1,0 +1,122 @@
+"""Promise 3: chains of element-wise steps become one generated kernel on the CPU: a step joins
+a group when every consumer of it is in the group; at most 32 steps and 24 arrays per kernel;
+an inner value the function returns becomes another kernel output; float scalar constants
+are literals; groups never make the graph cyclic; results equal the uncompiled function's bit
+for bit; kernels are cached on disk across processes."""
+import os
+import subprocess
+import sys
+
+import ml_dtypes
+import numpy as np
+
+import nuvec as nv
+
+from conftest import assert_same, assert_topological, entry_of, fused_specs, step_names
+
+
+def test_a_chain_becomes_one_kernel_with_literal_constants():
+    f = nv.compile(lambda x, y: nv.exp(x) * y + 1.0)
+    x, y = nv.array([0.5, 1.5]), nv.array([2.0, 3.0])
+    assert_same(np.asarray(f(x, y)), np.asarray(nv.exp(x) * y + 1.0))
+    (spec,) = fused_specs(f)
+    assert [n.op for n in spec.nodes] == ["exp", "multiply", "add"]
+    assert spec.inputs == ("float32", "float32")            # the 1.0 is not an input ...
+    assert spec.constants == (("float32", 0x3F800000),)     # ... but a literal
+    assert step_names(f, x, y) == ["compiled[exp multiply add]"]
+
+
+def test_fused_results_equal_uncompiled_bit_for_bit_over_dtypes():
+    rng = np.random.default_rng(0)
+    floats = [nv.array(rng.standard_normal(64).astype(d)) for d in
+              (np.float16, ml_dtypes.bfloat16, np.float32, np.float64)]
+    ints = nv.array(rng.integers(-50, 50, 64).astype(np.int32))
+    u8 = nv.array(rng.integers(0, 255, 64).astype(np.uint8))
+    cplx = nv.array((rng.standard_normal(64) + 1j * rng.standard_normal(64)).astype(np.complex64))
+    flags = nv.array(rng.integers(0, 2, 64).astype(bool))
+
+    def f(fs, i, u, c, b):
+        out = []
+        for x in fs:
+            y = nv.sigmoid(x * 1.7 - 0.3) * nv.tanh(x) + nv.exp(-nv.abs(x)) / (1.0 + x * x)
+            out.append(nv.where(x > 0.1, y, nv.erf(x) - nv.sqrt(nv.abs(x))))
+        out.append((i * 3 - 7) // 4 + nv.maximum(i, -i) % 5)
+        out.append((u ^ 0x5A) + (u >> 2) * 3)
+        out.append(nv.exp(c) * c - c * (1 + 2j))
+        out.append(nv.logical_and(b, i > 0) | (u < 100))
+        out.append(nv.astype(fs[0] * 3.5, nv.int16) + nv.astype(i, nv.int16))
+        return out
+    g = nv.compile(f)
+    got = g(floats, ints, u8, cplx, flags)
+    want = f(floats, ints, u8, cplx, flags)
+    for a, b in zip(got, want):
+        assert_same(np.asarray(a), np.asarray(b))
+    assert len(fused_specs(g)) >= 8
+    assert_topological(entry_of(g).tape)
+
+
+def test_a_value_used_outside_the_group_stays_outside():
+    def f(x):
+        t = nv.exp(x)
+        s = nv.sum(t, axis=1, keepdims=True)     # reads t: t cannot be inside the chain
+        return t * 3.0 + s
+    g = nv.compile(f)
+    x = nv.array(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3))
+    assert_same(np.asarray(g(x)), np.asarray(f(x)))
+    names = step_names(g, x)
+    assert names == ["exp", "sum", "compiled[multiply add]"], names
+    assert_topological(entry_of(g).tape)
+
+
+def test_kernels_hold_at_most_32_steps_and_24_arrays():
+    def chain(x):
+        for i in range(70):
+            x = x * 1.01 + 0.01 * (i % 7)
+        return x
+    g = nv.compile(chain)
+    x = nv.array(np.linspace(0, 1, 8, dtype=np.float32))
+    assert_same(np.asarray(g(x)), np.asarray(chain(x)))
+    specs = fused_specs(g)
+    assert all(len(s.nodes) <= 32 for s in specs) and sum(len(s.nodes) for s in specs) == 140
+    assert_topological(entry_of(g).tape)
+
+    def wide(*xs):
+        acc = xs[0]
+        for x in xs[1:]:
+            acc = acc + x * 0.5
+        return acc
+    h = nv.compile(wide)
+    xs = [nv.array(np.full(4, i, np.float32)) for i in range(40)]
+    assert_same(np.asarray(h(*xs)), np.asarray(wide(*xs)))
+    specs = fused_specs(h)
+    assert specs and all(len(s.inputs) + len(s.outputs) <= 24 for s in specs)
+    assert_topological(entry_of(h).tape)
+
+
+def test_an_inner_value_the_function_returns_is_another_kernel_output():
+    def f(x):
+        a = nv.exp(x) * 2.0
+        b = nv.sigmoid(a * a + 1.0)
+        return a, b
+    g = nv.compile(f)
+    x = nv.array([0.1, 0.2, 0.3])
+    for got, want in zip(g(x), f(x)):
+        assert_same(np.asarray(got), np.asarray(want))
+    (spec,) = fused_specs(g)
+    assert len(spec.nodes) == 5 and len(spec.outputs) == 2
+    tape = entry_of(g).tape
+    assert len(tape.steps) == 1 and tape.outputs == (tape.steps[0].out, tape.steps[0].out + 1)
+
+
+def test_kernels_are_cached_on_disk_across_processes(tmp_path):
+    code = ("import nuvec as nv\n"
+            "from nuvec.backends.cpu import jit\n"
+            "f = nv.compile(lambda x: nv.tanh(x * 0.123 + 4.56) * x)\n"
+            "print(f(nv.ones((3,))).tolist()[0], jit.stats()['compiled'], "
+            "jit.stats()['disk_hits'])\n")
+    env = dict(os.environ, NUVEC_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, check=True).stdout.split() for _ in range(2)]
+    assert runs[0][0] == runs[1][0]
+    assert int(runs[0][1]) >= 1                       # the first process compiled it
+    assert runs[1][1] == "0" and int(runs[1][2]) >= 1  # the second loaded it from disk
