@@ -140,6 +140,10 @@ def _run_once(task: Task, settings: Settings, tmp: Path, skip: list[str],
             os.killpg(proc.pid, signal.SIGKILL)  # the worker's own process group, started above
             proc.wait()
             code = None
+        except BaseException:  # Ctrl-C: its own session does not get the signal, so end it here
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
     try:
         doc = json.loads(out_path.read_text())
     except (OSError, json.JSONDecodeError):
