@@ -5,7 +5,8 @@ subclasses such as ``nn.Module``), namedtuples and None, with arrays at the leav
 splits a tree into its arrays and a ``TreeDef``, a hashable, comparable description of the rest:
 container types, dict keys in order, and every non-array leaf (int, float, bool, str, None,
 ...) as a static value, typed, so that ``1``, ``1.0`` and ``True`` differ. ``unflatten`` puts
-arrays back into that structure.
+arrays back into that structure (a dict subclass comes back as a plain dict unless it defines
+``_tree_unflatten``; namedtuples keep their type).
 
 >>> import nuvec as nv
 >>> leaves, td = flatten({"w": nv.ones((2,)), "cfg": (3, "relu")})
@@ -167,14 +168,13 @@ def _build(node: Any, it) -> Any:
 
 
 def _make_dict_subclass(cls: type, items: dict) -> Any:
-    """A dict subclass rebuilt from its items. A class may define ``_tree_unflatten(items)``
-    (a classmethod); otherwise the object is made without calling ``__init__`` and filled."""
+    """A dict subclass rebuilt from its items: ``cls._tree_unflatten(items)`` where the class
+    defines it (a classmethod), else a plain dict, as MLX (an ``nn.Module`` holds more than its
+    items: attributes set by its constructor, which a structure cannot rebuild)."""
     hook = getattr(cls, "_tree_unflatten", None)
     if hook is not None:
         return hook(items)
-    obj = cls.__new__(cls)
-    dict.update(obj, items)
-    return obj
+    return items
 
 
 def unflatten(treedef: TreeDef, leaves: Sequence[Array] | Iterable[Array]) -> Any:

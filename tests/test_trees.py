@@ -27,14 +27,27 @@ def test_flatten_roundtrip_keeps_types_and_leaves():
     xs, td = tree.flatten(t)
     assert len(xs) == td.num_leaves == 4
     back = tree.unflatten(td, xs)
-    assert type(back["layers"][0]) is Module
+    assert type(back["layers"][0]) is dict  # as MLX: a module's attributes cannot be rebuilt
     assert type(back["pair"]) is Pair and back["pair"].b == 7
     assert back["cfg"] == (1, 2.0, True, "relu", None)
     assert back["empty"] == [] and back["none"] is None
-    xs2, td2 = tree.flatten(back)
+    assert list(back["layers"][0]) == ["weight", "bias"]
+    xs2, td2 = tree.flatten(t)
     assert td2 == td and hash(td2) == hash(td)
     assert all(a is b for a, b in zip(xs, xs2))
-    assert list(back["layers"][0]) == ["weight", "bias"]
+    assert tree.flatten(back)[1] != td  # the subclass is part of the structure
+
+
+def test_dict_subclass_hook_rebuilds_the_subclass():
+    class Rebuilt(dict):
+        @classmethod
+        def _tree_unflatten(cls, items):
+            obj = cls(items)
+            obj.rebuilt = True
+            return obj
+    xs, td = tree.flatten({"m": Rebuilt(a=nv.ones(1))})
+    back = tree.unflatten(td, xs)
+    assert type(back["m"]) is Rebuilt and back["m"].rebuilt and back["m"]["a"] is xs[0]
 
 
 def test_flatten_order_is_depth_first_in_key_order():
