@@ -85,10 +85,18 @@ def trace_call(cf, args: tuple, kwargs: dict, leaves: list, fast: bool,
         targs, tkwargs = (rebuilt if kwargs else (rebuilt, {}))
     _runtime._count_trace()
     cf.traces += 1
-    with tracing():
-        out = cf.fun(*targs, **tkwargs)
-    out_leaves, out_def = flatten(out)
-    return make_entry(cf, ph, out, out_leaves, out_def, stream, t0)
+    from .state import random_state
+    rs = random_state()
+    key0 = rs[0] if rs else None
+    try:
+        with tracing():
+            out = cf.fun(*targs, **tkwargs)
+        out_leaves, out_def = flatten(out)
+        return make_entry(cf, ph, out, out_leaves, out_def, stream, t0)
+    except BaseException:
+        if rs:
+            rs[0] = key0      # a failed trace does not advance the global random key
+        raise
 
 
 def make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out=None) -> Entry:
@@ -150,14 +158,22 @@ def _out_plan(out_leaves: list, placeholders: list) -> tuple:
 
 
 def _fuse(draft: Draft, shapeless: bool, stream) -> tuple[list, float]:
-    """Fuses (CPU only, not when the trace holds an outer tracer); builds the kernels."""
-    if not FUSE[0] or draft.captures_tracer or stream.device.type.value != "cpu":
+    """Fuses (on the CPU and on a CUDA GPU, not when the trace holds an outer tracer); builds
+    the kernels."""
+    device = stream.device.type.value
+    gpu = device == "gpu" and registry.gpu_backend_name() == "cuda"
+    if not FUSE[0] or draft.captures_tracer or (device != "cpu" and not gpu):
         return [], 0.0
     from .fuse import fuse
     saved = list(draft.steps)
     fused = fuse(draft, shapeless)
     if not fused:
         return [], 0.0
+    if gpu:   # Compiled nodes run through the CUDA backend; build their kernels now
+        from ..backends.cuda import compiled as gpu_compiled
+        t = time.perf_counter()
+        gpu_compiled.prepare([f.prim.spec for f in fused])
+        return fused, time.perf_counter() - t
     from ..backends.cpu import compiled as cpu_compiled
     t = time.perf_counter()
     try:
