@@ -4,7 +4,7 @@ of the same ranks.
 The operations broadcast an element-wise operation's operands to the result's shape with
 broadcast nodes whose parameters hold the traced shape. A shapeless replay broadcasts the
 operands again from their own shapes, so each element-wise step reads the sources of its
-broadcast operands (a broadcast step, or a constant that is a broadcast of another one, or a
+broadcast operands when those broadcast to its traced result shape (a broadcast step, or a constant that is a broadcast of another one, or a
 constant whose elements all hold one value, which becomes a 0-d constant). Steps left without a
 use are dropped. A step that still fixes a traced size fails the trace with an error naming it.
 
@@ -45,9 +45,15 @@ def make_shapeless(draft: Draft, name: str = "function") -> None:
                     return scalar_const[v]
             return v
 
+    from ..primitives.compiled import broadcast_shape
     for s in draft.steps:
         if s.prim.elementwise:
-            s.args = tuple(source(a) for a in s.args)
+            srcs = tuple(source(a) for a in s.args)
+            # Only an operation's own broadcast is re-derived: the sources must broadcast to
+            # the traced result shape (an explicit broadcast_to to a larger shape stays, and
+            # fails below, naming it).
+            if broadcast_shape([draft.shape[v] for v in srcs]) == draft.shape[s.outs[0]]:
+                s.args = srcs
     draft.drop_unused()
     for s in draft.steps:
         if getattr(s.prim, "fixes_shape", False):
