@@ -122,12 +122,6 @@ def _as_list(x: Any, name: str, what: str) -> list:
                     f"{type(x).__name__}")
 
 
-def _check_arrays(leaves: list, td, name: str, what: str) -> None:
-    for x in leaves:
-        if not isinstance(x, Array):
-            raise TypeError(f"{name}: {what} must hold arrays, got {type(x).__name__}")
-
-
 def _trace(fun: Callable, args: list, kwargs: dict | None = None):
     """Runs ``fun`` on tracer copies of the arrays in ``args``: (copies, their TreeDef, the
     output, its leaves, its TreeDef)."""
@@ -205,14 +199,13 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple
     return outs, ([tan_tree] if isinstance(out, Array) else list(tan_tree))
 
 
-def _normalize_args(argnums, argnames, name: str) -> tuple[list[int], list[str], bool]:
+def _normalize_args(argnums, argnames, name: str) -> tuple[list[int], list[str]]:
     if isinstance(argnames, str):
         argnames = [argnames]
     argnames = list(argnames or ())
     if argnums is None:
         argnums = [] if argnames else 0
-    single = isinstance(argnums, int)
-    nums = [argnums] if single else list(argnums)
+    nums = [argnums] if isinstance(argnums, int) else list(argnums)
     for n in nums:
         if not isinstance(n, int) or isinstance(n, bool):
             raise TypeError(f"{name}: argnums must be ints, got {n!r}")
@@ -220,7 +213,7 @@ def _normalize_args(argnums, argnames, name: str) -> tuple[list[int], list[str],
         raise ValueError(f"{name}: repeated argnums {nums}")
     if not nums and not argnames:
         raise ValueError(f"{name}: no argument to differentiate (argnums and argnames are empty)")
-    return nums, argnames, single or len(nums) == 1
+    return nums, argnames
 
 
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] | None = None,
@@ -238,11 +231,11 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] | None = None,
     >>> loss.item(), g.item()
     (10.0, 5.0)
     """
-    nums, names, single = _normalize_args(argnums, argnames, "value_and_grad")
+    nums, names = _normalize_args(argnums, argnames, "value_and_grad")
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
-        return _value_and_grad(fun, nums, names, single, args, kwargs, "value_and_grad")
+        return _value_and_grad(fun, nums, names, args, kwargs, "value_and_grad")
     return wrapped
 
 
@@ -254,15 +247,15 @@ def grad(fun: Callable, argnums: int | Sequence[int] | None = None,
     >>> nv.grad(lambda x: x * x * x)(nv.array(2.0)).item()
     12.0
     """
-    nums, names, single = _normalize_args(argnums, argnames, "grad")
+    nums, names = _normalize_args(argnums, argnames, "grad")
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
-        return _value_and_grad(fun, nums, names, single, args, kwargs, "grad")[1]
+        return _value_and_grad(fun, nums, names, args, kwargs, "grad")[1]
     return wrapped
 
 
-def _value_and_grad(fun, nums, names, single, args, kwargs, name):
+def _value_and_grad(fun, nums, names, args, kwargs, name):
     for n in nums:
         if not -len(args) <= n < len(args):
             raise ValueError(f"{name}: argnums {n} is out of range for {len(args)} positional "
