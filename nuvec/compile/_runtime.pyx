@@ -74,7 +74,7 @@ cdef class Entry:
     cdef public object post_def     # stateful: the state's structure after the call
     cdef public object pre_def      # stateful: the state's structure before the call
 
-    cdef object build(self, list outs):
+    cpdef object build(self, list outs):
         if self.out_kind == 0:
             return outs[0]
         if self.out_kind == 1:

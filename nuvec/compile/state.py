@@ -9,7 +9,8 @@ step advances the key exactly as an uncompiled call would.
   left, and puts every container back as it was: the state is never changed by a trace.
 - A step that changes the state's structure (an optimizer creating its slots at the first
   update) retraces once; one that changes it on two consecutive calls is an error.
-- On any error the state is unchanged (the write-back is undone if it fails half-way).
+- On any error the state is unchanged (the write-back is undone if it fails half-way). The
+  step runs at the call, on evaluated inputs, so its errors surface there.
 """
 from __future__ import annotations
 
@@ -18,11 +19,12 @@ import time
 from typing import Any
 
 from ..core.array import Array
+from ..core.evaluate import evaluate
 from ..core.device import current_stream
 from ..transforms._trace import tracing
 from ..tree import flatten, unflatten
 from . import _runtime
-from .signature import Signature, call_leaves, miss_reason, walk
+from .signature import Signature, miss_reason, walk
 
 
 def random_state() -> list | None:
@@ -152,7 +154,7 @@ def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
     a_key = cf.key_of(args, kwargs, a_leaves, 0)
     if a_key is None:
         return cf.fun(*args, **kwargs)
-    skey = [s_def]
+    skey = [s_def, _modes(tin)]
     for a in s_leaves:
         skey.append(a._dtype.name)
         skey.append(a._shape)
@@ -169,7 +171,14 @@ def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
             "consecutive calls (e.g. an optimizer creating its slots); initialise the optimizer "
             "first (opt.init(model.trainable_parameters())) so the state keeps one structure, "
             "or make changing values arrays. The state is unchanged.")
-    outs = entry.tape.run(s_leaves + a_leaves)
+    ins = s_leaves + a_leaves
+    lazy = [a for a in ins if a._data is None]
+    if lazy:
+        # Run the step now, on computed inputs: its errors surface in this call (while the
+        # state can still be left unchanged), and state arrays never pile up lazy graphs
+        # from call to call (the random key's chain of splits, for one).
+        evaluate(lazy)
+    outs = entry.tape.run(ins)
     n_out = entry.n_out
     result = entry.build(outs[:n_out])
     new_state = unflatten(entry.post_def, outs[n_out:])
@@ -184,6 +193,17 @@ def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
     return result
 
 
+def _modes(tree: Any) -> tuple:
+    """The mode flags of the modules in ``tree`` (training, frozen parameters): not part of
+    the tree structure, but they change what the step computes, so they key the trace."""
+    out = []
+    for c in containers(tree):
+        d = getattr(c, "__dict__", None)
+        if d and ("_training" in d or "_no_grad" in d):
+            out.append((d.get("_training"), tuple(sorted(d.get("_no_grad", ())))))
+    return tuple(out)
+
+
 def _name(cf) -> str:
     from .trace import fun_name
     return fun_name(cf.fun)
@@ -196,7 +216,8 @@ def _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves):
         if entry is not None:
             return entry
         sig = Signature.of(args, kwargs, a_leaves, cf.shapeless,
-                           extra=list(walk(tin, "state")))
+                           extra=list(walk(tin, "state"))
+                           + [("the modules' modes (training, frozen)", "static", _modes(tin))])
         _check_hashable(cf, key, sig)
         cf.misses += 1
         cf.last_miss = miss_reason(cf, sig, key)
