@@ -72,6 +72,8 @@ def upload(data, d: dt.Dtype | None = None) -> cp.ndarray:
         a = a.view(_U16)
     elif d is not None and d != dt.bfloat16 and a.dtype != d.np:
         a = a.astype(d.np)
+    if a.size == 1:   # a scalar (ops make many): a fill kernel, no copy from the host
+        return cp.full(a.shape, a.reshape(-1)[0], dtype=a.dtype)
     return cp.asarray(a)
 
 

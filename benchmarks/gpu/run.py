@@ -1,0 +1,505 @@
+"""nuvec on an NVIDIA GPU against PyTorch (eager, torch.compile), JAX (jax.jit) and CuPy
+(cupy.fuse), in one run.
+
+    python benchmarks/gpu/run.py --out results.json          # everything (a few minutes)
+    python benchmarks/gpu/run.py --quick                     # small sizes, a smoke test
+
+Measured:
+
+* device copy bandwidth (bytes read + written per second) of a device-to-device copy of
+  ``--n`` float32 elements, through CuPy (cudaMemcpy) and PyTorch (``copy_``): the best of the
+  two is the ceiling the chains are compared with;
+* fused element-wise chains (gelu, gelu_tanh, swiglu, a 10-op chain) over ``--n`` elements in
+  float32 and bfloat16: time per call and bytes moved (inputs read + output written) per second,
+  as a fraction of the copy bandwidth. Every library gets the same formula written with its
+  elementary operations and its own fusing compiler (nuvec: ``nv.compile``);
+* the per-call cost of a compiled 10-op function on 4 elements: calling it and waiting for its
+  result (``round_trip``), and calling it with one wait at the end (``dispatch``);
+* one training step of an MLP 784-512-512-10 (batch 256, cross-entropy, SGD) compiled and not.
+
+Time per call: ``--reps`` calls queued back to back, then one wait, divided by ``--reps``; the
+median of ``--batches`` such batches, after warm-up calls (which also compile).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import traceback
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+SQRT1_2 = 0.7071067811865476
+K_TANH = 0.7978845608028654
+
+
+# -- the chains, over any library's operations ------------------------------------------------
+
+def chains(exp, tanh, erf, sigmoid, maximum, absolute):
+    """The benchmark formulas written with one library's element-wise functions."""
+    def gelu(x):
+        return x * 0.5 * (1.0 + erf(x * SQRT1_2))
+
+    def gelu_tanh(x):
+        return 0.5 * x * (1.0 + tanh(K_TANH * (x + 0.044715 * (x * x * x))))
+
+    def swiglu(a, b):
+        return a * sigmoid(a) * b
+
+    def ten_op(x):
+        t = x * 1.5
+        t = t + 0.25
+        t = tanh(t)
+        t = t * x
+        t = t - 0.5
+        t = absolute(t)
+        t = -t
+        t = exp(t)
+        t = t * 3.0
+        return maximum(t, 0.1)
+
+    return {"gelu": (gelu, 1), "gelu_tanh": (gelu_tanh, 1), "swiglu": (swiglu, 2),
+            "10op": (ten_op, 1)}
+
+
+def batch_time(call, sync, reps: int, batches: int, warm: int = 2) -> float:
+    """Median seconds per call: ``reps`` calls then one ``sync``, over ``batches`` batches."""
+    for _ in range(warm):
+        call()
+    sync()
+    out = []
+    for _ in range(batches):
+        t = time.perf_counter()
+        for _ in range(reps):
+            call()
+        sync()
+        out.append((time.perf_counter() - t) / reps)
+    return statistics.median(out)
+
+
+def round_trip(call_and_wait, reps: int, warm: int = 50) -> float:
+    """Median seconds of ``call_and_wait`` (one call that waits for its result)."""
+    for _ in range(warm):
+        call_and_wait()
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        call_and_wait()
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts)
+
+
+# -- libraries --------------------------------------------------------------------------------
+
+class Nuvec:
+    name = "nuvec (nv.compile)"
+
+    def __init__(self):
+        import nuvec as nv
+        self.nv = nv
+        self.dev = nv.gpu
+        nv.set_default_device(nv.gpu)
+        self.ops = chains(nv.exp, nv.tanh, nv.erf, nv.sigmoid, nv.maximum, nv.abs)
+
+    def data(self, n, dtype, k):
+        nv = self.nv
+        x = nv.random.normal((n,), key=nv.random.key(k))
+        x = x.astype(nv.bfloat16 if dtype == "bfloat16" else nv.float32)
+        nv.eval(x)
+        return x
+
+    def compile(self, fn):
+        return self.nv.compile(fn)
+
+    def call(self, f, args):
+        r = f(*args)
+        self.nv.async_eval(r)
+        return r
+
+    def sync(self):
+        self.nv.synchronize()
+
+    def free(self):
+        import cupy as cp
+        cp.get_default_memory_pool().free_all_blocks()
+
+
+class Torch:
+    def __init__(self, compiled: bool):
+        import torch
+        self.torch = torch
+        self.compiled = compiled
+        self.name = "torch.compile" if compiled else "PyTorch eager"
+        self.ops = chains(torch.exp, torch.tanh, torch.erf, torch.sigmoid,
+                          lambda a, b: torch.clamp_min(a, b), torch.abs)
+
+    def data(self, n, dtype, k):
+        t = self.torch
+        g = t.Generator(device="cuda").manual_seed(k)
+        return t.randn(n, device="cuda", generator=g,
+                       dtype=t.bfloat16 if dtype == "bfloat16" else t.float32)
+
+    def compile(self, fn):
+        return self.torch.compile(fn, dynamic=False) if self.compiled else fn
+
+    def call(self, f, args):
+        return f(*args)
+
+    def sync(self):
+        self.torch.cuda.synchronize()
+
+    def free(self):
+        self.torch.cuda.empty_cache()
+
+
+class Jax:
+    name = "jax.jit"
+
+    def __init__(self):
+        import jax
+        import jax.numpy as jnp
+        self.jax, self.jnp = jax, jnp
+        self.ops = chains(jnp.exp, jnp.tanh, jax.scipy.special.erf, jax.nn.sigmoid,
+                          jnp.maximum, jnp.abs)
+        self.last = None
+
+    def data(self, n, dtype, k):
+        jnp = self.jnp
+        x = self.jax.random.normal(self.jax.random.PRNGKey(k), (n,),
+                                   dtype=jnp.bfloat16 if dtype == "bfloat16" else jnp.float32)
+        return x.block_until_ready()
+
+    def compile(self, fn):
+        return self.jax.jit(fn)
+
+    def call(self, f, args):
+        self.last = f(*args)
+        return self.last
+
+    def sync(self):
+        if self.last is not None:
+            self.jax.block_until_ready(self.last)
+
+    def free(self):
+        self.last = None
+
+
+class CupyFuse:
+    name = "cupy.fuse"
+
+    def __init__(self):
+        import cupy as cp
+        self.cp = cp
+        self.ops = chains(cp.exp, cp.tanh, _cupy_erf(), lambda a: 1.0 / (1.0 + cp.exp(-a)),
+                          cp.maximum, cp.abs)
+
+    def data(self, n, dtype, k):
+        if dtype == "bfloat16":
+            raise NotImplementedError("CuPy has no bfloat16")
+        return self.cp.random.default_rng(k).standard_normal(n, dtype=self.cp.float32)
+
+    def compile(self, fn):
+        return self.cp.fuse(fn)
+
+    def call(self, f, args):
+        return f(*args)
+
+    def sync(self):
+        self.cp.cuda.Device().synchronize()
+
+    def free(self):
+        self.cp.get_default_memory_pool().free_all_blocks()
+
+
+def _cupy_erf():
+    import cupyx.scipy.special as sp
+    return sp.erf
+
+
+# -- measurements -----------------------------------------------------------------------------
+
+def copy_bandwidth(n: int, reps: int, batches: int) -> dict:
+    """Bytes read + written per second by device-to-device copies of n float32 elements."""
+    out = {}
+    import cupy as cp
+    src = cp.random.default_rng(0).standard_normal(n, dtype=cp.float32)
+    dst = cp.empty_like(src)
+
+    def memcpy():
+        dst.data.copy_from_device_async(src.data, src.nbytes)
+    t = batch_time(memcpy, cp.cuda.Device().synchronize, reps, batches)
+    out["cupy_memcpy"] = 2 * src.nbytes / t
+    del src, dst
+    cp.get_default_memory_pool().free_all_blocks()
+    try:
+        import torch
+        a = torch.randn(n, device="cuda")
+        b = torch.empty_like(a)
+        t = batch_time(lambda: b.copy_(a), torch.cuda.synchronize, reps, batches)
+        out["torch_copy"] = 2 * a.numel() * 4 / t
+        del a, b
+        torch.cuda.empty_cache()
+    except Exception as e:  # noqa: BLE001 - report what failed and go on
+        out["torch_copy_error"] = repr(e)
+    out["best"] = max(v for k, v in out.items() if not k.endswith("error"))
+    return out
+
+
+def chain_benchmarks(libs, n: int, reps: int, batches: int, copy_bw: float) -> list[dict]:
+    rows = []
+    for lib in libs:
+        for dtype in ("float32", "bfloat16"):
+            itemsize = 4 if dtype == "float32" else 2
+            for cname in ("gelu", "gelu_tanh", "swiglu", "10op"):
+                fn, nin = lib.ops[cname]
+                row = {"library": lib.name, "dtype": dtype, "chain": cname, "n": n}
+                try:
+                    args = [lib.data(n, dtype, 11 + j) for j in range(nin)]
+                    f = lib.compile(fn)
+                    t0 = time.perf_counter()
+                    lib.call(f, args)
+                    lib.sync()
+                    row["first_call_s"] = time.perf_counter() - t0
+                    t = batch_time(lambda: lib.call(f, args), lib.sync, reps, batches)
+                    nbytes = (nin + 1) * n * itemsize
+                    row.update(seconds=t, bytes=nbytes, bandwidth=nbytes / t,
+                               fraction_of_copy=nbytes / t / copy_bw)
+                    del args, f
+                except Exception as e:  # noqa: BLE001
+                    row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+                lib.free()
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    return rows
+
+
+def overhead_benchmarks(libs, reps: int) -> list[dict]:
+    rows = []
+    for lib in libs:
+        fn, _ = lib.ops["10op"]
+        row = {"library": lib.name}
+        try:
+            x = lib.data(4, "float32", 3)
+            f = lib.compile(fn)
+
+            def once():
+                lib.call(f, [x])
+                lib.sync()
+            row["round_trip_s"] = round_trip(once, reps)
+            row["dispatch_s"] = batch_time(lambda: lib.call(f, [x]), lib.sync, reps, 5)
+        except Exception as e:  # noqa: BLE001
+            row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+# -- MLP 784-512-512-10 training step ---------------------------------------------------------
+
+def _mlp_data(batch: int):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((batch, 784)).astype(np.float32)
+    y = rng.integers(0, 10, batch).astype(np.int32)
+    sizes = [(784, 512), (512, 512), (512, 10)]
+    ws = [(rng.standard_normal(s) * np.sqrt(2.0 / s[0])).astype(np.float32) for s in sizes]
+    bs = [np.zeros(s[1], np.float32) for s in sizes]
+    return x, y, ws, bs
+
+
+def mlp_nuvec(batch, steps, compiled) -> float:
+    import nuvec as nv
+    x, y, ws, bs = _mlp_data(batch)
+    params = {"w": [nv.array(w) for w in ws], "b": [nv.array(b) for b in bs]}
+    xa, ya = nv.array(x), nv.array(y)
+    lr = 0.01
+
+    def loss_fn(p, x, y):
+        h = x
+        for i in range(3):
+            h = h @ p["w"][i] + p["b"][i]
+            if i < 2:
+                h = nv.maximum(h, 0.0)
+        picked = nv.take_along_axis(h, nv.expand_dims(y, 1), 1)[:, 0]
+        return nv.mean(nv.logsumexp(h, axis=1) - picked)
+
+    grad_fn = nv.value_and_grad(loss_fn)
+
+    def step(p, x, y):
+        loss, g = grad_fn(p, x, y)
+        new = {k: [a - lr * b for a, b in zip(p[k], g[k])] for k in p}
+        return loss, new
+
+    if compiled:
+        step = nv.compile(step)
+
+    def run():
+        nonlocal params
+        loss, params = step(params, xa, ya)
+        nv.async_eval(loss, params)
+    return batch_time(run, nv.synchronize, steps, 5, warm=5)
+
+
+def mlp_torch(batch, steps, compiled) -> float:
+    import torch
+    x, y, ws, bs = _mlp_data(batch)
+    model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
+                                torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                                torch.nn.Linear(512, 10)).cuda()
+    with torch.no_grad():
+        for lin, w, b in zip([model[0], model[2], model[4]], ws, bs):
+            lin.weight.copy_(torch.from_numpy(w.T.copy()))
+            lin.bias.copy_(torch.from_numpy(b))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    xt = torch.from_numpy(x).cuda()
+    yt = torch.from_numpy(y).long().cuda()
+    fwd = torch.compile(model) if compiled else model
+    loss_f = torch.nn.CrossEntropyLoss()
+
+    def run():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_f(fwd(xt), yt)
+        loss.backward()
+        opt.step()
+    return batch_time(run, torch.cuda.synchronize, steps, 5, warm=5)
+
+
+def mlp_jax(batch, steps) -> float:
+    import jax
+    import jax.numpy as jnp
+    x, y, ws, bs = _mlp_data(batch)
+    params = {"w": [jnp.asarray(w) for w in ws], "b": [jnp.asarray(b) for b in bs]}
+    xa, ya = jnp.asarray(x), jnp.asarray(y)
+
+    def loss_fn(p, x, y):
+        h = x
+        for i in range(3):
+            h = h @ p["w"][i] + p["b"][i]
+            if i < 2:
+                h = jnp.maximum(h, 0.0)
+        picked = jnp.take_along_axis(h, y[:, None], 1)[:, 0]
+        return jnp.mean(jax.nn.logsumexp(h, axis=1) - picked)
+
+    @jax.jit
+    def step(p, x, y):
+        loss, g = jax.value_and_grad(loss_fn)(p, x, y)
+        return loss, jax.tree_util.tree_map(lambda a, b: a - 0.01 * b, p, g)
+
+    state = {"p": params, "loss": None}
+
+    def run():
+        state["loss"], state["p"] = step(state["p"], xa, ya)
+    return batch_time(run, lambda: jax.block_until_ready(state["p"]), steps, 5, warm=5)
+
+
+def mlp_benchmarks(batch: int, steps: int, have: dict) -> list[dict]:
+    cases = [("nuvec (nv.compile)", lambda: mlp_nuvec(batch, steps, True)),
+             ("nuvec (eager)", lambda: mlp_nuvec(batch, steps, False))]
+    if have.get("torch"):
+        cases += [("PyTorch eager", lambda: mlp_torch(batch, steps, False)),
+                  ("torch.compile", lambda: mlp_torch(batch, steps, True))]
+    if have.get("jax"):
+        cases.append(("jax.jit", lambda: mlp_jax(batch, steps)))
+    rows = []
+    for name, fn in cases:
+        row = {"library": name, "batch": batch}
+        try:
+            row["step_s"] = fn()
+        except Exception as e:  # noqa: BLE001
+            row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            traceback.print_exc()
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+# -- main -------------------------------------------------------------------------------------
+
+def _have(mod: str) -> bool:
+    try:
+        __import__(mod)
+        return True
+    except Exception:  # noqa: BLE001 - a broken install counts as absent
+        return False
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=256 * 1024 * 1024)
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--batches", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
+    ap.add_argument("--skip", default="", help="comma-separated: torch,torch.compile,jax,cupy")
+    ap.add_argument("--out", default=None, help="write the results as JSON here")
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.n, a.reps, a.batches = 1 << 20, 3, 2
+    skip = set(filter(None, a.skip.split(",")))
+    import cupy as cp
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    res = {"date": datetime.date.today().isoformat(), "gpu": props["name"].decode(),
+           "python": platform.python_version(), "n": a.n, "versions": {}}
+    for m in ("cupy", "torch", "jax", "numpy"):
+        if _have(m):
+            res["versions"][m] = __import__(m).__version__
+    print(json.dumps({k: res[k] for k in ("date", "gpu", "versions")}), flush=True)
+    res["copy"] = copy_bandwidth(a.n, a.reps * 2, a.batches)
+    print(json.dumps({"copy": res["copy"]}), flush=True)
+    have = {"torch": _have("torch") and "torch" not in skip, "jax": _have("jax") and "jax" not in skip}
+    libs = [Nuvec()]
+    if have["torch"]:
+        libs.append(Torch(False))
+        if "torch.compile" not in skip:
+            libs.append(Torch(True))
+    if have["jax"]:
+        libs.append(Jax())
+    if "cupy" not in skip:
+        libs.append(CupyFuse())
+    res["chains"] = chain_benchmarks(libs, a.n, a.reps, a.batches, res["copy"]["best"])
+    res["overhead"] = overhead_benchmarks(libs, 300 if a.quick else 2000)
+    res["mlp"] = mlp_benchmarks(256, 20 if a.quick else 100,
+                                {"torch": have["torch"], "jax": have["jax"]})
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(res, f, indent=1)
+    print(report(res))
+    return res
+
+
+def report(res: dict) -> str:
+    """A Markdown summary of ``res``."""
+    gb = 1e9
+    lines = [f"GPU: {res['gpu']}; date {res['date']}; n = {res['n']:,} elements",
+             f"copy bandwidth: {res['copy']['best'] / 1e12:.2f} TB/s (read + write)", "",
+             "| chain | dtype | library | time (ms) | TB/s | of copy |", "|---|---|---|---|---|---|"]
+    for r in res["chains"]:
+        if "error" in r:
+            lines.append(f"| {r['chain']} | {r['dtype']} | {r['library']} | n/a | | {r['error'][:60]} |")
+        else:
+            lines.append(f"| {r['chain']} | {r['dtype']} | {r['library']} | {r['seconds'] * 1e3:.3f} | "
+                         f"{r['bandwidth'] / gb / 1e3:.2f} | {r['fraction_of_copy'] * 100:.0f}% |")
+    lines += ["", "| compiled 10-op on 4 elements | round trip (us) | dispatch (us) |", "|---|---|---|"]
+    for r in res["overhead"]:
+        if "error" in r:
+            lines.append(f"| {r['library']} | {r['error'][:60]} | |")
+        else:
+            lines.append(f"| {r['library']} | {r['round_trip_s'] * 1e6:.1f} | {r['dispatch_s'] * 1e6:.1f} |")
+    lines += ["", "| MLP 784-512-512-10 step, batch 256 | ms |", "|---|---|"]
+    for r in res["mlp"]:
+        lines.append(f"| {r['library']} | " + (f"{r['step_s'] * 1e3:.3f} |" if "step_s" in r
+                                               else f"{r.get('error', '')[:60]} |"))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
