@@ -147,8 +147,8 @@ class _Index:
         for kind, v, n in zip(self.kinds, self.vals, shape):
             if kind == "slice":
                 b, e, s = v.indices(n)
-                if s < 0 and e < 0:
-                    e = -1
+                if len(range(b, e, s)) == 0:
+                    b, e, s = 0, 0, 1  # one form for every empty slice (Python's may be -1)
             elif kind == "int" and ints_as_slices:
                 b, e, s = v, v + 1, 1
             else:
@@ -234,16 +234,20 @@ def _advanced_plan(ix: _Index, a: Array, stream):
 # -- getitem / setitem -------------------------------------------------------------------
 def getitem(a: Array, index, *, stream=None) -> Array:
     """``a[index]`` (what ``Array.__getitem__`` calls)."""
+    return _getitem(a, index, "getitem", stream)
+
+
+def _getitem(a: Array, index, name: str, stream) -> Array:
     if type(index) is int:  # the fast path of iteration and a[i]
         n = a._shape[0] if a._shape else 0
         if not a._shape:
-            raise IndexOutOfBounds("getitem: too many indices (1) for an array of dimension 0")
-        i = _norm_int(index, n, 0, "getitem")
+            raise IndexOutOfBounds(f"{name}: too many indices (1) for an array of dimension 0")
+        i = _norm_int(index, n, 0, name)
         nd = a.ndim
         v = slice_axes(a, (i,) + (0,) * (nd - 1), (i + 1,) + a._shape[1:], (1,) * nd,
                        stream=stream)
         return Array.make(Squeeze((0,)), [v], resolve_stream(stream))
-    ix = _Index(a, index, "getitem")
+    ix = _Index(a, index, name)
     if not ix.has_array:
         start, stop, strides = ix.box(a._shape, ints_as_slices=True)
         v = slice_axes(a, start, stop, strides, stream=stream)
@@ -383,7 +387,7 @@ def take(a, /, indices, axis: int | None = None, *, stream=None) -> Array:
     if isinstance(indices, (bool, np.bool_)):
         raise _bool_error("take")
     if isinstance(indices, _INTS):
-        return getitem(a, (_pyslice(None),) * ax + (int(indices),), stream=stream)
+        return _getitem(a, (_pyslice(None),) * ax + (int(indices),), "take", stream)
     idx = _index_array(indices, "take")
     if a._shape[ax] == 0 and idx.size:
         raise IndexOutOfBounds(f"take: cannot take from axis {ax} of size 0")

@@ -492,8 +492,12 @@ def repeat(array, repeats: int, axis: int | None = None, *, stream=None) -> Arra
 def _pad_widths(pad_width, ndim: int) -> list[tuple[int, int]]:
     try:
         w = np.asarray(pad_width)
+        if w.size == 0:
+            w = w.astype(np.int64)
         if w.dtype.kind not in "iu" or w.ndim > 2:
             raise ValueError
+        if ndim == 0:
+            return []
         w = np.broadcast_to(w, (ndim, 2))
     except ValueError:
         raise ValueError(f"pad: pad_width {pad_width!r} is not an int, a (before, after) pair "
