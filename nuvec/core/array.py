@@ -252,11 +252,17 @@ class Array:
         return _ops.getitem(self, index)
 
     def __setitem__(self, index, value) -> None:
-        # The update reads the old node through a fresh object (else it would read itself).
+        # This object becomes the updated node. The update, and a value computed from this
+        # array (``a[i] += 1``, ``a[:2] = a[2:]``), must read the old node: they get it
+        # through a fresh object (else the graph would read itself).
         old = Array.__new__(Array)
         old._adopt(self)
         for s in old.siblings:
             s._siblings = old._siblings
+        if value is self:
+            value = old
+        elif isinstance(value, Array):
+            _retarget(value, self, old)
         self._adopt(_ops.setitem(old, index, value))
 
     # -- operators ----------------------------------------------------------------------
@@ -305,3 +311,20 @@ class Array:
 
     def astype(self, dtype, stream=None) -> "Array":
         return _ops.astype(self, dtype, stream=stream)
+
+
+def _retarget(root: Array, src: Array, dst: Array) -> None:
+    """Replaces ``src`` by ``dst`` among the inputs of the unevaluated graph behind ``root``
+    (iterative; stops at data and at ``src``)."""
+    stack, seen = [root], {id(src)}
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or node._prim is None:
+            continue
+        seen.add(id(node))
+        ins = node._inputs
+        if any(x is src for x in ins):
+            ins = tuple(dst if x is src else x for x in ins)
+            for s in node.siblings:
+                s._inputs = ins
+        stack.extend(ins)
