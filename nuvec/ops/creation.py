@@ -101,25 +101,41 @@ def full(shape, vals, dtype=None, *, stream=None) -> Array:
     >>> nv.full((2, 2), 7).tolist()
     [[7, 7], [7, 7]]
     """
-    from .shape import broadcast_to
     shape = _shape(shape, "full")
     v = array(vals) if not isinstance(vals, Array) else vals
     if dtype is not None:
         from .elementwise import astype
         v = astype(v, dt.to_dtype(dtype))
+    return _fill(v, shape, "full", stream)
+
+
+def _fill(v: Array, shape: tuple, name: str, stream) -> Array:
+    from .shape import broadcast_shapes, broadcast_to
+    if v._shape != shape and (len(shape) < v.ndim or
+                              broadcast_shapes(v._shape, shape, name=name) != shape):
+        raise ValueError(f"{name}: cannot broadcast values of shape {v._shape} to {shape}")
     return broadcast_to(v, shape, stream=stream)
 
 
 def zeros(shape, dtype=dt.float32, *, stream=None) -> Array:
-    """An array of zeros (float32 by default)."""
+    """An array of zeros (float32 by default).
+
+    >>> import nuvec as nv
+    >>> nv.zeros((2,), nv.int32).tolist()
+    [0, 0]
+    """
     d = dt.to_dtype(dtype)
-    return full(shape, Array.constant(np.zeros((), d.np), resolve_stream(stream), d), stream=stream)
+    shape = _shape(shape, "zeros")
+    return _fill(Array.constant(np.zeros((), d.np), resolve_stream(stream), d), shape, "zeros",
+                 stream)
 
 
 def ones(shape, dtype=dt.float32, *, stream=None) -> Array:
     """An array of ones (float32 by default)."""
     d = dt.to_dtype(dtype)
-    return full(shape, Array.constant(np.ones((), d.np), resolve_stream(stream), d), stream=stream)
+    shape = _shape(shape, "ones")
+    return _fill(Array.constant(np.ones((), d.np), resolve_stream(stream), d), shape, "ones",
+                 stream)
 
 
 def zeros_like(a, /, *, stream=None) -> Array:

@@ -1,0 +1,157 @@
+"""Creation operations against NumPy: constants, ranges, eye/tri, tril/triu, meshgrid; dtypes
+(MLX's defaults), 0-size and scalar shapes, errors."""
+from __future__ import annotations
+
+import os
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import nuvec as nv
+
+DTYPES = ["bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
+          "float16", "bfloat16", "float32", "float64", "complex64"]
+FEW = settings(max_examples=int(os.environ.get("NV_EXAMPLES", 30)), deadline=None)
+shapes = st.lists(st.integers(0, 4), max_size=3).map(tuple)
+
+
+def npdt(name: str) -> np.dtype:
+    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
+
+
+def same(out, expected: np.ndarray) -> None:
+    assert out.shape == expected.shape, (out.shape, expected.shape)
+    assert out.dtype.name == (expected.dtype.name if expected.dtype != np.bool_ else "bool")
+    got = np.ascontiguousarray(np.asarray(out))
+    assert got.tobytes() == np.ascontiguousarray(expected).tobytes()
+
+
+@FEW
+@given(shapes, st.sampled_from(DTYPES))
+def test_constants(shape, dtype):
+    d = npdt(dtype)
+    same(nv.zeros(shape, dtype), np.zeros(shape, d))
+    same(nv.ones(shape, dtype), np.ones(shape, d))
+    same(nv.full(shape, 3, dtype), np.full(shape, 3, d))
+    src = nv.array(np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape))
+    same(nv.zeros_like(src), np.zeros(shape, np.float32))
+    same(nv.ones_like(nv.astype(src, dtype)), np.ones(shape, d))
+    same(nv.full_like(src, 2, dtype=dtype), np.full(shape, 2, d))
+
+
+def test_constant_defaults_follow_mlx():
+    assert nv.zeros((2,)).dtype == nv.float32 and nv.ones(3).shape == (3,)
+    assert nv.full((2,), 1).dtype == nv.int32 and nv.full((2,), 1.0).dtype == nv.float32
+    assert nv.full((2,), True).dtype == nv.bool_
+    same(nv.full((2, 3), nv.array([1, 2, 3])), np.tile(np.arange(1, 4, dtype=np.int32), (2, 1)))
+    same(nv.full((2,), nv.array(1.5), nv.float16), np.full((2,), 1.5, np.float16))
+    same(nv.full_like(nv.zeros((2,), nv.int8), 7), np.full((2,), 7, np.int8))
+    with pytest.raises(ValueError, match="zeros: negative dimension"):
+        nv.zeros((2, -1))
+    with pytest.raises(ValueError, match="full"):
+        nv.full((2, 2), nv.array([1, 2, 3]))
+
+
+@FEW
+@given(st.integers(-6, 6), st.integers(-8, 8), st.integers(-3, 3).filter(bool),
+       st.sampled_from([None, "int32", "int64", "float32", "float16", "uint8"]))
+def test_arange_ints(start, stop, step, dtype):
+    want = npdt(dtype or "int32")
+    e = np.arange(start, stop, step)
+    if dtype == "uint8":
+        e = e[e >= 0] if step > 0 else e
+        if (e < 0).any() or not len(e) or e[0] != start:
+            return
+    same(nv.arange(start, stop, step, dtype), e.astype(want))
+    if stop >= 0:
+        same(nv.arange(stop), np.arange(stop, dtype=np.int32))
+
+
+@FEW
+@given(st.floats(-5, 5), st.floats(-5, 5), st.sampled_from([0.25, 0.5, -0.75, 1.0, 1.5]),
+       st.sampled_from([None, "float32", "float64", "bfloat16"]))
+def test_arange_floats(start, stop, step, dtype):
+    e = np.arange(start, stop, step)
+    same(nv.arange(start, stop, step, dtype), e.astype(npdt(dtype or "float32")))
+
+
+@FEW
+@given(st.floats(-10, 10), st.floats(-10, 10), st.integers(0, 9),
+       st.sampled_from(["float32", "float64", "float16", "int32"]))
+def test_linspace(start, stop, num, dtype):
+    same(nv.linspace(start, stop, num, dtype), np.linspace(start, stop, num).astype(npdt(dtype)))
+
+
+def test_range_errors():
+    with pytest.raises(ValueError, match="arange: step"):
+        nv.arange(0, 4, 0)
+    with pytest.raises(ValueError, match="arange: stop must be finite"):
+        nv.arange(0, float("inf"))
+    with pytest.raises(TypeError, match="arange: cannot make a range of bool"):
+        nv.arange(3, dtype=nv.bool_)
+    with pytest.raises(TypeError, match="arange: start"):
+        nv.arange("a", 3)
+    with pytest.raises(ValueError, match="linspace: num"):
+        nv.linspace(0, 1, -1)
+    with pytest.raises(TypeError, match="linspace: num"):
+        nv.linspace(0, 1, 2.5)
+
+
+@FEW
+@given(st.integers(0, 5), st.one_of(st.none(), st.integers(0, 5)), st.integers(-6, 6),
+       st.sampled_from(DTYPES))
+def test_eye_identity_tri(n, m, k, dtype):
+    d = npdt(dtype)
+    same(nv.eye(n, m, k, dtype), np.eye(n, m, k, dtype=d))
+    same(nv.tri(n, m, k, dtype), np.tri(n, m, k, dtype=d))
+    same(nv.identity(n, dtype), np.identity(n, dtype=d))
+    same(nv.eye(n), np.eye(n, dtype=np.float32))
+
+
+@FEW
+@given(st.lists(st.integers(0, 4), min_size=2, max_size=4), st.integers(-4, 4),
+       st.sampled_from(DTYPES), st.sampled_from("cts"))
+def test_tril_triu(shape, k, dtype, kind):
+    x = (np.random.default_rng(0).standard_normal(shape) * 5).astype(npdt(dtype)) \
+        if dtype != "bool" else np.random.default_rng(0).random(shape) < 0.5
+    if kind == "t":
+        a = nv.swapaxes(nv.array(np.ascontiguousarray(np.swapaxes(x, -1, -2))), -1, -2)
+    elif kind == "s":
+        a = nv.array(np.repeat(x, 2, axis=0))[::2]
+    else:
+        a = nv.array(x)
+    same(nv.tril(a, k), np.tril(x, k))
+    same(nv.triu(a, k), np.triu(x, k))
+
+
+@pytest.mark.parametrize("indexing", ["xy", "ij"])
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("sizes", [(3,), (2, 3), (2, 0, 4), (1, 2, 3, 2)])
+def test_meshgrid(indexing, sparse, sizes):
+    xs = [np.arange(n, dtype=np.float32) * (i + 1) for i, n in enumerate(sizes)]
+    outs = nv.meshgrid(*[nv.array(x) for x in xs], indexing=indexing, sparse=sparse)
+    expected = np.meshgrid(*xs, indexing=indexing, sparse=sparse)
+    assert len(outs) == len(expected)
+    for o, e in zip(outs, expected):
+        same(o, np.ascontiguousarray(e))
+
+
+def test_creation_errors_name_the_op():
+    with pytest.raises(ValueError, match="eye: n"):
+        nv.eye(-1)
+    with pytest.raises(TypeError, match="tri: m"):
+        nv.tri(2, 1.5)
+    with pytest.raises(ValueError, match="tril: the array must have at least 2"):
+        nv.tril(nv.zeros((3,)))
+    with pytest.raises(ValueError, match="triu"):
+        nv.triu(nv.array(1.0))
+    with pytest.raises(ValueError, match="meshgrid: indexing"):
+        nv.meshgrid(nv.zeros(2), indexing="xz")
+
+
+def test_tril_gradient_is_the_masked_cotangent():
+    c = np.arange(1.0, 10.0).reshape(3, 3)
+    _, (g,) = nv.vjp(lambda x: nv.tril(x, -1), [nv.zeros((3, 3))], [nv.array(c)])
+    np.testing.assert_array_equal(np.asarray(g), np.tril(c, -1).astype(np.float32))
