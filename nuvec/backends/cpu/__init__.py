@@ -12,3 +12,4 @@ from . import linalg  # noqa: F401
 from . import misc  # noqa: F401,E402  (transform primitives: Copy, CustomFunction)
 from . import compiled  # noqa: F401,E402  (fused kernels of nv.compile)
 from . import random  # noqa: F401,E402  (threefry random bits on NumPy)
+from . import distributed  # noqa: F401,E402  (collectives through a communicator)

@@ -1,0 +1,171 @@
+"""Collectives as graph primitives: ``AllReduce(op)``, ``AllGather``, ``Send``, ``Recv``.
+
+Every collective is ``effectful``: it communicates each time it runs, so ``nv.compile`` never
+folds it into a constant (even when its input is a constant), never merges two equal ones
+(two ``all_sum(x)`` are two reductions, two ``recv`` are two messages) and never drops one,
+and fusion leaves it alone (it is not element-wise). A primitive holds its ``group`` (a
+``nuvec.distributed.Group``); the backends ask the group's communicator to move the data.
+
+Gradients follow MLX, where MLX defines them:
+
+- ``all_sum``: vjp is the cotangent itself (each process differentiates its own loss), jvp is
+  the ``all_sum`` of the tangents, vmap keeps the batch axis;
+- ``all_gather``: vjp is this process's block of the cotangent, jvp the ``all_gather`` of the
+  tangents;
+- ``all_max`` / ``all_min`` (MLX returns the cotangent unchanged): the cotangent where this
+  process holds the extreme value, zero elsewhere -- the same per-process convention as
+  ``all_sum``, and the true derivative of the result; jvp: the tangent of the process holding
+  the extreme (averaged over ties);
+- ``send``: vmap only; ``recv`` has no inputs, so nothing to differentiate.
+"""
+from __future__ import annotations
+
+from ..core import dtypes as dt
+from ..core.array import Array
+from ..core.primitive import Primitive
+
+REDUCE_OPS = ("sum", "max", "min")
+
+
+class Collective(Primitive):
+    """Base of the communicating primitives (holds the group; always effectful)."""
+    __slots__ = ("group",)
+    effectful = True
+
+    def __init__(self, group) -> None:
+        self.group = group
+
+    @property
+    def params(self) -> tuple:
+        return (id(self.group),)
+
+
+class AllReduce(Collective):
+    """The element-wise ``op`` ("sum", "max" or "min") of ``x`` over the group's processes."""
+    __slots__ = ("op",)
+
+    def __init__(self, op: str, group) -> None:
+        if op not in REDUCE_OPS:
+            raise ValueError(f"all_reduce: op must be one of {REDUCE_OPS}, got {op!r}")
+        super().__init__(group)
+        self.op = op
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return f"all_{self.op}"
+
+    @property
+    def params(self) -> tuple:
+        return (self.op, id(self.group))
+
+    def infer(self, inputs):
+        (x,) = inputs
+        if self.op != "sum" and x._dtype.kind == "c":
+            raise ValueError(f"{self.name}: {x._dtype.name} values have no order")
+        return [(x._shape, x._dtype)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        (g,) = cotangents
+        if self.op == "sum":
+            return [g]
+        from .. import ops
+        mask = ops.equal(primals[0], outputs[0])
+        return [ops.where(mask, g, ops.zeros_like(g))]
+
+    def jvp(self, primals, tangents, argnums):
+        (t,) = tangents
+        s = primals[0]._stream
+        if self.op == "sum":
+            return [Array.make(AllReduce("sum", self.group), [t], s)]
+        from .. import ops
+        x = primals[0]
+        y = Array.make(AllReduce(self.op, self.group), [x], s)
+        mask = ops.equal(x, y)
+        total = Array.make(AllReduce("sum", self.group), [ops.where(mask, t, ops.zeros_like(t))], s)
+        holders = Array.make(AllReduce("sum", self.group), [ops.astype(mask, t._dtype)], s)
+        return [total / holders]
+
+    def vmap(self, inputs, axes):
+        # element-wise across processes: the batch axis stays where it is
+        return [Array.make(AllReduce(self.op, self.group), inputs, inputs[0]._stream)], list(axes)
+
+
+class AllGather(Collective):
+    """The processes' ``x`` concatenated along axis 0 in rank order (a 0-d ``x`` gives a
+    vector of ``size`` values)."""
+    __slots__ = ()
+    name = "all_gather"
+
+    def infer(self, inputs):
+        (x,) = inputs
+        n = self.group.size()
+        if not x._shape:
+            return [((n,), x._dtype)]
+        return [((x._shape[0] * n,) + x._shape[1:], x._dtype)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        from .. import ops
+        (g,) = cotangents
+        x = primals[0]
+        r = self.group.rank()
+        if not x._shape:
+            return [ops.reshape(g[r:r + 1], ())]
+        d = x._shape[0]
+        return [g[r * d:(r + 1) * d]]
+
+    def jvp(self, primals, tangents, argnums):
+        return [Array.make(AllGather(self.group), [tangents[0]], primals[0]._stream)]
+
+    def vmap(self, inputs, axes):
+        from .. import ops
+        (x,), (ax,) = inputs, axes
+        if ax is None:
+            return [Array.make(self, [x], x._stream)], [None]
+        # gather concatenates each example's axis 0: put the batch axis behind it
+        if x.ndim == 1:
+            x = ops.expand_dims(x, 0)      # 0-d examples: one row each
+        else:
+            x = ops.moveaxis(x, ax, 1)
+        return [Array.make(AllGather(self.group), [x], x._stream)], [1]
+
+
+class Send(Collective):
+    """Sends ``x`` to process ``dst``; the output is ``x`` (evaluate it to send)."""
+    __slots__ = ("dst",)
+    name = "send"
+
+    def __init__(self, dst: int, group) -> None:
+        super().__init__(group)
+        self.dst = dst
+
+    @property
+    def params(self) -> tuple:
+        return (self.dst, id(self.group))
+
+    def infer(self, inputs):
+        (x,) = inputs
+        return [(x._shape, x._dtype)]
+
+    def vmap(self, inputs, axes):
+        return [Array.make(Send(self.dst, self.group), inputs, inputs[0]._stream)], list(axes)
+
+
+class Recv(Collective):
+    """An array of ``shape`` and ``dtype`` received from process ``src`` (no inputs)."""
+    __slots__ = ("shape", "dtype", "src")
+    name = "recv"
+    fixes_shape = True
+    differentiable = False
+
+    def __init__(self, shape: tuple[int, ...], dtype: dt.Dtype, src: int, group) -> None:
+        super().__init__(group)
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.src = src
+
+    @property
+    def params(self) -> tuple:
+        return (self.shape, self.dtype.name, self.src, id(self.group))
+
+    def infer(self, inputs):
+        return [(self.shape, self.dtype)]
