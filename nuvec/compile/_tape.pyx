@@ -20,12 +20,11 @@ from libc.stdint cimport uintptr_t
 import numpy as np
 
 from ..core.array import Array
-from ..backends.cpu import _allocator
+from ..backends.cpu._allocator import Buffer as _Buffer
 
 cdef object _ndarray = np.ndarray
 cdef object _new = Array.__new__
 cdef object _broadcast_to = np.broadcast_to
-cdef object _is_cached_array = _allocator.is_cached_array
 
 cdef extern from "Python.h":
     Py_ssize_t Py_REFCNT(object o)
@@ -120,25 +119,23 @@ cdef class Tape:
         return self._outputs(values, inputs, True)
 
     cdef object _run_donating(self, Step step, list values, list datas):
-        """Runs a fused step writing an output into an argument's buffer when the replay
-        holds the only reference to it (an intermediate at its last use, made by the buffer
-        cache, C-contiguous, the output's shape and dtype)."""
+        """Runs a fused step writing an output into the buffer of an argument that nothing
+        but this replay references: an intermediate of the tape (never an input, constant or
+        output) at its last use, of the output's shape and dtype, that owns its memory (a
+        buffer-cache array, no view of anything) and that no other object refers to
+        (reference counts of the array and of its buffer)."""
         cdef Py_ssize_t p, o
         cdef tuple pair
-        outs = None
+        cdef list outs = None
         for pair in step.donate:
             p = pair[0]
             o = pair[1]
-            d = datas[p]
-            # references: ``datas`` and ``d`` (the slot was released: not in ``values``)
-            values[step.args[p]] = None
-            if (Py_REFCNT(d) == 2 + _extra_refs and d.flags.c_contiguous and d.flags.writeable
-                    and d.shape == step.shape and _is_cached_array(d)):
+            values[step.args[p]] = None       # released here anyway (its last use)
+            if _donatable(datas[p]):
                 if outs is None:
                     outs = [None] * step.nout
                 if outs[o] is None:
-                    outs[o] = d
-            d = None
+                    outs[o] = datas[p]
         if outs is None:
             return step.kernel(datas, step.shape)
         self.donations += 1
@@ -288,5 +285,12 @@ cdef object _fresh(object v):
     return Array.make(Copy(), (v,), v._stream)
 
 
-# references to a donation candidate besides ``datas`` and the local, from Cython temporaries
-cdef Py_ssize_t _extra_refs = 0
+cdef bint _donatable(object d):
+    """Whether the replay holds the only reference to ``d`` (one: the ``datas`` list) and
+    ``d`` holds the only reference to its memory (a buffer-cache Buffer, not a view)."""
+    if type(d) is not _ndarray or Py_REFCNT(d) != 2:   # ``datas`` + this call's argument
+        return False
+    b = (<object>d).base
+    if type(b) is not _Buffer or Py_REFCNT(b) != 2:    # ``d.base`` + the local ``b``
+        return False
+    return (<object>d).flags.c_contiguous and (<object>d).flags.writeable

@@ -269,12 +269,38 @@ def finalize(draft: Draft, stream, shapeless: bool) -> Tape:
         if st.impl is None or s.stream.device.type.value != "cpu":
             eager = False
         st.node = s.node if s.node is not None else _template(s, draft)
-        st.donate = None
+        st.donate = _donations(s, st, slot, release[k], keep, first_step_slot, draft) \
+            if st.kernel is not None and not shapeless else None
         st.source = s
         steps.append(st)
     tape.steps = steps
     tape.eager_ok = eager
     return tape
+
+
+def _donations(s, st, slot: dict, released: list, outputs: set, first_step_slot: int,
+               draft: Draft):
+    """(argument position, output index) pairs where a fused step may write its output into
+    the argument's buffer: an intermediate (made by an earlier step, not a function output)
+    read here for the last time, passed once, with the output's shape and dtype. Whether the
+    buffer is really free is checked on each call (Tape._run_donating)."""
+    pairs = []
+    taken = set()
+    counts: dict[int, int] = {}
+    for a in st.args:
+        counts[a] = counts.get(a, 0) + 1
+    for p, a in enumerate(s.args):
+        sa = st.args[p]
+        if sa < first_step_slot or sa in outputs or sa not in released or counts[sa] != 1:
+            continue
+        if draft.shape[a] != st.shape:
+            continue
+        for o, v in enumerate(s.outs):
+            if o not in taken and draft.dtype[v] == draft.dtype[a]:
+                taken.add(o)
+                pairs.append((p, o))
+                break
+    return tuple(pairs) or None
 
 
 def _template(s, draft: Draft):

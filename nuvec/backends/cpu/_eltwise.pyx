@@ -112,8 +112,13 @@ cdef class Kernel:
     def __repr__(self):
         return f"<Kernel {self.name} ({self.source})>"
 
-    def __call__(self, list inputs, tuple shape):
-        """Run on ``inputs`` (broadcastable to ``shape``); returns a list of new outputs."""
+    def __call__(self, list inputs, tuple shape, list outs=None):
+        """Run on ``inputs`` (broadcastable to ``shape``); returns a list of new outputs.
+
+        ``outs`` (nv.compile's buffer donation) may give, per output, an array to write into
+        instead: C-contiguous, writable, of ``shape`` and the output's dtype (else a new one is
+        made). It may be one of the inputs (then exactly aliased: each element is read before
+        it is written)."""
         cdef nv_launch_t L
         cdef int nd = len(shape)
         cdef int i, d, k, and_
@@ -168,11 +173,19 @@ cdef class Kernel:
                                      f"broadcast to {shape}")
             L.itemsize[i] = cnp.PyArray_ITEMSIZE(a)
             L.ptr[i] = <char *>cnp.PyArray_DATA(a)
+        given = outs
         outs = []
         cdef cnp.ndarray o
         cdef int64_t st
         for k in range(self.nout):
-            o = <cnp.ndarray>empty_nd(nd, dims, <cnp.dtype>self.out_descrs[k])
+            g = given[k] if given is not None else None
+            if g is not None and cnp.PyArray_Check(g) and \
+                    cnp.PyArray_ISCARRAY(<cnp.ndarray>g) and g.shape == shape and \
+                    NV_EquivTypes(cnp.PyArray_DESCR(<cnp.ndarray>g),
+                                  <cnp.PyArray_Descr *>self.out_descrs[k]):
+                o = <cnp.ndarray>g
+            else:
+                o = <cnp.ndarray>empty_nd(nd, dims, <cnp.dtype>self.out_descrs[k])
             outs.append(o)
             i = self.nin + k
             L.itemsize[i] = cnp.PyArray_ITEMSIZE(o)
