@@ -83,6 +83,8 @@ def _hostify(obj):
 
 
 def _shape(shape, name: str) -> tuple[int, ...]:
+    if type(shape) is tuple and all(type(s) is int and s >= 0 for s in shape):
+        return shape
     if isinstance(shape, (int, np.integer)):
         shape = (int(shape),)
     try:
@@ -124,18 +126,23 @@ def zeros(shape, dtype=dt.float32, *, stream=None) -> Array:
     >>> nv.zeros((2,), nv.int32).tolist()
     [0, 0]
     """
-    d = dt.to_dtype(dtype)
-    shape = _shape(shape, "zeros")
-    return _fill(Array.constant(np.zeros((), d.np), resolve_stream(stream), d), shape, "zeros",
-                 stream)
+    return _constant_fill(shape, 0, dtype, "zeros", stream)
 
 
 def ones(shape, dtype=dt.float32, *, stream=None) -> Array:
     """An array of ones (float32 by default)."""
+    return _constant_fill(shape, 1, dtype, "ones", stream)
+
+
+def _constant_fill(shape, value, dtype, name: str, stream) -> Array:
     d = dt.to_dtype(dtype)
-    shape = _shape(shape, "ones")
-    return _fill(Array.constant(np.ones((), d.np), resolve_stream(stream), d), shape, "ones",
-                 stream)
+    shape = _shape(shape, name)
+    st = resolve_stream(stream)
+    scalar = Array.constant(np.array(value, d.np), st, d)
+    if not shape:
+        return scalar
+    from ..primitives.shape import Broadcast
+    return Array.make(Broadcast(shape), [scalar], st)
 
 
 def zeros_like(a, /, *, stream=None) -> Array:

@@ -146,9 +146,7 @@ class _Index:
         start, stop, strides = [], [], []
         for kind, v, n in zip(self.kinds, self.vals, shape):
             if kind == "slice":
-                b, e, s = v.indices(n)
-                if len(range(b, e, s)) == 0:
-                    b, e, s = 0, 0, 1  # one form for every empty slice (Python's may be -1)
+                b, e, s = _triplet(v, n)
             elif kind == "int" and ints_as_slices:
                 b, e, s = v, v + 1, 1
             else:
@@ -157,6 +155,49 @@ class _Index:
             stop.append(e)
             strides.append(s)
         return tuple(start), tuple(stop), tuple(strides)
+
+
+def _triplet(sl: _pyslice, n: int) -> tuple[int, int, int]:
+    """A slice's (start, stop, step) on an axis of size ``n``; every empty slice gets one form
+    (Python's may have start -1)."""
+    b, e, s = sl.indices(n)
+    if (e <= b) if s > 0 else (e >= b):
+        return 0, 0, 1
+    return b, e, s
+
+
+def _basic_fast(a: Array, index: tuple, name: str, stream) -> Array | None:
+    """``a[index]`` for a tuple of ints and slices only (the common case), or None."""
+    shape = a._shape
+    if len(index) > len(shape):
+        return None
+    start, stop, strides, drop = [], [], [], []
+    for ax, ix in enumerate(index):
+        t = type(ix)
+        n = shape[ax]
+        if t is int:
+            if not -n <= ix < n:
+                raise IndexOutOfBounds(f"{name}: index {ix} is out of bounds for axis {ax} "
+                                       f"with size {n}")
+            if ix < 0:
+                ix += n
+            start.append(ix)
+            stop.append(ix + 1)
+            strides.append(1)
+            drop.append(ax)
+        elif t is _pyslice:
+            b, e, s = _triplet(ix, n)
+            start.append(b)
+            stop.append(e)
+            strides.append(s)
+        else:
+            return None
+    rest = shape[len(index):]
+    v = slice_axes(a, tuple(start) + (0,) * len(rest), tuple(stop) + rest,
+                   tuple(strides) + (1,) * len(rest), stream=stream)
+    if drop:
+        v = Array.make(Squeeze(tuple(drop)), [v], resolve_stream(stream))
+    return v
 
 
 def _basic_shape(ix: _Index, boxshape) -> tuple[int, ...]:
@@ -192,11 +233,17 @@ def _drop_and_insert(v: Array, ix: _Index, stream) -> Array:
 def _advanced_plan(ix: _Index, a: Array, stream):
     """For an index with arrays: (view of a after the slices, gather axes, broadcast index
     arrays, perm placing their dims, final shape with None axes)."""
-    start, stop, strides = ix.box(a._shape, ints_as_slices=False)
+    # NumPy's rule: the index dims go where the advanced entries (ints and arrays) are when
+    # those are consecutive, else first
+    pos = [i for i, (kind, _) in enumerate(ix.order) if kind in ("int", "array")]
+    adjacent = pos[-1] - pos[0] == len(pos) - 1
+    # consecutive: ints act as basic indices (a slice of one, dropped at the end); otherwise
+    # they are 0-d index arrays
+    start, stop, strides = ix.box(a._shape, ints_as_slices=adjacent)
     v = slice_axes(a, start, stop, strides, stream=stream)
     axes, idx = [], []
     for ax, (kind, val) in enumerate(zip(ix.kinds, ix.vals)):
-        if kind == "int":
+        if kind == "int" and not adjacent:
             idx.append(constant(val, dt.int32 if val < 2 ** 31 else dt.int64))
             axes.append(ax)
         elif kind == "array":
@@ -204,9 +251,6 @@ def _advanced_plan(ix: _Index, a: Array, stream):
             axes.append(ax)
     idx = broadcast_arrays(*idx, name="getitem", stream=stream)
     s = idx[0]._shape
-    # NumPy's rule: the index dims go where the (consecutive) advanced entries are, or first
-    pos = [i for i, (kind, _) in enumerate(ix.order) if kind in ("int", "array")]
-    adjacent = pos[-1] - pos[0] == len(pos) - 1
     taken = set(axes)
     rest = [ax for ax in range(a.ndim) if ax not in taken]
     before = 0
@@ -247,6 +291,16 @@ def _getitem(a: Array, index, name: str, stream) -> Array:
         v = slice_axes(a, (i,) + (0,) * (nd - 1), (i + 1,) + a._shape[1:], (1,) * nd,
                        stream=stream)
         return Array.make(Squeeze((0,)), [v], resolve_stream(stream))
+    t = type(index)
+    if t is Array and index._dtype.kind in "ui" and a._shape:  # a[indices]: one Gather
+        return Array.make(Gather((0,)), [a, index], resolve_stream(stream))
+    if t is _pyslice:
+        index = (index,)
+        t = tuple
+    if t is tuple:
+        out = _basic_fast(a, index, name, stream)
+        if out is not None:
+            return out
     ix = _Index(a, index, name)
     if not ix.has_array:
         start, stop, strides = ix.box(a._shape, ints_as_slices=True)
