@@ -23,15 +23,18 @@ class TraceEvaluationError(RuntimeError):
 
 
 def _leaves(trees: Iterable[Any], out: list) -> None:
+    # left to right, depth first: ``eval(a, b)`` runs a's graph before b's (the order matters
+    # to collectives: a send and a receive pair up in the order each process evaluates them)
     stack = list(trees)
+    stack.reverse()
     while stack:
         t = stack.pop()
         if isinstance(t, Array):
             out.append(t)
         elif isinstance(t, (list, tuple)):
-            stack.extend(t)
+            stack.extend(reversed(t))
         elif isinstance(t, dict):
-            stack.extend(t.values())
+            stack.extend(reversed(list(t.values())))
 
 
 def _placeholder_error() -> None:
