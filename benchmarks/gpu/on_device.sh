@@ -18,7 +18,7 @@ fi
 echo "build: $(( $(date +%s) - t0 )) s"
 if [ "${TESTS:-1}" = 1 ]; then
   t0=$(date +%s)
-  timeout "${TEST_TIMEOUT:-330}" $PY -m pytest tests/cuda -q -p no:cacheprovider -rfE \
+  timeout "${TEST_TIMEOUT:-330}" $PY -m pytest tests/cuda -p no:cacheprovider -rfE \
       --durations=12 ${PYTEST_ARGS:-} > "$OUT/tests.log" 2>&1
   echo "tests: rc=$? in $(( $(date +%s) - t0 )) s"
   grep -E "^(FAILED|ERROR)" "$OUT/tests.log" | cut -c1-300 | head -40

@@ -441,6 +441,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
     ap.add_argument("--skip", default="", help="comma-separated: torch,torch.compile,jax,cupy")
     ap.add_argument("--out", default=None, help="write the results as JSON here")
+    ap.add_argument("--vec-sweep", action="store_true",
+                    help="also time nuvec's chains with 4 and 2 elements per vector thread")
     a = ap.parse_args(argv)
     if a.quick:
         a.n, a.reps, a.batches = 1 << 20, 3, 2
@@ -466,6 +468,14 @@ def main(argv=None) -> dict:
     if "cupy" not in skip:
         libs.append(CupyFuse())
     res["chains"] = chain_benchmarks(libs, a.n, a.reps, a.batches, res["copy"]["best"])
+    if a.vec_sweep:   # nuvec's vector width: fewer elements per thread, more threads
+        from nuvec.backends.cuda import kernels
+        for cap in (4, 2):
+            lib = Nuvec()
+            lib.name = f"nuvec (vec cap {cap})"
+            prev = kernels.set_vec_cap(cap)
+            res["chains"] += chain_benchmarks([lib], a.n, a.reps, a.batches, res["copy"]["best"])
+            kernels.set_vec_cap(prev)
     res["overhead"] = overhead_benchmarks(libs, 300 if a.quick else 2000)
     res["mlp"] = mlp_benchmarks(256, 20 if a.quick else 100,
                                 {"torch": have["torch"], "jax": have["jax"]})

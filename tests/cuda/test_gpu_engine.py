@@ -172,20 +172,18 @@ LAYOUT_SPECS = {
 def _layout(kind: str, base: np.ndarray, shape=(37, 53)):
     """(host view, device view) of one input layout with the result's ``shape``."""
     dev = to_dev(np.ascontiguousarray(base))
+    n = shape[0] * shape[1]
     if kind == "contiguous":
-        return base.reshape(shape), dev.reshape(shape)
+        return base[:n].reshape(shape), dev[:n].reshape(shape)
     if kind == "scalar":
         return base[:1].reshape(()), dev[:1].reshape(())
     if kind == "offset":               # contiguous but misaligned for vector loads
-        n = shape[0] * shape[1]
         return base[1:n + 1].reshape(shape), dev[1:n + 1].reshape(shape)
     if kind == "transposed":
-        n = shape[0] * shape[1]
         return base[:n].reshape(shape[::-1]).T, dev[:n].reshape(shape[::-1]).T
     if kind == "row":                  # broadcast along the first axis (a bias)
         return base[:shape[1]], dev[:shape[1]]
     if kind == "reversed":
-        n = shape[0] * shape[1]
         return base[:n][::-1].reshape(shape), dev[:n][::-1].reshape(shape)
     raise AssertionError(kind)
 
@@ -245,3 +243,27 @@ def test_large_array_uses_every_thread_block():
     with gpu_kernels.forced("strided", None):
         (r,) = gpu_kernels.run(spec, [a[::-1][::-1], b], (n,))
     assert bool((r == a + 1).all().get())
+
+
+@pytest.mark.parametrize("cap", [1, 2, 4])
+def test_narrower_vectors_give_the_same_bits(cap):
+    spec = LAYOUT_SPECS["fused"]
+    rng = np.random.default_rng(3)
+    xs = [values("float32", 1001, rng) for _ in range(2)]
+    want = cpu_kernels.run(spec, xs, (1001,))
+    prev = gpu_kernels.set_vec_cap(cap)
+    try:
+        got = gpu_kernels.run(spec, [to_dev(x) for x in xs], (1001,))
+    finally:
+        gpu_kernels.set_vec_cap(prev)
+    for k, o in enumerate(spec.outputs):
+        assert_same(from_dev(got[k], "float32"), want[k], f"fused cap {cap}", "float32")
+
+
+def test_kernels_do_not_flush_subnormals():
+    """CuPy's own compile path adds -ftz=true; nuvec's must not (the CPU keeps subnormals)."""
+    spec = LAYOUT_SPECS["add_f32"]
+    tiny = np.array([1e-40, -3e-42, 1.4e-45], np.float32)
+    (r,) = gpu_kernels.run(spec, [to_dev(tiny), to_dev(tiny)], (3,))
+    np.testing.assert_array_equal(r.get(), tiny + tiny)
+    assert (r.get() != 0).all()

@@ -13,10 +13,11 @@ kernel (vector loads and stores); unaligned views of that kind use the dialect's
 the ``strided`` kernel over the shape with size-1 axes dropped and mergeable axes merged.
 32-bit indexing wherever every index fits, 64-bit otherwise.
 
-Each (spec, variant, index width, scalar mask) is one NVRTC module compiled on first use with
-``source.nvrtc_options()`` (``--fmad=false``: no contraction; IEEE division and square root;
-never fast math) through ``cupy.RawModule``, so CuPy's on-disk kernel cache keeps it across
-processes. ``precompile`` builds several modules in threads (NVRTC runs without the GIL).
+Each (spec, variant, index width, scalar mask, vector cap) is one NVRTC module compiled on
+first use by ``nvrtc.load`` (``--fmad=false``, ``-ftz=false``: no contraction, IEEE subnormals,
+division and square root, never fast math; cached on disk as cubins). ``precompile`` builds
+many kernels in few modules, in threads (NVRTC runs without the GIL). ``set_vec_cap`` bounds
+the elements a ``vec`` thread handles (8 by default; benchmarks sweep it).
 """
 from __future__ import annotations
 
@@ -30,9 +31,10 @@ import numpy as np
 
 from ...codegen.ir import KernelSpec
 from ...core import dtypes as dt
-from . import source
+from . import nvrtc, source
+from .nvrtc import KernelCompileError
 
-__all__ = ["run", "astype", "precompile", "forced", "stats", "KernelCompileError"]
+__all__ = ["run", "astype", "precompile", "forced", "stats", "set_vec_cap", "KernelCompileError"]
 
 _BLOCK = 256
 _GRID_CAP = 1 << 20            # grid-stride kernels: at most this many blocks
@@ -43,45 +45,59 @@ _STORE = {name: (np.dtype(np.uint16) if name == "bfloat16" else dt.from_name(nam
                        "int64", "float16", "bfloat16", "float32", "float64", "complex64")}
 
 _kernels: dict[tuple, object] = {}
+_widths: dict[tuple, int] = {}          # (spec, mask, cap) -> elements per vec thread
 _meta: dict[tuple, cp.ndarray] = {}
 _lock = threading.Lock()
 _stats = {"compiled": 0, "launches": {v: 0 for v in source.VARIANTS}}
 _force: dict[str, str | None] = {"variant": None, "idx": None}
+_cap = [int(os.environ.get("NUVEC_CUDA_VEC_CAP", "8"))]
 
 
-class KernelCompileError(RuntimeError):
-    """NVRTC rejected a generated kernel; the message holds its log."""
+def set_vec_cap(cap: int) -> int:
+    """At most ``cap`` (1, 2, 4 or 8) elements per ``vec`` thread; returns the previous cap."""
+    if cap not in (1, 2, 4, 8):
+        raise ValueError(f"set_vec_cap: cap must be 1, 2, 4 or 8, got {cap!r}")
+    prev, _cap[0] = _cap[0], cap
+    return prev
 
 
 def _module(src: str, entries: list[str], what: str) -> list:
     try:
-        mod = cp.RawModule(code=src, options=source.nvrtc_options())
-        return [mod.get_function(e) for e in entries]
-    except cp.cuda.compiler.CompileException as e:
-        raise KernelCompileError(f"cuda kernels: NVRTC failed on {what}: {e}") from None
+        return nvrtc.load(src, entries)
+    except KernelCompileError as e:
+        raise KernelCompileError(f"cuda kernels: {what}: {e}") from None
 
 
 def _compile(key: tuple):
-    spec, variant, idx, mask = key
-    src, entry = source.module_source(spec, variant, idx, mask)
+    spec, variant, idx, mask, cap = key
+    src, entry = source.module_source(spec, variant, idx, mask, cap or 8)
     (fn,) = _module(src, [entry], f"{entry} for {[n.op for n in spec.nodes]}")
     with _lock:
         _stats["compiled"] += 1
         return _kernels.setdefault(key, fn)
 
 
-def _kernel(spec: KernelSpec, variant: str, idx: str, mask: tuple):
-    key = (spec, variant, idx, mask)
+def _kernel(spec: KernelSpec, variant: str, idx: str, mask: tuple, cap: int = 0):
+    key = (spec, variant, idx, mask, cap)
     k = _kernels.get(key)
     if k is None:
         k = _compile(key)
     return k
 
 
+def _width(spec: KernelSpec, mask: tuple, cap: int) -> int:
+    key = (spec, mask, cap)
+    w = _widths.get(key)
+    if w is None:
+        w = _widths[key] = source.vec_width(spec, mask, cap)
+    return w
+
+
 def precompile(keys, threads: int | None = None, per_module: int = 48) -> int:
-    """Builds the kernels ``keys`` ((spec, variant, idx, mask) tuples) not built yet, in modules
-    of ``per_module`` kernels (the shared library is parsed once per module) compiled by
-    ``threads`` threads; returns how many kernels were built."""
+    """Builds the kernels ``keys`` ((spec, variant, idx, mask) tuples; ``vec`` ones for the
+    current vector cap) not built yet, in modules of ``per_module`` kernels (the shared library
+    is parsed once per module) compiled by ``threads`` threads; returns how many were built."""
+    keys = [k + ((_cap[0] if k[1] == "vec" else 0),) for k in keys]
     todo = [k for k in dict.fromkeys(keys) if k not in _kernels]
     if not todo:
         return 0
@@ -167,14 +183,15 @@ def run(spec: KernelSpec, ins: list, shape: tuple, outs: list | None = None) -> 
     if simple:
         mask = tuple(mask)
         if fv in (None, "vec"):
-            V = source.vec_width(spec, mask)
+            cap = _cap[0]
+            V = _width(spec, mask, cap)
             if all(m or x.data.ptr % (V * x.itemsize) == 0 for x, m in zip(ins, mask)) and \
                     all(o.data.ptr % (V * o.itemsize) == 0 for o in outs):
                 idx = fi or ("i32" if n < _I32_LIMIT - (1 << 24) else "i64")
                 nvec, tail = divmod(n, V)
                 threads = nvec + tail
                 I = np.int32 if idx == "i32" else np.int64
-                k = _kernel(spec, "vec", idx, mask)
+                k = _kernel(spec, "vec", idx, mask, cap)
                 k(((threads + _BLOCK - 1) // _BLOCK,), (_BLOCK,), (I(nvec), I(n), *ins, *outs))
                 _stats["launches"]["vec"] += 1
                 return outs

@@ -52,8 +52,13 @@ def empty(shape, d: dt.Dtype) -> cp.ndarray:
     return cp.empty(shape, storage_dtype(d))
 
 
+_last: list = [None, None]     # the last (nuvec stream, CUDA stream) looked up
+
+
 def cuda_stream(s: Stream) -> cp.cuda.Stream:
     """The CUDA stream of nuvec stream ``s`` (made on first use, blocking)."""
+    if s is _last[0]:
+        return _last[1]
     cs = _streams.get(s)
     if cs is None:
         with _lock:
@@ -61,6 +66,7 @@ def cuda_stream(s: Stream) -> cp.cuda.Stream:
             if cs is None:
                 cs = cp.cuda.Stream(non_blocking=False)
                 _streams[s] = cs
+    _last[0], _last[1] = s, cs
     return cs
 
 

@@ -48,20 +48,22 @@ def entry_name(variant: str, idx: str, name: str = NAME) -> str:
     return f"{name}_{variant}_{idx}"
 
 
-def vec_width(spec: KernelSpec, mask: tuple[int, ...]) -> int:
-    """Elements per thread of the ``vec`` variant: 16 bytes of the widest full array (at most 8)."""
+def vec_width(spec: KernelSpec, mask: tuple[int, ...], cap: int = 8) -> int:
+    """Elements per thread of the ``vec`` variant: 16 bytes of the widest full array (at most
+    ``cap``)."""
     used = set(dialect().body(spec).used_inputs)
     sizes = [ITEMSIZE[d] for i, d in enumerate(spec.inputs) if i in used and not mask[i]]
     sizes += [ITEMSIZE[spec.nodes[o].dtype] for o in spec.outputs]
-    return max(1, min(8, 16 // max(sizes)))
+    return max(1, min(cap, 16 // max(sizes)))
 
 
-def vec_kernel(spec: KernelSpec, idx: str, mask: tuple[int, ...], name: str = NAME) -> str:
+def vec_kernel(spec: KernelSpec, idx: str, mask: tuple[int, ...], name: str = NAME,
+               cap: int = 8) -> str:
     """The ``vec`` entry point of ``spec`` (see the module docstring)."""
     d = dialect()
     b = d.body(spec)
     I = INDEX[idx]
-    V = vec_width(spec, mask)
+    V = vec_width(spec, mask, cap)
     nin = len(spec.inputs)
     outs = [spec.nodes[o].dtype for o in spec.outputs]
     used = set(b.used_inputs)
@@ -125,7 +127,7 @@ def _dialect_variant(spec: KernelSpec, variant: str, idx: str, name: str) -> str
 
 
 def kernel_source(spec: KernelSpec, variant: str, idx: str, mask: tuple[int, ...] = (),
-                  name: str = NAME) -> tuple[str, str]:
+                  name: str = NAME, cap: int = 8) -> tuple[str, str]:
     """(CUDA C of one entry point, without prelude and library; its name)."""
     if variant not in VARIANTS:
         raise ValueError(f"cuda kernels: unknown variant {variant!r}; expected one of {VARIANTS}")
@@ -138,27 +140,29 @@ def kernel_source(spec: KernelSpec, variant: str, idx: str, mask: tuple[int, ...
         if len(mask) != len(spec.inputs):
             raise ValueError(f"cuda kernels: the scalar mask has {len(mask)} entries for "
                              f"{len(spec.inputs)} inputs")
-        body = vec_kernel(spec, idx, tuple(mask), name)
+        body = vec_kernel(spec, idx, tuple(mask), name, cap)
     else:
         body = _dialect_variant(spec, variant, idx, name)
     return body, entry_name(variant, idx, name)
 
 
 def module_source(spec: KernelSpec, variant: str, idx: str,
-                  mask: tuple[int, ...] = ()) -> tuple[str, str]:
+                  mask: tuple[int, ...] = (), cap: int = 8) -> tuple[str, str]:
     """(CUDA C source, entry point name) of a module holding one kernel."""
-    body, entry = kernel_source(spec, variant, idx, mask)
+    body, entry = kernel_source(spec, variant, idx, mask, cap=cap)
     d = dialect()
     return "\n".join((d.prelude(), d.library(), _VEC_HELPER, body)), entry
 
 
 def batch_source(keys: list[tuple]) -> tuple[str, list[str]]:
-    """One module holding the kernels of ``keys`` ((spec, variant, idx, mask) each): the
-    library is parsed once for all of them. Returns the source and each key's entry name."""
+    """One module holding the kernels of ``keys`` ((spec, variant, idx, mask[, cap]) each):
+    the library is parsed once for all of them. Returns the source and each key's entry name."""
     d = dialect()
     parts, names = [d.prelude(), d.library(), _VEC_HELPER], []
-    for j, (spec, variant, idx, mask) in enumerate(keys):
-        body, entry = kernel_source(spec, variant, idx, mask, f"{NAME}{j}")
+    for j, key in enumerate(keys):
+        spec, variant, idx, mask = key[:4]
+        cap = key[4] if len(key) > 4 and key[4] else 8
+        body, entry = kernel_source(spec, variant, idx, mask, f"{NAME}{j}", cap)
         parts.append(body)
         names.append(entry)
     return "\n".join(parts), names
