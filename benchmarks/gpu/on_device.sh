@@ -32,3 +32,9 @@ if [ "${BENCH:-1}" = 1 ]; then
   grep -E "error|Error" "$OUT/bench.log" | cut -c1-300 | head -20
   sed -n '/^GPU: /,$p' "$OUT/bench.log"
 fi
+if [ -n "${SUITE:-}" ]; then   # other test folders; on a GPU machine nv.gpu is the default device
+  t0=$(date +%s)
+  timeout "${SUITE_TIMEOUT:-120}" $PY -m pytest $SUITE -p no:cacheprovider -x > "$OUT/suite.log" 2>&1
+  echo "suite ($SUITE): rc=$? in $(( $(date +%s) - t0 )) s"
+  grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/suite.log" | cut -c1-300 | tail -8
+fi
