@@ -34,7 +34,7 @@ if [ "${BENCH:-1}" = 1 ]; then
 fi
 if [ -n "${SUITE:-}" ]; then   # other test folders; on a GPU machine nv.gpu is the default device
   t0=$(date +%s)
-  timeout "${SUITE_TIMEOUT:-120}" $PY -m pytest $SUITE -p no:cacheprovider -x > "$OUT/suite.log" 2>&1
+  timeout "${SUITE_TIMEOUT:-120}" $PY -m pytest $SUITE -p no:cacheprovider --maxfail=25 > "$OUT/suite.log" 2>&1
   echo "suite ($SUITE): rc=$? in $(( $(date +%s) - t0 )) s"
   grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/suite.log" | cut -c1-300 | tail -8
 fi
