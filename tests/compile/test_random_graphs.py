@@ -96,7 +96,7 @@ def check(f, g, xs):
         assert_same(np.asarray(a), np.asarray(b))
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 @given(programs(shapeless=False))
 def test_shaped_compile_equals_uncompiled(case):
     dtypes, program, seed = case
