@@ -160,9 +160,10 @@ def table(rows: list[dict[str, Any]], group: str) -> list[list[str]]:
         if group == "train":
             status += f"  {1 / r['median']:.1f} steps/s"
         split = {k: v for k, v in (r.get("compile_info") or {}).items()
-                 if k.endswith("_s") and isinstance(v, (int, float))}
+                 if (k.endswith("_s") or "_s_" in k) and isinstance(v, (int, float))}
         if split:  # the library's own account of a first call (nuvec: CompiledFunction.stats())
-            status += "  " + ", ".join(f"{k[:-2]} {fmt_value(v, 's')}" for k, v in split.items())
+            status += "  " + ", ".join(f"{k.removesuffix('_s').replace('_s_', ' ')} "
+                                       f"{fmt_value(v, 's')}" for k, v in split.items())
         out.append([r["case"], r["variant"], fmt_value(r["median"], unit), fmt_value(r["min"], unit),
                     "-" if extra is None else f"{extra:.1f}", _x(r.get("ratio_best_peer")),
                     _pct(r.get("ratio_limit")),
