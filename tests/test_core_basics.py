@@ -52,3 +52,26 @@ def test_numpy_conversion_copies():
     h = np.array(a)
     h[0] = 9
     assert a.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_setitem_rebinds_and_earlier_readers_keep_the_old_value():
+    x = nv.array([1.0, 2.0, 3.0])
+    y = x * 1.0
+    x[0] = 5.0
+    assert x.tolist() == [5.0, 2.0, 3.0]
+    assert y.tolist() == [1.0, 2.0, 3.0]
+    a = nv.arange(4)
+    a[:2] = a[2:]
+    assert a.tolist() == [2, 3, 2, 3]
+
+
+def test_transforms_see_an_input_as_it_was_before_assignment():
+    def f(w):
+        w[0] = w[0] * 3
+        return (w * w).sum()
+    assert nv.grad(f)(nv.array([1.0, 2.0])).tolist() == [18.0, 4.0]
+
+    def g(w):
+        w[0] = 7.0
+        return w * 2
+    assert nv.vmap(g)(nv.array([[1.0, 2.0], [3.0, 4.0]])).tolist() == [[14.0, 4.0], [14.0, 8.0]]

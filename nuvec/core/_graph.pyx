@@ -84,13 +84,19 @@ def run_nodes(list order, dict impls, object lookup, object on_placeholder):
         if sib is None:
             node._data = outs[0]
             if not node._tracer:
+                for x in ins:
+                    x._readers -= 1
                 node._inputs = ()
                 node._prim = None
         else:
             for j in range(len(sib)):
                 x = sib[j]
                 x._data = outs[j]
-                if not x._tracer:
+            if not node._tracer:
+                for x in ins:
+                    x._readers -= 1
+                for j in range(len(sib)):
+                    x = sib[j]
                     x._inputs = ()
                     x._prim = None
                     x._siblings = None

@@ -14,7 +14,9 @@ that are evaluated together.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+import contextlib
+import threading
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -25,9 +27,33 @@ from .device import Stream, current_stream
 _ops: Any = None
 
 
+class _Rebinds(threading.local):
+    log: dict | None = None
+
+
+_rebinds = _Rebinds()
+
+
+@contextlib.contextmanager
+def recording_rebinds() -> Iterator[dict]:
+    """Records, while a transform or compile traces a function, the arrays that ``__setitem__``
+    rebinds: ``{id(array): the array's node before the first assignment}``. A tracer that
+    stands for an input must keep meaning that input after the function assigns into it."""
+    saved, _rebinds.log = _rebinds.log, {}
+    try:
+        yield _rebinds.log
+    finally:
+        _rebinds.log = saved
+
+
+def original(a: "Array", log: dict) -> "Array":
+    """``a`` as it was before any assignment recorded in ``log``."""
+    return log.get(id(a), a)
+
+
 class Array:
     __slots__ = ("_shape", "_dtype", "_prim", "_inputs", "_siblings", "_pos", "_data",
-                 "_stream", "_tracer", "__weakref__")
+                 "_stream", "_tracer", "_readers", "__weakref__")
 
     # -- construction -------------------------------------------------------------------
     def __init__(self, obj=None, dtype=None) -> None:
@@ -55,6 +81,7 @@ class Array:
         a._data = data
         a._stream = stream if stream is not None else current_stream()
         a._tracer = False
+        a._readers = 0
         return a
 
     @staticmethod
@@ -71,6 +98,7 @@ class Array:
         a._data = None
         a._stream = stream if stream is not None else current_stream()
         a._tracer = tracer
+        a._readers = 0
         return a
 
     @staticmethod
@@ -88,10 +116,11 @@ class Array:
         a._stream = stream if stream is not None else current_stream()
         tracer = False
         for x in a._inputs:
+            x._readers += 1
             if x._tracer:
                 tracer = True
-                break
         a._tracer = tracer
+        a._readers = 0
         return a
 
     @staticmethod
@@ -100,12 +129,16 @@ class Array:
         specs = prim.infer(inputs)
         stream = stream if stream is not None else current_stream()
         inputs = tuple(inputs)
-        tracer = any(x._tracer for x in inputs)
+        tracer = False
+        for x in inputs:
+            x._readers += 1
+            tracer = tracer or x._tracer
         outs = []
         for i, (shape, dtype) in enumerate(specs):
             a = Array.__new__(Array)
             a._shape, a._dtype, a._prim, a._inputs = shape, dtype, prim, inputs
             a._pos, a._data, a._stream, a._tracer = i, None, stream, tracer
+            a._readers = 0
             outs.append(a)
         sib = tuple(outs)
         for a in outs:
@@ -136,7 +169,9 @@ class Array:
         return self._stream
 
     def detach(self) -> None:
-        """Drops the inputs (the data, if any, stays). Tracers keep their graph."""
+        """Drops the inputs (the data, if any, stays)."""
+        for x in self._inputs:
+            x._readers -= 1
         self._inputs = ()
         self._prim = None
         self._siblings = None
@@ -252,18 +287,25 @@ class Array:
         return _ops.getitem(self, index)
 
     def __setitem__(self, index, value) -> None:
-        # This object becomes the updated node. The update, and a value computed from this
-        # array (``a[i] += 1``, ``a[:2] = a[2:]``), must read the old node: they get it
-        # through a fresh object (else the graph would read itself).
+        # MLX rebinds the array to the updated value; everything that read the array before
+        # keeps reading the old value. Here the array object is the graph node, so the old node
+        # moves to a fresh object and the nodes that read this array are pointed at it.
         old = Array.__new__(Array)
         old._adopt(self)
+        old._readers = 0  # counted again as readers are pointed at it
         for s in old.siblings:
             s._siblings = old._siblings
         if value is self:
             value = old
         elif isinstance(value, Array):
-            _retarget(value, self, old)
+            _retarget(value, self, old)  # ``a[i] += 1``: the value's own graph, cheaply
+        if self._readers > 0:
+            _retarget_all(self, old)
+        log = _rebinds.log
+        if log is not None and id(self) not in log:
+            log[id(self)] = old
         self._adopt(_ops.setitem(old, index, value))
+        self._readers = 0
 
     # -- operators ----------------------------------------------------------------------
     def __add__(self, o): return _ops.add(self, o)
@@ -324,7 +366,28 @@ def _retarget(root: Array, src: Array, dst: Array) -> None:
         seen.add(id(node))
         ins = node._inputs
         if any(x is src for x in ins):
-            ins = tuple(dst if x is src else x for x in ins)
-            for s in node.siblings:
-                s._inputs = ins
-        stack.extend(ins)
+            _repoint(node, src, dst)
+        stack.extend(node._inputs)
+
+
+def _repoint(node: Array, src: Array, dst: Array) -> None:
+    """Makes ``node`` (and its siblings) read ``dst`` where it read ``src``."""
+    n = sum(1 for x in node._inputs if x is src)
+    ins = tuple(dst if x is src else x for x in node._inputs)
+    for s in node.siblings:
+        s._inputs = ins
+    src._readers -= n
+    dst._readers += n
+
+
+def _retarget_all(src: Array, dst: Array) -> None:
+    """Points every unevaluated node that still reads ``src`` at ``dst``. Rare (an array that
+    unevaluated nodes read is then assigned into), so the garbage collector's referrer search
+    is affordable here; ``_readers`` keeps it off the common path."""
+    import gc
+    for ref in gc.get_referrers(src):
+        if type(ref) is not tuple:
+            continue
+        for owner in gc.get_referrers(ref):
+            if type(owner) is Array and owner._inputs is ref:
+                _repoint(owner, src, dst)

@@ -15,7 +15,7 @@ import functools
 from typing import Any, Callable, Sequence
 
 from .. import ops
-from ..core.array import Array
+from ..core.array import Array, original, recording_rebinds
 from ..tree import flatten, unflatten
 from ._trace import active_order, release, tracer_copy, tracing
 
@@ -127,8 +127,9 @@ def _trace(fun: Callable, args: list, kwargs: dict | None = None):
     output, its leaves, its TreeDef)."""
     leaves, td = flatten(args)
     copies = [tracer_copy(x) for x in leaves]
-    with tracing():
+    with tracing(), recording_rebinds() as rebound:
         out = fun(*unflatten(td, copies), **(kwargs or {}))
+    copies = [original(c, rebound) for c in copies]  # ``x[i] = v`` on an input rebinds it
     out_leaves, out_td = flatten(out)
     return copies, td, out, out_leaves, out_td
 
@@ -279,8 +280,9 @@ def _value_and_grad(fun, nums, names, args, kwargs, name):
     out_leaves: list = []
     grads: list = []
     try:
-        with tracing():
+        with tracing(), recording_rebinds() as rebound:
             out = fun(*call_args, **call_kwargs)
+        copies = [original(c, rebound) for c in copies]  # ``x[i] = v`` rebinds an input
         loss = out[0] if isinstance(out, (tuple, list)) and out else out
         if not isinstance(loss, Array) or loss.size != 1:
             what = (f"an array of shape {loss.shape}" if isinstance(loss, Array)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from ..core.array import Array
+from ..core.array import Array, recording_rebinds
 from ..tree import broadcast_prefix, flatten, unflatten
 from ._trace import active_order, tracing
 
@@ -94,8 +94,12 @@ def _vmap_call(fun, in_axes, out_axes, args, kwargs):
         holders.append(p)
         bound[id(p)] = (x, ax)
         keep.append(p)
-    with tracing():
+    with tracing(), recording_rebinds() as rebound:
         out = fun(*unflatten(td, holders), **kwargs)
+    for i, p in enumerate(keep):  # ``x[i] = v`` on an input rebinds it: map its old node
+        if id(p) in rebound:
+            keep[i] = rebound[id(p)]
+            bound[id(keep[i])] = bound.pop(id(p))
     out_leaves, out_td = flatten(out)
     replay(out_leaves, keep, bound)
     oaxes = broadcast_prefix(out_axes, out, "vmap")
