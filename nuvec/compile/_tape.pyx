@@ -42,6 +42,9 @@ cdef inline object _make(tuple shape, object dtype, object prim, tuple inputs, o
     a._data = data
     a._stream = stream
     a._tracer = tracer
+    a._readers = 0
+    for x in inputs:              # as Array.make: __setitem__ needs to know who reads x
+        x._readers += 1
     return a
 
 
@@ -178,10 +181,13 @@ cdef class Tape:
                 else:
                     outs = []
                     for k in range(step.nout):
-                        a = _make(step.node.siblings[k]._shape, step.dtypes[k], prim, tins,
+                        a = _make(step.node.siblings[k]._shape, step.dtypes[k], prim, (),
                                   step.stream, None, tracer)
                         a._pos = k
+                        a._inputs = tins
                         outs.append(a)
+                    for x in tins:        # one read per input for the whole group
+                        x._readers += 1
                     sib = tuple(outs)
                     for a in outs:
                         a._siblings = sib
@@ -191,6 +197,8 @@ cdef class Tape:
                     res = step.kernel([x._data for x in tins], node._shape)
                 else:
                     res = step.impl(prim, [x._data for x in tins], node)
+                for x in tins:
+                    x._readers -= 1
                 for k in range(step.nout):
                     a = outs[k]
                     a._data = res[k]
