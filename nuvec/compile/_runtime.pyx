@@ -56,6 +56,15 @@ cdef inline object _stream():
     return s
 
 
+cdef inline bint _same_key(object a, object b):
+    if a is None:
+        return False
+    try:
+        return a == b
+    except Exception:      # a static argument whose == is not a bool (the slow path explains)
+        return False
+
+
 # How outputs are rebuilt: one array, a flat tuple of arrays, or a tree.
 OUT_ONE = 0
 OUT_TUPLE = 1
@@ -97,6 +106,7 @@ cdef class CompiledFunction:
     cdef public object trace_lock
     cdef public Py_ssize_t hits, misses, traces, uncached
     cdef public object last_key
+    cdef public tuple mru
     cdef public object last_miss
     cdef public object last_timings
     cdef public object warn_traces
@@ -119,6 +129,7 @@ cdef class CompiledFunction:
         self.trace_lock = threading.RLock()
         self.hits = self.misses = self.traces = self.uncached = 0
         self.last_key = None
+        self.mru = (None, None)     # (key, entry) of the last call: one atomic tuple
         self.last_miss = None
         self.last_timings = {}
         self.warn_traces = warn_traces
@@ -149,11 +160,18 @@ cdef class CompiledFunction:
         key = self.key_of(args, kwargs, leaves, 0)
         if key is None:       # an argument is being traced: run the function itself
             return self.fun(*args, **kwargs)
-        entry = self.lookup(key)
-        if entry is None:
-            from .trace import miss
-            entry = miss(self, key, args, kwargs, leaves)
-        self.last_key = key
+        mru = self.mru
+        if _same_key(mru[0], key):
+            # the signature of the last call: already the most recently used entry
+            entry = <Entry>mru[1]
+            self.hits += 1
+        else:
+            entry = self.lookup(key)
+            if entry is None:
+                from .trace import miss
+                entry = miss(self, key, args, kwargs, leaves)
+            self.mru = (key, entry)
+            self.last_key = key
         return entry.build(entry.tape.run(leaves))
 
     cpdef object key_of(self, tuple args, dict kwargs, list leaves, Py_ssize_t exact):
@@ -164,6 +182,13 @@ cdef class CompiledFunction:
         cdef bint shapeless = self.shapeless
         cdef Py_ssize_t i = 0
         if not kwargs:
+            if len(args) == 1 and exact == 0:
+                a = args[0]
+                if type(a) is _Array:
+                    if a._tracer:
+                        return None
+                    leaves.append(a)
+                    return (key[0], a._dtype.name, len(a._shape) if shapeless else a._shape)
             for a in args:
                 if type(a) is not _Array:
                     break
@@ -190,15 +215,22 @@ cdef class CompiledFunction:
         return tuple(key)
 
     cpdef object lookup(self, object key):
+        """The cached entry of ``key`` (marked most recently used), or None.
+
+        Reads take no lock: each OrderedDict operation is atomic under the GIL, and an entry
+        evicted between the two is still a valid tape (it is simply used once more). Inserts
+        and evictions hold ``lock``."""
         cdef object e
-        with self.lock:
+        try:
+            e = self.cache.get(key)
+        except TypeError:
+            return None    # an unhashable static argument: the slow path explains it
+        if e is not None:
             try:
-                e = self.cache.get(key)
-            except TypeError:
-                e = None   # an unhashable static argument: the slow path explains it
-            if e is not None:
                 self.cache.move_to_end(key)
-                self.hits += 1
+            except KeyError:
+                pass
+            self.hits += 1
         return e
 
     def insert(self, key, entry) -> None:
@@ -236,6 +268,7 @@ cdef class CompiledFunction:
         """Forgets every trace (the next call traces again)."""
         with self.lock:
             self.cache.clear()
+            self.mru = (None, None)
 
     def inspect(self, *args, **kwargs):
         """What compile made for these arguments (tracing them if needed): a ``CompileReport``

@@ -30,6 +30,7 @@ cdef class Tape:
     cdef public bint eager_ok
     cdef public bint dup_outputs
     cdef public tuple out_plan
+    cdef public bint single
     cdef public object stream
     cdef public object draft
     cdef public dict views

@@ -97,11 +97,30 @@ cdef class Tape:
         return self._arrays(inputs, False)
 
     cdef list _eager(self, list inputs):
-        cdef list values = [None] * self.n_slots
+        cdef list values
+        cdef list outs
+        cdef Step one
         cdef Py_ssize_t i, k, n_in = self.n_inputs, nc = len(self.const_data)
         cdef Step step
         cdef list datas
-        cdef object res, stream = self.stream
+        cdef object res, v
+        if self.single:
+            # one fused kernel whose outputs are the function's: no slot table needed
+            one = <Step>self.steps[0]
+            datas = []
+            for i in one.args:
+                if i < self.n_inputs:
+                    datas.append((<object>inputs[i])._data)
+                else:
+                    datas.append(self.const_data[i - self.n_inputs])
+            res = one.kernel(datas, one.shape)
+            outs = []
+            for k in range(one.nout):
+                v = res[k]
+                outs.append(_make(one.shape, self.out_dtypes[k], None, (), self.stream, v,
+                                  False))
+            return outs
+        values = [None] * self.n_slots
         for i in range(n_in):
             values[i] = (<object>inputs[i])._data
         for i in range(nc):

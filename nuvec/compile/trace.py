@@ -123,6 +123,10 @@ def _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out) -
     t3 = time.perf_counter()
     tape = finalize(draft, stream, cf.shapeless)
     tape.out_plan = _out_plan(list(out_leaves), placeholders)
+    st = tape.steps[0] if len(tape.steps) == 1 else None
+    tape.single = bool(st is not None and st.kernel is not None and st.donate is None
+                       and tape.outputs == tuple(range(st.out, st.out + st.nout))
+                       and all(p == -1 for p in tape.out_plan))
     t4 = time.perf_counter()
     e = Entry()
     e.tape = tape

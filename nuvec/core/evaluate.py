@@ -67,6 +67,8 @@ def eval(*trees: Any) -> None:
     >>> x = nv.ones((2, 2)); y = x + 1
     >>> nv.eval(y, {"x": x})
     """
+    if len(trees) == 1 and type(trees[0]) is Array and trees[0]._data is not None:
+        return  # already computed (a compiled call's outputs are): nothing to walk
     arrays: list[Array] = []
     _leaves(trees, arrays)
     if arrays:
