@@ -317,7 +317,7 @@ def _mlp_data(batch: int):
     return x, y, ws, bs
 
 
-def mlp_nuvec(batch, steps, compiled) -> float:
+def mlp_nuvec(batch, steps, compiled, profile: bool = False) -> float:
     import nuvec as nv
     x, y, ws, bs = _mlp_data(batch)
     params = {"w": [nv.array(w) for w in ws], "b": [nv.array(b) for b in bs]}
@@ -347,7 +347,19 @@ def mlp_nuvec(batch, steps, compiled) -> float:
         nonlocal params
         loss, params = step(params, xa, ya)
         nv.async_eval(loss, params)
-    return batch_time(run, nv.synchronize, steps, 5, warm=5)
+    t = batch_time(run, nv.synchronize, steps, 5, warm=5)
+    if profile:   # where the host time of a step goes
+        import cProfile
+        import pstats
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(steps):
+            run()
+        nv.synchronize()
+        prof.disable()
+        print(f"-- profile of {steps} nuvec MLP steps (compiled={compiled}) --")
+        pstats.Stats(prof).sort_stats("tottime").print_stats(22)
+    return t
 
 
 def mlp_torch(batch, steps, compiled) -> float:
@@ -403,7 +415,7 @@ def mlp_jax(batch, steps) -> float:
 
 
 def mlp_benchmarks(batch: int, steps: int, have: dict) -> list[dict]:
-    cases = [("nuvec (nv.compile)", lambda: mlp_nuvec(batch, steps, True)),
+    cases = [("nuvec (nv.compile)", lambda: mlp_nuvec(batch, steps, True, have.get("profile"))),
              ("nuvec (eager)", lambda: mlp_nuvec(batch, steps, False))]
     if have.get("torch"):
         cases += [("PyTorch eager", lambda: mlp_torch(batch, steps, False)),
@@ -441,6 +453,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
     ap.add_argument("--skip", default="", help="comma-separated: torch,torch.compile,jax,cupy")
     ap.add_argument("--out", default=None, help="write the results as JSON here")
+    ap.add_argument("--profile", action="store_true",
+                    help="print a cProfile of nuvec's compiled MLP steps")
+    ap.add_argument("--only", default="", help="comma-separated sections: copy,chains,overhead,mlp")
     ap.add_argument("--vec-sweep", action="store_true",
                     help="also time nuvec's chains with 4 and 2 elements per vector thread")
     a = ap.parse_args(argv)
@@ -455,8 +470,12 @@ def main(argv=None) -> dict:
         if _have(m):
             res["versions"][m] = __import__(m).__version__
     print(json.dumps({k: res[k] for k in ("date", "gpu", "versions")}), flush=True)
-    res["copy"] = copy_bandwidth(a.n, a.reps * 2, a.batches)
-    print(json.dumps({"copy": res["copy"]}), flush=True)
+    only = set(filter(None, a.only.split(","))) or {"copy", "chains", "overhead", "mlp"}
+    if "chains" in only:
+        only.add("copy")
+    if "copy" in only:
+        res["copy"] = copy_bandwidth(a.n, a.reps * 2, a.batches)
+        print(json.dumps({"copy": res["copy"]}), flush=True)
     have = {"torch": _have("torch") and "torch" not in skip, "jax": _have("jax") and "jax" not in skip}
     libs = [Nuvec()]
     if have["torch"]:
@@ -467,8 +486,9 @@ def main(argv=None) -> dict:
         libs.append(Jax())
     if "cupy" not in skip:
         libs.append(CupyFuse())
-    res["chains"] = chain_benchmarks(libs, a.n, a.reps, a.batches, res["copy"]["best"])
-    if a.vec_sweep:   # nuvec's vector width: fewer elements per thread, more threads
+    if "chains" in only:
+        res["chains"] = chain_benchmarks(libs, a.n, a.reps, a.batches, res["copy"]["best"])
+    if "chains" in only and a.vec_sweep:   # nuvec's vector width: fewer elements per thread
         from nuvec.backends.cuda import kernels
         for cap in (4, 2):
             lib = Nuvec()
@@ -476,9 +496,12 @@ def main(argv=None) -> dict:
             prev = kernels.set_vec_cap(cap)
             res["chains"] += chain_benchmarks([lib], a.n, a.reps, a.batches, res["copy"]["best"])
             kernels.set_vec_cap(prev)
-    res["overhead"] = overhead_benchmarks(libs, 300 if a.quick else 2000)
-    res["mlp"] = mlp_benchmarks(256, 20 if a.quick else 100,
-                                {"torch": have["torch"], "jax": have["jax"]})
+    if "overhead" in only:
+        res["overhead"] = overhead_benchmarks(libs, 300 if a.quick else 2000)
+    if "mlp" in only:
+        res["mlp"] = mlp_benchmarks(256, 20 if a.quick else 100,
+                                    {"torch": have["torch"], "jax": have["jax"],
+                                     "profile": a.profile})
     if a.out:
         with open(a.out, "w") as f:
             json.dump(res, f, indent=1)
@@ -489,23 +512,24 @@ def main(argv=None) -> dict:
 def report(res: dict) -> str:
     """A Markdown summary of ``res``."""
     gb = 1e9
-    lines = [f"GPU: {res['gpu']}; date {res['date']}; n = {res['n']:,} elements",
-             f"copy bandwidth: {res['copy']['best'] / 1e12:.2f} TB/s (read + write)", "",
-             "| chain | dtype | library | time (ms) | TB/s | of copy |", "|---|---|---|---|---|---|"]
-    for r in res["chains"]:
+    lines = [f"GPU: {res['gpu']}; date {res['date']}; n = {res['n']:,} elements"]
+    if "copy" in res:
+        lines.append(f"copy bandwidth: {res['copy']['best'] / 1e12:.2f} TB/s (read + write)")
+    lines += ["", "| chain | dtype | library | time (ms) | TB/s | of copy |", "|---|---|---|---|---|---|"]
+    for r in res.get("chains", []):
         if "error" in r:
             lines.append(f"| {r['chain']} | {r['dtype']} | {r['library']} | n/a | | {r['error'][:60]} |")
         else:
             lines.append(f"| {r['chain']} | {r['dtype']} | {r['library']} | {r['seconds'] * 1e3:.3f} | "
                          f"{r['bandwidth'] / gb / 1e3:.2f} | {r['fraction_of_copy'] * 100:.0f}% |")
     lines += ["", "| compiled 10-op on 4 elements | round trip (us) | dispatch (us) |", "|---|---|---|"]
-    for r in res["overhead"]:
+    for r in res.get("overhead", []):
         if "error" in r:
             lines.append(f"| {r['library']} | {r['error'][:60]} | |")
         else:
             lines.append(f"| {r['library']} | {r['round_trip_s'] * 1e6:.1f} | {r['dispatch_s'] * 1e6:.1f} |")
     lines += ["", "| MLP 784-512-512-10 step, batch 256 | ms |", "|---|---|"]
-    for r in res["mlp"]:
+    for r in res.get("mlp", []):
         lines.append(f"| {r['library']} | " + (f"{r['step_s'] * 1e3:.3f} |" if "step_s" in r
                                                else f"{r.get('error', '')[:60]} |"))
     return "\n".join(lines)

@@ -56,6 +56,9 @@ def _narrow(w, d: dt.Dtype):
 
 def _combine(mode: str, out, index: tuple, update, d: dt.Dtype, axes):
     """``out`` with ``update`` written or combined at ``index`` of ``_front(out, axes)``."""
+    # broadcast index views (an int next to an array) as real arrays: CuPy's scatter kernels
+    # index them by their own layout
+    index = tuple(cp.ascontiguousarray(i) if isinstance(i, cp.ndarray) else i for i in index)
     if mode == "set":
         _front(out, axes)[index] = update
         return out

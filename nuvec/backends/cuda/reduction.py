@@ -68,7 +68,7 @@ def _softmax(prim, ins, node):
     m = cp.amax(x, axis=prim.axes, keepdims=True)
     e = cp.exp(x - m)
     e /= cp.sum(e, axis=prim.axes, keepdims=True)
-    return [finish(e, node._dtype)]
+    return [finish(cp.reshape(e, node._shape), node._dtype)]
 
 
 @gpu(LogSumExp)
