@@ -169,8 +169,9 @@ cdef class CompiledFunction:
             entry = self.lookup(key)
             if entry is None:
                 from .trace import miss
-                entry = miss(self, key, args, kwargs, leaves)
-            self.mru = (key, entry)
+                entry = miss(self, key, args, kwargs, leaves)   # inserts (and sets mru)
+            else:
+                self.mru = (key, entry)
             self.last_key = key
         return entry.build(entry.tape.run(leaves))
 
@@ -239,6 +240,7 @@ cdef class CompiledFunction:
         with self.lock:
             self.cache[key] = entry
             self.cache.move_to_end(key)
+            self.mru = (key, entry)
             while len(self.cache) > self.capacity:
                 old, _ = self.cache.popitem(last=False)
                 self.evicted[old] = None
