@@ -15,5 +15,7 @@ introspection: ``report.py``, ``signature.py``.
 """
 from ._runtime import CompiledFunction, trace_count
 from .api import compile, disable_compile, enable_compile
+from .background import background_kernels, set_background_kernels, wait_for_kernels
 
-__all__ = ["compile", "disable_compile", "enable_compile", "CompiledFunction", "trace_count"]
+__all__ = ["compile", "disable_compile", "enable_compile", "CompiledFunction", "trace_count",
+           "set_background_kernels", "background_kernels", "wait_for_kernels"]

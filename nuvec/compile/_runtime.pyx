@@ -264,6 +264,8 @@ cdef class CompiledFunction:
                "uncached_traces": self.uncached, "entries": len(self.cache),
                "capacity": self.capacity, "last_miss": self.last_miss}
         out.update(self.last_timings)
+        from .background import pending
+        out["kernels_pending"] = pending()
         return out
 
     def clear_cache(self) -> None:

@@ -82,7 +82,7 @@ def describe_entry(entry, shapeless: bool) -> CompileReport:
     steps = []
     groups = []
     from ..primitives.compiled import Compiled
-    for s in draft.steps:
+    for s in [st.source for st in entry.tape.steps]:
         outs = ", ".join(_name(draft, o) for o in s.outs)
         args = ", ".join(_name(draft, a) for a in s.args)
         shp = "; ".join(f"{draft.dtype[o].name}{draft.shape[o]}" for o in s.outs)
@@ -95,7 +95,7 @@ def describe_entry(entry, shapeless: bool) -> CompileReport:
                                      outputs=[_name(draft, o) for o in s.outs], literals=lits,
                                      source=source_of(spec)))
     consts = []
-    used = {a for s in draft.steps for a in s.args} | set(draft.outputs)
+    used = {a for st in entry.tape.steps for a in st.source.args} | set(draft.outputs)
     for v, i in draft.const_index.items():
         if v not in used:
             continue
@@ -122,6 +122,8 @@ def inspect_call(cf, args: tuple, kwargs: dict) -> CompileReport:
     if entry is None:
         from .trace import miss
         entry = miss(cf, key, args, kwargs, leaves)
+    from .background import wait_for_kernels
+    wait_for_kernels()        # report the fused tape, not the one used while kernels build
     rep = describe_entry(entry, cf.shapeless)
     rep.timings = dict(cf.last_timings)
     return rep

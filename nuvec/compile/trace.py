@@ -119,14 +119,11 @@ def _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out) -
     if cf.shapeless:
         from .shapeless import make_shapeless
         make_shapeless(draft, name)
-    fused, sources_s = _fuse(draft, cf.shapeless, stream)
+    plan = _out_plan(list(out_leaves), placeholders)
+    fused, sources_s, deferred = _fuse(draft, cf.shapeless, stream)
     t3 = time.perf_counter()
-    tape = finalize(draft, stream, cf.shapeless)
-    tape.out_plan = _out_plan(list(out_leaves), placeholders)
-    st = tape.steps[0] if len(tape.steps) == 1 else None
-    tape.single = bool(st is not None and st.kernel is not None and st.donate is None
-                       and tape.outputs == tuple(range(st.out, st.out + st.nout))
-                       and all(p == -1 for p in tape.out_plan))
+    unfused_steps = deferred[0] if deferred else None
+    tape = make_tape(draft, stream, cf.shapeless, plan, unfused_steps)
     t4 = time.perf_counter()
     e = Entry()
     e.tape = tape
@@ -138,12 +135,55 @@ def _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out) -
     else:
         e.out_kind = OUT_TREE
     e.out_def = out_def
-    e.info = {"draft": draft, "fused": fused}
+    e.info = {"draft": draft, "fused": [] if deferred else fused}
     cf.last_timings = {"trace_s": t1 - t0, "simplify_s": t2 - t1, "fuse_s": t3 - t2 - sources_s,
                        "kernel_compile_s": sources_s, "finalize_s": t4 - t3,
                        "first_call_s_before_compiler": (t4 - t0) - sources_s,
-                       "steps": len(tape.steps), "fused_kernels": len(fused)}
+                       "steps": len(tape.steps), "fused_kernels": len(e.info["fused"]),
+                       "kernels_in_background": bool(deferred)}
+    if deferred:
+        from . import background
+        background.submit(lambda: _install_fused(cf, e, draft, stream, plan, fused))
     return e
+
+
+def make_tape(draft: Draft, stream, shapeless: bool, plan: tuple, steps=None) -> Tape:
+    tape = finalize(draft, stream, shapeless, steps)
+    tape.out_plan = plan
+    st = tape.steps[0] if len(tape.steps) == 1 else None
+    tape.single = bool(st is not None and st.kernel is not None and st.donate is None
+                       and tape.outputs == tuple(range(st.out, st.out + st.nout))
+                       and all(p == -1 for p in tape.out_plan))
+    return tape
+
+
+def _install_fused(cf, entry: Entry, draft: Draft, stream, plan: tuple, fused: list) -> None:
+    """(worker thread) Builds the fused kernels, then swaps the entry to the fused tape."""
+    from ..backends.cpu import compiled as cpu_compiled
+    t = time.perf_counter()
+    try:
+        kernels = cpu_compiled.prepare([f.prim.spec for f in fused])
+    except cpu_compiled.KernelCompileError as e:
+        _warn_compiler(e, stacklevel=2)
+        return
+    for f in fused:
+        f.kernel = kernels[f.prim.spec]
+    tape = make_tape(draft, stream, cf.shapeless, plan)
+    entry.info["fused"] = fused
+    entry.tape = tape          # one attribute store: a call sees the old tape or the new
+    timings = dict(cf.last_timings)
+    timings["kernel_compile_s"] = timings.get("kernel_compile_s", 0.0) + \
+        time.perf_counter() - t
+    timings.update(steps=len(tape.steps), fused_kernels=len(fused))
+    cf.last_timings = timings
+
+
+def _warn_compiler(e, stacklevel: int) -> None:
+    if not _warned_compiler[0]:
+        _warned_compiler[0] = True
+        warnings.warn("nv.compile: fused kernels cannot be built, so compiled functions run "
+                      f"their operations unfused. The C compiler said:\n{e.message}",
+                      RuntimeWarning, stacklevel=stacklevel)
 
 
 def _out_plan(out_leaves: list, placeholders: list) -> tuple:
@@ -161,42 +201,47 @@ def _out_plan(out_leaves: list, placeholders: list) -> tuple:
     return tuple(plan)
 
 
-def _fuse(draft: Draft, shapeless: bool, stream) -> tuple[list, float]:
-    """Fuses (on the CPU and on a CUDA GPU, not when the trace holds an outer tracer); builds
-    the kernels."""
+def _fuse(draft: Draft, shapeless: bool, stream) -> tuple[list, float, tuple | None]:
+    """Fuses (on the CPU and on a CUDA GPU, not when the trace holds an outer tracer) and
+    builds the kernels: now, or (CPU, kernels neither loaded nor on disk, background mode)
+    on the worker thread; then it returns ``deferred = (unfused steps,)`` and the draft's
+    steps are the fused ones, whose kernels are not built yet."""
     device = stream.device.type.value
     gpu = device == "gpu" and registry.gpu_backend_name() == "cuda"
     if not FUSE[0] or draft.captures_tracer or (device != "cpu" and not gpu):
-        return [], 0.0
+        return [], 0.0, None
     from .fuse import fuse
     saved = list(draft.steps)
     fused = fuse(draft, shapeless)
     if not fused:
-        return [], 0.0
+        return [], 0.0, None
     if gpu:   # Compiled nodes run through the CUDA backend; build their kernels now
         from ..backends.cuda import compiled as gpu_compiled
         t = time.perf_counter()
         gpu_compiled.prepare([f.prim.spec for f in fused])
-        return fused, time.perf_counter() - t
+        return fused, time.perf_counter() - t, None
     from ..backends.cpu import compiled as cpu_compiled
+    from . import background
+    specs = [f.prim.spec for f in fused]
+    if background.background_kernels() and not cpu_compiled.ready(specs):
+        return fused, 0.0, (saved,)
     t = time.perf_counter()
     try:
-        kernels = cpu_compiled.prepare([f.prim.spec for f in fused])
+        kernels = cpu_compiled.prepare(specs)
     except cpu_compiled.KernelCompileError as e:
         draft.steps = saved
-        if not _warned_compiler[0]:
-            _warned_compiler[0] = True
-            warnings.warn("nv.compile: fused kernels cannot be built, so compiled functions run "
-                          f"their operations unfused. The C compiler said:\n{e.message}",
-                          RuntimeWarning, stacklevel=5)
-        return [], time.perf_counter() - t
+        _warn_compiler(e, stacklevel=6)
+        return [], time.perf_counter() - t, None
     for f in fused:
         f.kernel = kernels[f.prim.spec]
-    return fused, time.perf_counter() - t
+    return fused, time.perf_counter() - t, None
 
 
-def finalize(draft: Draft, stream, shapeless: bool) -> Tape:
-    """Freezes ``draft`` into a Tape: slots, release points, implementations, templates."""
+def finalize(draft: Draft, stream, shapeless: bool, steps=None) -> Tape:
+    """Freezes ``draft`` (or ``steps`` of it) into a Tape: slots, release points,
+    implementations, templates."""
+    if steps is not None:
+        draft = _with_steps(draft, steps)
     n_in = draft.n_inputs
     slot: dict[int, int] = {v: v for v in range(n_in)}
     used_consts: list[int] = []
@@ -280,6 +325,13 @@ def finalize(draft: Draft, stream, shapeless: bool) -> Tape:
     tape.steps = steps
     tape.eager_ok = eager
     return tape
+
+
+def _with_steps(draft: Draft, steps: list) -> Draft:
+    import copy
+    d = copy.copy(draft)
+    d.steps = list(steps)
+    return d
 
 
 def _donations(s, st, slot: dict, released: list, outputs: set, first_step_slot: int,

@@ -70,3 +70,14 @@ def assert_topological(tape) -> None:
 def fused_specs(f):
     """The KernelSpecs of the fused steps of a compiled function's only entry."""
     return [st.prim.spec for st in entry_of(f).tape.steps if st.prim.name == "compiled"]
+
+
+@pytest.fixture(autouse=True)
+def kernels_in_the_call():
+    """Tests look at fused tapes right after the first call: build kernels in the call (one
+    test checks the background mode itself)."""
+    from nuvec.compile import background
+    prev = background.set_background_kernels(False)
+    yield
+    background.wait_for_kernels()
+    background.set_background_kernels(prev)

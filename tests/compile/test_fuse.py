@@ -111,12 +111,34 @@ def test_an_inner_value_the_function_returns_is_another_kernel_output():
 def test_kernels_are_cached_on_disk_across_processes(tmp_path):
     code = ("import nuvec as nv\n"
             "from nuvec.backends.cpu import jit\n"
+            "from nuvec.compile import wait_for_kernels\n"
             "f = nv.compile(lambda x: nv.tanh(x * 0.123 + 4.56) * x)\n"
-            "print(f(nv.ones((3,))).tolist()[0], jit.stats()['compiled'], "
-            "jit.stats()['disk_hits'])\n")
+            "y = f(nv.ones((3,))).tolist()[0]\n"
+            "wait_for_kernels()\n"
+            "print(y, jit.stats()['compiled'], jit.stats()['disk_hits'])\n")
     env = dict(os.environ, NUVEC_CACHE_DIR=str(tmp_path))
     runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                            text=True, check=True).stdout.split() for _ in range(2)]
     assert runs[0][0] == runs[1][0]
     assert int(runs[0][1]) >= 1                       # the first process compiled it
     assert runs[1][1] == "0" and int(runs[1][2]) >= 1  # the second loaded it from disk
+
+
+def test_kernels_built_in_the_background_swap_in_with_equal_results():
+    import random
+    from nuvec.compile import set_background_kernels, wait_for_kernels
+    k = random.random()                            # a kernel no run has built before
+    fn = lambda x: nv.sigmoid(x * k - 0.5) * x + 2.0
+    x = nv.array(np.linspace(-2, 2, 9, dtype=np.float32))
+    prev = set_background_kernels(True)
+    try:
+        g = nv.compile(fn)
+        first = np.asarray(g(x))                   # runs unfused while the compiler works
+        assert g.stats()["kernels_in_background"]
+        assert wait_for_kernels(timeout=120)
+        assert len(fused_specs(g)) == 1 and g.stats()["fused_kernels"] == 1
+        assert_same(np.asarray(g(x)), first)
+        assert_same(first, np.asarray(fn(x)))
+        assert g.stats()["traces"] == 1
+    finally:
+        set_background_kernels(prev)

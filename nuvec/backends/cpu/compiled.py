@@ -25,6 +25,28 @@ def source_of(spec) -> str:
     return generator.generate(spec, "c", generator.kernel_name(spec))
 
 
+def _batch_source(specs) -> tuple[list, str]:
+    named = [(generator.kernel_name(s), s) for s in specs]
+    return named, generator.generate_many(named, "c")
+
+
+def ready(specs) -> bool:
+    """Whether ``prepare(specs)`` needs no C compiler: every kernel is loaded, or their
+    library is in the disk cache (known once this process has identified its compiler)."""
+    todo = [s for s in dict.fromkeys(specs) if s not in kernels._kernels]
+    if not todo:
+        return True
+    if not jit._info:        # identifying the compiler runs it: leave that to the worker
+        return False
+    try:
+        _, source = _batch_source(todo)
+        d = jit.cache_dir()
+        key = jit.cache_key(source)
+    except (KernelCompileError, OSError, ValueError):
+        return False
+    return (d / f"{key}.so").exists() and (d / f"{key}.sha256").exists()
+
+
 def prepare(specs) -> dict:
     """The kernel of each spec, compiling the missing ones together (one C source)."""
     out = {}
@@ -39,8 +61,7 @@ def prepare(specs) -> dict:
         return out
     for spec in todo:
         spec.validate()
-    named = [(generator.kernel_name(s), s) for s in todo]
-    source = generator.generate_many(named, "c")
+    named, source = _batch_source(todo)
     for name, spec in named:
         lib, addr = jit.load(source, name)
         outs = tuple(spec.nodes[o].dtype for o in spec.outputs)

@@ -1,0 +1,74 @@
+"""Fused kernels built off the calling thread.
+
+A new trace whose fused kernels are not built yet (neither loaded nor in the disk cache)
+starts with its unfused tape, which gives the same results bit for bit (single ops and fused
+groups come from one generator), and hands the C compiler's work to one worker thread; when
+the kernels are ready the entry's tape is swapped for the fused one. So the first call of a
+new function never waits for the C compiler.
+
+    import nuvec.compile as c
+    c.set_background_kernels(False)   # build kernels in the call instead (tests, benchmarks)
+    c.wait_for_kernels()              # block until every pending kernel is built
+
+``NUVEC_COMPILE_SYNC=1`` makes the synchronous build the default.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from typing import Callable
+
+_jobs: "queue.Queue[Callable[[], None]]" = queue.Queue()
+_thread: list = [None]
+_lock = threading.Lock()
+_enabled = [os.environ.get("NUVEC_COMPILE_SYNC", "") in ("", "0")]
+
+
+def set_background_kernels(on: bool) -> bool:
+    """Builds new fused kernels on a worker thread (True, the default) or in the call that
+    traced them (False). Returns the previous setting."""
+    prev = _enabled[0]
+    _enabled[0] = bool(on)
+    return prev
+
+
+def background_kernels() -> bool:
+    return _enabled[0]
+
+
+def submit(job: Callable[[], None]) -> None:
+    with _lock:
+        if _thread[0] is None or not _thread[0].is_alive():
+            t = threading.Thread(target=_worker, name="nuvec-kernel-compiler", daemon=True)
+            t.start()
+            _thread[0] = t
+    _jobs.put(job)
+
+
+def pending() -> int:
+    """Kernel builds queued or running."""
+    return _jobs.unfinished_tasks
+
+
+def wait_for_kernels(timeout: float | None = None) -> bool:
+    """Blocks until every queued kernel build is done (True), or ``timeout`` seconds pass
+    (False)."""
+    end = None if timeout is None else time.monotonic() + timeout
+    while _jobs.unfinished_tasks:
+        if end is not None and time.monotonic() > end:
+            return False
+        time.sleep(0.002)
+    return True
+
+
+def _worker() -> None:
+    while True:
+        job = _jobs.get()
+        try:
+            job()
+        except BaseException:      # a job reports its own errors; the worker keeps going
+            pass
+        finally:
+            _jobs.task_done()
