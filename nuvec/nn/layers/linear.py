@@ -46,10 +46,19 @@ class Linear(Module):
         return f"input_dims={inp}, output_dims={out}, bias={'bias' in self}"
 
     def __call__(self, x):
-        y = nv.matmul(x, nv.transpose(self["weight"]))
+        w = self["weight"]
+        if x.ndim == 0 or x.shape[-1] != w.shape[1]:
+            raise ValueError(f"Linear: expected inputs with last dimension {w.shape[1]}, got "
+                             f"shape {tuple(x.shape)}")
+        lead = tuple(x.shape[:-1])
+        # one 2-d product over all leading axes: one BLAS call forward, and the weight's
+        # gradient is one product too (not a batch of them summed)
+        x2 = nv.reshape(x, (-1, w.shape[1])) if x.ndim != 2 else x
         if "bias" in self:
-            y = y + self["bias"]
-        return y
+            y = nv.addmm(self["bias"], x2, nv.transpose(w))
+        else:
+            y = nv.matmul(x2, nv.transpose(w))
+        return nv.reshape(y, lead + (w.shape[0],)) if x.ndim != 2 else y
 
 
 class Bilinear(Module):
