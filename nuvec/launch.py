@@ -8,7 +8,9 @@ It starts ``mpirun`` (Open MPI or MPICH) with this Python; each process calls
 ``nv.distributed.init()`` and gets the MPI world. For Open MPI it adds what a plain machine
 needs: ``--allow-run-as-root`` when run as root (containers), and, with more processes than
 CPU cores, ``--oversubscribe`` with processes that yield the CPU while they wait (instead of
-spinning on a core another process needs). It exits with mpirun's status. When mpirun or
+spinning on a core another process needs). Processes on one machine get their share of its
+cores as thread counts (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS,
+NUVEC_NUM_THREADS), unless those are set. It exits with mpirun's status. When mpirun or
 mpi4py is missing it says what to install and exits with status 2.
 """
 from __future__ import annotations
@@ -24,6 +26,10 @@ from typing import Sequence
 INSTALL_HINT = ("install an MPI library and mpi4py, e.g. `apt-get install openmpi-bin "
                 "libopenmpi-dev` and `pip install mpi4py` (or `pip install -e .[mpi]`); to run "
                 "on one process, run the script directly with python")
+
+
+#: thread-count variables set to each process's share of the cores (when not set already)
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUVEC_NUM_THREADS")
 
 
 class LaunchError(RuntimeError):
@@ -68,6 +74,14 @@ def build_command(n: int, argv: Sequence[str], mpirun: str, flavour: str,
     euid = euid if euid is not None else (os.geteuid() if hasattr(os, "geteuid") else 1)
     cmd = [mpirun]
     env: dict[str, str] = {}
+    if hostfile is None and hosts is None:
+        # n processes share this machine's cores: give each its share of threads (NumPy's
+        # BLAS and nuvec's kernels would otherwise each start one thread per core, and
+        # threads waiting for a core slow every process down), unless the user chose
+        share = str(max(1, cpus // n))
+        for var in THREAD_VARS:
+            if var not in os.environ:
+                env[var] = share
     if flavour == "openmpi":
         if euid == 0:
             cmd.append("--allow-run-as-root")

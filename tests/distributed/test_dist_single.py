@@ -198,22 +198,31 @@ def test_grad_through_all_sum_is_the_cotangent(mirror):
 
 
 # -- the launcher ------------------------------------------------------------------------------
-def test_command_for_open_mpi_as_root_with_more_processes_than_cores():
+@pytest.fixture
+def no_thread_vars(monkeypatch):
+    for var in launch.THREAD_VARS:
+        monkeypatch.delenv(var, raising=False)
+
+
+def test_command_for_open_mpi_as_root_with_more_processes_than_cores(no_thread_vars):
     cmd, env = launch.build_command(4, ["train.py", "--x"], "/usr/bin/mpirun", "openmpi",
                                     python="/py", cpus=2, euid=0)
     assert cmd[:5] == ["/usr/bin/mpirun", "--allow-run-as-root", "--oversubscribe",
                        "--bind-to", "none"]
     assert cmd[-5:] == ["-n", "4", "/py", "train.py", "--x"]
-    assert env == {"OMPI_MCA_mpi_yield_when_idle": "1"}
+    assert env == {"OMPI_MCA_mpi_yield_when_idle": "1",
+                   **{var: "1" for var in launch.THREAD_VARS}}
 
 
-def test_command_for_open_mpi_as_user_within_the_cores():
+def test_command_for_open_mpi_as_user_within_the_cores(no_thread_vars, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")      # the user's choice is kept
     cmd, env = launch.build_command(2, ["t.py"], "mpirun", "openmpi", python="/py", cpus=8,
                                     euid=1000)
-    assert "--allow-run-as-root" not in cmd and "--oversubscribe" not in cmd and env == {}
+    assert "--allow-run-as-root" not in cmd and "--oversubscribe" not in cmd
+    assert env == {var: "4" for var in launch.THREAD_VARS if var != "OMP_NUM_THREADS"}
 
 
-def test_command_for_mpich_with_hosts():
+def test_command_for_mpich_with_hosts(no_thread_vars):
     cmd, env = launch.build_command(4, ["t.py"], "mpiexec", "mpich", hosts="a,b", python="/py",
                                     cpus=1, euid=0)
     assert cmd == ["mpiexec", "-hosts", "a,b", "-n", "4", "/py", "t.py"] and env == {}
