@@ -14,7 +14,8 @@ depth of a graph is limited only by memory), linear in the number of nodes:
 
     draft = build(placeholders, outputs)
 """
-from .draft import Draft, DStep, INPUT, CONST, STEP
+from .draft import Draft, INPUT, CONST, STEP
+from ._tape cimport DStep
 
 from ..core.evaluate import evaluate
 from ..primitives.elementwise import AsType
@@ -46,11 +47,15 @@ cdef bint _is_identity(object prim, object a):
 def scalar_bytes(object a):
     """The bytes of the one value every element of ``a`` holds, if that is known without
     computing anything more than a scalar; else None. Never for a tracer."""
+    return _scalar_bytes(a)
+
+
+cdef object _scalar_bytes(object a):
     if a._tracer:
         return None
     d = a._data
     if d is not None:
-        if d.size == 1:
+        if a._shape == () or d.size == 1:
             return d.tobytes()
         strides = d.strides
         for s in strides:
@@ -61,7 +66,8 @@ def scalar_bytes(object a):
         return d[(0,) * d.ndim].tobytes()
     if type(a._prim) is Broadcast and len(a._inputs) == 1:
         x = a._inputs[0]
-        if x._data is not None and not x._tracer and x._data.size == 1 and x._dtype == a._dtype:
+        if x._data is not None and not x._tracer and x._dtype is a._dtype and \
+                (x._shape == () or x._data.size == 1):
             return x._data.tobytes()
     return None
 
@@ -183,7 +189,7 @@ cdef _constant(object draft, object a, dict ref, dict keep, dict scalars, list l
         draft.captures_tracer = True
         ref[id(a)] = draft.add_const(a)
         return
-    b = scalar_bytes(a)
+    b = _scalar_bytes(a)
     if b is None and a._data is None and a.size == 1 and a._prim is not None:
         evaluate([a])       # a lazy scalar: its value is needed to merge it
         b = a._data.tobytes()

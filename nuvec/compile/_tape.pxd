@@ -1,5 +1,15 @@
 # cython: language_level=3
 
+cdef class DStep:
+    cdef public object prim
+    cdef public tuple args
+    cdef public tuple outs
+    cdef public object stream
+    cdef public object node
+    cdef public tuple members
+    cdef public object kernel
+
+
 cdef class Step:
     cdef public object prim
     cdef public object impl

@@ -69,6 +69,25 @@ cdef tuple _broadcast_shape(list shapes, str name):
 
 
 @cython.final
+cdef class DStep:
+    """One operation of a Draft: ``outs = prim(*args)`` on ``stream``. ``node`` is the traced
+    array it came from (its shapes, dtypes and siblings describe the call); a fused step has
+    ``members`` (the steps it replaces) and, once built, its ``kernel``."""
+
+    def __init__(self, prim, tuple args, tuple outs, stream, node=None, tuple members=()):
+        self.prim = prim
+        self.args = args
+        self.outs = outs
+        self.stream = stream
+        self.node = node
+        self.members = members
+        self.kernel = None
+
+    def __repr__(self):
+        return f"DStep({self.prim!r}, {self.args} -> {self.outs})"
+
+
+@cython.final
 cdef class Step:
     """One step of a tape (see the module docstring)."""
 

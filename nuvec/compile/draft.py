@@ -16,25 +16,7 @@ from typing import Any
 
 INPUT, CONST, STEP = 0, 1, 2
 
-
-class DStep:
-    """One operation of the draft: ``outs = prim(*args)`` on ``stream``. ``node`` is the
-    traced array it came from (its shapes, dtypes and siblings describe the call); a fused
-    step has ``members`` (the steps it replaces) and, once built, its ``kernel``."""
-    __slots__ = ("prim", "args", "outs", "stream", "node", "members", "kernel")
-
-    def __init__(self, prim: Any, args: tuple, outs: tuple, stream: Any, node: Any = None,
-                 members: tuple = ()) -> None:
-        self.prim = prim
-        self.args = args
-        self.outs = outs
-        self.stream = stream
-        self.node = node
-        self.members = members
-        self.kernel = None
-
-    def __repr__(self) -> str:
-        return f"DStep({self.prim!r}, {self.args} -> {self.outs})"
+from ._tape import DStep  # noqa: E402,F401  (a Cython class: drafts hold thousands)
 
 
 @dataclass
