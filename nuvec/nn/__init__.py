@@ -10,3 +10,4 @@ from . import init, losses  # noqa: F401
 from .layers import *  # noqa: F401,F403
 from .layers import Module  # noqa: F401
 from .utils import checkpoint, value_and_grad  # noqa: F401
+from ..distributed.average import average_gradients  # noqa: F401,E402  (MLX's nn.average_gradients)
