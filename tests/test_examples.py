@@ -33,3 +33,10 @@ def test_char_transformer_short_setting():
     assert final < initial - 0.5, out
     sample = out.split("sample:\n", 1)[1]
     assert sample.startswith("It is a truth") and len(sample.rstrip("\n")) >= 13 + 40
+
+
+def test_digits_mlp_full_setting_reaches_95_percent():
+    pytest.importorskip("sklearn")
+    out = run_example("digits_mlp.py", "--quiet")
+    acc = float(re.search(r"test accuracy: ([0-9.]+)%", out).group(1))
+    assert acc >= 95.0, out

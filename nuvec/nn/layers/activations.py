@@ -1,7 +1,8 @@
 """Activation functions, and a layer class for each.
 
-Each function is made of element-wise ops only (softmax-like ones also reduce), so inside
-``nv.compile`` the whole activation fuses into the neighbouring element-wise kernel.
+The element-wise ones made of several ops are compiled shapeless (as in MLX): called
+eagerly, each runs as one fused kernel; inside a compiled or differentiated function they are
+inlined, so they fuse with their neighbours. Results are the same bits either way.
 
 >>> import nuvec as nv
 >>> import nuvec.nn as nn
@@ -13,10 +14,14 @@ Each function is made of element-wise ops only (softmax-like ones also reduce), 
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import nuvec as nv
 
 from .base import Module
+
+#: one fused kernel per activation for any shape of a given rank
+_fused = partial(nv.compile, shapeless=True)
 
 
 def sigmoid(x):
@@ -34,16 +39,19 @@ def relu(x):
     return nv.maximum(x, 0)
 
 
+@_fused
 def relu6(x):
     """``min(max(x, 0), 6)``."""
     return nv.minimum(nv.maximum(x, 0), 6)
 
 
+@_fused
 def leaky_relu(x, negative_slope: float = 0.01):
     """``x`` where positive, ``negative_slope * x`` elsewhere."""
     return nv.maximum(negative_slope * x, x)
 
 
+@_fused
 def elu(x, alpha: float = 1.0):
     """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere."""
     return nv.where(x > 0, x, alpha * (nv.exp(x) - 1))
@@ -53,67 +61,81 @@ _SELU_ALPHA = 1.6732632423543772
 _SELU_SCALE = 1.0507009873554805
 
 
+@_fused
 def selu(x):
     """The scaled ELU: ``scale * elu(x, alpha)`` with the self-normalising constants."""
     return _SELU_SCALE * elu(x, _SELU_ALPHA)
 
 
+@_fused
 def celu(x, alpha: float = 1.0):
     """``max(x, 0) + alpha * (exp(min(x, 0) / alpha) - 1)``."""
     return nv.maximum(x, 0.0) + alpha * (nv.exp(nv.minimum(x, 0.0) / alpha) - 1)
 
 
+@_fused
 def gelu(x):
     r"""The exact GELU :math:`x \Phi(x)`, with :math:`\Phi` the normal CDF (via erf)."""
     return x * (1 + nv.erf(x / math.sqrt(2))) / 2
 
 
+@_fused
 def gelu_approx(x):
     """GELU with the tanh approximation
     ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``."""
-    return 0.5 * x * (1 + nv.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    # x * x * x, not x ** 3: the same value, and power is a slow generic kernel
+    return 0.5 * x * (1 + nv.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * (x * x * x))))
 
 
+@_fused
 def gelu_fast_approx(x):
     """GELU with the sigmoid approximation ``x * sigmoid(1.702 x)``."""
     return x * nv.sigmoid(1.702 * x)
 
 
+@_fused
 def silu(x):
     """``x * sigmoid(x)`` (also called swish)."""
     return x * nv.sigmoid(x)
 
 
+@_fused
 def log_sigmoid(x):
     """``log(sigmoid(x))``, computed stably as ``-softplus(-x)``."""
     return -softplus(-x)
 
 
+@_fused
 def softplus(x):
     """``log(1 + exp(x))``, computed stably."""
     return nv.logaddexp(x, 0)
 
 
+@_fused
 def softsign(x):
     """``x / (1 + |x|)``."""
     return x / (1 + nv.abs(x))
 
 
+@_fused
 def mish(x):
     """``x * tanh(softplus(x))``."""
     return x * nv.tanh(softplus(x))
 
 
+@_fused
 def hardswish(x):
     """``x * min(max(x + 3, 0), 6) / 6``."""
     return x * nv.minimum(nv.maximum(x + 3, 0), 6) / 6
 
 
+@_fused
 def hard_tanh(x, min_val: float = -1.0, max_val: float = 1.0):
     """``x`` clipped to ``[min_val, max_val]``."""
     return nv.minimum(nv.maximum(x, min_val), max_val)
 
 
+@_fused
 def prelu(x, alpha):
     """``max(x, 0) + alpha * min(x, 0)`` with a learned ``alpha`` (broadcast)."""
     return nv.maximum(0, x) + alpha * nv.minimum(0, x)
