@@ -218,7 +218,8 @@ def test_sorting(dtype):
         same(v, u)
     # stable argsort: equal keys keep their order, so the permutation itself matches
     same(g[2], c[2])
-    same(np.sort(g[3], axis=1), np.sort(c[3], axis=1))
+    # the top 5 as sets (NumPy sorts bfloat16 NaNs unreliably: compare in float32)
+    same(np.sort(g[3].astype(np.float32), axis=1), np.sort(c[3].astype(np.float32), axis=1))
     with nv.stream(nv.gpu):
         a = nv.array(x)
         p = np.asarray(nv.partition(a, 7, axis=1)).astype(np.float64)

@@ -5,8 +5,9 @@ range is not reported (CuPy wraps it), and ``scatter`` with ``mode="set"`` and r
 indices keeps one of the written values, not necessarily the last. ``add`` / ``max`` /
 ``min`` are atomic operations; dtypes without atomics compute in a wider one and convert
 once (8/16-bit integers in int32, wrapping as the CPU does; float16 / bfloat16 in float32;
-bool as 0/1 with or = max, and = min). ``prod`` has no atomic form: it runs on the host
-(NumPy's ``multiply.at``), which waits for the device.
+bool as 0/1 with or = max, and = min). ``prod``, and ``max`` / ``min`` of 64-bit dtypes (CuPy's
+atomics round float64 through float32), run on the host (NumPy's ``ufunc.at``), which waits
+for the device.
 """
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ from ...primitives.indexing import Gather, GatherAxis, Scatter, ScatterAxis
 from .runtime import finish, gpu, is_half, to_f32, to_host, upload
 
 _ATOMIC = {"add": cupyx.scatter_add, "max": cupyx.scatter_max, "min": cupyx.scatter_min}
+_HOST = {"prod": np.multiply, "max": np.maximum, "min": np.minimum}
+# CuPy's scatter_max / scatter_min round float64 values through float32 (seen on the H200,
+# CuPy 14.2); 64-bit extremes run on the host until a device path is verified
+_NO_ATOMIC_EXTREMES = (dt.float64, dt.int64, dt.uint64)
 
 
 def _front(a, axes):
@@ -62,12 +67,12 @@ def _combine(mode: str, out, index: tuple, update, d: dt.Dtype, axes):
     if mode == "set":
         _front(out, axes)[index] = update
         return out
-    if mode == "prod":
+    if mode == "prod" or (mode in ("max", "min") and d in _NO_ATOMIC_EXTREMES):
         h = to_host(out, d).copy()
         t = _front(h, axes)
         hidx = tuple(to_host(i) for i in index)
         u = to_host(cp.ascontiguousarray(update), d)
-        np.multiply.at(t, hidx, u)
+        _HOST[mode].at(t, hidx, u)
         return upload(h, d)
     op = "max" if (d == dt.bool_ and mode == "add") else mode
     w = _widen(out, d)
