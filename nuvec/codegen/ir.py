@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .ops import ARITY, check_node
+from .ops import ARITY, check_node, result_dtype, supports  # noqa: F401 (re-exported)
 
 DTYPES: tuple[str, ...] = (
     "bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",

@@ -112,13 +112,22 @@ cdef class Kernel:
     def __repr__(self):
         return f"<Kernel {self.name} ({self.source})>"
 
-    def __call__(self, list inputs, tuple shape, list outs=None):
+    def __call__(self, inputs, shape, outs=None):
         """Run on ``inputs`` (broadcastable to ``shape``); returns a list of new outputs.
 
         ``outs`` (nv.compile's buffer donation) may give, per output, an array to write into
         instead: C-contiguous, writable, of ``shape`` and the output's dtype (else a new one is
         made). It may be one of the inputs (then exactly aliased: each element is read before
         it is written)."""
+        if type(inputs) is not list:
+            inputs = list(inputs)
+        if type(shape) is not tuple:
+            shape = tuple(shape)
+        if outs is not None and type(outs) is not list:
+            outs = list(outs)
+        return self._run(<list>inputs, <tuple>shape, outs)
+
+    cdef list _run(self, list inputs, tuple shape, list outs):
         cdef nv_launch_t L
         cdef int nd = len(shape)
         cdef int i, d, k, and_
@@ -127,6 +136,7 @@ cdef class Kernel:
         cdef cnp.npy_intp *ashape
         cdef cnp.npy_intp *astr
         cdef int64_t size = 1
+        cdef list keep = None
         if len(inputs) != self.nin:
             raise ValueError(f"{self.name}: expected {self.nin} inputs, got {len(inputs)}")
         if nd > NV_MAX_DIMS:
@@ -144,7 +154,9 @@ cdef class Kernel:
             obj = inputs[i]
             if not cnp.PyArray_Check(obj) and isinstance(obj, np.generic):
                 obj = np.asarray(obj)                     # a NumPy scalar: view it as 0-d
-                inputs[i] = obj                           # (kept alive for the call)
+                if keep is None:
+                    keep = []
+                keep.append(obj)                          # alive until the launch is done
             if not cnp.PyArray_Check(obj):
                 raise TypeError(f"{self.name}: input {i} is {type(obj).__name__}, "
                                 "expected a NumPy array")
