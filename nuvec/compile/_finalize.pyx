@@ -143,11 +143,18 @@ cdef object _donations(s, Step st, dict slot, list released, set outputs,
     """(argument position, output index) pairs where a fused step may write its output into
     the argument's buffer: an intermediate (made by an earlier step, not a function output)
     read here for the last time, passed once, with the output's shape and dtype. Whether the
-    buffer is really free is checked on each call (Tape._run_donating)."""
+    buffer is really free is checked on each call (Tape._run_donating).
+
+    The generated kernels declare their pointers ``restrict``, so the compiler may read an
+    input element again after writing an output element. Writing over an input is therefore
+    safe only when that element is read once and the output depends on that read: the input
+    feeds exactly one node argument of the kernel, and the output's node depends on that
+    node (the store then cannot come before the load)."""
     cdef list pairs = []
     cdef set taken = set()
     cdef dict counts = {}
     cdef Py_ssize_t p, o
+    spec = s.prim.spec
     for a in st.args:
         counts[a] = counts.get(a, 0) + 1
     p = 0
@@ -155,15 +162,46 @@ cdef object _donations(s, Step st, dict slot, list released, set outputs,
         sa = st.args[p]
         if not (sa < first_step_slot or sa in outputs or sa not in released
                 or counts[sa] != 1 or draft.shape[a] != st.shape):
+            reader = _single_reader(spec, p)
             o = 0
             for v in s.outs:
-                if o not in taken and draft.dtype[v] == draft.dtype[a]:
+                if (o not in taken and draft.dtype[v] == draft.dtype[a] and reader >= 0
+                        and _depends(spec, spec.outputs[o], reader)):
                     taken.add(o)
                     pairs.append((p, o))
                     break
                 o += 1
         p += 1
     return tuple(pairs) or None
+
+
+cdef Py_ssize_t _single_reader(spec, Py_ssize_t p):
+    """The node that reads kernel input ``p``, if exactly one argument of one node does."""
+    cdef Py_ssize_t j = 0, n = 0, found = -1
+    for node in spec.nodes:
+        for kind, i in node.args:
+            if kind == "in" and i == p:
+                n += 1
+                found = j
+        j += 1
+    return found if n == 1 else -1
+
+
+cdef bint _depends(spec, Py_ssize_t node, Py_ssize_t on):
+    """Whether node ``node`` of the kernel depends on node ``on`` (or is it)."""
+    stack = [node]
+    seen = set()
+    while stack:
+        j = stack.pop()
+        if j == on:
+            return True
+        if j in seen:
+            continue
+        seen.add(j)
+        for kind, i in spec.nodes[j].args:
+            if kind == "node":
+                stack.append(i)
+    return False
 
 
 cdef object _template(s, draft):

@@ -82,6 +82,15 @@ cdef class Entry:
     cdef public object info         # what the trace made (introspection)
     cdef public object post_def     # stateful: the state's structure after the call
     cdef public object pre_def      # stateful: the state's structure before the call
+    cdef public object ready        # an Event while its fused kernels build, else None
+
+    cpdef wait_ready(self):
+        """Waits for the fused kernels being built for this entry (then its tape is the
+        fused one, or the unfused one if they could not be built)."""
+        ev = self.ready
+        if ev is not None:
+            ev.wait()
+            self.ready = None
 
     cpdef object build(self, list outs):
         if self.out_kind == 0:
@@ -170,9 +179,13 @@ cdef class CompiledFunction:
             if entry is None:
                 from .trace import miss
                 entry = miss(self, key, args, kwargs, leaves)   # inserts (and sets mru)
-            else:
-                self.mru = (key, entry)
+                self.last_key = key
+                # the call that traced never waits for the C compiler: it runs unfused
+                return entry.build(entry.tape.run(leaves))
+            self.mru = (key, entry)
             self.last_key = key
+        if entry.ready is not None:
+            entry.wait_ready()   # a later call: the fused kernels are worth the wait
         return entry.build(entry.tape.run(leaves))
 
     cpdef object key_of(self, tuple args, dict kwargs, list leaves, Py_ssize_t exact):

@@ -1,10 +1,11 @@
 """Fused kernels built off the calling thread.
 
 A new trace whose fused kernels are not built yet (neither loaded nor in the disk cache)
-starts with its unfused tape, which gives the same results bit for bit (single ops and fused
-groups come from one generator), and hands the C compiler's work to one worker thread; when
-the kernels are ready the entry's tape is swapped for the fused one. So the first call of a
-new function never waits for the C compiler.
+runs its first call on the unfused tape, which gives the same results bit for bit (single
+ops and fused groups come from one generator), and hands the C compiler's work to one worker
+thread; when the kernels are ready the entry's tape is swapped for the fused one. So the
+first call of a new function never waits for the C compiler; a later call of that signature
+waits for the kernels if they are still being built (then runs fused).
 
     import nuvec.compile as c
     c.set_background_kernels(False)   # build kernels in the call instead (tests, benchmarks)

@@ -114,8 +114,10 @@ def make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out=Non
 
 def _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out) -> Entry:
     t1 = time.perf_counter()
+    c1 = time.thread_time()
     draft = build(placeholders, list(out_leaves))
     t2 = time.perf_counter()
+    c2 = time.thread_time()
     name = fun_name(cf.fun)
     if cf.shapeless:
         from .shapeless import make_shapeless
@@ -124,8 +126,10 @@ def _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out) -
     fused, sources_s, deferred = _fuse(draft, cf.shapeless, stream)
     t3 = time.perf_counter()
     unfused_steps = deferred[0] if deferred else None
+    c3 = time.thread_time()
     tape = make_tape(draft, stream, cf.shapeless, plan, unfused_steps)
     t4 = time.perf_counter()
+    c4 = time.thread_time()
     e = Entry()
     e.tape = tape
     e.n_out = len(out_leaves) if n_out is None else n_out
@@ -139,11 +143,15 @@ def _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out) -
     e.info = {"draft": draft, "fused": [] if deferred else fused}
     cf.last_timings = {"trace_s": t1 - t0, "simplify_s": t2 - t1, "fuse_s": t3 - t2 - sources_s,
                        "kernel_compile_s": sources_s, "finalize_s": t4 - t3,
+                       "simplify_cpu_s": c2 - c1, "finalize_cpu_s": c4 - c3,
                        "first_call_s_before_compiler": (t4 - t0) - sources_s,
                        "steps": len(tape.steps), "fused_kernels": len(e.info["fused"]),
                        "kernels_in_background": bool(deferred)}
+    e.ready = None
     if deferred:
+        import threading
         from . import background
+        e.ready = threading.Event()
         background.submit(lambda: _install_fused(cf, e, draft, stream, plan, fused))
     return e
 
@@ -160,12 +168,21 @@ def make_tape(draft: Draft, stream, shapeless: bool, plan: tuple, steps=None) ->
 
 def _install_fused(cf, entry: Entry, draft: Draft, stream, plan: tuple, fused: list) -> None:
     """(worker thread) Builds the fused kernels, then swaps the entry to the fused tape."""
+    try:
+        _build_fused(cf, entry, draft, stream, plan, fused)
+    finally:
+        ev = entry.ready
+        if ev is not None:
+            ev.set()
+
+
+def _build_fused(cf, entry: Entry, draft: Draft, stream, plan: tuple, fused: list) -> None:
     from ..backends.cpu import compiled as cpu_compiled
     t = time.perf_counter()
     try:
         kernels = cpu_compiled.prepare([f.prim.spec for f in fused])
     except cpu_compiled.KernelCompileError as e:
-        _warn_compiler(e, stacklevel=2)
+        _warn_compiler(e, stacklevel=3)
         return
     for f in fused:
         f.kernel = kernels[f.prim.spec]
