@@ -69,13 +69,6 @@ def test_same_loss_curve_on_n_processes(n, tmp_path_factory):
 
 
 @needs_mpi
-def test_eager_step_gives_the_same_curve(tmp_path_factory):
-    one = run(1, tmp_path_factory)
-    eager = run(2, tmp_path_factory, "--no-compile")
-    np.testing.assert_allclose(eager["losses"], one["losses"], rtol=RTOL)
-
-
-@needs_mpi
 def test_without_the_gradient_average_the_curve_differs(tmp_path_factory):
     """The control: the comparison above can fail."""
     one = run(1, tmp_path_factory)

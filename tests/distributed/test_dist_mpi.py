@@ -78,10 +78,13 @@ def test_launcher_runs_a_script_and_passes_arguments(tmp_path):
     script.write_text("import sys, nuvec as nv\n"
                       "g = nv.distributed.init()\n"
                       "x = nv.distributed.all_sum(nv.array([g.rank()]))\n"
-                      "print('rank', g.rank(), 'of', g.size(), x.tolist(), sys.argv[1:])\n")
-    p = launch(2, str(script), ["--flag", "7"], timeout=60)
+                      "with open(sys.argv[1] + str(g.rank()), 'w') as f:\n"
+                      "    print('rank', g.rank(), 'of', g.size(), x.tolist(), sys.argv[2:], "
+                      "file=f)\n")
+    out = str(tmp_path / "rank")
+    p = launch(2, str(script), [out, "--flag", "7"], timeout=60)
     assert p.returncode == 0, p.stderr
-    lines = sorted(line for line in p.stdout.splitlines() if line.startswith("rank"))
+    lines = [Path(out + str(r)).read_text().strip() for r in range(2)]
     assert lines == ["rank 0 of 2 [1] ['--flag', '7']", "rank 1 of 2 [1] ['--flag', '7']"]
 
 
