@@ -110,7 +110,7 @@ cdef class Tape:
             for x in inputs:
                 if x._data is None or type(x._data) is not _ndarray:
                     return self._arrays(inputs, False)
-            if self.shapeless:
+            if self.shapeless and not self.single:
                 return self._arrays(inputs, True)
             return self._eager(inputs)
         return self._arrays(inputs, False)
@@ -123,6 +123,7 @@ cdef class Tape:
         cdef Step step
         cdef list datas
         cdef object res, v
+        cdef tuple shape
         if self.single:
             # one fused kernel whose outputs are the function's: no slot table needed
             one = <Step>self.steps[0]
@@ -132,12 +133,15 @@ cdef class Tape:
                     datas.append((<object>inputs[i])._data)
                 else:
                     datas.append(self.const_data[i - self.n_inputs])
-            res = one.kernel(datas, one.shape)
+            if self.shapeless:      # the kernel broadcasts its inputs to their common shape
+                shape = _broadcast_shape([d.shape for d in datas], "compiled")
+            else:
+                shape = one.shape
+            res = one.kernel(datas, shape)
             outs = []
             for k in range(one.nout):
                 v = res[k]
-                outs.append(_make(one.shape, self.out_dtypes[k], None, (), self.stream, v,
-                                  False))
+                outs.append(_make(shape, self.out_dtypes[k], None, (), self.stream, v, False))
             return outs
         values = [None] * self.n_slots
         for i in range(n_in):

@@ -165,6 +165,8 @@ def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
     entry = cf.lookup(key)
     if entry is None:
         entry = _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves)
+    elif entry.ready is not None:
+        entry.wait_ready()      # a later call: wait for the fused kernels being built
     if entry.info["changes"] and cf.changed_last:
         raise ValueError(
             f"nv.compile({_name(cf)}): the structure of the compiled state changed on two "
