@@ -7,9 +7,11 @@ thread; when the kernels are ready the entry's tape is swapped for the fused one
 first call of a new function never waits for the C compiler; a later call of that signature
 waits for the kernels if they are still being built (then runs fused).
 
-    import nuvec.compile as c
-    c.set_background_kernels(False)   # build kernels in the call instead (tests, benchmarks)
-    c.wait_for_kernels()              # block until every pending kernel is built
+    from nuvec.compile import set_background_kernels, wait_for_kernels
+    set_background_kernels(False)     # build kernels in the call instead (tests, benchmarks)
+    wait_for_kernels()                # block until every pending kernel is built
+
+(``nv.compile`` is the function; these live in the ``nuvec.compile`` package.)
 
 ``NUVEC_COMPILE_SYNC=1`` makes the synchronous build the default.
 """
