@@ -67,18 +67,26 @@ def test_key_depends_on_source_and_flags(fresh_cache, monkeypatch) -> None:
     assert jit.cache_key(src) != k1
 
 
+def _replace(path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".damaged")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "no_digest"])
 def test_damaged_entry_is_rebuilt(fresh_cache, damage) -> None:
     spec = _unique_spec()
     src = generate(spec)                       # the source kernels.run compiles for it
     jit.load(src, kernel_name(spec))
     so = next(p for p in fresh_cache.iterdir() if p.suffix == ".so")
+    # The library is mapped into this process: damage a new file put in its place (as another
+    # process's broken write would), never the mapped pages (that raises SIGBUS later).
     if damage == "truncate":
-        so.write_bytes(so.read_bytes()[:100])
+        _replace(so, so.read_bytes()[:100])
     elif damage == "garbage":
         data = bytearray(so.read_bytes())
         data[len(data) // 2: len(data) // 2 + 64] = os.urandom(64)
-        so.write_bytes(bytes(data))
+        _replace(so, bytes(data))
     else:
         so.with_suffix(".sha256").unlink()
     jit.clear_memory_cache()
