@@ -133,10 +133,16 @@ def is_available() -> bool:
     return importlib.util.find_spec("mpi4py") is not None
 
 
+_default: list = [None]     # the world group the collectives use when given none
+
+
 def resolve_group(group, name: str) -> Group:
     """``group``, or the world group when None (as MLX); a TypeError naming ``name`` else."""
     if group is None:
-        return init()
+        g = _default[0]
+        if g is None:
+            g = _default[0] = init()
+        return g
     if not isinstance(group, Group):
         raise TypeError(f"{name}: group must be a nv.distributed.Group, got {type(group).__name__}")
     return group

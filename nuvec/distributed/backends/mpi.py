@@ -75,6 +75,7 @@ class MPICommunicator(Communicator):
         self.comm = comm if comm is not None else self.MPI.COMM_WORLD
         self._rank = self.comm.Get_rank()
         self._size = self.comm.Get_size()
+        self._specs: dict = {}
 
     def rank(self) -> int:
         return self._rank
@@ -85,22 +86,31 @@ class MPICommunicator(Communicator):
     def split(self, color: int, key: int) -> "MPICommunicator":
         return MPICommunicator(self.comm.Split(color, key))
 
+    def _reduction(self, dtype: np.dtype, op: str) -> tuple:
+        """(MPI op, MPI datatype, NumPy view dtype or None) reducing ``dtype`` arrays."""
+        key = (dtype, op)
+        spec = self._specs.get(key)
+        if spec is None:
+            MPI = self.MPI
+            if dtype == np.bool_:
+                spec = (MPI.LAND if op == "min" else MPI.LOR), MPI.C_BOOL, None
+            elif dtype in _NATIVE:
+                spec = ({"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op],
+                        getattr(MPI, _NATIVE[dtype]), None)
+            elif dtype.itemsize == 2:            # float16, bfloat16
+                spec = _custom_op(MPI, dtype, op), MPI.UINT16_T, np.dtype(np.uint16)
+            else:
+                raise TypeError(f"all_{op}: the MPI backend cannot reduce {dtype} arrays")
+            self._specs[key] = spec
+        return spec
+
     def _all_reduce(self, x: np.ndarray, out: np.ndarray, op: str) -> None:
-        MPI = self.MPI
+        mop, mtype, view = self._reduction(x.dtype, op)
         xs, o = x.reshape(-1), out.reshape(-1)
-        dtype = x.dtype
-        if dtype == np.bool_:
-            mop, mtype = (MPI.LAND if op == "min" else MPI.LOR), MPI.C_BOOL
-        elif dtype in _NATIVE:
-            mop = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op]
-            mtype = getattr(MPI, _NATIVE[dtype])
-        elif dtype.itemsize == 2:            # float16, bfloat16
-            mop, mtype = _custom_op(MPI, dtype, op), MPI.UINT16_T
-            xs, o = xs.view(np.uint16), o.view(np.uint16)
-        else:
-            raise TypeError(f"all_{op}: the MPI backend cannot reduce {dtype} arrays")
-        step = max(1, CHUNK // dtype.itemsize)
+        if view is not None:
+            xs, o = xs.view(view), o.view(view)
         n = xs.size
+        step = max(1, CHUNK // x.dtype.itemsize)
         if n <= step:
             self.comm.Allreduce([xs, mtype], [o, mtype], op=mop)
             return
