@@ -22,7 +22,8 @@ XS = nv.array(rng.standard_normal((16, 6)).astype(np.float32))
 YS = nv.array(rng.integers(0, 3, 16).astype(np.int32))
 
 
-def training(compiled: bool, init: bool, steps: int = 3, dropout: float = 0.25):
+def training(compiled: bool, init: bool, steps: int = 3, dropout: float = 0.25,
+             explicit_key: bool = False):
     nv.random.seed(7)
     model = nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Dropout(dropout), nn.Linear(12, 3))
     nv.eval(model.parameters())
@@ -36,7 +37,7 @@ def training(compiled: bool, init: bool, steps: int = 3, dropout: float = 0.25):
         loss, grads = loss_and_grad(model, x, y)
         opt.update(model, grads)
         return loss
-    state = [model.state, opt.state]
+    state = [model.state, opt.state] + ([nv.random.state] if explicit_key else [])
     if compiled:
         step = functools.partial(nv.compile, inputs=state, outputs=state)(step)
     losses = []
@@ -68,6 +69,15 @@ def test_a_training_step_with_dropout_matches_uncompiled_and_threads_the_key():
     np.testing.assert_array_equal(key_plain, key_comp)    # dropout advanced it the same way
     assert comp[3].stats()["traces"] == 1
     assert comp[3].stats()["hits"] == 2
+
+
+def test_the_random_state_may_also_be_named_explicitly():
+    plain = training(compiled=False, init=True)
+    key_plain = np.asarray(nv.random.state[0])
+    comp = training(compiled=True, init=True, explicit_key=True)
+    assert_same_training(plain, comp)
+    np.testing.assert_array_equal(key_plain, np.asarray(nv.random.state[0]))
+    assert comp[3].stats()["traces"] == 1
 
 
 def test_an_optimizer_creating_its_slots_retraces_once():
