@@ -131,7 +131,7 @@ def fuse(draft: Draft, shapeless: bool) -> list[DStep]:
                 p = prod.get(a)
                 if p is not None and p not in seen:
                     heapq.heappush(heap, -p)
-        if len(members) < 2 or len(ext) + n_out > MAX_ARRAYS:
+        if len(members) < 2 or not ext or len(ext) + n_out > MAX_ARRAYS:
             continue
         ordered = sorted(members)
         for m in ordered:
