@@ -110,18 +110,18 @@ def describe_entry(entry, shapeless: bool) -> CompileReport:
 def inspect_call(cf, args: tuple, kwargs: dict) -> CompileReport:
     """The report of the entry ``cf`` uses for this call (traced now if not cached)."""
     if cf.stateful:
-        raise NotImplementedError(
-            "inspect: not available for compiled stateful steps (inputs=/outputs=); compile the "
-            "step's pure part separately to inspect it")
-    leaves: list = []
-    key = cf.key_of(args, kwargs, leaves, 0)
-    if key is None:
-        raise ValueError("inspect: an argument is being traced by a transform; call inspect "
-                         "on concrete arrays")
-    entry = cf.lookup(key)
-    if entry is None:
-        from .trace import miss
-        entry = miss(cf, key, args, kwargs, leaves)
+        from .state import entry_for
+        entry = entry_for(cf, args, kwargs)     # the state is not changed by inspecting
+    else:
+        leaves: list = []
+        key = cf.key_of(args, kwargs, leaves, 0)
+        if key is None:
+            raise ValueError("inspect: an argument is being traced by a transform; call "
+                             "inspect on concrete arrays")
+        entry = cf.lookup(key)
+        if entry is None:
+            from .trace import miss
+            entry = miss(cf, key, args, kwargs, leaves)
     from .background import wait_for_kernels
     wait_for_kernels()        # report the fused tape, not the one used while kernels build
     rep = describe_entry(entry, cf.shapeless)

@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Any
 
-from ..core.array import Array
+from ..core.array import Array, original, recording_rebinds
 from ..core.evaluate import evaluate
 from ..core.device import current_stream
 from ..transforms._trace import tracing
@@ -144,16 +144,18 @@ def _mergeable(a: Any, b: Any) -> bool:
 
 # -- the call ------------------------------------------------------------------------------
 
-def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
+def _prepare(cf, args: tuple, kwargs: dict):
+    """(input tree, output tree, state leaves, argument leaves, key), or None when an array
+    is being traced by a transform."""
     tin, tout = _trees(cf)
     s_leaves, s_def = flatten(tin)
     for a in s_leaves:
         if a._tracer:
-            return cf.fun(*args, **kwargs)
+            return None
     a_leaves: list = []
     a_key = cf.key_of(args, kwargs, a_leaves, 0)
     if a_key is None:
-        return cf.fun(*args, **kwargs)
+        return None
     skey = [s_def, _modes(tin)]
     for a in s_leaves:
         skey.append(a._dtype.name)
@@ -161,7 +163,25 @@ def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
     out_def_pre = None
     if cf.state_out is not cf.state_in:
         out_def_pre = flatten(tout)[1]
-    key = (tuple(skey), out_def_pre, a_key)
+    return tin, tout, s_leaves, a_leaves, (tuple(skey), out_def_pre, a_key)
+
+
+def entry_for(cf, args: tuple, kwargs: dict):
+    """The entry a stateful call with these arguments uses (traced now if needed)."""
+    p = _prepare(cf, args, kwargs)
+    if p is None:
+        raise ValueError("inspect: an argument or the state is being traced by a transform")
+    tin, tout, s_leaves, a_leaves, key = p
+    entry = cf.lookup(key)
+    return entry if entry is not None else \
+        _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves)
+
+
+def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
+    p = _prepare(cf, args, kwargs)
+    if p is None:             # inside a transform: run the step itself
+        return cf.fun(*args, **kwargs)
+    tin, tout, s_leaves, a_leaves, key = p
     entry = cf.lookup(key)
     if entry is None:
         entry = _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves)
@@ -241,8 +261,10 @@ def _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves):
         cf.traces += 1
         try:
             merge_into(tin, unflatten(s_def, ph_s), "state")
-            with tracing():
+            with tracing(), recording_rebinds() as rebound:
                 out = cf.fun(*targs, **tkwargs)
+            ph_s = [original(p, rebound) for p in ph_s]  # ``x[i] = v`` rebinds an input
+            ph_a = [original(p, rebound) for p in ph_a]
             out_leaves, out_def = flatten(out)
             post_leaves, post_def = flatten(tout)
         finally:

@@ -11,7 +11,7 @@ import warnings
 from typing import Any
 
 from ..backends import registry
-from ..core.array import Array
+from ..core.array import Array, original, recording_rebinds
 from ..core.device import current_stream
 from ..transforms._trace import tracing
 from ..tree import LEAF, flatten, unflatten
@@ -90,8 +90,9 @@ def trace_call(cf, args: tuple, kwargs: dict, leaves: list, fast: bool,
     rs = random_state()
     key0 = rs[0] if rs else None
     try:
-        with tracing():
+        with tracing(), recording_rebinds() as rebound:
             out = cf.fun(*targs, **tkwargs)
+        ph = [original(p, rebound) for p in ph]  # ``x[i] = v`` inside rebinds an input
         out_leaves, out_def = flatten(out)
         return make_entry(cf, ph, out, out_leaves, out_def, stream, t0)
     except BaseException:

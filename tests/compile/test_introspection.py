@@ -87,3 +87,19 @@ def test_errors_name_the_path_of_a_bad_argument():
         f(nv.ones((2,)), {"scale": 2.0, "bad": np.ones(2)})
     with pytest.raises(TypeError, match=r"keyword 'opts'\[0\] is a set"):
         nv.compile(lambda x, opts: x)(nv.ones((2,)), opts=[{1, 2}])
+
+
+def test_inspect_a_stateful_step_without_changing_the_state():
+    state = {"w": nv.array([1.0, 2.0])}
+
+    def step(x):
+        state["w"] = state["w"] * 0.5 + nv.exp(x)
+        return state["w"].sum()
+    f = nv.compile(step, inputs=state, outputs=state)
+    w0 = state["w"]
+    rep = f.inspect(nv.array([0.0, 1.0]))
+    assert state["w"] is w0                         # inspecting runs nothing
+    assert [g.ops for g in rep.groups] == [("multiply", "exp", "add")]
+    assert "state" in rep.signature and f.stats()["traces"] == 1
+    f(nv.array([0.0, 1.0]))
+    assert f.stats()["traces"] == 1                 # the call uses the inspected trace
