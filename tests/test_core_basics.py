@@ -75,3 +75,12 @@ def test_transforms_see_an_input_as_it_was_before_assignment():
         w[0] = 7.0
         return w * 2
     assert nv.vmap(g)(nv.array([[1.0, 2.0], [3.0, 4.0]])).tolist() == [[14.0, 4.0], [14.0, 8.0]]
+
+
+def test_compile_sees_an_input_as_it_was_before_assignment():
+    @nv.compile
+    def f(w):
+        w[0] = w[0] * 3
+        return (w * w).sum()
+    assert f(nv.array([1.0, 2.0])).item() == 13.0
+    assert f(nv.array([2.0, 2.0])).item() == 40.0  # replayed
