@@ -32,6 +32,14 @@ CASES = {
     "train": ["mlp_step"], "memory": ["gelu_tanh", "mlp_step"],
 }
 
+# share of a run's time each group takes (measured here), for the schedule guard below
+GROUP_WEIGHT = {"machine": 0.01, "eager": 0.2, "fused": 0.38, "overhead": 0.03,
+                "first_call": 0.1, "train": 0.1, "memory": 0.16, "noise": 0.01}
+BUDGET_S = {"full": 540.0, "quick": 160.0}
+"""What a run should take; a run behind that pace (a busy shared machine) samples less."""
+LEAN = dict(samples=3, budget_s=1.0, min_sample_s=0.02, small_sample_s=0.01, train_sample_s=0.05,
+            memory_steps=3)
+
 N16M = 16 * 2**20
 FULL = dict(n=N16M, samples=7, warmup=2, min_sample_s=0.05, budget_s=5.0, small_sample_s=0.05,
             first_call_n=4096, train_warmup=3, train_sample_s=0.25, memory_steps=5,
@@ -166,9 +174,20 @@ def main(argv: list[str] | None = None) -> int:
         + (f"; skipped (not installed): {', '.join(k for k in libraries)}" if libraries else ""))
     docs, dirs = [], {}
     t_run = time.perf_counter()
+    per_group = {g: sum(t.group == g for t in tasks) for g in {t.group for t in tasks}}
+    weights = {t.key: GROUP_WEIGHT.get(t.group, 0.1) / per_group[t.group] for t in tasks}
+    total_w, done_w, lean_from = sum(weights.values()), 0.0, None
     try:
         for i, task in enumerate(tasks, 1):
+            elapsed = time.perf_counter() - t_run
+            if (lean_from is None and not args.quick and elapsed / BUDGET_S[mode]
+                    > done_w / total_w + 0.15):
+                lean_from = task.key
+                settings.cfg = dict(settings.cfg, **LEAN)
+                say(f"behind schedule after {elapsed:.0f}s (load average "
+                    f"{os.getloadavg()[0]:.1f}): the remaining workers take 3 samples")
             doc = run_task(task, settings, dirs)
+            done_w += weights[task.key]
             docs.append(doc)
             bad = sum(r["status"] != "ok" for r in doc.get("results", []))
             state = ("unavailable: " + str(doc.get("error"))[:60] if doc.get("available") is False
@@ -209,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         "started": started.isoformat(timespec="seconds"), "duration_s": duration,
         "threads": args.threads, "pinned": settings.cpus,
         "blas_env_kept": args.keep_blas_env, "config": cfg, "machine": machine,
+        "lean_from": lean_from,
         "libraries": libraries, "limits": limits, "noise": noise,
         "groups": {g: c for g, c in groups.items()}, "results": rows,
         "workers": [{k: d.get(k) for k in ("task", "lib", "group", "phase", "exit_code", "wall_s",

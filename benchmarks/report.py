@@ -225,6 +225,8 @@ def summary_text(doc: dict[str, Any]) -> str:
         if "drift" in noise:
             msg += f"; start->end of run drift {100 * noise['drift']:+.0f}%"
         lines.append(msg)
+    if doc.get("lean_from"):
+        lines.append(f"the run fell behind schedule: from {doc['lean_from']} on, 3 samples a case")
     m = doc["machine"]
     lines.append(f"load average {m['loadavg'][0]:.2f} -> {m['loadavg_end'][0]:.2f}")
     for lib, info in doc["libraries"].items():

@@ -27,8 +27,8 @@ def measure(thunk: Callable[[], Any], *, samples: int, warmup: int, min_sample_s
             budget_s: float = 8.0, max_calls: int = 200_000) -> dict[str, Any]:
     """Time ``thunk`` after ``warmup`` calls; each sample repeats it enough to last ``min_sample_s``.
 
-    Returns per-call seconds for every sample, their median and minimum, and per-call CPU time
-    and page faults over all timed calls. ``budget_s`` caps the timed part: a slow workload gets
+    Returns per-call seconds for every sample, their median and minimum, per-call CPU time and
+    page faults over all timed calls, and the last call's result (``"last"``). ``budget_s`` caps the timed part: a slow workload gets
     fewer samples (never fewer than 3) rather than stretching the run.
     """
     if samples < 1 or warmup < 0:
@@ -48,10 +48,12 @@ def measure(thunk: Callable[[], Any], *, samples: int, warmup: int, min_sample_s
     try:
         cpu0, min0, maj0 = rusage()
         times = []
+        last = None
         for _ in range(samples):
+            last = None  # the previous result may be freed before the next call, as in a loop
             t0 = time.perf_counter()
             for _ in range(calls):
-                thunk()
+                last = thunk()
             times.append((time.perf_counter() - t0) / calls)
         cpu1, min1, maj1 = rusage()
     finally:
@@ -66,6 +68,7 @@ def measure(thunk: Callable[[], Any], *, samples: int, warmup: int, min_sample_s
         "cpu_per_call": (cpu1 - cpu0) / n,
         "minflt_per_call": (min1 - min0) / n,
         "majflt_per_call": (maj1 - maj0) / n,
+        "last": last,  # the last call's result, for checking it (the caller pops it)
     }
 
 
