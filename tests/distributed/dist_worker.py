@@ -211,6 +211,37 @@ def send_recv_ring(ctx):
 
 
 @check
+def messages_cut_into_pieces(ctx):
+    """With a 4 KiB limit per MPI call, reductions, sends and receives of 40 KB still arrive
+    whole; a gather above the limit says so."""
+    from nuvec.distributed.backends import mpi
+    saved = mpi.CHUNK
+    mpi.CHUNK = 4096
+    try:
+        xs = all_data(ctx, (10_001,), np.float32, salt=50)
+        close(np.asarray(D.all_sum(nv.array(xs[ctx.rank]))), np.sum(xs, axis=0, dtype=np.float32),
+              "chunked all_sum")
+        hs = all_data(ctx, (5_000,), np.float16, salt=51)
+        np.testing.assert_array_equal(np.asarray(D.all_max(nv.array(hs[ctx.rank]))),
+                                      np.max(hs, axis=0))
+        if ctx.size % 2 == 0:
+            peer = ctx.rank ^ 1
+            if ctx.rank % 2 == 0:
+                nv.eval(D.send(nv.array(xs[ctx.rank]), peer))
+            else:
+                got = D.recv((10_001,), nv.float32, peer)
+                np.testing.assert_array_equal(np.asarray(got), xs[peer])
+        try:
+            nv.eval(D.all_gather(nv.array(xs[ctx.rank])))
+        except ValueError as e:
+            assert "all_gather" in str(e) and "4096" in str(e), e
+        else:
+            raise AssertionError("a gather above the limit did not raise")
+    finally:
+        mpi.CHUNK = saved
+
+
+@check
 def split_groups(ctx):
     color = ctx.rank % 2
     sub = ctx.g.split(color, key=ctx.size - ctx.rank)     # reversed order inside each half
