@@ -7,7 +7,8 @@ compiled by g++ (C++17, ``-ffp-contract=off``, no fast math) against
 ``msl_emulation/include/metal_stdlib`` and run thread by thread by ``msl_emulation/runner.cpp``
 with the launch plans of the Metal backend (``nuvec.backends.metal.layout``: variant,
 [[buffer(i)]] slots, constants, grid). Every output is compared with the CPU backend's
-(``nuvec.backends.cpu.kernels.run`` on the same input views) bit for bit; the one exception is
+(``nuvec.backends.cpu.kernels.run``, node by node as eager nuvec runs it, on the same input
+views) bit for bit; the one exception is
 the sign and payload of NaNs (any NaN equals any NaN): x86 gives a NaN made by an invalid
 operation the payload of whichever operand the compiler put first, so g++'s scalar code and
 the CPU backend's vectorised C differ there on the same machine, as a GPU may.
@@ -57,7 +58,7 @@ from msl_emulation import emulate  # noqa: E402
 
 from nuvec.backends.metal import layout  # noqa: E402
 from nuvec.codegen import KernelSpec, Node, generate_many  # noqa: E402
-from nuvec.codegen.ops import result_dtype  # noqa: E402
+from nuvec.codegen.ops import ARITY, result_dtype  # noqa: E402
 
 pytestmark = pytest.mark.skipif(emulate.compiler() is None, reason="needs g++ for the MSL emulation")
 
@@ -177,10 +178,36 @@ def casts(t: str) -> KernelSpec:
     return g.spec(*outs)
 
 
-GRAPHS = {"gelu_erf": gelu_erf, "gelu_tanh": gelu_tanh, "swiglu": swiglu, "chain10": chain10,
+_UNARY_F = ("abs", "negative", "sign", "sqrt", "rsqrt", "square", "reciprocal", "exp", "expm1",
+            "log", "log1p", "log2", "log10", "sin", "cos", "tan", "arcsin", "arccos", "arctan",
+            "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "sigmoid", "erf", "erfinv",
+            "floor", "ceil", "round", "logical_not", "isnan", "isinf", "isposinf", "isneginf",
+            "isfinite", "real", "imag", "conjugate", "copy")
+_BINARY_F = ("add", "subtract", "multiply", "divide", "floor_divide", "remainder", "power",
+             "maximum", "minimum", "equal", "not_equal", "less", "less_equal", "greater",
+             "greater_equal", "logical_and", "logical_or", "logaddexp", "arctan2")
+_INT_OPS = ("negative", "sign", "square", "abs", "bitwise_invert", "logical_not", "add",
+            "subtract", "multiply", "floor_divide", "remainder", "power", "bitwise_and",
+            "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "maximum", "minimum",
+            "equal", "less", "greater_equal", "logical_or")
+
+
+def zoo(ops):
+    """Every op of ``ops`` applied to the inputs, one output each (a wide multi-output kernel:
+    each op's code path through the Metal dialect, in one kernel)."""
+    def make(t: str) -> KernelSpec:
+        g = Graph(t, t)
+        return g.spec(*[g.op(o, *[g.x(i) for i in range(ARITY[o])]) for o in ops])
+    return make
+
+
+GRAPHS = {"unary_a": zoo(_UNARY_F[:21]), "unary_b": zoo(_UNARY_F[21:]),
+          "binary": zoo(_BINARY_F), "int_ops": zoo(_INT_OPS),
+          "gelu_erf": gelu_erf, "gelu_tanh": gelu_tanh, "swiglu": swiglu, "chain10": chain10,
           "compare_select": compare_select, "casts": casts}
-CASES = [(name, t) for name in GRAPHS for t in FLOATS + ("int32",)
-         if t in FLOATS or name in ("chain10", "compare_select", "casts")]
+INT_GRAPHS = ("int_ops", "chain10", "compare_select", "casts")
+CASES = ([(name, t) for name in GRAPHS if name != "int_ops" for t in FLOATS]
+         + [(name, "int32") for name in INT_GRAPHS])
 LAYOUTS = ("contig", "scalar", "strided", "strided_forced")
 
 
@@ -264,15 +291,30 @@ def fused_module(emu_cache):
     """One emulation build holding the MSL of every case (the library is compiled once)."""
     specs = {_name(g, t): GRAPHS[g](t) for g, t in CASES}
     source = generate_many(list(specs.items()), "metal")
-    from nuvec.backends.cpu import compiled
-    compiled.prepare(list(specs.values()))      # the CPU references: one C compile
     return specs, emulate.build(source, emu_cache)
 
 
 def cpu_reference(spec: KernelSpec, ins: list, shape: tuple) -> list[np.ndarray]:
-    from nuvec.backends.cpu import compiled, kernels
-    compiled.prepare([spec])
-    return kernels.run(spec, [np.asarray(x) for x in ins], shape)
+    """The spec evaluated node by node on the CPU backend: each node one single-op kernel
+    (``kernels.run``; the install-time kernels, no compiler), its value rounded to its dtype
+    in memory. What eager nuvec computes; the CPU's fused kernel equals it by design."""
+    from nuvec.backends.cpu import kernels
+    vals = []
+    for node in spec.nodes:
+        args, dts = [], []
+        for kind, i in node.args:
+            if kind == "in":
+                args.append(np.asarray(ins[i]))
+            elif kind == "node":
+                args.append(vals[i])
+            else:
+                d, bits = spec.constants[i]
+                raw = bits.to_bytes(NP[d].itemsize, "little")
+                args.append(np.frombuffer(raw, dtype=NP[d]).reshape(()))
+            dts.append(spec.arg_dtype((kind, i)))
+        (v,) = kernels.run(KernelSpec.single(node.op, tuple(dts), node.dtype), args, shape)
+        vals.append(v)
+    return [vals[o] for o in spec.outputs]
 
 
 def emulate_launch(plan: layout.Launch, arrays: list, nin: int) -> emulate.Job:

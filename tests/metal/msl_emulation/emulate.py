@@ -33,12 +33,13 @@ HERE = Path(__file__).resolve().parent
 INCLUDE = HERE / "include"
 RUNNER = HERE / "runner.cpp"
 
-# C++17 (MSL 2+ is C++14-based), IEEE arithmetic as the dialect asks of Metal: no contraction,
+# C++17 (MSL 2+ is C++14-based), -O0 (compiles twice as fast; x86-64 SSE arithmetic is the
+# same at every level), IEEE arithmetic as the dialect asks of Metal: no contraction,
 # no fast math. Float -> double promotions and lossy double -> float conversions are errors:
 # MSL has no double, so C++ must not compute in double where Metal would use float.
 # Sanitizers: out-of-bounds memory access, signed overflow, bad shifts, out-of-range
 # float -> int conversions abort the runner (the shared headers promise none of them).
-FLAGS = ("-std=c++17", "-O1", "-ffp-contract=off", "-fno-fast-math", "-fsigned-char",
+FLAGS = ("-std=c++17", "-O0", "-ffp-contract=off", "-fno-fast-math", "-fsigned-char",
          "-fno-strict-aliasing", "-Wno-attributes", "-Werror=double-promotion",
          "-Werror=float-conversion", "-fsanitize=address,undefined,float-cast-overflow",
          "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-pthread")
