@@ -7,7 +7,6 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import nuvec as nv
 from nuvec.compile import trace as _trace
 
 BF16 = np.dtype(ml_dtypes.bfloat16)

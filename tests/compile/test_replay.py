@@ -3,12 +3,11 @@ the function's own structure; every call returns fresh output arrays."""
 from collections import namedtuple
 
 import numpy as np
-import pytest
 
 import nuvec as nv
 from nuvec.compile import _builder, fuse, trace
 
-from conftest import assert_same, entry_of
+from conftest import assert_same
 
 Pair = namedtuple("Pair", "lo hi")
 

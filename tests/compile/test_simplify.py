@@ -12,7 +12,7 @@ from nuvec.primitives.elementwise import AsType
 from nuvec.primitives.misc import Copy, StopGradient
 from nuvec.primitives.shape import Broadcast, Reshape, Transpose
 
-from conftest import entry_of, step_names, unfused
+from conftest import entry_of, step_names
 
 TICKS: list = []
 
