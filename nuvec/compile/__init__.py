@@ -10,8 +10,10 @@
 Pipeline (see ARCHITECTURE.md): key (``_runtime.pyx``) -> trace on placeholders
 (``trace.py``) -> tape builder (``_builder.pyx``: identities, constant folding, scalar
 merging, CSE) -> shapeless rewrite (``shapeless.py``) -> fusion (``fuse.py``, kernels from
-``nuvec.codegen``) -> tape (``_tape.pyx``: flat replay). Stateful steps: ``state.py``;
-introspection: ``report.py``, ``signature.py``.
+``nuvec.codegen``, built on a worker thread: ``background.py``) -> tape (``_finalize.pyx``,
+``_tape.pyx``: flat replay, eager when the inputs are computed, buffer donation). Stateful
+steps: ``state.py``; introspection: ``f.inspect(...)`` (``report.py``), ``f.stats()``
+(``signature.py`` explains misses), ``nv.export_to_dot``.
 """
 from ._runtime import CompiledFunction, trace_count
 from .api import compile, disable_compile, enable_compile
