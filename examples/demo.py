@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 import nuvec as nv
+from nuvec.compile import wait_for_kernels
 
 
 def gelu(x):
@@ -29,6 +30,7 @@ def main():
     fast = nv.compile(gelu)
 
     eager, compiled = gelu(x), fast(x)
+    wait_for_kernels()  # fused kernels compile in the background; the first call ran unfused
     same = np.array_equal(np.array(eager).view(np.uint32), np.array(compiled).view(np.uint32))
     print(f"compiled == eager, bit for bit: {same}")
 
