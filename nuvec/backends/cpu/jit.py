@@ -17,6 +17,7 @@ use it to prebuild the single-op kernels at install time with exactly the same f
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import shlex
@@ -68,33 +69,54 @@ def _run(cmd: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
 
 
 def _identity() -> tuple[str, tuple[str, ...]]:
-    """(compiler identity, flags), memoised per compiler command."""
+    """(compiler identity, flags), memoised per compiler command.
+
+    The identity is the compiler binary itself (resolved path, size, modification time) and
+    its extra arguments: cheap to get (no process is run), and it changes when the compiler
+    is replaced. Whether it takes -march=native is probed once and remembered on disk.
+    """
     cc = compiler()
     key = " ".join(cc)
     got = _info.get(key)
     if got is None:
-        r = _run(cc + ["--version"], timeout=30)
-        if r.returncode != 0:
-            raise KernelCompileError(f"the C compiler {cc[0]!r} does not run: "
-                                     f"{(r.stderr or r.stdout).strip()}", cc + ["--version"])
-        path = shutil.which(cc[0]) or cc[0]
-        ident = f"{path}\n{r.stdout.strip()}"
-        got = (ident, tuple(BASE_FLAGS) + _arch_flags(cc))
+        path = shutil.which(cc[0]) if os.sep not in cc[0] else cc[0]
+        try:
+            real = os.path.realpath(path) if path else ""
+            st = os.stat(real) if real else None
+        except OSError:
+            st = None
+        if st is None or not os.access(real, os.X_OK):
+            raise KernelCompileError(f"no C compiler found: {cc[0]!r} does not exist "
+                                     "(set CC to a C compiler)", cc)
+        ident = f"{real}\n{st.st_size}:{st.st_mtime_ns}\n{' '.join(cc[1:])}"
+        got = (ident, tuple(BASE_FLAGS) + _arch_flags(cc, ident))
         _info[key] = got
     return got  # type: ignore[return-value]
 
 
-def _arch_flags(cc: list[str]) -> tuple[str, ...]:
-    """-march=native when the compiler takes it (NUVEC_MARCH overrides; 'none' for none)."""
+def _arch_flags(cc: list[str], ident: str) -> tuple[str, ...]:
+    """-march=native when the compiler takes it (NUVEC_MARCH overrides; 'none' for none).
+
+    The answer is kept in the cache directory, keyed by the compiler's identity."""
     march = os.environ.get("NUVEC_MARCH", "native")
     if march in ("", "none"):
         return ()
     flag = f"-march={march}"
+    memo = cache_dir() / f"probe-{hashlib.sha256((ident + flag).encode()).hexdigest()[:24]}"
+    try:
+        return tuple(memo.read_text().split())
+    except OSError:
+        pass
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "t.c"
         src.write_text("int nv_probe(void) { return 0; }\n")
-        r = _run(cc + [flag, "-c", str(src), "-o", str(Path(d) / "t.o")], timeout=30)
-    return (flag,) if r.returncode == 0 else ()
+        r = _run(cc + [flag, "-c", str(src), "-o", str(Path(d) / "t.o")], timeout=60)
+    got = (flag,) if r.returncode == 0 else ()
+    try:
+        _write_atomic(memo, " ".join(got).encode())
+    except OSError:
+        pass
+    return got
 
 
 def flags() -> tuple[str, ...]:
@@ -102,6 +124,7 @@ def flags() -> tuple[str, ...]:
     return _identity()[1]
 
 
+@functools.lru_cache(maxsize=None)
 def _cpu_identity() -> str:
     """What -march=native depends on: the CPU model and its feature flags."""
     try:
