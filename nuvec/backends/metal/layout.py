@@ -139,8 +139,10 @@ def elementwise(spec: KernelSpec, name: str, ins: Sequence[Any], shape: Sequence
     nin, nout = len(spec.inputs), len(spec.outputs)
     mask: list[int] | None = []
     for x in ins:
-        if x.size == 1:
-            mask.append(0)                       # a broadcast scalar: read a[0] everywhere
+        if x.size == 1 or not any(x.strides):
+            # one value everywhere: a size-1 array, or a broadcast of one (all strides 0,
+            # what the ops' Broadcast of a scalar gives): read a[0] for every element
+            mask.append(0)
         elif tuple(x.shape) == shape and x.flags["C_CONTIGUOUS"]:
             mask.append(1)
         else:
@@ -193,6 +195,8 @@ def _batch_offsets(x, batch: tuple[int, ...], what: str) -> np.ndarray:
         if st % x.itemsize:
             raise PlanError(f"{what}: stride {st} is not a whole number of items")
         ax = lead + d
+        if ax < 0 or batch[ax] != size:
+            raise PlanError(f"{what}: batch shape {bshape} does not broadcast to {batch}")
         shp = [1] * len(batch)
         shp[ax] = size
         off = off + (np.arange(size, dtype=np.int64) * (st // x.itemsize)).reshape(shp)
