@@ -106,6 +106,9 @@ def synchronize(stream=None) -> None:
     if gpu_backend_name() == "cuda":
         from .cuda import runtime
         runtime.synchronize(stream)
+    elif gpu_backend_name() == "metal":
+        from .metal import runtime as metal_runtime
+        metal_runtime.synchronize(stream)
 
 
 @functools.cache
