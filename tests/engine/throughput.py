@@ -1,6 +1,6 @@
 """Quick throughput check of the CPU element-wise engine against NumPy (printed, not asserted).
 
-    python tests/engine/throughput.py            # 16M float32, best of 7 calls each
+    python tests/engine/throughput.py            # 16M float32, best of 9 calls each
 
 Each op runs in a loop whose results are dropped at once, so the engine's buffer cache hands
 the same output memory back (as an eager loop over large arrays would); NumPy allocates a new
@@ -19,7 +19,7 @@ from nuvec.codegen.ir import KernelSpec
 from nuvec.backends.cpu import kernels
 
 
-def best(fn, reps: int = 7) -> float:
+def best(fn, reps: int = 9) -> float:
     fn()
     ts = []
     for _ in range(reps):
@@ -44,7 +44,7 @@ def main() -> None:
         ("sigmoid", (x,), lambda: 1 / (1 + np.exp(-x))),
     ]
     print(f"16M float32, {kernels.get_num_threads()} threads (nproc {os.cpu_count()}); "
-          "ms per call, best of 7")
+          "ms per call, best of 9")
     print(f"{'op':10s} {'nuvec':>8s} {'numpy':>8s} {'ratio':>7s}")
     for op, ins, ref in cases:
         spec = KernelSpec.single(op, ("float32",) * len(ins), "float32")
