@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...codegen.generator import kernel_name
 from ...codegen.ir import KernelSpec
 from ...core import dtypes as dt
 from ...codegen.ops import supports
@@ -46,7 +45,7 @@ def run(spec: KernelSpec, ins: list[MetalArray], shape: tuple, q: runtime.Queue,
     outs = [memory.empty(dev, shape, d) for d in out_dtypes]
     if any(s == 0 for s in shape):
         return [MetalArray(o) for o in outs]
-    name = kernel_name(spec)
+    name = runtime.name_of(spec)
     try:
         plan = layout.elementwise(spec, name, ins, shape, force=force,
                                   max_buffers=runtime.limits()["max_buffer_arguments"])

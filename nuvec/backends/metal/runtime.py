@@ -147,12 +147,23 @@ def synchronize(stream: Any = None) -> None:
 
 # ----------------------------------------------------------------------------- kernels
 
+_NAMES: dict[KernelSpec, str] = {}
+
+
+def name_of(spec: KernelSpec) -> str:
+    """The kernel base name of ``spec`` (cached: a fused spec's name is a hash)."""
+    n = _NAMES.get(spec)
+    if n is None:
+        n = _NAMES[spec] = kernel_name(spec)
+    return n
+
+
 def elementwise_kernel(spec: KernelSpec, variant: str) -> tuple[Any, str]:
     """(pipeline, kernel base name) of ``spec``'s ``variant`` entry (compiled on first use,
     all three variants in one library; the shim caches libraries by source hash)."""
     key = (spec, variant)
     k = _State.kernels.get(key)
-    name = kernel_name(spec)
+    name = name_of(spec)
     if k is None:
         lib = _State.libraries.get(spec)
         if lib is None:
@@ -168,7 +179,7 @@ def prepare(specs) -> int:
     todo = [s for s in dict.fromkeys(specs) if s not in _State.libraries]
     if not todo:
         return 0
-    named = [(kernel_name(s), s) for s in todo]
+    named = [(name_of(s), s) for s in todo]
     lib = device().compile(generate_many(named, "metal"), math_mode="safe")
     for _, s in named:
         _State.libraries.setdefault(s, lib)
