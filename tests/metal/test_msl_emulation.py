@@ -291,7 +291,22 @@ def fused_module(emu_cache):
     """One emulation build holding the MSL of every case (the library is compiled once)."""
     specs = {_name(g, t): GRAPHS[g](t) for g, t in CASES}
     source = generate_many(list(specs.items()), "metal")
+    ensure_cpu_kernels(list(specs.values()) + [gelu_tanh("float32")])
     return specs, emulate.build(source, emu_cache)
+
+
+def node_specs(spec: KernelSpec) -> list[KernelSpec]:
+    """The single-op spec of each node of ``spec`` (what ``cpu_reference`` runs)."""
+    return [KernelSpec.single(n.op, tuple(spec.arg_dtype(a) for a in n.args), n.dtype)
+            for n in spec.nodes]
+
+
+def ensure_cpu_kernels(specs) -> None:
+    """Single-op CPU kernels come prebuilt; if that library is stale (the generator changed
+    since install), build all the reference needs in one compiler run, not one per op."""
+    from nuvec.backends.cpu import compiled, kernels
+    if kernels.cache_info()["prebuilt"] != "loaded":
+        compiled.prepare(list(dict.fromkeys(s for spec in specs for s in node_specs(spec))))
 
 
 def cpu_reference(spec: KernelSpec, ins: list, shape: tuple) -> list[np.ndarray]:
@@ -300,8 +315,8 @@ def cpu_reference(spec: KernelSpec, ins: list, shape: tuple) -> list[np.ndarray]
     in memory. What eager nuvec computes; the CPU's fused kernel equals it by design."""
     from nuvec.backends.cpu import kernels
     vals = []
-    for node in spec.nodes:
-        args, dts = [], []
+    for node, single in zip(spec.nodes, node_specs(spec)):
+        args = []
         for kind, i in node.args:
             if kind == "in":
                 args.append(np.asarray(ins[i]))
@@ -311,8 +326,7 @@ def cpu_reference(spec: KernelSpec, ins: list, shape: tuple) -> list[np.ndarray]
                 d, bits = spec.constants[i]
                 raw = bits.to_bytes(NP[d].itemsize, "little")
                 args.append(np.frombuffer(raw, dtype=NP[d]).reshape(()))
-            dts.append(spec.arg_dtype((kind, i)))
-        (v,) = kernels.run(KernelSpec.single(node.op, tuple(dts), node.dtype), args, shape)
+        (v,) = kernels.run(single, args, shape)
         vals.append(v)
     return [vals[o] for o in spec.outputs]
 
