@@ -194,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
                      else f"{len(doc.get('results', []))} results" + (f", {bad} not ok" if bad else ""))
             if doc.get("worker_error"):
                 state += " | " + doc["worker_error"][:80].replace("\n", " ")
-            say(f"[{i:>2}/{len(tasks)}] {task.key:<40} {doc['wall_s']:6.1f}s  {state}")
+            say(f"[{i:>2}/{len(tasks)}] {task.key:<40} {doc['wall_s']:6.1f}s  "
+                f"load {os.getloadavg()[0]:4.1f}  {state}")
     finally:
         cleanup(dirs, settings.keep_tmp)
         if not settings.keep_tmp:

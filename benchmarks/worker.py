@@ -51,6 +51,7 @@ class Output:
 
 def env_info() -> dict[str, Any]:
     info: dict[str, Any] = {"pid": os.getpid(), "affinity": sorted(os.sched_getaffinity(0)),
+                            "loadavg_start": os.getloadavg()[0],
                             "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE")}
     try:
         from threadpoolctl import threadpool_info
@@ -326,6 +327,7 @@ def main(argv: list[str]) -> int:
     else:
         raise ValueError(f"benchmarks.worker: unknown group {group!r}")
     out.doc["done"] = True
+    out.doc["env"]["loadavg_end"] = os.getloadavg()[0]
     out.flush()
     return 0
 
