@@ -94,13 +94,13 @@ def generate(model, prompt: str, chars: list[str], length: int, context: int,
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--steps", type=int, default=300)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--context", type=int, default=64)
-    p.add_argument("--dims", type=int, default=96)
+    p.add_argument("--dims", type=int, default=64)
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--dropout", type=float, default=0.2)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sample", type=int, default=200, help="characters to generate")
@@ -142,6 +142,7 @@ def main(argv=None) -> dict:
     data = batches(train_ids, args.batch_size, args.context, np.random.default_rng(args.seed))
     start = time.perf_counter()
     running = None
+    eval_time = 0.0
     for i in range(1, args.steps + 1):
         x, y = next(data)
         loss = step(x, y)
@@ -149,14 +150,18 @@ def main(argv=None) -> dict:
         value = loss.item()
         running = value if running is None else 0.9 * running + 0.1 * value
         if i % max(1, args.steps // 10) == 0 or i == args.steps:
-            print(f"step {i:5d}  train loss {running:.3f}  lr {optimizer.learning_rate.item():.2e}")
-    elapsed = time.perf_counter() - start
+            t = time.perf_counter()
+            val = evaluate(model, val_ids, args.context)
+            eval_time += time.perf_counter() - t
+            print(f"step {i:5d}  train loss {running:.3f}  validation loss {val:.3f}  "
+                  f"lr {optimizer.learning_rate.item():.2e}")
+    elapsed = time.perf_counter() - start - eval_time
     val = evaluate(model, val_ids, args.context)
-    print(f"{args.steps} steps in {elapsed:.1f} s ({args.steps / max(elapsed, 1e-9):.1f} steps/s)")
+    print(f"{args.steps} training steps in {elapsed:.1f} s ({args.steps / max(elapsed, 1e-9):.1f} steps/s)")
     print(f"validation loss {val:.3f}")
     if args.sample > 0:
         print("sample:")
-        print(generate(model, "It is a truth", chars, args.sample, args.context, 0.8))
+        print(generate(model, "It is a truth", chars, args.sample, args.context, 0.6))
     return {"train_loss": running, "val_loss": val}
 
 
