@@ -11,6 +11,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def run_example(name, *args, timeout=120):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # one BLAS thread: on a shared 2-core runner, OpenBLAS's spinning threads make these
+    # small matrix products several times slower (the results are only checked loosely)
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", name), *args],
                           capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
