@@ -236,3 +236,17 @@ def test_value_and_grad_matches_the_analytic_gradient():
     model.freeze(keys="bias")
     _, grads = nn.value_and_grad(model, loss_fn)(model, nv.array(x), nv.array(y))
     assert set(grads) == {"weight"}
+
+
+def test_set_dtype_repr_and_checkpoint():
+    net = Net()
+    net.blocks[0].extra[0] = nv.array([1, 2])          # an int parameter stays int
+    net.set_dtype(nv.bfloat16)
+    dts = {k: v.dtype for k, v in tree_flatten(net.parameters())}
+    assert dts["head.weight"] == nv.bfloat16 and dts["blocks.0.extra.0"] == nv.int32
+    text = repr(Net())
+    assert "(head): Linear(input_dims=4, output_dims=2, bias=False)" in text
+    assert "(blocks.1): Block(\n    (lin): Linear(input_dims=3" in text
+    lin = nn.Linear(2, 2)
+    x = nv.ones((3, 2))
+    assert np.array_equal(np.asarray(nn.checkpoint(lin)(x)), np.asarray(lin(x)))
