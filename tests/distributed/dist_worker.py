@@ -147,6 +147,11 @@ def reductions_of_views_and_scalars(ctx):
     e = D.all_sum(nv.zeros((0, 3)))
     assert e.shape == (0, 3), e.shape
     nv.eval(e)
+    big = all_data(ctx, (700, 1000), np.float32, salt=60)    # 2.8 MB: an output placed off
+    x = nv.array(big[ctx.rank])                              # the input's page offset
+    y = D.all_sum(x)
+    close(np.asarray(y), np.sum(big, axis=0, dtype=np.float32), "2.8 MB all_sum")
+    assert (np.asarray(y).ctypes.data - np.asarray(x).ctypes.data) % 4096 != 0
 
 
 @check
