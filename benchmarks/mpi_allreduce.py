@@ -56,8 +56,7 @@ def main() -> None:
         fn()
         return comm.allreduce(time.perf_counter() - t, op=MPI.MAX)
 
-    rows = []
-    for mb in args.sizes_mb:
+    def measure(mb: int) -> dict:
         n = mb * (1 << 20) // 4
         x_np = np.full(n, rank + 1, dtype=np.float32)
         out_np = np.empty_like(x_np)
@@ -87,13 +86,13 @@ def main() -> None:
             else:
                 t_mpi.append(timed(with_mpi4py))
                 t_nv.append(timed(with_nuvec))
-        holder.clear()
         m_mpi, m_nv = statistics.median(t_mpi), statistics.median(t_nv)
-        rows.append({"mb": mb, "mpi4py_s": m_mpi, "nuvec_s": m_nv,
-                     "mpi4py_gbs": mb * (1 << 20) / m_mpi / 1e9,
-                     "nuvec_gbs": mb * (1 << 20) / m_nv / 1e9, "ratio": m_nv / m_mpi,
-                     "min_ratio": min(t_nv) / min(t_mpi)})
-        del x, x_np, out_np
+        return {"mb": mb, "mpi4py_s": m_mpi, "nuvec_s": m_nv,
+                "mpi4py_gbs": mb * (1 << 20) / m_mpi / 1e9,
+                "nuvec_gbs": mb * (1 << 20) / m_nv / 1e9, "ratio": m_nv / m_mpi,
+                "min_ratio": min(t_nv) / min(t_mpi)}
+
+    rows = [measure(mb) for mb in args.sizes_mb]
 
     if rank == 0:
         lib = MPI.Get_library_version().splitlines()[0].strip()
