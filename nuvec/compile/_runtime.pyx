@@ -160,6 +160,7 @@ cdef class CompiledFunction:
         cdef list leaves
         cdef object key
         cdef Entry entry
+        cdef Tape tape
         if not _enabled:
             return self.fun(*args, **kwargs)
         if self.stateful:
@@ -181,12 +182,18 @@ cdef class CompiledFunction:
                 entry = miss(self, key, args, kwargs, leaves)   # inserts (and sets mru)
                 self.last_key = key
                 # the call that traced never waits for the C compiler: it runs unfused
-                return entry.build(entry.tape.run(leaves))
+                tape = entry.tape     # owned: see below
+                return entry.build(tape.run(leaves))
             self.mru = (key, entry)
             self.last_key = key
         if entry.ready is not None:
             entry.wait_ready()   # a later call: the fused kernels are worth the wait
-        return entry.build(entry.tape.run(leaves))
+        # Read the tape once, into a reference this call owns. ``entry.tape.run(...)`` would
+        # pass the attribute borrowed, and the kernel worker may store the fused tape into
+        # ``entry.tape`` while this replay runs (its kernels release the GIL): that store
+        # frees the tape being replayed unless the call holds it.
+        tape = entry.tape
+        return entry.build(tape.run(leaves))
 
     cpdef object key_of(self, tuple args, dict kwargs, list leaves, Py_ssize_t exact):
         """The cache key of a call, filling ``leaves`` with its arrays; None when an array is
@@ -261,7 +268,8 @@ cdef class CompiledFunction:
                     self.evicted.popitem(last=False)
 
     def run_entry(self, Entry entry, list leaves):
-        return entry.tape.run(leaves)
+        cdef Tape tape = entry.tape      # owned for the replay (see __call__)
+        return tape.run(leaves)
 
     def stats(self) -> dict:
         """Cache statistics: hits, misses, traces, entries, capacity, the reason of the last

@@ -106,6 +106,11 @@ cdef class Tape:
     cpdef list run(self, list inputs):
         """The output arrays (one per output leaf) of the tape on ``inputs`` (arrays)."""
         cdef object x
+        # Cython passes ``self`` borrowed to a cdef/cpdef call (``entry.tape.run(...)`` hands
+        # over the attribute itself). A replay lets other threads run (kernels release the
+        # GIL; impls are Python), and one of them may drop the tape's last reference (the
+        # kernel worker swapping in the fused tape): keep the tape alive until the end.
+        cdef Tape alive = self
         if self.eager_ok:
             for x in inputs:
                 if x._data is None or type(x._data) is not _ndarray:

@@ -82,7 +82,8 @@ def describe_entry(entry, shapeless: bool) -> CompileReport:
     steps = []
     groups = []
     from ..primitives.compiled import Compiled
-    for s in [st.source for st in entry.tape.steps]:
+    tape = entry.tape       # once: the kernel worker may swap in the fused tape meanwhile
+    for s in [st.source for st in tape.steps]:
         outs = ", ".join(_name(draft, o) for o in s.outs)
         args = ", ".join(_name(draft, a) for a in s.args)
         shp = "; ".join(f"{draft.dtype[o].name}{draft.shape[o]}" for o in s.outs)
@@ -95,7 +96,7 @@ def describe_entry(entry, shapeless: bool) -> CompileReport:
                                      outputs=[_name(draft, o) for o in s.outs], literals=lits,
                                      source=source_of(spec)))
     consts = []
-    used = {a for st in entry.tape.steps for a in st.source.args} | set(draft.outputs)
+    used = {a for st in tape.steps for a in st.source.args} | set(draft.outputs)
     for v, i in draft.const_index.items():
         if v not in used:
             continue

@@ -189,7 +189,10 @@ def _build_fused(cf, entry: Entry, draft: Draft, stream, plan: tuple, fused: lis
         f.kernel = kernels[f.prim.spec]
     tape = make_tape(draft, stream, cf.shapeless, plan)
     entry.info["fused"] = fused
-    entry.tape = tape          # one attribute store: a call sees the old tape or the new
+    # One attribute store: a call sees the old tape or the new. A call still replaying the
+    # old one owns a reference to it (CompiledFunction.__call__, Tape.run), so dropping
+    # the entry's reference here cannot free it mid-call.
+    entry.tape = tape
     timings = dict(cf.last_timings)
     timings["kernel_compile_s"] = timings.get("kernel_compile_s", 0.0) + \
         time.perf_counter() - t
