@@ -224,12 +224,12 @@ def _out_plan(out_leaves: list, placeholders: list) -> tuple:
 
 
 def _fuse(draft: Draft, shapeless: bool, stream) -> tuple[list, float, tuple | None]:
-    """Fuses (on the CPU and on a CUDA GPU, not when the trace holds an outer tracer) and
-    builds the kernels: now, or (CPU, kernels neither loaded nor on disk, background mode)
+    """Fuses (on the CPU and on a CUDA or Metal GPU, not when the trace holds an outer
+    tracer) and builds the kernels: now, or (CPU, kernels neither loaded nor on disk, background mode)
     on the worker thread; then it returns ``deferred = (unfused steps,)`` and the draft's
     steps are the fused ones, whose kernels are not built yet."""
     device = stream.device.type.value
-    gpu = device == "gpu" and registry.gpu_backend_name() == "cuda"
+    gpu = registry.gpu_backend_name() if device == "gpu" else None  # "cuda", "metal" or None
     if not FUSE[0] or draft.captures_tracer or (device != "cpu" and not gpu):
         return [], 0.0, None
     from .fuse import fuse
@@ -237,8 +237,11 @@ def _fuse(draft: Draft, shapeless: bool, stream) -> tuple[list, float, tuple | N
     fused = fuse(draft, shapeless)
     if not fused:
         return [], 0.0, None
-    if gpu:   # Compiled nodes run through the CUDA backend; build their kernels now
-        from ..backends.cuda import compiled as gpu_compiled
+    if gpu:   # Compiled nodes run through the GPU backend; build their kernels now
+        if gpu == "cuda":
+            from ..backends.cuda import compiled as gpu_compiled
+        else:
+            from ..backends.metal import compiled as gpu_compiled
         t = time.perf_counter()
         gpu_compiled.prepare([f.prim.spec for f in fused])
         return fused, time.perf_counter() - t, None
