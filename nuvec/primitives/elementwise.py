@@ -24,7 +24,8 @@ def _rules():
     return elementwise_rules
 
 
-class Unary(Primitive):
+class _ElementwiseOp(Primitive):
+    """An element-wise primitive identified by its engine op name (its only parameter)."""
     __slots__ = ("op",)
     elementwise = True
 
@@ -38,6 +39,10 @@ class Unary(Primitive):
     @property
     def params(self) -> tuple:
         return (self.op,)
+
+
+class Unary(_ElementwiseOp):
+    __slots__ = ()
 
     @property
     def differentiable(self) -> bool:  # type: ignore[override]
@@ -62,20 +67,8 @@ class Unary(Primitive):
         return [Array.make(self, inputs)], list(axes)
 
 
-class Binary(Primitive):
-    __slots__ = ("op",)
-    elementwise = True
-
-    def __init__(self, op: str) -> None:
-        self.op = op
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.op
-
-    @property
-    def params(self) -> tuple:
-        return (self.op,)
+class Binary(_ElementwiseOp):
+    __slots__ = ()
 
     @property
     def differentiable(self) -> bool:  # type: ignore[override]
