@@ -276,3 +276,22 @@ def test_one_process_script_runs_unchanged_without_a_launcher():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         D.init()
+
+
+# -- GPU arrays: copied through the host ----------------------------------------------------------
+@pytest.mark.skipif(nv.core.device.gpu_backend_name() != "cuda",
+                    reason="no CUDA GPU here (the GPU path ran on the accelerator machine)")
+def test_collectives_of_gpu_arrays_go_through_the_host(mirror):
+    import cupy
+    with nv.stream(nv.gpu):
+        x = nv.array(np.arange(6, dtype=np.float32).reshape(2, 3))
+        y = D.all_sum(x * 2, group=mirror) + 1
+        g = D.all_gather(x, group=mirror)
+        nv.eval(y, g)
+        assert isinstance(y._data, cupy.ndarray)
+        assert y.tolist() == (np.arange(6).reshape(2, 3) * 6 + 1).tolist()
+        assert g.shape == (6, 3) and g.tolist()[2:4] == x.tolist()
+        f = nv.compile(lambda a: D.all_sum(a, group=mirror) * 2 + D.all_sum(a, group=mirror))
+        assert f(x).tolist() == (np.arange(6).reshape(2, 3) * 9).tolist()
+        b = D.all_sum(nv.array([1.5, 2.5], dtype=nv.bfloat16), group=mirror)
+        assert b.tolist() == [4.5, 7.5] and isinstance(b._data, cupy.ndarray)
