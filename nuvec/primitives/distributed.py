@@ -27,7 +27,7 @@ from ..core.primitive import Primitive
 REDUCE_OPS = ("sum", "max", "min")
 
 
-class Collective(Primitive):
+class _Collective(Primitive):
     """Base of the communicating primitives (holds the group; always effectful)."""
     __slots__ = ("group",)
     effectful = True
@@ -40,7 +40,7 @@ class Collective(Primitive):
         return (id(self.group),)
 
 
-class AllReduce(Collective):
+class AllReduce(_Collective):
     """The element-wise ``op`` ("sum", "max" or "min") of ``x`` over the group's processes."""
     __slots__ = ("op",)
 
@@ -90,7 +90,7 @@ class AllReduce(Collective):
         return [Array.make(AllReduce(self.op, self.group), inputs, inputs[0]._stream)], list(axes)
 
 
-class AllGather(Collective):
+class AllGather(_Collective):
     """The processes' ``x`` concatenated along axis 0 in rank order (a 0-d ``x`` gives a
     vector of ``size`` values)."""
     __slots__ = ()
@@ -129,7 +129,7 @@ class AllGather(Collective):
         return [Array.make(AllGather(self.group), [x], x._stream)], [1]
 
 
-class Send(Collective):
+class Send(_Collective):
     """Sends ``x`` to process ``dst``; the output is ``x`` (evaluate it to send)."""
     __slots__ = ("dst",)
     name = "send"
@@ -146,11 +146,17 @@ class Send(Collective):
         (x,) = inputs
         return [(x._shape, x._dtype)]
 
+    def vjp(self, primals, cotangents, argnums, outputs):
+        raise NotImplementedError("send: has no gradient (as in MLX)")
+
+    def jvp(self, primals, tangents, argnums):
+        raise NotImplementedError("send: has no forward-mode derivative (as in MLX)")
+
     def vmap(self, inputs, axes):
         return [Array.make(Send(self.dst, self.group), inputs, inputs[0]._stream)], list(axes)
 
 
-class Recv(Collective):
+class Recv(_Collective):
     """An array of ``shape`` and ``dtype`` received from process ``src`` (no inputs)."""
     __slots__ = ("shape", "dtype", "src")
     name = "recv"
@@ -169,3 +175,14 @@ class Recv(Collective):
 
     def infer(self, inputs):
         return [(self.shape, self.dtype)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return []  # no inputs to send a cotangent to
+
+    def jvp(self, primals, tangents, argnums):
+        from .. import ops
+        return [ops.zeros(self.shape, self.dtype)]  # a received value does not depend on inputs
+
+    def vmap(self, inputs, axes):
+        raise NotImplementedError("recv: cannot be vmapped (it has no input to map over; "
+                                  "receive the batched array instead)")
