@@ -159,8 +159,11 @@ def table(rows: list[dict[str, Any]], group: str) -> list[list[str]]:
         status = "ok" if r.get("check", {}).get("ok", True) else "WRONG RESULT"
         if group == "train":
             status += f"  {1 / r['median']:.1f} steps/s"
+        if group == "first_call" and r.get("second_call_s") is not None:
+            status += f"  2nd call {fmt_value(r['second_call_s'], 's')}"
         split = {k: v for k, v in (r.get("compile_info") or {}).items()
-                 if (k.endswith("_s") or "_s_" in k) and isinstance(v, (int, float))}
+                 if (k.endswith("_s") or "_s_" in k) and "cpu" not in k
+                 and isinstance(v, (int, float))}
         if split:  # the library's own account of a first call (nuvec: CompiledFunction.stats())
             status += "  " + ", ".join(f"{k.removesuffix('_s').replace('_s_', ' ')} "
                                        f"{fmt_value(v, 's')}" for k, v in split.items())

@@ -35,10 +35,13 @@ class Task:
     case: str | None = None
     phase: str | None = None
     reuse_dir_of: str | None = None  # key of the task whose directory this one reuses
+    env: dict[str, str] = field(default_factory=dict)  # a library's own documented switches
+    label: str | None = None  # the variant's name in the report, when env makes it another one
 
     @property
     def key(self) -> str:
-        return "-".join(p for p in (self.lib, self.group, self.case, self.variant, self.phase) if p)
+        parts = (self.lib, self.group, self.case, self.label or self.variant, self.phase)
+        return "-".join(p.replace(" ", "_") for p in parts if p)
 
 
 @dataclass
@@ -123,7 +126,7 @@ def _run_once(task: Task, settings: Settings, tmp: Path, skip: list[str],
               dead_variants: list[str], attempt: int) -> dict[str, Any]:
     spec = {"lib": task.lib, "group": task.group, "cases": task.cases, "variant": task.variant,
             "case": task.case, "phase": task.phase, "cfg": settings.cfg, "skip": skip,
-            "dead_variants": dead_variants,
+            "dead_variants": dead_variants, "variant_label": task.label,
             "pin_cpus": pin_cpus(settings), "adapter_options": settings.adapter_options
             if task.lib == "nuvec" else {}}
     spec_path, out_path = tmp / f"{task.key}.spec.json", tmp / f"{task.key}.{attempt}.out.json"
@@ -132,7 +135,8 @@ def _run_once(task: Task, settings: Settings, tmp: Path, skip: list[str],
     t0 = time.perf_counter()
     with open(log_path, "w") as log:
         proc = subprocess.Popen([sys.executable, "-m", "benchmarks.worker", str(spec_path),
-                                 str(out_path)], cwd=REPO, env=worker_env(settings, tmp),
+                                 str(out_path)], cwd=REPO,
+                                env={**worker_env(settings, tmp), **task.env},
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             code: int | None = proc.wait(timeout=settings.timeout_s)

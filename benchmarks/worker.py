@@ -213,7 +213,7 @@ def run_first_call(adapter: Any, cfg: dict[str, Any], spec: dict[str, Any], out:
         if info:
             rec["compile_info"] = info
         return rec
-    guarded(out, f"first_call_200_{phase}", variant, body)
+    guarded(out, f"first_call_200_{phase}", spec.get("variant_label") or variant, body)
 
 
 def run_train(adapter: Any, cfg: dict[str, Any], cases: list[str], out: Output) -> None:
