@@ -247,6 +247,10 @@ def main(argv: list[str] | None = None) -> int:
     (out_dir / "table.md").write_text(report.markdown(rows, shown) + "\n")
     print(text)
     print(report.summary_text(doc))
+    goals = report.targets(doc)
+    if goals:
+        print("\n== nuvec against the issues' targets (this run; noisy machine) ==")
+        print("\n".join(goals))
     if options:
         print(f"\nWARNING: 'nuvec' rows are the stand-in {options['stand_in']!r}, not nuvec: "
               "harness test only, never figures.")

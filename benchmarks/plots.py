@@ -21,7 +21,7 @@ def _bars(ax: Any, rows: list[dict[str, Any]], value: Any, ylabel: str, log: boo
                     ys.append(value(r))
         shade = 0.55 if any(s in var for s in (".jit", "compile")) else 1.0
         ax.bar(xs, ys, width, label=var, color=COLORS.get(lib, "#999999"), alpha=shade,
-               edgecolor="black", linewidth=0.4)
+               edgecolor="black", linewidth=0.4, hatch="//" if "sync" in var else None)
     ax.set_xticks(range(len(cases)))
     ax.set_xticklabels(cases, rotation=0, fontsize=8)
     ax.set_ylabel(ylabel)

@@ -29,6 +29,12 @@ def section(run_dir: Path) -> str:
     present = [f"{k} {v['version']}" for k, v in libs.items() if v["status"] == "ok"]
     absent = [f"{k} ({v['status']})" for k, v in libs.items() if v["status"] != "ok"]
     rel = run_dir.resolve().relative_to(README.parent)
+    try:  # redraw, so the plots follow the current plotting code
+        from . import plots
+        plots.write(doc["results"], doc["limits"], run_dir,
+                    f"{m['cpu']}, {m['cores']} cores, {doc['started'][:10]}, {doc['mode']}")
+    except ImportError:
+        pass
     lines = [
         f"Run of {doc['started'][:10]} ({doc['started']}), `python -m benchmarks"
         + (" " + " ".join(doc["argv"]) if doc["argv"] else "") + f"`, {doc['duration_s']:.0f} s.",
@@ -44,6 +50,10 @@ def section(run_dir: Path) -> str:
         "```",
         report.summary_text(doc).strip(),
         "```",
+        "",
+        "nuvec against the issues' targets in this run (one noisy run; read with the spread):",
+        "",
+        *[f"- {t}" for t in report.targets(doc)],
         report.markdown(doc["results"], ["machine", *doc["groups"]]),
         "",
     ]

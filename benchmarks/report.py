@@ -238,3 +238,72 @@ def summary_text(doc: dict[str, Any]) -> str:
         else:
             lines.append(f"{lib} {info.get('version')}")
     return "\n".join(lines)
+
+
+def _row(rows: list[dict[str, Any]], group: str, case: str, variant: str) -> dict[str, Any] | None:
+    for r in rows:
+        if (r["group"], r["case"], r["variant"]) == (group, case, variant) and r["status"] == "ok":
+            return r
+    return None
+
+
+def targets(doc: dict[str, Any]) -> list[str]:
+    """nuvec against the issues' performance targets, in this run (one line each: met or not)."""
+    rows, lim, out = doc["results"], doc["limits"], []
+
+    def line(ok: bool | None, text: str) -> None:
+        out.append(f"[{'met' if ok else 'NOT met' if ok is not None else 'n/a'}] {text}")
+
+    ratios = []
+    for op in ("add", "multiply", "exp", "tanh", "erf", "sigmoid"):
+        nv, np_ = _row(rows, "eager", op, "nuvec"), _row(rows, "eager", op, "numpy")
+        if nv and np_:
+            ratios.append((op, np_["median"] / nv["median"]))
+    if ratios:
+        worst = min(ratios, key=lambda t: t[1])
+        line(worst[1] >= 1.5, "issue 2: eager 16M ops >= 1.5x NumPy's throughput: "
+             + ", ".join(f"{op} {x:.2f}x" for op, x in ratios))
+    nv, np_ = (_row(rows, "overhead", "eager_per_op_4", v) for v in ("nuvec", "numpy"))
+    if nv and np_:
+        line(nv["median"] <= np_["median"], f"issue 2: eager per-op overhead on 4 elements "
+             f"<= NumPy's: {fmt_value(nv['median'], 's')} vs {fmt_value(np_['median'], 's')}")
+    r = _row(rows, "overhead", "compiled_10op_4", "nv.compile")
+    if r:
+        line(r["median"] < 5e-6, f"issue 4: compiled 10-op call on 4 elements < 5 us: "
+             f"{fmt_value(r['median'], 's')}")
+    r = _row(rows, "fused", "chain10", "nv.compile")
+    if r and "bandwidth_gbs" in lim:
+        line(r["gbs"] / lim["bandwidth_gbs"] >= 0.6, f"issue 4: compiled chain10 >= 60% of the "
+             f"measured bandwidth: {100 * r['gbs'] / lim['bandwidth_gbs']:.0f}%")
+    behind = []
+    for chain in ("gelu_erf", "gelu_tanh", "swiglu", "chain10"):
+        nv = _row(rows, "fused", chain, "nv.compile")
+        peers = [p for p in (_row(rows, "fused", chain, v) for v in ("jax.jit", "torch.compile"))
+                 if p]
+        if nv and peers and nv["median"] >= min(p["median"] for p in peers):
+            behind.append(chain)
+    if any(_row(rows, "fused", c, "nv.compile") for c in ("chain10", "gelu_tanh")):
+        line(not behind, "issue 4: compiled chains ahead of jax.jit and torch.compile (those "
+             "present)" + (f"; behind on {', '.join(behind)}" if behind else ""))
+    r = _row(rows, "first_call", "first_call_200_cold", "nv.compile sync")
+    if r:
+        line(r["median"] < 0.13, f"issue 4: cold first call of a 200-op function < 0.13 s with "
+             f"the C compiler: {fmt_value(r['median'], 's')}")
+        before = (r.get("compile_info") or {}).get("first_call_s_before_compiler")
+        if isinstance(before, (int, float)):
+            line(before < 0.05, f"issue 4: ... < 50 ms before the C compiler: "
+                 f"{fmt_value(before, 's')}")
+    r = _row(rows, "first_call", "first_call_200_warm", "nv.compile sync")
+    if r:
+        kc = (r.get("compile_info") or {}).get("kernel_compile_s")
+        if isinstance(kc, (int, float)):
+            line(kc < 0.005, f"issue 4: a kernel in the disk cache loads in < 5 ms: "
+                 f"{fmt_value(kc, 's')} (kernel_compile_s of the warm first call)")
+    nv = _row(rows, "train", "mlp_step", "nv.compile")
+    peers = [r for r in rows if r["group"] == "train" and r["status"] == "ok"
+             and r["library"] != "nuvec"]
+    if nv and peers:
+        best = min(peers, key=lambda p: p["median"])
+        line(nv["median"] < best["median"], f"issue 6: compiled MLP step ahead of every peer: "
+             f"{fmt_value(nv['median'], 's')} vs {best['variant']} {fmt_value(best['median'], 's')}")
+    return out
