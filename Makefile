@@ -14,14 +14,15 @@ endif
 demo: install
 	$(PYTHON) examples/demo.py
 
-test: install test-python test-swift
+# Swift first, so that pytest's summary closes the output.
+test: install test-swift test-python
 
 test-python:
 	$(PYTHON) -m pytest tests
 
 test-swift:
 ifneq ($(SWIFT),)
-	swift test --package-path swift
+	swift test --package-path swift --disable-swift-testing
 else
 	@echo "swift not found: the Swift shim's tests were not run"
 endif
