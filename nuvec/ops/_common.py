@@ -52,15 +52,40 @@ def as_array(x, name: str = "operation") -> Array:
     raise TypeError(f"{name}: unsupported input type {type(x).__name__}")
 
 
+_SCALAR_VIEWS: dict = {}  # (value key, dtype, shape) -> evaluated broadcast constant
+
+
+def scalar_operand(v, dtype: dt.Dtype, like: Array) -> Array:
+    """Python scalar ``v`` as an operand next to ``like``: on the CPU an evaluated constant of
+    ``like``'s shape (a zero-stride view of one value, kept in a small cache), so ``x * 2.0``
+    makes one graph node and nothing to broadcast at evaluation; elsewhere a 0-d constant
+    (the op broadcasts it). Compile reads a zero-stride constant as the scalar it is. These
+    arrays are operands only, never returned to the user, so sharing them is safe."""
+    stream = like._stream
+    if stream.device.type.value != "cpu" or isinstance(v, complex) or v != v:
+        return constant(v, dtype, stream)
+    key = (repr(v) if isinstance(v, float) else v, dtype.name, like._shape, stream)
+    c = _SCALAR_VIEWS.get(key)
+    if c is None:
+        data = np.array(v, dtype=dtype.np)
+        if like._shape:
+            data = np.broadcast_to(data, like._shape)
+        c = Array.constant(data, stream, dtype)
+        if len(_SCALAR_VIEWS) >= 1024:
+            _SCALAR_VIEWS.clear()
+        _SCALAR_VIEWS[key] = c
+    return c
+
+
 def operands(a, b, name: str) -> tuple[Array, Array]:
     """Two arrays of one dtype, with MLX's promotion and weak Python scalars."""
     sa, sb = isinstance(a, SCALARS), isinstance(b, SCALARS)
     if sa and not sb:
         b = as_array(b, name)
-        a = constant(a, weak_dtype(a, b._dtype), b._stream)
+        a = scalar_operand(a, weak_dtype(a, b._dtype), b)
     elif sb and not sa:
         a = as_array(a, name)
-        b = constant(b, weak_dtype(b, a._dtype), a._stream)
+        b = scalar_operand(b, weak_dtype(b, a._dtype), a)
     else:
         a, b = as_array(a, name), as_array(b, name)
     if a._dtype != b._dtype:
