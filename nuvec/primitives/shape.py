@@ -48,10 +48,9 @@ class _View(Primitive):
         return [Array.make(self, tangents)]
 
 
-class Broadcast(_View):
-    """Broadcasts to ``shape`` (a view with zero strides on the CPU)."""
+class _ToShape(_View):
+    """A view whose one parameter is its output shape (a traced size: shapeless refuses it)."""
     __slots__ = ("shape",)
-    name = "broadcast_to"
     fixes_shape = True
 
     def __init__(self, shape: tuple[int, ...]) -> None:
@@ -63,6 +62,12 @@ class Broadcast(_View):
 
     def infer(self, inputs):
         return [(self.shape, inputs[0]._dtype)]
+
+
+class Broadcast(_ToShape):
+    """Broadcasts to ``shape`` (a view with zero strides on the CPU)."""
+    __slots__ = ()
+    name = "broadcast_to"
 
     def vjp(self, primals, cotangents, argnums, outputs):
         ops = _ops()
@@ -87,21 +92,10 @@ class Broadcast(_View):
         return [ops.broadcast_to(x, (b,) + self.shape)], [0]
 
 
-class Reshape(_View):
+class Reshape(_ToShape):
     """A new shape of the same size (a view where the layout allows, else a copy)."""
-    __slots__ = ("shape",)
+    __slots__ = ()
     name = "reshape"
-    fixes_shape = True
-
-    def __init__(self, shape: tuple[int, ...]) -> None:
-        self.shape = tuple(shape)
-
-    @property
-    def params(self) -> tuple:
-        return (self.shape,)
-
-    def infer(self, inputs):
-        return [(self.shape, inputs[0]._dtype)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
         return [_ops().reshape(cotangents[0], primals[0].shape)]
