@@ -195,7 +195,10 @@ def arange(start, stop=None, step=None, dtype=None, *, stream=None) -> Array:
     if is_int:
         data = (int(start) + int(step) * np.arange(n, dtype=np.int64)).astype(d.np)
     else:
-        data = (start + step * np.arange(n, dtype=np.float64)).astype(d.np)
+        values = start + step * np.arange(n, dtype=np.float64)
+        if n:
+            values[0] = start  # exactly the start, -0.0 included (as NumPy)
+        data = values.astype(d.np)
     return Array.constant(data, resolve_stream(stream), d)
 
 
