@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.primitive import Primitive
+from ._common import align_batch
 
 #: Ops whose result is bool.
 PREDICATES = frozenset({"logical_not", "isnan", "isinf", "isposinf", "isneginf", "isfinite",
@@ -141,18 +142,3 @@ class AsType(Primitive):
 
     def vmap(self, inputs, axes):
         return [Array.make(self, inputs)], list(axes)
-
-
-def align_batch(inputs, axes):
-    """Moves every batched operand's batch axis to the front and broadcasts unbatched ones
-    along it, so that the operands share one shape again."""
-    from .. import ops
-    size = next(x.shape[ax] for x, ax in zip(inputs, axes) if ax is not None)
-    out = []
-    for x, ax in zip(inputs, axes):
-        if ax is None:
-            x = ops.broadcast_to(ops.expand_dims(x, 0), (size,) + x.shape)
-        elif ax != 0:
-            x = ops.moveaxis(x, ax, 0)
-        out.append(x)
-    return out

@@ -17,35 +17,14 @@ from __future__ import annotations
 
 from ..core.array import Array
 from ..core.primitive import Primitive
+from ._common import batch_front as _batch_front, batch_size as _batch_size
+from ._common import ops as _ops, zeros as _zeros
 
 SCATTER_MODES = ("set", "add", "prod", "max", "min")
 
 
 class IndexOutOfBounds(IndexError, ValueError):
     """An index beyond an axis (both an IndexError, as Python's, and a ValueError)."""
-
-
-def _ops():
-    from .. import ops
-    return ops
-
-
-def _zeros(shape, dtype):
-    return _ops().zeros(shape, dtype)
-
-
-def _batch_front(x, ax, size):
-    ops = _ops()
-    if ax is None:
-        return ops.broadcast_to(ops.expand_dims(x, 0), (size,) + x.shape)
-    return ops.moveaxis(x, ax, 0) if ax != 0 else x
-
-
-def _batch_size(inputs, axes) -> int:
-    for x, ax in zip(inputs, axes):
-        if ax is not None:
-            return x.shape[ax]
-    raise ValueError("vmap: no input is batched")
 
 
 def _iota(size: int, shape: tuple) -> Array:

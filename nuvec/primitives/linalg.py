@@ -12,11 +12,7 @@ from __future__ import annotations
 
 from ..core.array import Array
 from ..core.primitive import Primitive
-
-
-def _ops():
-    from .. import ops
-    return ops
+from ._common import ops as _ops
 
 
 def _bshape(*shapes: tuple) -> tuple:

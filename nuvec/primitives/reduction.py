@@ -21,15 +21,11 @@ from __future__ import annotations
 from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.primitive import Primitive
+from ._common import ops as _ops, zeros as _zeros
 
 REDUCE_OPS = ("sum", "prod", "max", "min", "all", "any")
 SCAN_OPS = {"sum": "cumsum", "prod": "cumprod", "max": "cummax", "min": "cummin",
             "logaddexp": "logcumsumexp"}
-
-
-def _ops():
-    from .. import ops
-    return ops
 
 
 # -- shared helpers -----------------------------------------------------------------------
@@ -64,10 +60,6 @@ def _expand(y: Array, shape: tuple, axes: tuple, keepdims: bool) -> Array:
 def _batched_axes(axes: tuple, b: int) -> tuple:
     """Unbatched axes as axes of the input with a batch axis inserted at ``b``."""
     return tuple(a + 1 if a >= b else a for a in axes)
-
-
-def _zeros(shape, dtype) -> Array:
-    return _ops().zeros(shape, dtype)
 
 
 # -- Reduce -------------------------------------------------------------------------------

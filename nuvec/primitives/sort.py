@@ -11,11 +11,7 @@ from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.primitive import Primitive
 from .reduction import take_along
-
-
-def _ops():
-    from .. import ops
-    return ops
+from ._common import ops as _ops
 
 
 def _check(name: str, x, axis: int) -> None:
