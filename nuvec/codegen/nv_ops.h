@@ -23,6 +23,7 @@ typedef struct { float re; float im; } nv_c64;
 
 /* ---- float16 / bfloat16 <-> float32 ------------------------------------------------------ */
 
+#ifndef NV_HALF_CONVERSIONS   /* a dialect may provide hardware conversions (same bits) */
 NV_FN float nv_f16_to_f32(uint16_t h)
 {
     uint32_t s = (uint32_t)(h & 0x8000u) << 16;
@@ -57,9 +58,13 @@ NV_FN uint16_t nv_f32_to_bf16(float f)
     return (uint16_t)(((x & 0x7fffffffu) > 0x7f800000u) ? nan : r);
 }
 
+#endif
+
 /* round a float32 value to the nearest float16 / bfloat16 value, kept as float32 */
+#ifndef NV_HALF_ROUNDING
 NV_FN float nv_round_f16(float f) { return nv_f16_to_f32(nv_f32_to_f16(f)); }
 NV_FN float nv_round_bf16(float f) { return nv_bf16_to_f32(nv_f32_to_bf16(f)); }
+#endif
 
 /* ---- integers ------------------------------------------------------------------------------- */
 
