@@ -38,6 +38,9 @@ cdef class Tape:
     cdef public bint shapeless
     cdef public bint captures_tracer
     cdef public bint eager_ok
+    cdef public object data_type
+    cdef public object device_scope
+    cdef public object order_inputs
     cdef public bint dup_outputs
     cdef public tuple out_plan
     cdef public bint single
@@ -47,6 +50,7 @@ cdef class Tape:
     cdef public Py_ssize_t donations
 
     cpdef list run(self, list inputs)
+    cdef list _on_data(self, list inputs)
     cdef list _eager(self, list inputs)
     cdef list _arrays(self, list inputs, bint evaluate_now)
     cdef object _run_donating(self, Step step, list values, list datas)

@@ -5,8 +5,9 @@ runs the step and stores its outputs.
 
 Two ways to replay, same results:
 
-- eager (every input has data, the tape holds no tracer, each step has a CPU
-  implementation): steps run now on the backend data; intermediates are plain NumPy arrays
+- eager (every input has data of the tape's device, the tape holds no tracer, each step has
+  an implementation on that device): steps run now on the backend data (NumPy on the CPU,
+  CuPy on a CUDA GPU, queued on the tape's stream); intermediates are plain backend arrays
   dropped after their last use, and the outputs are new, evaluated arrays;
 - lazy (otherwise): steps become graph nodes, as the uncompiled function would make them.
 
@@ -102,6 +103,9 @@ cdef class Tape:
     def __init__(self):
         self.views = {}
         self.donations = 0
+        self.data_type = _ndarray
+        self.device_scope = None
+        self.order_inputs = None
 
     cpdef list run(self, list inputs):
         """The output arrays (one per output leaf) of the tape on ``inputs`` (arrays)."""
@@ -111,14 +115,22 @@ cdef class Tape:
         # GIL; impls are Python), and one of them may drop the tape's last reference (the
         # kernel worker swapping in the fused tape): keep the tape alive until the end.
         cdef Tape alive = self
+        cdef object data_type = self.data_type
         if self.eager_ok:
             for x in inputs:
-                if x._data is None or type(x._data) is not _ndarray:
+                if x._data is None or type(x._data) is not data_type:
                     return self._arrays(inputs, False)
-            if self.shapeless and not self.single:
-                return self._arrays(inputs, True)
-            return self._eager(inputs)
+            if self.device_scope is None:
+                return self._on_data(inputs)
+            self.order_inputs(inputs)       # a GPU stream waits for other streams' producers
+            with self.device_scope:         # the tape's CUDA stream: kernels queue there
+                return self._on_data(inputs)
         return self._arrays(inputs, False)
+
+    cdef list _on_data(self, list inputs):
+        if self.shapeless and not self.single:
+            return self._arrays(inputs, True)
+        return self._eager(inputs)
 
     cdef list _eager(self, list inputs):
         cdef list values
