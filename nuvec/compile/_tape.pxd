@@ -41,6 +41,7 @@ cdef class Tape:
     cdef public object data_type
     cdef public object device_scope
     cdef public object order_inputs
+    cdef public object device_replay
     cdef public bint dup_outputs
     cdef public tuple out_plan
     cdef public bint single
@@ -50,6 +51,7 @@ cdef class Tape:
     cdef public Py_ssize_t donations
 
     cpdef list run(self, list inputs)
+    cpdef list replay_data(self, list inputs)
     cdef list _on_data(self, list inputs)
     cdef list _eager(self, list inputs)
     cdef list _arrays(self, list inputs, bint evaluate_now)

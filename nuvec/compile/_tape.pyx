@@ -106,6 +106,7 @@ cdef class Tape:
         self.data_type = _ndarray
         self.device_scope = None
         self.order_inputs = None
+        self.device_replay = None
 
     cpdef list run(self, list inputs):
         """The output arrays (one per output leaf) of the tape on ``inputs`` (arrays)."""
@@ -123,9 +124,18 @@ cdef class Tape:
             if self.device_scope is None:
                 return self._on_data(inputs)
             self.order_inputs(inputs)       # a GPU stream waits for other streams' producers
+            if self.device_replay is not None:
+                return self.device_replay(inputs)     # e.g. a recorded CUDA graph
             with self.device_scope:         # the tape's CUDA stream: kernels queue there
                 return self._on_data(inputs)
         return self._arrays(inputs, False)
+
+    cpdef list replay_data(self, list inputs):
+        """The replay on the inputs' device data, in the tape's device scope (for device
+        hooks such as ``device_replay``, which call it to run or record the steps)."""
+        cdef Tape alive = self
+        with self.device_scope:
+            return self._on_data(inputs)
 
     cdef list _on_data(self, list inputs):
         if self.shapeless and not self.single:

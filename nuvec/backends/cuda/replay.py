@@ -7,7 +7,9 @@ the same over CuPy arrays, with these hooks (``nuvec.compile._finalize`` attache
 * a fused step launches its kernel directly (``kernels.run``), as the CPU's fused steps call
   their C kernel, instead of going through the primitive's registered implementation;
 * the whole replay runs with the tape's CUDA stream current, after that stream has been made
-  to wait for any other GPU stream that produced an input (as evaluation does per node).
+  to wait for any other GPU stream that produced an input (as evaluation does per node);
+* a tape of several steps is recorded as a CUDA graph once warm (``graphs``), so a call
+  launches it at once instead of step by step.
 
     tape.data_type = ndarray; tape.const_data = device_constants(consts); attach(tape, stream)
 """
@@ -18,7 +20,7 @@ import functools
 import numpy as np
 
 from ...core.device import DeviceType
-from . import kernels
+from . import graphs, kernels
 from .runtime import _streams, cuda_stream, ndarray, upload
 
 __all__ = ["ndarray", "device_constants", "fused_kernel", "attach"]
@@ -58,3 +60,5 @@ def attach(tape, stream) -> None:
                     cs.wait_event(other.record())
 
     tape.order_inputs = order_inputs
+    if graphs.enabled() and not tape.shapeless and len(tape.steps) >= 2:
+        tape.device_replay = graphs.GraphReplay(tape, cs)   # records itself once warm
