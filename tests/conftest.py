@@ -8,3 +8,20 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def cpu_device():
+    """Runs a test on the CPU where a GPU is the default device: for tests of CPU-only
+    behaviour (C kernels and their disk cache, buffer donation, index range checks, test
+    primitives that register only a CPU implementation)."""
+    import nuvec as nv
+    prev = nv.default_device()
+    nv.set_default_device(nv.cpu)
+    try:
+        yield
+    finally:
+        nv.set_default_device(prev)

@@ -9,10 +9,13 @@ of the calls.
 from __future__ import annotations
 
 import cProfile
+import os
 import pstats
+import sys
 import time
 
-import nuvec as nv
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+import nuvec as nv  # noqa: E402
 
 
 def per_call(fn, n: int = 4000) -> float:
@@ -41,6 +44,8 @@ def main() -> None:
         nv.synchronize()
         entry = f.lookup(f.key_of((x,), {}, [], 0))
         tape = entry.tape
+        hook = tape.device_replay
+        print("graph:", None if hook is None else (hook.graph is not None, hook.error))
         print(f"tape: steps={len(tape.steps)} single={tape.single} eager_ok={tape.eager_ok} "
               f"data_type={tape.data_type} scope={tape.device_scope is not None} "
               f"graph_hook={tape.device_replay is not None}")

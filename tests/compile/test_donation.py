@@ -3,6 +3,8 @@ else references (an intermediate of the tape at its last use, same shape and dty
 into an array the caller holds, an output, a constant, or memory a view still reads."""
 import numpy as np
 
+import pytest
+
 import nuvec as nv
 
 from conftest import assert_same, entry_of
@@ -11,6 +13,7 @@ rng = np.random.default_rng(11)
 X = nv.array(rng.standard_normal((4, 4)).astype(np.float32))
 
 
+@pytest.mark.usefixtures("cpu_device")   # CPU-only behaviour (see tests/conftest.py)
 def test_an_intermediate_at_its_last_use_lends_its_buffer():
     def f(x):
         m = x @ x                        # a fresh buffer nobody else sees

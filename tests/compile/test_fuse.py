@@ -10,6 +10,8 @@ import sys
 import ml_dtypes
 import numpy as np
 
+import pytest
+
 import nuvec as nv
 
 from conftest import assert_same, assert_topological, entry_of, fused_specs, step_names
@@ -108,6 +110,7 @@ def test_an_inner_value_the_function_returns_is_another_kernel_output():
     assert len(tape.steps) == 1 and tape.outputs == (tape.steps[0].out, tape.steps[0].out + 1)
 
 
+@pytest.mark.usefixtures("cpu_device")   # CPU-only behaviour (see tests/conftest.py)
 def test_kernels_are_cached_on_disk_across_processes(tmp_path):
     code = ("import nuvec as nv\n"
             "from nuvec.backends.cpu import jit\n"
@@ -124,6 +127,7 @@ def test_kernels_are_cached_on_disk_across_processes(tmp_path):
     assert runs[1][1] == "0" and int(runs[1][2]) >= 1  # the second loaded it from disk
 
 
+@pytest.mark.usefixtures("cpu_device")   # CPU-only behaviour (see tests/conftest.py)
 def test_kernels_built_in_the_background_swap_in_with_equal_results():
     import random
     from nuvec.compile import set_background_kernels, wait_for_kernels

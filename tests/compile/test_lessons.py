@@ -9,6 +9,8 @@ import warnings
 
 import numpy as np
 
+import pytest
+
 import nuvec as nv
 from nuvec.backends.cpu import jit
 from nuvec.compile import trace
@@ -49,6 +51,7 @@ def test_merging_and_cse_stay_linear_for_a_scalar_used_40000_times():
     assert cpu[20_000] < 8 * cpu[5_000], cpu       # 4x the operations: about 4x the time
 
 
+@pytest.mark.usefixtures("cpu_device")   # CPU-only behaviour (see tests/conftest.py)
 def test_a_failing_c_compiler_means_unfused_execution_and_one_warning(monkeypatch, tmp_path):
     cc = tmp_path / "broken-cc"
     cc.write_text("#!/bin/sh\necho 'broken-cc: this compiler is out of order' >&2\nexit 3\n")

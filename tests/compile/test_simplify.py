@@ -4,6 +4,8 @@ constants (never a tracer), computes equal operations once, never folds or merge
 primitives, and walks the graph iteratively."""
 import numpy as np
 
+import pytest
+
 import nuvec as nv
 from nuvec.backends.registry import register
 from nuvec.core.array import Array
@@ -101,6 +103,7 @@ def test_equal_operations_on_equal_inputs_are_computed_once(no_fusion):
     assert step_names(g, x, y) == ["exp", "multiply", "exp", "add"]
 
 
+@pytest.mark.usefixtures("cpu_device")   # CPU-only behaviour (see tests/conftest.py)
 def test_effectful_primitives_are_never_folded_or_merged():
     def f(x):
         k = Array.make(Tick(), [nv.zeros((2,))])     # input-independent, but effectful

@@ -137,6 +137,7 @@ def _boom(prim, ins, node):
     return [ins[0]]
 
 
+@pytest.mark.usefixtures("cpu_device")   # CPU-only behaviour (see tests/conftest.py)
 def test_on_any_error_the_state_is_unchanged():
     state = [{"w": nv.array([1.0, 2.0]), "n": nv.array(0)}]
 

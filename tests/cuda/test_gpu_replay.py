@@ -133,7 +133,7 @@ def test_graph_replay_gives_the_plain_bits_and_never_overwrites_earlier_results(
         got = [f(w1, w2, x) for x in xs]          # calls 3.. launch the recorded graph
         hook = _entry(f, w1, w2, xs[0]).tape.device_replay
         assert isinstance(hook, graphs.GraphReplay)
-        assert hook.graph is not None and not hook.failed
+        assert hook.graph is not None and not hook.failed, hook.error
     for g, w in zip(got, want):                   # read after every call was queued
         for a, b in zip(g, w):
             assert a._prim is None

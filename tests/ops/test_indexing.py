@@ -319,6 +319,7 @@ def test_diagonal_and_diag(xa, d):
 
 
 # -- errors ------------------------------------------------------------------------------
+@pytest.mark.usefixtures("cpu_device")   # CPU-only behaviour (see tests/conftest.py)
 def test_index_errors_are_clear():
     a = nv.zeros((3, 4))
     for bad in [nv.array([True, False, True]), True, [True, False, True], np.array([True])]:

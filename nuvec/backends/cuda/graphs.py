@@ -64,6 +64,7 @@ class GraphReplay:
         self.calls = 0
         self.graph = None
         self.failed = False
+        self.error: str | None = None   # why recording failed (diagnostics)
         self.lock = threading.Lock()
         self.static_in: list = []
         self.static_out: list = []
@@ -86,7 +87,7 @@ class GraphReplay:
 
     def _record(self, inputs: list) -> bool:
         if not suitable(self.tape):
-            self.failed = True
+            self.failed, self.error = True, "not suitable (shapeless, or an output is an input)"
             return False
         kept = []
         pool = cp.get_default_memory_pool()
@@ -111,8 +112,8 @@ class GraphReplay:
                         outs = self.tape.replay_data(fake)
                     finally:
                         graph = cs.end_capture()
-            except Exception:  # noqa: BLE001 - a step that cannot be recorded: replay plainly
-                self.failed = True
+            except Exception as e:  # noqa: BLE001 - a step that cannot be recorded: replay plainly
+                self.failed, self.error = True, f"{type(e).__name__}: {e}"
                 return False
         self.static_in, self.kept, self.graph = static, kept, graph
         self.outs = outs
