@@ -113,6 +113,7 @@ def test_an_inner_value_the_function_returns_is_another_kernel_output():
 @pytest.mark.usefixtures("cpu_device")   # CPU-only behaviour (see tests/conftest.py)
 def test_kernels_are_cached_on_disk_across_processes(tmp_path):
     code = ("import nuvec as nv\n"
+            "nv.set_default_device(nv.cpu)\n"
             "from nuvec.backends.cpu import jit\n"
             "from nuvec.compile import wait_for_kernels\n"
             "f = nv.compile(lambda x: nv.tanh(x * 0.123 + 4.56) * x)\n"

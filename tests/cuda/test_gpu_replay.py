@@ -123,13 +123,19 @@ def _mlp(w1, w2, x):
     return out, nv.sum(out * out), out.T
 
 
+def _norm(w1, w2, x):       # no matmul: CuPy refuses cuBLAS calls while a graph records
+    h = nv.maximum(x * w1, 0.0)
+    out = nv.tanh(h - nv.mean(h, axis=1, keepdims=True)) * w2 + 1
+    return out, nv.sum(out * out), out.T
+
+
 def test_graph_replay_gives_the_plain_bits_and_never_overwrites_earlier_results():
     from nuvec.backends.cuda import graphs
-    w1, w2 = on_gpu(randn(32, 64)), on_gpu(randn(64, 16))
+    w1, w2 = on_gpu(randn(8, 32)), on_gpu(randn(8, 32))
     xs = [on_gpu(randn(8, 32)) for _ in range(6)]
-    f = nv.compile(_mlp)
+    f = nv.compile(_norm)
     with nv.stream(nv.gpu):
-        want = [[np.asarray(v) for v in _mlp(w1, w2, x)] for x in xs]
+        want = [[np.asarray(v) for v in _norm(w1, w2, x)] for x in xs]
         got = [f(w1, w2, x) for x in xs]          # calls 3.. launch the recorded graph
         hook = _entry(f, w1, w2, xs[0]).tape.device_replay
         assert isinstance(hook, graphs.GraphReplay)
@@ -140,16 +146,30 @@ def test_graph_replay_gives_the_plain_bits_and_never_overwrites_earlier_results(
             np.testing.assert_array_equal(np.asarray(a), b)
 
 
-def test_graph_replay_falls_back_for_strided_inputs():
+def test_a_tape_with_matmuls_is_not_recorded_and_replays_plainly():
     w1, w2 = on_gpu(randn(32, 64)), on_gpu(randn(64, 16))
+    xs = [on_gpu(randn(8, 32)) for _ in range(4)]
     f = nv.compile(_mlp)
+    with nv.stream(nv.gpu):
+        got = [f(w1, w2, x) for x in xs]
+        hook = _entry(f, w1, w2, xs[0]).tape.device_replay
+        assert hook.failed and "cuBLAS" in hook.error
+        for x, g in zip(xs, got):
+            for a, b in zip(g, _mlp(w1, w2, x)):
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_graph_replay_falls_back_for_strided_inputs():
+    w1, w2 = on_gpu(randn(8, 32)), on_gpu(randn(8, 32))
+    f = nv.compile(_norm)
     with nv.stream(nv.gpu):
         for _ in range(4):
             f(w1, w2, on_gpu(randn(8, 32)))
+        assert _entry(f, w1, w2, w1).tape.device_replay.graph is not None
         xt = on_gpu(randn(32, 8)).T                # same shape, not contiguous
         nv.eval(xt)
         got = f(w1, w2, xt)
-        for a, b in zip(got, _mlp(w1, w2, xt)):
+        for a, b in zip(got, _norm(w1, w2, xt)):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 

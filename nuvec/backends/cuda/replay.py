@@ -4,7 +4,7 @@ On the CPU a tape replays over NumPy arrays without making graph nodes; on a CUD
 the same over CuPy arrays, with these hooks (``nuvec.compile._finalize`` attaches them):
 
 * constants are uploaded once, when the tape is made, not on every call;
-* a fused step launches its kernel directly (``kernels.run``), as the CPU's fused steps call
+* a fused step launches its kernel directly (``kernels.launcher``), as the CPU's fused steps call
   their C kernel, instead of going through the primitive's registered implementation;
 * the whole replay runs with the tape's CUDA stream current, after that stream has been made
   to wait for any other GPU stream that produced an input (as evaluation does per node);
@@ -14,8 +14,6 @@ the same over CuPy arrays, with these hooks (``nuvec.compile._finalize`` attache
     tape.data_type = ndarray; tape.const_data = device_constants(consts); attach(tape, stream)
 """
 from __future__ import annotations
-
-import functools
 
 import numpy as np
 
@@ -43,7 +41,7 @@ def fused_kernel(prim):
     spec = getattr(prim, "spec", None)
     if spec is None or type(prim).__name__ != "Compiled":
         return None
-    return functools.partial(kernels.run, spec)
+    return kernels.launcher(spec)
 
 
 def attach(tape, stream) -> None:
