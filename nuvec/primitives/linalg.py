@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..core.array import Array
 from ..core.primitive import Primitive
 from ._common import ops as _ops
+from .shape import Transpose
 
 
 def _bshape(*shapes: tuple) -> tuple:
@@ -57,12 +58,29 @@ def _scale(x: Array, s: float) -> Array:
     return x if s == 1.0 else _ops().multiply(x, s)
 
 
+def _is_mT(x: Array) -> bool:
+    """Whether ``x`` is a (lazy) swap of its last two axes: ``w.T`` in ``x @ w.T``."""
+    p = x._prim
+    if type(p) is not Transpose:
+        return False
+    n = len(p.axes)
+    return n >= 2 and p.axes == tuple(range(n - 2)) + (n - 1, n - 2)
+
+
 def _matmul_vjp(a, b, g, argnums, alpha: float = 1.0) -> dict:
+    # An operand that is a transposed view (a Linear layer's ``x @ w.T``) gets its cotangent
+    # as the transpose of a product in its source's layout: ``(a.T @ g).T`` computed as
+    # ``g.T @ a`` (BLAS reads the transposed views in place). The transpose's own vjp then
+    # transposes it back, so ``w``'s gradient is contiguous and the optimizer's fused
+    # kernels read it at full speed instead of through a strided view. The rule depends only
+    # on the graph, so eager and compiled runs compute the same products.
     out = {}
     if 0 in argnums:
-        out[0] = unbroadcast(_scale(_mm(g, _mT(b)), alpha), a._shape)
+        ga = _mT(_mm(b, _mT(g))) if _is_mT(a) else _mm(g, _mT(b))
+        out[0] = unbroadcast(_scale(ga, alpha), a._shape)
     if 1 in argnums:
-        out[1] = unbroadcast(_scale(_mm(_mT(a), g), alpha), b._shape)
+        gb = _mT(_mm(_mT(g), a)) if _is_mT(b) else _mm(_mT(a), g)
+        out[1] = unbroadcast(_scale(gb, alpha), b._shape)
     return out
 
 

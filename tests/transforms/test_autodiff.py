@@ -158,3 +158,38 @@ def test_float32_gradients_keep_dtype():
     g = nv.grad(lambda x: nv.sum(nv.exp(x.astype(nv.float16)).astype(nv.float32)))(nv.ones(3))
     assert g.dtype == nv.float32
     assert np.allclose(np.array(g), np.e, rtol=1e-2)
+
+
+@pytest.mark.parametrize("side", ["right", "left", "batched"])
+def test_matmul_grad_of_transposed_operand_is_contiguous(side):
+    """``x @ w.T`` (and ``w.T @ x``): w's gradient comes out in w's own layout (a product
+    computed as ``g.T @ x``, transposed twice), so optimizers read it contiguously; values
+    match NumPy's, and compiled runs give the same bits as eager ones."""
+    rng = np.random.default_rng(3)
+    if side == "batched":
+        w0 = rng.standard_normal((2, 5, 4)).astype(np.float32)
+        x0 = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    else:
+        w0 = rng.standard_normal((5, 4)).astype(np.float32)
+        x0 = rng.standard_normal((3, 4) if side != "left" else (5, 3)).astype(np.float32)
+    g0 = rng.standard_normal((3, 5) if side != "left" else (4, 3)).astype(np.float32)
+    if side == "batched":
+        g0 = rng.standard_normal((2, 3, 5)).astype(np.float32)
+
+    def f(w, x):
+        y = x @ nv.swapaxes(w, -1, -2) if side != "left" else nv.swapaxes(w, -1, -2) @ x
+        return nv.sum(y * nv.array(g0))
+
+    eager = nv.grad(f, argnums=(0, 1))(nv.array(w0), nv.array(x0))
+    compiled = nv.compile(nv.grad(f, argnums=(0, 1)))(nv.array(w0), nv.array(x0))
+    gw = np.array(eager[0])
+    if side == "left":
+        want_w, want_x = x0 @ g0.T, w0 @ g0      # d/dw of sum(g * (w.T @ x))
+    else:
+        want_w = np.swapaxes(g0, -1, -2) @ x0
+        want_x = g0 @ w0
+    np.testing.assert_allclose(gw, want_w, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.array(eager[1]), want_x, rtol=1e-5, atol=1e-5)
+    assert eager[0]._data.flags.c_contiguous
+    for e, c in zip(eager, compiled):
+        assert np.array_equal(np.array(e), np.array(c))
