@@ -23,7 +23,7 @@ from ..core.evaluate import evaluate
 from ..core.device import current_stream
 from ..transforms._trace import tracing
 from ..tree import flatten, unflatten
-from . import _runtime
+from . import _runtime, inplace
 from .signature import Signature, miss_reason, walk
 
 
@@ -200,7 +200,15 @@ def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
         # state can still be left unchanged), and state arrays never pile up lazy graphs
         # from call to call (the random key's chain of splits, for one).
         evaluate(lazy)
-    outs = entry.tape.run(ins)
+    tape = entry.tape        # read once: the kernel worker may swap in the fused tape
+    pl = _inplace_plan(entry, tape, len(s_leaves))
+    if pl.arm(ins):
+        try:
+            outs = tape.run(ins)
+        finally:
+            pl.disarm()
+    else:
+        outs = tape.run(ins)
     n_out = entry.n_out
     result = entry.build(outs[:n_out])
     new_state = unflatten(entry.post_def, outs[n_out:])
@@ -210,9 +218,18 @@ def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
     except BaseException:
         restore(snap)
         raise
+    pl.proven = True         # the write-back works: later calls may update in place
     cf.changed_last = entry.info["changes"]
     cf.last_key = key
     return result
+
+
+def _inplace_plan(entry, tape, n_state: int) -> "inplace.Plan":
+    """The in-place update plan of ``tape`` (made at its first call, kept in ``entry.info``)."""
+    pl = entry.info.get("inplace")
+    if pl is None or pl.tape is not tape:
+        pl = entry.info["inplace"] = inplace.plan(tape, n_state)
+    return pl
 
 
 def _modes(tree: Any) -> tuple:

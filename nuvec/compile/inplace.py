@@ -1,0 +1,206 @@
+"""In-place state updates for compiled stateful steps on the CPU.
+
+``nv.compile(step, inputs=state, outputs=state)`` replaces each state array by the tape's new
+one after every call, so an optimizer's fused update (``p, m, v -> p', m', v'``) would write
+three fresh buffers per parameter while the old ones die right after the call. When nothing
+else can see an old state array, its buffer can take the new value instead, as JAX's
+``donate_argnums`` does: half the memory traffic of the update (no write-allocate of fresh
+lines), and a working set that stays in cache.
+
+Two halves:
+
+- ``plan(tape, n_state)`` (once per tape) finds the fused steps that may write an output into
+  a state input's buffer: the input is read there once, by one node of the kernel that the
+  output depends on (so each element is read before it is written, as ``_finalize``'s
+  donation of intermediates requires), with the output's shape and dtype, and neither the
+  input nor any array that may share its memory is read by a later step or returned. Those
+  steps' kernels are wrapped (``_Donating``), disarmed.
+- ``Plan.arm(ins)`` (every call, before the replay) arms the wrapped kernels for the inputs
+  whose buffer only the state refers to: the state container holds the array, the array
+  holds the NumPy data, the data owns its memory (or holds a buffer-cache Buffer nobody else
+  holds). ``Plan.disarm()`` after the replay.
+
+A step traced into another tape (another entry, the fused tape swapped in) gets its own plan.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Optional
+
+import numpy as np
+
+from ..backends.cpu._allocator import Buffer as _Buffer
+
+# Steps whose output never shares memory with an input: matmuls write a new buffer, and so
+# do fused kernels (or they reuse a dying intermediate, never an input). Every other step is
+# assumed to maybe return a view of its inputs (shape ops, copies, reductions over no axes).
+_FRESH = frozenset({"matmul", "addmm"})
+
+_getrefcount = sys.getrefcount
+
+
+class _Donating:
+    """A fused kernel that, while armed, writes output ``o`` into argument ``p``'s buffer for
+    each armed ``(p, o)``; otherwise it is the kernel itself."""
+    __slots__ = ("kernel", "nout", "pairs", "armed", "uses")
+
+    def __init__(self, kernel: Any, nout: int) -> None:
+        self.kernel = kernel
+        self.nout = nout
+        self.pairs: list[tuple[int, int, int]] = []   # (argument, output, state input slot)
+        self.armed: tuple = ()
+        self.uses = 0
+
+    def __call__(self, datas: list, shape: tuple, outs: Optional[list] = None) -> list:
+        if self.armed:
+            outs = list(outs) if outs is not None else [None] * self.nout
+            for p, o in self.armed:
+                if outs[o] is None:
+                    outs[o] = datas[p]
+            self.uses += 1
+        if outs is None:
+            return self.kernel(datas, shape)
+        return self.kernel(datas, shape, outs)
+
+    def __getattr__(self, name: str) -> Any:      # name, source, address: the kernel's
+        return getattr(self.kernel, name)
+
+
+class Plan:
+    """Which state inputs of one tape may lend their buffer, and to which kernels."""
+    __slots__ = ("tape", "by_input", "wrappers", "proven")
+
+    def __init__(self, tape: Any) -> None:
+        self.tape = tape
+        self.by_input: dict[int, list[tuple[_Donating, int, int]]] = {}
+        self.wrappers: list[_Donating] = []
+        self.proven = False       # a call's state write-back succeeded: arming is safe
+
+    def arm(self, ins: list) -> bool:
+        """Arms the kernels for the state inputs (arrays in ``ins``) that only the state
+        holds; True when any was armed (call ``disarm`` after the replay)."""
+        if not self.proven or not self.by_input:
+            return False
+        armed: dict[_Donating, list] = {}
+        for i, uses in self.by_input.items():
+            if _sole(ins[i]):
+                for w, p, o in uses:
+                    armed.setdefault(w, []).append((p, o))
+        for w, pairs in armed.items():
+            w.armed = tuple(pairs)
+        return bool(armed)
+
+    def disarm(self) -> None:
+        for w in self.wrappers:
+            w.armed = ()
+
+    @property
+    def donations(self) -> int:
+        """Kernel calls that wrote into a state input's buffer (for tests and stats)."""
+        return sum(w.uses for w in self.wrappers)
+
+
+def _sole(a: Any) -> bool:
+    """Whether ``a`` (a state leaf) and its buffer are referred to only by the state
+    container and the call's two lists of leaves (``s_leaves`` and ``ins``)."""
+    # a: container + s_leaves + ins + this frame's argument + getrefcount's argument
+    if _getrefcount(a) != 5:
+        return False
+    d = a._data
+    # d: a._data + the local + getrefcount's argument
+    if type(d) is not np.ndarray or _getrefcount(d) != 3:
+        return False
+    if not (d.flags.c_contiguous and d.flags.writeable and d.flags.aligned):
+        return False
+    b = d.base
+    if b is None:
+        return True
+    # b: d.base + the local + getrefcount's argument
+    return type(b) is _Buffer and _getrefcount(b) == 3
+
+
+def plan(tape: Any, n_state: int) -> Plan:
+    """The in-place plan of ``tape`` whose first ``n_state`` inputs are the state's leaves
+    (wraps the kernels it uses; see the module docstring)."""
+    pl = Plan(tape)
+    if not (tape.eager_ok and tape.device_scope is None and not tape.shapeless
+            and tape.data_type is np.ndarray):
+        return pl
+    steps = tape.steps
+    draft = tape.draft              # the tape's input slot i is the draft's value i
+    n_state = min(n_state, tape.n_inputs)
+    # the slots that may share memory with each state input, and where each slot is read
+    alias: dict[int, set[int]] = {s: {s} for s in range(n_state)}
+    sources: dict[int, set[int]] = {s: {s} for s in range(n_state)}   # slot -> state inputs
+    reads: dict[int, list[int]] = {}
+    for k, st in enumerate(steps):
+        for a in st.args:
+            reads.setdefault(a, []).append(k)
+        if st.kernel is not None or st.prim.name in _FRESH:
+            continue
+        srcs: set[int] = set()
+        for a in st.args:
+            srcs |= sources.get(a, set())
+        for j in range(st.nout if srcs else 0):
+            sources[st.out + j] = srcs
+            for s in srcs:
+                alias[s].add(st.out + j)
+    outputs = set(tape.outputs)
+    taken: set[tuple[int, int]] = set()
+    for k, st in enumerate(steps):
+        spec = getattr(st.prim, "spec", None)
+        if st.kernel is None or spec is None:
+            continue
+        for p, s in enumerate(st.args):
+            if s >= n_state or st.args.count(s) != 1:
+                continue
+            group = alias[s]
+            if group & outputs or any(a in group for a in st.args if a != s):
+                continue      # returned, or shared with another argument of this kernel
+            if any(r > k for a in group for r in reads.get(a, ())):
+                continue      # read after this step
+            reader = _single_reader(spec, p)
+            if reader < 0 or tuple(draft.shape[s]) != tuple(st.shape):
+                continue
+            for o in range(st.nout):
+                if (k, o) in taken or (st.donate and any(o == q for _, q in st.donate)):
+                    continue
+                if st.dtypes[o] != draft.dtype[s] or \
+                        not _depends(spec, spec.outputs[o], reader):
+                    continue
+                w = st.kernel
+                if not isinstance(w, _Donating):
+                    w = st.kernel = _Donating(st.kernel, st.nout)
+                    pl.wrappers.append(w)
+                w.pairs.append((p, o, s))
+                pl.by_input.setdefault(s, []).append((w, p, o))
+                taken.add((k, o))
+                break
+    return pl
+
+
+def _single_reader(spec: Any, p: int) -> int:
+    """The node that reads kernel input ``p``, if exactly one argument of one node does."""
+    found, n = -1, 0
+    for j, node in enumerate(spec.nodes):
+        for kind, i in node.args:
+            if kind == "in" and i == p:
+                n += 1
+                found = j
+    return found if n == 1 else -1
+
+
+def _depends(spec: Any, node: int, on: int) -> bool:
+    """Whether node ``node`` of the kernel depends on node ``on`` (or is it)."""
+    stack, seen = [node], set()
+    while stack:
+        j = stack.pop()
+        if j == on:
+            return True
+        if j in seen:
+            continue
+        seen.add(j)
+        for kind, i in spec.nodes[j].args:
+            if kind == "node":
+                stack.append(i)
+    return False
