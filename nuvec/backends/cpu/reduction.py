@@ -84,10 +84,14 @@ def _logsumexp(prim, ins, node):
     if x.size == 0:
         return [np.empty(node._shape, node._dtype.np)]
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        m = np.max(x, axis=axes, keepdims=True)
-        m = np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
-        s = np.sum(np.exp(x - m), axis=axes, keepdims=True)
-        r = np.log(s) + m
+        m = np.maximum.reduce(x, axis=axes, keepdims=True)
+        if not np.isfinite(m).all():       # rows of infinities: shift by 0 instead
+            m = np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
+        e = np.subtract(x, m)              # one temporary, exponentiated in place
+        np.exp(e, out=e)
+        s = np.add.reduce(e, axis=axes, keepdims=True)
+        r = np.log(s, out=s)
+        r += m
     if not prim.keepdims:
         r = r.reshape(node._shape)
     return [_out(r, node)]
