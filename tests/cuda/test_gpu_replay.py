@@ -123,7 +123,7 @@ def _mlp(w1, w2, x):
     return out, nv.sum(out * out), out.T
 
 
-def _norm(w1, w2, x):       # no matmul: CuPy refuses cuBLAS calls while a graph records
+def _norm(w1, w2, x):       # element-wise steps and a reduction
     h = nv.maximum(x * w1, 0.0)
     out = nv.tanh(h - nv.mean(h, axis=1, keepdims=True)) * w2 + 1
     return out, nv.sum(out * out), out.T
@@ -146,17 +146,18 @@ def test_graph_replay_gives_the_plain_bits_and_never_overwrites_earlier_results(
             np.testing.assert_array_equal(np.asarray(a), b)
 
 
-def test_a_tape_with_matmuls_is_not_recorded_and_replays_plainly():
+def test_a_tape_with_matmuls_is_recorded_through_nuvecs_cublas_handle():
     w1, w2 = on_gpu(randn(32, 64)), on_gpu(randn(64, 16))
-    xs = [on_gpu(randn(8, 32)) for _ in range(4)]
+    xs = [on_gpu(randn(8, 32)) for _ in range(5)]
     f = nv.compile(_mlp)
     with nv.stream(nv.gpu):
+        want = [[np.asarray(v) for v in _mlp(w1, w2, x)] for x in xs]
         got = [f(w1, w2, x) for x in xs]
         hook = _entry(f, w1, w2, xs[0]).tape.device_replay
-        assert hook.failed and "cuBLAS" in hook.error
-        for x, g in zip(xs, got):
-            for a, b in zip(g, _mlp(w1, w2, x)):
-                np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        assert hook.graph is not None and not hook.failed, hook.error
+    for g, w in zip(got, want):
+        for a, b in zip(g, w):
+            np.testing.assert_array_equal(np.asarray(a), b)
 
 
 def test_graph_replay_falls_back_for_strided_inputs():

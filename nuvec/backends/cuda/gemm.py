@@ -1,0 +1,146 @@
+"""Matrix products through nuvec's own cuBLAS handle, so that a CUDA graph can record them.
+
+CuPy refuses every cuBLAS call while a stream records a graph (its ``setStream`` raises), so
+a compiled step with a matmul could not be recorded (``graphs``). This module calls cuBLAS
+itself, through ctypes, from the same library CuPy loaded:
+
+* one handle per thread and device, with a workspace of its own allocated with the handle
+  (cuBLAS then allocates nothing while a graph records);
+* the current CuPy stream set on the handle before each call;
+* ``cublas{S,D}gemmStridedBatched``: plain float32 / float64 arithmetic (the default math
+  mode: no TF32, as CuPy's default), host-side alpha = 1 and beta = 0.
+
+Taken for float32 / float64 operands whose matrices are C- or F-contiguous (a transposed view is
+used in place, through the transpose flag): 2-D by 2-D, batches of equal shape laid out
+contiguously, or a batch by one matrix. ``matmul`` returns None for anything else (the caller
+uses CuPy), and where this machine's cuBLAS cannot be found.
+
+    c = matmul(a, b)          # a: (..., m, k), b: (..., k, n) CuPy arrays, or None
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import cupy as cp
+import numpy as np
+
+_N, _T = 0, 1                       # cublasOperation_t
+_WORKSPACE = 32 << 20               # bytes per handle (Hopper's largest recommendation)
+_I32 = (1 << 31) - 1
+_local = threading.local()
+_lib: list = []                     # [ctypes library] or [None] when it cannot be loaded
+_ONE = {np.float32: ctypes.c_float(1.0), np.float64: ctypes.c_double(1.0)}
+_ZERO = {np.float32: ctypes.c_float(0.0), np.float64: ctypes.c_double(0.0)}
+
+
+def _library():
+    if not _lib:
+        _lib.append(_load())
+    return _lib[0]
+
+
+def _load():
+    """CuPy's libcublas (found in this process's memory map once CuPy has loaded it)."""
+    try:
+        cp.cuda.device.get_cublas_handle()
+        with open("/proc/self/maps") as f:
+            paths = {ln.split()[-1] for ln in f if "libcublas.so" in ln and "Lt" not in ln}
+        lib = ctypes.CDLL(sorted(paths)[0]) if paths else ctypes.CDLL("libcublas.so")
+        for name in ("cublasSgemmStridedBatched", "cublasDgemmStridedBatched"):
+            fn = getattr(lib, name)
+            fn.restype = ctypes.c_int
+            fn.argtypes = ([ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                            ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+                           + [ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong] * 2
+                           + [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                              ctypes.c_longlong, ctypes.c_int])
+        lib.cublasSetStream_v2.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        lib.cublasSetWorkspace_v2.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+        return lib
+    except Exception:  # noqa: BLE001 - no usable cuBLAS here: CuPy's matmul serves
+        return None
+
+
+class _Handle:
+    def __init__(self, lib) -> None:
+        self.ptr = ctypes.c_void_p()
+        if lib.cublasCreate_v2(ctypes.byref(self.ptr)) != 0:
+            raise RuntimeError("matmul: cublasCreate failed")
+        self.workspace = cp.empty(_WORKSPACE, np.uint8)     # kept as long as the handle
+        lib.cublasSetWorkspace_v2(self.ptr, self.workspace.data.ptr, _WORKSPACE)
+
+
+def _handle(lib) -> _Handle:
+    dev = cp.cuda.runtime.getDevice()
+    handles = getattr(_local, "handles", None)
+    if handles is None:
+        handles = _local.handles = {}
+    h = handles.get(dev)
+    if h is None:
+        h = handles[dev] = _Handle(lib)
+    return h
+
+
+def _layout(x, rows: int, cols: int):
+    """(transposed?, leading dimension) of matrix ``x[..., rows, cols]`` seen column-major,
+    or None if its last two axes are neither C- nor F-contiguous."""
+    s = x.itemsize
+    r, c = x.strides[-2:]
+    if c == s and (r == cols * s or rows == 1):
+        return _N, max(cols, 1)
+    if r == s and (c == rows * s or cols == 1):
+        return _T, max(rows, 1)
+    return None
+
+
+def _batch_stride(x, batch: tuple, size: int):
+    """Elements between consecutive matrices of ``x`` (0: one matrix for the whole batch), or
+    None if its batch axes are not laid out that way."""
+    if x.ndim == 2:
+        return 0
+    if x.shape[:-2] != batch:
+        return None
+    step = size * x.itemsize
+    expect = step
+    for dim, st in zip(reversed(x.shape[:-2]), reversed(x.strides[:-2])):
+        if dim != 1 and st != expect:
+            return None
+        expect *= dim
+    return size
+
+
+def matmul(a, b):
+    """``a @ b`` through nuvec's cuBLAS handle, or None where this path does not apply."""
+    dt = a.dtype.type
+    if dt not in _ONE or b.dtype != a.dtype or a.ndim < 2 or b.ndim < 2:
+        return None
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    if b.shape[-2] != k or 0 in (m, n, k) or max(m, n, k) > _I32 or b.ndim > a.ndim:
+        return None
+    batch = a.shape[:-2]
+    count = 1
+    for d in batch:
+        count *= d
+    if count == 0 or count > _I32:
+        return None
+    la, lb = _layout(a, m, k), _layout(b, k, n)
+    sa, sb = _batch_stride(a, batch, m * k), _batch_stride(b, batch, k * n)
+    if la is None or lb is None or sa is None or sb is None or (count > 1 and sa == 0):
+        return None
+    lib = _library()
+    if lib is None:
+        return None
+    h = _handle(lib)
+    c = cp.empty(batch + (m, n), dt)
+    lib.cublasSetStream_v2(h.ptr, cp.cuda.get_current_stream().ptr)
+    fn = lib.cublasSgemmStridedBatched if dt is np.float32 else lib.cublasDgemmStridedBatched
+    # row-major C = A B is column-major C^T = B^T A^T: B's matrix comes first
+    status = fn(h.ptr, lb[0], la[0], n, m, k, ctypes.byref(_ONE[dt]),
+                b.data.ptr, lb[1], sb, a.data.ptr, la[1], sa,
+                ctypes.byref(_ZERO[dt]), c.data.ptr, n, m * n, count)
+    if status != 0:
+        raise RuntimeError(f"matmul: cuBLAS gemm failed with status {status} for shapes "
+                           f"{a.shape} and {b.shape}")
+    return c
