@@ -12,9 +12,10 @@ Two halves:
 - ``plan(tape, n_state)`` (once per tape) finds the fused steps that may write an output into
   a state input's buffer: the input is read there once, by one node of the kernel that the
   output depends on (so each element is read before it is written, as ``_finalize``'s
-  donation of intermediates requires), with the output's shape and dtype, and neither the
-  input nor any array that may share its memory is read by a later step or returned. Those
-  steps' kernels are wrapped (``_Donating``), disarmed.
+  donation of intermediates requires), with the output's shape and dtype, neither the input
+  nor any array that may share its memory is read by a later step or returned, and no later
+  step can raise (an error leaves the state unchanged). Those steps' kernels are wrapped
+  (``_Donating``), disarmed.
 - ``Plan.arm(ins)`` (every call, before the replay) arms the wrapped kernels for the inputs
   whose buffer only the state refers to: the state container holds the array, the array
   holds the NumPy data, the data owns its memory (or holds a buffer-cache Buffer nobody else
@@ -35,6 +36,14 @@ from ..backends.cpu._allocator import Buffer as _Buffer
 # do fused kernels (or they reuse a dying intermediate, never an input). Every other step is
 # assumed to maybe return a view of its inputs (shape ops, copies, reductions over no axes).
 _FRESH = frozenset({"matmul", "addmm"})
+
+# Steps that cannot fail on valid data: once a kernel has written into a state buffer, the
+# replay must finish, or the state would not be left unchanged on an error. A donating
+# kernel therefore comes after every step that may raise (index checks, custom functions,
+# collectives, anything not listed here).
+_SAFE = frozenset({"matmul", "addmm", "copy", "stop_gradient", "transpose", "reshape",
+                   "broadcast_to", "expand_dims", "squeeze", "flatten", "sum", "prod", "max",
+                   "min", "logsumexp", "softmax", "astype"})
 
 _getrefcount = sys.getrefcount
 
@@ -147,9 +156,13 @@ def plan(tape: Any, n_state: int) -> Plan:
                 alias[s].add(st.out + j)
     outputs = set(tape.outputs)
     taken: set[tuple[int, int]] = set()
+    last_risky = -1
+    for k, st in enumerate(steps):
+        if not (st.kernel is not None or st.prim.elementwise or st.prim.name in _SAFE):
+            last_risky = k
     for k, st in enumerate(steps):
         spec = getattr(st.prim, "spec", None)
-        if st.kernel is None or spec is None:
+        if st.kernel is None or spec is None or k < last_risky:
             continue
         for p, s in enumerate(st.args):
             if s >= n_state or st.args.count(s) != 1:

@@ -111,3 +111,19 @@ def test_a_state_input_read_after_its_update_or_returned_is_not_written(returns_
             np.testing.assert_array_equal(np.array(res[1]), prev)
         np.testing.assert_array_equal(np.array(out), prev.reshape(2, 3) @ upd.reshape(3, 2))
         np.testing.assert_array_equal(np.array(p["w"]), upd)
+
+
+def test_an_error_after_the_update_leaves_the_state_unchanged():
+    p = {"w": nv.array(np.arange(6, dtype=np.float32))}
+    state = [p]
+
+    @functools.partial(nv.compile, inputs=state, outputs=state)
+    def step(i):
+        p["w"] = p["w"] * 0.5 + 1.0
+        return nv.take(p["w"], i)             # checks its indices after the update ran
+    for _ in range(4):
+        nv.eval(step(nv.array([1], nv.int32)), state)
+    before = np.array(p["w"])
+    with pytest.raises(Exception, match="out of bounds"):
+        nv.eval(step(nv.array([100], nv.int32)), state)
+    np.testing.assert_array_equal(np.array(p["w"]), before)
