@@ -58,8 +58,10 @@ def _trees(cf) -> tuple[Any, Any]:
     rs = random_state()
     tin, tout = cf.state_in, cf.state_out
     if rs is not None:
-        tin = (tin, rs) if not _contains(tin, rs) else (tin, None)
-        tout = (tout, rs) if not _contains(tout, rs) else (tout, None)
+        has_in = _contains(tin, rs)
+        has_out = has_in if tout is tin else _contains(tout, rs)   # one walk when the same
+        tin = (tin, rs) if not has_in else (tin, None)
+        tout = (tout, rs) if not has_out else (tout, None)
     else:
         tin, tout = (tin, None), (tout, None)
     return tin, tout
@@ -145,8 +147,8 @@ def _mergeable(a: Any, b: Any) -> bool:
 # -- the call ------------------------------------------------------------------------------
 
 def _prepare(cf, args: tuple, kwargs: dict):
-    """(input tree, output tree, state leaves, argument leaves, key), or None when an array
-    is being traced by a transform."""
+    """(input tree, output tree, state leaves, argument leaves, key, containers of both
+    trees), or None when an array is being traced by a transform."""
     tin, tout = _trees(cf)
     s_leaves, s_def = flatten(tin)
     for a in s_leaves:
@@ -156,14 +158,16 @@ def _prepare(cf, args: tuple, kwargs: dict):
     a_key = cf.key_of(args, kwargs, a_leaves, 0)
     if a_key is None:
         return None
-    skey = [s_def, _modes(tin)]
+    conts = containers(tin, tout)       # walked once: for the modes and the write-back
+    same = cf.state_out is cf.state_in  # then both trees have the same containers
+    skey = [s_def, _modes_of(conts if same else containers(tin))]
     for a in s_leaves:
         skey.append(a._dtype.name)
         skey.append(a._shape)
     out_def_pre = None
     if cf.state_out is not cf.state_in:
         out_def_pre = flatten(tout)[1]
-    return tin, tout, s_leaves, a_leaves, (tuple(skey), out_def_pre, a_key)
+    return tin, tout, s_leaves, a_leaves, (tuple(skey), out_def_pre, a_key), conts
 
 
 def entry_for(cf, args: tuple, kwargs: dict):
@@ -171,7 +175,7 @@ def entry_for(cf, args: tuple, kwargs: dict):
     p = _prepare(cf, args, kwargs)
     if p is None:
         raise ValueError("inspect: an argument or the state is being traced by a transform")
-    tin, tout, s_leaves, a_leaves, key = p
+    tin, tout, s_leaves, a_leaves, key, _ = p
     entry = cf.lookup(key)
     return entry if entry is not None else \
         _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves)
@@ -181,7 +185,7 @@ def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
     p = _prepare(cf, args, kwargs)
     if p is None:             # inside a transform: run the step itself
         return cf.fun(*args, **kwargs)
-    tin, tout, s_leaves, a_leaves, key = p
+    tin, tout, s_leaves, a_leaves, key, conts = p
     entry = cf.lookup(key)
     if entry is None:
         entry = _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves)
@@ -212,7 +216,7 @@ def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
     n_out = entry.n_out
     result = entry.build(outs[:n_out])
     new_state = unflatten(entry.post_def, outs[n_out:])
-    snap = snapshot(containers(tin, tout))
+    snap = snapshot(conts)
     try:
         merge_into(tout, new_state, "state")
     except BaseException:
@@ -235,8 +239,13 @@ def _inplace_plan(entry, tape, n_state: int) -> "inplace.Plan":
 def _modes(tree: Any) -> tuple:
     """The mode flags of the modules in ``tree`` (training, frozen parameters): not part of
     the tree structure, but they change what the step computes, so they key the trace."""
+    return _modes_of(containers(tree))
+
+
+def _modes_of(conts: list) -> tuple:
+    """``_modes`` of the trees whose containers are ``conts``."""
     out = []
-    for c in containers(tree):
+    for c in conts:
         d = getattr(c, "__dict__", None)
         if d and ("_training" in d or "_no_grad" in d):
             out.append((d.get("_training"), tuple(sorted(d.get("_no_grad", ())))))
