@@ -3,7 +3,9 @@ code (no GPU needed): NVRTC compiles each chain's ``vec`` kernel with nuvec's op
 ``cuobjdump`` disassembles it. Needs libnvrtc, cuobjdump and nvdisasm (pip: nvidia-cuda-nvrtc,
 nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm); set CUOBJDUMP to cuobjdump's path if needed.
 
-    python benchmarks/gpu/count_instructions.py [gelu gelu_tanh swiglu 10op]
+    python benchmarks/gpu/count_instructions.py [--fast] [gelu gelu_tanh swiglu 10op]
+
+``--fast``: the kernels of ``nv.compile(..., fast_math=True)``.
 
 Per element = the kernel's static count / (V + 1): the body is unrolled V times, plus a tail
 that does one element.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import dataclasses
 import glob
 import os
 import re
@@ -33,6 +36,9 @@ FP = {"FADD", "FMUL", "FFMA", "FSETP", "FSEL", "FMNMX", "FCHK", "MUFU", "FRND", 
 INT = {"IADD3", "IMAD", "LOP3", "SHF", "ISETP", "LEA", "IABS", "SEL", "PRMT", "IMNMX", "VIADD"}
 
 
+FAST = [False]
+
+
 def _cuobjdump() -> str:
     found = os.environ.get("CUOBJDUMP")
     if not found:
@@ -46,7 +52,8 @@ def _cuobjdump() -> str:
 def cubin(src: str) -> bytes:
     prog = ctypes.c_void_p()
     assert NVRTC.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"k.cu", 0, None, None) == 0
-    opts = [o.encode() for o in source.nvrtc_options()] + [b"-ftz=false", b"--gpu-architecture=sm_90"]
+    opts = [o.encode() for o in source.nvrtc_options(FAST[0])] + \
+        [b"-ftz=false", b"--gpu-architecture=sm_90"]
     if NVRTC.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts)):
         raise SystemExit("NVRTC rejected the kernel")
     n = ctypes.c_size_t()
@@ -96,6 +103,8 @@ def main(names: list[str]) -> None:
                 if type(st.prim) is not Compiled:
                     continue
                 spec = st.prim.spec
+                if FAST[0]:
+                    spec = dataclasses.replace(spec, fast=True)
                 V = source.vec_width(spec, (0,) * len(spec.inputs))
                 ops = count(spec)
                 total = sum(ops.values())
@@ -106,4 +115,6 @@ def main(names: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    args = sys.argv[1:]
+    FAST[0] = "--fast" in args
+    main([a for a in args if a != "--fast"])

@@ -105,9 +105,12 @@ def round_trip(call_and_wait, reps: int, warm: int = 50) -> float:
 class Nuvec:
     name = "nuvec (nv.compile)"
 
-    def __init__(self):
+    def __init__(self, fast_math: bool = False):
         import nuvec as nv
         self.nv = nv
+        self.fast_math = fast_math
+        if fast_math:
+            self.name = "nuvec (nv.compile, fast_math)"
         self.dev = nv.gpu
         nv.set_default_device(nv.gpu)
         self.ops = chains(nv.exp, nv.tanh, nv.erf, nv.sigmoid, nv.maximum, nv.abs)
@@ -120,7 +123,7 @@ class Nuvec:
         return x
 
     def compile(self, fn):
-        return self.nv.compile(fn)
+        return self.nv.compile(fn, fast_math=self.fast_math)
 
     def call(self, f, args):
         r = f(*args)
@@ -451,7 +454,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--batches", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
-    ap.add_argument("--skip", default="", help="comma-separated: torch,torch.compile,jax,cupy")
+    ap.add_argument("--skip", default="", help="comma-separated: torch,torch.compile,jax,cupy,fast_math")
     ap.add_argument("--out", default=None, help="write the results as JSON here")
     ap.add_argument("--profile", action="store_true",
                     help="print a cProfile of nuvec's compiled MLP steps")
@@ -477,7 +480,7 @@ def main(argv=None) -> dict:
         res["copy"] = copy_bandwidth(a.n, a.reps * 2, a.batches)
         print(json.dumps({"copy": res["copy"]}), flush=True)
     have = {"torch": _have("torch") and "torch" not in skip, "jax": _have("jax") and "jax" not in skip}
-    libs = [Nuvec()]
+    libs = [Nuvec()] + ([] if "fast_math" in skip else [Nuvec(fast_math=True)])
     if have["torch"]:
         libs.append(Torch(False))
         if "torch.compile" not in skip:

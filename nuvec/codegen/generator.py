@@ -154,13 +154,19 @@ class Body:
     used_inputs: list[int]     # inputs the body reads
 
 
-def node_expr(op: str, arg_dtypes: tuple[str, ...], dtype: str, args: list[str]) -> str:
-    """C expression computing one node from argument expressions."""
+def node_expr(op: str, arg_dtypes: tuple[str, ...], dtype: str, args: list[str],
+              fast: dict | None = None) -> str:
+    """C expression computing one node from argument expressions. ``fast`` (a fast-math
+    kernel): the dialect's approximate function per op, and no rounding of float16 /
+    bfloat16 intermediates (they are rounded where they are stored)."""
     if op == "astype":
         return cast_expr(arg_dtypes[0], dtype, args[0])
     if op == "select":
         return f"({args[0]} ? {args[1]} : {args[2]})"
     src = arg_dtypes[0]
+    if fast is not None:
+        fn = fast.get(op) if SUFFIX[src] == "f32" and src != "complex64" else None
+        return f"{fn or f'nv_{op}_{SUFFIX[src]}'}({', '.join(args)})"
     expr = f"nv_{op}_{SUFFIX[src]}({', '.join(args)})"
     if dtype in _ROUND and op not in _EXACT_NARROW:
         expr = f"{_ROUND[dtype]}({expr})"
@@ -173,6 +179,7 @@ def body(spec: KernelSpec, dialect) -> Body:
               for i, (d, b) in enumerate(spec.constants)]
     used: set[int] = set()
     lines = []
+    fast = getattr(dialect, "FAST_FUNCTIONS", None) if spec.fast else None
     for j, node in enumerate(spec.nodes):
         names = []
         for kind, i in node.args:
@@ -185,13 +192,14 @@ def body(spec: KernelSpec, dialect) -> Body:
                 names.append(f"k{i}")
         arg_dtypes = tuple(spec.arg_dtype(a) for a in node.args)
         lines.append(f"const {CTYPE[node.dtype]} v{j} = "
-                     f"{node_expr(node.op, arg_dtypes, node.dtype, names)};")
+                     f"{node_expr(node.op, arg_dtypes, node.dtype, names, fast)};")
     return Body(consts, lines, [f"v{o}" for o in spec.outputs], sorted(used))
 
 
 def default_name(spec: KernelSpec) -> str:
     """A stable kernel name derived from the spec's content."""
-    h = hashlib.sha256(repr((spec.inputs, spec.constants, spec.nodes, spec.outputs)).encode())
+    key = (spec.inputs, spec.constants, spec.nodes, spec.outputs) + (("fast",) if spec.fast else ())
+    h = hashlib.sha256(repr(key).encode())
     return "nv_k_" + h.hexdigest()[:20]
 
 

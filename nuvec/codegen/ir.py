@@ -54,11 +54,14 @@ class KernelSpec:
     constants: tuple[tuple[str, int], ...]
     nodes: tuple[Node, ...]
     outputs: tuple[int, ...]
+    # CUDA only: the GPU's approximate math functions, contraction, and float32 intermediates
+    # in float16 / bfloat16 chains (``nv.compile(..., fast_math=True)``); other dialects ignore it
+    fast: bool = False
 
     def __hash__(self) -> int:
         h = self.__dict__.get("_hash")
         if h is None:
-            h = hash((self.inputs, self.constants, self.nodes, self.outputs))
+            h = hash((self.inputs, self.constants, self.nodes, self.outputs, self.fast))
             object.__setattr__(self, "_hash", h)
         return h
 

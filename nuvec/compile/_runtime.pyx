@@ -129,8 +129,9 @@ cdef class CompiledFunction:
     cdef object __weakref__
 
     def __init__(self, fun, *, shapeless=False, capacity=64, inputs=None, outputs=None,
-                 warn_traces=None):
+                 warn_traces=None, fast_math=False):
         self.fun = fun
+        self.fast_math = fast_math     # CUDA kernels only (see nv.compile)
         self.shapeless = shapeless
         self.capacity = capacity
         self.cache = OrderedDict()

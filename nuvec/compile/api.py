@@ -13,7 +13,7 @@ __all__ = ["compile", "disable_compile", "enable_compile", "CompiledFunction"]
 
 def compile(fun: Callable | None = None, inputs: Any = None, outputs: Any = None,
             shapeless: bool = False, *, cache_capacity: int = 64,
-            warn_traces: int | None = None) -> Any:
+            warn_traces: int | None = None, fast_math: bool = False) -> Any:
     """Returns ``fun`` compiled: same results; traced once per signature, then replayed.
 
     The signature of a call is the structure of its arguments (lists, tuples, dicts, with
@@ -39,6 +39,13 @@ def compile(fun: Callable | None = None, inputs: Any = None, outputs: Any = None
     - ``cache_capacity``: signatures kept per function (least recently used evicted;
       0 never caches).
     - ``warn_traces``: warn (once) when this function has traced more than that many times.
+    - ``fast_math`` (nuvec's addition; CUDA GPUs only, ignored elsewhere): fused kernels may
+      use the GPU's approximate functions (``__expf``, ``__sinf``, ...), contract ``a * b + c``
+      into one rounding, divide approximately, and keep float16 / bfloat16 intermediates in
+      float32 (rounding once, where a value is stored), as torch.compile does. Results then
+      differ from the uncompiled ones in the last bits (float32: a few ulp; float16 /
+      bfloat16: about one ulp of the format). Off by default: compiled results equal the
+      uncompiled ones bit for bit.
 
     As in MLX, ``fun`` should be pure: arrays it captures are constants frozen at the first
     trace, and arrays cannot be evaluated inside it. Called on arrays that a transform is
@@ -46,7 +53,8 @@ def compile(fun: Callable | None = None, inputs: Any = None, outputs: Any = None
     """
     if fun is None:
         return functools.partial(compile, inputs=inputs, outputs=outputs, shapeless=shapeless,
-                                 cache_capacity=cache_capacity, warn_traces=warn_traces)
+                                 cache_capacity=cache_capacity, warn_traces=warn_traces,
+                                 fast_math=fast_math)
     if not callable(fun):
         raise TypeError(f"compile: expected a function, got {type(fun).__name__}")
     if not isinstance(cache_capacity, int) or cache_capacity < 0:
@@ -54,7 +62,8 @@ def compile(fun: Callable | None = None, inputs: Any = None, outputs: Any = None
     if warn_traces is not None and (not isinstance(warn_traces, int) or warn_traces < 0):
         raise ValueError(f"compile: warn_traces must be None or an int >= 0, got {warn_traces!r}")
     cf = CompiledFunction(fun, shapeless=bool(shapeless), capacity=cache_capacity,
-                          inputs=inputs, outputs=outputs, warn_traces=warn_traces)
+                          inputs=inputs, outputs=outputs, warn_traces=warn_traces,
+                          fast_math=bool(fast_math))
     functools.update_wrapper(cf, fun)
     return cf
 

@@ -5,6 +5,7 @@ freeze the result into a Tape (and a cache entry).
 """
 from __future__ import annotations
 
+import dataclasses
 import gc
 import time
 import warnings
@@ -124,7 +125,7 @@ def _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out) -
         from .shapeless import make_shapeless
         make_shapeless(draft, name)
     plan = _out_plan(list(out_leaves), placeholders)
-    fused, sources_s, deferred = _fuse(draft, cf.shapeless, stream)
+    fused, sources_s, deferred = _fuse(draft, cf.shapeless, stream, cf.fast_math)
     t3 = time.perf_counter()
     unfused_steps = deferred[0] if deferred else None
     c3 = time.thread_time()
@@ -223,7 +224,8 @@ def _out_plan(out_leaves: list, placeholders: list) -> tuple:
     return tuple(plan)
 
 
-def _fuse(draft: Draft, shapeless: bool, stream) -> tuple[list, float, tuple | None]:
+def _fuse(draft: Draft, shapeless: bool, stream,
+          fast_math: bool = False) -> tuple[list, float, tuple | None]:
     """Fuses (on the CPU and on a CUDA or Metal GPU, not when the trace holds an outer
     tracer) and builds the kernels: now, or (CPU, kernels neither loaded nor on disk, background mode)
     on the worker thread; then it returns ``deferred = (unfused steps,)`` and the draft's
@@ -240,6 +242,9 @@ def _fuse(draft: Draft, shapeless: bool, stream) -> tuple[list, float, tuple | N
     if gpu:   # Compiled nodes run through the GPU backend; build their kernels now
         if gpu == "cuda":
             from ..backends.cuda import compiled as gpu_compiled
+            if fast_math:       # the fused kernels' specs ask for the fast-math variant
+                for f in fused:
+                    f.prim.spec = dataclasses.replace(f.prim.spec, fast=True)
         else:
             from ..backends.metal import compiled as gpu_compiled
         t = time.perf_counter()

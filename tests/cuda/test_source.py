@@ -6,6 +6,7 @@ compiled for sm_90, which needs no GPU.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import glob
 import os
 import re
@@ -115,8 +116,10 @@ NVRTC = _nvrtc()
 
 
 @pytest.mark.skipif(NVRTC is None, reason="NVRTC is not installed here (CuPy or nvidia-cuda-nvrtc)")
-@pytest.mark.parametrize("spec", [F32, BF16_ADD, F64_LESS, SELECT, FUSED],
-                         ids=["exp_f32", "add_bf16", "less_f64", "select_f16", "fused"])
+@pytest.mark.parametrize("spec", [F32, BF16_ADD, F64_LESS, SELECT, FUSED,
+                                  dataclasses.replace(FUSED, fast=True)],
+                         ids=["exp_f32", "add_bf16", "less_f64", "select_f16", "fused",
+                              "fused_fast"])
 def test_sources_compile_with_nvrtc(spec):
     _compile_all_variants(spec)
 
@@ -128,7 +131,8 @@ def _compile_all_variants(spec) -> bytes:
     src, names = source.batch_source(keys)
     prog = ctypes.c_void_p()
     assert NVRTC.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"k.cu", 0, None, None) == 0
-    opts = [o.encode() for o in source.nvrtc_options()] + [b"--gpu-architecture=compute_90"]
+    opts = [o.encode() for o in source.nvrtc_options(spec.fast)] + \
+        [b"--gpu-architecture=compute_90"]
     arr = (ctypes.c_char_p * len(opts))(*opts)
     rc = NVRTC.nvrtcCompileProgram(prog, len(opts), arr)
     n = ctypes.c_size_t()

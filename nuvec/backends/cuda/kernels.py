@@ -61,9 +61,9 @@ def set_vec_cap(cap: int) -> int:
     return prev
 
 
-def _module(src: str, entries: list[str], what: str) -> list:
+def _module(src: str, entries: list[str], what: str, fast: bool = False) -> list:
     try:
-        return nvrtc.load(src, entries)
+        return nvrtc.load(src, entries, fast=fast)
     except KernelCompileError as e:
         raise KernelCompileError(f"cuda kernels: {what}: {e}") from None
 
@@ -71,7 +71,7 @@ def _module(src: str, entries: list[str], what: str) -> list:
 def _compile(key: tuple):
     spec, variant, idx, mask, cap = key
     src, entry = source.module_source(spec, variant, idx, mask, cap or 8)
-    (fn,) = _module(src, [entry], f"{entry} for {[n.op for n in spec.nodes]}")
+    (fn,) = _module(src, [entry], f"{entry} for {[n.op for n in spec.nodes]}", spec.fast)
     with _lock:
         _stats["compiled"] += 1
         return _kernels.setdefault(key, fn)
@@ -101,13 +101,16 @@ def precompile(keys, threads: int | None = None, per_module: int = 48) -> int:
     todo = [k for k in dict.fromkeys(keys) if k not in _kernels]
     if not todo:
         return 0
-    chunks = [todo[i:i + per_module] for i in range(0, len(todo), per_module)]
+    chunks = []          # a module is compiled with one set of options: fast specs apart
+    for fast in (False, True):
+        part = [k for k in todo if k[0].fast == fast]
+        chunks += [part[i:i + per_module] for i in range(0, len(part), per_module)]
     dev = cp.cuda.Device().id
 
     def build(chunk):
         cp.cuda.Device(dev).use()
         src, entries = source.batch_source(chunk)
-        fns = _module(src, entries, f"a batch of {len(chunk)} kernels")
+        fns = _module(src, entries, f"a batch of {len(chunk)} kernels", chunk[0][0].fast)
         with _lock:
             _stats["compiled"] += len(chunk)
             for key, fn in zip(chunk, fns):

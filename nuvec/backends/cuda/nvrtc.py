@@ -41,13 +41,15 @@ def _binding():
     return binding
 
 
-def options() -> tuple[str, ...]:
-    """The NVRTC options used for this device (architecture included)."""
-    opts = _info.get("options")
+def options(fast: bool = False) -> tuple[str, ...]:
+    """The NVRTC options used for this device (architecture included); ``fast``: those of
+    fast-math kernels."""
+    key = "fast_options" if fast else "options"
+    opts = _info.get(key)
     if opts is None:
         cc = cp.cuda.Device().compute_capability
-        opts = tuple(source.nvrtc_options()) + ("-ftz=false", f"--gpu-architecture=sm_{cc}")
-        _info["options"] = opts
+        opts = tuple(source.nvrtc_options(fast)) + ("-ftz=false", f"--gpu-architecture=sm_{cc}")
+        _info[key] = opts
     return opts
 
 
@@ -71,13 +73,13 @@ def _key(src: str, opts: tuple) -> str:
     return h.hexdigest()
 
 
-def compile_cubin(src: str, name: str = "nuvec.cu") -> bytes:
+def compile_cubin(src: str, name: str = "nuvec.cu", fast: bool = False) -> bytes:
     """The cubin of ``src`` (KernelCompileError with NVRTC's log if it is rejected)."""
     nv = _binding()
     prog = nv.createProgram(src, name, (), ())
     try:
         try:
-            nv.compileProgram(prog, list(options()))
+            nv.compileProgram(prog, list(options(fast)))
         except nv.NVRTCError as e:
             log = nv.getProgramLog(prog)
             raise KernelCompileError(f"NVRTC rejected {name}: {e}\n{log[-4000:]}") from None
@@ -97,9 +99,10 @@ def _store(path: Path, data: bytes) -> None:
         pass   # no cache, same kernels
 
 
-def load(src: str, entries: list[str], name: str = "nuvec.cu") -> list:
-    """The kernels ``entries`` of ``src``, compiled now or read from the disk cache."""
-    opts = options()
+def load(src: str, entries: list[str], name: str = "nuvec.cu", fast: bool = False) -> list:
+    """The kernels ``entries`` of ``src``, compiled now or read from the disk cache
+    (``fast``: with the options of fast-math kernels)."""
+    opts = options(fast)
     path = cache_dir() / f"{_key(src, opts)}.cubin"
     mod = None
     if path.exists():
@@ -113,7 +116,7 @@ def load(src: str, entries: list[str], name: str = "nuvec.cu") -> list:
             return fns
         except Exception:  # noqa: BLE001 - a damaged entry: build it again
             mod = None
-    cubin = compile_cubin(src, name)
+    cubin = compile_cubin(src, name, fast)
     _store(path, cubin)
     mod = cp.cuda.function.Module()
     mod.load(cubin)

@@ -38,10 +38,11 @@ def dialect():
     return DIALECTS["cuda"]
 
 
-def nvrtc_options() -> tuple[str, ...]:
-    """NVRTC options every kernel is compiled with (no contraction, IEEE division/sqrt)."""
+def nvrtc_options(fast: bool = False) -> tuple[str, ...]:
+    """NVRTC options of a kernel: no contraction, IEEE division and square root; or, for a
+    fast-math kernel (``KernelSpec.fast``), contraction and approximate division."""
     from ...codegen.dialects import cuda as cuda_dialect
-    return tuple(getattr(cuda_dialect, "NVRTC_OPTIONS", ("--fmad=false",)))
+    return cuda_dialect.FAST_NVRTC_OPTIONS if fast else cuda_dialect.NVRTC_OPTIONS
 
 
 def entry_name(variant: str, idx: str, name: str = NAME) -> str:

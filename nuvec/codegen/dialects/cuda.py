@@ -34,6 +34,25 @@ from ..ir import KernelSpec
 from .base import Dialect, indent
 
 NVRTC_OPTIONS: tuple[str, ...] = ("--fmad=false", "--ftz=false", "--prec-div=true", "--prec-sqrt=true")
+# fast-math kernels (KernelSpec.fast, ``nv.compile(..., fast_math=True)``): contraction and the
+# GPU's approximate division and square root; subnormals still kept
+FAST_NVRTC_OPTIONS: tuple[str, ...] = ("--fmad=true", "--ftz=false", "--prec-div=false",
+                                       "--prec-sqrt=false")
+
+# float32 functions of a fast-math kernel: the SFU's approximations (__expf, __logf, __sinf,
+# __cosf: a few ulp near zero, worse for large arguments) and CUDA's libdevice (erff, tanhf,
+# expm1f, log1pf: within 2 ulp), in place of nuvec's exact library
+FAST_FUNCTIONS: dict[str, str] = {
+    "exp": "__expf", "log": "__logf", "sin": "__sinf", "cos": "__cosf", "tan": "__tanf",
+    "exp2": "exp2f", "log2": "__log2f", "log10": "__log10f", "expm1": "expm1f",
+    "log1p": "log1pf", "tanh": "tanhf", "erf": "erff", "sigmoid": "nv_fast_sigmoid",
+    "power": "__powf", "sinh": "sinhf", "cosh": "coshf"}
+
+FAST_PRELUDE = r"""
+#if defined(__CUDA_ARCH__)
+NV_FN float nv_fast_sigmoid(float x) { return __fdividef(1.0f, 1.0f + __expf(-x)); }
+#endif
+"""
 
 # float16 / bfloat16 <-> float32 through the conversion instructions (sm_80 and later) instead
 # of nv_ops.h's integer code: the same bits (round to nearest even, subnormals kept). Loads and
@@ -107,9 +126,10 @@ NV_FN double nv_u2d(uint64_t u) { return __longlong_as_double((long long)u); }
 
 class CudaDialect(Dialect):
     name = "cuda"
+    FAST_FUNCTIONS = FAST_FUNCTIONS
 
     def prelude(self) -> str:
-        return PRELUDE
+        return PRELUDE + FAST_PRELUDE
 
     def kernel(self, name: str, spec: KernelSpec) -> str:
         return "\n".join(self._variant(name, spec, v, idx)
