@@ -151,7 +151,7 @@ def test_save_load_round_trip(tmp_path, ext):
 
 
 def test_safetensors_layout_is_the_standard_one(tmp_path):
-    from nuvec.nn._io import load_safetensors, save_safetensors
+    from nuvec.files import load_safetensors, save_safetensors
     path = str(tmp_path / "t.safetensors")
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     save_safetensors(path, {"x": nv.array(x), "i": nv.array(np.array([1, 2], np.int64))},
@@ -171,7 +171,7 @@ def test_safetensors_layout_is_the_standard_one(tmp_path):
 
 def test_safetensors_dtypes_round_trip(tmp_path):
     import ml_dtypes
-    from nuvec.nn._io import load_safetensors, save_safetensors
+    from nuvec.files import load_safetensors, save_safetensors
     path = str(tmp_path / "d.safetensors")
     arrays = {name: np.arange(4).astype(d) for name, d in [
         ("f16", np.float16), ("bf16", ml_dtypes.bfloat16), ("u8", np.uint8),
@@ -184,7 +184,7 @@ def test_safetensors_dtypes_round_trip(tmp_path):
 
 
 def test_corrupt_safetensors_is_a_clear_error(tmp_path):
-    from nuvec.nn._io import load_safetensors
+    from nuvec.files import load_safetensors
     bad = tmp_path / "bad.safetensors"
     bad.write_bytes(struct.pack("<Q", 10 ** 6) + b"{}")
     with pytest.raises(ValueError, match="header length"):

@@ -7,7 +7,7 @@ from .activations import (  # noqa: F401
     softplus, softsign, step, tanh)
 from .base import Module  # noqa: F401
 from .containers import Sequential  # noqa: F401
-from .conv_ops import conv1d, conv2d  # noqa: F401
+from ...ops.conv import conv1d, conv2d, conv3d  # noqa: F401
 from .convolution import Conv1d, Conv2d  # noqa: F401
 from .dropout import Dropout, Dropout2d  # noqa: F401
 from .embedding import Embedding  # noqa: F401

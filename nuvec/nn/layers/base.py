@@ -264,7 +264,7 @@ class Module(dict):
     def save_weights(self, file: str) -> None:
         """Saves the parameters to ``file`` (``.npz`` or ``.safetensors``), keys dotted
         (``"layers.0.weight"``)."""
-        from .._io import save_arrays
+        from ...files import save_arrays
         save_arrays(str(file), dict(tree_flatten(self.parameters())), "save_weights")
 
     def load_weights(self, file_or_weights, strict: bool = True) -> "Module":
@@ -276,7 +276,7 @@ class Module(dict):
         only the names the model has are loaded."""
         weights = file_or_weights
         if isinstance(weights, (str, bytes)) or hasattr(weights, "__fspath__"):
-            from .._io import load_arrays
+            from ...files import load_arrays
             weights = list(load_arrays(str(weights), "load_weights").items())
         elif isinstance(weights, dict):
             weights = list(weights.items())

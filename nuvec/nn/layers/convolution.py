@@ -1,4 +1,4 @@
-"""Convolution layers (channels last), built on ``conv_ops`` (im2col + matmul).
+"""Convolution layers (channels last), built on ``nuvec.ops.conv`` (im2col + matmul).
 
 >>> import nuvec as nv
 >>> import nuvec.nn as nn
@@ -13,7 +13,7 @@ from typing import Sequence, Union
 import nuvec as nv
 
 from .base import Module
-from .conv_ops import _tuple, conv1d, conv2d
+from ...ops.conv import _tuple, conv1d, conv2d
 
 IntOrTuple = Union[int, Sequence[int]]
 

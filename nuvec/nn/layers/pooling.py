@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Optional, Sequence, Union
 
 from .base import Module
-from .conv_ops import _tuple, pool
+from ...ops.conv import _tuple, pool
 
 IntOrTuple = Union[int, Sequence[int]]
 

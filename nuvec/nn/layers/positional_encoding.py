@@ -42,35 +42,9 @@ class RoPE(Module):
     def _extra_repr(self) -> str:
         return f"{self.dims}, traditional={self.traditional}"
 
-    def _tables(self, length: int, offset: int, dtype):
-        half = self.dims // 2
-        inv = np.power(np.float32(self.base),
-                       -np.arange(half, dtype=np.float32) * np.float32(2.0 / self.dims))
-        pos = (np.arange(offset, offset + length, dtype=np.float32) * np.float32(self.scale))
-        theta = pos[:, None] * inv[None, :].astype(np.float32)
-        cos = nv.astype(nv.array(np.cos(theta)), dtype)
-        sin = nv.astype(nv.array(np.sin(theta)), dtype)
-        return cos, sin
-
     def __call__(self, x, offset: int = 0):
-        if x.ndim < 2 or x.shape[-1] < self.dims:
-            raise ValueError(f"RoPE: expects (..., L, D) input with D >= {self.dims}, got "
-                             f"shape {tuple(x.shape)}")
-        length, d = x.shape[-2], x.shape[-1]
-        half = self.dims // 2
-        cos, sin = self._tables(length, int(offset), x.dtype)
-        rot = x[..., :self.dims] if d > self.dims else x
-        if self.traditional:
-            pairs = nv.reshape(rot, (*rot.shape[:-1], half, 2))
-            a, b = pairs[..., 0], pairs[..., 1]
-            out = nv.stack([a * cos - b * sin, a * sin + b * cos], axis=-1)
-            out = nv.reshape(out, rot.shape)
-        else:
-            a, b = rot[..., :half], rot[..., half:]
-            out = nv.concatenate([a * cos - b * sin, a * sin + b * cos], axis=-1)
-        if d > self.dims:
-            out = nv.concatenate([out, x[..., self.dims:]], axis=-1)
-        return out
+        return nv.fast.rope(x, self.dims, traditional=self.traditional, base=self.base,
+                            scale=self.scale, offset=int(offset))
 
 
 class SinusoidalPositionalEncoding(Module):

@@ -22,29 +22,7 @@ from .linear import Linear
 from .normalization import LayerNorm
 
 
-def scaled_dot_product_attention(q, k, v, *, scale: float, mask=None):
-    """``softmax(scale * q @ k^T + mask) @ v`` over ``(B, H, L, D)`` queries and
-    ``(B, H, S, D)`` keys and values.
-
-    ``mask`` is ``None``, ``"causal"``, an additive float array, or a bool array (True:
-    attend), broadcastable to ``(B, H, L, S)``. The softmax runs in float32 at least.
-    """
-    scores = nv.matmul(q * scale, nv.swapaxes(k, -1, -2))
-    if isinstance(mask, str):
-        if mask != "causal":
-            raise ValueError(f"scaled_dot_product_attention: unknown mask {mask!r}")
-        L, S = q.shape[-2], k.shape[-2]
-        keep = nv.expand_dims(nv.arange(L) + (S - L), 1) >= nv.expand_dims(nv.arange(S), 0)
-        scores = nv.where(keep, scores, float("-inf"))
-    elif mask is not None:
-        if mask.dtype == nv.bool_:
-            scores = nv.where(mask, scores, float("-inf"))
-        else:
-            scores = scores + nv.astype(mask, scores.dtype)
-    if scores.dtype in (nv.float16, nv.bfloat16):
-        scores = nv.astype(scores, nv.float32)
-    w = nv.astype(nv.softmax(scores, axis=-1), v.dtype)
-    return nv.matmul(w, v)
+scaled_dot_product_attention = nv.fast.scaled_dot_product_attention
 
 
 class MultiHeadAttention(Module):

@@ -1,4 +1,7 @@
-"""Reading and writing named arrays: ``.npz`` (NumPy) and ``.safetensors``.
+"""Arrays in files, with MLX's functions: ``nv.save`` (``.npy``), ``nv.savez`` /
+``nv.savez_compressed`` (``.npz``), ``nv.save_safetensors`` and ``nv.load`` (any of the three).
+Every file is written to a temporary name and renamed into place, so an error (or a crash)
+never leaves a half-written file under the requested name.
 
 The safetensors layout: 8 bytes (little-endian u64) giving the header's length N, then N bytes
 of UTF-8 JSON ``{name: {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}, ...,
@@ -7,8 +10,8 @@ row-major and little-endian, the offsets counted from the end of the header.
 
 >>> import nuvec as nv, tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "w.safetensors")
->>> save_safetensors(path, {"w": nv.ones((2, 3))})
->>> load_safetensors(path)["w"].shape
+>>> nv.save_safetensors(path, {"w": nv.ones((2, 3))})
+>>> nv.load(path)["w"].shape
 (2, 3)
 """
 from __future__ import annotations
@@ -66,13 +69,27 @@ def save_safetensors(file: str, arrays: dict, metadata: dict | None = None, *,
         offset += len(data)
     text = json.dumps(header, separators=(",", ":")).encode("utf-8")
     text += b" " * (-len(text) % 8)
-    tmp = f"{file}.tmp{os.getpid()}"
-    with open(tmp, "wb") as f:
+
+    def write(f) -> None:
         f.write(struct.pack("<Q", len(text)))
         f.write(text)
         for b in blobs:
             f.write(b)
-    os.replace(tmp, file)
+    _atomic_write(file, write)
+
+
+def _atomic_write(file: str, write) -> None:
+    """Calls ``write(f)`` on a temporary file beside ``file``, then renames it into place;
+    on any error the temporary file is removed and ``file`` is left as it was."""
+    tmp = f"{file}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            write(f)
+        os.replace(tmp, file)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
 
 
 def load_safetensors(file: str, *, what: str = "load_safetensors",
@@ -110,7 +127,7 @@ def load_safetensors(file: str, *, what: str = "load_safetensors",
     return (out, meta) if return_metadata else out
 
 
-def save_npz(file: str, arrays: dict, *, what: str = "savez") -> None:
+def save_npz(file: str, arrays: dict, *, what: str = "savez", compressed: bool = False) -> None:
     """Writes ``arrays`` to a NumPy ``.npz`` file (bfloat16 is not storable there)."""
     host = {}
     for name, a in arrays.items():
@@ -119,9 +136,8 @@ def save_npz(file: str, arrays: dict, *, what: str = "savez") -> None:
             raise TypeError(f"{what}: {name!r} is bfloat16, which .npz cannot store; save to "
                             ".safetensors or cast it first")
         host[name] = h
-    tmp = f"{file}.tmp{os.getpid()}.npz"
-    np.savez(tmp, **host)
-    os.replace(tmp, file)
+    saver = np.savez_compressed if compressed else np.savez
+    _atomic_write(file, lambda f: saver(f, **host))
 
 
 def load_npz(file: str, *, what: str = "load") -> dict:
@@ -150,3 +166,70 @@ def load_arrays(file: str, what: str) -> dict:
         return load_safetensors(file, what=what)
     raise ValueError(f"{what}: unsupported file extension in {file!r}; use .npz or "
                      ".safetensors")
+
+
+# ---- MLX's functions ---------------------------------------------------------------------------
+
+def save(file: str, arr) -> None:
+    """Saves one array to a NumPy ``.npy`` file (``.npy`` is appended to a name without it).
+
+    >>> import nuvec as nv, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "x")
+    >>> nv.save(path, nv.arange(3)); nv.load(path + ".npy").tolist()
+    [0, 1, 2]
+    """
+    file = os.fspath(file)
+    if not file.endswith(".npy"):
+        file += ".npy"
+    h = _host(arr, "arr", "save")
+    if h.dtype == ml_dtypes.bfloat16:
+        raise TypeError("save: the array is bfloat16, which .npy cannot store; use "
+                        "save_safetensors or cast it first")
+    _atomic_write(file, lambda f: np.save(f, h, allow_pickle=False))
+
+
+def _named(args: tuple, kwargs: dict, what: str) -> dict:
+    arrays = {f"arr_{i}": a for i, a in enumerate(args)}
+    for k, v in kwargs.items():
+        if k in arrays:
+            raise ValueError(f"{what}: the name {k!r} is given twice")
+        arrays[k] = v
+    return arrays
+
+
+def savez(file: str, *args, **kwargs) -> None:
+    """Saves arrays to an uncompressed ``.npz`` file (``.npz`` appended if missing); positional
+    arrays are named ``arr_0``, ``arr_1``, ... as NumPy names them."""
+    file = os.fspath(file)
+    save_npz(file if file.endswith(".npz") else file + ".npz", _named(args, kwargs, "savez"),
+             what="savez")
+
+
+def savez_compressed(file: str, *args, **kwargs) -> None:
+    """As ``savez``, compressed."""
+    file = os.fspath(file)
+    save_npz(file if file.endswith(".npz") else file + ".npz",
+             _named(args, kwargs, "savez_compressed"), what="savez_compressed", compressed=True)
+
+
+_FORMATS = ("npy", "npz", "safetensors")
+
+
+def load(file: str, format: str | None = None, return_metadata: bool = False):
+    """Loads a ``.npy`` file (an array), a ``.npz`` file (a dict of arrays) or a
+    ``.safetensors`` file (a dict; with ``return_metadata``, also its metadata dict). The format
+    comes from the extension unless ``format`` names it."""
+    file = os.fspath(file)
+    fmt = format or os.path.splitext(file)[1].lstrip(".")
+    if fmt not in _FORMATS:
+        raise ValueError(f"load: unknown format {fmt!r} for {file!r}; expected one of "
+                         f"{', '.join(_FORMATS)} (by extension or format=)")
+    if not os.path.exists(file):
+        raise FileNotFoundError(f"load: no such file {file!r}")
+    if return_metadata and fmt != "safetensors":
+        raise ValueError(f"load: return_metadata is only supported for safetensors, not {fmt}")
+    if fmt == "npy":
+        return nv.array(np.load(file, allow_pickle=False))
+    if fmt == "npz":
+        return load_npz(file, what="load")
+    return load_safetensors(file, what="load", return_metadata=return_metadata)

@@ -12,7 +12,7 @@ tile the input exactly, reduces a reshaped view.
 
 >>> import nuvec as nv
 >>> x = nv.ones((1, 5, 5, 2)); w = nv.ones((3, 3, 3, 2))
->>> conv2d(x, w, padding=1).shape
+>>> nv.conv2d(x, w, padding=1).shape
 (1, 5, 5, 3)
 """
 from __future__ import annotations
@@ -125,6 +125,15 @@ def conv2d(x, weight, stride: IntOrTuple = 1, padding: IntOrTuple = 0,
     if weight.ndim != 4:
         raise ValueError(f"conv2d: weight must be 4-d, got shape {tuple(weight.shape)}")
     return conv_general(x, weight, stride, padding, dilation, groups, op="conv2d")
+
+
+def conv3d(x, weight, stride: IntOrTuple = 1, padding: IntOrTuple = 0,
+           dilation: IntOrTuple = 1, groups: int = 1):
+    """3-d convolution: ``x`` ``(N, D, H, W, C_in)``, ``weight``
+    ``(C_out, KD, KH, KW, C_in / groups)``."""
+    if weight.ndim != 5:
+        raise ValueError(f"conv3d: weight must be 5-d, got shape {tuple(weight.shape)}")
+    return conv_general(x, weight, stride, padding, dilation, groups, op="conv3d")
 
 
 def pool(x, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int], kind: str,
