@@ -74,12 +74,23 @@ def assert_same(got: np.ndarray, ref: np.ndarray, what: str = "") -> None:
                                  f"{got.ravel()[i]!r} want {ref.ravel()[i]!r}")
 
 
-def assert_bits_equal(a: np.ndarray, b: np.ndarray, what: str = "") -> None:
-    """Bit-for-bit equality (NaN payloads included)."""
+def assert_bits_equal(a: np.ndarray, b: np.ndarray, what: str = "",
+                      nan_payloads: bool = True) -> None:
+    """Bit-for-bit equality (NaN payloads included unless ``nan_payloads=False``: then a NaN
+    equals any NaN, every other value is compared bit for bit)."""
     assert a.dtype == b.dtype and a.shape == b.shape, (what, a.dtype, b.dtype, a.shape, b.shape)
-    va = np.ascontiguousarray(a).view(np.uint8)
-    vb = np.ascontiguousarray(b).view(np.uint8)
-    if not np.array_equal(va, vb):
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    if not nan_payloads and a.dtype.kind in "fc":
+        parts = (lambda x: [x.real, x.imag]) if a.dtype.kind == "c" else (lambda x: [x])
+        for pa, pb in zip(parts(a), parts(b)):
+            na, nb = np.isnan(pa), np.isnan(pb)
+            if not np.array_equal(na, nb):
+                raise AssertionError(f"{what}: NaNs in different places")
+            pa, pb = np.where(na, 0, pa), np.where(nb, 0, pb)
+            if not np.array_equal(pa.view(np.uint8), pb.view(np.uint8)):
+                raise AssertionError(f"{what}: not bit-for-bit equal")
+        return
+    if not np.array_equal(a.view(np.uint8), b.view(np.uint8)):
         raise AssertionError(f"{what}: not bit-for-bit equal")
 
 

@@ -153,7 +153,9 @@ def test_random_layouts(case) -> None:
     spec = KernelSpec.single(op, (dtype, dtype), dtype)
     got = kernels.run(spec, arrs, shape)[0]
     want = _contig_reference(spec, arrs, shape)[0]
-    assert_bits_equal(got, want, f"{op} {dtype} {shape}")
+    # where two NaNs meet, which payload survives depends on the operand order the C compiler
+    # picked for that loop (IEEE leaves it open): NaN equals NaN here, all else bit for bit
+    assert_bits_equal(got, want, f"{op} {dtype} {shape}", nan_payloads=False)
     ref = np.add(*arrs) if op == "add" else np.bitwise_xor(*arrs)
     assert_same(got, np.array(np.broadcast_to(ref.astype(got.dtype), shape), order="C"),
                 f"{op} {dtype} {shape} vs NumPy")
