@@ -13,6 +13,7 @@ with the GIL released when the array is large::
 cimport cython
 cimport numpy as cnp
 from libc.stdint cimport int64_t, uintptr_t
+from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 from nuvec.backends.cpu._allocator cimport empty_nd
 
@@ -44,6 +45,37 @@ cdef extern from "numpy/arrayobject.h":
     int NV_EquivTypes "PyArray_EquivTypes" (cnp.PyArray_Descr *a, cnp.PyArray_Descr *b) noexcept
 
 cdef int _nthreads = 1
+# Cores other threads keep busy for a while (a BLAS library's workers spin after each call,
+# see nuvec/backends/cpu/blas.py): until ``_shared_until`` (monotonic seconds) a launch uses
+# at most ``_shared_threads`` threads, so that its workers do not queue behind them.
+cdef double _shared_until = 0.0
+cdef int _shared_threads = 1
+
+
+cdef inline double _now() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec + ts.tv_nsec * 1e-9
+
+
+def share_cores(double seconds, int threads) -> None:
+    """Other threads occupy cores for the next ``seconds``: until then launches use at most
+    ``threads`` threads (at least 1). A later call replaces an earlier one."""
+    global _shared_until, _shared_threads
+    _shared_threads = threads if threads > 1 else 1
+    _shared_until = _now() + seconds
+
+
+def threads_now() -> int:
+    """How many threads a large launch would use now."""
+    return _threads_now()
+
+
+cdef inline int _threads_now() noexcept nogil:
+    cdef int nt = _nthreads
+    if nt > _shared_threads and _shared_until > 0.0 and _now() < _shared_until:
+        nt = _shared_threads
+    return nt
 
 
 def _default_threads() -> int:
@@ -210,11 +242,12 @@ cdef class Kernel:
             return outs
         L.fn = self.fn
         nv_launch_coalesce(&L)
-        cdef int nt = _nthreads
+        cdef int nt
         cdef int64_t grain = self.grain
         if size < NOGIL_MIN:
             nv_launch_run(&L, 1, grain)
         else:
+            nt = _threads_now()
             with nogil:
                 nv_launch_run(&L, nt, grain)
         return outs

@@ -7,6 +7,7 @@ import numpy as np
 
 from ...primitives.linalg import AddMM, Matmul
 from ..registry import register
+from . import blas
 
 try:  # results come from the buffer cache where it is built
     from .memory import empty as _empty
@@ -32,6 +33,8 @@ def _product(a: np.ndarray, b: np.ndarray, shape) -> np.ndarray:
     out = _buffer(shape, a.dtype)
     if out.size:
         np.matmul(a, b, out=out)
+        if a.dtype.kind in "fc":
+            blas.after_call()       # its threads now spin: kernels leave them their cores
     return out
 
 

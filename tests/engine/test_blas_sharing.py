@@ -1,0 +1,65 @@
+"""Element-wise launches leave the cores of a spinning BLAS library alone for its spin window
+(nuvec/backends/cpu/blas.py), and only after a BLAS product; results never depend on it."""
+import time
+
+import numpy as np
+import pytest
+
+import nuvec as nv
+from nuvec.backends.cpu import _eltwise, blas, kernels
+
+
+@pytest.fixture
+def two_threads():
+    prev = kernels.set_num_threads(2)
+    _eltwise.share_cores(0.0, 1)           # no window open
+    time.sleep(0.001)
+    yield
+    kernels.set_num_threads(prev)
+    _eltwise.share_cores(0.0, 1)
+
+
+def test_a_window_limits_threads_until_it_ends(two_threads):
+    assert _eltwise.threads_now() == 2
+    _eltwise.share_cores(0.05, 1)
+    assert _eltwise.threads_now() == 1
+    time.sleep(0.06)
+    assert _eltwise.threads_now() == 2
+    _eltwise.share_cores(1.0, 0)           # at least one thread is always left
+    assert _eltwise.threads_now() == 1
+
+
+def test_only_blas_products_open_the_window(two_threads, monkeypatch, cpu_device):
+    monkeypatch.setattr(blas, "_WORKERS", 1)
+    monkeypatch.setattr(blas, "_SECONDS", 10.0)
+    monkeypatch.setattr(blas, "_LEFT", 1)
+    i = nv.ones((8, 8), dtype=nv.int32)
+    nv.eval(i @ i)                          # NumPy's integer loops: no BLAS threads
+    assert _eltwise.threads_now() == 2
+    f = nv.ones((8, 8))
+    nv.eval(f @ f)
+    assert _eltwise.threads_now() == 1
+
+
+def test_the_window_does_not_change_results(two_threads, cpu_device):
+    x = np.random.default_rng(0).standard_normal(300_001).astype(np.float32)
+    a = nv.exp(nv.array(x)) * 3.0
+    nv.eval(a)
+    _eltwise.share_cores(10.0, 1)
+    b = nv.exp(nv.array(x)) * 3.0
+    nv.eval(b)
+    assert np.array_equal(np.array(a), np.array(b))
+
+
+def test_spin_window_reads_the_blas_settings(monkeypatch):
+    monkeypatch.setattr(blas, "_blas_name", lambda: "scipy-openblas")
+    monkeypatch.setattr(blas, "_cpu_count", lambda: 4)
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.delenv("GOTO_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "20")
+    assert blas.spin_window() == (2 ** 20 / blas._CYCLES_PER_S, 3)
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    assert blas.spin_window() == (0.0, 0)    # one BLAS thread: nothing spins
+    monkeypatch.setattr(blas, "_blas_name", lambda: "accelerate")
+    assert blas.spin_window() == (0.0, 0)
