@@ -26,6 +26,7 @@ A step traced into another tape (another entry, the fused tape swapped in) gets 
 from __future__ import annotations
 
 import sys
+from threading import get_ident as _get_ident
 from typing import Any, Optional
 
 import numpy as np
@@ -49,19 +50,21 @@ _getrefcount = sys.getrefcount
 
 
 class _Donating:
-    """A fused kernel that, while armed, writes output ``o`` into argument ``p``'s buffer for
-    each armed ``(p, o)``; otherwise it is the kernel itself."""
-    __slots__ = ("kernel", "nout", "pairs", "armed", "uses")
+    """A fused kernel that, while armed (for the thread that armed it: another thread may
+    replay the same tape on other data), writes output ``o`` into argument ``p``'s buffer
+    for each armed ``(p, o)``; otherwise it is the kernel itself."""
+    __slots__ = ("kernel", "nout", "pairs", "armed", "thread", "uses")
 
     def __init__(self, kernel: Any, nout: int) -> None:
         self.kernel = kernel
         self.nout = nout
         self.pairs: list[tuple[int, int, int]] = []   # (argument, output, state input slot)
         self.armed: tuple = ()
+        self.thread = 0
         self.uses = 0
 
     def __call__(self, datas: list, shape: tuple, outs: Optional[list] = None) -> list:
-        if self.armed:
+        if self.armed and self.thread == _get_ident():
             outs = list(outs) if outs is not None else [None] * self.nout
             for p, o in self.armed:
                 if outs[o] is None:
@@ -95,7 +98,9 @@ class Plan:
             if _sole(ins[i]):
                 for w, p, o in uses:
                     armed.setdefault(w, []).append((p, o))
+        me = _get_ident()
         for w, pairs in armed.items():
+            w.thread = me
             w.armed = tuple(pairs)
         return bool(armed)
 
