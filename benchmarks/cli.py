@@ -29,7 +29,7 @@ CASES = {
     "eager": list(W.ELEMENTWISE), "fused": list(W.CHAINS),
     "overhead": ["compiled_10op_4", "eager_per_op_4"],
     "first_call": ["first_call_200_cold", "first_call_200_warm"],
-    "train": ["mlp_step"], "memory": ["gelu_tanh", "mlp_step"],
+    "train": ["mlp_step", "transformer_step"], "memory": ["gelu_tanh", "mlp_step"],
 }
 
 # share of a run's time each group takes (measured here), for the schedule guard below

@@ -217,18 +217,23 @@ def run_first_call(adapter: Any, cfg: dict[str, Any], spec: dict[str, Any], out:
 
 
 def run_train(adapter: Any, cfg: dict[str, Any], cases: list[str], out: Output) -> None:
-    for variant in adapter.variants("train"):
-        def body() -> dict[str, Any]:
-            thunk, to_float = adapter.train(variant)
-            losses: list[Any] = []
-            first = once(lambda: losses.append(thunk()))
-            loss0 = to_float(losses[0])
-            m = timed(thunk, cfg, warmup=cfg["train_warmup"], min_sample_s=cfg["train_sample_s"])
-            loss1 = to_float(m.pop("last"))
-            return {"unit": "s", **m, "first_step_s": first["median"], "flops": W.train_flops(),
-                    "loss_start": loss0, "loss_end": loss1,
-                    "check": {"ok": bool(np.isfinite(loss1) and loss1 < loss0), "why": "loss falls"}}
-        guarded(out, "mlp_step", variant, body)
+    for case in cases:
+        for variant in adapter.variants("train"):
+            _train_case(adapter, cfg, case, variant, out)
+
+
+def _train_case(adapter: Any, cfg: dict[str, Any], case: str, variant: str, out: Output) -> None:
+    def body() -> dict[str, Any]:
+        thunk, to_float = adapter.train(variant, case)
+        losses: list[Any] = []
+        first = once(lambda: losses.append(thunk()))
+        loss0 = to_float(losses[0])
+        m = timed(thunk, cfg, warmup=cfg["train_warmup"], min_sample_s=cfg["train_sample_s"])
+        loss1 = to_float(m.pop("last"))
+        return {"unit": "s", **m, "first_step_s": first["median"], "flops": W.TRAIN_FLOPS[case](),
+                "loss_start": loss0, "loss_end": loss1,
+                "check": {"ok": bool(np.isfinite(loss1) and loss1 < loss0), "why": "loss falls"}}
+    guarded(out, case, variant, body)
 
 
 def rss_now() -> int:

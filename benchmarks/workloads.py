@@ -156,3 +156,29 @@ def train_ideal_bytes(sizes: tuple[int, ...] = MLP_SIZES, batch: int = BATCH) ->
     params = sum(i * o + o for i, o in zip(sizes[:-1], sizes[1:]))
     acts = batch * sum(sizes[1:])
     return 4 * (4 * params + 2 * acts)
+
+
+# --- training step: a small causal transformer language model, Adam ---
+# token + position embeddings, pre-norm encoder layers (attention with a causal mask, MLP of
+# 4 x dims with ReLU), a final LayerNorm, a linear head over the vocabulary; cross-entropy on
+# the next token. MLX's nn.TransformerEncoder with its defaults (norm_first=True).
+
+LM = dict(vocab=96, dims=128, heads=4, layers=2, seq=64, batch=32)
+
+
+def lm_data(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A fixed random batch of token ids: inputs and next-token targets, int32 (32, 64)."""
+    rng = np.random.default_rng(seed)
+    t = rng.integers(0, LM["vocab"], size=(LM["batch"], LM["seq"] + 1)).astype(np.int32)
+    return t[:, :-1], t[:, 1:]
+
+
+def lm_flops() -> int:
+    """Matmul FLOPs of one step (forward x 3): projections and MLP (12 d^2 per token and layer),
+    attention scores and mixing (2 seq d), the head (d vocab)."""
+    d, tokens = LM["dims"], LM["batch"] * LM["seq"]
+    per_token = LM["layers"] * (12 * d * d + 2 * LM["seq"] * d) + d * LM["vocab"]
+    return 2 * 3 * tokens * per_token
+
+
+TRAIN_FLOPS = {"mlp_step": train_flops, "transformer_step": lm_flops}

@@ -62,8 +62,8 @@ class Adapter:
         """Where the first call's time went (trace/simplify/fuse/cc), if the library reports it."""
         return None
 
-    def train(self, variant: str) -> tuple[Thunk, Callable[[Any], float]]:
-        """Return (one training step, loss-to-float)."""
+    def train(self, variant: str, case: str = "mlp_step") -> tuple[Thunk, Callable[[Any], float]]:
+        """Return (one training step of ``case``, loss-to-float)."""
         raise NotApplicable("no autodiff")
 
 

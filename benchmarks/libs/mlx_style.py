@@ -50,18 +50,22 @@ class MLXStyleAdapter(ArrayAdapter):
     def compile_fn(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         return self.core.compile(fn)
 
-    def train(self, variant: str) -> tuple[Thunk, Callable[[Any], float]]:
+    def train(self, variant: str, case: str = "mlp_step") -> tuple[Thunk, Callable[[Any], float]]:
         core = self.core
         nn = importlib.import_module(self.modules[1])
         optim = importlib.import_module(self.modules[2])
         core.random.seed(0)
-        s = W.MLP_SIZES
-        model = nn.Sequential(nn.Linear(s[0], s[1]), nn.ReLU(), nn.Linear(s[1], s[2]), nn.ReLU(),
-                              nn.Linear(s[2], s[3]))
+        if case == "transformer_step":
+            model = _language_model(nn, core)
+            xs, ys = W.lm_data()
+        else:
+            s = W.MLP_SIZES
+            model = nn.Sequential(nn.Linear(s[0], s[1]), nn.ReLU(), nn.Linear(s[1], s[2]),
+                                  nn.ReLU(), nn.Linear(s[2], s[3]))
+            xs, ys = W.train_data()
         core.eval(model.parameters())
         opt = optim.Adam(learning_rate=1e-3)
         opt.init(model.trainable_parameters())  # slots exist before tracing: no state-shape retrace
-        xs, ys = W.train_data()
         x, y = core.array(xs), core.array(ys)
 
         def loss_fn(model: Any, x: Any, y: Any) -> Any:
@@ -83,3 +87,26 @@ class MLXStyleAdapter(ArrayAdapter):
             core.eval(loss, state)
             return loss
         return thunk, lambda a: float(a.item())
+
+
+def _language_model(nn: Any, core: Any) -> Any:
+    """The transformer of ``workloads.LM`` written with MLX's nn (token and position
+    embeddings, nn.TransformerEncoder with a causal mask, a linear head)."""
+    c = W.LM
+
+    class LanguageModel(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tokens = nn.Embedding(c["vocab"], c["dims"])
+            self.positions = nn.Embedding(c["seq"], c["dims"])
+            self.encoder = nn.TransformerEncoder(c["layers"], c["dims"], c["heads"],
+                                                 mlp_dims=4 * c["dims"])
+            self.head = nn.Linear(c["dims"], c["vocab"])
+
+        def __call__(self, x: Any) -> Any:
+            n = x.shape[1]
+            mask = nn.MultiHeadAttention.create_additive_causal_mask(n)
+            h = self.tokens(x) + self.positions(core.arange(n))
+            return self.head(self.encoder(h, mask))
+
+    return LanguageModel()

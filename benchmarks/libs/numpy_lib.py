@@ -45,5 +45,5 @@ class Adapter(ArrayAdapter):
             raise NotApplicable("erf needs SciPy, which is not installed")
         return super().elementwise(op, xs, variant)
 
-    def train(self, variant: str) -> Any:
+    def train(self, variant: str, case: str = "mlp_step") -> Any:
         raise NotApplicable("NumPy has no automatic differentiation")

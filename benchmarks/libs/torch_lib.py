@@ -8,7 +8,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import workloads as W
-from .base import ArrayAdapter, Thunk
+from .base import ArrayAdapter, NotApplicable, Thunk
 
 
 class Adapter(ArrayAdapter):
@@ -43,7 +43,9 @@ class Adapter(ArrayAdapter):
     def compile_fn(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         return self.torch.compile(fn, dynamic=False)
 
-    def train(self, variant: str) -> tuple[Thunk, Callable[[Any], float]]:
+    def train(self, variant: str, case: str = "mlp_step") -> tuple[Thunk, Callable[[Any], float]]:
+        if case != "mlp_step":
+            raise NotApplicable(f"{case} is not written for PyTorch here")
         torch = self.torch
         torch.set_grad_enabled(True)
         torch.manual_seed(0)
