@@ -80,6 +80,32 @@ class KernelSpec:
             return False
         return self.nodes[0].args == tuple(("in", i) for i in range(len(self.inputs)))
 
+    def single_reader(self, p: int) -> int:
+        """The node that reads input ``p``, if exactly one argument of one node does; else -1
+        (where an output may reuse that input's buffer)."""
+        found, n = -1, 0
+        for j, node in enumerate(self.nodes):
+            for kind, i in node.args:
+                if kind == "in" and i == p:
+                    n += 1
+                    found = j
+        return found if n == 1 else -1
+
+    def depends(self, node: int, on: int) -> bool:
+        """Whether node ``node`` depends on node ``on`` (or is it)."""
+        stack, seen = [node], set()
+        while stack:
+            j = stack.pop()
+            if j == on:
+                return True
+            if j in seen:
+                continue
+            seen.add(j)
+            for kind, i in self.nodes[j].args:
+                if kind == "node":
+                    stack.append(i)
+        return False
+
     def arg_dtype(self, arg: tuple[str, int]) -> str:
         kind, i = arg
         if kind == "in":

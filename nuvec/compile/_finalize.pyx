@@ -173,46 +173,17 @@ cdef object _donations(s, Step st, dict slot, list released, set outputs,
         sa = st.args[p]
         if not (sa < first_step_slot or sa in outputs or sa not in released
                 or counts[sa] != 1 or draft.shape[a] != st.shape):
-            reader = _single_reader(spec, p)
+            reader = spec.single_reader(p)
             o = 0
             for v in s.outs:
                 if (o not in taken and draft.dtype[v] == draft.dtype[a] and reader >= 0
-                        and _depends(spec, spec.outputs[o], reader)):
+                        and spec.depends(spec.outputs[o], reader)):
                     taken.add(o)
                     pairs.append((p, o))
                     break
                 o += 1
         p += 1
     return tuple(pairs) or None
-
-
-cdef Py_ssize_t _single_reader(spec, Py_ssize_t p):
-    """The node that reads kernel input ``p``, if exactly one argument of one node does."""
-    cdef Py_ssize_t j = 0, n = 0, found = -1
-    for node in spec.nodes:
-        for kind, i in node.args:
-            if kind == "in" and i == p:
-                n += 1
-                found = j
-        j += 1
-    return found if n == 1 else -1
-
-
-cdef bint _depends(spec, Py_ssize_t node, Py_ssize_t on):
-    """Whether node ``node`` of the kernel depends on node ``on`` (or is it)."""
-    stack = [node]
-    seen = set()
-    while stack:
-        j = stack.pop()
-        if j == on:
-            return True
-        if j in seen:
-            continue
-        seen.add(j)
-        for kind, i in spec.nodes[j].args:
-            if kind == "node":
-                stack.append(i)
-    return False
 
 
 cdef object _template(s, draft):

@@ -177,14 +177,14 @@ def plan(tape: Any, n_state: int) -> Plan:
                 continue      # returned, or shared with another argument of this kernel
             if any(r > k for a in group for r in reads.get(a, ())):
                 continue      # read after this step
-            reader = _single_reader(spec, p)
+            reader = spec.single_reader(p)
             if reader < 0 or tuple(draft.shape[s]) != tuple(st.shape):
                 continue
             for o in range(st.nout):
                 if (k, o) in taken or (st.donate and any(o == q for _, q in st.donate)):
                     continue
                 if st.dtypes[o] != draft.dtype[s] or \
-                        not _depends(spec, spec.outputs[o], reader):
+                        not spec.depends(spec.outputs[o], reader):
                     continue
                 w = st.kernel
                 if not isinstance(w, _Donating):
@@ -195,30 +195,3 @@ def plan(tape: Any, n_state: int) -> Plan:
                 taken.add((k, o))
                 break
     return pl
-
-
-def _single_reader(spec: Any, p: int) -> int:
-    """The node that reads kernel input ``p``, if exactly one argument of one node does."""
-    found, n = -1, 0
-    for j, node in enumerate(spec.nodes):
-        for kind, i in node.args:
-            if kind == "in" and i == p:
-                n += 1
-                found = j
-    return found if n == 1 else -1
-
-
-def _depends(spec: Any, node: int, on: int) -> bool:
-    """Whether node ``node`` of the kernel depends on node ``on`` (or is it)."""
-    stack, seen = [node], set()
-    while stack:
-        j = stack.pop()
-        if j == on:
-            return True
-        if j in seen:
-            continue
-        seen.add(j)
-        for kind, i in spec.nodes[j].args:
-            if kind == "node":
-                stack.append(i)
-    return False
