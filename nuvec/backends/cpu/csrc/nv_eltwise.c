@@ -78,6 +78,7 @@ static void fill_block(char *dst, const char *src, int64_t itemsize, int64_t n)
 typedef struct {
     char block[NV_MAX_ARGS][NV_BLOCK * 8] __attribute__((aligned(64)));
     const char *filled[NV_MAX_ARGS];        /* which source each block holds */
+    int64_t count[NV_MAX_ARGS];             /* and in how many leading elements */
 } nv_scratch_t;
 
 /* one run of n elements along the innermost axis, starting at pointers p */
@@ -110,17 +111,22 @@ static void run_inner(const nv_launch_t *L, char **p, int64_t n, nv_scratch_t **
     /* contiguous apart from broadcast inputs: expand those into blocks */
     if (!*scratch) {
         *scratch = mem;
-        for (int a = 0; a < NV_MAX_ARGS; a++)
+        for (int a = 0; a < NV_MAX_ARGS; a++) {
             mem->filled[a] = 0;
+            mem->count[a] = 0;
+        }
     }
     nv_scratch_t *S = *scratch;
     char *q[NV_MAX_ARGS];
+    /* fill only what this run reads: a value broadcast along short rows changes every row */
+    const int64_t need = n < NV_BLOCK ? n : NV_BLOCK;
     for (int a = 0; a < L->nargs; a++) {
         q[a] = p[a];
         if (a < L->nin && L->strides[a][last] == 0) {
-            if (S->filled[a] != p[a]) {
-                fill_block(S->block[a], p[a], L->itemsize[a], NV_BLOCK);
+            if (S->filled[a] != p[a] || S->count[a] < need) {
+                fill_block(S->block[a], p[a], L->itemsize[a], need);
                 S->filled[a] = p[a];
+                S->count[a] = need;
             }
             q[a] = S->block[a];
         }
