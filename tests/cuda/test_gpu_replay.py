@@ -129,17 +129,24 @@ def _norm(w1, w2, x):       # element-wise steps and a reduction
     return out, nv.sum(out * out), out.T
 
 
+def _replay_against_plain(fn, w1, w2, xs):
+    """(compiled results, uncompiled results as NumPy, the tape's graph hook) of ``fn`` over
+    ``xs``; the compiled calls are all queued before any result is read."""
+    f = nv.compile(fn)
+    with nv.stream(nv.gpu):
+        want = [[np.asarray(v) for v in fn(w1, w2, x)] for x in xs]
+        got = [f(w1, w2, x) for x in xs]          # calls 3.. launch the recorded graph
+        hook = _entry(f, w1, w2, xs[0]).tape.device_replay
+        assert hook.graph is not None and not hook.failed, hook.error
+    return got, want, hook
+
+
 def test_graph_replay_gives_the_plain_bits_and_never_overwrites_earlier_results():
     from nuvec.backends.cuda import graphs
     w1, w2 = on_gpu(randn(8, 32)), on_gpu(randn(8, 32))
     xs = [on_gpu(randn(8, 32)) for _ in range(6)]
-    f = nv.compile(_norm)
-    with nv.stream(nv.gpu):
-        want = [[np.asarray(v) for v in _norm(w1, w2, x)] for x in xs]
-        got = [f(w1, w2, x) for x in xs]          # calls 3.. launch the recorded graph
-        hook = _entry(f, w1, w2, xs[0]).tape.device_replay
-        assert isinstance(hook, graphs.GraphReplay)
-        assert hook.graph is not None and not hook.failed, hook.error
+    got, want, hook = _replay_against_plain(_norm, w1, w2, xs)
+    assert isinstance(hook, graphs.GraphReplay)
     for g, w in zip(got, want):                   # read after every call was queued
         for a, b in zip(g, w):
             assert a._prim is None
@@ -149,12 +156,7 @@ def test_graph_replay_gives_the_plain_bits_and_never_overwrites_earlier_results(
 def test_a_tape_with_matmuls_is_recorded_through_nuvecs_cublas_handle():
     w1, w2 = on_gpu(randn(32, 64)), on_gpu(randn(64, 16))
     xs = [on_gpu(randn(8, 32)) for _ in range(5)]
-    f = nv.compile(_mlp)
-    with nv.stream(nv.gpu):
-        want = [[np.asarray(v) for v in _mlp(w1, w2, x)] for x in xs]
-        got = [f(w1, w2, x) for x in xs]
-        hook = _entry(f, w1, w2, xs[0]).tape.device_replay
-        assert hook.graph is not None and not hook.failed, hook.error
+    got, want, _ = _replay_against_plain(_mlp, w1, w2, xs)
     for g, w in zip(got, want):
         for a, b in zip(g, w):
             np.testing.assert_array_equal(np.asarray(a), b)
