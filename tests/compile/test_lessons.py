@@ -3,6 +3,7 @@ function objects; CSE and constant merging are linear (a scalar used by 40,000 o
 a failing C compiler falls back to unfused execution with one warning carrying its message;
 every call returns fresh outputs; a compiled step that mutates state gives exactly the
 uncompiled step's results."""
+import gc
 import random
 import stat
 import warnings
@@ -38,14 +39,23 @@ def test_merging_and_cse_stay_linear_for_a_scalar_used_40000_times():
             return x
         return f
     cpu = {}
-    with unfused():
-        for n in (5_000, 20_000):
-            g = nv.compile(chain(n))
-            out = g(nv.zeros((2,)))
-            tape = entry_of(g).tape
-            assert len(tape.steps) == 2 * n and len(tape.consts) == 1
-            st = g.stats()   # CPU time of this thread: other processes' load does not count
-            cpu[n] = st["simplify_cpu_s"] + st["finalize_cpu_s"]
+    # The rest of the test suite's heap is frozen out of the collector: a full collection
+    # scanning it during one of the two runs made the ratio 9x in CI. Best of two runs.
+    gc.collect()
+    gc.freeze()
+    try:
+        with unfused():
+            for n in (5_000, 20_000):
+                for _ in range(2):
+                    g = nv.compile(chain(n))
+                    out = g(nv.zeros((2,)))
+                    tape = entry_of(g).tape
+                    assert len(tape.steps) == 2 * n and len(tape.consts) == 1
+                    st = g.stats()   # CPU time of this thread: other processes' load does not count
+                    t = st["simplify_cpu_s"] + st["finalize_cpu_s"]
+                    cpu[n] = min(cpu.get(n, t), t)
+    finally:
+        gc.unfreeze()
     assert np.isinf(np.asarray(out)).all()
     assert cpu[20_000] < 1.0, cpu                  # 40,000 operations: well under a second
     assert cpu[20_000] < 8 * cpu[5_000], cpu       # 4x the operations: about 4x the time
