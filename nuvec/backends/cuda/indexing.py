@@ -2,12 +2,14 @@
 
 Differences from the CPU, both so that the host never waits for the device: an index out of
 range is not reported (CuPy wraps it), and ``scatter`` with ``mode="set"`` and repeated
-indices keeps one of the written values, not necessarily the last. ``add`` / ``max`` /
-``min`` are atomic operations; dtypes without atomics compute in a wider one and convert
-once (8/16-bit integers in int32, wrapping as the CPU does; float16 / bfloat16 in float32;
-bool as 0/1 with or = max, and = min). ``prod``, and ``max`` / ``min`` of 64-bit dtypes (CuPy's
-atomics round float64 through float32), run on the host (NumPy's ``ufunc.at``), which waits
-for the device.
+indices keeps one of the written values, not necessarily the last.
+
+``add`` / ``max`` / ``min`` are atomic operations, so a float ``add`` with repeated indices
+(an embedding's gradient) sums in an order that varies from run to run, in the last bits.
+Dtypes without atomics compute in a wider one and convert once (8/16-bit integers in int32,
+wrapping as the CPU does; float16 / bfloat16 in float32; bool as 0/1 with or = max, and =
+min). ``prod``, and ``max`` / ``min`` of 64-bit dtypes (CuPy's atomics round float64 through
+float32), run on the host (NumPy's ``ufunc.at``), which waits for the device.
 """
 from __future__ import annotations
 
