@@ -1,6 +1,7 @@
 """JAX on the CPU: eager ``jax.numpy`` ops, ``jax.jit``, and an MLP step with a hand-written Adam."""
 from __future__ import annotations
 
+import itertools
 import os
 from typing import Any, Callable
 
@@ -48,12 +49,12 @@ class Adapter(ArrayAdapter):
     def train(self, variant: str, case: str = "mlp_step") -> tuple[Thunk, Callable[[Any], float]]:
         jax, jnp = self.jax, self.jnp
         if case == "transformer_step":
-            xs, ys = W.lm_data()
+            data = W.lm_data()
             params, loss_fn = _language_model(jax, jnp)
         else:
-            xs, ys = W.train_data()
+            data = W.train_data()
             params, loss_fn = _mlp(jax, jnp)
-        x, y = jnp.asarray(xs), jnp.asarray(ys)
+        batches = itertools.cycle([(jnp.asarray(x), jnp.asarray(y)) for x, y in data])
         m = jax.tree_util.tree_map(jnp.zeros_like, params)
         v = jax.tree_util.tree_map(jnp.zeros_like, params)
         lr, b1, b2, eps = 1e-3, 0.9, 0.999, 1e-8
@@ -73,7 +74,7 @@ class Adapter(ArrayAdapter):
         state = [params, m, v, jnp.asarray(0.0, jnp.float32)]
 
         def thunk() -> Any:
-            *new, loss = step(*state, x, y)
+            *new, loss = step(*state, *next(batches))
             state[:] = new
             return jax.block_until_ready((loss, state))[0]
         return thunk, float

@@ -8,6 +8,7 @@ so a missing piece fails only the workloads that use it.
 from __future__ import annotations
 
 import functools
+import itertools
 import importlib
 from typing import Any, Callable
 
@@ -57,16 +58,16 @@ class MLXStyleAdapter(ArrayAdapter):
         core.random.seed(0)
         if case == "transformer_step":
             model = _language_model(nn, core)
-            xs, ys = W.lm_data()
+            data = W.lm_data()
         else:
             s = W.MLP_SIZES
             model = nn.Sequential(nn.Linear(s[0], s[1]), nn.ReLU(), nn.Linear(s[1], s[2]),
                                   nn.ReLU(), nn.Linear(s[2], s[3]))
-            xs, ys = W.train_data()
+            data = W.train_data()
         core.eval(model.parameters())
         opt = optim.Adam(learning_rate=1e-3)
         opt.init(model.trainable_parameters())  # slots exist before tracing: no state-shape retrace
-        x, y = core.array(xs), core.array(ys)
+        batches = itertools.cycle([(core.array(x), core.array(y)) for x, y in data])
 
         def loss_fn(model: Any, x: Any, y: Any) -> Any:
             return nn.losses.cross_entropy(model(x), y, reduction="mean")
@@ -83,7 +84,7 @@ class MLXStyleAdapter(ArrayAdapter):
             step = functools.partial(core.compile, inputs=state, outputs=state)(step)
 
         def thunk() -> Any:
-            loss = step(x, y)
+            loss = step(*next(batches))
             core.eval(loss, state)
             return loss
         return thunk, lambda a: float(a.item())

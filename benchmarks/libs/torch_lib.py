@@ -2,6 +2,7 @@
 PyPI's Linux x86_64 wheel pulls the CUDA stack (several GB); runs wherever torch is present."""
 from __future__ import annotations
 
+import itertools
 import os
 from typing import Any, Callable
 
@@ -49,8 +50,8 @@ class Adapter(ArrayAdapter):
         torch = self.torch
         torch.set_grad_enabled(True)
         torch.manual_seed(0)
-        xs, ys = W.train_data()
-        x, y = torch.from_numpy(xs), torch.from_numpy(ys.astype(np.int64))
+        batches = itertools.cycle([(torch.from_numpy(x), torch.from_numpy(y.astype(np.int64)))
+                                   for x, y in W.train_data()])
         s = W.MLP_SIZES
         model = torch.nn.Sequential(torch.nn.Linear(s[0], s[1]), torch.nn.ReLU(),
                                     torch.nn.Linear(s[1], s[2]), torch.nn.ReLU(),
@@ -65,6 +66,7 @@ class Adapter(ArrayAdapter):
             opt_step = torch.compile(opt.step)
 
         def thunk() -> Any:
+            x, y = next(batches)
             opt.zero_grad(set_to_none=True)
             loss = loss_fn(forward(x), y)
             loss.backward()
