@@ -4,18 +4,20 @@ Groups are formed walking back from a group's last step (its root), highest step
 step is decided after every step that could consume it. A step joins when
 
 - it is element-wise, single-output, and the engine has a kernel for its op and dtype;
-- every step that consumes it is already in the group (so nothing outside reads an inner
-  value, and the graph stays acyclic: only the root is read after the group);
+- every step that consumes it is in the group or comes after the root (the group runs at
+  the root's place, so the graph stays acyclic); a value read after the group, by a later
+  step or as a function output, becomes another output of the kernel (shapeless mode: no
+  member is read outside, since its shape at replay may be smaller than the kernel's);
 - the group stays within MAX_STEPS steps and MAX_ARRAYS kernel arrays (inputs + outputs);
-- shaped mode: it has the root's shape; shapeless mode: it is not a function output (its
-  shape at replay may be smaller than the kernel's).
+- shaped mode: it has the root's shape.
 
-A member the function returns becomes another output of the kernel. Scalar constants
-(every element equal, not a tracer) are literals in the source; in shaped mode a broadcast
-step feeding a member is read through (the kernel broadcasts the source itself).
+Scalar constants (every element equal, not a tracer) are literals in the source; in shaped
+mode a broadcast step feeding a member is read through (the kernel broadcasts the source
+itself).
 
     saved = list(draft.steps)
     fused = fuse(draft, shapeless=False)   # rewrites draft.steps; returns the fused steps
+    # (the CPU passes bias_epilogues=True: see split_addmm)
     # (a kernel that cannot be built: ``draft.steps = saved`` runs the steps unfused)
 """
 from __future__ import annotations
@@ -26,8 +28,9 @@ from ..codegen.ir import KernelSpec, Node
 from ..codegen.ops import supports
 from ..primitives.compiled import Compiled
 from ..primitives.elementwise import AsType, Binary, Select, Unary
+from ..primitives.linalg import AddMM, Matmul
 from ..primitives.shape import Broadcast
-from .draft import CONST, DStep, Draft
+from .draft import CONST, STEP, DStep, Draft
 
 MAX_STEPS = 32
 MAX_ARRAYS = 24
@@ -47,8 +50,47 @@ def kernel_op(prim, arg_dtypes: list[str]) -> str | None:
     return op if supports(op, d) else None
 
 
-def fuse(draft: Draft, shapeless: bool) -> list[DStep]:
-    """Replaces element-wise chains of ``draft`` by fused steps; returns those steps."""
+def split_addmm(draft: Draft) -> None:
+    """``addmm(c, a, b)`` (alpha = beta = 1, float32 or float64) read only by element-wise
+    steps becomes ``a @ b`` and an add of ``c``, which then fuses with its readers: a layer's bias
+    add and activation take one kernel pass, as XLA's fusions do. The bits are the CPU
+    addmm's, which adds ``c`` to the product in the product's dtype (other backends may round
+    ``a @ b + c`` once inside the GEMM, so only the CPU splits)."""
+    dname = [d.name for d in draft.dtype]
+    readers: dict[int, list[DStep]] = {}
+    for s in draft.steps:
+        for a in s.args:
+            readers.setdefault(a, []).append(s)
+
+    def fusable(s: DStep) -> bool:
+        return (len(s.outs) == 1 and s.prim.elementwise
+                and kernel_op(s.prim, [dname[a] for a in s.args]) is not None)
+
+    steps: list[DStep] = []
+    for s in draft.steps:
+        out = s.outs[0]
+        if (type(s.prim) is not AddMM or s.prim.alpha != 1.0 or s.prim.beta != 1.0
+                or dname[out] not in ("float32", "float64")
+                or not readers.get(out) or not all(fusable(r) for r in readers[out])):
+            steps.append(s)
+            continue
+        c, a, b = s.args
+        shape, dtype = draft.shape[out], draft.dtype[out]
+        product = draft.new_value(STEP, shape, dtype)
+        steps.append(DStep(Matmul(), (a, b), (product,), s.stream))
+        if draft.shape[c] != shape:
+            wide = draft.new_value(STEP, shape, dtype)
+            steps.append(DStep(Broadcast(shape), (c,), (wide,), s.stream))
+            c = wide
+        steps.append(DStep(Binary("add"), (product, c), (out,), s.stream))
+    draft.steps = steps
+
+
+def fuse(draft: Draft, shapeless: bool, bias_epilogues: bool = False) -> list[DStep]:
+    """Replaces element-wise chains of ``draft`` by fused steps; returns those steps.
+    ``bias_epilogues`` (shaped mode, CPU) first splits addmm steps (``split_addmm``)."""
+    if bias_epilogues and not shapeless:
+        split_addmm(draft)
     steps = draft.steps
     n = len(steps)
     if n < 2:
@@ -92,6 +134,7 @@ def fuse(draft: Draft, shapeless: bool) -> list[DStep]:
 
     group_of = [-1] * n
     groups: dict[int, list[int]] = {}
+    escaping = set(outputs)          # values read outside their group
     for root in range(n - 1, -1, -1):
         if group_of[root] != -1 or ops[root] is None:
             continue
@@ -112,18 +155,23 @@ def fuse(draft: Draft, shapeless: bool) -> list[DStep]:
                 continue
             seen.add(j)
             if (group_of[j] != -1 or ops[j] is None or len(members) >= MAX_STEPS
-                    or (shapeless and is_output[j])
-                    or (not shapeless and draft.shape[steps[j].outs[0]] != root_shape)
-                    or not consumers[j] <= members):
+                    or (not shapeless and draft.shape[steps[j].outs[0]] != root_shape)):
                 continue
+            # steps are met highest first, so no consumer above j can join later
+            later = [c for c in consumers[j] if c not in members]
+            if any(c < root for c in later) or (shapeless and (later or is_output[j])):
+                continue
+            read_after = bool(later) or is_output[j]
             v = steps[j].outs[0]
             new = {source(a) for a in steps[j].args}
             new = {a for a in new if a not in ext and literal(a) is None}
-            arrays = len(ext) - (1 if v in ext else 0) + len(new) + n_out + int(is_output[j])
+            arrays = len(ext) - (1 if v in ext else 0) + len(new) + n_out + int(read_after)
             if arrays > MAX_ARRAYS:
                 continue
             members.add(j)
-            n_out += int(is_output[j])
+            if read_after:
+                n_out += 1
+                escaping.add(v)
             ext.pop(v, None)
             for a in new:
                 ext[a] = None
@@ -148,7 +196,7 @@ def fuse(draft: Draft, shapeless: bool) -> list[DStep]:
             new_steps.append(s)
         elif g == k:
             f = _fused_step(draft, [steps[m] for m in groups[k]], [ops[m] for m in groups[k]],
-                            outputs, literal, source, dname)
+                            escaping, literal, source, dname)
             fused.append(f)
             new_steps.append(f)
     draft.steps = new_steps
@@ -156,8 +204,9 @@ def fuse(draft: Draft, shapeless: bool) -> list[DStep]:
     return fused
 
 
-def _fused_step(draft, members, member_ops, outputs, literal, source, dname) -> DStep:
-    """One Compiled step for ``members`` (ascending; the last is the root)."""
+def _fused_step(draft, members, member_ops, escaping, literal, source, dname) -> DStep:
+    """One Compiled step for ``members`` (ascending; the last is the root); the members whose
+    values are in ``escaping`` are outputs too."""
     pos = {m.outs[0]: i for i, m in enumerate(members)}
     ins: dict[int, int] = {}        # value -> kernel input index
     lits: dict[int, int] = {}       # value -> literal index
@@ -185,7 +234,7 @@ def _fused_step(draft, members, member_ops, outputs, literal, source, dname) -> 
         nodes.append(Node(op, tuple(args), dname[v]))
         wiring.append((m.prim, tuple(args)))
     root = members[-1]
-    outs = [m.outs[0] for m in members[:-1] if m.outs[0] in outputs] + [root.outs[0]]
+    outs = [m.outs[0] for m in members[:-1] if m.outs[0] in escaping] + [root.outs[0]]
     spec = KernelSpec(inputs=tuple(dname[a] for a in ins), constants=tuple(constants),
                       nodes=tuple(nodes), outputs=tuple(pos[o] for o in outs))
     return DStep(Compiled(spec, tuple(wiring)), tuple(ins), tuple(outs), root.stream,

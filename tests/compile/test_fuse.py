@@ -1,6 +1,7 @@
 """Promise 3: chains of element-wise steps become one generated kernel on the CPU: a step joins
-a group when every consumer of it is in the group; at most 32 steps and 24 arrays per kernel;
-an inner value the function returns becomes another kernel output; float scalar constants
+a group when every consumer of it is in the group or comes after it; at most 32 steps and 24
+arrays per kernel; an inner value the function returns or a later step reads becomes another
+kernel output; a bias add after a matmul fuses with its activation (CPU); float scalar constants
 are literals; groups never make the graph cyclic; results equal the uncompiled function's bit
 for bit; kernels are cached on disk across processes."""
 import os
@@ -108,6 +109,54 @@ def test_an_inner_value_the_function_returns_is_another_kernel_output():
     assert len(spec.nodes) == 5 and len(spec.outputs) == 2
     tape = entry_of(g).tape
     assert len(tape.steps) == 1 and tape.outputs == (tape.steps[0].out, tape.steps[0].out + 1)
+
+
+def test_a_value_read_after_the_group_is_another_kernel_output():
+    def f(x):
+        z = x * 2.0 - 1.0
+        h = nv.maximum(z, 0.0)                     # the root of z's group
+        s = nv.sum(h, axis=1, keepdims=True)
+        return z * s                               # reads z after the group
+    g = nv.compile(f)
+    x = nv.array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+    assert_same(np.asarray(g(x)), np.asarray(f(x)))
+    first = fused_specs(g)[0]
+    assert [n.op for n in first.nodes] == ["multiply", "subtract", "maximum"]
+    assert len(first.outputs) == 2                  # h, and z for the later multiply
+    assert step_names(g, x) == ["compiled[multiply subtract maximum]", "sum", "broadcast_to",
+                                "multiply"]
+    assert_topological(entry_of(g).tape)
+
+
+@pytest.mark.usefixtures("cpu_device")   # the split is the CPU's (see fuse.split_addmm)
+def test_a_bias_add_and_its_activation_after_a_matmul_take_one_kernel():
+    rng = np.random.default_rng(3)
+    x = nv.array(rng.standard_normal((5, 7)).astype(np.float32))
+    w = nv.array(rng.standard_normal((7, 6)).astype(np.float32))
+    b = nv.array(rng.standard_normal(6).astype(np.float32))
+
+    def layer(x, w, b):
+        z = nv.addmm(b, x, w)
+        return nv.maximum(z, 0.0), nv.where(z > 0, 1.0, 0.5)   # every reader element-wise
+    g = nv.compile(layer)
+    for got, want in zip(g(x, w, b), layer(x, w, b)):
+        assert_same(np.asarray(got), np.asarray(want))        # addmm's bits: same adds
+    assert step_names(g, x, w, b) == ["matmul", "compiled[add maximum]", "compiled[greater select]"]
+
+    def scaled(x, w, b):                           # alpha != 1: addmm stays whole
+        return nv.maximum(nv.addmm(b, x, w, alpha=2.0), 0.0)
+    h = nv.compile(scaled)
+    assert_same(np.asarray(h(x, w, b)), np.asarray(scaled(x, w, b)))
+    assert step_names(h, x, w, b) == ["addmm", "maximum"]
+
+    def read_by_a_reduction(x, w, b):              # a non-element-wise reader: no split
+        z = nv.addmm(b, x, w)
+        return nv.exp(z) / nv.sum(z)
+    k = nv.compile(read_by_a_reduction)
+    assert_same(np.asarray(k(x, w, b)), np.asarray(read_by_a_reduction(x, w, b)))
+    assert step_names(k, x, w, b)[0] == "addmm"
+    xh, wh, bh = (nv.astype(a, nv.float16) for a in (x, w, b))   # rounded once: no split
+    assert step_names(g, xh, wh, bh)[0] == "addmm"
 
 
 @pytest.mark.usefixtures("cpu_device")   # CPU-only behaviour (see tests/conftest.py)

@@ -39,10 +39,11 @@ def test_merging_and_cse_stay_linear_for_a_scalar_used_40000_times():
             return x
         return f
     cpu = {}
-    # The rest of the test suite's heap is frozen out of the collector: a full collection
-    # scanning it during one of the two runs made the ratio 9x in CI. Best of two runs.
+    # Python's collector is off while timing: in the full suite (a large heap) its
+    # collections made the ratio 8-9x, against 4.3x alone; this checks nuvec's passes.
+    # Best of two runs.
     gc.collect()
-    gc.freeze()
+    gc.disable()
     try:
         with unfused():
             for n in (5_000, 20_000):
@@ -55,7 +56,7 @@ def test_merging_and_cse_stay_linear_for_a_scalar_used_40000_times():
                     t = st["simplify_cpu_s"] + st["finalize_cpu_s"]
                     cpu[n] = min(cpu.get(n, t), t)
     finally:
-        gc.unfreeze()
+        gc.enable()
     assert np.isinf(np.asarray(out)).all()
     assert cpu[20_000] < 1.0, cpu                  # 40,000 operations: well under a second
     assert cpu[20_000] < 8 * cpu[5_000], cpu       # 4x the operations: about 4x the time
