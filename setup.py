@@ -26,6 +26,9 @@ EXTRA = {
         sources=["nuvec/backends/cpu/csrc/nv_eltwise.c"],
         include_dirs=["nuvec/backends/cpu"],
         extra_link_args=["-pthread"]),
+    "nuvec.backends.cpu._rows": dict(
+        sources=["nuvec/backends/cpu/csrc/nv_rows.c"],
+        include_dirs=["nuvec/backends/cpu"]),
 }
 
 

@@ -10,6 +10,24 @@ from ...primitives.reduction import ArgReduce, LogSumExp, Reduce, Scan, Softmax
 from ..registry import register
 
 _F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+
+try:
+    from ._rows import extreme_rows as _extreme_rows
+except ImportError:  # pragma: no cover - an unbuilt checkout
+    _extreme_rows = None
+
+
+def _extreme(x: np.ndarray, axes: tuple, keepdims: bool, want_max: bool) -> np.ndarray:
+    """max / min of ``x`` over ``axes``: nuvec's row kernel (nv_rows.c: NumPy's values, 10x
+    faster on short rows) for the innermost axis of a C-contiguous float32 / float64 array,
+    NumPy otherwise."""
+    if (_extreme_rows is not None and len(axes) == 1 and axes[0] in (-1, x.ndim - 1)
+            and (x.dtype == _F32 or x.dtype == _F64) and x.size and x.flags.c_contiguous):
+        out = np.empty(x.shape[:-1] + ((1,) if keepdims else ()), x.dtype)
+        _extreme_rows(x, out, want_max)
+        return out
+    return (np.maximum if want_max else np.minimum).reduce(x, axis=axes, keepdims=keepdims)
 
 
 def _is_half(d: np.dtype) -> bool:
@@ -41,8 +59,7 @@ def _reduce(prim, ins, node):
         if not axes:
             r = x
         else:
-            f = np.maximum if op == "max" else np.minimum
-            r = f.reduce(x, axis=axes, keepdims=kd)
+            r = _extreme(x, tuple(axes), kd, op == "max")
     elif op == "all":
         r = np.all(x, axis=axes, keepdims=kd)
     else:
@@ -89,7 +106,7 @@ def _softmax(prim, ins, node):
     if x.size == 0:
         return [np.empty(x.shape, node._dtype.np)]
     with np.errstate(invalid="ignore", over="ignore"):
-        m = np.max(x, axis=prim.axes, keepdims=True)
+        m = _extreme(x, tuple(prim.axes), True, True)
         e = _shifted_exp(x, m)
         e /= np.sum(e, axis=prim.axes, keepdims=True)
     return [_out(e, node)]
@@ -104,7 +121,7 @@ def _logsumexp(prim, ins, node):
     if x.size == 0:
         return [np.empty(node._shape, node._dtype.np)]
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        m = np.maximum.reduce(x, axis=axes, keepdims=True)
+        m = _extreme(x, tuple(axes), True, True)
         if not np.isfinite(m).all():       # rows of infinities: shift by 0 instead
             m = np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
         e = np.subtract(x, m)              # one temporary, exponentiated in place

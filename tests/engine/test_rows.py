@@ -1,0 +1,68 @@
+"""The row max / min kernel (nv_rows.c) behind max, min, softmax and logsumexp over the last
+axis of contiguous float32 / float64 arrays: every bit is that of NumPy's scalar rule (first
+NaN of a row, first zero met when the extreme is zero), at every row length (vector body and
+tail), with NaNs, signed zeros and infinities."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nuvec as nv
+from nuvec.backends.cpu._rows import extreme_rows
+
+RNG = np.random.default_rng(11)
+
+
+def sequential(x: np.ndarray, want_max: bool) -> np.ndarray:
+    out = np.empty(x.shape[0], x.dtype)
+    for r, row in enumerate(x):
+        m = row[0]
+        for v in row[1:]:
+            keep = m >= v if want_max else m <= v
+            if not (keep or m != m):
+                m = v
+        out[r] = m
+    return out
+
+
+def rows(dtype, n: int, kind: str) -> np.ndarray:
+    x = RNG.standard_normal((6, n)).astype(dtype)
+    mask = RNG.random(x.shape)
+    if kind == "nan":              # NaNs with distinct payloads: the first one must win
+        u = np.uint32 if dtype == np.float32 else np.uint64
+        x[mask < 0.15] = np.nan
+        bits = x.view(u)
+        bits[np.isnan(x)] |= RNG.integers(1, 999, int(np.isnan(x).sum())).astype(u)
+    elif kind == "zeros":          # extremes of +0 and -0, which compare equal
+        x = np.where(mask < 0.5, -0.0, 0.0).astype(dtype) - np.abs(x) * (mask < 0.2)
+    elif kind == "inf":
+        x[mask < 0.1] = np.inf
+        x[mask > 0.9] = -np.inf
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["plain", "nan", "zeros", "inf"])
+def test_rows_follow_numpys_scalar_rule_bit_for_bit(dtype, kind):
+    for n in list(range(1, 20)) + [31, 32, 33, 64, 100]:
+        x = rows(dtype, n, kind)
+        for want_max in (True, False):
+            out = np.empty((6, 1), dtype)
+            extreme_rows(x, out, want_max)
+            want = sequential(x, want_max)
+            assert out.reshape(-1).tobytes() == want.tobytes(), (n, want_max, x)
+
+
+def test_max_min_softmax_logsumexp_use_it_and_keep_numpys_values():
+    x = RNG.standard_normal((3, 5, 37)).astype(np.float32)
+    a = nv.array(x)
+    np.testing.assert_array_equal(np.asarray(nv.max(a, axis=-1)), x.max(-1))
+    np.testing.assert_array_equal(np.asarray(nv.min(a, axis=2, keepdims=True)),
+                                  x.min(2, keepdims=True))
+    e = np.exp(x - x.max(-1, keepdims=True))
+    np.testing.assert_allclose(np.asarray(nv.softmax(a, axis=-1)),
+                               e / e.sum(-1, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(nv.logsumexp(a, axis=-1)),
+                               np.log(np.exp(x.astype(np.float64)).sum(-1)), rtol=1e-6)
+    strided = a[:, :, ::2]                       # not contiguous: NumPy's path, same values
+    np.testing.assert_array_equal(np.asarray(nv.max(strided, axis=-1)), x[:, :, ::2].max(-1))
