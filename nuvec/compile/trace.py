@@ -20,6 +20,7 @@ from . import _runtime
 from ._builder import build
 from ._finalize import finalize
 from ._runtime import OUT_ONE, OUT_TREE, OUT_TUPLE, Entry
+from .schedule import hoist_reductions
 from ._tape import Tape
 from .draft import Draft
 from .signature import Signature, miss_reason
@@ -126,6 +127,7 @@ def _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out) -
         make_shapeless(draft, name)
     plan = _out_plan(list(out_leaves), placeholders)
     fused, sources_s, deferred = _fuse(draft, cf.shapeless, stream, cf.fast_math)
+    hoist_reductions(draft)
     t3 = time.perf_counter()
     unfused_steps = deferred[0] if deferred else None
     c3 = time.thread_time()
