@@ -143,13 +143,16 @@ def train_flops(sizes: tuple[int, ...] = MLP_SIZES, batch: int = BATCH) -> int:
     return 2 * batch * (2 * sum(mm) + sum(mm[1:]))
 
 
-# Each step takes the next of BATCHES distinct batches, as a training loop does. On one
-# repeated batch the MLP memorises its 256 random labels within about 12 steps; from then on
-# its gradients underflow to float32 subnormals, and a step on this machine's CPU took 25-70 ms
-# instead of 6 (NumPy and OpenBLAS alike pay the subnormal microcode path; XLA's CPU runtime
-# flushes subnormals to zero, so jax.jit did not). Cycling 16 batches, a NumPy replica of the
-# step trained 600 steps without one subnormal.
-BATCHES = 16
+# Each step takes the next of BATCHES distinct batches, as a training loop does. Subnormal
+# floats cost x86 cores a microcode assist per operation, and NumPy, OpenBLAS and nuvec keep
+# them by default, while XLA's CPU runtime flushes them to zero. On one repeated batch the MLP
+# memorised its 256 random labels within about 12 steps, its gradients underflowed, and a step
+# took 25-70 ms instead of 5 (jax.jit's did not change). With distinct batches that is gone,
+# but after about 650 steps Adam's first moments of units whose gradient is zero (ReLUs that
+# stopped firing) decay into subnormals (85% of one layer's) and nuvec's step goes from 5 to
+# 7 ms. A benchmark run takes fewer steps than that; the nv.compile+flush variant shows nuvec
+# with subnormals flushed, the mode jax.jit runs in.
+BATCHES = 64
 
 
 def train_data(seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:

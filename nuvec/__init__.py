@@ -22,6 +22,7 @@ __version__ = "0.1.0"
 from .backends.cpu.memory import (  # noqa: F401,E402
     clear_cache, get_active_memory, get_cache_memory, get_peak_memory, reset_peak_memory,
     set_cache_limit, set_memory_limit)
+from .backends.cpu._eltwise import set_flush_denormals  # noqa: F401,E402
 from . import cuda, metal  # noqa: F401,E402
 from . import utils  # noqa: E402,F401
 from .transforms import custom_function, grad, jvp, value_and_grad, vjp, vmap  # noqa: E402,F401

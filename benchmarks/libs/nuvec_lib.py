@@ -27,6 +27,22 @@ class Adapter(MLXStyleAdapter):
                 raise ValueError(f"nuvec adapter: unknown stand-in {stand_in!r}")
             self.modules = STAND_INS[stand_in]
 
+    # jax.jit runs with subnormals flushed to zero (XLA's CPU runtime sets the mode); this
+    # variant gives nuvec's kernels the same mode (nv.set_flush_denormals), beside the default
+    flushed = "nv.compile+flush"
+
+    def variants(self, group: str) -> list[str]:
+        v = super().variants(group)
+        return v + [self.flushed] if group == "train" and not self.stand_in else v
+
+    def is_compiled(self, variant: str) -> bool:
+        return variant in (self.compiled, self.flushed)
+
+    def train(self, variant: str, case: str = "mlp_step") -> Any:
+        if not self.stand_in:   # a process-wide mode: every variant sets its own
+            self.core.set_flush_denormals(variant == self.flushed)
+        return super().train(variant, case)
+
     def load(self) -> str:
         version = super().load()
         if version == "unknown":

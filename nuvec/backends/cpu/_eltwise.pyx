@@ -37,9 +37,11 @@ cdef extern from "csrc/nv_eltwise.h":
         int64_t strides[32][64]
         int64_t itemsize[32]
         char *ptr[32]
+        int flush_denormals
     int64_t nv_launch_coalesce(nv_launch_t *L) noexcept nogil
     void nv_launch_run(nv_launch_t *L, int nthreads, int64_t grain) noexcept nogil
     int nv_cpu_count() noexcept nogil
+    int nv_flush_supported() noexcept nogil
 
 cdef extern from "numpy/arrayobject.h":
     int NV_EquivTypes "PyArray_EquivTypes" (cnp.PyArray_Descr *a, cnp.PyArray_Descr *b) noexcept
@@ -103,6 +105,25 @@ def set_num_threads(n: int) -> int:
 
 def get_num_threads() -> int:
     return _nthreads
+
+
+cdef bint _flush = False
+
+
+def set_flush_denormals(bint on) -> bool:
+    """Element-wise kernels (single ops and fused groups) treat subnormal inputs as zero and
+    flush subnormal results to zero (``on``), or keep IEEE subnormals (the default). Returns
+    False, changing nothing, where the processor has no such mode (x86's MXCSR only)."""
+    global _flush
+    if not nv_flush_supported():
+        return False
+    _flush = on
+    return True
+
+
+def flush_denormals() -> bool:
+    """Whether element-wise kernels flush subnormals (``set_flush_denormals``)."""
+    return _flush
 
 
 # element counts below which the GIL is kept (releasing it costs more than the work)
@@ -241,6 +262,7 @@ cdef class Kernel:
         if size == 0:
             return outs
         L.fn = self.fn
+        L.flush_denormals = _flush
         nv_launch_coalesce(&L)
         cdef int nt
         cdef int64_t grain = self.grain

@@ -5,6 +5,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #define NV_BLOCK 512           /* elements per block when broadcast inputs are expanded */
 
@@ -179,6 +182,31 @@ static void run_range(const nv_launch_t *L, int64_t start, int64_t end)
     }
 }
 
+/* A launch with flush_denormals runs with MXCSR's flush-to-zero (results) and
+ * denormals-are-zero (inputs) bits set on each thread that works on it, restored after. */
+static void run_part(const nv_launch_t *L, int64_t start, int64_t end)
+{
+#if defined(__SSE__)
+    if (L->flush_denormals) {
+        unsigned int saved = _mm_getcsr();
+        _mm_setcsr(saved | 0x8040);       /* FTZ (bit 15) | DAZ (bit 6) */
+        run_range(L, start, end);
+        _mm_setcsr(saved);
+        return;
+    }
+#endif
+    run_range(L, start, end);
+}
+
+int nv_flush_supported(void)
+{
+#if defined(__SSE__)
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 /* ---- a small pool of worker threads --------------------------------------------------------- */
 
 typedef struct {
@@ -203,7 +231,7 @@ static void job_part(const nv_job_t *J, int part)
     int64_t start = part * chunk + (part < extra ? part : extra);
     int64_t end = start + chunk + (part < extra ? 1 : 0);
     if (end > start)
-        run_range(J->L, start, end);
+        run_part(J->L, start, end);
 }
 
 static void *worker_main(void *arg)
@@ -284,7 +312,7 @@ void nv_launch_run(nv_launch_t *L, int nthreads, int64_t grain)
         parts = (int)(size / g);
     /* another launch is using the pool (a second Python thread): run this one serially */
     if (parts < 2 || pthread_mutex_trylock(&pool_busy) != 0) {
-        run_range(L, 0, size);
+        run_part(L, 0, size);
         return;
     }
     pthread_mutex_lock(&pool_mu);

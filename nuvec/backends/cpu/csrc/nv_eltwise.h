@@ -27,6 +27,7 @@ typedef struct {
     int64_t strides[NV_MAX_ARGS][NV_MAX_DIMS];   /* bytes; 0 on broadcast axes */
     int64_t itemsize[NV_MAX_ARGS];
     char *ptr[NV_MAX_ARGS];
+    int flush_denormals;                    /* x86: FTZ and DAZ on while the kernel runs */
 } nv_launch_t;
 
 /* merge axes that every array walks contiguously, drop axes of length 1; returns the size */
@@ -35,6 +36,9 @@ int64_t nv_launch_coalesce(nv_launch_t *L);
 /* run the launch with up to nthreads threads (only if size >= 2 * grain); the caller may
  * release the GIL around it */
 void nv_launch_run(nv_launch_t *L, int nthreads, int64_t grain);
+
+/* whether flush_denormals takes effect on this processor (x86 SSE: MXCSR's FTZ and DAZ) */
+int nv_flush_supported(void);
 
 /* the number of CPUs this process may use (sched_getaffinity), at least 1 */
 int nv_cpu_count(void);
