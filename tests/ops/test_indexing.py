@@ -209,6 +209,25 @@ def test_at_updates_count_repeated_indices(xa, mode, d):
         same(out, e)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_updates_sum_in_add_at_order_bit_for_bit(dtype):
+    """The embedding-gradient path (rows picked by one index array, sorted and added step by
+    step): every row sums its updates in their original order, as np.add.at does."""
+    rng = np.random.default_rng(9)
+    for vocab, shape in [(96, (32, 64)), (7, (200,)), (50, (3, 40)), (300, (2, 2, 33))]:
+        idx = rng.integers(-vocab, vocab, shape).astype(np.int32)     # negatives wrap
+        table = (rng.standard_normal((vocab, 5)) * 100).astype(dtype)
+        upd = (rng.standard_normal(shape + (5,)) * 10.0 ** rng.uniform(-3, 3, shape + (5,)))
+        upd = upd.astype(dtype)
+        want = table.copy()
+        np.add.at(want, (idx,), upd)
+        got = nv.array(table).at[nv.array(idx)].add(nv.array(upd))
+        assert np.asarray(got).tobytes() == want.tobytes(), (vocab, shape)
+    with pytest.raises(IndexError, match="scatter"):        # a bad index is still reported
+        nv.array(table).at[nv.array(np.full(70, 300, np.int32))].add(nv.array(
+            np.ones((70, 5), dtype))).tolist()
+
+
 def test_at_example_from_mlx_docs():
     a = nv.array([0, 0])
     idx = nv.array([0, 1, 0, 1])
