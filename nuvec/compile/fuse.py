@@ -4,8 +4,8 @@ Groups are formed walking back from a group's last step (its root), highest step
 step is decided after every step that could consume it. A step joins when
 
 - it is element-wise, single-output, and the engine has a kernel for its op and dtype;
-- every step that consumes it is in the group or comes after the root (the group runs at
-  the root's place, so the graph stays acyclic); a value read after the group, by a later
+- every step that consumes it is in the group or (CPU) comes after the root (the group runs
+  at the root's place, so the graph stays acyclic); a value read after the group, by a later
   step or as a function output, becomes another output of the kernel (shapeless mode: no
   member is read outside, since its shape at replay may be smaller than the kernel's);
 - the group stays within MAX_STEPS steps and MAX_ARRAYS kernel arrays (inputs + outputs);
@@ -17,7 +17,7 @@ itself).
 
     saved = list(draft.steps)
     fused = fuse(draft, shapeless=False)   # rewrites draft.steps; returns the fused steps
-    # (the CPU passes bias_epilogues=True: see split_addmm)
+    # (the CPU passes cpu=True: read-after outputs and split_addmm, run on the CPU only)
     # (a kernel that cannot be built: ``draft.steps = saved`` runs the steps unfused)
 """
 from __future__ import annotations
@@ -86,10 +86,12 @@ def split_addmm(draft: Draft) -> None:
     draft.steps = steps
 
 
-def fuse(draft: Draft, shapeless: bool, bias_epilogues: bool = False) -> list[DStep]:
+def fuse(draft: Draft, shapeless: bool, cpu: bool = False) -> list[DStep]:
     """Replaces element-wise chains of ``draft`` by fused steps; returns those steps.
-    ``bias_epilogues`` (shaped mode, CPU) first splits addmm steps (``split_addmm``)."""
-    if bias_epilogues and not shapeless:
+    ``cpu``: members read after the group may join as outputs, and (shaped mode) addmm steps
+    are split first (``split_addmm``). Both have been verified on the CPU only; GPU tapes keep
+    the rule that a member's readers are all in its group (function outputs excepted)."""
+    if cpu and not shapeless:
         split_addmm(draft)
     steps = draft.steps
     n = len(steps)
@@ -159,7 +161,8 @@ def fuse(draft: Draft, shapeless: bool, bias_epilogues: bool = False) -> list[DS
                 continue
             # steps are met highest first, so no consumer above j can join later
             later = [c for c in consumers[j] if c not in members]
-            if any(c < root for c in later) or (shapeless and (later or is_output[j])):
+            if (any(c < root for c in later) or (later and not cpu)
+                    or (shapeless and (later or is_output[j]))):
                 continue
             read_after = bool(later) or is_output[j]
             v = steps[j].outs[0]

@@ -238,7 +238,7 @@ def _fuse(draft: Draft, shapeless: bool, stream,
         return [], 0.0, None
     from .fuse import fuse
     saved = list(draft.steps)
-    fused = fuse(draft, shapeless, bias_epilogues=device == "cpu")
+    fused = fuse(draft, shapeless, cpu=device == "cpu")
     if not fused:
         return [], 0.0, None
     if gpu:   # Compiled nodes run through the GPU backend; build their kernels now

@@ -111,6 +111,7 @@ def test_an_inner_value_the_function_returns_is_another_kernel_output():
     assert len(tape.steps) == 1 and tape.outputs == (tape.steps[0].out, tape.steps[0].out + 1)
 
 
+@pytest.mark.usefixtures("cpu_device")   # the read-after rule is the CPU's (fuse.fuse)
 def test_a_value_read_after_the_group_is_another_kernel_output():
     def f(x):
         z = x * 2.0 - 1.0
