@@ -169,6 +169,49 @@ def test_on_any_error_the_state_is_unchanged():
     assert (state[0]["w"], state[0]["n"], state[0]["extra"]) == snapshot
 
 
+class Fragile(dict):
+    """A state container whose stores can be made to fail (after the first ``ok`` of them)."""
+    ok = None
+
+    def __setitem__(self, k, v):
+        if Fragile.ok is not None:
+            if Fragile.ok == 0:
+                raise RuntimeError("store refused")
+            Fragile.ok -= 1
+        super().__setitem__(k, v)
+
+
+def test_the_write_back_stores_into_the_containers_of_this_call():
+    from conftest import entry_of
+    from nuvec.compile.state import WriteBack
+    state = [Fragile(a=nv.array([1.0]), b=nv.array([10.0])), {"c": nv.array([0.5])}]
+
+    def step(x):
+        s, t = state
+        s["a"] = s["a"] + x
+        s["b"] = s["b"] * 2.0
+        t["c"] = t["c"] - x
+        return s["a"]
+    f = nv.compile(step, inputs=state, outputs=state)
+    f(nv.array([1.0]))
+    f(nv.array([1.0]))
+    assert isinstance(entry_of(f).info["writeback"], WriteBack)    # stores, no rebuild
+    assert [state[0]["a"].item(), state[0]["b"].item(), state[1]["c"].item()] == [3.0, 40.0, -1.5]
+    old = state[1]
+    state[1] = {"c": nv.array([7.0])}          # a new container of the same structure
+    f(nv.array([1.0]))
+    assert state[1]["c"].item() == 6.0 and old["c"].item() == -1.5   # the new one moved on
+    assert f.stats()["traces"] == 1
+    before = [state[0]["a"], state[0]["b"], state[1]["c"]]
+    Fragile.ok = 1                             # the second store into state[0] fails
+    try:
+        with pytest.raises(RuntimeError, match="store refused"):
+            f(nv.array([1.0]))
+    finally:
+        Fragile.ok = None
+    assert [state[0]["a"], state[0]["b"], state[1]["c"]] == before   # all put back
+
+
 def test_called_on_tracers_a_stateful_step_runs_the_function():
     state = {"w": nv.array(3.0)}
     f = nv.compile(lambda x: state["w"] * x, inputs=state, outputs=state)
