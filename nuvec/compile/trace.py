@@ -127,7 +127,8 @@ def _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out) -
         make_shapeless(draft, name)
     plan = _out_plan(list(out_leaves), placeholders)
     fused, sources_s, deferred = _fuse(draft, cf.shapeless, stream, cf.fast_math)
-    hoist_reductions(draft)
+    if stream.device.type.value == "cpu":    # a cache-locality order, for the CPU's cores
+        hoist_reductions(draft)
     t3 = time.perf_counter()
     unfused_steps = deferred[0] if deferred else None
     c3 = time.thread_time()

@@ -1,12 +1,14 @@
 """Step order: a reduction runs right after the step that makes its argument (while that
 argument is in the cache), every step still after its arguments, and results are unchanged."""
 import numpy as np
+import pytest
 
 import nuvec as nv
 
 from conftest import assert_same, assert_topological, entry_of, step_names
 
 
+@pytest.mark.usefixtures("cpu_device")   # the CPU's order (see compile/trace.py)
 def test_a_reduction_moves_next_to_its_argument_and_results_stay():
     def f(x, w):
         g = nv.exp(x) * 2.0                   # a large intermediate
