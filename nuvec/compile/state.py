@@ -57,18 +57,23 @@ def _contains(tree: Any, target: Any) -> bool:
     return False
 
 
-def _trees(cf) -> tuple[Any, Any]:
-    """The (input, output) state trees, the random key's list added where it is missing."""
+def _trees(cf) -> tuple[Any, Any, list]:
+    """The (input, output) state trees, the random key's list added where it is missing, and
+    every list and dict in them (``containers``: one walk when they are the same tree)."""
     rs = random_state()
     tin, tout = cf.state_in, cf.state_out
-    if rs is not None:
-        has_in = _contains(tin, rs)
-        has_out = has_in if tout is tin else _contains(tout, rs)   # one walk when the same
-        tin = (tin, rs) if not has_in else (tin, None)
-        tout = (tout, rs) if not has_out else (tout, None)
+    same = tout is tin
+    conts = containers(tin) if same else containers(tin, tout)
+    if rs is None:
+        return (tin, None), (tout, None), conts
+    present = any(c is rs for c in conts)
+    if same:
+        has_in = has_out = present
     else:
-        tin, tout = (tin, None), (tout, None)
-    return tin, tout
+        has_in, has_out = (_contains(tin, rs), _contains(tout, rs)) if present else (False, False)
+    if not present:
+        conts.append(rs)
+    return (tin, None if has_in else rs), (tout, None if has_out else rs), conts
 
 
 # -- containers ----------------------------------------------------------------------------
@@ -222,7 +227,7 @@ def _writeback(entry, tout: Any, conts: list, s_leaves: list):
 def _prepare(cf, args: tuple, kwargs: dict):
     """(input tree, output tree, state leaves, argument leaves, key, containers of both
     trees), or None when an array is being traced by a transform."""
-    tin, tout = _trees(cf)
+    tin, tout, conts = _trees(cf)
     s_leaves, s_def = flatten(tin)
     for a in s_leaves:
         if a._tracer:
@@ -231,7 +236,6 @@ def _prepare(cf, args: tuple, kwargs: dict):
     a_key = cf.key_of(args, kwargs, a_leaves, 0)
     if a_key is None:
         return None
-    conts = containers(tin, tout)       # walked once: for the modes and the write-back
     same = cf.state_out is cf.state_in  # then both trees have the same containers
     skey = [s_def, _modes_of(conts if same else containers(tin))]
     for a in s_leaves:
