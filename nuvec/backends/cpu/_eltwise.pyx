@@ -111,10 +111,10 @@ cdef bint _flush = False
 
 
 def set_flush_denormals(bint on) -> bool:
-    """Element-wise kernels (single ops and fused groups) treat subnormal inputs as zero and
-    flush subnormal results to zero (``on``), or keep IEEE subnormals (the default). Returns
-    False, changing nothing, where the processor has no such mode (x86's MXCSR only). NumPy's
-    reductions and BLAS are not affected.
+    """The CPU's element-wise kernels (single ops and fused groups) treat subnormal inputs as
+    zero and flush subnormal results to zero (``on``), or keep IEEE subnormals (the default).
+    Returns False, changing nothing, where the processor has no such mode (x86's MXCSR only).
+    NumPy's reductions, BLAS and GPU kernels are not affected.
 
     >>> import nuvec as nv
     >>> nv.set_flush_denormals(True)          # e.g. before a long Adam training run on x86
