@@ -4,10 +4,12 @@ Groups are formed walking back from a group's last step (its root), highest step
 step is decided after every step that could consume it. A step joins when
 
 - it is element-wise, single-output, and the engine has a kernel for its op and dtype;
-- every step that consumes it is in the group or (CPU) comes after the root (the group runs
-  at the root's place, so the graph stays acyclic); a value read after the group, by a later
-  step or as a function output, becomes another output of the kernel (shapeless mode: no
-  member is read outside, since its shape at replay may be smaller than the kernel's);
+- every step that consumes it is in the group or (CPU) runs after the root: a group runs at
+  its root's place, so a consumer in a group formed already counts at that group's root (the
+  graph stays acyclic: no member of that group can feed this one, or it would have had a
+  reader outside its group running before it). A value read after the group, by a later step
+  or as a function output, becomes another output of the kernel (shapeless mode: no member
+  is read outside, since its shape at replay may be smaller than the kernel's);
 - the group stays within MAX_STEPS steps and MAX_ARRAYS kernel arrays (inputs + outputs);
 - shaped mode: it has the root's shape.
 
@@ -159,9 +161,11 @@ def fuse(draft: Draft, shapeless: bool, cpu: bool = False) -> list[DStep]:
             if (group_of[j] != -1 or ops[j] is None or len(members) >= MAX_STEPS
                     or (not shapeless and draft.shape[steps[j].outs[0]] != root_shape)):
                 continue
-            # steps are met highest first, so no consumer above j can join later
+            # steps are met highest first, so no consumer above j can join later; a consumer
+            # in a group formed already runs at that group's root
             later = [c for c in consumers[j] if c not in members]
-            if (any(c < root for c in later) or (later and not cpu)
+            if (any((group_of[c] if group_of[c] != -1 else c) < root for c in later)
+                    or (later and not cpu)
                     or (shapeless and (later or is_output[j]))):
                 continue
             read_after = bool(later) or is_output[j]

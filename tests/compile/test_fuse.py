@@ -129,6 +129,23 @@ def test_a_value_read_after_the_group_is_another_kernel_output():
     assert_topological(entry_of(g).tape)
 
 
+@pytest.mark.usefixtures("cpu_device")   # the read-after rule is the CPU's (fuse.fuse)
+def test_a_reader_in_a_later_group_counts_at_that_groups_root():
+    def f(x, a, b, c):
+        p = x * a
+        t = p * c                       # reads p; joins the last group (traced before q)
+        q = p * b
+        s = nv.sum(q, axis=-1, keepdims=True)
+        return t * s + t
+    g = nv.compile(f)
+    xs = [nv.array(np.random.default_rng(i).standard_normal((4, 8)).astype(np.float32))
+          for i in range(4)]
+    assert_same(np.asarray(g(*xs)), np.asarray(f(*xs)))
+    assert step_names(g, *xs) == ["compiled[multiply multiply]", "sum",
+                                  "compiled[multiply multiply add]"]
+    assert_topological(entry_of(g).tape)
+
+
 @pytest.mark.usefixtures("cpu_device")   # the split is the CPU's (see fuse.split_addmm)
 def test_a_bias_add_and_its_activation_after_a_matmul_take_one_kernel():
     rng = np.random.default_rng(3)

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import nuvec as nv
 
-from conftest import assert_same
+from conftest import assert_same, assert_topological, entry_of
 
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
 INTS = ["int8", "int32", "uint8", "int64"]
@@ -115,3 +115,20 @@ def test_shapeless_compile_equals_uncompiled_on_other_shapes(case):
     for rows in (2, 5):
         check(f, g, make_inputs(rng, dtypes, rows))
     assert g.stats()["traces"] == 1
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(programs(shapeless=False), st.lists(st.integers(0, 20), min_size=1, max_size=2))
+def test_inner_values_read_by_later_steps_compile_equal_uncompiled(case, keep):
+    """Only a few values are returned, so most intermediates are read inside the graph alone:
+    fused groups take members whose values later steps read (several kernel outputs)."""
+    dtypes, program, seed = case
+    full = build(program, False)
+
+    def f(*xs):
+        vals = full(*xs)
+        return [vals[k % len(vals)] for k in keep] + [vals[-1]]
+    xs = make_inputs(np.random.default_rng(seed), dtypes, 4)
+    g = nv.compile(f)
+    check(f, g, xs)
+    assert_topological(entry_of(g).tape)
