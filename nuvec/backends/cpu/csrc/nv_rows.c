@@ -28,76 +28,50 @@
 SEQUENTIAL(float, seq_f32)
 SEQUENTIAL(double, seq_f64)
 
-static float row_f32(const float *x, int64_t n, int want_max) {
-    int64_t i = 0;
-    float m = x[0];
-    int nan = m != m;
+/* SSE2: two vectors of W lanes (V, intrinsics suffix sfx) over the row's first multiple of
+ * 2W elements, leaving i, m and nan for the scalar tail */
 #if defined(__SSE2__)
-    if (n >= 8) {
-        __m128 a = _mm_loadu_ps(x), b = _mm_loadu_ps(x + 4);
-        __m128 bad = _mm_or_ps(_mm_cmpunord_ps(a, a), _mm_cmpunord_ps(b, b));
-        for (i = 8; i + 8 <= n; i += 8) {
-            __m128 u = _mm_loadu_ps(x + i), v = _mm_loadu_ps(x + i + 4);
-            bad = _mm_or_ps(bad, _mm_or_ps(_mm_cmpunord_ps(u, u), _mm_cmpunord_ps(v, v)));
-            a = want_max ? _mm_max_ps(a, u) : _mm_min_ps(a, u);
-            b = want_max ? _mm_max_ps(b, v) : _mm_min_ps(b, v);
-        }
-        a = want_max ? _mm_max_ps(a, b) : _mm_min_ps(a, b);
-        float lanes[4];
-        _mm_storeu_ps(lanes, a);
-        nan = _mm_movemask_ps(bad) != 0;
-        m = lanes[0];
-        for (int k = 1; k < 4; k++) m = want_max ? (lanes[k] > m ? lanes[k] : m)
-                                                 : (lanes[k] < m ? lanes[k] : m);
-    } else {
-        i = 1;
+#define VECTOR_PART(T, V, W, sfx)                                                       \
+    if (n >= 2 * W) {                                                                   \
+        V a = _mm_loadu_##sfx(x), b = _mm_loadu_##sfx(x + W);                           \
+        V bad = _mm_or_##sfx(_mm_cmpunord_##sfx(a, a), _mm_cmpunord_##sfx(b, b));       \
+        for (i = 2 * W; i + 2 * W <= n; i += 2 * W) {                                   \
+            V u = _mm_loadu_##sfx(x + i), v = _mm_loadu_##sfx(x + i + W);               \
+            bad = _mm_or_##sfx(bad, _mm_or_##sfx(_mm_cmpunord_##sfx(u, u),             \
+                                                 _mm_cmpunord_##sfx(v, v)));            \
+            a = want_max ? _mm_max_##sfx(a, u) : _mm_min_##sfx(a, u);                   \
+            b = want_max ? _mm_max_##sfx(b, v) : _mm_min_##sfx(b, v);                   \
+        }                                                                               \
+        a = want_max ? _mm_max_##sfx(a, b) : _mm_min_##sfx(a, b);                       \
+        T lanes[W];                                                                     \
+        _mm_storeu_##sfx(lanes, a);                                                     \
+        nan = _mm_movemask_##sfx(bad) != 0;                                             \
+        m = lanes[0];                                                                   \
+        for (int k = 1; k < W; k++)                                                     \
+            m = want_max ? (lanes[k] > m ? lanes[k] : m) : (lanes[k] < m ? lanes[k] : m); \
     }
 #else
-    i = 1;
+#define VECTOR_PART(T, V, W, sfx)
 #endif
-    for (; i < n; i++) {
-        float v = x[i];
-        nan |= v != v;
-        m = want_max ? (v > m ? v : m) : (v < m ? v : m);
-    }
-    if (nan || m == 0.0f) return seq_f32(x, n, want_max);
-    return m;
-}
 
-static double row_f64(const double *x, int64_t n, int want_max) {
-    int64_t i = 0;
-    double m = x[0];
-    int nan = m != m;
-#if defined(__SSE2__)
-    if (n >= 4) {
-        __m128d a = _mm_loadu_pd(x), b = _mm_loadu_pd(x + 2);
-        __m128d bad = _mm_or_pd(_mm_cmpunord_pd(a, a), _mm_cmpunord_pd(b, b));
-        for (i = 4; i + 4 <= n; i += 4) {
-            __m128d u = _mm_loadu_pd(x + i), v = _mm_loadu_pd(x + i + 2);
-            bad = _mm_or_pd(bad, _mm_or_pd(_mm_cmpunord_pd(u, u), _mm_cmpunord_pd(v, v)));
-            a = want_max ? _mm_max_pd(a, u) : _mm_min_pd(a, u);
-            b = want_max ? _mm_max_pd(b, v) : _mm_min_pd(b, v);
-        }
-        a = want_max ? _mm_max_pd(a, b) : _mm_min_pd(a, b);
-        double lanes[2];
-        _mm_storeu_pd(lanes, a);
-        nan = _mm_movemask_pd(bad) != 0;
-        m = want_max ? (lanes[1] > lanes[0] ? lanes[1] : lanes[0])
-                     : (lanes[1] < lanes[0] ? lanes[1] : lanes[0]);
-    } else {
-        i = 1;
+/* the extreme of one row: lanes (the sign of a zero and the NaN payload aside), then the
+ * sequential rule where those two matter */
+#define ROW(T, V, W, sfx, name, seq)                                                   \
+    static T name(const T *x, int64_t n, int want_max) {                                \
+        int64_t i = 1;                                                                  \
+        T m = x[0];                                                                     \
+        int nan = m != m;                                                               \
+        VECTOR_PART(T, V, W, sfx)                                                       \
+        for (; i < n; i++) {                                                            \
+            T v = x[i];                                                                 \
+            nan |= v != v;                                                              \
+            m = want_max ? (v > m ? v : m) : (v < m ? v : m);                           \
+        }                                                                               \
+        if (nan || m == 0) return seq(x, n, want_max);                                  \
+        return m;                                                                       \
     }
-#else
-    i = 1;
-#endif
-    for (; i < n; i++) {
-        double v = x[i];
-        nan |= v != v;
-        m = want_max ? (v > m ? v : m) : (v < m ? v : m);
-    }
-    if (nan || m == 0.0) return seq_f64(x, n, want_max);
-    return m;
-}
+ROW(float, __m128, 4, ps, row_f32, seq_f32)
+ROW(double, __m128d, 2, pd, row_f64, seq_f64)
 
 void nv_rows_extreme_f32(const float *x, int64_t rows, int64_t n, int want_max, float *out) {
     for (int64_t r = 0; r < rows; r++) out[r] = row_f32(x + r * n, n, want_max);
