@@ -23,7 +23,7 @@ def hoist_reductions(draft: Draft) -> None:
     after: dict[int, list[int]] = {}        # step index -> reductions placed right after it
     hoisted = set()
     for k, s in enumerate(steps):
-        if type(s.prim) in REDUCTIONS and not getattr(s.prim, "effectful", False):
+        if type(s.prim) in REDUCTIONS:          # pure: free to move
             last = max((made_by[a] for a in s.args if a in made_by), default=None)
             if last is not None and (last < k - 1 or last in hoisted):
                 after.setdefault(last, []).append(k)

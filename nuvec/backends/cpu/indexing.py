@@ -44,11 +44,14 @@ def _rows_add(target: np.ndarray, idx: np.ndarray, update: np.ndarray) -> bool:
             or flat.size < 64 or flat.min() < -n or flat.max() >= n):
         return False
     flat = np.where(flat < 0, flat + n, flat)
-    order = np.argsort(flat, kind="stable")
-    uniq, first, counts = np.unique(flat[order], return_index=True, return_counts=True)
-    most = int(counts.max())
+    per_row = np.bincount(flat, minlength=n)
+    most = int(per_row.max())
     if most * 8 > flat.size:
         return False
+    uniq = np.flatnonzero(per_row)                 # the rows updated, ascending
+    counts = per_row[uniq]
+    first = np.cumsum(counts) - counts             # where each row's updates start, sorted
+    order = np.argsort(flat, kind="stable")
     width = target[0].size
     rows = update.reshape(flat.size, width)[order]
     acc = target[uniq].reshape(uniq.size, width)
