@@ -52,7 +52,8 @@ def test_the_window_does_not_change_results(two_threads, cpu_device):
 
 
 def test_spin_window_reads_the_blas_settings(monkeypatch):
-    monkeypatch.setattr(blas, "_blas_name", lambda: "scipy-openblas")
+    monkeypatch.setattr(blas, "_MKL", None)             # NumPy's BLAS multiplies
+    monkeypatch.setattr(blas, "_numpy_blas_name", lambda: "scipy-openblas")
     monkeypatch.setattr(blas, "_cpu_count", lambda: 4)
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     monkeypatch.delenv("GOTO_NUM_THREADS", raising=False)
@@ -61,5 +62,27 @@ def test_spin_window_reads_the_blas_settings(monkeypatch):
     assert blas.spin_window() == (2 ** 20 / blas._CYCLES_PER_S, 3)
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
     assert blas.spin_window() == (0.0, 0)    # one BLAS thread: nothing spins
-    monkeypatch.setattr(blas, "_blas_name", lambda: "accelerate")
+    monkeypatch.setattr(blas, "_numpy_blas_name", lambda: "accelerate")
+    assert blas.spin_window() == (0.0, 0)
+
+
+def test_spin_window_of_mkl_follows_its_openmp(monkeypatch):
+    monkeypatch.setattr(blas, "_cpu_count", lambda: 4)
+    for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(blas, "_MKL", ("gnu", 4))
+    def pauses(n):
+        return n * blas._PAUSE_CYCLES / blas._CYCLES_PER_S
+    assert blas.spin_window() == (pauses(300_000), 3)
+    monkeypatch.setenv("GOMP_SPINCOUNT", "1000")
+    assert blas.spin_window() == (pauses(1000), 3)
+    monkeypatch.setenv("GOMP_SPINCOUNT", "0")
+    assert blas.spin_window() == (0.0, 0)
+    monkeypatch.delenv("GOMP_SPINCOUNT")
+    monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
+    assert blas.spin_window() == (0.0, 0)
+    monkeypatch.setattr(blas, "_MKL", ("intel", 2))
+    monkeypatch.setenv("KMP_BLOCKTIME", "50")
+    assert blas.spin_window() == (0.05, 1)
+    monkeypatch.setattr(blas, "_MKL", ("sequential", 1))
     assert blas.spin_window() == (0.0, 0)

@@ -1,6 +1,7 @@
-"""Linear algebra on the CPU: NumPy's matmul (BLAS for float32/float64/complex64; NumPy's own
-loops for integers). Transposed and strided views go to BLAS as they are. float16 and
-bfloat16 are multiplied in float32 and rounded once."""
+"""Linear algebra on the CPU: float32/float64 products through the BLAS that blas.py chose (MKL
+or NumPy's), other dtypes through NumPy's matmul (its BLAS for complex, its own loops for
+integers). Transposed and strided views go to BLAS as they are. float16 and bfloat16 are
+multiplied in float32 and rounded once."""
 from __future__ import annotations
 
 import numpy as np
@@ -32,9 +33,7 @@ def _product(a: np.ndarray, b: np.ndarray, shape) -> np.ndarray:
         a, b = a.astype(_F32), b.astype(_F32)
     out = _buffer(shape, a.dtype)
     if out.size:
-        np.matmul(a, b, out=out)
-        if a.dtype.kind in "fc":
-            blas.after_call()       # its threads now spin: kernels leave them their cores
+        blas.matmul(a, b, out)
     return out
 
 
