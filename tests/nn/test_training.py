@@ -138,15 +138,6 @@ def test_transformer_compiled_and_eager_agree_and_learn():
     m2, _, l2, t2 = run(make_model, make_opt, data, compiled=True)
     assert t2 == 1
     pairs = list(zip(tree_flatten(m1.parameters()), tree_flatten(m2.parameters())))
-    if nv.default_device() == nv.gpu:
-        # The embedding's gradient is a scatter-add, atomic on the GPU, so its sum order varies
-        # from run to run: on the H200 two eager runs differed in the last bit from step 4
-        # on, as compiled and eager do. Bit equality is checked on the CPU only.
-        np.testing.assert_allclose([a.item() for a in l1], [a.item() for a in l2], rtol=1e-5)
-        for (k, a), (_, b) in pairs:
-            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5,
-                                       err_msg=k)
-        return
     assert [bits(a) for a in l1] == [bits(a) for a in l2]
     for (k, a), (_, b) in pairs:
         assert bits(a) == bits(b), k

@@ -4,8 +4,11 @@ Differences from the CPU, both so that the host never waits for the device: an i
 range is not reported (CuPy wraps it), and ``scatter`` with ``mode="set"`` and repeated
 indices keeps one of the written values, not necessarily the last.
 
-``add`` / ``max`` / ``min`` are atomic operations, so a float ``add`` with repeated indices
-(an embedding's gradient) sums in an order that varies from run to run, in the last bits.
+A float ``add`` of rows picked by one index array (an embedding's gradient) runs
+``_ROWS_ADD``: one thread per element of the target sums that row's updates one after another
+in their original order, as NumPy's ``add.at`` and the CPU do, so the bits equal the CPU's and
+do not vary from run to run. Other ``add`` / ``max`` / ``min`` are atomic operations: with
+repeated indices a float ``add`` sums in an order that can vary, in the last bits.
 Dtypes without atomics compute in a wider one and convert once (8/16-bit integers in int32,
 wrapping as the CPU does; float16 / bfloat16 in float32; bool as 0/1 with or = max, and =
 min). ``prod``, and ``max`` / ``min`` of 64-bit dtypes (CuPy's atomics round float64 through
@@ -61,6 +64,40 @@ def _narrow(w, d: dt.Dtype):
     return w
 
 
+_ROWS_ADD = cp.ElementwiseKernel(
+    "raw T upd, raw int64 order, raw int64 start, raw int64 count, int64 width",
+    "raw T target",
+    """
+    const long long r = i / width, c = i % width;
+    T acc = target[i];
+    for (long long j = start[r], end = start[r] + count[r]; j < end; ++j)
+        acc = acc + upd[order[j] * width + c];
+    target[i] = acc;
+    """,
+    "nv_rows_add", options=("--fmad=false",))
+
+
+def _rows_add(target, idx, update) -> bool:
+    """``target[idx] += update`` in place for rows of a C-contiguous float32/float64 ``target``
+    picked by one integer array, each row summing its updates in their original order (the
+    module docstring). False (nothing done) when that does not apply. Out-of-range indices
+    wrap, as CuPy's scatter does."""
+    n = target.shape[0] if target.ndim else 0
+    if (target.dtype not in (cp.float32, cp.float64) or update.dtype != target.dtype
+            or not target.flags.c_contiguous or n == 0 or idx.dtype.kind not in "iu"
+            or update.shape != idx.shape + target.shape[1:] or idx.size == 0):
+        return False
+    flat = idx.reshape(-1).astype(cp.int64) % n
+    m = flat.size
+    order = cp.argsort(flat * m + cp.arange(m, dtype=cp.int64))   # by row, then position
+    count = cp.bincount(flat, minlength=n)
+    start = cp.cumsum(count) - count
+    width = target.size // n
+    _ROWS_ADD(cp.ascontiguousarray(update), order, start, count, width, target,
+              size=target.size)
+    return True
+
+
 def _combine(mode: str, out, index: tuple, update, d: dt.Dtype, axes):
     """``out`` with ``update`` written or combined at ``index`` of ``_front(out, axes)``."""
     # broadcast index views (an int next to an array) as real arrays: CuPy's scatter kernels
@@ -78,7 +115,10 @@ def _combine(mode: str, out, index: tuple, update, d: dt.Dtype, axes):
         return upload(h, d)
     op = "max" if (d == dt.bool_ and mode == "add") else mode
     w = _widen(out, d)
-    _ATOMIC[op](_front(w, axes), index, _widen(cp.ascontiguousarray(update), d))
+    u = _widen(cp.ascontiguousarray(update), d)
+    if not (op == "add" and len(index) == 1 and isinstance(index[0], cp.ndarray)
+            and _rows_add(_front(w, axes), index[0], u)):
+        _ATOMIC[op](_front(w, axes), index, u)
     return _narrow(w, d) if w is not out else out
 
 
