@@ -1,5 +1,7 @@
 """Element-wise launches leave the cores of a spinning BLAS library alone for its spin window
 (nuvec/backends/cpu/blas.py), and only after a BLAS product; results never depend on it."""
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -53,6 +55,7 @@ def test_the_window_does_not_change_results(two_threads, cpu_device):
 
 def test_spin_window_reads_the_blas_settings(monkeypatch):
     monkeypatch.setattr(blas, "_MKL", None)             # NumPy's BLAS multiplies
+    monkeypatch.setattr(blas, "_TEAM", False)
     monkeypatch.setattr(blas, "_numpy_blas_name", lambda: "scipy-openblas")
     monkeypatch.setattr(blas, "_cpu_count", lambda: 4)
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
@@ -68,6 +71,7 @@ def test_spin_window_reads_the_blas_settings(monkeypatch):
 
 def test_spin_window_of_mkl_follows_its_openmp(monkeypatch):
     monkeypatch.setattr(blas, "_cpu_count", lambda: 4)
+    monkeypatch.setattr(blas, "_TEAM", False)
     for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(blas, "_MKL", ("gnu", 4))
@@ -86,3 +90,39 @@ def test_spin_window_of_mkl_follows_its_openmp(monkeypatch):
     assert blas.spin_window() == (0.05, 1)
     monkeypatch.setattr(blas, "_MKL", ("sequential", 1))
     assert blas.spin_window() == (0.0, 0)
+
+
+def test_launches_on_the_blas_openmp_team_need_no_window(monkeypatch):
+    monkeypatch.setattr(blas, "_TEAM", True)
+    assert blas.spin_window() == (0.0, 0)
+
+
+TEAM_PROBE = """
+import os, numpy as np, nuvec as nv
+from nuvec.backends.cpu import _eltwise, blas, kernels
+kernels.set_num_threads(2)
+if {own}:
+    _eltwise.use_openmp(0, 0, 0)
+a = nv.ones((64, 64))
+nv.eval(a @ a)                                  # MKL's OpenMP team starts
+before = len(os.listdir("/proc/self/task"))
+x = nv.array(np.linspace(-3, 3, 1 << 21, dtype=np.float32))
+y = nv.exp(x) * 2.0 + x
+nv.eval(y)
+after = len(os.listdir("/proc/self/task"))
+print(after - before, np.asarray(y).view(np.int32).sum(dtype=np.int64))
+"""
+
+
+@pytest.mark.skipif(not blas._TEAM or blas._cpu_count() < 2,
+                    reason="needs MKL on GNU OpenMP and two CPUs")
+def test_element_wise_launches_join_the_matmuls_threads():
+    def probe(own: bool):
+        out = subprocess.run([sys.executable, "-c", TEAM_PROBE.format(own=own)],
+                             capture_output=True, text=True, check=True).stdout.split()
+        return int(out[0]), out[1]
+    on_team, bits_team = probe(False)
+    own_pool, bits_own = probe(True)
+    assert on_team == 0          # no thread of nuvec's own: the launch ran on the team
+    assert own_pool == 1         # nuvec's pool starts its worker
+    assert bits_team == bits_own

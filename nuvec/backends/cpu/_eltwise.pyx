@@ -42,6 +42,7 @@ cdef extern from "csrc/nv_eltwise.h":
     void nv_launch_run(nv_launch_t *L, int nthreads, int64_t grain) noexcept nogil
     int nv_cpu_count() noexcept nogil
     int nv_flush_supported() noexcept nogil
+    void nv_use_openmp(void *parallel, void *thread_num, void *num_threads) noexcept nogil
 
 cdef extern from "numpy/arrayobject.h":
     int NV_EquivTypes "PyArray_EquivTypes" (cnp.PyArray_Descr *a, cnp.PyArray_Descr *b) noexcept
@@ -66,6 +67,13 @@ def share_cores(double seconds, int threads) -> None:
     global _shared_until, _shared_threads
     _shared_threads = threads if threads > 1 else 1
     _shared_until = _now() + seconds
+
+
+def use_openmp(size_t parallel, size_t thread_num, size_t num_threads) -> None:
+    """Runs parallel launches on the OpenMP team of the runtime whose ``GOMP_parallel``,
+    ``omp_get_thread_num`` and ``omp_get_num_threads`` are at these addresses (blas.py: the
+    team MKL's matmuls run on); all 0: on nuvec's own threads again."""
+    nv_use_openmp(<void *>parallel, <void *>thread_num, <void *>num_threads)
 
 
 def threads_now() -> int:

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _gemm
-from ._eltwise import share_cores
+from ._eltwise import share_cores, use_openmp
 
 _CYCLES_PER_S = 2.0e9      # a slow clock: the longest plausible window for a cycle count
 _PAUSE_CYCLES = 140        # one x86 PAUSE (GNU OpenMP's spin step) on Skylake-SP and later
@@ -122,6 +122,22 @@ def _load_mkl() -> tuple[str, int] | None:
 _MKL = _load_mkl()
 
 
+def _join_openmp_team() -> bool:
+    """Element-wise launches run on the OpenMP team of MKL's GNU threading layer (see
+    nv_eltwise.c): the same threads as the matmuls, so nothing spins beside them."""
+    if not _MKL or _MKL[0] != "gnu":
+        return False
+    gomp = ctypes.CDLL("libgomp.so.1")
+    address = ctypes.cast
+    use_openmp(address(gomp.GOMP_parallel, ctypes.c_void_p).value,
+               address(gomp.omp_get_thread_num, ctypes.c_void_p).value,
+               address(gomp.omp_get_num_threads, ctypes.c_void_p).value)
+    return True
+
+
+_TEAM = _join_openmp_team()
+
+
 def provider() -> str:
     """The library that multiplies float32/float64 matrices on the CPU: 'mkl' or 'numpy'."""
     return "mkl" if _MKL else "numpy"
@@ -130,6 +146,8 @@ def provider() -> str:
 def spin_window() -> tuple[float, int]:
     """(seconds the BLAS workers busy-wait after a call, how many of them) for the BLAS in
     use; (0.0, 0) when it does not spin or runs single-threaded."""
+    if _TEAM:
+        return 0.0, 0               # element-wise launches run on the BLAS's own threads
     cores = _cpu_count()
     name = f"mkl-{_MKL[0]}" if _MKL else _numpy_blas_name()
     threads = _MKL[1] if _MKL else None

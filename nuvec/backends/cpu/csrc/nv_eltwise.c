@@ -299,6 +299,31 @@ int nv_cpu_count(void)
     return 1;
 }
 
+/* ---- or the threads of an OpenMP runtime ------------------------------------------------------
+ * Where the BLAS library runs on GNU OpenMP, launches run on the same team (GOMP_parallel, the
+ * entry point of `#pragma omp parallel`): a matmul and the element-wise kernels around it then
+ * share one set of threads, already awake, instead of two pools taking turns on the cores. */
+
+typedef void (*nv_omp_parallel_t)(void (*fn)(void *), void *data, unsigned nthreads,
+                                  unsigned flags);
+typedef int (*nv_omp_int_t)(void);
+static nv_omp_parallel_t omp_parallel = 0;
+static nv_omp_int_t omp_thread_num = 0, omp_num_threads = 0;
+
+void nv_use_openmp(void *parallel, void *thread_num, void *num_threads)
+{
+    omp_thread_num = (nv_omp_int_t)thread_num;
+    omp_num_threads = (nv_omp_int_t)num_threads;
+    omp_parallel = (parallel && thread_num && num_threads) ? (nv_omp_parallel_t)parallel : 0;
+}
+
+static void omp_body(void *arg)
+{
+    nv_job_t J = *(const nv_job_t *)arg;
+    J.nparts = omp_num_threads();          /* the team may be smaller than asked for */
+    job_part(&J, omp_thread_num());
+}
+
 void nv_launch_run(nv_launch_t *L, int nthreads, int64_t grain)
 {
     int64_t size = 1;
@@ -313,6 +338,12 @@ void nv_launch_run(nv_launch_t *L, int nthreads, int64_t grain)
     /* another launch is using the pool (a second Python thread): run this one serially */
     if (parts < 2 || pthread_mutex_trylock(&pool_busy) != 0) {
         run_part(L, 0, size);
+        return;
+    }
+    if (omp_parallel) {
+        nv_job_t job = {L, size, parts};
+        omp_parallel(omp_body, &job, (unsigned)parts, 0);
+        pthread_mutex_unlock(&pool_busy);
         return;
     }
     pthread_mutex_lock(&pool_mu);

@@ -37,6 +37,10 @@ int64_t nv_launch_coalesce(nv_launch_t *L);
  * release the GIL around it */
 void nv_launch_run(nv_launch_t *L, int nthreads, int64_t grain);
 
+/* run parallel launches on an OpenMP team: the addresses of GOMP_parallel, omp_get_thread_num
+ * and omp_get_num_threads (all three 0: back to nuvec's own threads) */
+void nv_use_openmp(void *parallel, void *thread_num, void *num_threads);
+
 /* whether flush_denormals takes effect on this processor (x86 SSE: MXCSR's FTZ and DAZ) */
 int nv_flush_supported(void);
 
