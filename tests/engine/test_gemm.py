@@ -122,3 +122,17 @@ def test_compiled_and_eager_products_are_equal_bit_for_bit(cpu_device):
     eager = np.asarray(layer(*args))
     compiled = np.asarray(nv.compile(layer)(*args))
     np.testing.assert_array_equal(eager.view(np.int32), compiled.view(np.int32))
+
+
+@needs_mkl
+def test_a_batch_in_one_call_has_the_bits_of_one_product_at_a_time():
+    # heads of attention: batch strides that no single stride describes, transposed matrices
+    qkv = _rand((6, 20, 4 * 12))
+    q = qkv.reshape(6, 20, 4, 12).transpose(0, 2, 1, 3)               # (6, 4, 20, 12)
+    k_t = q.transpose(0, 1, 3, 2)
+    got = _product(q, k_t)
+    for i in range(6):
+        for h in range(4):
+            one = _product(q[i, h], k_t[i, h])
+            np.testing.assert_array_equal(got[i, h].view(np.int32), one.view(np.int32))
+    _close(got, q, k_t)

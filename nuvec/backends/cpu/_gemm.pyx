@@ -10,6 +10,8 @@ is installed), called by address with the GIL released: no ctypes cost per call.
 dimensions broadcast to ``out``'s (C-contiguous). A matrix that BLAS cannot read in place (no
 unit stride in either dimension) is copied first; transposed views are passed as they are.
 """
+from libc.stdlib cimport free, malloc
+
 import numpy as np
 
 cdef extern from *:
@@ -18,7 +20,24 @@ cdef extern from *:
                                const float *, int, float, float *, int);
     typedef void (*nv_dgemm_t)(int, int, int, int, int, int, double, const double *, int,
                                const double *, int, double, double *, int);
+    typedef void (*nv_sgemm_batch_t)(int, const int *, const int *, const int *, const int *,
+                                     const int *, const float *, const float **, const int *,
+                                     const float **, const int *, const float *, float **,
+                                     const int *, int, const int *);
+    typedef void (*nv_dgemm_batch_t)(int, const int *, const int *, const int *, const int *,
+                                     const int *, const double *, const double **, const int *,
+                                     const double **, const int *, const double *, double **,
+                                     const int *, int, const int *);
     """
+    ctypedef void (*nv_sgemm_batch_t)(int, const int *, const int *, const int *, const int *,
+                                      const int *, const float *, const float **, const int *,
+                                      const float **, const int *, const float *, float **,
+                                      const int *, int, const int *) noexcept nogil
+    ctypedef void (*nv_dgemm_batch_t)(int, const int *, const int *, const int *, const int *,
+                                      const int *, const double *, const double **,
+                                      const int *, const double **, const int *,
+                                      const double *, double **, const int *, int,
+                                      const int *) noexcept nogil
     ctypedef void (*nv_sgemm_t)(int, int, int, int, int, int, float, const float *, int,
                                 const float *, int, float, float *, int) noexcept nogil
     ctypedef void (*nv_dgemm_t)(int, int, int, int, int, int, double, const double *, int,
@@ -32,15 +51,20 @@ cdef enum:
 
 cdef nv_sgemm_t _sgemm = NULL
 cdef nv_dgemm_t _dgemm = NULL
+cdef nv_sgemm_batch_t _sgemm_batch = NULL     # MKL's ?gemm_batch: one call for a batch
+cdef nv_dgemm_batch_t _dgemm_batch = NULL
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 
 
-def set_routines(size_t sgemm, size_t dgemm) -> None:
-    """Installs the CBLAS ``sgemm`` / ``dgemm`` at these addresses (0: none)."""
-    global _sgemm, _dgemm
+def set_routines(size_t sgemm, size_t dgemm, size_t sgemm_batch=0, size_t dgemm_batch=0) -> None:
+    """Installs the CBLAS ``sgemm`` / ``dgemm`` at these addresses (0: none), and MKL's
+    ``cblas_?gemm_batch`` (0: batches loop over ``?gemm``)."""
+    global _sgemm, _dgemm, _sgemm_batch, _dgemm_batch
     _sgemm = <nv_sgemm_t>sgemm
     _dgemm = <nv_dgemm_t>dgemm
+    _sgemm_batch = <nv_sgemm_batch_t>sgemm_batch
+    _dgemm_batch = <nv_dgemm_batch_t>dgemm_batch
 
 
 def installed() -> bool:
@@ -72,6 +96,48 @@ cdef bint _layout(Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t s0, Py_ssize_t s1
     return False
 
 
+cdef inline void _offsets(Py_ssize_t i, Py_ssize_t nd, Py_ssize_t *dims, Py_ssize_t *sa,
+                          Py_ssize_t *sb, Py_ssize_t *off_a, Py_ssize_t *off_b) noexcept nogil:
+    """Byte offsets of batch item ``i`` (C order over ``dims``) in the two operands."""
+    cdef Py_ssize_t d, rem = i, j
+    off_a[0] = 0
+    off_b[0] = 0
+    for d in range(nd - 1, -1, -1):
+        j = rem % dims[d]
+        off_a[0] += j * sa[d]
+        off_b[0] += j * sb[d]
+        rem //= dims[d]
+
+
+cdef void _batch(bint single, Py_ssize_t nb, Py_ssize_t nd, Py_ssize_t *dims, Py_ssize_t *sa,
+                 Py_ssize_t *sb, char *pa, char *pb, char *pc, Py_ssize_t step_c, int ta, int tb,
+                 int m, int n, int k, int lda, int ldb) noexcept nogil:
+    """Every product of the batch in one call of MKL's ``?gemm_batch`` (one group of ``nb``
+    products, any batch strides): MKL spreads the batch over its threads."""
+    cdef void **ptrs = <void **>malloc(3 * nb * sizeof(void *))
+    cdef Py_ssize_t i, off_a, off_b
+    cdef int ldc = n, size = <int>nb
+    cdef float one_f = 1.0, zero_f = 0.0
+    cdef double one_d = 1.0, zero_d = 0.0
+    if ptrs == NULL:
+        with gil:
+            raise MemoryError("matmul: no memory for a batch's pointers")
+    for i in range(nb):
+        _offsets(i, nd, dims, sa, sb, &off_a, &off_b)
+        ptrs[i] = pa + off_a
+        ptrs[nb + i] = pb + off_b
+        ptrs[2 * nb + i] = pc + i * step_c
+    if single:
+        _sgemm_batch(ROW_MAJOR, &ta, &tb, &m, &n, &k, &one_f, <const float **>ptrs, &lda,
+                     <const float **>(ptrs + nb), &ldb, &zero_f, <float **>(ptrs + 2 * nb),
+                     &ldc, 1, &size)
+    else:
+        _dgemm_batch(ROW_MAJOR, &ta, &tb, &m, &n, &k, &one_d, <const double **>ptrs, &lda,
+                     <const double **>(ptrs + nb), &ldb, &zero_d, <double **>(ptrs + 2 * nb),
+                     &ldc, 1, &size)
+    free(ptrs)
+
+
 def product(a, b, out) -> bool:
     """``out[...] = a @ b`` through BLAS when the dtypes and sizes allow it (see the module
     docstring); returns whether it did."""
@@ -94,7 +160,7 @@ def product(a, b, out) -> bool:
         if not _layout(k, n, b.strides[b.ndim - 2], b.strides[b.ndim - 1], item, &tb, &ldb):
             return False
     batch = out.shape[:out.ndim - 2]
-    cdef Py_ssize_t nb = 1, i, d, rem, off_a, off_b, nd = len(batch)
+    cdef Py_ssize_t nb = 1, i, d, off_a, off_b, nd = len(batch)
     cdef Py_ssize_t[32] dims, sa, sb
     if nd > 32:
         return False
@@ -111,15 +177,14 @@ def product(a, b, out) -> bool:
     cdef char *pc = <char *><size_t>out.ctypes.data
     cdef Py_ssize_t step_c = m * n * item
     cdef bint single = item == 4
+    if nb > 1 and nb <= INT_MAX and _sgemm_batch != NULL and _dgemm_batch != NULL:
+        with nogil:
+            _batch(single, nb, nd, dims, sa, sb, pa, pb, pc, step_c, ta, tb, <int>m, <int>n,
+                   <int>k, lda, ldb)
+        return True
     with nogil:
         for i in range(nb):
-            off_a = 0
-            off_b = 0
-            rem = i
-            for d in range(nd - 1, -1, -1):
-                off_a += (rem % dims[d]) * sa[d]
-                off_b += (rem % dims[d]) * sb[d]
-                rem //= dims[d]
+            _offsets(i, nd, dims, sa, sb, &off_a, &off_b)
             if single:
                 _sgemm(ROW_MAJOR, ta, tb, <int>m, <int>n, <int>k, 1.0,
                        <const float *>(pa + off_a), lda, <const float *>(pb + off_b), ldb,

@@ -113,9 +113,11 @@ def _load_mkl() -> tuple[str, int] | None:
     lib.MKL_Set_Threading_Layer(layer)
     if not os.environ.get("MKL_CBWR"):
         lib.MKL_CBWR_Set(_CBWR_AUTO_STRICT)
-    address = ctypes.cast
-    _gemm.set_routines(address(lib.cblas_sgemm, ctypes.c_void_p).value,
-                       address(lib.cblas_dgemm, ctypes.c_void_p).value)
+    def address(name: str) -> int:
+        fn = getattr(lib, name, None)       # a build without the batch entry points: 0
+        return ctypes.cast(fn, ctypes.c_void_p).value if fn is not None else 0
+    _gemm.set_routines(address("cblas_sgemm"), address("cblas_dgemm"),
+                       address("cblas_sgemm_batch"), address("cblas_dgemm_batch"))
     return name, int(lib.MKL_Get_Max_Threads())
 
 
