@@ -33,3 +33,30 @@ def extreme_rows(x, out, bint want_max) -> None:
         od = out.reshape(-1)
         with nogil:
             nv_rows_extreme_f64(&xd[0], rows, n, want_max, &od[0])
+
+
+ctypedef fused real:
+    float
+    double
+
+
+cdef void _add_rows(real[:, ::1] target, const int64_t[::1] idx,
+                    const real[:, ::1] update) noexcept nogil:
+    cdef Py_ssize_t j, c, width = target.shape[1]
+    cdef real *row
+    cdef const real *src
+    for j in range(idx.shape[0]):
+        row = &target[idx[j], 0]
+        src = &update[j, 0]
+        for c in range(width):
+            row[c] = row[c] + src[c]
+
+
+def add_rows(target, idx, update) -> None:
+    """``target[idx[j]] += update[j]`` for j in order: ``np.add.at``'s order, so its bits.
+    ``target`` (rows, width) and ``update`` (len(idx), width) C-contiguous, of one dtype
+    (float32 or float64); ``idx`` int64 in [0, rows) (the caller checks)."""
+    if target.dtype.itemsize == 4:
+        _add_rows[float](target, idx, update)
+    else:
+        _add_rows[double](target, idx, update)

@@ -1,11 +1,12 @@
 """Gather and scatter primitives on the CPU (NumPy fancy indexing and ufunc.at; row updates of
-an embedding's gradient in add.at's order, sorted by row: see ``_rows_add``)."""
+an embedding's gradient in add.at's order, without its dispatch: see ``_rows_add``)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ...primitives.indexing import Gather, GatherAxis, IndexOutOfBounds, Scatter, ScatterAxis
 from ..registry import register
+from ._rows import add_rows
 from .memory import empty
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -32,33 +33,21 @@ def _bounds_error(name: str, e: IndexError):
 
 def _rows_add(target: np.ndarray, idx: np.ndarray, update: np.ndarray) -> bool:
     """``np.add.at(target, idx, update)`` for rows of a float32/float64 ``target`` picked by one
-    integer array (an embedding's gradient), with the same bits and several times faster. The
-    updates are stably sorted by row; then step j adds every row's j-th update at once, so each
-    row still sums its updates one after another in their original order, as ``add.at`` does.
-    False (nothing done) when that does not apply or would not pay (one row taking most of
-    the updates, or few updates); ``add.at`` then runs (and reports a bad index)."""
-    n = target.shape[0]
+    integer array (an embedding's gradient), with the same bits: ``_rows.add_rows`` adds the
+    updates one after another in their order, as ``add.at`` does, without its per-element
+    dispatch ((32, 64) tokens of 128 into 96 rows: 1.4 ms in a step to ~0.1 ms). False (nothing
+    done) when that does not apply; ``add.at`` then runs (and reports a bad index)."""
+    n = target.shape[0] if target.ndim else 0
     flat = idx.reshape(-1)
-    if (target.dtype not in (_F32, _F64) or update.dtype != target.dtype
+    if (target.dtype not in (_F32, _F64) or update.dtype != target.dtype or n == 0
             or idx.dtype.kind not in "iu" or update.shape != idx.shape + target.shape[1:]
-            or flat.size < 64 or flat.min() < -n or flat.max() >= n):
+            or flat.size == 0 or not target.flags.c_contiguous
+            or flat.min() < -n or flat.max() >= n):
         return False
-    flat = np.where(flat < 0, flat + n, flat)
-    per_row = np.bincount(flat, minlength=n)
-    most = int(per_row.max())
-    if most * 8 > flat.size:
-        return False
-    uniq = np.flatnonzero(per_row)                 # the rows updated, ascending
-    counts = per_row[uniq]
-    first = np.cumsum(counts) - counts             # where each row's updates start, sorted
-    order = np.argsort(flat, kind="stable")
+    flat = np.where(flat < 0, flat + n, flat).astype(np.int64, copy=False)
     width = target[0].size
-    rows = update.reshape(flat.size, width)[order]
-    acc = target[uniq].reshape(uniq.size, width)
-    for j in range(most):
-        live = np.flatnonzero(counts > j)
-        acc[live] += rows[first[live] + j]
-    target[uniq] = acc.reshape((uniq.size,) + target.shape[1:])
+    add_rows(target.reshape(n, width), flat,
+             np.ascontiguousarray(update).reshape(flat.size, width))
     return True
 
 
