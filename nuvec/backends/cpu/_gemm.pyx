@@ -109,19 +109,19 @@ cdef inline void _offsets(Py_ssize_t i, Py_ssize_t nd, Py_ssize_t *dims, Py_ssiz
         rem //= dims[d]
 
 
-cdef void _batch(bint single, Py_ssize_t nb, Py_ssize_t nd, Py_ssize_t *dims, Py_ssize_t *sa,
+cdef int _batch(bint single, Py_ssize_t nb, Py_ssize_t nd, Py_ssize_t *dims, Py_ssize_t *sa,
                  Py_ssize_t *sb, char *pa, char *pb, char *pc, Py_ssize_t step_c, int ta, int tb,
                  int m, int n, int k, int lda, int ldb) noexcept nogil:
     """Every product of the batch in one call of MKL's ``?gemm_batch`` (one group of ``nb``
-    products, any batch strides): MKL spreads the batch over its threads."""
+    products, any batch strides): MKL spreads the batch over its threads. -1: no memory for
+    the pointer arrays (nothing done)."""
     cdef void **ptrs = <void **>malloc(3 * nb * sizeof(void *))
     cdef Py_ssize_t i, off_a, off_b
     cdef int ldc = n, size = <int>nb
     cdef float one_f = 1.0, zero_f = 0.0
     cdef double one_d = 1.0, zero_d = 0.0
     if ptrs == NULL:
-        with gil:
-            raise MemoryError("matmul: no memory for a batch's pointers")
+        return -1
     for i in range(nb):
         _offsets(i, nd, dims, sa, sb, &off_a, &off_b)
         ptrs[i] = pa + off_a
@@ -136,6 +136,7 @@ cdef void _batch(bint single, Py_ssize_t nb, Py_ssize_t nd, Py_ssize_t *dims, Py
                      <const double **>(ptrs + nb), &ldb, &zero_d, <double **>(ptrs + 2 * nb),
                      &ldc, 1, &size)
     free(ptrs)
+    return 0
 
 
 def product(a, b, out) -> bool:
@@ -177,10 +178,13 @@ def product(a, b, out) -> bool:
     cdef char *pc = <char *><size_t>out.ctypes.data
     cdef Py_ssize_t step_c = m * n * item
     cdef bint single = item == 4
+    cdef int status
     if nb > 1 and nb <= INT_MAX and _sgemm_batch != NULL and _dgemm_batch != NULL:
         with nogil:
-            _batch(single, nb, nd, dims, sa, sb, pa, pb, pc, step_c, ta, tb, <int>m, <int>n,
-                   <int>k, lda, ldb)
+            status = _batch(single, nb, nd, dims, sa, sb, pa, pb, pc, step_c, ta, tb, <int>m,
+                            <int>n, <int>k, lda, ldb)
+        if status < 0:
+            raise MemoryError(f"matmul: no memory for the pointers of a batch of {nb}")
         return True
     with nogil:
         for i in range(nb):

@@ -80,6 +80,12 @@ def _loads(name: str) -> bool:
         return False
 
 
+def _address(lib: ctypes.CDLL, name: str) -> int:
+    """The address of ``name`` in ``lib``; 0 where the build lacks it (a batch entry point)."""
+    fn = getattr(lib, name, None)
+    return ctypes.cast(fn, ctypes.c_void_p).value if fn is not None else 0
+
+
 def _mkl_path() -> Path | None:
     """libmkl_rt from the mkl wheel (the environment's lib folder) or the system's."""
     here = sorted((Path(sysconfig.get_paths()["data"]) / "lib").glob("libmkl_rt.so*"))
@@ -113,11 +119,8 @@ def _load_mkl() -> tuple[str, int] | None:
     lib.MKL_Set_Threading_Layer(layer)
     if not os.environ.get("MKL_CBWR"):
         lib.MKL_CBWR_Set(_CBWR_AUTO_STRICT)
-    def address(name: str) -> int:
-        fn = getattr(lib, name, None)       # a build without the batch entry points: 0
-        return ctypes.cast(fn, ctypes.c_void_p).value if fn is not None else 0
-    _gemm.set_routines(address("cblas_sgemm"), address("cblas_dgemm"),
-                       address("cblas_sgemm_batch"), address("cblas_dgemm_batch"))
+    _gemm.set_routines(*(_address(lib, f"cblas_{name}") for name in
+                         ("sgemm", "dgemm", "sgemm_batch", "dgemm_batch")))
     return name, int(lib.MKL_Get_Max_Threads())
 
 
@@ -130,10 +133,8 @@ def _join_openmp_team() -> bool:
     if not _MKL or _MKL[0] != "gnu":
         return False
     gomp = ctypes.CDLL("libgomp.so.1")
-    address = ctypes.cast
-    use_openmp(address(gomp.GOMP_parallel, ctypes.c_void_p).value,
-               address(gomp.omp_get_thread_num, ctypes.c_void_p).value,
-               address(gomp.omp_get_num_threads, ctypes.c_void_p).value)
+    use_openmp(*(_address(gomp, name) for name in
+                 ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")))
     return True
 
 
