@@ -66,3 +66,32 @@ def test_max_min_softmax_logsumexp_use_it_and_keep_numpys_values():
                                np.log(np.exp(x.astype(np.float64)).sum(-1)), rtol=1e-6)
     strided = a[:, :, ::2]                       # not contiguous: NumPy's path, same values
     np.testing.assert_array_equal(np.asarray(nv.max(strided, axis=-1)), x[:, :, ::2].max(-1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_sums_have_numpys_pairwise_bits(dtype):
+    # every length up to 300 (below 8, the 8-lane body with every tail, the halving above
+    # 128), magnitudes over 12 decades so that the order of additions shows in the bits
+    from nuvec.backends.cpu._rows import sum_rows
+    for n in list(range(1, 300)) + [511, 1000, 4099]:
+        for kind in ("plain", "zeros", "negative zeros", "specials"):
+            x = (RNG.standard_normal((3, n)) * 10.0 ** RNG.integers(-6, 7, (3, n))).astype(dtype)
+            if kind == "zeros":
+                x[:, ::3] = -0.0
+            elif kind == "negative zeros":
+                x[:] = -0.0
+            elif kind == "specials" and n > 2:
+                x[0, 1], x[1, 0], x[2, :2] = np.nan, np.inf, (np.inf, -np.inf)
+            out = np.empty(3, dtype)
+            sum_rows(x, out)
+            with np.errstate(invalid="ignore"):
+                want = np.add.reduce(x, axis=1)
+            assert out.tobytes() == want.tobytes(), (n, kind)
+
+
+def test_sums_softmax_and_logsumexp_use_the_row_sums_with_numpys_bits(cpu_device):
+    x = (RNG.standard_normal((40, 130)) * 30).astype(np.float32)
+    assert np.asarray(nv.sum(nv.array(x), axis=-1)).tobytes() == x.sum(axis=-1).tobytes()
+    got = np.asarray(nv.softmax(nv.array(x.astype(np.float64)), axis=-1))
+    e64 = np.exp(x.astype(np.float64) - x.astype(np.float64).max(axis=-1, keepdims=True))
+    assert got.tobytes() == (e64 / e64.sum(axis=-1, keepdims=True)).tobytes()
