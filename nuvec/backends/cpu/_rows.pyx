@@ -1,10 +1,11 @@
 # cython: language_level=3
 """Max / min and sums along the innermost axis of C-contiguous float32 / float64 arrays
-(nv_rows.c):NumPy's values (signed zeros and NaN payloads: see nv_rows.c), 10x NumPy's speed on short
-rows (softmax, logsumexp, cross-entropy).
+(nv_rows.c): NumPy's values (signed zeros and NaN payloads, pairwise sums: see nv_rows.c),
+several times NumPy's speed on short rows (softmax, logsumexp, cross-entropy, layer norm).
 
-    from nuvec.backends.cpu._rows import extreme_rows
+    from nuvec.backends.cpu._rows import extreme_rows, sum_rows
     extreme_rows(x, out, True)     # out.flat[r] = max of row r of x (out: x.size // n items)
+    sum_rows(x, out)               # out.flat[r] = np.add.reduce(row r)
 """
 from libc.stdint cimport int64_t
 
