@@ -136,3 +136,14 @@ def test_a_batch_in_one_call_has_the_bits_of_one_product_at_a_time():
             one = _product(q[i, h], k_t[i, h])
             np.testing.assert_array_equal(got[i, h].view(np.int32), one.view(np.int32))
     _close(got, q, k_t)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_addmm_adds_the_bias_to_the_rounded_product(dtype, cpu_device):
+    # the bias add runs through the element-wise kernel in place: the bits of product + c
+    x, w = nv.array(_rand((300, 40), dtype)), nv.array(_rand((70, 40), dtype))
+    for c in (nv.array(_rand((70,), dtype)), nv.array(_rand((300, 70), dtype))):
+        want = np.asarray(x @ w.T) + np.asarray(c)
+        assert np.asarray(nv.addmm(c, x, w.T)).tobytes() == want.tobytes()
+        twice = np.asarray(x @ w.T) + np.asarray(c) * 2
+        assert np.asarray(nv.addmm(c, x, w.T, beta=2.0)).tobytes() == twice.tobytes()

@@ -52,18 +52,19 @@ _COSTLY = frozenset((
 _by_id: dict[int, tuple[KernelSpec, Kernel]] = {}
 
 
-def run(spec: KernelSpec, inputs: list, shape: tuple[int, ...]) -> list:
-    """Outputs of ``spec`` over ``inputs`` (see the module docstring)."""
+def run(spec: KernelSpec, inputs: list, shape: tuple[int, ...], outs: list | None = None) -> list:
+    """Outputs of ``spec`` over ``inputs`` (see the module docstring); ``outs``: arrays to
+    write them into (``Kernel.__call__``), one of them possibly an input."""
     e = _by_id.get(id(spec))
     if e is not None and e[0] is spec:
-        return e[1](inputs, shape)
+        return e[1](inputs, shape, outs)
     k = _kernels.get(spec)
     if k is None:
         k = get_kernel(spec)
     if len(_by_id) >= 4096:           # specs made afresh per call: do not hoard them
         _by_id.clear()
     _by_id[id(spec)] = (spec, k)
-    return k(inputs, shape)
+    return k(inputs, shape, outs)
 
 
 def _load_prebuilt():

@@ -7,8 +7,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...primitives.linalg import AddMM, Matmul
+from ...codegen.ir import KernelSpec
 from ..registry import register
 from . import blas
+from .kernels import run
 
 try:  # results come from the buffer cache where it is built
     from .memory import empty as _empty
@@ -44,6 +46,10 @@ def _matmul(prim, ins, node):
     return [r.astype(node._dtype.np, copy=False)]
 
 
+# the bias add of addmm in place, through the element-wise kernel: its threads, not NumPy's one
+_ADD = {d: KernelSpec.single("add", (d, d), d) for d in ("float32", "float64")}
+
+
 @register(AddMM)
 def _addmm(prim, ins, node):
     c, a, b = ins
@@ -52,7 +58,9 @@ def _addmm(prim, ins, node):
         r *= prim.alpha
     if prim.beta != 0.0 and r.size:
         c = c.astype(r.dtype, copy=False)
-        if prim.beta == 1.0:
+        if prim.beta == 1.0 and r.dtype.name in _ADD:
+            run(_ADD[r.dtype.name], [r, c], r.shape, [r])
+        elif prim.beta == 1.0:
             r += c
         else:
             r += prim.beta * c
