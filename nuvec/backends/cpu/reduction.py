@@ -106,15 +106,26 @@ def _shifted_exp(x: np.ndarray, m: np.ndarray) -> np.ndarray:
     return np.exp(x - m)
 
 
-def _shifted_exp_spec():
+def _specs():
     from ...codegen.ir import KernelSpec, Node
-    return KernelSpec(inputs=("float32", "float32"), constants=(),
-                      nodes=(Node("subtract", (("in", 0), ("in", 1)), "float32"),
-                             Node("exp", (("node", 0),), "float32")),
-                      outputs=(1,))
+    shifted_exp = KernelSpec(inputs=("float32", "float32"), constants=(),
+                             nodes=(Node("subtract", (("in", 0), ("in", 1)), "float32"),
+                                    Node("exp", (("node", 0),), "float32")),
+                             outputs=(1,))
+    return shifted_exp, KernelSpec.single("divide", ("float32", "float32"), "float32")
 
 
-_SHIFTED_EXP = _shifted_exp_spec()
+_SHIFTED_EXP, _DIVIDE = _specs()
+
+
+def _divide_rows(e: np.ndarray, s: np.ndarray) -> None:
+    """``e /= s`` (``s`` broadcast): in place through nuvec's kernel for float32 (its threads,
+    where NumPy's broadcast divide runs on one), NumPy otherwise."""
+    if e.dtype == _F32:
+        from .kernels import run
+        run(_DIVIDE, [e, s], e.shape, [e])
+    else:
+        e /= s
 
 
 @register(Softmax)
@@ -125,7 +136,7 @@ def _softmax(prim, ins, node):
     with np.errstate(invalid="ignore", over="ignore"):
         m = _extreme(x, tuple(prim.axes), True, True)
         e = _shifted_exp(x, m)
-        e /= _sum(e, tuple(prim.axes), True, e.dtype)
+        _divide_rows(e, _sum(e, tuple(prim.axes), True, e.dtype))
     return [_out(e, node)]
 
 
@@ -141,8 +152,7 @@ def _logsumexp(prim, ins, node):
         m = _extreme(x, tuple(axes), True, True)
         if not np.isfinite(m).all():       # rows of infinities: shift by 0 instead
             m = np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
-        e = np.subtract(x, m)              # one temporary, exponentiated in place
-        np.exp(e, out=e)
+        e = _shifted_exp(x, m)
         s = _sum(e, tuple(axes), True, e.dtype)
         r = np.log(s, out=s)
         r += m
