@@ -17,9 +17,12 @@ cdef extern from "csrc/nv_rows.h" nogil:
     void nv_rows_sum_f64(const double *x, int64_t rows, int64_t n, double *out)
 
 
-def extreme_rows(x, out, bint want_max) -> None:
-    """Writes the max (``want_max``) or min of each innermost row of ``x`` into ``out``. Both
-    C-contiguous, of one dtype (float32 or float64); rows of at least one element."""
+cdef enum:
+    MIN, MAX, SUM       # what _rows computes per row
+
+
+cdef void _rows(x, out, int what):
+    """One row kernel of nv_rows.c over x's innermost rows into out (see the callers)."""
     cdef int64_t n = x.shape[x.ndim - 1]
     cdef int64_t rows = x.size // n
     cdef const float[::1] xf
@@ -30,33 +33,30 @@ def extreme_rows(x, out, bint want_max) -> None:
         xf = x.reshape(-1)
         of = out.reshape(-1)
         with nogil:
-            nv_rows_extreme_f32(&xf[0], rows, n, want_max, &of[0])
+            if what == SUM:
+                nv_rows_sum_f32(&xf[0], rows, n, &of[0])
+            else:
+                nv_rows_extreme_f32(&xf[0], rows, n, what == MAX, &of[0])
     else:
         xd = x.reshape(-1)
         od = out.reshape(-1)
         with nogil:
-            nv_rows_extreme_f64(&xd[0], rows, n, want_max, &od[0])
+            if what == SUM:
+                nv_rows_sum_f64(&xd[0], rows, n, &od[0])
+            else:
+                nv_rows_extreme_f64(&xd[0], rows, n, what == MAX, &od[0])
+
+
+def extreme_rows(x, out, bint want_max) -> None:
+    """Writes the max (``want_max``) or min of each innermost row of ``x`` into ``out``. Both
+    C-contiguous, of one dtype (float32 or float64); rows of at least one element."""
+    _rows(x, out, MAX if want_max else MIN)
 
 
 def sum_rows(x, out) -> None:
     """Writes the sum of each innermost row of ``x`` into ``out`` with NumPy's pairwise bits.
     Both C-contiguous, of one dtype (float32 or float64); rows of at least one element."""
-    cdef int64_t n = x.shape[x.ndim - 1]
-    cdef int64_t rows = x.size // n
-    cdef const float[::1] xf
-    cdef float[::1] of
-    cdef const double[::1] xd
-    cdef double[::1] od
-    if x.dtype.itemsize == 4:
-        xf = x.reshape(-1)
-        of = out.reshape(-1)
-        with nogil:
-            nv_rows_sum_f32(&xf[0], rows, n, &of[0])
-    else:
-        xd = x.reshape(-1)
-        od = out.reshape(-1)
-        with nogil:
-            nv_rows_sum_f64(&xd[0], rows, n, &od[0])
+    _rows(x, out, SUM)
 
 
 ctypedef fused real:
