@@ -43,6 +43,8 @@ cdef extern from "csrc/nv_eltwise.h":
     int nv_cpu_count() noexcept nogil
     int nv_flush_supported() noexcept nogil
     void nv_use_openmp(void *parallel, void *thread_num, void *num_threads) noexcept nogil
+    void nv_parallel_for(nv_range_fn fn, void *ctx, int64_t size, int nthreads, int64_t grain,
+                         int flush_denormals) noexcept nogil
 
 cdef extern from "numpy/arrayobject.h":
     int NV_EquivTypes "PyArray_EquivTypes" (cnp.PyArray_Descr *a, cnp.PyArray_Descr *b) noexcept
@@ -142,6 +144,13 @@ def set_flush_denormals(bint on) -> bool:
 def flush_denormals() -> bool:
     """Whether element-wise kernels flush subnormals (``set_flush_denormals``)."""
     return _flush
+
+
+cdef void parallel_for(nv_range_fn fn, void *ctx, int64_t size, int64_t grain) noexcept nogil:
+    """``fn(ctx, start, end)`` over ``[0, size)`` on the threads (and in the denormal mode) that
+    an element-wise launch would use now, in parts of at least ``grain``: nuvec's other C
+    kernels (row reductions, _rows.pyx) share the launch threads this way."""
+    nv_parallel_for(fn, ctx, size, _threads_now(), grain, _flush)
 
 
 # element counts below which the GIL is kept (releasing it costs more than the work)

@@ -1,62 +1,152 @@
 # cython: language_level=3
-"""Max / min and sums along the innermost axis of C-contiguous float32 / float64 arrays
-(nv_rows.c): NumPy's values (signed zeros and NaN payloads, pairwise sums: see nv_rows.c),
-several times NumPy's speed on short rows (softmax, logsumexp, cross-entropy, layer norm).
+"""Row reductions of C-contiguous float32 / float64 arrays (nv_rows.c), on the element-wise
+launch threads: max / min and sums along the innermost axis, sums over the leading axes, and
+float32 softmax and logsumexp rows. NumPy's values bit for bit (signed zeros and NaN payloads,
+pairwise and column sums: see nv_rows.c), several times NumPy's speed on short rows (softmax,
+logsumexp, cross-entropy, layer norm) and on bias gradients.
 
-    from nuvec.backends.cpu._rows import extreme_rows, sum_rows
+    from nuvec.backends.cpu._rows import extreme_rows, sum_rows, sum_cols
     extreme_rows(x, out, True)     # out.flat[r] = max of row r of x (out: x.size // n items)
     sum_rows(x, out)               # out.flat[r] = np.add.reduce(row r)
+    sum_cols(x, out)               # out.flat[c] = np.add.reduce(x.reshape(-1, out.size))[c]
+    softmax_rows(x, out, exp_address, divide_address)    # see reduction.py
 """
-from libc.stdint cimport int64_t
+cimport numpy as cnp
+from libc.stdint cimport int64_t, uintptr_t
+
+from nuvec.backends.cpu._eltwise cimport parallel_for
+
+cnp.import_array()
 
 cdef extern from "csrc/nv_rows.h" nogil:
+    ctypedef void (*nv_kernel_fn)(int64_t n, char **p, const int64_t *s) noexcept nogil
     void nv_rows_extreme_f32(const float *x, int64_t rows, int64_t n, int want_max, float *out)
     void nv_rows_extreme_f64(const double *x, int64_t rows, int64_t n, int want_max,
                              double *out)
     void nv_rows_sum_f32(const float *x, int64_t rows, int64_t n, float *out)
     void nv_rows_sum_f64(const double *x, int64_t rows, int64_t n, double *out)
+    void nv_cols_sum_f32(const float *x, int64_t rows, int64_t cols, int64_t c0, int64_t c1,
+                         float *out)
+    void nv_cols_sum_f64(const double *x, int64_t rows, int64_t cols, int64_t c0, int64_t c1,
+                         double *out)
+    void nv_softmax_rows_f32(const float *x, int64_t n, int64_t r0, int64_t r1,
+                             nv_kernel_fn shifted_exp, nv_kernel_fn divide, float *out)
+    int nv_logsumexp_rows_f32(const float *x, int64_t n, int64_t r0, int64_t r1,
+                              nv_kernel_fn shifted_exp, float *sums, float *shifts)
 
 
 cdef enum:
-    MIN, MAX, SUM       # what _rows computes per row
+    MIN, MAX, SUM, COLS, SOFTMAX, LOGSUMEXP      # what a job computes
+
+# elements one thread takes at least (thread wake-up costs about as much as this work)
+cdef int64_t GRAIN = 8192
 
 
-cdef void _rows(x, out, int what):
-    """One row kernel of nv_rows.c over x's innermost rows into out (see the callers)."""
-    cdef int64_t n = x.shape[x.ndim - 1]
-    cdef int64_t rows = x.size // n
-    cdef const float[::1] xf
-    cdef float[::1] of
-    cdef const double[::1] xd
-    cdef double[::1] od
-    if x.dtype.itemsize == 4:
-        xf = x.reshape(-1)
-        of = out.reshape(-1)
-        with nogil:
-            if what == SUM:
-                nv_rows_sum_f32(&xf[0], rows, n, &of[0])
-            else:
-                nv_rows_extreme_f32(&xf[0], rows, n, what == MAX, &of[0])
+ctypedef struct Job:
+    int what
+    bint f64
+    const char *x
+    char *out
+    char *out2                  # logsumexp's shifts
+    int64_t n                   # row length (COLS: the number of columns)
+    int64_t rows
+    nv_kernel_fn k1, k2         # softmax's and logsumexp's element-wise kernels
+    int failed
+
+
+cdef void _part(void *ctx, int64_t a, int64_t b) noexcept nogil:
+    """Rows [a, b) of the job (COLS: columns [a, b))."""
+    cdef Job *j = <Job *>ctx
+    cdef int64_t n = j.n
+    cdef const float *xf = <const float *>j.x
+    cdef const double *xd = <const double *>j.x
+    if j.what == COLS:
+        if j.f64:
+            nv_cols_sum_f64(xd, j.rows, n, a, b, <double *>j.out)
+        else:
+            nv_cols_sum_f32(xf, j.rows, n, a, b, <float *>j.out)
+    elif j.what == SOFTMAX:
+        nv_softmax_rows_f32(xf, n, a, b, j.k1, j.k2, <float *>j.out)
+    elif j.what == LOGSUMEXP:
+        if nv_logsumexp_rows_f32(xf, n, a, b, j.k1, <float *>j.out, <float *>j.out2) != 0:
+            j.failed = 1
+    elif j.what == SUM:
+        if j.f64:
+            nv_rows_sum_f64(xd + a * n, b - a, n, <double *>j.out + a)
+        else:
+            nv_rows_sum_f32(xf + a * n, b - a, n, <float *>j.out + a)
+    elif j.f64:
+        nv_rows_extreme_f64(xd + a * n, b - a, n, j.what == MAX, <double *>j.out + a)
     else:
-        xd = x.reshape(-1)
-        od = out.reshape(-1)
-        with nogil:
-            if what == SUM:
-                nv_rows_sum_f64(&xd[0], rows, n, &od[0])
-            else:
-                nv_rows_extreme_f64(&xd[0], rows, n, what == MAX, &od[0])
+        nv_rows_extreme_f32(xf + a * n, b - a, n, j.what == MAX, <float *>j.out + a)
+
+
+cdef char *_data(a) except NULL:
+    """The first byte of a C-contiguous array."""
+    if not cnp.PyArray_Check(a) or not cnp.PyArray_ISCARRAY_RO(<cnp.ndarray>a):
+        raise ValueError("row kernels need C-contiguous NumPy arrays")
+    return <char *>cnp.PyArray_DATA(<cnp.ndarray>a)
+
+
+cdef void _run(int what, x, out, out2=None, uintptr_t k1=0, uintptr_t k2=0) except *:
+    """One job of nv_rows.c over x's innermost rows (COLS: over out.size columns)."""
+    cdef Job j
+    cdef int64_t size, grain
+    j.what = what
+    j.f64 = x.dtype.itemsize == 8
+    j.x = _data(x)
+    j.out = _data(out)
+    j.out2 = _data(out2) if out2 is not None else NULL
+    j.k1 = <nv_kernel_fn>k1
+    j.k2 = <nv_kernel_fn>k2
+    j.failed = 0
+    if what == COLS:
+        j.n = out.size
+        j.rows = x.size // j.n
+        size = j.n
+        grain = max(16, GRAIN // max(j.rows, 1))     # whole cache lines of columns
+    else:
+        j.n = x.shape[x.ndim - 1]
+        j.rows = x.size // j.n
+        size = j.rows
+        grain = max(1, GRAIN // j.n)
+    with nogil:
+        parallel_for(_part, &j, size, grain)
+    if j.failed:
+        raise MemoryError("logsumexp: no memory for a row's exponentials")
 
 
 def extreme_rows(x, out, bint want_max) -> None:
     """Writes the max (``want_max``) or min of each innermost row of ``x`` into ``out``. Both
     C-contiguous, of one dtype (float32 or float64); rows of at least one element."""
-    _rows(x, out, MAX if want_max else MIN)
+    _run(MAX if want_max else MIN, x, out)
 
 
 def sum_rows(x, out) -> None:
     """Writes the sum of each innermost row of ``x`` into ``out`` with NumPy's pairwise bits.
     Both C-contiguous, of one dtype (float32 or float64); rows of at least one element."""
-    _rows(x, out, SUM)
+    _run(SUM, x, out)
+
+
+def sum_cols(x, out) -> None:
+    """Writes the sums over the leading axes of ``x`` into ``out``, of ``x``'s trailing shape
+    (at least 2 elements): ``np.add.reduce`` over those axes, bit for bit. Both C-contiguous,
+    of one dtype (float32 or float64)."""
+    _run(COLS, x, out)
+
+
+def softmax_rows(x, out, uintptr_t shifted_exp, uintptr_t divide) -> None:
+    """``out`` = the softmax of each innermost row of float32 ``x`` (both C-contiguous, rows of
+    at least one element), computed as max, ``shifted_exp(x, max)``, pairwise sum,
+    ``divide(e, sum)``: the addresses of nuvec's element-wise kernels for those two ops."""
+    _run(SOFTMAX, x, out, None, shifted_exp, divide)
+
+
+def logsumexp_rows(x, sums, shifts, uintptr_t shifted_exp) -> None:
+    """Per innermost row of float32 ``x``: ``shifts`` = its max (0 where not finite) and
+    ``sums`` = the pairwise sum of ``shifted_exp(x, shift)``; logsumexp is
+    ``log(sums) + shifts``. All C-contiguous; rows of at least one element."""
+    _run(LOGSUMEXP, x, sums, shifts, shifted_exp)
 
 
 ctypedef fused real:

@@ -1,4 +1,5 @@
-"""Reductions, scans, softmax and logsumexp on the CPU (NumPy).
+"""Reductions, scans, softmax and logsumexp on the CPU: nuvec's row kernels (_rows.pyx, on
+the launch threads) where they apply, NumPy otherwise, with NumPy's bits either way.
 
 float16/bfloat16 data is accumulated in float32 and rounded once to the output dtype.
 """
@@ -8,14 +9,17 @@ import numpy as np
 
 from ...primitives.reduction import ArgReduce, LogSumExp, Reduce, Scan, Softmax
 from ..registry import register
+from .memory import empty
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 
 try:
-    from ._rows import extreme_rows as _extreme_rows, sum_rows as _sum_rows
+    from ._rows import (extreme_rows as _extreme_rows, logsumexp_rows as _logsumexp_rows,
+                        softmax_rows as _softmax_rows, sum_cols as _sum_cols,
+                        sum_rows as _sum_rows)
 except ImportError:  # pragma: no cover - an unbuilt checkout
-    _extreme_rows = _sum_rows = None
+    _extreme_rows = None
 
 
 def _rows_out(x: np.ndarray, axes: tuple, keepdims: bool) -> np.ndarray | None:
@@ -37,14 +41,30 @@ def _extreme(x: np.ndarray, axes: tuple, keepdims: bool, want_max: bool) -> np.n
     return out
 
 
+def _leading(x: np.ndarray, axes: tuple) -> bool:
+    """Whether ``axes`` are x's leading axes (not all of them, at least two elements left) and
+    a column kernel sums over them: bias gradients, layer-norm weight gradients."""
+    k = len(axes)
+    return (_extreme_rows is not None and 0 < k < x.ndim and sorted(a % x.ndim for a in axes)
+            == list(range(k)) and (x.dtype == _F32 or x.dtype == _F64) and x.size
+            and x.size // int(np.prod(x.shape[:k])) >= 2 and x.flags.c_contiguous)
+
+
 def _sum(x: np.ndarray, axes: tuple, keepdims: bool, dtype: np.dtype) -> np.ndarray:
-    """``np.add.reduce`` with NumPy's bits: the row kernel (pairwise, as NumPy sums a
-    contiguous axis, without its call per row) where one applies and ``dtype`` is x's."""
-    out = _rows_out(x, axes, keepdims) if dtype == x.dtype else None
-    if out is None:
-        return np.add.reduce(x, axis=axes, dtype=dtype, keepdims=keepdims)
-    _sum_rows(x, out)
-    return out
+    """``np.add.reduce`` with NumPy's bits: where ``dtype`` is x's, the row kernel (pairwise,
+    as NumPy sums a contiguous axis, without its call per row) or the column kernel (rows in
+    order, as NumPy sums leading axes, on every launch thread)."""
+    if dtype == x.dtype:
+        out = _rows_out(x, axes, keepdims)
+        if out is not None:
+            _sum_rows(x, out)
+            return out
+        if _leading(x, axes):
+            k = len(axes)
+            out = empty((1,) * k * keepdims + x.shape[k:], x.dtype)
+            _sum_cols(x, out)
+            return out
+    return np.add.reduce(x, axis=axes, dtype=dtype, keepdims=keepdims)
 
 
 def _is_half(d: np.dtype) -> bool:
@@ -128,11 +148,27 @@ def _divide_rows(e: np.ndarray, s: np.ndarray) -> None:
         e /= s
 
 
+def _row_kernels(x: np.ndarray, axes: tuple) -> bool:
+    """Whether softmax / logsumexp over ``axes`` runs as one pass per row (float32, the
+    innermost axis, C-contiguous; every row non-empty)."""
+    return (_extreme_rows is not None and x.dtype == _F32 and len(axes) == 1
+            and axes[0] % x.ndim == x.ndim - 1 and x.size and x.flags.c_contiguous)
+
+
+def _address(spec) -> int:
+    from .kernels import get_kernel
+    return get_kernel(spec).address
+
+
 @register(Softmax)
 def _softmax(prim, ins, node):
     x = _halves_up(ins[0])
     if x.size == 0:
         return [np.empty(x.shape, node._dtype.np)]
+    if _row_kernels(x, tuple(prim.axes)):
+        e = empty(x.shape, x.dtype)
+        _softmax_rows(x, e, _address(_SHIFTED_EXP), _address(_DIVIDE))
+        return [_out(e, node)]
     with np.errstate(invalid="ignore", over="ignore"):
         m = _extreme(x, tuple(prim.axes), True, True)
         e = _shifted_exp(x, m)
@@ -149,11 +185,14 @@ def _logsumexp(prim, ins, node):
     if x.size == 0:
         return [np.empty(node._shape, node._dtype.np)]
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        m = _extreme(x, tuple(axes), True, True)
-        if not np.isfinite(m).all():       # rows of infinities: shift by 0 instead
-            m = np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
-        e = _shifted_exp(x, m)
-        s = _sum(e, tuple(axes), True, e.dtype)
+        if _row_kernels(x, tuple(axes)):       # one pass per row: the shift and the sum
+            s, m = empty(x.shape[:-1] + (1,), x.dtype), empty(x.shape[:-1] + (1,), x.dtype)
+            _logsumexp_rows(x, s, m, _address(_SHIFTED_EXP))
+        else:
+            m = _extreme(x, tuple(axes), True, True)
+            if not np.isfinite(m).all():       # rows of infinities: shift by 0 instead
+                m = np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
+            s = _sum(_shifted_exp(x, m), tuple(axes), True, x.dtype)
         r = np.log(s, out=s)
         r += m
     if not prim.keepdims:

@@ -182,20 +182,20 @@ static void run_range(const nv_launch_t *L, int64_t start, int64_t end)
     }
 }
 
-/* A launch with flush_denormals runs with MXCSR's flush-to-zero (results) and
- * denormals-are-zero (inputs) bits set on each thread that works on it, restored after. */
-static void run_part(const nv_launch_t *L, int64_t start, int64_t end)
+/* A job with flush_denormals runs with MXCSR's flush-to-zero (results) and denormals-are-zero
+ * (inputs) bits set on each thread that works on it, restored after. */
+static void run_flushed(nv_range_fn fn, void *ctx, int64_t start, int64_t end, int flush)
 {
 #if defined(__SSE__)
-    if (L->flush_denormals) {
+    if (flush) {
         unsigned int saved = _mm_getcsr();
         _mm_setcsr(saved | 0x8040);       /* FTZ (bit 15) | DAZ (bit 6) */
-        run_range(L, start, end);
+        fn(ctx, start, end);
         _mm_setcsr(saved);
         return;
     }
 #endif
-    run_range(L, start, end);
+    fn(ctx, start, end);
 }
 
 int nv_flush_supported(void)
@@ -210,9 +210,11 @@ int nv_flush_supported(void)
 /* ---- a small pool of worker threads --------------------------------------------------------- */
 
 typedef struct {
-    const nv_launch_t *L;
+    nv_range_fn fn;
+    void *ctx;
     int64_t size;
     int nparts;
+    int flush;
 } nv_job_t;
 
 static pthread_mutex_t pool_busy = PTHREAD_MUTEX_INITIALIZER;   /* one parallel launch at a time */
@@ -231,7 +233,7 @@ static void job_part(const nv_job_t *J, int part)
     int64_t start = part * chunk + (part < extra ? part : extra);
     int64_t end = start + chunk + (part < extra ? 1 : 0);
     if (end > start)
-        run_part(J->L, start, end);
+        run_flushed(J->fn, J->ctx, start, end, J->flush);
 }
 
 static void *worker_main(void *arg)
@@ -324,24 +326,22 @@ static void omp_body(void *arg)
     job_part(&J, omp_thread_num());
 }
 
-void nv_launch_run(nv_launch_t *L, int nthreads, int64_t grain)
+void nv_parallel_for(nv_range_fn fn, void *ctx, int64_t size, int nthreads, int64_t grain,
+                     int flush_denormals)
 {
-    int64_t size = 1;
-    for (int d = 0; d < L->ndim; d++)
-        size *= L->shape[d];
     if (size <= 0)
         return;
     int64_t g = grain > 0 ? grain : 1;
     int parts = nthreads;
     if (parts > size / g)
         parts = (int)(size / g);
-    /* another launch is using the pool (a second Python thread): run this one serially */
+    /* another job is using the pool (a second Python thread): run this one serially */
     if (parts < 2 || pthread_mutex_trylock(&pool_busy) != 0) {
-        run_part(L, 0, size);
+        run_flushed(fn, ctx, 0, size, flush_denormals);
         return;
     }
+    nv_job_t job = {fn, ctx, size, parts, flush_denormals};
     if (omp_parallel) {
-        nv_job_t job = {L, size, parts};
         omp_parallel(omp_body, &job, (unsigned)parts, 0);
         pthread_mutex_unlock(&pool_busy);
         return;
@@ -350,18 +350,29 @@ void nv_launch_run(nv_launch_t *L, int nthreads, int64_t grain)
     int workers = pool_ensure(parts - 1);
     if (parts > workers + 1)
         parts = workers + 1;
-    pool_job.L = L;
-    pool_job.size = size;
-    pool_job.nparts = parts;
+    job.nparts = parts;
+    pool_job = job;
     pool_pending = parts - 1;
     pool_epoch++;
     pthread_cond_broadcast(&pool_wake);
     pthread_mutex_unlock(&pool_mu);
-    nv_job_t mine = {L, size, parts};
-    job_part(&mine, 0);
+    job_part(&job, 0);
     pthread_mutex_lock(&pool_mu);
     while (pool_pending > 0)
         pthread_cond_wait(&pool_done, &pool_mu);
     pthread_mutex_unlock(&pool_mu);
     pthread_mutex_unlock(&pool_busy);
+}
+
+static void launch_range(void *L, int64_t start, int64_t end)
+{
+    run_range((const nv_launch_t *)L, start, end);
+}
+
+void nv_launch_run(nv_launch_t *L, int nthreads, int64_t grain)
+{
+    int64_t size = 1;
+    for (int d = 0; d < L->ndim; d++)
+        size *= L->shape[d];
+    nv_parallel_for(launch_range, L, size, nthreads, grain, L->flush_denormals);
 }

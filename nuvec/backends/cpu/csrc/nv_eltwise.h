@@ -37,6 +37,13 @@ int64_t nv_launch_coalesce(nv_launch_t *L);
  * release the GIL around it */
 void nv_launch_run(nv_launch_t *L, int nthreads, int64_t grain);
 
+/* fn(ctx, start, end) over [0, size) in up to nthreads contiguous parts of at least grain,
+ * on nuvec's threads or the OpenMP team (the calling thread takes the first part); with
+ * flush_denormals as in nv_launch_t. nv_launch_run is this over the launch's elements. */
+typedef void (*nv_range_fn)(void *ctx, int64_t start, int64_t end);
+void nv_parallel_for(nv_range_fn fn, void *ctx, int64_t size, int nthreads, int64_t grain,
+                     int flush_denormals);
+
 /* run parallel launches on an OpenMP team: the addresses of GOMP_parallel, omp_get_thread_num
  * and omp_get_num_threads (all three 0: back to nuvec's own threads) */
 void nv_use_openmp(void *parallel, void *thread_num, void *num_threads);

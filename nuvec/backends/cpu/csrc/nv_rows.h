@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 
+#include "nv_eltwise.h"
+
 /* out[r] = max (want_max) or min of x[r * n : (r + 1) * n], for n >= 1, with NumPy's bits */
 void nv_rows_extreme_f32(const float *x, int64_t rows, int64_t n, int want_max, float *out);
 void nv_rows_extreme_f64(const double *x, int64_t rows, int64_t n, int want_max, double *out);
@@ -11,5 +13,22 @@ void nv_rows_extreme_f64(const double *x, int64_t rows, int64_t n, int want_max,
 /* out[r] = the sum of x[r * n : (r + 1) * n] with NumPy's pairwise summation bits */
 void nv_rows_sum_f32(const float *x, int64_t rows, int64_t n, float *out);
 void nv_rows_sum_f64(const double *x, int64_t rows, int64_t n, double *out);
+
+/* out[c] = the sum of x[:, c] over rows (x: rows x cols, cols >= 2), for c in [c0, c1),
+ * with np.add.reduce(x, axis=0)'s bits */
+void nv_cols_sum_f32(const float *x, int64_t rows, int64_t cols, int64_t c0, int64_t c1,
+                     float *out);
+void nv_cols_sum_f64(const double *x, int64_t rows, int64_t cols, int64_t c0, int64_t c1,
+                     double *out);
+
+/* rows [r0, r1) of x (rows of n >= 1): out = softmax; shifted_exp computes exp(a - b) and
+ * divide a / b (nuvec's element-wise kernels, float32 inputs a, b and output) */
+void nv_softmax_rows_f32(const float *x, int64_t n, int64_t r0, int64_t r1,
+                         nv_kernel_fn shifted_exp, nv_kernel_fn divide, float *out);
+
+/* rows [r0, r1): shifts[r] = the row's max (0 where it is not finite), sums[r] = the sum of
+ * exp(x - shifts[r]); logsumexp = log(sums) + shifts. Returns -1 if out of memory. */
+int nv_logsumexp_rows_f32(const float *x, int64_t n, int64_t r0, int64_t r1,
+                          nv_kernel_fn shifted_exp, float *sums, float *shifts);
 
 #endif
