@@ -28,7 +28,8 @@ EXTRA = {
         extra_link_args=["-pthread"]),
     "nuvec.backends.cpu._rows": dict(
         sources=["nuvec/backends/cpu/csrc/nv_rows.c"],
-        include_dirs=["nuvec/backends/cpu"]),
+        include_dirs=["nuvec/backends/cpu"],
+        extra_compile_args=["-ffp-contract=off"]),   # each operation rounded (nv_rows.c)
 }
 
 
@@ -40,7 +41,7 @@ def cython_extensions() -> list[Extension]:
         extra = EXTRA.get(name, {})
         exts.append(Extension(name, [str(pyx.relative_to(ROOT))] + extra.get("sources", []),
                               include_dirs=[np.get_include()] + extra.get("include_dirs", []),
-                              extra_compile_args=["-O3"],
+                              extra_compile_args=["-O3"] + extra.get("extra_compile_args", []),
                               extra_link_args=extra.get("extra_link_args", [])))
     return cythonize(exts, language_level=3, compiler_directives={
         "boundscheck": False, "wraparound": False, "cdivision": True})

@@ -1,7 +1,9 @@
 """``nv.fast``: the composite operations MLX groups under ``mx.fast``, with its signatures.
 
 In nuvec they are built from ordinary operations (so every transform applies to them), and
-``nv.compile`` fuses their element-wise parts; the ``nn`` layers call them.
+``nv.compile`` fuses their element-wise parts; the ``nn`` layers call them. On the CPU,
+``layer_norm`` of float32 / float64 data is one primitive instead (``primitives.norm``: one pass over
+the rows each way, the composite's bits forward).
 
 >>> import nuvec as nv
 >>> x = nv.array([[1.0, 2.0, 3.0, 4.0]])
@@ -17,6 +19,10 @@ from typing import Optional, Union
 import numpy as np
 
 import nuvec as nv
+
+from .core.array import Array
+from .core.device import current_stream
+from .primitives.norm import LayerNorm, composite as composite_layer_norm
 
 __all__ = ["rms_norm", "layer_norm", "rope", "scaled_dot_product_attention"]
 
@@ -48,13 +54,18 @@ def layer_norm(x: nv.array, weight: Optional[nv.array], bias: Optional[nv.array]
     _check_eps(eps, "layer_norm")
     _check_weight(x, weight, "weight", "layer_norm")
     _check_weight(x, bias, "bias", "layer_norm")
-    xc = x - nv.mean(x, axis=-1, keepdims=True)
-    y = xc * nv.rsqrt(nv.mean(xc * xc, axis=-1, keepdims=True) + eps)
-    if weight is not None:
-        y = y * weight
-    if bias is not None:
-        y = y + bias
-    return y
+    if _one_pass(x, weight, bias):
+        args = [x] + [a for a in (weight, bias) if a is not None]
+        return Array.make(LayerNorm(eps, weight is not None, bias is not None), args)
+    return composite_layer_norm(x, weight, bias, eps)
+
+
+def _one_pass(x: nv.array, *params) -> bool:
+    """Whether layer_norm runs as the row primitive: float32 or float64 data (parameters of
+    the same dtype) with a non-empty last axis, on the CPU."""
+    return (x.dtype in (nv.float32, nv.float64) and x.ndim >= 1 and x.size > 0
+            and all(p is None or p.dtype == x.dtype for p in params)
+            and current_stream().device.type.value == "cpu")
 
 
 def rope(a: nv.array, dims: int, *, traditional: bool, base: Optional[float], scale: float,

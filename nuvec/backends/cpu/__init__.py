@@ -10,6 +10,7 @@ from . import reduction  # noqa: F401
 from . import sort  # noqa: F401
 from . import linalg  # noqa: F401
 from . import misc  # noqa: F401,E402  (transform primitives: Copy, CustomFunction)
+from . import norm  # noqa: F401,E402  (layer norm rows)
 from . import compiled  # noqa: F401,E402  (fused kernels of nv.compile)
 from . import random  # noqa: F401,E402  (threefry random bits on NumPy)
 from . import distributed  # noqa: F401,E402  (collectives through a communicator)

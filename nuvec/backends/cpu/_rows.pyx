@@ -10,6 +10,7 @@ logsumexp, cross-entropy, layer norm) and on bias gradients.
     sum_rows(x, out)               # out.flat[r] = np.add.reduce(row r)
     sum_cols(x, out)               # out.flat[c] = np.add.reduce(x.reshape(-1, out.size))[c]
     softmax_rows(x, out, exp_address, divide_address)    # see reduction.py
+    layer_norm_rows(x, w, b, eps, out)                   # see norm.py
 """
 cimport numpy as cnp
 from libc.stdint cimport int64_t, uintptr_t
@@ -33,6 +34,16 @@ cdef extern from "csrc/nv_rows.h" nogil:
                              nv_kernel_fn shifted_exp, nv_kernel_fn divide, float *out)
     int nv_logsumexp_rows_f32(const float *x, int64_t n, int64_t r0, int64_t r1,
                               nv_kernel_fn shifted_exp, float *sums, float *shifts)
+    int nv_layer_norm_rows_f32(const float *x, const float *w, const float *b, int64_t n,
+                               float eps, int64_t r0, int64_t r1, float *out)
+    int nv_layer_norm_vjp_f32(const float *x, const float *w, const float *g, int64_t n,
+                              float eps, int64_t rows, int64_t block, int64_t k0, int64_t k1,
+                              float *dx, float *dw_part, float *db_part)
+    int nv_layer_norm_rows_f64(const double *x, const double *w, const double *b, int64_t n,
+                               double eps, int64_t r0, int64_t r1, double *out)
+    int nv_layer_norm_vjp_f64(const double *x, const double *w, const double *g, int64_t n,
+                              double eps, int64_t rows, int64_t block, int64_t k0, int64_t k1,
+                              double *dx, double *dw_part, double *db_part)
 
 
 cdef enum:
@@ -147,6 +158,100 @@ def logsumexp_rows(x, sums, shifts, uintptr_t shifted_exp) -> None:
     ``sums`` = the pairwise sum of ``shifted_exp(x, shift)``; logsumexp is
     ``log(sums) + shifts``. All C-contiguous; rows of at least one element."""
     _run(LOGSUMEXP, x, sums, shifts, shifted_exp)
+
+
+# rows per block of the layer norm's backward pass: dw and db are summed per block, then over
+# the blocks in order (fixed blocks: the same bits on any number of threads)
+cdef enum:
+    LN_BLOCK = 32
+LAYER_NORM_BLOCK = LN_BLOCK
+
+
+ctypedef struct LnJob:
+    bint f64
+    const char *x
+    const char *w               # NULL: no weight
+    const char *b               # NULL: no bias (forward) / the cotangent g (backward)
+    char *out                   # y (forward) / dx (backward)
+    char *dw
+    char *db
+    int64_t n, rows
+    double eps
+    int failed
+
+
+cdef void _ln_part(void *ctx, int64_t a, int64_t b) noexcept nogil:
+    cdef LnJob *j = <LnJob *>ctx
+    cdef int rc
+    if j.f64:
+        rc = nv_layer_norm_rows_f64(<const double *>j.x, <const double *>j.w,
+                                    <const double *>j.b, j.n, j.eps, a, b, <double *>j.out)
+    else:
+        rc = nv_layer_norm_rows_f32(<const float *>j.x, <const float *>j.w,
+                                    <const float *>j.b, j.n, <float>j.eps, a, b,
+                                    <float *>j.out)
+    if rc != 0:
+        j.failed = 1
+
+
+cdef void _ln_vjp_part(void *ctx, int64_t a, int64_t b) noexcept nogil:
+    cdef LnJob *j = <LnJob *>ctx
+    cdef int rc
+    if j.f64:
+        rc = nv_layer_norm_vjp_f64(<const double *>j.x, <const double *>j.w,
+                                   <const double *>j.b, j.n, j.eps, j.rows, LN_BLOCK, a, b,
+                                   <double *>j.out, <double *>j.dw, <double *>j.db)
+    else:
+        rc = nv_layer_norm_vjp_f32(<const float *>j.x, <const float *>j.w,
+                                   <const float *>j.b, j.n, <float>j.eps, j.rows, LN_BLOCK,
+                                   a, b, <float *>j.out, <float *>j.dw, <float *>j.db)
+    if rc != 0:
+        j.failed = 1
+
+
+cdef char *_maybe(a) except? NULL:
+    """The data of a C-contiguous array, or NULL for None."""
+    return NULL if a is None else _data(a)
+
+
+cdef void _ln_job(LnJob *j, x, w, b, double eps, out) except *:
+    j.f64 = x.dtype.itemsize == 8
+    j.x = _data(x)
+    j.w = _maybe(w)
+    j.b = _maybe(b)
+    j.out = _data(out)
+    j.dw = j.db = NULL
+    j.n = x.shape[x.ndim - 1]
+    j.rows = x.size // j.n
+    j.eps = eps
+    j.failed = 0
+
+
+def layer_norm_rows(x, w, b, double eps, out) -> None:
+    """``out`` = the layer norm of each innermost row of ``x`` (float32 or float64) with ``w``
+    and ``b`` (rows of that length and dtype, or None), with the bits of nv.fast.layer_norm's
+    composite form. All C-contiguous; rows of at least one element."""
+    cdef LnJob j
+    _ln_job(&j, x, w, b, eps, out)
+    with nogil:
+        parallel_for(_ln_part, &j, j.rows, max(1, GRAIN // j.n))
+    if j.failed:
+        raise MemoryError("layer_norm: no memory for a row's buffers")
+
+
+def layer_norm_vjp_rows(x, w, g, double eps, dx, dw_part, db_part) -> None:
+    """The layer norm's backward pass (see nv_rows.c): ``dx``, and per block of
+    LAYER_NORM_BLOCK rows the sums of ``g * xhat`` (``dw_part``, (blocks, n), or None) and of
+    ``g`` (``db_part``, or None); dw and db are those summed over the blocks in order."""
+    cdef LnJob j
+    _ln_job(&j, x, w, g, eps, dx)
+    j.dw = _maybe(dw_part)
+    j.db = _maybe(db_part)
+    cdef int64_t blocks = (j.rows + LN_BLOCK - 1) // LN_BLOCK
+    with nogil:
+        parallel_for(_ln_vjp_part, &j, blocks, max(1, GRAIN // (j.n * LN_BLOCK)))
+    if j.failed:
+        raise MemoryError("layer_norm: no memory for a row's buffers")
 
 
 ctypedef fused real:

@@ -19,6 +19,7 @@
 
 #include "nv_rows.h"
 
+
 #define SEQUENTIAL(T, name)                                                      \
     static T name(const T *x, int64_t n, int want_max) {                         \
         T m = x[0];                                                              \
@@ -198,3 +199,89 @@ int nv_logsumexp_rows_f32(const float *x, int64_t n, int64_t r0, int64_t r1,
         free(e);
     return 0;
 }
+
+/* ---- layer norm rows --------------------------------------------------------------------------
+ * The forward pass has the bits of nv.fast.layer_norm's composite form, operation for
+ * operation: mean = sum(x) / n, xc = x - mean, var = sum(xc * xc) / n, r = 1 / sqrt(var + eps),
+ * y = xc * r * w + b (sums pairwise, as above; no contraction: see setup.py). The backward
+ * pass recomputes mean and r from x and takes
+ *     wg = g * w,  xhat = xc * r,  dx = (wg - mean(wg) - xhat * mean(wg * xhat)) * r,
+ * and sums g * xhat and g over each block of rows for dw and db (the caller adds the blocks
+ * in order, so no result depends on how rows are split between threads). */
+
+#define LAYER_NORM(T, sfx, SQRT)                                                             \
+    /* r of one row; xc[0:n] = x - mean */                                                   \
+    static T ln_row_##sfx(const T *x, int64_t n, T eps, T *xc, T *sq)                        \
+    {                                                                                        \
+        T m = ((T)0 + pairwise_##sfx(x, n)) / (T)n;                                          \
+        for (int64_t i = 0; i < n; i++) {                                                    \
+            xc[i] = x[i] - m;                                                                \
+            sq[i] = xc[i] * xc[i];                                                           \
+        }                                                                                    \
+        T v = ((T)0 + pairwise_##sfx(sq, n)) / (T)n;                                         \
+        return (T)1 / SQRT(v + eps);                                                         \
+    }                                                                                        \
+                                                                                             \
+    int nv_layer_norm_rows_##sfx(const T *x, const T *w, const T *b, int64_t n, T eps,       \
+                                 int64_t r0, int64_t r1, T *out)                             \
+    {                                                                                        \
+        T stack[2 * ROW_BLOCK];                                                              \
+        T *buf = n <= ROW_BLOCK ? stack : malloc(2 * (size_t)n * sizeof(T));                 \
+        if (!buf)                                                                            \
+            return -1;                                                                       \
+        T *xc = buf, *sq = buf + n;                                                          \
+        for (int64_t r = r0; r < r1; r++) {                                                  \
+            T rs = ln_row_##sfx(x + r * n, n, eps, xc, sq);                                  \
+            T *o = out + r * n;                                                              \
+            for (int64_t i = 0; i < n; i++) {                                                \
+                T y = xc[i] * rs;                                                            \
+                if (w) y = y * w[i];                                                         \
+                if (b) y = y + b[i];                                                         \
+                o[i] = y;                                                                    \
+            }                                                                                \
+        }                                                                                    \
+        if (buf != stack)                                                                    \
+            free(buf);                                                                       \
+        return 0;                                                                            \
+    }                                                                                        \
+                                                                                             \
+    int nv_layer_norm_vjp_##sfx(const T *x, const T *w, const T *g, int64_t n, T eps,        \
+                                int64_t rows, int64_t block, int64_t k0, int64_t k1, T *dx,  \
+                                T *dw_part, T *db_part)                                      \
+    {                                                                                        \
+        T stack[4 * ROW_BLOCK];                                                              \
+        T *buf = n <= ROW_BLOCK ? stack : malloc(4 * (size_t)n * sizeof(T));                 \
+        if (!buf)                                                                            \
+            return -1;                                                                       \
+        T *xc = buf, *sq = buf + n, *wg = buf + 2 * n, *p = buf + 3 * n;                     \
+        for (int64_t k = k0; k < k1; k++) {                                                  \
+            T *dw = dw_part ? dw_part + k * n : 0, *db = db_part ? db_part + k * n : 0;      \
+            for (int64_t i = 0; i < n; i++) {                                                \
+                if (dw) dw[i] = (T)0;                                                        \
+                if (db) db[i] = (T)0;                                                        \
+            }                                                                                \
+            int64_t end = (k + 1) * block < rows ? (k + 1) * block : rows;                   \
+            for (int64_t r = k * block; r < end; r++) {                                      \
+                const T *gr = g + r * n;                                                     \
+                T rs = ln_row_##sfx(x + r * n, n, eps, xc, sq);                              \
+                for (int64_t i = 0; i < n; i++) {                                            \
+                    xc[i] = xc[i] * rs;                             /* xhat */               \
+                    wg[i] = w ? gr[i] * w[i] : gr[i];                                        \
+                    p[i] = wg[i] * xc[i];                                                    \
+                }                                                                            \
+                T a = ((T)0 + pairwise_##sfx(wg, n)) / (T)n;                                 \
+                T c = ((T)0 + pairwise_##sfx(p, n)) / (T)n;                                  \
+                T *d = dx + r * n;                                                           \
+                for (int64_t i = 0; i < n; i++) {                                            \
+                    d[i] = ((wg[i] - a) - xc[i] * c) * rs;                                   \
+                    if (dw) dw[i] += gr[i] * xc[i];                                          \
+                    if (db) db[i] += gr[i];                                                  \
+                }                                                                            \
+            }                                                                                \
+        }                                                                                    \
+        if (buf != stack)                                                                    \
+            free(buf);                                                                       \
+        return 0;                                                                            \
+    }
+LAYER_NORM(float, f32, sqrtf)
+LAYER_NORM(double, f64, sqrt)

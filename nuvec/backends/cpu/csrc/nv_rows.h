@@ -31,4 +31,20 @@ void nv_softmax_rows_f32(const float *x, int64_t n, int64_t r0, int64_t r1,
 int nv_logsumexp_rows_f32(const float *x, int64_t n, int64_t r0, int64_t r1,
                           nv_kernel_fn shifted_exp, float *sums, float *shifts);
 
+/* rows [r0, r1) of x (rows of n >= 1): out = layer norm with weight w and bias b (either may
+ * be NULL), with the bits of nv.fast.layer_norm's composite form. -1 if out of memory. */
+int nv_layer_norm_rows_f32(const float *x, const float *w, const float *b, int64_t n, float eps,
+                           int64_t r0, int64_t r1, float *out);
+int nv_layer_norm_rows_f64(const double *x, const double *w, const double *b, int64_t n,
+                           double eps, int64_t r0, int64_t r1, double *out);
+
+/* blocks [k0, k1) of `block` rows (of `rows`): dx, and per block k the sums over its rows of
+ * g * xhat (dw_part[k * n:], if not NULL) and of g (db_part[k * n:], if not NULL). */
+int nv_layer_norm_vjp_f32(const float *x, const float *w, const float *g, int64_t n, float eps,
+                          int64_t rows, int64_t block, int64_t k0, int64_t k1, float *dx,
+                          float *dw_part, float *db_part);
+int nv_layer_norm_vjp_f64(const double *x, const double *w, const double *g, int64_t n,
+                          double eps, int64_t rows, int64_t block, int64_t k0, int64_t k1,
+                          double *dx, double *dw_part, double *db_part);
+
 #endif
