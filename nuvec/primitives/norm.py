@@ -15,7 +15,7 @@ rules the element-wise and reduction primitives already have.
 from __future__ import annotations
 
 from ..core.array import Array
-from ..core.primitive import Primitive
+from ._common import Expanding
 
 
 def _ops():
@@ -62,28 +62,7 @@ def composite_vjp(x, w, g, eps: float, has_bias: bool) -> list:
     return out
 
 
-class _ByExpansion(Primitive):
-    """Forward mode and vmap through ``expand`` (the composite form)."""
-    __slots__ = ()
-
-    def expand(self, inputs) -> list:
-        raise NotImplementedError(self.name)
-
-    def jvp(self, primals, tangents, argnums):
-        from ..transforms import jvp
-        ts = [_ops().zeros_like(p) for p in primals]
-        for i, t in zip(argnums, tangents):
-            ts[i] = t
-        _, outs = jvp(lambda *xs: self.expand(list(xs)), list(primals), ts)
-        return list(outs)
-
-    def vmap(self, inputs, axes):
-        from ..transforms import vmap
-        outs = vmap(lambda *xs: tuple(self.expand(list(xs))), in_axes=tuple(axes))(*inputs)
-        return list(outs), [0] * len(outs)
-
-
-class LayerNorm(_ByExpansion):
+class LayerNorm(Expanding):
     """Layer norm over the last axis of ``x`` (float32 or float64), with an optional weight and
     bias of that axis's length and dtype."""
     __slots__ = ("eps", "has_weight", "has_bias")
@@ -112,7 +91,7 @@ class LayerNorm(_ByExpansion):
         return [grads[i] for i in argnums]
 
 
-class LayerNormVJP(_ByExpansion):
+class LayerNormVJP(Expanding):
     """The backward pass of ``LayerNorm``: inputs ``[x, w?, g]``, outputs ``[dx, dw?, db?]``
     (``dw``, ``db`` summed over every axis but the last)."""
     __slots__ = ("eps", "has_weight", "has_bias")
@@ -136,8 +115,3 @@ class LayerNormVJP(_ByExpansion):
     def expand(self, inputs) -> list:
         w = inputs[1] if self.has_weight else None
         return composite_vjp(inputs[0], w, inputs[-1], self.eps, self.has_bias)
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        from ..transforms import vjp
-        _, grads = vjp(lambda *xs: self.expand(list(xs)), list(primals), list(cotangents))
-        return [grads[i] for i in argnums]

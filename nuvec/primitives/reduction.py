@@ -21,7 +21,7 @@ from __future__ import annotations
 from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.primitive import Primitive
-from ._common import ops as _ops, zeros as _zeros
+from ._common import Expanding, on_cpu_rows, ops as _ops, zeros as _zeros
 
 REDUCE_OPS = ("sum", "prod", "max", "min", "all", "any")
 SCAN_OPS = {"sum": "cumsum", "prod": "cumprod", "max": "cummax", "min": "cummin",
@@ -238,24 +238,45 @@ class Softmax(Primitive):
         return [(x._shape, x._dtype)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        ops = _ops()
-        y, g = outputs[0], cotangents[0]
-        gy = ops.multiply(g, y)
-        s = Array.make(Reduce("sum", self.axes, True, y._dtype), [gy])
-        return [ops.subtract(gy, ops.multiply(y, s))]
+        return [softmax_product(outputs[0], cotangents[0], self.axes)]
 
     def jvp(self, primals, tangents, argnums):
-        ops = _ops()
-        y = Array.make(self, primals)
-        ty = ops.multiply(tangents[0], y)
-        s = Array.make(Reduce("sum", self.axes, True, y._dtype), [ty])
-        return [ops.subtract(ty, ops.multiply(y, s))]
+        return [softmax_product(Array.make(self, primals), tangents[0], self.axes)]
 
     def vmap(self, inputs, axes):
         (x,), (b,) = inputs, axes
         if b is None:
             return [Array.make(self, [x])], [None]
         return [Array.make(Softmax(_batched_axes(self.axes, b), self.precise), [x])], [b]
+
+
+def softmax_product(y: Array, g: Array, axes: tuple) -> Array:
+    """``g * y - y * sum(g * y)`` over ``axes``: the softmax's vjp and jvp (``y`` its output);
+    one CPU pass per row (``SoftmaxProduct``) where that applies, same bits."""
+    if on_cpu_rows(y, axes) and g._dtype == y._dtype and g._shape == y._shape:
+        return Array.make(SoftmaxProduct(), [y, g])
+    return SoftmaxProduct.composite(y, g, axes)
+
+
+class SoftmaxProduct(Expanding):
+    """``g * y - y * sum(g * y, -1)`` for a softmax output ``y`` (float32 / float64, the last
+    axis): the CPU runs it as one pass per row with the bits of the composite form."""
+    __slots__ = ()
+    name = "softmax_product"
+
+    def infer(self, inputs):
+        return [(inputs[0]._shape, inputs[0]._dtype)]
+
+    @staticmethod
+    def composite(y: Array, g: Array, axes: tuple) -> Array:
+        ops = _ops()
+        gy = ops.multiply(g, y)
+        s = Array.make(Reduce("sum", tuple(axes), True, y._dtype), [gy])
+        return ops.subtract(gy, ops.multiply(y, s))
+
+    def expand(self, inputs) -> list:
+        y, g = inputs
+        return [self.composite(y, g, (y.ndim - 1,))]
 
 
 class LogSumExp(Primitive):

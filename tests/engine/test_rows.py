@@ -178,3 +178,22 @@ def test_softmax_and_logsumexp_rows_equal_the_passes_they_fuse(cpu_device, kind)
         assert got.tobytes() == _kernel_softmax(x).tobytes(), (n, kind)
         got = np.asarray(nv.logsumexp(a, axis=-1))
         assert got.tobytes() == _kernel_logsumexp(x).tobytes(), (n, kind)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_gradient_rows_have_the_composite_bits(dtype):
+    # the softmax's vjp and jvp as one pass per row (SoftmaxProduct) against multiply, sum,
+    # multiply, subtract as separate operations; eager and compiled alike
+    from nuvec.primitives.reduction import SoftmaxProduct
+    for n in (1, 5, 64, 129, 1000):
+        x = nv.array((RNG.standard_normal((7, n)) * 5).astype(dtype))
+        g = nv.array(RNG.standard_normal((7, n)).astype(dtype))
+        y = nv.softmax(x, axis=-1)
+        want = np.asarray(SoftmaxProduct.composite(y, g, (1,))).tobytes()
+        (got,) = nv.vjp(lambda x: nv.softmax(x, axis=-1), [x], [g])[1]
+        assert isinstance(got._prim, SoftmaxProduct) or got._prim is None
+        assert np.asarray(got).tobytes() == want, n
+        assert np.asarray(nv.jvp(lambda x: nv.softmax(x, axis=-1), [x], [g])[1][0]).tobytes() \
+            == want
+        f = nv.compile(lambda x, g: nv.vjp(lambda x: nv.softmax(x, axis=-1), [x], [g])[1][0])
+        assert np.asarray(f(x, g)).tobytes() == want

@@ -83,6 +83,8 @@ PROBES = {
     "ArgReduce": (lambda x: nv.argmax(x, axis=1), [f64(2, 3)], []),
     "Softmax": (lambda x: nv.softmax(x, axis=-1), [f64(2, 3)], [0]),
     "LogSumExp": (lambda x: nv.logsumexp(x, axis=1), [f64(2, 3)], [0]),
+    "SoftmaxProduct": (lambda x, g: nv.vjp(lambda x: nv.softmax(x, axis=-1), [x], [g])[1][0],
+                       [f64(2, 3), f64(2, 3)], [0, 1]),
     "LayerNorm": (lambda x, w, b: nv.fast.layer_norm(x, w, b, 1e-5),
                   [f64(2, 3, 4), f64(4), f64(4)], [0, 1, 2]),
     "LayerNormVJP": (lambda x, w, g: nv.vjp(lambda x, w: nv.fast.layer_norm(x, w, None, 1e-5),
@@ -110,6 +112,8 @@ EXEMPT = {
     **{name: "communicates with other processes: its vjp, jvp and vmap are checked on 2 and 4 "
              "MPI processes in tests/distributed/test_dist_mpi.py"
        for name in ("AllReduce", "AllGather", "Send", "Recv")},
+    "Expanding": "an abstract base giving its subclasses the rules of the composite form they "
+                 "expand to; the subclasses (SoftmaxProduct, LayerNorm, LayerNormVJP) are probed",
     "Compiled": "made only inside nv.compile's tape, whose outputs are evaluated at once; its "
                 "rules re-expand the fused members through nv.vjp/jvp/vmap (compile's tests)",
 }

@@ -34,6 +34,10 @@ cdef extern from "csrc/nv_rows.h" nogil:
                              nv_kernel_fn shifted_exp, nv_kernel_fn divide, float *out)
     int nv_logsumexp_rows_f32(const float *x, int64_t n, int64_t r0, int64_t r1,
                               nv_kernel_fn shifted_exp, float *sums, float *shifts)
+    void nv_softmax_product_rows_f32(const float *y, const float *g, int64_t n, int64_t r0,
+                                     int64_t r1, float *out)
+    void nv_softmax_product_rows_f64(const double *y, const double *g, int64_t n, int64_t r0,
+                                     int64_t r1, double *out)
     int nv_layer_norm_rows_f32(const float *x, const float *w, const float *b, int64_t n,
                                float eps, int64_t r0, int64_t r1, float *out)
     int nv_layer_norm_vjp_f32(const float *x, const float *w, const float *g, int64_t n,
@@ -47,7 +51,7 @@ cdef extern from "csrc/nv_rows.h" nogil:
 
 
 cdef enum:
-    MIN, MAX, SUM, COLS, SOFTMAX, LOGSUMEXP      # what a job computes
+    MIN, MAX, SUM, COLS, SOFTMAX, LOGSUMEXP, SOFTMAX_PRODUCT      # what a job computes
 
 # elements one thread takes at least (thread wake-up costs about as much as this work)
 cdef int64_t GRAIN = 8192
@@ -58,7 +62,7 @@ ctypedef struct Job:
     bint f64
     const char *x
     char *out
-    char *out2                  # logsumexp's shifts
+    char *out2                  # logsumexp's shifts; the softmax product's g
     int64_t n                   # row length (COLS: the number of columns)
     int64_t rows
     nv_kernel_fn k1, k2         # softmax's and logsumexp's element-wise kernels
@@ -78,6 +82,11 @@ cdef void _part(void *ctx, int64_t a, int64_t b) noexcept nogil:
             nv_cols_sum_f32(xf, j.rows, n, a, b, <float *>j.out)
     elif j.what == SOFTMAX:
         nv_softmax_rows_f32(xf, n, a, b, j.k1, j.k2, <float *>j.out)
+    elif j.what == SOFTMAX_PRODUCT:
+        if j.f64:
+            nv_softmax_product_rows_f64(xd, <const double *>j.out2, n, a, b, <double *>j.out)
+        else:
+            nv_softmax_product_rows_f32(xf, <const float *>j.out2, n, a, b, <float *>j.out)
     elif j.what == LOGSUMEXP:
         if nv_logsumexp_rows_f32(xf, n, a, b, j.k1, <float *>j.out, <float *>j.out2) != 0:
             j.failed = 1
@@ -151,6 +160,13 @@ def softmax_rows(x, out, uintptr_t shifted_exp, uintptr_t divide) -> None:
     at least one element), computed as max, ``shifted_exp(x, max)``, pairwise sum,
     ``divide(e, sum)``: the addresses of nuvec's element-wise kernels for those two ops."""
     _run(SOFTMAX, x, out, None, shifted_exp, divide)
+
+
+def softmax_product_rows(y, g, out) -> None:
+    """``out = g * y - y * sum(g * y)`` per innermost row (the softmax's vjp for its output
+    ``y``), with the bits of those four operations. All C-contiguous, of one dtype (float32 or
+    float64), ``out`` a third array; rows of at least one element."""
+    _run(SOFTMAX_PRODUCT, y, out, g)
 
 
 def logsumexp_rows(x, sums, shifts, uintptr_t shifted_exp) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...primitives.reduction import ArgReduce, LogSumExp, Reduce, Scan, Softmax
+from ...primitives.reduction import ArgReduce, LogSumExp, Reduce, Scan, Softmax, SoftmaxProduct
 from ..registry import register
 from .memory import empty
 
@@ -16,6 +16,7 @@ _F64 = np.dtype(np.float64)
 
 try:
     from ._rows import (extreme_rows as _extreme_rows, logsumexp_rows as _logsumexp_rows,
+                        softmax_product_rows as _softmax_product_rows,
                         softmax_rows as _softmax_rows, sum_cols as _sum_cols,
                         sum_rows as _sum_rows)
 except ImportError:  # pragma: no cover - an unbuilt checkout
@@ -174,6 +175,15 @@ def _softmax(prim, ins, node):
         e = _shifted_exp(x, m)
         _divide_rows(e, _sum(e, tuple(prim.axes), True, e.dtype))
     return [_out(e, node)]
+
+
+@register(SoftmaxProduct)
+def _softmax_product(prim, ins, node):
+    y, g = (np.ascontiguousarray(a) for a in ins)
+    out = empty(y.shape, y.dtype)
+    if y.size:
+        _softmax_product_rows(y, g, out)
+    return [out]
 
 
 @register(LogSumExp)

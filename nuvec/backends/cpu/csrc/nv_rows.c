@@ -200,6 +200,23 @@ int nv_logsumexp_rows_f32(const float *x, int64_t n, int64_t r0, int64_t r1,
     return 0;
 }
 
+/* ---- the softmax's vjp / jvp rows: out = g * y - y * sum(g * y), each product rounded, the sum
+ * pairwise: the bits of the composite form (multiply, sum, multiply, subtract) */
+#define SOFTMAX_PRODUCT(T, sfx)                                                              \
+    void nv_softmax_product_rows_##sfx(const T *y, const T *g, int64_t n, int64_t r0,        \
+                                       int64_t r1, T *out)                                   \
+    {                                                                                        \
+        for (int64_t r = r0; r < r1; r++) {                                                  \
+            const T *yr = y + r * n, *gr = g + r * n;                                        \
+            T *o = out + r * n;                                                              \
+            for (int64_t i = 0; i < n; i++) o[i] = gr[i] * yr[i];                            \
+            T s = (T)0 + pairwise_##sfx(o, n);                                               \
+            for (int64_t i = 0; i < n; i++) o[i] = o[i] - yr[i] * s;                         \
+        }                                                                                    \
+    }
+SOFTMAX_PRODUCT(float, f32)
+SOFTMAX_PRODUCT(double, f64)
+
 /* ---- layer norm rows --------------------------------------------------------------------------
  * The forward pass has the bits of nv.fast.layer_norm's composite form, operation for
  * operation: mean = sum(x) / n, xc = x - mean, var = sum(xc * xc) / n, r = 1 / sqrt(var + eps),

@@ -31,6 +31,13 @@ void nv_softmax_rows_f32(const float *x, int64_t n, int64_t r0, int64_t r1,
 int nv_logsumexp_rows_f32(const float *x, int64_t n, int64_t r0, int64_t r1,
                           nv_kernel_fn shifted_exp, float *sums, float *shifts);
 
+/* rows [r0, r1) (rows of n >= 1): out = g * y - y * sum(g * y) (the softmax's vjp), with
+ * the bits of that composite form; out may not overlap y or g */
+void nv_softmax_product_rows_f32(const float *y, const float *g, int64_t n, int64_t r0,
+                                 int64_t r1, float *out);
+void nv_softmax_product_rows_f64(const double *y, const double *g, int64_t n, int64_t r0,
+                                 int64_t r1, double *out);
+
 /* rows [r0, r1) of x (rows of n >= 1): out = layer norm with weight w and bias b (either may
  * be NULL), with the bits of nv.fast.layer_norm's composite form. -1 if out of memory. */
 int nv_layer_norm_rows_f32(const float *x, const float *w, const float *b, int64_t n, float eps,
