@@ -19,7 +19,8 @@ itself).
 
     saved = list(draft.steps)
     fused = fuse(draft, shapeless=False)   # rewrites draft.steps; returns the fused steps
-    # (the CPU passes cpu=True: read-after outputs and split_addmm, run on the CPU only)
+    # (the CPU passes cpu=True: read-after outputs, split_addmm and permute_matmuls, run on
+    # the CPU only)
     # (a kernel that cannot be built: ``draft.steps = saved`` runs the steps unfused)
 """
 from __future__ import annotations
@@ -30,8 +31,8 @@ from ..codegen.ir import KernelSpec, Node
 from ..codegen.ops import supports
 from ..primitives.compiled import Compiled
 from ..primitives.elementwise import AsType, Binary, Select, Unary
-from ..primitives.linalg import AddMM, Matmul
-from ..primitives.shape import Broadcast
+from ..primitives.linalg import AddMM, Matmul, PermutedMatmul
+from ..primitives.shape import Broadcast, Transpose
 from .draft import CONST, STEP, DStep, Draft
 
 MAX_STEPS = 32
@@ -88,6 +89,41 @@ def split_addmm(draft: Draft) -> None:
     draft.steps = steps
 
 
+def permute_matmuls(draft: Draft) -> None:
+    """A matmul read only through a chain of transposes (each read only by the next) that
+    keeps the last axis last becomes one ``PermutedMatmul``: the CPU writes the product in the
+    layout the chain ends in, so a reshape after it (attention's heads merged back, in the
+    forward and the backward pass) is a view instead of a transposed copy. Same bits: each
+    product is the same BLAS call, written with another row stride."""
+    readers: dict[int, list[DStep]] = {}
+    for s in draft.steps:
+        for a in s.args:
+            readers.setdefault(a, []).append(s)
+    outputs = set(draft.outputs)
+    replace: dict[int, DStep] = {}      # id of a chain's last transpose -> its new step
+    drop: set[int] = set()
+    for s in draft.steps:
+        if type(s.prim) is not Matmul or len(draft.shape[s.outs[0]]) < 3:
+            continue
+        chain, v = [], s.outs[0]
+        while (v not in outputs and len(readers.get(v, ())) == 1
+               and type(readers[v][0].prim) is Transpose):
+            chain.append(readers[v][0])
+            v = chain[-1].outs[0]
+        if not chain:
+            continue
+        axes = tuple(range(len(draft.shape[s.outs[0]])))
+        for t in chain:                 # output axis i of the chain is product axis axes[i]
+            axes = tuple(axes[i] for i in t.prim.axes)
+        if axes[-1] != len(axes) - 1 or axes == tuple(range(len(axes))):
+            continue
+        drop.add(id(s))
+        drop.update(id(t) for t in chain[:-1])
+        replace[id(chain[-1])] = DStep(PermutedMatmul(axes), s.args, chain[-1].outs, s.stream)
+    if replace:
+        draft.steps = [replace.get(id(s), s) for s in draft.steps if id(s) not in drop]
+
+
 def fuse(draft: Draft, shapeless: bool, cpu: bool = False) -> list[DStep]:
     """Replaces element-wise chains of ``draft`` by fused steps; returns those steps.
     ``cpu``: members read after the group may join as outputs, and (shaped mode) addmm steps
@@ -95,6 +131,7 @@ def fuse(draft: Draft, shapeless: bool, cpu: bool = False) -> list[DStep]:
     the rule that a member's readers are all in its group (function outputs excepted)."""
     if cpu and not shapeless:
         split_addmm(draft)
+        permute_matmuls(draft)
     steps = draft.steps
     n = len(steps)
     if n < 2:

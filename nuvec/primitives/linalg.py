@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..core.array import Array
 from ..core.primitive import Primitive
-from ._common import ops as _ops
+from ._common import Expanding, ops as _ops
 from .shape import Transpose
 
 
@@ -129,6 +129,30 @@ class Matmul(Primitive):
         ax, bx = axes
         nb = max(a.ndim - 2 - (ax is not None), b.ndim - 2 - (bx is not None))
         return [_mm(_align(a, ax, nb), _align(b, bx, nb))], [0]
+
+
+class PermutedMatmul(Expanding):
+    """``transpose(a @ b, axes)`` computed as one product written straight into the permuted
+    layout (nv.compile makes it on the CPU for a product read only through transposes that
+    keep the last axis last, e.g. attention heads merged back: the transposed copy a reshape
+    would make is gone). Its rules are those of that composite."""
+    __slots__ = ("axes",)
+    name = "permuted_matmul"
+
+    def __init__(self, axes: tuple) -> None:
+        self.axes = tuple(axes)
+
+    @property
+    def params(self) -> tuple:
+        return (self.axes,)
+
+    def infer(self, inputs):
+        a, b = inputs
+        shape = matmul_shape(a, b)
+        return [(tuple(shape[i] for i in self.axes), a._dtype)]
+
+    def expand(self, inputs) -> list:
+        return [Array.make(Transpose(self.axes), [Array.make(Matmul(), list(inputs))])]
 
 
 class AddMM(Primitive):

@@ -177,6 +177,43 @@ def test_a_bias_add_and_its_activation_after_a_matmul_take_one_kernel():
     assert step_names(g, xh, wh, bh)[0] == "addmm"
 
 
+@pytest.mark.usefixtures("cpu_device")   # the CPU's pass (see fuse.permute_matmuls)
+def test_a_product_read_through_transposes_is_written_in_their_layout():
+    rng = np.random.default_rng(4)
+    a = nv.array(rng.standard_normal((2, 3, 5, 4)).astype(np.float32))
+    b = nv.array(rng.standard_normal((2, 3, 4, 6)).astype(np.float32))
+
+    def merge_heads(a, b):          # (B, H, L, D) -> (B, L, H * D): a copy unless permuted
+        return nv.reshape(nv.transpose(a @ b, (0, 2, 1, 3)), (2, 5, 18))
+
+    def two_transposes(a, b):       # composed: (0, 2, 1, 3) then (1, 0, 2, 3)
+        return nv.transpose(nv.transpose(a @ b, (0, 2, 1, 3)), (1, 0, 2, 3)) * 2.0
+
+    def last_axis_moves(a, b):      # rows would not be contiguous: left alone
+        return nv.transpose(a @ b, (0, 1, 3, 2)) * 2.0
+
+    def read_twice(a, b):           # the product has another reader: left alone
+        p = a @ b
+        return nv.transpose(p, (0, 2, 1, 3)) * 2.0, p
+
+    for fn, names in ((merge_heads, ["permuted_matmul", "reshape"]),
+                      (two_transposes, None), (last_axis_moves, None), (read_twice, None)):
+        g = nv.compile(fn)
+        got, want = g(a, b), fn(a, b)
+        for x, y in zip(got if isinstance(got, tuple) else [got],
+                        want if isinstance(want, tuple) else [want]):
+            assert_same(np.asarray(x), np.asarray(y))
+        if names:
+            assert step_names(g, a, b) == names
+    ai, bi = nv.astype(a * 10, nv.int32), nv.astype(b * 10, nv.int32)   # NumPy's matmul
+    g = nv.compile(merge_heads)
+    assert_same(np.asarray(g(ai, bi)), np.asarray(merge_heads(ai, bi)))
+    assert step_names(g, ai, bi) == ["permuted_matmul", "reshape"]
+    assert "permuted_matmul" in step_names(nv.compile(two_transposes), a, b)
+    assert "permuted_matmul" not in step_names(nv.compile(last_axis_moves), a, b)
+    assert "permuted_matmul" not in step_names(nv.compile(read_twice), a, b)
+
+
 @pytest.mark.usefixtures("cpu_device")   # CPU-only behaviour (see tests/conftest.py)
 def test_kernels_are_cached_on_disk_across_processes(tmp_path):
     code = ("import nuvec as nv\n"

@@ -138,6 +138,24 @@ def test_a_batch_in_one_call_has_the_bits_of_one_product_at_a_time():
     _close(got, q, k_t)
 
 
+@needs_mkl
+def test_products_written_into_a_permuted_layout_keep_their_bits():
+    # out a transposed view that keeps rows of unit stride (heads merged back: (B, L, H, D)
+    # memory seen as (B, H, L, D)), batched and single, float32 and float64
+    for dtype in (np.float32, np.float64):
+        a, b = _rand((3, 4, 20, 16), dtype), _rand((3, 4, 16, 8), dtype)
+        merged = np.empty((3, 20, 4, 8), dtype)
+        assert _gemm.product(a, b, merged.transpose(0, 2, 1, 3))
+        assert merged.transpose(0, 2, 1, 3).tobytes() == _product(a, b).tobytes()
+        wide = np.empty((5, 7 + 4), dtype)[:, 2:9]                       # ldc > n
+        x, y = _rand((5, 3), dtype), _rand((3, 7), dtype)
+        assert _gemm.product(x, y, wide)
+        assert wide.tobytes() == _product(x, y).tobytes()
+    overlap = np.lib.stride_tricks.as_strided(np.empty((2, 2), np.float32), (3, 2, 2),
+                                              (0, 8, 4))
+    assert not _gemm.product(_rand((3, 2, 2)), _rand((3, 2, 2)), overlap)   # writes overlap
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_addmm_adds_the_bias_to_the_rounded_product(dtype, cpu_device):
     # the bias add runs through the element-wise kernel in place: the bits of product + c

@@ -114,6 +114,8 @@ EXEMPT = {
        for name in ("AllReduce", "AllGather", "Send", "Recv")},
     "Expanding": "an abstract base giving its subclasses the rules of the composite form they "
                  "expand to; the subclasses (SoftmaxProduct, LayerNorm, LayerNormVJP) are probed",
+    "PermutedMatmul": "made only inside nv.compile's CPU tape (fuse.permute_matmuls); its rules "
+                      "are those of transpose(matmul) it expands to (the compile tests)",
     "Compiled": "made only inside nv.compile's tape, whose outputs are evaluated at once; its "
                 "rules re-expand the fused members through nv.vjp/jvp/vmap (compile's tests)",
 }

@@ -7,8 +7,10 @@ is installed), called by address with the GIL released: no ctypes cost per call.
     _gemm.product(a, b, out)    # True: out = a @ b; False: not handled here (use NumPy)
 
 ``product`` takes float32 or float64 operands of at least two dimensions whose batch
-dimensions broadcast to ``out``'s (C-contiguous). A matrix that BLAS cannot read in place (no
-unit stride in either dimension) is copied first; transposed views are passed as they are.
+dimensions broadcast to ``out``'s. ``out`` has rows of unit stride, any row and batch strides
+(C-contiguous, or a transposed view that keeps the last axis: a product written straight into
+the layout its reader wants). A matrix that BLAS cannot read in place (no unit stride in
+either dimension) is copied first; transposed views are passed as they are.
 """
 from libc.stdlib cimport free, malloc
 
@@ -97,36 +99,39 @@ cdef bint _layout(Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t s0, Py_ssize_t s1
 
 
 cdef inline void _offsets(Py_ssize_t i, Py_ssize_t nd, Py_ssize_t *dims, Py_ssize_t *sa,
-                          Py_ssize_t *sb, Py_ssize_t *off_a, Py_ssize_t *off_b) noexcept nogil:
-    """Byte offsets of batch item ``i`` (C order over ``dims``) in the two operands."""
+                          Py_ssize_t *sb, Py_ssize_t *sc, Py_ssize_t *off_a, Py_ssize_t *off_b,
+                          Py_ssize_t *off_c) noexcept nogil:
+    """Byte offsets of batch item ``i`` (C order over ``dims``) in the operands and out."""
     cdef Py_ssize_t d, rem = i, j
     off_a[0] = 0
     off_b[0] = 0
+    off_c[0] = 0
     for d in range(nd - 1, -1, -1):
         j = rem % dims[d]
         off_a[0] += j * sa[d]
         off_b[0] += j * sb[d]
+        off_c[0] += j * sc[d]
         rem //= dims[d]
 
 
 cdef int _batch(bint single, Py_ssize_t nb, Py_ssize_t nd, Py_ssize_t *dims, Py_ssize_t *sa,
-                 Py_ssize_t *sb, char *pa, char *pb, char *pc, Py_ssize_t step_c, int ta, int tb,
-                 int m, int n, int k, int lda, int ldb) noexcept nogil:
+                 Py_ssize_t *sb, Py_ssize_t *sc, char *pa, char *pb, char *pc, int ta, int tb,
+                 int m, int n, int k, int lda, int ldb, int ldc) noexcept nogil:
     """Every product of the batch in one call of MKL's ``?gemm_batch`` (one group of ``nb``
     products, any batch strides): MKL spreads the batch over its threads. -1: no memory for
     the pointer arrays (nothing done)."""
     cdef void **ptrs = <void **>malloc(3 * nb * sizeof(void *))
-    cdef Py_ssize_t i, off_a, off_b
-    cdef int ldc = n, size = <int>nb
+    cdef Py_ssize_t i, off_a, off_b, off_c
+    cdef int size = <int>nb
     cdef float one_f = 1.0, zero_f = 0.0
     cdef double one_d = 1.0, zero_d = 0.0
     if ptrs == NULL:
         return -1
     for i in range(nb):
-        _offsets(i, nd, dims, sa, sb, &off_a, &off_b)
+        _offsets(i, nd, dims, sa, sb, sc, &off_a, &off_b, &off_c)
         ptrs[i] = pa + off_a
         ptrs[nb + i] = pb + off_b
-        ptrs[2 * nb + i] = pc + i * step_c
+        ptrs[2 * nb + i] = pc + off_c
     if single:
         _sgemm_batch(ROW_MAJOR, &ta, &tb, &m, &n, &k, &one_f, <const float **>ptrs, &lda,
                      <const float **>(ptrs + nb), &ldb, &zero_f, <float **>(ptrs + 2 * nb),
@@ -145,12 +150,17 @@ def product(a, b, out) -> bool:
     dt = out.dtype
     if a.dtype != dt or b.dtype != dt or (dt != _F32 and dt != _F64) or _sgemm == NULL:
         return False
-    if a.ndim < 2 or b.ndim < 2 or not out.flags.c_contiguous or out.size == 0:
+    if a.ndim < 2 or b.ndim < 2 or out.size == 0:
         return False
     cdef Py_ssize_t m = a.shape[a.ndim - 2], k = a.shape[a.ndim - 1], n = b.shape[b.ndim - 1]
     if k == 0 or m > INT_MAX or n > INT_MAX or k > INT_MAX:
         return False
     cdef Py_ssize_t item = dt.itemsize
+    cdef Py_ssize_t row_c = out.strides[out.ndim - 2] if m > 1 else n * item
+    if (out.strides[out.ndim - 1] != item and n > 1) or row_c < n * item or row_c % item \
+            or row_c // item > INT_MAX or any(st <= 0 and d > 1 for st, d in zip(out.strides, out.shape)):
+        return False                # (out never overlaps itself)
+    cdef int ldc = <int>(row_c // item)
     cdef int ta, tb, lda, ldb
     if not _layout(m, k, a.strides[a.ndim - 2], a.strides[a.ndim - 1], item, &ta, &lda):
         a = np.ascontiguousarray(a)
@@ -161,8 +171,8 @@ def product(a, b, out) -> bool:
         if not _layout(k, n, b.strides[b.ndim - 2], b.strides[b.ndim - 1], item, &tb, &ldb):
             return False
     batch = out.shape[:out.ndim - 2]
-    cdef Py_ssize_t nb = 1, i, d, off_a, off_b, nd = len(batch)
-    cdef Py_ssize_t[32] dims, sa, sb
+    cdef Py_ssize_t nb = 1, i, d, off_a, off_b, off_c, nd = len(batch)
+    cdef Py_ssize_t[32] dims, sa, sb, sc
     if nd > 32:
         return False
     if nd:      # batch strides of the operands broadcast to out's batch (0 where broadcast)
@@ -172,29 +182,29 @@ def product(a, b, out) -> bool:
             dims[d] = batch[d]
             sa[d] = a.strides[d]
             sb[d] = b.strides[d]
+            sc[d] = out.strides[d]
             nb *= dims[d]
     cdef char *pa = <char *><size_t>a.ctypes.data
     cdef char *pb = <char *><size_t>b.ctypes.data
     cdef char *pc = <char *><size_t>out.ctypes.data
-    cdef Py_ssize_t step_c = m * n * item
     cdef bint single = item == 4
     cdef int status
     if nb > 1 and nb <= INT_MAX and _sgemm_batch != NULL and _dgemm_batch != NULL:
         with nogil:
-            status = _batch(single, nb, nd, dims, sa, sb, pa, pb, pc, step_c, ta, tb, <int>m,
-                            <int>n, <int>k, lda, ldb)
+            status = _batch(single, nb, nd, dims, sa, sb, sc, pa, pb, pc, ta, tb, <int>m,
+                            <int>n, <int>k, lda, ldb, ldc)
         if status < 0:
             raise MemoryError(f"matmul: no memory for the pointers of a batch of {nb}")
         return True
     with nogil:
         for i in range(nb):
-            _offsets(i, nd, dims, sa, sb, &off_a, &off_b)
+            _offsets(i, nd, dims, sa, sb, sc, &off_a, &off_b, &off_c)
             if single:
                 _sgemm(ROW_MAJOR, ta, tb, <int>m, <int>n, <int>k, 1.0,
                        <const float *>(pa + off_a), lda, <const float *>(pb + off_b), ldb,
-                       0.0, <float *>(pc + i * step_c), <int>n)
+                       0.0, <float *>(pc + off_c), ldc)
             else:
                 _dgemm(ROW_MAJOR, ta, tb, <int>m, <int>n, <int>k, 1.0,
                        <const double *>(pa + off_a), lda, <const double *>(pb + off_b), ldb,
-                       0.0, <double *>(pc + i * step_c), <int>n)
+                       0.0, <double *>(pc + off_c), ldc)
     return True

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...primitives.linalg import AddMM, Matmul
+from ...primitives.linalg import AddMM, Matmul, PermutedMatmul
 from ...codegen.ir import KernelSpec
 from ..registry import register
 from . import blas
@@ -44,6 +44,19 @@ def _matmul(prim, ins, node):
     a, b = ins
     r = _product(a, b, node._shape)
     return [r.astype(node._dtype.np, copy=False)]
+
+
+@register(PermutedMatmul)
+def _permuted_matmul(prim, ins, node):
+    a, b = ins
+    dtype = _F32 if _half(a.dtype) else a.dtype
+    out = _buffer(node._shape, dtype)
+    inverse = tuple(sorted(range(len(prim.axes)), key=prim.axes.__getitem__))
+    if out.size:
+        if _half(a.dtype):
+            a, b = a.astype(_F32), b.astype(_F32)
+        blas.matmul(a, b, out.transpose(inverse))     # the product, in out's layout
+    return [out.astype(node._dtype.np, copy=False)]
 
 
 # the bias add of addmm in place, through the element-wise kernel: its threads, not NumPy's one
