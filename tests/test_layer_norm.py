@@ -11,6 +11,7 @@ from nuvec.backends.cpu import kernels
 from nuvec.primitives.norm import LayerNorm, composite
 
 RNG = np.random.default_rng(5)
+pytestmark = pytest.mark.usefixtures("cpu_device")     # the primitive is the CPU's
 
 
 def arrays(shape, dims, scale=1.0):

@@ -181,7 +181,7 @@ def test_softmax_and_logsumexp_rows_equal_the_passes_they_fuse(cpu_device, kind)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_softmax_gradient_rows_have_the_composite_bits(dtype):
+def test_softmax_gradient_rows_have_the_composite_bits(dtype, cpu_device):
     # the softmax's vjp and jvp as one pass per row (SoftmaxProduct) against multiply, sum,
     # multiply, subtract as separate operations; eager and compiled alike
     from nuvec.primitives.reduction import SoftmaxProduct

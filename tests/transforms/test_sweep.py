@@ -100,6 +100,19 @@ PROBES = {
     "RandomBits": (lambda k: nv.random.bits((3,), key=k), [np.array([0, 7], np.uint32)], []),
 }
 
+# primitives that only the CPU makes (one pass per row there; GPUs keep the composite form):
+# their probes run with the CPU as the default device
+CPU_ONLY = {"SoftmaxProduct", "LayerNorm", "LayerNormVJP"}
+
+
+@pytest.fixture(autouse=True)
+def _cpu_for_cpu_only_primitives(request):
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and callspec.params.get("name") in CPU_ONLY:
+        request.getfixturevalue("cpu_device")
+    yield
+
+
 # per-probe options: finite-difference step and tolerance (float32 round trips), or the exact
 # gradient where it differs from the function's derivative on purpose (stop_gradient)
 OPTIONS = {
