@@ -424,6 +424,11 @@ def test_explicit_transfers_between_devices():
     np.testing.assert_array_equal(back._data, np.arange(10, dtype=np.float32) * 3)
 
 
+# made only on CPU streams: one pass per row on the CPU, where nv.fast and the softmax's rules
+# choose them (the GPU keeps the composite form), and nv.compile's CPU tapes (PermutedMatmul)
+CPU_ONLY = {"PermutedMatmul", "LayerNorm", "LayerNormVJP", "SoftmaxProduct"}
+
+
 def test_every_primitive_runs_on_the_gpu():
     from nuvec.backends import registry
     from nuvec.core.primitive import Primitive
@@ -436,8 +441,21 @@ def test_every_primitive_runs_on_the_gpu():
             if not issubclass(cls, Primitive):
                 continue
             concrete = cls.infer is not Primitive.infer     # abstract bases define no infer
-            if (concrete and not name.startswith("_")
+            if (concrete and not name.startswith("_") and name not in CPU_ONLY
                     and cls.__module__ == mod.__name__
                     and registry.implementation(cls, "gpu") is None):
                 missing.append(f"{mod.__name__}.{name}")
     assert not missing, f"primitives without a GPU implementation: {missing}"
+
+
+def test_the_cpu_only_primitives_stay_off_the_gpu():
+    # on a GPU stream layer norm and the softmax's gradient are the composite forms
+    from nuvec.primitives.norm import LayerNorm
+    from nuvec.primitives.reduction import SoftmaxProduct
+    with nv.stream(nv.gpu):
+        x = nv.array(np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32))
+        w = nv.ones((8,))
+        assert not isinstance(nv.fast.layer_norm(x, w, None, 1e-5)._prim, LayerNorm)
+        (g,) = nv.vjp(lambda x: nv.softmax(x, axis=-1), [x], [x])[1]
+        assert not isinstance(g._prim, SoftmaxProduct)
+        nv.eval(g)
