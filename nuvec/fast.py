@@ -22,7 +22,9 @@ import nuvec as nv
 
 from .core.array import Array
 from .core.device import current_stream
+from .primitives._common import on_cpu_rows
 from .primitives.norm import LayerNorm, composite as composite_layer_norm
+from .primitives.reduction import ScaledSoftmax
 
 __all__ = ["rms_norm", "layer_norm", "rope", "scaled_dot_product_attention"]
 
@@ -66,6 +68,22 @@ def _one_pass(x: nv.array, *params) -> bool:
     return (x.dtype in (nv.float32, nv.float64) and x.ndim >= 1 and x.size > 0
             and all(p is None or p.dtype == x.dtype for p in params)
             and current_stream().device.type.value == "cpu")
+
+
+def _scaled_rows(q: nv.array, k: nv.array, mask) -> bool:
+    """Whether attention's softmax runs as ``ScaledSoftmax``: float32 queries and keys on the
+    CPU, and no mask or a float32 additive one whose last axis is the keys' (rows of it)."""
+    if q.dtype != nv.float32 or k.dtype != nv.float32 or q.ndim < 2 or k.ndim < 2:
+        return False
+    if mask is not None and (isinstance(mask, str) or mask.dtype != nv.float32 or mask.ndim < 1
+                             or mask.shape[-1] != k.shape[-2]):
+        return False
+    if mask is not None:
+        try:
+            np.broadcast_shapes(tuple(mask.shape), q.shape[:-1] + (k.shape[-2],))
+        except ValueError:
+            return False
+    return on_cpu_rows(q, (q.ndim - 1,))
 
 
 def rope(a: nv.array, dims: int, *, traditional: bool, base: Optional[float], scale: float,
@@ -118,8 +136,15 @@ def scaled_dot_product_attention(q: nv.array, k: nv.array, v: nv.array, *, scale
     ``(B, H, S, D)`` keys and values.
 
     ``mask`` is ``None``, ``"causal"``, an additive float array, or a bool array (True:
-    attend), broadcastable to ``(B, H, L, S)``. The softmax runs in float32 at least.
+    attend), broadcastable to ``(B, H, L, S)``. The softmax runs in float32 at least. On the
+    CPU, float32 attention with no mask or an additive one scales the scores inside one pass
+    per row (``ScaledSoftmax``) instead of scaling ``q`` first.
     """
+    if _scaled_rows(q, k, mask):
+        scores = nv.matmul(q, nv.swapaxes(k, -1, -2))
+        args = [scores] if mask is None else [scores, mask]
+        w = Array.make(ScaledSoftmax(scale, mask is not None), args)
+        return nv.matmul(nv.astype(w, v.dtype), v)
     scores = nv.matmul(q * scale, nv.swapaxes(k, -1, -2))
     if isinstance(mask, str):
         if mask != "causal":

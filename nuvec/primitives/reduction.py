@@ -250,33 +250,90 @@ class Softmax(Primitive):
         return [Array.make(Softmax(_batched_axes(self.axes, b), self.precise), [x])], [b]
 
 
-def softmax_product(y: Array, g: Array, axes: tuple) -> Array:
-    """``g * y - y * sum(g * y)`` over ``axes``: the softmax's vjp and jvp (``y`` its output);
-    one CPU pass per row (``SoftmaxProduct``) where that applies, same bits."""
+def softmax_product(y: Array, g: Array, axes: tuple, scale: float = 1.0) -> Array:
+    """``(g * y - y * sum(g * y)) * scale`` over ``axes``: the softmax's vjp and jvp (``y``
+    its output); one CPU pass per row (``SoftmaxProduct``) where that applies, same bits."""
     if on_cpu_rows(y, axes) and g._dtype == y._dtype and g._shape == y._shape:
-        return Array.make(SoftmaxProduct(), [y, g])
-    return SoftmaxProduct.composite(y, g, axes)
+        return Array.make(SoftmaxProduct(scale), [y, g])
+    return SoftmaxProduct.composite(y, g, axes, scale)
 
 
 class SoftmaxProduct(Expanding):
-    """``g * y - y * sum(g * y, -1)`` for a softmax output ``y`` (float32 / float64, the last
-    axis): the CPU runs it as one pass per row with the bits of the composite form."""
-    __slots__ = ()
+    """``(g * y - y * sum(g * y, -1)) * scale`` for a softmax output ``y`` (float32 / float64,
+    the last axis; no scaling when ``scale`` is 1): the CPU runs it as one pass per row with
+    the bits of the composite form."""
+    __slots__ = ("scale",)
     name = "softmax_product"
+
+    def __init__(self, scale: float = 1.0) -> None:
+        self.scale = float(scale)
+
+    @property
+    def params(self) -> tuple:
+        return (self.scale,)
 
     def infer(self, inputs):
         return [(inputs[0]._shape, inputs[0]._dtype)]
 
     @staticmethod
-    def composite(y: Array, g: Array, axes: tuple) -> Array:
+    def composite(y: Array, g: Array, axes: tuple, scale: float = 1.0) -> Array:
         ops = _ops()
         gy = ops.multiply(g, y)
         s = Array.make(Reduce("sum", tuple(axes), True, y._dtype), [gy])
-        return ops.subtract(gy, ops.multiply(y, s))
+        p = ops.subtract(gy, ops.multiply(y, s))
+        return p if scale == 1.0 else ops.multiply(p, scale)
 
     def expand(self, inputs) -> list:
         y, g = inputs
-        return [self.composite(y, g, (y.ndim - 1,))]
+        return [self.composite(y, g, (y.ndim - 1,), self.scale)]
+
+
+class ScaledSoftmax(Expanding):
+    """``softmax(x * scale + mask)`` over the last axis (attention's weights; ``mask``, if
+    given, additive and broadcast to ``x``, with ``x``'s last dimension): one pass per row on
+    the CPU, float32. Its gradients are ``SoftmaxProduct``s, scaled for ``x``."""
+    __slots__ = ("scale", "has_mask")
+    name = "scaled_softmax"
+
+    def __init__(self, scale: float, has_mask: bool) -> None:
+        self.scale = float(scale)
+        self.has_mask = bool(has_mask)
+
+    @property
+    def params(self) -> tuple:
+        return (self.scale, self.has_mask)
+
+    def infer(self, inputs):
+        return [(inputs[0]._shape, inputs[0]._dtype)]
+
+    def expand(self, inputs) -> list:
+        ops = _ops()
+        t = ops.multiply(inputs[0], self.scale)
+        if self.has_mask:
+            t = ops.add(t, inputs[1])
+        return [Array.make(Softmax((inputs[0].ndim - 1,)), [t])]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        from .shape import Broadcast
+        y, g = outputs[0], cotangents[0]
+        axes = (y.ndim - 1,)
+        out = []
+        for i in argnums:
+            if i == 0:
+                out.append(softmax_product(y, g, axes, self.scale))
+            else:                           # the mask: its broadcast's rule reduces it
+                p = softmax_product(y, g, axes)
+                out.append(Broadcast(y.shape).vjp([primals[1]], [p], [0], [p])[0])
+        return out
+
+    def jvp(self, primals, tangents, argnums):
+        ops = _ops()
+        y = Array.make(self, primals)
+        t = None
+        for i, tan in zip(argnums, tangents):
+            part = ops.multiply(tan, self.scale) if i == 0 else ops.broadcast_to(tan, y.shape)
+            t = part if t is None else ops.add(t, part)
+        return [softmax_product(y, t, (y.ndim - 1,))]
 
 
 class LogSumExp(Primitive):

@@ -426,7 +426,7 @@ def test_explicit_transfers_between_devices():
 
 # made only on CPU streams: one pass per row on the CPU, where nv.fast and the softmax's rules
 # choose them (the GPU keeps the composite form), and nv.compile's CPU tapes (PermutedMatmul)
-CPU_ONLY = {"PermutedMatmul", "LayerNorm", "LayerNormVJP", "SoftmaxProduct"}
+CPU_ONLY = {"PermutedMatmul", "LayerNorm", "LayerNormVJP", "ScaledSoftmax", "SoftmaxProduct"}
 
 
 def test_every_primitive_runs_on_the_gpu():
@@ -458,4 +458,6 @@ def test_the_cpu_only_primitives_stay_off_the_gpu():
         assert not isinstance(nv.fast.layer_norm(x, w, None, 1e-5)._prim, LayerNorm)
         (g,) = nv.vjp(lambda x: nv.softmax(x, axis=-1), [x], [x])[1]
         assert not isinstance(g._prim, SoftmaxProduct)
-        nv.eval(g)
+        q = nv.reshape(x, (1, 1, 4, 8))
+        o = nv.fast.scaled_dot_product_attention(q, q, q, scale=0.3, mask=None)
+        nv.eval(g, o)

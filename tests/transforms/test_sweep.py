@@ -43,6 +43,11 @@ def _copy(x):
     return Array.make(Copy(), [x])
 
 
+def _scaled_softmax(x, m):
+    from nuvec.primitives.reduction import ScaledSoftmax
+    return Array.make(ScaledSoftmax(0.7, True), [x, m])
+
+
 def _setitem_slice(x, v):
     y = x * 1.0
     y[1:3] = v
@@ -83,6 +88,7 @@ PROBES = {
     "ArgReduce": (lambda x: nv.argmax(x, axis=1), [f64(2, 3)], []),
     "Softmax": (lambda x: nv.softmax(x, axis=-1), [f64(2, 3)], [0]),
     "LogSumExp": (lambda x: nv.logsumexp(x, axis=1), [f64(2, 3)], [0]),
+    "ScaledSoftmax": (lambda x, m: _scaled_softmax(x, m), [f64(2, 3), f64(3)], [0, 1]),
     "SoftmaxProduct": (lambda x, g: nv.vjp(lambda x: nv.softmax(x, axis=-1), [x], [g])[1][0],
                        [f64(2, 3), f64(2, 3)], [0, 1]),
     "LayerNorm": (lambda x, w, b: nv.fast.layer_norm(x, w, b, 1e-5),
@@ -102,7 +108,7 @@ PROBES = {
 
 # primitives that only the CPU makes (one pass per row there; GPUs keep the composite form):
 # their probes run with the CPU as the default device
-CPU_ONLY = {"SoftmaxProduct", "LayerNorm", "LayerNormVJP"}
+CPU_ONLY = {"ScaledSoftmax", "SoftmaxProduct", "LayerNorm", "LayerNormVJP"}
 
 
 @pytest.fixture(autouse=True)
@@ -126,7 +132,7 @@ EXEMPT = {
              "MPI processes in tests/distributed/test_dist_mpi.py"
        for name in ("AllReduce", "AllGather", "Send", "Recv")},
     "Expanding": "an abstract base giving its subclasses the rules of the composite form they "
-                 "expand to; the subclasses (SoftmaxProduct, LayerNorm, LayerNormVJP) are probed",
+                 "expand to; the subclasses (ScaledSoftmax, SoftmaxProduct, LayerNorm, LayerNormVJP) are probed",
     "PermutedMatmul": "made only inside nv.compile's CPU tape (fuse.permute_matmuls); its rules "
                       "are those of transpose(matmul) it expands to (the compile tests)",
     "Compiled": "made only inside nv.compile's tape, whose outputs are evaluated at once; its "

@@ -34,10 +34,14 @@ cdef extern from "csrc/nv_rows.h" nogil:
                              nv_kernel_fn shifted_exp, nv_kernel_fn divide, float *out)
     int nv_logsumexp_rows_f32(const float *x, int64_t n, int64_t r0, int64_t r1,
                               nv_kernel_fn shifted_exp, float *sums, float *shifts)
-    void nv_softmax_product_rows_f32(const float *y, const float *g, int64_t n, int64_t r0,
-                                     int64_t r1, float *out)
-    void nv_softmax_product_rows_f64(const double *y, const double *g, int64_t n, int64_t r0,
-                                     int64_t r1, double *out)
+    void nv_scaled_softmax_rows_f32(const float *x, const float *mask, int nlead,
+                                    const int64_t *lead, const int64_t *mask_step, int64_t n,
+                                    float scale, int64_t r0, int64_t r1,
+                                    nv_kernel_fn shifted_exp, nv_kernel_fn divide, float *out)
+    void nv_softmax_product_rows_f32(const float *y, const float *g, int64_t n, float scale,
+                                     int64_t r0, int64_t r1, float *out)
+    void nv_softmax_product_rows_f64(const double *y, const double *g, int64_t n, double scale,
+                                     int64_t r0, int64_t r1, double *out)
     int nv_layer_norm_rows_f32(const float *x, const float *w, const float *b, int64_t n,
                                float eps, int64_t r0, int64_t r1, float *out)
     int nv_layer_norm_vjp_f32(const float *x, const float *w, const float *g, int64_t n,
@@ -66,6 +70,7 @@ ctypedef struct Job:
     int64_t n                   # row length (COLS: the number of columns)
     int64_t rows
     nv_kernel_fn k1, k2         # softmax's and logsumexp's element-wise kernels
+    double scale                # the softmax product's
     int failed
 
 
@@ -84,9 +89,11 @@ cdef void _part(void *ctx, int64_t a, int64_t b) noexcept nogil:
         nv_softmax_rows_f32(xf, n, a, b, j.k1, j.k2, <float *>j.out)
     elif j.what == SOFTMAX_PRODUCT:
         if j.f64:
-            nv_softmax_product_rows_f64(xd, <const double *>j.out2, n, a, b, <double *>j.out)
+            nv_softmax_product_rows_f64(xd, <const double *>j.out2, n, j.scale, a, b,
+                                        <double *>j.out)
         else:
-            nv_softmax_product_rows_f32(xf, <const float *>j.out2, n, a, b, <float *>j.out)
+            nv_softmax_product_rows_f32(xf, <const float *>j.out2, n, <float>j.scale, a, b,
+                                        <float *>j.out)
     elif j.what == LOGSUMEXP:
         if nv_logsumexp_rows_f32(xf, n, a, b, j.k1, <float *>j.out, <float *>j.out2) != 0:
             j.failed = 1
@@ -108,11 +115,13 @@ cdef char *_data(a) except NULL:
     return <char *>cnp.PyArray_DATA(<cnp.ndarray>a)
 
 
-cdef void _run(int what, x, out, out2=None, uintptr_t k1=0, uintptr_t k2=0) except *:
+cdef void _run(int what, x, out, out2=None, uintptr_t k1=0, uintptr_t k2=0,
+               double scale=1.0) except *:
     """One job of nv_rows.c over x's innermost rows (COLS: over out.size columns)."""
     cdef Job j
     cdef int64_t size, grain
     j.what = what
+    j.scale = scale
     j.f64 = x.dtype.itemsize == 8
     j.x = _data(x)
     j.out = _data(out)
@@ -162,11 +171,12 @@ def softmax_rows(x, out, uintptr_t shifted_exp, uintptr_t divide) -> None:
     _run(SOFTMAX, x, out, None, shifted_exp, divide)
 
 
-def softmax_product_rows(y, g, out) -> None:
-    """``out = g * y - y * sum(g * y)`` per innermost row (the softmax's vjp for its output
-    ``y``), with the bits of those four operations. All C-contiguous, of one dtype (float32 or
-    float64), ``out`` a third array; rows of at least one element."""
-    _run(SOFTMAX_PRODUCT, y, out, g)
+def softmax_product_rows(y, g, out, double scale=1.0) -> None:
+    """``out = (g * y - y * sum(g * y)) * scale`` per innermost row (the softmax's vjp for its
+    output ``y``), with the bits of those operations (no scaling when ``scale`` is 1). All
+    C-contiguous, of one dtype (float32 or float64), ``out`` a third array; rows of at least
+    one element."""
+    _run(SOFTMAX_PRODUCT, y, out, g, 0, 0, scale)
 
 
 def logsumexp_rows(x, sums, shifts, uintptr_t shifted_exp) -> None:
@@ -174,6 +184,56 @@ def logsumexp_rows(x, sums, shifts, uintptr_t shifted_exp) -> None:
     ``sums`` = the pairwise sum of ``shifted_exp(x, shift)``; logsumexp is
     ``log(sums) + shifts``. All C-contiguous; rows of at least one element."""
     _run(LOGSUMEXP, x, sums, shifts, shifted_exp)
+
+
+ctypedef struct AttnJob:
+    const float *x
+    const float *mask           # NULL: none
+    int nlead
+    int64_t lead[32]
+    int64_t step[32]            # the mask's element steps over the leading axes
+    int64_t n
+    float scale
+    nv_kernel_fn k1, k2
+    float *out
+
+
+cdef void _attn_part(void *ctx, int64_t a, int64_t b) noexcept nogil:
+    cdef AttnJob *j = <AttnJob *>ctx
+    nv_scaled_softmax_rows_f32(j.x, j.mask, j.nlead, j.lead, j.step, j.n, j.scale, a, b,
+                               j.k1, j.k2, j.out)
+
+
+def scaled_softmax_rows(x, mask, float scale, out, uintptr_t shifted_exp,
+                        uintptr_t divide) -> None:
+    """``out`` = softmax(x * scale + mask) over the innermost rows of float32 ``x`` (``mask``
+    None, or float32 broadcast to x's shape with rows of unit stride; ``out`` C-contiguous,
+    possibly ``x``): the products and sums rounded one by one, then the softmax exactly as
+    ``softmax_rows``."""
+    cdef AttnJob j
+    cdef int d
+    if x.ndim > 33:
+        raise ValueError("scaled_softmax_rows: more than 33 dimensions")
+    j.x = <const float *>_data(x)
+    j.out = <float *>_data(out)
+    j.n = x.shape[x.ndim - 1]
+    j.nlead = x.ndim - 1
+    j.mask = NULL
+    if mask is not None:
+        if mask.shape != x.shape or (j.n > 1 and mask.strides[x.ndim - 1] != 4):
+            raise ValueError("scaled_softmax_rows: the mask must be broadcast to x's shape "
+                             "with rows of unit stride")
+        j.mask = <const float *><uintptr_t>mask.ctypes.data
+        for d in range(j.nlead):
+            j.step[d] = mask.strides[d] // 4
+    for d in range(j.nlead):
+        j.lead[d] = x.shape[d]
+    j.scale = scale
+    j.k1 = <nv_kernel_fn>shifted_exp
+    j.k2 = <nv_kernel_fn>divide
+    cdef int64_t rows = x.size // j.n
+    with nogil:
+        parallel_for(_attn_part, &j, rows, max(1, GRAIN // j.n))
 
 
 # rows per block of the layer norm's backward pass: dw and db are summed per block, then over

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...primitives.reduction import ArgReduce, LogSumExp, Reduce, Scan, Softmax, SoftmaxProduct
+from ...primitives.reduction import (ArgReduce, LogSumExp, Reduce, ScaledSoftmax, Scan, Softmax,
+                                    SoftmaxProduct)
 from ..registry import register
 from .memory import empty
 
@@ -16,6 +17,7 @@ _F64 = np.dtype(np.float64)
 
 try:
     from ._rows import (extreme_rows as _extreme_rows, logsumexp_rows as _logsumexp_rows,
+                        scaled_softmax_rows as _scaled_softmax_rows,
                         softmax_product_rows as _softmax_product_rows,
                         softmax_rows as _softmax_rows, sum_cols as _sum_cols,
                         sum_rows as _sum_rows)
@@ -182,7 +184,26 @@ def _softmax_product(prim, ins, node):
     y, g = (np.ascontiguousarray(a) for a in ins)
     out = empty(y.shape, y.dtype)
     if y.size:
-        _softmax_product_rows(y, g, out)
+        _softmax_product_rows(y, g, out, prim.scale)
+    return [out]
+
+
+@register(ScaledSoftmax)
+def _scaled_softmax(prim, ins, node):
+    x = np.ascontiguousarray(ins[0])
+    mask = None
+    if prim.has_mask:
+        mask = np.broadcast_to(ins[1].astype(x.dtype, copy=False), x.shape)
+        if x.shape[-1] > 1 and mask.strides[-1] != x.itemsize:     # rows of unit stride
+            mask = np.ascontiguousarray(mask)
+    out = empty(x.shape, x.dtype)
+    if x.dtype != _F32:                    # the composite's passes (float64)
+        t = x * x.dtype.type(prim.scale)
+        if mask is not None:
+            t += mask
+        return _softmax(Softmax((x.ndim - 1,)), [t], node)
+    if x.size:
+        _scaled_softmax_rows(x, mask, prim.scale, out, _address(_SHIFTED_EXP), _address(_DIVIDE))
     return [out]
 
 

@@ -180,6 +180,30 @@ void nv_softmax_rows_f32(const float *x, int64_t n, int64_t r0, int64_t r1,
     }
 }
 
+void nv_scaled_softmax_rows_f32(const float *x, const float *mask, int nlead, const int64_t *lead,
+                                const int64_t *mask_step, int64_t n, float scale, int64_t r0,
+                                int64_t r1, nv_kernel_fn shifted_exp, nv_kernel_fn divide,
+                                float *out)
+{
+    for (int64_t r = r0; r < r1; r++) {
+        const float *row = x + r * n;
+        float *o = out + r * n;
+        if (mask) {
+            int64_t rem = r, off = 0;        /* the mask's row: r's index over the lead shape */
+            for (int d = nlead - 1; d >= 0; d--) {
+                off += (rem % lead[d]) * mask_step[d];
+                rem /= lead[d];
+            }
+            const float *m = mask + off;
+            for (int64_t i = 0; i < n; i++) o[i] = row[i] * scale + m[i];
+        } else {
+            for (int64_t i = 0; i < n; i++) o[i] = row[i] * scale;
+        }
+        with_scalar(shifted_exp, o, row_f32(o, n, 1), o, n);
+        with_scalar(divide, o, 0.0f + pairwise_f32(o, n), o, n);
+    }
+}
+
 int nv_logsumexp_rows_f32(const float *x, int64_t n, int64_t r0, int64_t r1,
                           nv_kernel_fn shifted_exp, float *sums, float *shifts)
 {
@@ -200,11 +224,12 @@ int nv_logsumexp_rows_f32(const float *x, int64_t n, int64_t r0, int64_t r1,
     return 0;
 }
 
-/* ---- the softmax's vjp / jvp rows: out = g * y - y * sum(g * y), each product rounded, the sum
- * pairwise: the bits of the composite form (multiply, sum, multiply, subtract) */
+/* ---- the softmax's vjp / jvp rows: out = (g * y - y * sum(g * y)) * scale (no scaling when
+ * scale is 1), each operation rounded, the sum pairwise: the bits of the composite form
+ * (multiply, sum, multiply, subtract, multiply) */
 #define SOFTMAX_PRODUCT(T, sfx)                                                              \
-    void nv_softmax_product_rows_##sfx(const T *y, const T *g, int64_t n, int64_t r0,        \
-                                       int64_t r1, T *out)                                   \
+    void nv_softmax_product_rows_##sfx(const T *y, const T *g, int64_t n, T scale,           \
+                                       int64_t r0, int64_t r1, T *out)                       \
     {                                                                                        \
         for (int64_t r = r0; r < r1; r++) {                                                  \
             const T *yr = y + r * n, *gr = g + r * n;                                        \
@@ -212,6 +237,8 @@ int nv_logsumexp_rows_f32(const float *x, int64_t n, int64_t r0, int64_t r1,
             for (int64_t i = 0; i < n; i++) o[i] = gr[i] * yr[i];                            \
             T s = (T)0 + pairwise_##sfx(o, n);                                               \
             for (int64_t i = 0; i < n; i++) o[i] = o[i] - yr[i] * s;                         \
+            if (scale != (T)1)                                                               \
+                for (int64_t i = 0; i < n; i++) o[i] = o[i] * scale;                         \
         }                                                                                    \
     }
 SOFTMAX_PRODUCT(float, f32)

@@ -26,17 +26,26 @@ void nv_cols_sum_f64(const double *x, int64_t rows, int64_t cols, int64_t c0, in
 void nv_softmax_rows_f32(const float *x, int64_t n, int64_t r0, int64_t r1,
                          nv_kernel_fn shifted_exp, nv_kernel_fn divide, float *out);
 
+/* rows [r0, r1) of x: out = softmax(x * scale + mask) (products and sums rounded one by one,
+ * then as nv_softmax_rows_f32); mask (NULL: none) has rows of n contiguous elements, the one
+ * for row r at the offset of r's index over the leading shape lead[0:nlead] with the mask's
+ * element steps mask_step (0 where it is broadcast). out may be x. */
+void nv_scaled_softmax_rows_f32(const float *x, const float *mask, int nlead, const int64_t *lead,
+                                const int64_t *mask_step, int64_t n, float scale, int64_t r0,
+                                int64_t r1, nv_kernel_fn shifted_exp, nv_kernel_fn divide,
+                                float *out);
+
 /* rows [r0, r1): shifts[r] = the row's max (0 where it is not finite), sums[r] = the sum of
  * exp(x - shifts[r]); logsumexp = log(sums) + shifts. Returns -1 if out of memory. */
 int nv_logsumexp_rows_f32(const float *x, int64_t n, int64_t r0, int64_t r1,
                           nv_kernel_fn shifted_exp, float *sums, float *shifts);
 
-/* rows [r0, r1) (rows of n >= 1): out = g * y - y * sum(g * y) (the softmax's vjp), with
- * the bits of that composite form; out may not overlap y or g */
-void nv_softmax_product_rows_f32(const float *y, const float *g, int64_t n, int64_t r0,
-                                 int64_t r1, float *out);
-void nv_softmax_product_rows_f64(const double *y, const double *g, int64_t n, int64_t r0,
-                                 int64_t r1, double *out);
+/* rows [r0, r1) (rows of n >= 1): out = (g * y - y * sum(g * y)) * scale (the softmax's
+ * vjp), with the bits of that composite form; out may not overlap y or g */
+void nv_softmax_product_rows_f32(const float *y, const float *g, int64_t n, float scale,
+                                 int64_t r0, int64_t r1, float *out);
+void nv_softmax_product_rows_f64(const double *y, const double *g, int64_t n, double scale,
+                                 int64_t r0, int64_t r1, double *out);
 
 /* rows [r0, r1) of x (rows of n >= 1): out = layer norm with weight w and bias b (either may
  * be NULL), with the bits of nv.fast.layer_norm's composite form. -1 if out of memory. */
