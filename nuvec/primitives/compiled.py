@@ -18,7 +18,7 @@ import numpy as np
 
 from ..core import dtypes as dt
 from ..core.array import Array
-from ..core.primitive import Primitive
+from ._common import Expanding
 
 
 def broadcast_shape(shapes, name: str = "compiled") -> tuple[int, ...]:
@@ -43,7 +43,7 @@ def literal_array(dtype_name: str, bits: int) -> Array:
     return Array.constant(np.frombuffer(raw, dtype=d.np).reshape(()).copy(), None, d)
 
 
-class Compiled(Primitive):
+class Compiled(Expanding):
     """A fused element-wise kernel (see the module docstring)."""
     __slots__ = ("spec", "members")
     name = "compiled"
@@ -100,21 +100,5 @@ class Compiled(Primitive):
         return outs
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from ..transforms import vjp
         n = len(primals)
-        _, grads = vjp(lambda *xs: self.expand(list(xs)), list(primals), list(cotangents))
-        return [grads[i] for i in argnums if i < n]
-
-    def jvp(self, primals, tangents, argnums):
-        from .. import ops
-        from ..transforms import jvp
-        ts = [ops.zeros_like(p) for p in primals]
-        for i, t in zip(argnums, tangents):
-            ts[i] = t
-        _, outs = jvp(lambda *xs: self.expand(list(xs)), list(primals), ts)
-        return list(outs)
-
-    def vmap(self, inputs, axes):
-        from ..transforms import vmap
-        outs = vmap(lambda *xs: tuple(self.expand(list(xs))), in_axes=tuple(axes))(*inputs)
-        return list(outs), [0] * len(outs)
+        return super().vjp(primals, cotangents, [i for i in argnums if i < n], outputs)

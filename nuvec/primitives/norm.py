@@ -62,11 +62,10 @@ def composite_vjp(x, w, g, eps: float, has_bias: bool) -> list:
     return out
 
 
-class LayerNorm(Expanding):
-    """Layer norm over the last axis of ``x`` (float32 or float64), with an optional weight and
-    bias of that axis's length and dtype."""
+class _Norm(Expanding):
+    """The parameters layer norm's primitives share: eps, and whether there are a weight and a
+    bias."""
     __slots__ = ("eps", "has_weight", "has_bias")
-    name = "layer_norm"
 
     def __init__(self, eps: float, has_weight: bool, has_bias: bool) -> None:
         self.eps = float(eps)
@@ -76,6 +75,13 @@ class LayerNorm(Expanding):
     @property
     def params(self) -> tuple:
         return (self.eps, self.has_weight, self.has_bias)
+
+
+class LayerNorm(_Norm):
+    """Layer norm over the last axis of ``x`` (float32 or float64), with an optional weight and
+    bias of that axis's length and dtype."""
+    __slots__ = ()
+    name = "layer_norm"
 
     def infer(self, inputs):
         return [(inputs[0]._shape, inputs[0]._dtype)]
@@ -91,20 +97,11 @@ class LayerNorm(Expanding):
         return [grads[i] for i in argnums]
 
 
-class LayerNormVJP(Expanding):
+class LayerNormVJP(_Norm):
     """The backward pass of ``LayerNorm``: inputs ``[x, w?, g]``, outputs ``[dx, dw?, db?]``
     (``dw``, ``db`` summed over every axis but the last)."""
-    __slots__ = ("eps", "has_weight", "has_bias")
+    __slots__ = ()
     name = "layer_norm_vjp"
-
-    def __init__(self, eps: float, has_weight: bool, has_bias: bool) -> None:
-        self.eps = float(eps)
-        self.has_weight = bool(has_weight)
-        self.has_bias = bool(has_bias)
-
-    @property
-    def params(self) -> tuple:
-        return (self.eps, self.has_weight, self.has_bias)
 
     def infer(self, inputs):
         x = inputs[0]
