@@ -158,9 +158,17 @@ def _row_kernels(x: np.ndarray, axes: tuple) -> bool:
             and axes[0] % x.ndim == x.ndim - 1 and x.size and x.flags.c_contiguous)
 
 
+_ADDRESSES: dict[int, int] = {}      # id of one of this module's specs -> its kernel's address
+
+
 def _address(spec) -> int:
-    from .kernels import get_kernel
-    return get_kernel(spec).address
+    """The address of the kernel of ``_SHIFTED_EXP`` or ``_DIVIDE`` (looked up once: hashing a
+    spec costs microseconds, and every softmax asks)."""
+    a = _ADDRESSES.get(id(spec))
+    if a is None:
+        from .kernels import get_kernel
+        a = _ADDRESSES[id(spec)] = get_kernel(spec).address
+    return a
 
 
 @register(Softmax)
