@@ -201,3 +201,20 @@ def test_every_prebuilt_kernel_is_position_independent() -> None:
             one = kernels.run(spec, [x[k:k + 1] for x in ins], (1,))
             for f, o in zip(full, one):
                 assert_bits_equal(f[k:k + 1], o, f"{name} element {k}")
+
+
+def test_broadcast_views_match_numpys():
+    # the CPU's Broadcast: a view made in C, with np.broadcast_to's shape, strides and values
+    from nuvec.backends.cpu._views import broadcast_view
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((3, 1, 4)).astype(np.float32)
+    for src, shape in [(x, (3, 5, 4)), (x, (2, 3, 5, 4)), (x[:, :, ::2], (7, 3, 2, 2)),
+                       (x.transpose(2, 1, 0), (4, 6, 3)), (np.float32(2.5), (2, 3)),
+                       (x[:0], (2, 0, 1, 4))]:
+        got, want = broadcast_view(src, shape), np.broadcast_to(src, shape)
+        assert got.shape == want.shape and got.strides == want.strides
+        np.testing.assert_array_equal(got, want)
+        assert not got.flags.writeable
+    for shape in [(3, 2, 3), (4,), (1, 5, 4)]:
+        with pytest.raises(ValueError, match="cannot broadcast"):
+            broadcast_view(x, shape)

@@ -223,7 +223,7 @@ def scaled_softmax_rows(x, mask, float scale, out, uintptr_t shifted_exp,
         if mask.shape != x.shape or (j.n > 1 and mask.strides[x.ndim - 1] != 4):
             raise ValueError("scaled_softmax_rows: the mask must be broadcast to x's shape "
                              "with rows of unit stride")
-        j.mask = <const float *><uintptr_t>mask.ctypes.data
+        j.mask = <const float *>cnp.PyArray_DATA(<cnp.ndarray>mask)
         for d in range(j.nlead):
             j.step[d] = mask.strides[d] // 4
     for d in range(j.nlead):

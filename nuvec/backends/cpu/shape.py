@@ -9,6 +9,7 @@ from ...primitives.misc import StopGradient
 from ...primitives.shape import (Broadcast, Concatenate, ExpandDims, Flatten, Pad, Reshape,
                                  Slice, SliceUpdate, Squeeze, Transpose)
 from ..registry import register
+from ._views import broadcast_view
 from .memory import empty
 
 
@@ -25,7 +26,7 @@ def box(start, stop, strides) -> tuple:
 
 @register(Broadcast)
 def _broadcast(prim, ins, node):
-    return [np.broadcast_to(ins[0], prim.shape)]
+    return [broadcast_view(ins[0], prim.shape)]
 
 
 @register(Reshape)
