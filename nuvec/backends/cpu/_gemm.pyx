@@ -17,6 +17,8 @@ from libc.stdlib cimport free, malloc
 
 import numpy as np
 
+from nuvec.backends.cpu._views import broadcast_view
+
 cnp.import_array()
 
 cdef extern from *:
@@ -179,8 +181,8 @@ def product(a, b, out) -> bool:
     if nd > 32:
         return False
     if nd:      # batch strides of the operands broadcast to out's batch (0 where broadcast)
-        a = np.broadcast_to(a, batch + a.shape[a.ndim - 2:])
-        b = np.broadcast_to(b, batch + b.shape[b.ndim - 2:])
+        a = broadcast_view(a, batch + a.shape[a.ndim - 2:])
+        b = broadcast_view(b, batch + b.shape[b.ndim - 2:])
         for d in range(nd):
             dims[d] = batch[d]
             sa[d] = a.strides[d]
