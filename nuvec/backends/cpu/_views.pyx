@@ -18,7 +18,7 @@ cdef extern from "numpy/arrayobject.h":
     int PyArray_SetBaseObject(cnp.ndarray arr, object obj) except -1
 
 
-def broadcast_view(x, shape):
+def broadcast_view(x, shape) -> np.ndarray:
     """``np.broadcast_to(x, shape)``: a read-only view of the NumPy array ``x`` with stride 0
     along the axes it is broadcast on (ValueError if it does not broadcast)."""
     cdef cnp.ndarray a = x if isinstance(x, np.ndarray) else np.asarray(x)
