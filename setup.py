@@ -27,7 +27,8 @@ EXTRA = {
         include_dirs=["nuvec/backends/cpu"],
         extra_link_args=["-pthread"]),
     "nuvec.backends.cpu._rows": dict(
-        sources=["nuvec/backends/cpu/csrc/nv_rows.c"],
+        sources=["nuvec/backends/cpu/csrc/nv_rows.c", "nuvec/backends/cpu/csrc/nv_norm.c",
+                 "nuvec/backends/cpu/csrc/nv_norm_avx512.c"],
         include_dirs=["nuvec/backends/cpu"],
         extra_compile_args=["-ffp-contract=off"]),   # each operation rounded (nv_rows.c)
 }

@@ -118,3 +118,24 @@ def test_float64_and_other_dtypes():
     assert not uses_primitive(half, None, None)                  # the composite form
     assert not uses_primitive(x, nv.astype(w, nv.float16), None)
     assert not uses_primitive(x, w64, None)
+
+
+def test_the_avx512_build_has_the_baseline_bits():
+    # nv_norm.c is built twice (baseline x86-64 and AVX-512); _rows picks one at import
+    from nuvec.backends.cpu import _rows
+    if not _rows.use_avx512(True):
+        pytest.skip("this processor (or compiler) has no AVX-512 build of nv_norm.c")
+    results = {}
+    data = {d: [nv.astype(a, d) for a in arrays((33, 5), 100)] for d in (np.float32, np.float64)}
+    try:
+        for on in (False, True):
+            _rows.use_avx512(on)
+            for x, w, b in data.values():
+                y = nv.fast.layer_norm(x, w, b, 1e-5)
+                g = nv.grad(lambda x, w, b: (nv.fast.layer_norm(x, w, b, 1e-5) ** 2).sum(),
+                            argnums=(0, 1, 2))(x, w, b)
+                s = nv.vjp(lambda x: nv.softmax(x, axis=-1), [x], [x * 0.5])[1][0]
+                results.setdefault(on, []).extend(bits(a) for a in (y, *g, s))
+    finally:
+        _rows.use_avx512(True)
+    assert results[False] == results[True]

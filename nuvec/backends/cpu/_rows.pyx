@@ -38,20 +38,87 @@ cdef extern from "csrc/nv_rows.h" nogil:
                                     const int64_t *lead, const int64_t *mask_step, int64_t n,
                                     float scale, int64_t r0, int64_t r1,
                                     nv_kernel_fn shifted_exp, nv_kernel_fn divide, float *out)
+    int nv_norm_avx512()
     void nv_softmax_product_rows_f32(const float *y, const float *g, int64_t n, float scale,
                                      int64_t r0, int64_t r1, float *out)
     void nv_softmax_product_rows_f64(const double *y, const double *g, int64_t n, double scale,
                                      int64_t r0, int64_t r1, double *out)
     int nv_layer_norm_rows_f32(const float *x, const float *w, const float *b, int64_t n,
                                float eps, int64_t r0, int64_t r1, float *out)
+    int nv_layer_norm_rows_f64(const double *x, const double *w, const double *b, int64_t n,
+                               double eps, int64_t r0, int64_t r1, double *out)
     int nv_layer_norm_vjp_f32(const float *x, const float *w, const float *g, int64_t n,
                               float eps, int64_t rows, int64_t block, int64_t k0, int64_t k1,
                               float *dx, float *dw_part, float *db_part)
-    int nv_layer_norm_rows_f64(const double *x, const double *w, const double *b, int64_t n,
-                               double eps, int64_t r0, int64_t r1, double *out)
     int nv_layer_norm_vjp_f64(const double *x, const double *w, const double *g, int64_t n,
                               double eps, int64_t rows, int64_t block, int64_t k0, int64_t k1,
                               double *dx, double *dw_part, double *db_part)
+    void nv_softmax_product_rows_f32_avx512(const float *y, const float *g, int64_t n,
+                                            float scale, int64_t r0, int64_t r1, float *out)
+    void nv_softmax_product_rows_f64_avx512(const double *y, const double *g, int64_t n,
+                                            double scale, int64_t r0, int64_t r1, double *out)
+    int nv_layer_norm_rows_f32_avx512(const float *x, const float *w, const float *b, int64_t n,
+                               float eps, int64_t r0, int64_t r1, float *out)
+    int nv_layer_norm_rows_f64_avx512(const double *x, const double *w, const double *b, int64_t n,
+                               double eps, int64_t r0, int64_t r1, double *out)
+    int nv_layer_norm_vjp_f32_avx512(const float *x, const float *w, const float *g, int64_t n,
+                              float eps, int64_t rows, int64_t block, int64_t k0, int64_t k1,
+                              float *dx, float *dw_part, float *db_part)
+    int nv_layer_norm_vjp_f64_avx512(const double *x, const double *w, const double *g, int64_t n,
+                              double eps, int64_t rows, int64_t block, int64_t k0, int64_t k1,
+                              double *dx, double *dw_part, double *db_part)
+
+
+ctypedef void (*product_f32)(const float *y, const float *g, int64_t n, float scale,
+                             int64_t r0, int64_t r1, float *out) noexcept nogil
+ctypedef void (*product_f64)(const double *y, const double *g, int64_t n, double scale,
+                             int64_t r0, int64_t r1, double *out) noexcept nogil
+ctypedef int (*ln_f32)(const float *x, const float *w, const float *b, int64_t n,
+                       float eps, int64_t r0, int64_t r1, float *out) noexcept nogil
+ctypedef int (*ln_f64)(const double *x, const double *w, const double *b, int64_t n,
+                       double eps, int64_t r0, int64_t r1, double *out) noexcept nogil
+ctypedef int (*ln_vjp_f32)(const float *x, const float *w, const float *g, int64_t n,
+                           float eps, int64_t rows, int64_t block, int64_t k0, int64_t k1,
+                           float *dx, float *dw_part, float *db_part) noexcept nogil
+ctypedef int (*ln_vjp_f64)(const double *x, const double *w, const double *g, int64_t n,
+                           double eps, int64_t rows, int64_t block, int64_t k0, int64_t k1,
+                           double *dx, double *dw_part, double *db_part) noexcept nogil
+
+
+ctypedef struct NormFns:            # nv_norm.c's functions, as built for this processor
+    product_f32 product32
+    product_f64 product64
+    ln_f32 ln32
+    ln_f64 ln64
+    ln_vjp_f32 vjp32
+    ln_vjp_f64 vjp64
+
+cdef NormFns _fns
+
+
+def use_avx512(bint on) -> bool:
+    """Runs the layer norm and softmax-gradient rows through their AVX-512 build (``on``, where
+    the processor has it: the default) or the baseline one (tests compare the two); returns
+    whether the AVX-512 build is in use."""
+    global _fns
+    if on and nv_norm_avx512():
+        _fns.product32 = nv_softmax_product_rows_f32_avx512
+        _fns.product64 = nv_softmax_product_rows_f64_avx512
+        _fns.ln32 = nv_layer_norm_rows_f32_avx512
+        _fns.ln64 = nv_layer_norm_rows_f64_avx512
+        _fns.vjp32 = nv_layer_norm_vjp_f32_avx512
+        _fns.vjp64 = nv_layer_norm_vjp_f64_avx512
+        return True
+    _fns.product32 = nv_softmax_product_rows_f32
+    _fns.product64 = nv_softmax_product_rows_f64
+    _fns.ln32 = nv_layer_norm_rows_f32
+    _fns.ln64 = nv_layer_norm_rows_f64
+    _fns.vjp32 = nv_layer_norm_vjp_f32
+    _fns.vjp64 = nv_layer_norm_vjp_f64
+    return False
+
+
+use_avx512(True)
 
 
 cdef enum:
@@ -89,10 +156,10 @@ cdef void _part(void *ctx, int64_t a, int64_t b) noexcept nogil:
         nv_softmax_rows_f32(xf, n, a, b, j.k1, j.k2, <float *>j.out)
     elif j.what == SOFTMAX_PRODUCT:
         if j.f64:
-            nv_softmax_product_rows_f64(xd, <const double *>j.out2, n, j.scale, a, b,
+            _fns.product64(xd, <const double *>j.out2, n, j.scale, a, b,
                                         <double *>j.out)
         else:
-            nv_softmax_product_rows_f32(xf, <const float *>j.out2, n, <float>j.scale, a, b,
+            _fns.product32(xf, <const float *>j.out2, n, <float>j.scale, a, b,
                                         <float *>j.out)
     elif j.what == LOGSUMEXP:
         if nv_logsumexp_rows_f32(xf, n, a, b, j.k1, <float *>j.out, <float *>j.out2) != 0:
@@ -260,10 +327,10 @@ cdef void _ln_part(void *ctx, int64_t a, int64_t b) noexcept nogil:
     cdef LnJob *j = <LnJob *>ctx
     cdef int rc
     if j.f64:
-        rc = nv_layer_norm_rows_f64(<const double *>j.x, <const double *>j.w,
+        rc = _fns.ln64(<const double *>j.x, <const double *>j.w,
                                     <const double *>j.b, j.n, j.eps, a, b, <double *>j.out)
     else:
-        rc = nv_layer_norm_rows_f32(<const float *>j.x, <const float *>j.w,
+        rc = _fns.ln32(<const float *>j.x, <const float *>j.w,
                                     <const float *>j.b, j.n, <float>j.eps, a, b,
                                     <float *>j.out)
     if rc != 0:
@@ -274,11 +341,11 @@ cdef void _ln_vjp_part(void *ctx, int64_t a, int64_t b) noexcept nogil:
     cdef LnJob *j = <LnJob *>ctx
     cdef int rc
     if j.f64:
-        rc = nv_layer_norm_vjp_f64(<const double *>j.x, <const double *>j.w,
+        rc = _fns.vjp64(<const double *>j.x, <const double *>j.w,
                                    <const double *>j.b, j.n, j.eps, j.rows, LN_BLOCK, a, b,
                                    <double *>j.out, <double *>j.dw, <double *>j.db)
     else:
-        rc = nv_layer_norm_vjp_f32(<const float *>j.x, <const float *>j.w,
+        rc = _fns.vjp32(<const float *>j.x, <const float *>j.w,
                                    <const float *>j.b, j.n, <float>j.eps, j.rows, LN_BLOCK,
                                    a, b, <float *>j.out, <float *>j.dw, <float *>j.db)
     if rc != 0:

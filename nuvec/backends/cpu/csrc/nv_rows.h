@@ -40,6 +40,11 @@ void nv_scaled_softmax_rows_f32(const float *x, const float *mask, int nlead, co
 int nv_logsumexp_rows_f32(const float *x, int64_t n, int64_t r0, int64_t r1,
                           nv_kernel_fn shifted_exp, float *sums, float *shifts);
 
+/* ---- nv_norm.c (and its AVX-512 build, the same names suffixed _avx512) ---- */
+
+/* whether the _avx512 functions exist in this build and this processor runs them */
+int nv_norm_avx512(void);
+
 /* rows [r0, r1) (rows of n >= 1): out = (g * y - y * sum(g * y)) * scale (the softmax's
  * vjp), with the bits of that composite form; out may not overlap y or g */
 void nv_softmax_product_rows_f32(const float *y, const float *g, int64_t n, float scale,
@@ -62,5 +67,21 @@ int nv_layer_norm_vjp_f32(const float *x, const float *w, const float *g, int64_
 int nv_layer_norm_vjp_f64(const double *x, const double *w, const double *g, int64_t n,
                           double eps, int64_t rows, int64_t block, int64_t k0, int64_t k1,
                           double *dx, double *dw_part, double *db_part);
+
+/* the same, built for AVX-512 (call only where nv_norm_avx512() says so) */
+void nv_softmax_product_rows_f32_avx512(const float *y, const float *g, int64_t n,
+                                        float scale, int64_t r0, int64_t r1, float *out);
+void nv_softmax_product_rows_f64_avx512(const double *y, const double *g, int64_t n,
+                                        double scale, int64_t r0, int64_t r1, double *out);
+int nv_layer_norm_rows_f32_avx512(const float *x, const float *w, const float *b, int64_t n,
+                                  float eps, int64_t r0, int64_t r1, float *out);
+int nv_layer_norm_rows_f64_avx512(const double *x, const double *w, const double *b,
+                                  int64_t n, double eps, int64_t r0, int64_t r1, double *out);
+int nv_layer_norm_vjp_f32_avx512(const float *x, const float *w, const float *g, int64_t n,
+                                 float eps, int64_t rows, int64_t block, int64_t k0,
+                                 int64_t k1, float *dx, float *dw_part, float *db_part);
+int nv_layer_norm_vjp_f64_avx512(const double *x, const double *w, const double *g, int64_t n,
+                                 double eps, int64_t rows, int64_t block, int64_t k0,
+                                 int64_t k1, double *dx, double *dw_part, double *db_part);
 
 #endif
