@@ -3,7 +3,7 @@ PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 SWIFT := $(shell command -v swift 2>/dev/null)
 
-.PHONY: install demo test test-python test-swift bench bench-quick clean
+.PHONY: install demo test test-python test-swift bench bench-quick fuzz clean
 
 install:
 	$(PIP) install -q -e '.[test]'
@@ -32,6 +32,12 @@ bench: install
 
 bench-quick: install
 	$(PYTHON) -m benchmarks --quick
+
+# long randomized runs, bounded in time: shapeless compile against eager, and damaged files
+# and kernel caches (short versions of both run in `make test`)
+fuzz: install
+	$(PYTHON) -m fuzz.shapeless --programs 10000
+	$(PYTHON) -m fuzz.files --seconds 300
 
 clean:
 	rm -rf build dist *.egg-info swift/.build
