@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence, Union
 
 import nuvec as nv
+from nuvec.utils import tree_flatten, tree_merge, tree_unflatten
 
 Schedule = Callable[[Any], Any]
 LR = Union[float, Schedule]
@@ -163,6 +164,75 @@ class Optimizer:
         return nv.astype(self.learning_rate, gradient.dtype)
 
 
+class MultiOptimizer(Optimizer):
+    """Routes each parameter to one of several optimizers.
+
+    ``filters[i](path, weight)`` (``path`` as in ``tree_flatten``, e.g. ``"layers.0.weight"``)
+    selects the parameters of ``optimizers[i]``; the first filter that accepts a parameter
+    wins, and the last optimizer (which takes no filter) gets the rest.
+
+    >>> import nuvec.optimizers as optim
+    >>> opt = optim.MultiOptimizer([optim.Adam(1e-3), optim.SGD(0.1)],
+    ...                            [lambda path, w: w.ndim > 1])
+    >>> opt.init({"weight": nv.zeros((2, 2)), "bias": nv.zeros((2,))})
+    >>> sorted(opt.state["states"][0]), sorted(opt.state["states"][1])
+    (['learning_rate', 'step', 'weight'], ['bias', 'learning_rate', 'step'])
+    """
+
+    def __init__(self, optimizers: Sequence[Optimizer],
+                 filters: Sequence[Callable[[str, Any], bool]] = ()) -> None:
+        super().__init__()
+        self._state = {}
+        if len(filters) != len(optimizers) - 1:
+            raise ValueError(f"MultiOptimizer: {len(optimizers)} optimizers need "
+                             f"{len(optimizers) - 1} filters, got {len(filters)}")
+        self.optimizers = list(optimizers)
+        self.filters = list(filters) + [lambda path, weight: True]
+
+    def _split(self, tree: Any) -> list:
+        """``tree`` cut into one sub-tree per optimizer."""
+        if len(self.optimizers) == 1:
+            return [tree]
+        parts: list = [[] for _ in self.optimizers]
+        for path, leaf in tree_flatten(tree):
+            i = next(i for i, accepts in enumerate(self.filters) if accepts(path, leaf))
+            parts[i].append((path, leaf))
+        return [tree_unflatten(p) for p in parts]
+
+    def init(self, parameters: dict) -> None:
+        for opt, part in zip(self.optimizers, self._split(parameters)):
+            opt.init(part)
+
+    def apply_gradients(self, gradients: dict, parameters: Any) -> dict:
+        out: dict = {}
+        for opt, part in zip(self.optimizers, self._split(gradients)):
+            out = tree_merge(out, opt.apply_gradients(part, parameters))
+        return out
+
+    @property
+    def state(self) -> dict:
+        """``{"states": [state of each optimizer]}``."""
+        return {"states": [opt.state for opt in self.optimizers]}
+
+    @state.setter
+    def state(self, state: dict) -> None:
+        if not isinstance(state, dict) or len(state.get("states", ())) != len(self.optimizers):
+            raise ValueError(f"MultiOptimizer: the state needs a 'states' list of "
+                             f"{len(self.optimizers)} optimizer states")
+        for opt, s in zip(self.optimizers, state["states"]):
+            opt.state = s
+
+    @property
+    def learning_rate(self):
+        """The first optimizer's learning rate; setting it sets every optimizer's."""
+        return self.optimizers[0].learning_rate
+
+    @learning_rate.setter
+    def learning_rate(self, value) -> None:
+        for opt in self.optimizers:
+            opt.learning_rate = value
+
+
 def _check_betas(betas: Sequence[float], name: str) -> tuple:
     betas = tuple(betas)
     for i, b in enumerate(betas):
@@ -173,7 +243,7 @@ def _check_betas(betas: Sequence[float], name: str) -> tuple:
 
 def _check_positive(v: float, what: str, name: str, allow_zero: bool = False) -> None:
     if v < 0 or (v == 0 and not allow_zero):
-        raise ValueError(f"{name}: {what} must be {'>= 0' if allow_zero else '> 0'}, got {v}")
+        raise ValueError(f"{name}: {what} must be {'>=0' if allow_zero else '>0'}, got {v}")
 
 
 class SGD(Optimizer):
@@ -409,6 +479,13 @@ class Adafactor(Optimizer):
     def _rms(x):
         return nv.sqrt(nv.mean(nv.square(x)))
 
+    @staticmethod
+    def _approximate_exp_moving_avg(row, col):
+        """The factored estimate of :math:`1/\\sqrt{v}`: the outer product of the row
+        factors (normalised by their mean) and the column factors."""
+        r = nv.rsqrt(row / nv.mean(row, axis=-1, keepdims=True))
+        return nv.expand_dims(r, -1) * nv.expand_dims(nv.rsqrt(col), -2)
+
     def _step_size(self, t, param_rms):
         if self.relative_step:
             t = nv.astype(t, nv.float32)
@@ -432,9 +509,7 @@ class Adafactor(Optimizer):
             row = beta2 * state["exp_avg_sq_row"] + (1 - beta2) * nv.mean(sq, axis=-1)
             col = beta2 * state["exp_avg_sq_col"] + (1 - beta2) * nv.mean(sq, axis=-2)
             state["exp_avg_sq_row"], state["exp_avg_sq_col"] = row, col
-            r = nv.rsqrt(row / nv.mean(row, axis=-1, keepdims=True))
-            c = nv.rsqrt(col)
-            u = nv.expand_dims(r, -1) * nv.expand_dims(c, -2) * gradient
+            u = self._approximate_exp_moving_avg(row, col) * gradient
         else:
             v = beta2 * state["exp_avg_sq"] + (1 - beta2) * sq
             state["exp_avg_sq"] = v
@@ -449,6 +524,68 @@ class Adafactor(Optimizer):
         return parameter - u
 
 
+class Muon(Optimizer):
+    r"""Muon (momentum orthogonalized by Newton-Schulz): SGD momentum
+    :math:`v \leftarrow \mu v + (1-\mu) g` (with L2 weight decay folded into :math:`g`),
+    Nesterov's :math:`u = (1-\mu) g + \mu v` or :math:`u = v`; for parameters of 2 or more
+    dimensions :math:`u` (flattened to ``(shape[0], -1)``) is replaced by its nearest
+    semi-orthogonal matrix, approximated by ``ns_steps`` quintic Newton-Schulz steps, and the
+    step scaled by :math:`\sqrt{\max(1, d_{-2}/d_{-1})}` of the parameter's last two sizes.
+
+    >>> opt = Muon(learning_rate=0.02)
+    >>> new = opt.apply_gradients({"w": nv.ones((4, 3))}, {"w": nv.zeros((4, 3))})
+    >>> new["w"].shape
+    (4, 3)
+    """
+
+    # The quintic's coefficients from the method's reference implementation: they push
+    # every singular value towards 1 in a few steps.
+    _NS_COEFFS = (3.4445, -4.7750, 2.0315)
+
+    def __init__(self, learning_rate: LR, momentum: float = 0.95, weight_decay: float = 0.01,
+                 nesterov: bool = True, ns_steps: int = 5) -> None:
+        super().__init__()
+        self._maybe_schedule("learning_rate", learning_rate)
+        self.momentum = momentum
+        self.weight_decay = weight_decay
+        self.nesterov = nesterov
+        self.ns_steps = ns_steps
+
+    def init_single(self, parameter, state: dict) -> None:
+        state["v"] = nv.zeros_like(parameter)
+
+    @classmethod
+    def _orthogonalize(cls, x, steps: int):
+        """Newton-Schulz iteration on a 2-d ``x`` (worked on its wide orientation)."""
+        if x.ndim != 2:
+            raise ValueError(f"Muon: Newton-Schulz needs a 2-d array, got shape {x.shape}")
+        a, b, c = cls._NS_COEFFS
+        tall = x.shape[0] > x.shape[1]
+        if tall:
+            x = x.T
+        x = x / (nv.sqrt(nv.sum(nv.square(x), keepdims=True)) + 1e-7)
+        for _ in range(steps):
+            gram = x @ x.T
+            poly = nv.addmm(b * gram, gram, gram, beta=1.0, alpha=c)
+            x = nv.addmm(a * x, poly, x, beta=1.0, alpha=1.0)
+        return x.T if tall else x
+
+    def apply_single(self, gradient, parameter, state: dict):
+        mu = self.momentum
+        if self.weight_decay != 0:
+            gradient = gradient + self.weight_decay * parameter
+        v = mu * state["v"] + (1 - mu) * gradient
+        state["v"] = v
+        update = gradient * (1 - mu) + v * mu if self.nesterov else v
+        lr = self._lr(gradient)
+        if update.ndim >= 2:
+            shape = update.shape
+            update = self._orthogonalize(nv.reshape(update, (shape[0], -1)), self.ns_steps)
+            update = nv.reshape(update, shape)
+            lr = lr * max(1.0, shape[-2] / shape[-1]) ** 0.5
+        return parameter - lr * update
+
+
 def clip_grad_norm(grads: Any, max_norm: float):
     """Scales ``grads`` (a tree) so that their global L2 norm is at most ``max_norm``.
 
@@ -459,6 +596,8 @@ def clip_grad_norm(grads: Any, max_norm: float):
     >>> round(n.item(), 4), [round(v, 4) for v in g["w"].tolist()]
     (5.0, [0.6, 0.8])
     """
+    if max_norm < 0:
+        raise ValueError(f"clip_grad_norm: max_norm must be >= 0, got {max_norm}")
     leaves = _leaves(grads, [])
     if not leaves:
         return grads, nv.array(0.0)
@@ -468,9 +607,12 @@ def clip_grad_norm(grads: Any, max_norm: float):
         sq = s if sq is None else sq + s
     total = nv.sqrt(sq)
     scale = nv.minimum(max_norm / (total + 1e-6), 1.0)
-    clipped = _map_state(lambda g, p, s: g * nv.astype(scale, g.dtype), grads, grads, grads)
+    # Floating gradients keep their dtype; integer ones are scaled in float32.
+    clipped = _map_state(lambda g, p, s: g * (nv.astype(scale, g.dtype)
+                                              if nv.issubdtype(g.dtype, nv.floating) else scale),
+                         grads, grads, grads)
     return clipped, total
 
 
-__all__ = ["Optimizer", "SGD", "RMSprop", "Adagrad", "AdaDelta", "Adam", "AdamW", "Adamax",
-           "Lion", "Adafactor", "clip_grad_norm"]
+__all__ = ["Optimizer", "MultiOptimizer", "SGD", "RMSprop", "Adagrad", "AdaDelta", "Adam", "AdamW", "Adamax",
+           "Lion", "Adafactor", "Muon", "clip_grad_norm"]

@@ -278,3 +278,105 @@ def test_bad_hyper_parameters():
         optim.RMSprop(0.1, eps=0.0)
     with pytest.raises(ValueError, match="learning_rate"):
         optim.Adafactor(relative_step=False)
+
+
+def muon_ref(momentum=0.95, wd=0.01, nesterov=True, steps=5):
+    def orthogonalize(x):
+        a, b, c = 3.4445, -4.7750, 2.0315
+        tall = x.shape[0] > x.shape[1]
+        x = x.T if tall else x
+        x = x / (np.sqrt((x * x).sum()) + 1e-7)
+        for _ in range(steps):
+            gram = x @ x.T
+            x = a * x + (b * gram + c * gram @ gram) @ x
+        return x.T if tall else x
+
+    def f(g, p, s, t, lr):
+        g = g + wd * p
+        v = momentum * s.get("v", 0.0) + (1 - momentum) * g
+        s["v"] = v
+        u = (1 - momentum) * g + momentum * v if nesterov else v
+        if u.ndim >= 2:
+            u = orthogonalize(u.reshape(u.shape[0], -1)).reshape(u.shape)
+            lr = lr * max(1.0, u.shape[-2] / u.shape[-1]) ** 0.5
+        return p - lr * u
+    return f
+
+
+@pytest.mark.parametrize("nesterov,wd", [(True, 0.01), (False, 0.0)])
+def test_muon_matches_formula(nesterov, wd):
+    rng = np.random.default_rng(7)
+    params = {"w": rng.standard_normal((3, 5)), "tall": rng.standard_normal((6, 2)),
+              "conv": rng.standard_normal((4, 2, 3, 3)), "b": rng.standard_normal(4)}
+    opt = optim.Muon(0.02, momentum=0.9, weight_decay=wd, nesterov=nesterov)
+    ref = muon_ref(0.9, wd, nesterov)
+    cur = to_nv(params)
+    ref_p = dict(params)
+    ref_s = {k: {} for k in params}
+    for t in range(1, STEPS + 1):
+        grads = {k: rng.standard_normal(v.shape) for k, v in params.items()}
+        cur = opt.apply_gradients(to_nv(grads), cur)
+        for k, g in grads.items():
+            ref_p[k] = ref(g, ref_p[k], ref_s[k], t, 0.02)
+            np.testing.assert_allclose(np.asarray(cur[k]), ref_p[k], rtol=1e-4, atol=1e-5,
+                                       err_msg=f"muon step {t} {k}")
+
+
+def test_muon_orthogonalizes_and_keeps_dtype():
+    g = nv.array(np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32))
+    # Newton-Schulz drives the singular values into a band around 1 (not exactly 1).
+    sv = np.linalg.svd(np.asarray(optim.Muon._orthogonalize(g, 5)), compute_uv=False)
+    assert np.all((sv > 0.6) & (sv < 1.3)), sv
+    opt = optim.Muon(0.1)
+    new = opt.apply_gradients({"w": nv.ones((5, 5), nv.float16)}, {"w": nv.ones((5, 5), nv.float16)})
+    assert new["w"].dtype == nv.float16
+    with pytest.raises(ValueError, match="2-d"):
+        optim.Muon._orthogonalize(nv.ones((2, 2, 2)), 1)
+
+
+def test_multi_optimizer_routes_parameters():
+    rng = np.random.default_rng(3)
+    params = to_nv({"l": [{"weight": rng.standard_normal((3, 2)), "bias": rng.standard_normal(3)}],
+                    "scale": rng.standard_normal(3)})
+    grads = to_nv({"l": [{"weight": rng.standard_normal((3, 2)), "bias": rng.standard_normal(3)}],
+                   "scale": rng.standard_normal(3)})
+    multi = optim.MultiOptimizer([optim.Adam(0.01), optim.SGD(0.1, momentum=0.5)],
+                                 [lambda path, w: w.ndim > 1])
+    multi.init(params)
+    s_adam, s_sgd = multi.state["states"]
+    assert [k for k, _ in nv.utils.tree_flatten(s_adam) if k.endswith(".m")] == ["l.0.weight.m"]
+    assert sorted(k for k, _ in nv.utils.tree_flatten(s_sgd) if k.endswith(".v")) == \
+        ["l.0.bias.v", "scale.v"]
+    new = multi.apply_gradients(grads, params)
+    adam, sgd = optim.Adam(0.01), optim.SGD(0.1, momentum=0.5)
+    want_w = adam.apply_gradients({"w": grads["l"][0]["weight"]}, {"w": params["l"][0]["weight"]})
+    want_b = sgd.apply_gradients({"b": grads["l"][0]["bias"], "s": grads["scale"]},
+                                 {"b": params["l"][0]["bias"], "s": params["scale"]})
+    np.testing.assert_array_equal(np.asarray(new["l"][0]["weight"]), np.asarray(want_w["w"]))
+    np.testing.assert_array_equal(np.asarray(new["l"][0]["bias"]), np.asarray(want_b["b"]))
+    np.testing.assert_array_equal(np.asarray(new["scale"]), np.asarray(want_b["s"]))
+    multi.learning_rate = 0.5
+    assert [o.learning_rate.item() for o in multi.optimizers] == [0.5, 0.5]
+    with pytest.raises(ValueError, match="MultiOptimizer"):
+        optim.MultiOptimizer([optim.SGD(0.1)], [lambda p, w: True])
+    with pytest.raises(ValueError, match="MultiOptimizer"):
+        multi.state = {"states": [{}]}
+
+
+def test_multi_optimizer_with_parameterless_layers():
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 4))
+    multi = optim.MultiOptimizer([optim.Muon(0.01), optim.AdamW(0.01)],
+                                 [lambda _, w: w.ndim >= 2])
+    _, grads = nn.value_and_grad(model, lambda m, x: m(x).sum())(model, nv.ones((1, 4)))
+    w, b = model.layers[0].weight, model.layers[0].bias
+    multi.update(model, grads)
+    assert not np.array_equal(np.asarray(w), np.asarray(model.layers[0].weight))
+    assert not np.array_equal(np.asarray(b), np.asarray(model.layers[0].bias))
+
+
+def test_clip_grad_norm_integers_and_bad_max_norm():
+    clipped, norm = optim.clip_grad_norm({"a": nv.array([30, 40])}, 1.0)
+    assert norm.item() == pytest.approx(50.0)
+    np.testing.assert_allclose(np.asarray(clipped["a"]), [0.6, 0.8], rtol=1e-5)
+    with pytest.raises(ValueError, match="max_norm"):
+        optim.clip_grad_norm({"a": nv.ones(2)}, -1.0)
