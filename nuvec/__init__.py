@@ -32,4 +32,4 @@ from . import random  # noqa: E402,F401
 from . import distributed  # noqa: E402,F401
 from . import fast  # noqa: E402,F401
 from .ops.conv import conv1d, conv2d, conv3d  # noqa: E402,F401
-from .files import load, save, save_safetensors, savez, savez_compressed  # noqa: E402,F401
+from .files import load, save, save_gguf, save_safetensors, savez, savez_compressed  # noqa: E402,F401
