@@ -1,12 +1,15 @@
 # nuvec: `make demo` installs and runs a short compile demo on the CPU; `make test` runs all CI runs.
+# `make test` and `make docs` install this clone (editable) first; with NUVEC_TEST_INSTALLED=1
+# they use the nuvec that PYTHON already has instead (.ci/run: the wheel, in a fresh venv).
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 SWIFT := $(shell command -v swift 2>/dev/null)
+INSTALL := $(if $(NUVEC_TEST_INSTALLED),,install)
 
-.PHONY: install demo test test-python test-swift bench bench-quick fuzz clean
+.PHONY: install demo test test-python test-swift docs bench bench-quick fuzz clean
 
 install:
-	$(PIP) install -q -e '.[test]'
+	$(PIP) install -q -e '.[test,docs]'
 ifneq ($(SWIFT),)
 	swift build --package-path swift -c release
 endif
@@ -15,7 +18,7 @@ demo: install
 	$(PYTHON) examples/demo.py
 
 # Swift first, so that pytest's summary closes the output.
-test: install test-swift test-python
+test: $(INSTALL) test-swift test-python
 
 test-python:
 	$(PYTHON) -m pytest tests
@@ -26,6 +29,10 @@ ifneq ($(SWIFT),)
 else
 	@echo "swift not found: the Swift shim's tests were not run"
 endif
+
+# the API reference and guides (docs/) from the docstrings; a warning fails the build
+docs: $(INSTALL)
+	$(PYTHON) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
 bench: install
 	$(PYTHON) -m benchmarks
@@ -40,5 +47,5 @@ fuzz: install
 	$(PYTHON) -m fuzz.files --seconds 300
 
 clean:
-	rm -rf build dist *.egg-info swift/.build
+	rm -rf build dist *.egg-info swift/.build docs/_build docs/api/generated
 	find nuvec -name '*.so' -delete

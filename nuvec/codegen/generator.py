@@ -18,11 +18,9 @@ import hashlib
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
+from importlib.resources import files
 
 from .ir import KernelSpec
-
-_HERE = Path(__file__).resolve().parent
 
 # compute types (the value of a node in registers) and storage types (in memory)
 CTYPE = {
@@ -48,7 +46,7 @@ _ROUND = {"float16": "nv_round_f16", "bfloat16": "nv_round_bf16"}
 @lru_cache(maxsize=None)
 def header_text(name: str) -> str:
     """The text of one of the shared headers (nv_coeffs.h, nv_math.h, nv_ops.h)."""
-    return (_HERE / name).read_text()
+    return files(__package__).joinpath(name).read_text()
 
 
 def library_source() -> str:

@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import hashlib
 from functools import lru_cache
-from pathlib import Path
+from importlib.resources import files
 
 from .generator import kernel_name
 from .ir import DTYPES, KernelSpec
 from .ops import ARITY, result_dtype, supports
-
-_ROOT = Path(__file__).resolve().parent
-
 
 # what the C kernels are made from (the other dialects do not change them)
 _SOURCES = ("__init__.py", "generator.py", "ir.py", "ops.py", "nv_coeffs.h", "nv_math.h",
@@ -32,7 +29,7 @@ def fingerprint() -> str:
     for name in _SOURCES:
         h.update(name.encode())
         h.update(b"\0")
-        h.update((_ROOT / name).read_bytes())
+        h.update(files(__package__).joinpath(*name.split("/")).read_bytes())
     return h.hexdigest()
 
 

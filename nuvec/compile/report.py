@@ -1,9 +1,10 @@
 """Introspection: what nv.compile made for given arguments.
 
 ``f.inspect(*args, **kwargs)`` (tracing if this signature is not cached) returns a
-CompileReport: the simplified steps in replay order, the fused groups with each kernel's
-generated C source, the constants, and the signature the trace is keyed by. ``print(report)``
-shows it all.
+CompileReport: the simplified steps in replay order, the fused groups with each kernel's name
+and generated C source, the constants, and the signature the trace is keyed by.
+``print(report)`` shows all but the sources (each embeds the math library: hundreds of lines);
+``print(report.format(source=True))`` adds them.
 
 >>> import nuvec as nv
 >>> f = nv.compile(lambda x: nv.exp(x) * 2 + 1)
@@ -12,18 +13,26 @@ shows it all.
 ['compiled[exp multiply add](in0) -> float32(4,)']
 >>> "nv_exp_f32" in r.groups[0].source
 True
+>>> print(r)                                    # doctest: +ELLIPSIS
+signature: argument 0: float32 (4,)
+steps (1):
+  v5 = compiled[exp multiply add](in0) -> float32(4,)
+outputs: v5
+fused group 0: kernel nv_k_... [exp multiply add] inputs in0 -> v5; literals ...
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..codegen import kernel_name
 from ..core.array import Array
 from .draft import Draft
 
 
 @dataclass
 class FusedGroup:
-    """One fused kernel: its ops in order, its arrays, and the generated C source."""
+    """One fused kernel: its ops in order, its arrays, its name and generated C source."""
+    name: str
     ops: tuple[str, ...]
     inputs: list[str]
     outputs: list[str]
@@ -31,7 +40,7 @@ class FusedGroup:
     source: str
 
     def __str__(self) -> str:
-        return (f"kernel [{' '.join(self.ops)}] inputs {', '.join(self.inputs)} -> "
+        return (f"kernel {self.name} [{' '.join(self.ops)}] inputs {', '.join(self.inputs)} -> "
                 f"{', '.join(self.outputs)}" + (f"; literals {', '.join(self.literals)}"
                                                  if self.literals else ""))
 
@@ -48,6 +57,10 @@ class CompileReport:
     timings: dict = field(default_factory=dict)
 
     def __str__(self) -> str:
+        return self.format()
+
+    def format(self, source: bool = False) -> str:
+        """The report as text; ``source=True`` adds each kernel's generated source."""
         lines = [f"signature: {self.signature}" + ("  (shapeless)" if self.shapeless else ""),
                  f"steps ({len(self.steps)}):"]
         lines += [f"  {s}" for s in self.steps]
@@ -57,9 +70,10 @@ class CompileReport:
             lines += [f"  {c}" for c in self.constants]
         for i, g in enumerate(self.groups):
             lines.append(f"fused group {i}: {g}")
-        for i, g in enumerate(self.groups):
-            lines.append(f"--- kernel {i} source ---")
-            lines.append(g.source)
+        if source:
+            for i, g in enumerate(self.groups):
+                lines.append(f"--- kernel {i} ({g.name}) source ---")
+                lines.append(g.source)
         return "\n".join(lines)
 
 
@@ -92,7 +106,7 @@ def describe_entry(entry, shapeless: bool) -> CompileReport:
             from ..backends.cpu.compiled import source_of
             spec = s.prim.spec
             lits = [f"{d}:{bits:#x}" for d, bits in spec.constants]
-            groups.append(FusedGroup(ops=s.prim.ops, inputs=[_name(draft, a) for a in s.args],
+            groups.append(FusedGroup(name=kernel_name(spec), ops=s.prim.ops, inputs=[_name(draft, a) for a in s.args],
                                      outputs=[_name(draft, o) for o in s.outs], literals=lits,
                                      source=source_of(spec)))
     consts = []

@@ -43,8 +43,12 @@ def test_inspect_shows_steps_groups_and_kernel_sources():
     assert [g.ops for g in rep.groups] == [("exp", "multiply", "add")]
     src = rep.groups[0].source
     assert "void nv_k_" in src and "nv_exp_f32" in src
-    text = str(rep)
-    assert "fused group 0" in text and "kernel 0 source" in text and "argument 0" in text
+    text = str(rep)                                 # kernel names, no sources
+    assert "fused group 0" in text and "argument 0" in text
+    assert rep.groups[0].name in text and rep.groups[0].name in src and "nv_exp_f32" not in text
+    full = rep.format(source=True)
+    assert full.startswith(text) and f"kernel 0 ({rep.groups[0].name}) source" in full
+    assert src in full
     rep2 = f.inspect(nv.ones((4,)), nv.ones((4,)))  # a new signature is traced for it
     assert f.stats()["traces"] == 2 and "(4,)" in rep2.signature
 

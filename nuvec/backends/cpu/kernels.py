@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import threading
 import warnings
+from importlib.resources import files
 from pathlib import Path
 
 from ...codegen import generator
@@ -33,7 +34,6 @@ __all__ = ["run", "get_kernel", "cache_info", "KernelCompileError",
            "set_num_threads", "get_num_threads", "PREBUILT_NAME"]
 
 PREBUILT_NAME = "_prebuilt_kernels.so"
-_HERE = Path(__file__).resolve().parent
 
 _kernels: dict[KernelSpec, Kernel] = {}
 _lock = threading.Lock()
@@ -71,10 +71,10 @@ def _load_prebuilt():
     """The install-time library, if present and built from this generator with these flags."""
     if _prebuilt["state"] is not None:
         return _prebuilt["lib"]
-    path = _HERE / PREBUILT_NAME
+    path = Path(str(files(__package__) / PREBUILT_NAME))    # package data: a file on disk
     lib, reason = None, ""
     if not path.exists():
-        reason = f"{PREBUILT_NAME} not built (pip install -e . builds it)"
+        reason = f"{PREBUILT_NAME} not built (installing nuvec builds it)"
     else:
         try:
             cand = ctypes.CDLL(str(path))

@@ -30,6 +30,7 @@ import ctypes
 import os
 import sys
 import threading
+from importlib.resources import files
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -196,7 +197,8 @@ class ShimUnavailable(RuntimeError):
 
 
 def repo_root() -> Path:
-    """The checkout this module lives in (``nuvec/backends/metal/shim.py`` -> repo root)."""
+    """The checkout this module lives in, for an editable install (``nuvec/backends/metal/shim.py``
+    -> repo root); an installed package has no ``swift/`` there."""
     return Path(__file__).resolve().parents[3]
 
 
@@ -208,12 +210,11 @@ def library_filename() -> str:
 def candidate_paths() -> list[Path]:
     """Where the library is looked for, in order (``NUVEC_SHIM_LIB`` is handled first, alone)."""
     name = library_filename()
+    packaged = Path(str(files(__package__) / name))      # built into the wheel (setup.py)
     root = repo_root()
-    return [
-        root / "swift" / ".build" / "release" / name,
-        root / "swift" / ".build" / "debug" / name,
-        Path(__file__).resolve().parent / name,
-    ]
+    return [packaged,
+            root / "swift" / ".build" / "release" / name,
+            root / "swift" / ".build" / "debug" / name]
 
 
 def find_library() -> Path | None:
