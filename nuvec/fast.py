@@ -41,7 +41,7 @@ def _check_weight(x, w, name: str, op: str) -> None:
                          f"{tuple(w.shape)}")
 
 
-def rms_norm(x: nv.array, weight: Optional[nv.array], eps: float) -> nv.array:
+def rms_norm(x: nv.array, weight: Optional[nv.array], eps: float, *, stream=None) -> nv.array:
     """``x / sqrt(mean(x^2) + eps) * weight`` over the last axis (``weight`` None: 1)."""
     _check_eps(eps, "rms_norm")
     _check_weight(x, weight, "weight", "rms_norm")
@@ -50,7 +50,7 @@ def rms_norm(x: nv.array, weight: Optional[nv.array], eps: float) -> nv.array:
 
 
 def layer_norm(x: nv.array, weight: Optional[nv.array], bias: Optional[nv.array],
-               eps: float) -> nv.array:
+               eps: float, *, stream=None) -> nv.array:
     """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last axis (biased variance;
     ``weight`` / ``bias`` None: 1 / 0)."""
     _check_eps(eps, "layer_norm")
@@ -70,37 +70,47 @@ def _one_pass(x: nv.array, *params) -> bool:
             and current_stream().device.type.value == "cpu")
 
 
-def _scaled_rows(q: nv.array, k: nv.array, mask) -> bool:
+def _scaled_rows(q: nv.array, k: nv.array, mask, scores_shape: tuple) -> bool:
     """Whether attention's softmax runs as ``ScaledSoftmax``: float32 queries and keys on the
     CPU, and no mask or a float32 additive one whose last axis is the keys' (rows of it)."""
-    if q.dtype != nv.float32 or k.dtype != nv.float32 or q.ndim < 2 or k.ndim < 2:
-        return False
-    if mask is not None and (isinstance(mask, str) or mask.dtype != nv.float32 or mask.ndim < 1
-                             or mask.shape[-1] != k.shape[-2]):
+    if q.dtype != nv.float32 or k.dtype != nv.float32:
         return False
     if mask is not None:
+        if mask.dtype != nv.float32 or mask.ndim < 1 or mask.shape[-1] != scores_shape[-1]:
+            return False
         try:
-            np.broadcast_shapes(tuple(mask.shape), q.shape[:-1] + (k.shape[-2],))
+            if np.broadcast_shapes(tuple(mask.shape), scores_shape) != scores_shape:
+                return False
         except ValueError:
             return False
     return on_cpu_rows(q, (q.ndim - 1,))
 
 
 def rope(a: nv.array, dims: int, *, traditional: bool, base: Optional[float], scale: float,
-         offset: int, freqs: Optional[nv.array] = None) -> nv.array:
-    r"""Rotary positional encoding of the first ``dims`` features of ``a`` (``(..., L, D)``,
-    positions along axis -2 starting at ``offset``).
+         offset: Union[int, nv.array], freqs: Optional[nv.array] = None,
+         stream=None) -> nv.array:
+    r"""Rotary positional encoding of the first ``dims`` features of ``a`` (``(B, ..., L, D)``,
+    positions along axis -2 starting at ``offset``: an int, a scalar array, or an array of
+    ``B`` offsets, one per batch entry).
 
     Feature pair ``i`` at position :math:`p` turns by :math:`p \cdot scale \cdot base^{-2i/dims}`
     (or :math:`p \cdot scale / freqs_i` when ``freqs`` is given and ``base`` is None). The
     pairs are ``(j, j + dims/2)``, or adjacent features ``(2j, 2j + 1)`` when ``traditional``.
     Features past ``dims`` pass through unchanged.
+
+    >>> x = nv.ones((2, 1, 3, 8))
+    >>> nv.fast.rope(x, 8, traditional=False, base=1e4, scale=1.0, offset=nv.array([0, 5])).shape
+    (2, 1, 3, 8)
     """
     if not isinstance(dims, int) or dims <= 0 or dims % 2:
         raise ValueError(f"rope: dims must be a positive even int, got {dims!r}")
     if a.ndim < 2 or a.shape[-1] < dims:
         raise ValueError(f"rope: expects (..., L, D) input with D >= {dims}, got shape "
                          f"{tuple(a.shape)}")
+    if not nv.issubdtype(a.dtype, nv.floating):
+        raise ValueError(f"rope: the input must be floating, got {a.dtype}")
+    if isinstance(offset, Array) and not nv.issubdtype(offset.dtype, nv.integer):
+        raise ValueError(f"rope: offset must be an integer, got {offset.dtype}")
     if (freqs is None) == (base is None):
         raise ValueError("rope: give exactly one of base and freqs")
     half = dims // 2
@@ -111,10 +121,13 @@ def rope(a: nv.array, dims: int, *, traditional: bool, base: Optional[float], sc
             raise ValueError(f"rope: freqs must have shape ({half},), got {tuple(freqs.shape)}")
         inv = np.float32(1) / np.asarray(freqs.astype(nv.float32))
     length = a.shape[-2]
-    pos = np.arange(int(offset), int(offset) + length, dtype=np.float32) * np.float32(scale)
-    theta = pos[:, None] * inv[None, :].astype(np.float32)
-    cos = nv.astype(nv.array(np.cos(theta)), a.dtype)
-    sin = nv.astype(nv.array(np.sin(theta)), a.dtype)
+    if isinstance(offset, Array):
+        cos, sin = _rope_angles_of_array(a, offset, length, np.float32(scale), inv)
+    else:
+        pos = np.arange(int(offset), int(offset) + length, dtype=np.float32) * np.float32(scale)
+        theta = pos[:, None] * inv[None, :].astype(np.float32)
+        cos = nv.astype(nv.array(np.cos(theta)), a.dtype)
+        sin = nv.astype(nv.array(np.sin(theta)), a.dtype)
     d = a.shape[-1]
     rot = a[..., :dims] if d > dims else a
     if traditional:
@@ -130,34 +143,145 @@ def rope(a: nv.array, dims: int, *, traditional: bool, base: Optional[float], sc
     return out
 
 
-def scaled_dot_product_attention(q: nv.array, k: nv.array, v: nv.array, *, scale: float,
-                                 mask: Union[None, str, nv.array] = None) -> nv.array:
-    """``softmax(scale * q @ k^T + mask) @ v`` over ``(B, H, L, D)`` queries and
-    ``(B, H, S, D)`` keys and values.
+def _rope_angles_of_array(a, offset, length: int, scale, inv):
+    """cos and sin of the angles for an array offset: ``(L, dims/2)`` for a scalar one,
+    ``(B, 1, ..., L, dims/2)`` for one offset per batch entry."""
+    if offset.ndim > 1 or (offset.ndim == 1 and offset.shape[0] != 1
+                           and (a.ndim < 3 or offset.shape[0] != a.shape[0])):
+        raise ValueError(f"rope: offset must be a scalar or have one entry per batch entry "
+                         f"({a.shape[0]},), got shape {tuple(offset.shape)}")
+    pos = nv.astype(offset, nv.float32)
+    steps = nv.array(np.arange(length, dtype=np.float32))
+    pos = (nv.expand_dims(pos, -1) + steps) * nv.array(scale)      # (L,) or (B, L)
+    theta = nv.expand_dims(pos, -1) * nv.array(inv.astype(np.float32))
+    if offset.ndim == 1:
+        theta = nv.reshape(theta, (theta.shape[0],) + (1,) * (a.ndim - 3) + theta.shape[1:])
+    return nv.astype(nv.cos(theta), a.dtype), nv.astype(nv.sin(theta), a.dtype)
 
-    ``mask`` is ``None``, ``"causal"``, an additive float array, or a bool array (True:
-    attend), broadcastable to ``(B, H, L, S)``. The softmax runs in float32 at least. On the
+
+def _attention_inputs(q, k, v, mask, sinks):
+    """MLX's checks of attention's arguments; returns the output dtype."""
+    op = "scaled_dot_product_attention"
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, Array):
+            raise TypeError(f"{op}: {name} must be an array, got {type(t).__name__}")
+        if t.ndim < 2 or t.ndim > 4:
+            raise ValueError(f"{op}: {name} with shape {tuple(t.shape)} must have rank 4 "
+                             "(batch, heads, sequence, head dim)")
+    try:
+        np.broadcast_shapes(*(tuple(t.shape[:-3]) for t in (q, k, v)))
+    except ValueError:
+        raise ValueError(f"{op}: mismatching batch dimension: q {tuple(q.shape)}, k "
+                         f"{tuple(k.shape)}, v {tuple(v.shape)}") from None
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"{op}: q and k must have the same last dimension, got q "
+                         f"{tuple(q.shape)} and k {tuple(k.shape)}")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"{op}: k and v must have the same sequence length, got k "
+                         f"{tuple(k.shape)} and v {tuple(v.shape)}")
+    heads = [t.shape[-3] if t.ndim > 2 else 1 for t in (q, k, v)]
+    if heads[1] != heads[2]:
+        raise ValueError(f"{op}: k and v must have the same number of kv heads, got "
+                         f"{heads[1]} and {heads[2]}")
+    if heads[1] == 0 or heads[0] % heads[1]:
+        raise ValueError(f"{op}: the number of query heads ({heads[0]}) must be a multiple "
+                         f"of the number of kv heads ({heads[1]})")
+    out = nv.promote_types(nv.promote_types(q.dtype, k.dtype), v.dtype)
+    if not nv.issubdtype(out, nv.floating):
+        raise ValueError(f"{op}: unsupported dtype {out}; q, k and v must be floating")
+    if isinstance(mask, str):
+        if mask != "causal":
+            raise ValueError(f"{op}: invalid mask option {mask!r}; must be 'causal' or an array")
+    elif mask is not None:
+        if not isinstance(mask, Array):
+            raise TypeError(f"{op}: mask must be None, 'causal' or an array, got "
+                            f"{type(mask).__name__}")
+        if mask.ndim > 4:
+            raise ValueError(f"{op}: mask with shape {tuple(mask.shape)} must have rank 4 at "
+                             "most")
+        if nv.promote_types(mask.dtype, out) != out:
+            raise ValueError(f"{op}: mask dtype {mask.dtype} must promote to the output dtype "
+                             f"{out}")
+        want = tuple(q.shape[:-1]) + (k.shape[-2],)
+        try:
+            if np.broadcast_shapes(tuple(mask.shape), want)[-len(want):] != want:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"{op}: mask with shape {tuple(mask.shape)} does not broadcast to "
+                             f"the scores' shape {want}") from None
+    if sinks is not None:
+        if not isinstance(sinks, Array):
+            raise TypeError(f"{op}: sinks must be an array, got {type(sinks).__name__}")
+        if nv.promote_types(sinks.dtype, out) != out:
+            raise ValueError(f"{op}: sinks dtype {sinks.dtype} must promote to the output dtype "
+                             f"{out}")
+        if sinks.ndim != 1 or q.ndim < 3 or sinks.shape[0] != q.shape[-3]:
+            raise ValueError(f"{op}: sinks must have shape ({heads[0]},) (one per query "
+                             f"head), got {tuple(sinks.shape)}")
+    return out
+
+
+def scaled_dot_product_attention(q: nv.array, k: nv.array, v: nv.array, *, scale: float,
+                                 mask: Union[None, str, nv.array] = None,
+                                 sinks: Optional[nv.array] = None, force_fused: bool = False,
+                                 stream=None) -> nv.array:
+    """``softmax(scale * q @ k^T + mask) @ v`` over ``(B, N_q, L, D)`` queries and
+    ``(B, N_kv, S, D)`` keys and values, ``N_kv`` dividing ``N_q`` (grouped-query attention:
+    query head ``h`` reads kv head ``h // (N_q / N_kv)``; pass k and v untiled).
+
+    ``mask`` is ``None``, ``"causal"`` (lower-right aligned: query ``i`` sees keys up to
+    ``i + S - L``), an additive float array, or a bool array (True: attend), broadcastable to
+    ``(B, N_q, L, S)``. ``sinks`` (``(N_q,)``) adds one logit per head to each softmax row
+    that takes weight but reads no value. The softmax runs in float32 at least. On the
     CPU, float32 attention with no mask or an additive one scales the scores inside one pass
     per row (``ScaledSoftmax``) instead of scaling ``q`` first.
+
+    >>> q = nv.ones((1, 4, 3, 8)); kv = nv.ones((1, 2, 3, 8))
+    >>> nv.fast.scaled_dot_product_attention(q, kv, kv, scale=8 ** -0.5, mask="causal").shape
+    (1, 4, 3, 8)
     """
-    if _scaled_rows(q, k, mask):
+    out_dtype = _attention_inputs(q, k, v, mask, sinks)
+    q, k, v = (nv.astype(t, out_dtype) for t in (q, k, v))
+    q_shape = tuple(q.shape)
+    L, S = q.shape[-2], k.shape[-2]
+    n_q, n_kv = (q.shape[-3], k.shape[-3]) if q.ndim > 2 and k.ndim > 2 else (1, 1)
+    rep = n_q // n_kv
+    if rep > 1:                                 # (B, N_kv, rep, L, D) against (B, N_kv, 1, S, D)
+        q = nv.reshape(q, (*q_shape[:-3], n_kv, rep, L, q_shape[-1]))
+        k, v = nv.expand_dims(k, -3), nv.expand_dims(v, -3)
+    scores_shape = tuple(q.shape[:-1]) + (S,)
+    if isinstance(mask, str):                   # causal, as a bool mask
+        mask = (nv.expand_dims(nv.arange(S - L, S), 1)
+                >= nv.expand_dims(nv.arange(S), 0))
+    elif mask is not None:
+        if mask.dtype != nv.bool_:
+            mask = nv.astype(mask, out_dtype)
+        if rep > 1 and mask.ndim >= 3:          # split its head axis as the queries'
+            if mask.shape[-3] == 1:
+                mask = nv.expand_dims(mask, -3)
+            else:
+                mask = nv.reshape(mask, (*mask.shape[:-3], n_kv, rep, *mask.shape[-2:]))
+    if sinks is None and (mask is None or mask.dtype != nv.bool_) \
+            and _scaled_rows(q, k, mask, scores_shape):
         scores = nv.matmul(q, nv.swapaxes(k, -1, -2))
         args = [scores] if mask is None else [scores, mask]
         w = Array.make(ScaledSoftmax(scale, mask is not None), args)
-        return nv.matmul(nv.astype(w, v.dtype), v)
-    scores = nv.matmul(q * scale, nv.swapaxes(k, -1, -2))
-    if isinstance(mask, str):
-        if mask != "causal":
-            raise ValueError(f"scaled_dot_product_attention: unknown mask {mask!r}")
-        L, S = q.shape[-2], k.shape[-2]
-        keep = nv.expand_dims(nv.arange(L) + (S - L), 1) >= nv.expand_dims(nv.arange(S), 0)
-        scores = nv.where(keep, scores, float("-inf"))
-    elif mask is not None:
-        if mask.dtype == nv.bool_:
-            scores = nv.where(mask, scores, float("-inf"))
-        else:
-            scores = scores + nv.astype(mask, scores.dtype)
-    if scores.dtype in (nv.float16, nv.bfloat16):
-        scores = nv.astype(scores, nv.float32)
-    w = nv.astype(nv.softmax(scores, axis=-1), v.dtype)
-    return nv.matmul(w, v)
+        out = nv.matmul(nv.astype(w, v.dtype), v)
+    else:
+        scores = nv.matmul(q * nv.array(scale, q.dtype), nv.swapaxes(k, -1, -2))
+        if mask is not None and mask.dtype == nv.bool_:
+            scores = nv.where(mask, scores, nv.array(nv.finfo(scores.dtype).min, scores.dtype))
+        elif mask is not None:
+            scores = scores + mask
+        if sinks is not None:                   # one leading logit per head, dropped after
+            sk = nv.astype(sinks, out_dtype)
+            sk = nv.reshape(sk, (n_kv, rep, 1, 1) if rep > 1 else (n_q, 1, 1))
+            sk = nv.broadcast_to(sk, scores.shape[:-1] + (1,))
+            scores = nv.concatenate([sk, scores], axis=-1)
+        w = nv.softmax(scores, axis=-1, precise=True)
+        if sinks is not None:
+            w = w[..., 1:]
+        out = nv.matmul(nv.astype(w, v.dtype), v)
+    if rep > 1:
+        out = nv.reshape(out, (*q_shape[:-1], out.shape[-1]))
+    return out

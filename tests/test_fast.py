@@ -117,3 +117,110 @@ def test_top_level_convolutions(nd):
                                rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match=f"conv{nd}d: weight must be {nd + 2}-d"):
         fn(nv.array(x), nv.ones((4, 3)))
+
+
+def _attention_ref(q, k, v, scale, mask=None, sinks=None):
+    """float64 attention with kv heads repeated to the query heads (MLX's GQA grouping)."""
+    q, k, v = (np.asarray(t, np.float64) for t in (q, k, v))
+    rep = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
+    s = scale * q @ np.swapaxes(k, -1, -2)
+    if mask is not None and mask.dtype == bool:
+        s = np.where(mask, s, -np.inf)
+    elif mask is not None:
+        s = s + mask
+    if sinks is not None:
+        s = np.concatenate([np.broadcast_to(sinks[None, :, None, None], s.shape[:-1] + (1,)),
+                            s], axis=-1)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    w = e / e.sum(-1, keepdims=True)
+    return (w[..., 1:] if sinks is not None else w) @ v
+
+
+@pytest.mark.parametrize("mask", [None, "causal", "bool", "additive", "bool per head"])
+@pytest.mark.parametrize("heads", [(4, 2), (6, 1), (3, 3)])
+def test_grouped_query_attention_matches_repeated_kv_heads(mask, heads):
+    nq, nkv = heads
+    q, k, v = randn(2, nq, 3, 8), randn(2, nkv, 5, 8), randn(2, nkv, 5, 8)
+    m, ref = None, None
+    if mask == "causal":
+        m, ref = "causal", (np.arange(3)[:, None] + 2) >= np.arange(5)[None]
+    elif mask == "bool":
+        ref = RNG.random((3, 5)) > 0.4
+        ref[:, 0] = True
+        m = nv.array(ref)
+    elif mask == "bool per head":
+        ref = RNG.random((nq, 3, 5)) > 0.4
+        ref[..., 0] = True
+        m = nv.array(ref)
+    elif mask == "additive":
+        ref = randn(2, nq, 3, 5)
+        m = nv.array(ref)
+    got = nv.fast.scaled_dot_product_attention(nv.array(q), nv.array(k), nv.array(v),
+                                               scale=0.3, mask=m)
+    assert got.shape == (2, nq, 3, 8)
+    np.testing.assert_allclose(np.asarray(got), _attention_ref(q, k, v, 0.3, ref),
+                               rtol=2e-5, atol=2e-5)
+
+
+def test_attention_sinks_take_weight_per_head():
+    q, k, v = randn(1, 4, 3, 8), randn(1, 2, 5, 8), randn(1, 2, 5, 8)
+    sinks = randn(4)
+    for m, ref in ((None, None), ("causal", (np.arange(3)[:, None] + 2) >= np.arange(5)[None])):
+        got = nv.fast.scaled_dot_product_attention(nv.array(q), nv.array(k), nv.array(v),
+                                                   scale=0.5, mask=m, sinks=nv.array(sinks))
+        np.testing.assert_allclose(np.asarray(got), _attention_ref(q, k, v, 0.5, ref, sinks),
+                                   rtol=2e-5, atol=2e-5)
+
+
+def test_attention_gradients_with_grouped_heads_match_the_reference():
+    q, k, v = randn(1, 4, 3, 8), randn(1, 2, 5, 8), randn(1, 2, 5, 8)
+
+    def loss(q, k, v):
+        return (nv.fast.scaled_dot_product_attention(q, k, v, scale=0.4, mask="causal") ** 2).sum()
+
+    def loss_tiled(q, k, v):            # kv heads repeated by hand: the same function
+        k, v = nv.repeat(k, 2, axis=1), nv.repeat(v, 2, axis=1)
+        return (nv.fast.scaled_dot_product_attention(q, k, v, scale=0.4, mask="causal") ** 2).sum()
+    got = nv.grad(loss, argnums=(0, 1, 2))(nv.array(q), nv.array(k), nv.array(v))
+    want = nv.grad(loss_tiled, argnums=(0, 1, 2))(nv.array(q), nv.array(k), nv.array(v))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-5)
+
+
+def test_attention_errors_name_attention():
+    q, kv = nv.ones((1, 4, 3, 8)), nv.ones((1, 3, 5, 8))
+    with pytest.raises(ValueError, match="scaled_dot_product_attention: the number of query "
+                                         "heads \\(4\\) must be a multiple"):
+        nv.fast.scaled_dot_product_attention(q, kv, kv, scale=1.0)
+    kv = nv.ones((1, 2, 5, 8))
+    with pytest.raises(ValueError, match="scaled_dot_product_attention: invalid mask"):
+        nv.fast.scaled_dot_product_attention(q, kv, kv, scale=1.0, mask="upper")
+    with pytest.raises(ValueError, match="scaled_dot_product_attention: mask with shape"):
+        nv.fast.scaled_dot_product_attention(q, kv, kv, scale=1.0, mask=nv.ones((3, 4)))
+    with pytest.raises(ValueError, match="scaled_dot_product_attention: sinks must have shape"):
+        nv.fast.scaled_dot_product_attention(q, kv, kv, scale=1.0, sinks=nv.ones((2,)))
+    with pytest.raises(ValueError, match="q and k must have the same last dimension"):
+        nv.fast.scaled_dot_product_attention(q, nv.ones((1, 2, 5, 4)), kv, scale=1.0)
+
+
+def test_rope_offset_array_per_batch_entry():
+    x = randn(3, 2, 4, 8)
+    offs = [0, 5, 2]
+    got = nv.fast.rope(nv.array(x), 8, traditional=False, base=1e4, scale=0.5,
+                       offset=nv.array(offs))
+    for b, o in enumerate(offs):
+        want = nv.fast.rope(nv.array(x[b:b + 1]), 8, traditional=False, base=1e4, scale=0.5,
+                            offset=o)
+        np.testing.assert_allclose(np.asarray(got)[b:b + 1], np.asarray(want), rtol=1e-5,
+                                   atol=1e-5)
+    scalar = nv.fast.rope(nv.array(x), 8, traditional=True, base=1e4, scale=1.0,
+                          offset=nv.array(3))
+    np.testing.assert_allclose(np.asarray(scalar), np.asarray(nv.fast.rope(
+        nv.array(x), 8, traditional=True, base=1e4, scale=1.0, offset=3)), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="rope: offset must"):
+        nv.fast.rope(nv.array(x), 8, traditional=False, base=1e4, scale=1.0,
+                     offset=nv.array([1, 2]))
+    with pytest.raises(ValueError, match="rope: the input must be floating"):
+        nv.fast.rope(nv.ones((1, 2, 8), dtype=nv.int32), 8, traditional=False, base=1e4,
+                     scale=1.0, offset=0)

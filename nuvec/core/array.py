@@ -340,8 +340,13 @@ class Array:
     def __pos__(self): return self
     def __abs__(self): return _ops.abs(self)
     def __invert__(self): return _ops.bitwise_invert(self)
-    def __eq__(self, o): return _ops.equal(self, o)  # type: ignore[override]
-    def __ne__(self, o): return _ops.not_equal(self, o)  # type: ignore[override]
+    # Against a str or None, Python's identity comparison (MLX's: ``mask == "causal"``).
+    def __eq__(self, o):  # type: ignore[override]
+        return NotImplemented if isinstance(o, (str, type(None))) else _ops.equal(self, o)
+
+    def __ne__(self, o):  # type: ignore[override]
+        return NotImplemented if isinstance(o, (str, type(None))) else _ops.not_equal(self, o)
+
     def __lt__(self, o): return _ops.less(self, o)
     def __le__(self, o): return _ops.less_equal(self, o)
     def __gt__(self, o): return _ops.greater(self, o)
