@@ -31,5 +31,6 @@ from .export_dot import export_to_dot  # noqa: E402,F401
 from . import random  # noqa: E402,F401
 from . import distributed  # noqa: E402,F401
 from . import fast  # noqa: E402,F401
+from . import fft  # noqa: E402,F401
 from .ops.conv import conv1d, conv2d, conv3d  # noqa: E402,F401
 from .files import load, save, save_gguf, save_safetensors, savez, savez_compressed  # noqa: E402,F401

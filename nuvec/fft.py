@@ -1,0 +1,337 @@
+"""``nv.fft``: discrete Fourier transforms with MLX's API (``mlx.core.fft``).
+
+Transforms run in single precision as MLX's do: real input as float32, complex input (and
+everything an inverse or complex transform takes) as complex64; results are complex64, or
+float32 for ``irfft``/``irfft2``/``irfftn``. ``n`` / ``s`` crop or zero-pad the transformed
+axes first; ``norm`` is ``"backward"`` (the inverse divides by the number of points),
+``"ortho"`` or ``"forward"``. On the CPU the transforms are NumPy's pocketfft, on CUDA cuFFT
+through CuPy. ``stft``/``istft`` frame a signal and call these transforms, so they share their
+gradients.
+
+>>> import nuvec as nv
+>>> nv.fft.fft(nv.array([1.0, 0.0, 0.0, 0.0])).tolist()
+[(1+0j), (1+0j), (1+0j), (1+0j)]
+>>> nv.fft.irfft(nv.fft.rfft(nv.array([1.0, 2.0, 3.0]))).shape
+(2,)
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import numbers
+from typing import Sequence
+
+from .core import dtypes as dt
+from .core.array import Array
+from .core.device import resolve_stream, stream as _stream_ctx
+from .primitives.fft import FFT
+
+_NORMS = ("backward", "ortho", "forward")
+
+
+def _on(stream):
+    """The enclosed ops on ``stream`` (the ``stream=`` keyword), or where they would be."""
+    return contextlib.nullcontext() if stream is None else _stream_ctx(resolve_stream(stream))
+
+
+def _array(a, name: str) -> Array:
+    from .ops._common import as_array
+    return as_array(a, name)
+
+
+def _int_list(v, name: str, what: str) -> list[int]:
+    if isinstance(v, numbers.Integral) and not isinstance(v, bool):
+        return [int(v)]
+    try:
+        items = list(v)
+    except TypeError:
+        raise TypeError(f"{name}: {what} must be an int or a sequence of ints, got "
+                        f"{type(v).__name__}") from None
+    for x in items:
+        if not isinstance(x, numbers.Integral) or isinstance(x, bool):
+            raise TypeError(f"{name}: {what} must hold ints, got {type(x).__name__}")
+    return [int(x) for x in items]
+
+
+def _scale(n: Sequence[int], norm: str, inverse: bool) -> float:
+    """The factor the result gets beyond the primitive's own (1 forward, 1/n inverse)."""
+    total = float(math.prod(n))
+    if norm == "backward" or total == 0:
+        return 1.0
+    if norm == "ortho":
+        return math.sqrt(total) if inverse else 1.0 / math.sqrt(total)
+    return total if inverse else 1.0 / total
+
+
+def _transform(a, n, axes, real: bool, inverse: bool, norm: str, stream, name: str) -> Array:
+    """The shared body of every transform: check, crop / zero-pad, cast, transform, scale.
+
+    ``n`` (None for the input's sizes) gives the signal's length on each axis of ``axes``: for
+    an inverse real transform the output's, whose last axis reads ``n[-1] // 2 + 1`` inputs."""
+    from . import ops
+    a = _array(a, name)
+    if not isinstance(norm, str) or norm not in _NORMS:
+        raise ValueError(f"{name}: invalid norm {norm!r}; expected one of 'backward', 'ortho', "
+                         f"'forward'")
+    if a.ndim < 1:
+        raise ValueError(f"{name}: the input must have at least one dimension, got a 0-d array")
+    axes = list(axes)
+    if n is not None and len(n) != len(axes):
+        raise ValueError(f"{name}: {len(n)} sizes for {len(axes)} axes")
+    if not axes:
+        return a
+    for ax in axes:
+        if not -a.ndim <= ax < a.ndim:
+            raise ValueError(f"{name}: axis {ax} is out of bounds for an array of dimension "
+                             f"{a.ndim}")
+    axes = [ax % a.ndim for ax in axes]
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"{name}: repeated axis in {axes}")
+    if n is None:
+        n = [a.shape[ax] for ax in axes]
+        if real and inverse:
+            n[-1] = 2 * (n[-1] - 1)
+    n = list(n)
+    if any(k <= 0 for k in n):
+        raise ValueError(f"{name}: invalid transform size {tuple(n)} (sizes must be positive)")
+    want = list(a.shape)
+    for ax, k in zip(axes, n):
+        want[ax] = k
+    if real and inverse:
+        want[axes[-1]] = n[-1] // 2 + 1
+    with _on(stream):
+        x = a
+        if any(w < s for w, s in zip(want, x.shape)):
+            x = x[tuple(slice(0, min(w, s)) for w, s in zip(want, x.shape))]
+        if any(w > s for w, s in zip(want, x.shape)):
+            x = ops.pad(x, [(0, w - s) for w, s in zip(want, x.shape)])
+        x = ops.astype(x, dt.float32 if real and not inverse else dt.complex64)
+        prim = FFT(axes, inverse, real, odd=bool(real and inverse and n[-1] % 2))
+        out = Array.make(prim, [x], resolve_stream(stream))
+        factor = _scale(n, norm, inverse)
+        if factor != 1.0:
+            out = ops.multiply(out, ops.array(factor, out.dtype))
+    return out
+
+
+def _one_axis(n, axis, name: str):
+    if n is not None and (not isinstance(n, numbers.Integral) or isinstance(n, bool)):
+        raise TypeError(f"{name}: n must be an int or None, got {type(n).__name__}")
+    if not isinstance(axis, numbers.Integral) or isinstance(axis, bool):
+        raise TypeError(f"{name}: axis must be an int, got {type(axis).__name__}")
+    return (None if n is None else [int(n)]), [int(axis)]
+
+
+def _many_axes(a, s, axes, name: str, default_axes):
+    """(sizes or None, axes) of an n-dimensional transform, by MLX's rules: axes None means
+    ``default_axes`` (None: every axis), and sizes without axes are refused."""
+    if axes is None:
+        if s is not None:
+            raise ValueError(f"{name}: axes must be given when s is given")
+        nd = _array(a, name).ndim
+        axes = list(range(nd)) if default_axes is None else list(default_axes)
+        return None, axes
+    axes = _int_list(axes, name, "axes")
+    return (None if s is None else _int_list(s, name, "s")), axes
+
+
+# -- one dimension -----------------------------------------------------------------------
+
+def fft(a, n: int | None = None, axis: int = -1, norm: str = "backward", *,
+        stream=None) -> Array:
+    """The discrete Fourier transform along ``axis`` (``n`` crops or zero-pads it first).
+
+    >>> import nuvec as nv
+    >>> nv.fft.fft(nv.array([0.0, 1.0])).tolist()
+    [(1+0j), (-1+0j)]
+    """
+    n, axes = _one_axis(n, axis, "fft")
+    return _transform(a, n, axes, False, False, norm, stream, "fft")
+
+
+def ifft(a, n: int | None = None, axis: int = -1, norm: str = "backward", *,
+         stream=None) -> Array:
+    """The inverse of ``fft`` along ``axis``.
+
+    >>> import nuvec as nv
+    >>> nv.fft.ifft(nv.array([1.0, 1.0])).tolist()
+    [(1+0j), 0j]
+    """
+    n, axes = _one_axis(n, axis, "ifft")
+    return _transform(a, n, axes, False, True, norm, stream, "ifft")
+
+
+def rfft(a, n: int | None = None, axis: int = -1, norm: str = "backward", *,
+         stream=None) -> Array:
+    """The transform of a real signal: the ``n // 2 + 1`` non-negative frequencies.
+
+    >>> import nuvec as nv
+    >>> nv.fft.rfft(nv.array([1.0, 2.0, 3.0, 4.0])).shape
+    (3,)
+    """
+    n, axes = _one_axis(n, axis, "rfft")
+    return _transform(a, n, axes, True, False, norm, stream, "rfft")
+
+
+def irfft(a, n: int | None = None, axis: int = -1, norm: str = "backward", *,
+          stream=None) -> Array:
+    """The inverse of ``rfft``: a real signal of length ``n`` (default ``2 * (m - 1)`` for
+    ``m`` frequencies).
+
+    >>> import nuvec as nv
+    >>> nv.fft.irfft(nv.array([4.0, 0.0, 0.0]), n=5).shape
+    (5,)
+    """
+    n, axes = _one_axis(n, axis, "irfft")
+    return _transform(a, n, axes, True, True, norm, stream, "irfft")
+
+
+# -- two and n dimensions ----------------------------------------------------------------
+
+def fft2(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1),
+         norm: str = "backward", *, stream=None) -> Array:
+    """Two-dimensional ``fft`` (over the last two axes by default)."""
+    s, axes = _many_axes(a, s, axes, "fft2", None)
+    return _transform(a, s, axes, False, False, norm, stream, "fft2")
+
+
+def ifft2(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1),
+          norm: str = "backward", *, stream=None) -> Array:
+    """Two-dimensional ``ifft``."""
+    s, axes = _many_axes(a, s, axes, "ifft2", None)
+    return _transform(a, s, axes, False, True, norm, stream, "ifft2")
+
+
+def rfft2(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1),
+          norm: str = "backward", *, stream=None) -> Array:
+    """Two-dimensional ``rfft`` (the last of ``axes`` is the halved one)."""
+    s, axes = _many_axes(a, s, axes, "rfft2", None)
+    return _transform(a, s, axes, True, False, norm, stream, "rfft2")
+
+
+def irfft2(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1),
+           norm: str = "backward", *, stream=None) -> Array:
+    """Two-dimensional ``irfft``."""
+    s, axes = _many_axes(a, s, axes, "irfft2", None)
+    return _transform(a, s, axes, True, True, norm, stream, "irfft2")
+
+
+def fftn(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+         norm: str = "backward", *, stream=None) -> Array:
+    """n-dimensional ``fft`` over ``axes`` (every axis by default).
+
+    >>> import nuvec as nv
+    >>> nv.fft.fftn(nv.ones((2, 2))).tolist()
+    [[(4+0j), 0j], [0j, 0j]]
+    """
+    s, axes = _many_axes(a, s, axes, "fftn", None)
+    return _transform(a, s, axes, False, False, norm, stream, "fftn")
+
+
+def ifftn(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+          norm: str = "backward", *, stream=None) -> Array:
+    """n-dimensional ``ifft``."""
+    s, axes = _many_axes(a, s, axes, "ifftn", None)
+    return _transform(a, s, axes, False, True, norm, stream, "ifftn")
+
+
+def rfftn(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+          norm: str = "backward", *, stream=None) -> Array:
+    """n-dimensional ``rfft``."""
+    s, axes = _many_axes(a, s, axes, "rfftn", None)
+    return _transform(a, s, axes, True, False, norm, stream, "rfftn")
+
+
+def irfftn(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+           norm: str = "backward", *, stream=None) -> Array:
+    """n-dimensional ``irfft``."""
+    s, axes = _many_axes(a, s, axes, "irfftn", None)
+    return _transform(a, s, axes, True, True, norm, stream, "irfftn")
+
+
+# -- frequencies and shifts --------------------------------------------------------------
+
+def _check_freq_args(n, d, name: str) -> None:
+    if not isinstance(n, numbers.Integral) or isinstance(n, bool):
+        raise TypeError(f"{name}: n must be an int, got {type(n).__name__}")
+    if not isinstance(d, numbers.Real) or isinstance(d, bool):
+        raise TypeError(f"{name}: d must be a number, got {type(d).__name__}")
+    if n <= 0:
+        raise ValueError(f"{name}: n must be greater than 0, got {n}")
+    if d == 0:
+        raise ValueError(f"{name}: d must be non-zero")
+
+
+def fftfreq(n: int, d: float = 1.0, *, stream=None) -> Array:
+    """The sample frequencies of an ``n``-point ``fft`` with sample spacing ``d`` (float32).
+
+    >>> import nuvec as nv
+    >>> nv.fft.fftfreq(4).tolist()
+    [0.0, 0.25, -0.5, -0.25]
+    """
+    from . import ops
+    _check_freq_args(n, d, "fftfreq")
+    n = int(n)
+    with _on(stream):
+        k = ops.concatenate([ops.arange(0, (n + 1) // 2, dtype=dt.float32),
+                             ops.arange(-(n // 2), 0, dtype=dt.float32)])
+        return ops.multiply(k, ops.array(1.0 / (n * float(d)), dt.float32))
+
+
+def rfftfreq(n: int, d: float = 1.0, *, stream=None) -> Array:
+    """The sample frequencies of an ``n``-point ``rfft`` (float32).
+
+    >>> import nuvec as nv
+    >>> nv.fft.rfftfreq(4).tolist()
+    [0.0, 0.25, 0.5]
+    """
+    from . import ops
+    _check_freq_args(n, d, "rfftfreq")
+    n = int(n)
+    with _on(stream):
+        return ops.multiply(ops.arange(0, n // 2 + 1, dtype=dt.float32),
+                            ops.array(1.0 / (n * float(d)), dt.float32))
+
+
+def _shift(a, axes, inverse: bool, stream, name: str) -> Array:
+    from . import ops
+    a = _array(a, name)
+    if axes is None:
+        if a.ndim == 0:
+            return a
+        axes = list(range(a.ndim))
+    axes = _int_list(axes, name, "axes")
+    if not axes:
+        return a
+    shifts = []
+    for ax in axes:
+        if not -a.ndim <= ax < a.ndim:
+            raise ValueError(f"{name}: axis {ax} is out of bounds for an array of dimension "
+                             f"{a.ndim}")
+        half = a.shape[ax] // 2
+        shifts.append(-half if inverse else half)
+    return ops.roll(a, shifts, [ax % a.ndim for ax in axes], stream=stream)
+
+
+def fftshift(a, axes: int | Sequence[int] | None = None, *, stream=None) -> Array:
+    """The zero frequency moved to the centre of ``axes`` (every axis by default).
+
+    >>> import nuvec as nv
+    >>> nv.fft.fftshift(nv.arange(5)).tolist()
+    [3, 4, 0, 1, 2]
+    """
+    return _shift(a, axes, False, stream, "fftshift")
+
+
+def ifftshift(a, axes: int | Sequence[int] | None = None, *, stream=None) -> Array:
+    """The inverse of ``fftshift`` (they differ on odd lengths).
+
+    >>> import nuvec as nv
+    >>> nv.fft.ifftshift(nv.arange(5)).tolist()
+    [2, 3, 4, 0, 1]
+    """
+    return _shift(a, axes, True, stream, "ifftshift")
+
+
+__all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn",
+           "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
