@@ -9,7 +9,7 @@ INSTALL := $(if $(NUVEC_TEST_INSTALLED),,install)
 .PHONY: install demo test test-python test-swift docs bench bench-quick fuzz clean
 
 install:
-	$(PIP) install -q -e '.[test,docs]'
+	$(PIP) install -q -e '.[test]'
 ifneq ($(SWIFT),)
 	swift build --package-path swift -c release
 endif
@@ -32,6 +32,7 @@ endif
 
 # the API reference and guides (docs/) from the docstrings; a warning fails the build
 docs: $(INSTALL)
+	$(PIP) install -q -r docs/requirements.txt
 	$(PYTHON) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
 bench: install
