@@ -160,7 +160,7 @@ def kl_div_loss(inputs, targets, axis: int = -1, reduction: Reduction = "none"):
 
 def cosine_similarity_loss(x1, x2, axis: int = 1, eps: float = 1e-8,
                            reduction: Reduction = "none"):
-    """Cosine similarity ``x1 . x2 / max(|x1| |x2|, eps)`` along ``axis``."""
+    """Cosine similarity ``sum(x1 * x2) / max(|x1| |x2|, eps)`` along ``axis``."""
     _same_shape(x1, x2, "x1", "x2", "cosine_similarity_loss")
     n1 = nv.sqrt(nv.sum(nv.square(x1), axis=axis))
     n2 = nv.sqrt(nv.sum(nv.square(x2), axis=axis))
