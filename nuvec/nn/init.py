@@ -103,7 +103,8 @@ def he_uniform(dtype=nv.float32) -> Initializer:
 
 def sparse(sparsity: float, mean: float = 0.0, std: float = 1.0,
            dtype=nv.float32) -> Initializer:
-    """Normal values, with ``ceil(sparsity * rows)`` zeros in each column of a 2-d array."""
+    """Normal values, with ``ceil(sparsity * cols)`` zeros in each row of a 2-d array (so
+    each output feature of a ``Linear`` weight keeps the same number of inputs)."""
     if not 0.0 <= sparsity <= 1.0:
         raise ValueError(f"init.sparse: sparsity must be in [0, 1], got {sparsity}")
 
@@ -111,11 +112,11 @@ def sparse(sparsity: float, mean: float = 0.0, std: float = 1.0,
         if a.ndim != 2:
             raise ValueError(f"init.sparse: needs a 2-d array, got shape {tuple(a.shape)}")
         rows, cols = a.shape
-        zeros = math.ceil(sparsity * rows)
+        zeros = math.ceil(sparsity * cols)
         vals = np.asarray(nv.random.normal(shape=(rows, cols), scale=std, loc=mean))
-        order = np.argsort(np.asarray(nv.random.uniform(shape=(rows, cols))), axis=0)
+        order = np.argsort(np.asarray(nv.random.uniform(shape=(rows, cols))), axis=1)
         vals = vals.copy()
-        np.put_along_axis(vals, order[:zeros], 0.0, axis=0)
+        np.put_along_axis(vals, order[:, :zeros], 0.0, axis=1)
         return nv.array(vals, dtype=dtype)
     return init
 
@@ -125,8 +126,8 @@ def orthogonal(gain: float = 1.0, dtype=nv.float32) -> Initializer:
     whichever are fewer (QR of a normal draw, signs fixed so the draw is uniform)."""
     def init(a):
         if a.ndim != 2:
-            raise ValueError(f"init.orthogonal: needs a 2-d array, got shape "
-                             f"{tuple(a.shape)}")
+            raise ValueError(f"init.orthogonal: needs a 2D array, got a {a.ndim}D array of "
+                             f"shape {tuple(a.shape)}")
         rows, cols = a.shape
         m = np.asarray(nv.random.normal(shape=(max(rows, cols), min(rows, cols))),
                        dtype=np.float64)

@@ -271,6 +271,9 @@ def _value_and_grad(fun, nums, names, args, kwargs, name):
     _check_static(diff, name, nums, names)
     copies = [tracer_copy(x) for x in leaves]
     diff_t = unflatten(td, copies)
+    # A dict subclass that unflatten cannot rebuild (an nn.Module) is passed itself, its
+    # arrays swapped for the tracers for the call (as MLX): the function may use its methods.
+    in_place = _swap_in_place(diff, diff_t, copies)
     call_args = list(args)
     for j, n in enumerate(nums):
         call_args[n] = diff_t[j]
@@ -296,6 +299,8 @@ def _value_and_grad(fun, nums, names, args, kwargs, name):
         gs = backward([loss], [ops.ones_like(loss)], copies)
         grads = [g if g is not None else _zeros_like(c) for g, c in zip(gs, copies)]
     finally:
+        for j, originals in in_place:
+            _put_leaves(diff[j], iter(originals))
         release(list(out_leaves) + grads, copies)
     gtree = unflatten(td, grads)
     pos = gtree[:len(nums)]
@@ -306,6 +311,42 @@ def _value_and_grad(fun, nums, names, args, kwargs, name):
     if not names:
         return out, positional
     return out, (positional, {k: gtree[len(nums) + j] for j, k in enumerate(names)})
+
+
+def _swap_in_place(diff: list, diff_t: list, copies: list) -> list:
+    """Puts the tracers into those items of ``diff`` that are dict subclasses without a
+    ``_tree_unflatten`` hook, and makes ``diff_t`` hold the objects themselves; returns
+    ``(index, original arrays)`` for each, to put back after the call."""
+    swapped = []
+    start = 0
+    for j, item in enumerate(diff):
+        own = flatten(item)[0]
+        if (isinstance(item, dict) and type(item) is not dict
+                and getattr(type(item), "_tree_unflatten", None) is None):
+            _put_leaves(item, iter(copies[start:start + len(own)]))
+            diff_t[j] = item
+            swapped.append((j, own))
+        start += len(own)
+    return swapped
+
+
+def _put_leaves(tree: Any, arrays) -> Any:
+    """``tree`` with its arrays replaced, in ``flatten`` order, by the next of ``arrays``;
+    dicts and lists are changed in place, tuples rebuilt."""
+    if isinstance(tree, Array):
+        return next(arrays)
+    if isinstance(tree, dict):
+        for k in tree:
+            dict.__setitem__(tree, k, _put_leaves(tree[k], arrays))
+        return tree
+    if isinstance(tree, list):
+        for i, v in enumerate(tree):
+            tree[i] = _put_leaves(v, arrays)
+        return tree
+    if isinstance(tree, tuple):
+        items = [_put_leaves(v, arrays) for v in tree]
+        return type(tree)(*items) if hasattr(type(tree), "_fields") else type(tree)(items)
+    return tree
 
 
 def _check_static(diff: list, name: str, nums: list, names: list) -> None:

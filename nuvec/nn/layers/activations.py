@@ -161,13 +161,39 @@ def softmin(x, axis: int = -1):
 
 
 def log_softmax(x, axis: int = -1):
-    """``x - logsumexp(x)`` along ``axis``."""
-    return x - nv.logsumexp(x, axis=axis, keepdims=True)
+    """``x - logsumexp(x)`` along ``axis``, computed as ``(x - max) - log(sum(exp(x - max)))``
+    so that equal huge logits give exactly ``log(1/n)`` (``logsumexp`` of ``1e20`` rounds away
+    the ``log(n)`` it adds)."""
+    shifted = x - nv.stop_gradient(nv.max(x, axis=axis, keepdims=True))
+    return shifted - nv.log(nv.sum(nv.exp(shifted), axis=axis, keepdims=True))
 
 
 def step(x, threshold: float = 0.0):
-    """1 where ``x > threshold``, 0 elsewhere (int32)."""
-    return nv.where(x > threshold, 1, 0)
+    """1 where ``x >= threshold``, 0 elsewhere (int32), as MLX (the boundary is included)."""
+    return nv.where(x >= threshold, 1, 0)
+
+
+def relu2(x):
+    """``max(x, 0) ** 2`` (squared ReLU)."""
+    return nv.square(nv.maximum(x, 0))
+
+
+def hard_shrink(x, lambd: float = 0.5):
+    """``x`` where ``|x| > lambd``, 0 elsewhere.
+
+    >>> hard_shrink(nv.array([-1.0, 0.2, 0.7])).tolist()
+    [-1.0, 0.0, 0.699999988079071]
+    """
+    return nv.where(nv.abs(x) > lambd, x, 0)
+
+
+def softshrink(x, lambd: float = 0.5):
+    """``x - sign(x) * lambd`` where ``|x| > lambd``, 0 elsewhere.
+
+    >>> softshrink(nv.array([-1.0, 0.2, 1.5])).tolist()
+    [-0.5, 0.0, 1.0]
+    """
+    return nv.where(nv.abs(x) > lambd, x - nv.sign(x) * lambd, 0)
 
 
 # -- layer classes ---------------------------------------------------------------------------
@@ -182,6 +208,7 @@ def _layer(fn, doc: str):
 
 ReLU = _layer(relu, "Applies ``relu``.")
 ReLU6 = _layer(relu6, "Applies ``relu6``.")
+ReLU2 = _layer(relu2, "Applies ``relu2``.")
 SELU = _layer(selu, "Applies ``selu``.")
 SiLU = _layer(silu, "Applies ``silu``.")
 Sigmoid = _layer(sigmoid, "Applies ``sigmoid``.")
@@ -191,7 +218,7 @@ Softsign = _layer(softsign, "Applies ``softsign``.")
 Mish = _layer(mish, "Applies ``mish``.")
 Hardswish = _layer(hardswish, "Applies ``hardswish``.")
 LogSigmoid = _layer(log_sigmoid, "Applies ``log_sigmoid``.")
-for _name, _cls in [("ReLU", ReLU), ("ReLU6", ReLU6), ("SELU", SELU), ("SiLU", SiLU),
+for _name, _cls in [("ReLU", ReLU), ("ReLU6", ReLU6), ("ReLU2", ReLU2), ("SELU", SELU), ("SiLU", SiLU),
                     ("Sigmoid", Sigmoid), ("Tanh", Tanh), ("Softplus", Softplus),
                     ("Softsign", Softsign), ("Mish", Mish), ("Hardswish", Hardswish),
                     ("LogSigmoid", LogSigmoid)]:
@@ -311,3 +338,25 @@ class LogSoftmax(Module):
 
     def __call__(self, x):
         return log_softmax(x)
+
+
+class HardShrink(Module):
+    """Applies ``hard_shrink`` with threshold ``lambd``."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def __call__(self, x):
+        return hard_shrink(x, self.lambd)
+
+
+class Softshrink(Module):
+    """Applies ``softshrink`` with threshold ``lambd``."""
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        self.lambd = lambd
+
+    def __call__(self, x):
+        return softshrink(x, self.lambd)

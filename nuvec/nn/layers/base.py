@@ -28,6 +28,10 @@ from nuvec.utils import tree_flatten, tree_unflatten
 Filter = Callable[["Module", str, Any], bool]
 
 
+def _is_floating(dtype) -> bool:
+    return nv.issubdtype(dtype, nv.floating)
+
+
 class Module(dict):
     """Base class for layers and models: parameters and sub-modules are its dict items."""
 
@@ -183,11 +187,19 @@ class Module(dict):
         _update_modules(self, modules, strict)
         return self
 
-    def set_dtype(self, dtype, predicate: Optional[Callable] = None) -> None:
-        """Casts the parameters whose dtype passes ``predicate`` (floating ones by default)."""
+    def set_dtype(self, dtype, predicate: Optional[Callable] = _is_floating) -> None:
+        """Casts the parameters whose dtype passes ``predicate`` (by default the floating
+        ones, so integer parameters keep their dtype); ``predicate=None`` casts them all.
+
+        >>> import nuvec.nn as nn
+        >>> lin = nn.Linear(2, 2)
+        >>> lin.set_dtype(nv.bfloat16)
+        >>> lin.weight.dtype
+        nuvec.bfloat16
+        """
         if predicate is None:
-            def predicate(d):
-                return nv.issubdtype(d, nv.floating)
+            def predicate(_):
+                return True
         self.apply(lambda x: nv.astype(x, dtype) if predicate(x.dtype) else x)
 
     # -- freezing --------------------------------------------------------------------------

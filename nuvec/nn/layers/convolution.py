@@ -13,7 +13,7 @@ from typing import Sequence, Union
 import nuvec as nv
 
 from .base import Module
-from ...ops.conv import _tuple, conv1d, conv2d
+from ...ops.conv import _tuple, conv1d, conv2d, conv3d
 
 IntOrTuple = Union[int, Sequence[int]]
 
@@ -70,4 +70,16 @@ class Conv2d(_Conv):
 
     def __call__(self, x):
         y = conv2d(x, self.weight, self.stride, self.padding, self.dilation, self.groups)
+        return y + self.bias if "bias" in self else y
+
+
+class Conv3d(_Conv):
+    """3-d convolution over ``(N, D, H, W, C_in)`` inputs; weight
+    ``(C_out, KD, KH, KW, C_in / groups)`` uniform in ``[-k, k]``,
+    ``k = 1/sqrt(C_in / groups * KD * KH * KW)``; bias zeros."""
+    _nd = 3
+    _name = "Conv3d"
+
+    def __call__(self, x):
+        y = conv3d(x, self.weight, self.stride, self.padding, self.dilation, self.groups)
         return y + self.bias if "bias" in self else y

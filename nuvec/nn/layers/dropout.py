@@ -42,6 +42,9 @@ class Dropout2d(Module):
         super().__init__()
         self._p_1 = _check_p(p, "Dropout2d")
 
+    def _extra_repr(self) -> str:
+        return f"p={1 - self._p_1}"
+
     def __call__(self, x):
         if x.ndim not in (3, 4):
             raise ValueError(f"Dropout2d: expects 3-d or 4-d input, got {x.ndim}-d")
@@ -49,5 +52,27 @@ class Dropout2d(Module):
             return x
         shape = list(x.shape)
         shape[-2] = shape[-3] = 1
+        mask = nv.random.bernoulli(self._p_1, tuple(shape))
+        return (mask * x) * (1.0 / self._p_1)
+
+
+class Dropout3d(Module):
+    """Zeroes whole channels of ``(N, D, H, W, C)`` or ``(D, H, W, C)`` inputs with
+    probability ``p`` (the same choice over D, H and W), scaling the rest by ``1/(1-p)``."""
+
+    def __init__(self, p: float = 0.5) -> None:
+        super().__init__()
+        self._p_1 = _check_p(p, "Dropout3d")
+
+    def _extra_repr(self) -> str:
+        return f"p={1 - self._p_1}"
+
+    def __call__(self, x):
+        if x.ndim not in (4, 5):
+            raise ValueError(f"Dropout3d: expects 4-d or 5-d input, got {x.ndim}-d")
+        if self._p_1 == 1.0 or not self.training:
+            return x
+        shape = list(x.shape)
+        shape[-2] = shape[-3] = shape[-4] = 1
         mask = nv.random.bernoulli(self._p_1, tuple(shape))
         return (mask * x) * (1.0 / self._p_1)

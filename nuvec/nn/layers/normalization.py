@@ -1,4 +1,4 @@
-"""Normalisation layers: LayerNorm, RMSNorm, GroupNorm, BatchNorm.
+"""Normalisation layers: LayerNorm, RMSNorm, GroupNorm, InstanceNorm, BatchNorm.
 
 All normalise over the last axis (features last, as in MLX), in the input's dtype.
 
@@ -87,6 +87,9 @@ class GroupNorm(Module):
                  pytorch_compatible: bool = False) -> None:
         super().__init__()
         _check_eps(eps, "GroupNorm")
+        if num_groups <= 0 or dims <= 0:
+            raise ValueError(f"GroupNorm: num_groups and dims must be positive, got "
+                             f"num_groups={num_groups}, dims={dims}")
         if dims % num_groups:
             raise ValueError(f"GroupNorm: dims ({dims}) must be divisible by num_groups "
                              f"({num_groups})")
@@ -119,6 +122,40 @@ class GroupNorm(Module):
         if "weight" in self:
             y = y * self.weight + self.bias
         return y
+
+
+class InstanceNorm(Module):
+    """Normalises each feature (last axis) of each sample over its spatial positions (all
+    the axes between the first and the last): inputs ``(N, ..., C)`` of 3 or more
+    dimensions. ``affine`` (off by default) adds a per-feature ``weight`` and ``bias``.
+
+    >>> y = InstanceNorm(2)(nv.array([[[1.0, 5.0], [3.0, 7.0]]]))
+    >>> [[round(v, 3) for v in row] for row in y[0].tolist()]
+    [[-1.0, -1.0], [1.0, 1.0]]
+    """
+
+    def __init__(self, dims: int, eps: float = 1e-5, affine: bool = False) -> None:
+        super().__init__()
+        _check_eps(eps, "InstanceNorm")
+        if affine:
+            self.weight = nv.ones((dims,))
+            self.bias = nv.zeros((dims,))
+        self.dims = dims
+        self.eps = eps
+
+    def _extra_repr(self) -> str:
+        return f"{self.dims}, eps={self.eps}, affine={'weight' in self}"
+
+    def __call__(self, x):
+        if x.ndim < 3:
+            raise ValueError(f"InstanceNorm: expects an input (N, ..., C) of at least 3 "
+                             f"dimensions, got {x.ndim}")
+        _check_last(x, self.dims, "InstanceNorm")
+        # statistics in float32 at least: a half-precision variance overflows at |x| ~ 256
+        wide = nv.promote_types(x.dtype, nv.float32)
+        y = nv.astype(_normalize(nv.astype(x, wide), tuple(range(1, x.ndim - 1)), self.eps),
+                      x.dtype)
+        return self.weight * y + self.bias if "weight" in self else y
 
 
 class BatchNorm(Module):

@@ -1,4 +1,4 @@
-"""Pooling layers (channels last): MaxPool1d/2d, AvgPool1d/2d.
+"""Pooling layers (channels last): MaxPool1d/2d/3d, AvgPool1d/2d/3d.
 
 ``stride`` defaults to ``kernel_size``. Max pooling pads with ``-inf``, average pooling with
 zeros (which count in the average).
@@ -59,3 +59,13 @@ class MaxPool2d(_Pool):
 class AvgPool2d(_Pool):
     """Average over windows of ``(N, H, W, C)`` inputs."""
     _nd, _kind = 2, "avg"
+
+
+class MaxPool3d(_Pool):
+    """Max over windows of ``(N, D, H, W, C)`` inputs."""
+    _nd, _kind = 3, "max"
+
+
+class AvgPool3d(_Pool):
+    """Average over windows of ``(N, D, H, W, C)`` inputs."""
+    _nd, _kind = 3, "avg"

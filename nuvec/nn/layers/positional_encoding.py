@@ -1,4 +1,4 @@
-"""Positional encodings: rotary (RoPE) and sinusoidal.
+"""Positional encodings: rotary (RoPE), sinusoidal, and ALiBi's attention biases.
 
 >>> import nuvec as nv
 >>> import nuvec.nn as nn
@@ -78,3 +78,48 @@ class SinusoidalPositionalEncoding(Module):
         c, s = nv.cos(y), nv.sin(y)
         y = nv.concatenate([c, s] if self.cos_first else [s, c], axis=-1)
         return y * self.scale if self.scale != 1 else y
+
+
+def _alibi_slopes(n: int) -> list:
+    """The heads' slopes: ``2^(-8 i / n)`` for ``i = 1..n`` when ``n`` is a power of two;
+    otherwise those of the power of two below ``n``, then every other slope of twice that
+    power for the remaining heads."""
+    if n & (n - 1) == 0:
+        return [2.0 ** (-8.0 * i / n) for i in range(1, n + 1)]
+    low = 1 << (n.bit_length() - 1)
+    return _alibi_slopes(low) + _alibi_slopes(2 * low)[0::2][:n - low]
+
+
+class ALiBi(Module):
+    """Attention with linear biases: adds ``-slope_h * |i - j|`` to the attention scores
+    ``(B, H, L_q, L_k)`` of head ``h`` (query ``i`` counted from ``offset``); an optional
+    additive ``mask`` is added too.
+
+    >>> scores = ALiBi()(nv.zeros((1, 2, 2, 2)))
+    >>> scores[0, 0].tolist()
+    [[0.0, -0.0625], [-0.0625, 0.0]]
+    """
+
+    @staticmethod
+    def create_alibi_slope(num_heads: int, dtype=nv.float32):
+        """The slopes, shape ``(num_heads, 1, 1)``."""
+        return nv.array(_alibi_slopes(num_heads), dtype=dtype).reshape(num_heads, 1, 1)
+
+    @staticmethod
+    def create_alibi_matrix(q_sequence_length: int, k_sequence_length: int, num_heads: int,
+                            offset: int, dtype=nv.float32):
+        """The biases ``(1, num_heads, q_sequence_length - offset, k_sequence_length)``."""
+        q = nv.arange(offset, q_sequence_length)
+        k = nv.arange(0, k_sequence_length)
+        distance = -nv.abs(q[:, None] - k[None, :])[None, None]
+        return nv.astype(distance * ALiBi.create_alibi_slope(num_heads, dtype), dtype)
+
+    def __call__(self, attention_scores, offset: int = 0, mask=None):
+        if attention_scores.ndim != 4:
+            raise ValueError(f"ALiBi: expects scores (B, H, L_q, L_k), got shape "
+                             f"{tuple(attention_scores.shape)}")
+        _, heads, lq, lk = attention_scores.shape
+        bias = self.create_alibi_matrix(lq + offset, lk, heads, offset, attention_scores.dtype)
+        if mask is not None:
+            bias = bias + mask
+        return attention_scores + bias
