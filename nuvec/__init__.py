@@ -32,5 +32,7 @@ from . import random  # noqa: E402,F401
 from . import distributed  # noqa: E402,F401
 from . import fast  # noqa: E402,F401
 from . import fft  # noqa: E402,F401
+import importlib as _importlib  # noqa: E402
+linalg = _importlib.import_module(".linalg", __name__)  # not ops.linalg, which `ops import *` bound
 from .ops.conv import conv1d, conv2d, conv3d  # noqa: E402,F401
 from .files import load, save, save_gguf, save_safetensors, savez, savez_compressed  # noqa: E402,F401

@@ -1,4 +1,5 @@
-"""Linear-algebra primitives: Matmul and AddMM.
+"""Linear-algebra primitives: Matmul and AddMM, and MLX's factorisations (QRF, SVD, Inverse,
+Cholesky, Eig, Eigh, LUF; at the end of the file).
 
 Both take operands of at least two dimensions and one dtype (the ops promote, and turn 1-D
 operands into matrices first); batch dimensions broadcast as NumPy's. ``AddMM(alpha, beta)``
@@ -215,3 +216,200 @@ class AddMM(Primitive):
             c = ops.moveaxis(c, cx, 0)
             c = ops.reshape(c, (c._shape[0],) + (1,) * (nb + 2 - (c.ndim - 1)) + c._shape[1:])
         return [Array.make(self, [c, a2, b2])], [0]
+
+
+# -- factorisations ------------------------------------------------------------------------
+#
+# MLX's factorisation primitives: each works on the matrices of the last two axes, batched
+# over the leading ones, so vmap moves the mapped axis to the front and applies the same
+# primitive (out axes 0). MLX gives them no derivatives; the composites built on them
+# (solve, pinv, det through lu) have none either.
+
+def _square(name: str, a) -> None:
+    if a.ndim < 2:
+        raise ValueError(f"{name}: arrays must have at least 2 dimensions, got {a.ndim}")
+    if a._shape[-1] != a._shape[-2]:
+        raise ValueError(f"{name}: only defined for square matrices, got shape {a._shape}")
+
+
+def _check_dtype(name: str, a, allowed: tuple) -> None:
+    if a._dtype.name not in allowed:
+        raise ValueError(f"{name}: arrays must have type {', '.join(allowed)}; got "
+                         f"{a._dtype.name}")
+
+
+_REAL = ("float32", "float64")
+_REAL_OR_COMPLEX = ("float32", "float64", "complex64")
+
+
+def _real_of(d):
+    from ..core import dtypes as dt
+    return dt.float32 if d == dt.complex64 else d
+
+
+class _Batched(Primitive):
+    """A primitive over the matrices of the last two axes of its one input."""
+    __slots__ = ()
+
+    def vmap(self, inputs, axes):
+        (x,), (b,) = inputs, axes
+        x = _ops().moveaxis(x, b, 0) if b != 0 else x
+        outs = _apply(self, x)
+        return outs, [0] * len(outs)
+
+
+def _apply(prim: Primitive, x: Array, stream=None) -> list:
+    """The outputs of ``prim`` on ``x`` as a list (one array, or siblings)."""
+    if len(prim.infer([x])) == 1:
+        return [Array.make(prim, [x], stream)]
+    return Array.make_multi(prim, [x], stream)
+
+
+class QRF(_Batched):
+    """``a = q @ r``: ``q`` (..., m, k) with orthonormal columns, ``r`` (..., k, n) upper
+    triangular, ``k = min(m, n)``."""
+    __slots__ = ()
+    name = "qr"
+
+    def infer(self, inputs):
+        (a,) = inputs
+        if a.ndim < 2:
+            raise ValueError(f"qr: arrays must have at least 2 dimensions, got {a.ndim}")
+        _check_dtype("qr", a, _REAL)
+        m, n = a._shape[-2:]
+        k = min(m, n)
+        return [(a._shape[:-1] + (k,), a._dtype), (a._shape[:-2] + (k, n), a._dtype)]
+
+
+class SVD(_Batched):
+    """``a = u[..., :k] * s @ vt[..., :k, :]``: ``u`` (..., m, m), ``s`` (..., k) descending
+    (real: float32 for complex64 input), ``vt`` (..., n, n); only ``s`` without
+    ``compute_uv``."""
+    __slots__ = ("compute_uv",)
+    name = "svd"
+
+    def __init__(self, compute_uv: bool = True) -> None:
+        self.compute_uv = bool(compute_uv)
+
+    @property
+    def params(self) -> tuple:
+        return (self.compute_uv,)
+
+    def infer(self, inputs):
+        (a,) = inputs
+        if a.ndim < 2:
+            raise ValueError(f"svd: arrays must have at least 2 dimensions, got {a.ndim}")
+        _check_dtype("svd", a, _REAL_OR_COMPLEX)
+        m, n = a._shape[-2:]
+        lead = a._shape[:-2]
+        s = (lead + (min(m, n),), _real_of(a._dtype))
+        if not self.compute_uv:
+            return [s]
+        return [(lead + (m, m), a._dtype), s, (lead + (n, n), a._dtype)]
+
+
+class Inverse(_Batched):
+    """The inverse of each square matrix; with ``tri``, of its ``upper`` (or lower) triangle,
+    the other triangle of the result being zero."""
+    __slots__ = ("tri", "upper")
+    name = "inverse"
+
+    def __init__(self, tri: bool = False, upper: bool = False) -> None:
+        self.tri = bool(tri)
+        self.upper = bool(upper) and self.tri
+
+    @property
+    def params(self) -> tuple:
+        return (self.tri, self.upper)
+
+    def infer(self, inputs):
+        (a,) = inputs
+        name = "tri_inv" if self.tri else "inv"
+        _square(name, a)
+        _check_dtype(name, a, _REAL)
+        return [(a._shape, a._dtype)]
+
+
+class Cholesky(_Batched):
+    """The lower (or ``upper``) triangular factor of each symmetric positive-definite matrix
+    (``a = l @ l.T``); the other triangle is zero."""
+    __slots__ = ("upper",)
+    name = "cholesky"
+
+    def __init__(self, upper: bool = False) -> None:
+        self.upper = bool(upper)
+
+    @property
+    def params(self) -> tuple:
+        return (self.upper,)
+
+    def infer(self, inputs):
+        (a,) = inputs
+        _square("cholesky", a)
+        _check_dtype("cholesky", a, _REAL)
+        return [(a._shape, a._dtype)]
+
+
+class Eig(_Batched):
+    """Eigenvalues (..., n) and, with ``vectors``, right eigenvectors (..., n, n; column j
+    for value j) of general square matrices, both complex64."""
+    __slots__ = ("vectors",)
+    name = "eig"
+
+    def __init__(self, vectors: bool = True) -> None:
+        self.vectors = bool(vectors)
+
+    @property
+    def params(self) -> tuple:
+        return (self.vectors,)
+
+    def infer(self, inputs):
+        from ..core import dtypes as dt
+        (a,) = inputs
+        name = "eig" if self.vectors else "eigvals"
+        _square(name, a)
+        _check_dtype(name, a, _REAL_OR_COMPLEX)
+        vals = (a._shape[:-1], dt.complex64)
+        return [vals, (a._shape, dt.complex64)] if self.vectors else [vals]
+
+
+class Eigh(_Batched):
+    """Eigenvalues (ascending, real) and, with ``vectors``, orthonormal eigenvectors of
+    symmetric (Hermitian) matrices, read from the ``uplo`` ("L" or "U") triangle."""
+    __slots__ = ("uplo", "vectors")
+    name = "eigh"
+
+    def __init__(self, uplo: str = "L", vectors: bool = True) -> None:
+        self.uplo = str(uplo)
+        self.vectors = bool(vectors)
+
+    @property
+    def params(self) -> tuple:
+        return (self.uplo, self.vectors)
+
+    def infer(self, inputs):
+        (a,) = inputs
+        name = "eigh" if self.vectors else "eigvalsh"
+        _square(name, a)
+        _check_dtype(name, a, _REAL_OR_COMPLEX)
+        vals = (a._shape[:-1], _real_of(a._dtype))
+        return [vals, (a._shape, a._dtype)] if self.vectors else [vals]
+
+
+class LUF(_Batched):
+    """LAPACK's partial-pivoting LU of (..., m, n) matrices: the factors packed in one array
+    (``l`` below the unit diagonal, ``u`` on and above it), the pivots (..., min(m, n))
+    (row i was swapped with row ``pivots[i]``, uint32) and the row permutation (..., m)
+    (uint32) such that ``a = l[perm] @ u``."""
+    __slots__ = ()
+    name = "lu_factor"
+
+    def infer(self, inputs):
+        from ..core import dtypes as dt
+        (a,) = inputs
+        if a.ndim < 2:
+            raise ValueError(f"lu: arrays must have at least 2 dimensions, got {a.ndim}")
+        _check_dtype("lu", a, _REAL)
+        m, n = a._shape[-2:]
+        return [(a._shape, a._dtype), (a._shape[:-2] + (min(m, n),), dt.uint32),
+                (a._shape[:-1], dt.uint32)]

@@ -10,6 +10,7 @@ from . import reduction  # noqa: F401
 from . import sort  # noqa: F401
 from . import linalg  # noqa: F401
 from . import fft  # noqa: F401
+from . import lapack  # noqa: F401
 from . import misc  # noqa: F401,E402  (transform primitives: Copy, CustomFunction)
 from . import norm  # noqa: F401,E402  (layer norm rows)
 from . import compiled  # noqa: F401,E402  (fused kernels of nv.compile)

@@ -8,7 +8,7 @@ device exists. ``runtime`` documents how data, bfloat16 and streams are handled.
 from . import device
 
 if device.is_available():
-    from . import elementwise, fft, indexing, linalg, misc, reduction, shape, sort  # noqa: F401
+    from . import elementwise, fft, indexing, linalg, misc, reduction, shape, solver, sort  # noqa: F401
     try:
         from . import random  # noqa: F401
     except ImportError:  # pragma: no cover - a tree without the random primitive
