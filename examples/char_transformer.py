@@ -9,6 +9,7 @@ residual adds, the dropout scaling and the AdamW update -- fuse into generated k
 
     python examples/char_transformer.py               # full setting
     python examples/char_transformer.py --steps 30    # a quick run
+    python examples/char_transformer.py --plot loss.png   # and the loss curves (matplotlib)
 """
 from __future__ import annotations
 
@@ -105,6 +106,7 @@ def main(argv=None) -> dict:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sample", type=int, default=200, help="characters to generate")
     p.add_argument("--no-compile", action="store_true")
+    p.add_argument("--plot", metavar="PATH", help="save the loss curves as a PNG (matplotlib)")
     args = p.parse_args(argv)
 
     nv.random.seed(args.seed)
@@ -143,22 +145,29 @@ def main(argv=None) -> dict:
     start = time.perf_counter()
     running = None
     eval_time = 0.0
+    losses, validation = [], []
     for i in range(1, args.steps + 1):
         x, y = next(data)
         loss = step(x, y)
         nv.eval(state)
-        value = loss.item()
-        running = value if running is None else 0.9 * running + 0.1 * value
+        losses.append(loss.item())
+        running = losses[-1] if running is None else 0.9 * running + 0.1 * losses[-1]
         if i % max(1, args.steps // 10) == 0 or i == args.steps:
             t = time.perf_counter()
             val = evaluate(model, val_ids, args.context)
             eval_time += time.perf_counter() - t
+            validation.append((i, val))
             print(f"step {i:5d}  train loss {running:.3f}  validation loss {val:.3f}  "
-                  f"lr {optimizer.learning_rate.item():.2e}")
+                  f"lr {optimizer.learning_rate.item():.2e}  "
+                  f"{time.perf_counter() - start - eval_time:6.1f} s training", flush=True)
     elapsed = time.perf_counter() - start - eval_time
     val = evaluate(model, val_ids, args.context)
     print(f"{args.steps} training steps in {elapsed:.1f} s ({args.steps / max(elapsed, 1e-9):.1f} steps/s)")
     print(f"validation loss {val:.3f}")
+    if args.plot:
+        from plotting import save_loss_curve
+        save_loss_curve(args.plot, losses, f"character transformer: validation loss {val:.3f}",
+                        marks={"validation loss": validation})
     if args.sample > 0:
         print("sample:")
         print(generate(model, "It is a truth", chars, args.sample, args.context, 0.6))

@@ -9,6 +9,7 @@ Python function is traced once and then replayed.
 
     python examples/digits_mlp.py              # full setting (reaches >= 95% test accuracy)
     python examples/digits_mlp.py --epochs 2   # a quick run
+    python examples/digits_mlp.py --plot loss.png   # and the loss curve (needs matplotlib)
 """
 from __future__ import annotations
 
@@ -50,12 +51,14 @@ def load_digits(seed: int, test_fraction: float = 0.2):
     return x[train], y[train], x[test], y[test]
 
 
-def progress(epoch: int, epochs: int, done: int, total: int, loss: float, width: int = 30,
-             out=sys.stdout) -> None:
-    """One line of ``[#####.....]`` progress, rewritten in place."""
+def progress(epoch: int, epochs: int, done: int, total: int, loss: float, seconds: float,
+             width: int = 30, out=sys.stdout) -> None:
+    """One line of ``[#####.....]`` progress per epoch, rewritten in place; ``seconds`` is the
+    time the epoch has taken so far."""
     filled = int(width * done / total)
     bar = "#" * filled + "." * (width - filled)
-    out.write(f"\repoch {epoch:3d}/{epochs} [{bar}] {done:4d}/{total} loss {loss:.4f}")
+    out.write(f"\repoch {epoch:3d}/{epochs} [{bar}] {done:4d}/{total} loss {loss:.4f} "
+              f"{seconds:5.2f} s")
     if done == total:
         out.write("\n")
     out.flush()
@@ -78,6 +81,7 @@ def main(argv=None) -> float:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-compile", action="store_true", help="run the step eagerly")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--plot", metavar="PATH", help="save the loss curve as a PNG (matplotlib)")
     args = p.parse_args(argv)
 
     nv.random.seed(args.seed)
@@ -111,21 +115,30 @@ def main(argv=None) -> float:
           f"({'compiled' if not args.no_compile else 'eager'} step)")
     rng = np.random.default_rng(args.seed + 1)
     start = time.perf_counter()
+    losses, epoch_means = [], []
     for epoch in range(1, args.epochs + 1):
         order = rng.permutation(len(y_train))
         running = 0.0
+        epoch_start = time.perf_counter()
         for i in range(steps_per_epoch):
             idx = order[i * args.batch_size:(i + 1) * args.batch_size]
             loss = step(nv.array(x_train[idx]), nv.array(y_train[idx]))
             nv.eval(state)
-            running += loss.item()
+            losses.append(loss.item())
+            running += losses[-1]
             if not args.quiet and (i + 1 == steps_per_epoch or i % 5 == 0):
-                progress(epoch, args.epochs, i + 1, steps_per_epoch, running / (i + 1))
+                progress(epoch, args.epochs, i + 1, steps_per_epoch, running / (i + 1),
+                         time.perf_counter() - epoch_start)
+        epoch_means.append((epoch * steps_per_epoch, running / steps_per_epoch))
     elapsed = time.perf_counter() - start
     acc = accuracy(model, x_test, y_test)
     print(f"trained {total_steps} steps in {elapsed:.1f} s "
           f"({total_steps / max(elapsed, 1e-9):.0f} steps/s)")
     print(f"test accuracy: {acc * 100:.2f}%")
+    if args.plot:
+        from plotting import save_loss_curve
+        save_loss_curve(args.plot, losses, f"digits MLP: test accuracy {acc * 100:.2f}%",
+                        marks={"epoch mean": epoch_means})
     return acc
 
 

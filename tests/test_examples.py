@@ -28,6 +28,20 @@ def test_digits_mlp_short_setting():
     assert acc >= 90.0, out
 
 
+def test_digits_mlp_prints_each_epoch_with_its_time_and_plots_its_loss(tmp_path):
+    pytest.importorskip("sklearn")
+    png = tmp_path / "loss.png"
+    out = run_example("digits_mlp.py", "--epochs", "2", "--plot", str(png))
+    epochs = re.findall(r"epoch +(\d)/2 \[#{30}\] +\d+/\d+ loss [0-9.]+ +([0-9.]+) s\n", out)
+    assert [e for e, _ in epochs] == ["1", "2"] and all(float(t) > 0 for _, t in epochs), out
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert "matplotlib is not installed" in out and not png.exists()
+    else:
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"written to {png}" in out
+
+
 def test_char_transformer_short_setting():
     out = run_example("char_transformer.py", "--steps", "25", "--dims", "32", "--context", "32",
                       "--sample", "40")
