@@ -5,8 +5,8 @@ everything an inverse or complex transform takes) as complex64; results are comp
 float32 for ``irfft``/``irfft2``/``irfftn``. ``n`` / ``s`` crop or zero-pad the transformed
 axes first; ``norm`` is ``"backward"`` (the inverse divides by the number of points),
 ``"ortho"`` or ``"forward"``. On the CPU the transforms are NumPy's pocketfft, on CUDA cuFFT
-through CuPy. ``stft``/``istft`` frame a signal and call these transforms, so they share their
-gradients.
+through CuPy. ``stft``/``istft`` (``torch.stft``'s arguments, MLX's ``norm``) frame a signal with
+one gather and call these transforms, so they share their gradients.
 
 >>> import nuvec as nv
 >>> nv.fft.fft(nv.array([1.0, 0.0, 0.0, 0.0])).tolist()
@@ -333,5 +333,181 @@ def ifftshift(a, axes: int | Sequence[int] | None = None, *, stream=None) -> Arr
     return _shift(a, axes, True, stream, "ifftshift")
 
 
+# -- short-time transforms ---------------------------------------------------------------
+
+_PAD_MODES = ("reflect", "constant", "edge")
+
+
+def _positive_int(v, name: str, what: str) -> int:
+    if not isinstance(v, numbers.Integral) or isinstance(v, bool):
+        raise TypeError(f"{name}: {what} must be an int, got {type(v).__name__}")
+    if v <= 0:
+        raise ValueError(f"{name}: {what} must be positive, got {v}")
+    return int(v)
+
+
+def _frame_window(window, n_fft: int, win_length: int | None, name: str, dtype) -> Array:
+    """The window (ones when None) of ``win_length`` samples, zero-padded on both sides to
+    ``n_fft`` (centred, as torch.stft does)."""
+    from . import ops
+    win_length = n_fft if win_length is None else _positive_int(win_length, name, "win_length")
+    if win_length > n_fft:
+        raise ValueError(f"{name}: win_length ({win_length}) must not exceed n_fft ({n_fft})")
+    if window is None:
+        w = ops.ones((win_length,), dtype)
+    else:
+        w = _array(window, name)
+        if w.shape != (win_length,):
+            raise ValueError(f"{name}: window must have shape ({win_length},), got {w.shape}")
+    left = (n_fft - win_length) // 2
+    if left or n_fft - win_length - left:
+        w = ops.pad(w, [(left, n_fft - win_length - left)])
+    return ops.astype(w, dtype)
+
+
+def _padded_index(length: int, pad: int, mode: str, name: str):
+    """For each position of the signal padded by ``pad`` on both sides, the sample it reads
+    (reflect: mirrored without repeating the edge; edge: the edge repeated)."""
+    import numpy as np
+    i = np.arange(-pad, length + pad)
+    if mode == "reflect":
+        if pad >= length:
+            raise ValueError(f"{name}: reflect padding of {pad} needs a signal longer than "
+                             f"{pad} samples, got {length}")
+        i = np.abs(i)
+        i = np.where(i >= length, 2 * (length - 1) - i, i)
+    else:
+        i = np.clip(i, 0, length - 1)
+    return i
+
+
+def stft(x, n_fft: int, hop_length: int | None = None, win_length: int | None = None,
+         window=None, center: bool = True, pad_mode: str = "reflect", norm: str = "backward",
+         onesided: bool = True, *, stream=None) -> Array:
+    """The short-time Fourier transform of the signals on the last axis of ``x``:
+    ``(..., n_freq, n_frames)`` complex64, ``n_freq = n_fft // 2 + 1`` (``n_fft`` when not
+    ``onesided``). Frames of ``n_fft`` samples every ``hop_length`` (default ``n_fft // 4``),
+    each multiplied by ``window`` (``win_length`` samples, default ``n_fft``, centred in the
+    frame; ones when None); with ``center`` the signal is first padded by ``n_fft // 2`` on
+    both sides (``pad_mode`` "reflect", "constant" or "edge"). ``norm`` as in ``fft``. The
+    arguments follow ``torch.stft``.
+
+    >>> import nuvec as nv
+    >>> nv.fft.stft(nv.zeros((100,)), n_fft=16).shape
+    (9, 26)
+    """
+    import numpy as np
+    from . import ops
+    name = "stft"
+    x = _array(x, name)
+    n_fft = _positive_int(n_fft, name, "n_fft")
+    hop = n_fft // 4 if hop_length is None else _positive_int(hop_length, name, "hop_length")
+    hop = max(hop, 1)
+    if pad_mode not in _PAD_MODES:
+        raise ValueError(f"{name}: pad_mode must be one of {', '.join(_PAD_MODES)}, got "
+                         f"{pad_mode!r}")
+    if x.ndim < 1:
+        raise ValueError(f"{name}: the input must have at least one dimension")
+    if onesided and x.dtype.kind == "c":
+        raise ValueError(f"{name}: a complex signal needs onesided=False")
+    with _on(stream):
+        real = x.dtype.kind != "c"
+        x = ops.astype(x, dt.float32 if real else dt.complex64)
+        w = _frame_window(window, n_fft, win_length, name, x.dtype)
+        length = x.shape[-1]
+        pad = n_fft // 2 if center else 0
+        if pad and pad_mode == "constant":
+            x = ops.pad(x, [(0, 0)] * (x.ndim - 1) + [(pad, pad)])
+            source = np.arange(length + 2 * pad)
+        else:
+            source = _padded_index(length, pad, pad_mode, name)
+        if source.size < n_fft:
+            raise ValueError(f"{name}: the (padded) signal of {source.size} samples is shorter "
+                             f"than n_fft={n_fft}")
+        count = 1 + (source.size - n_fft) // hop
+        # every frame's samples as indices into x: one gather frames the padded signal
+        idx = source[np.arange(count)[:, None] * hop + np.arange(n_fft)[None, :]]
+        frames = ops.take(x, ops.array(idx.astype(np.int32)), axis=-1)
+        frames = ops.multiply(frames, w)
+        spec = (rfft if onesided else fft)(frames, axis=-1, norm=norm)
+        return ops.swapaxes(spec, -1, -2)
+
+
+def _overlap_add(frames: Array, hop: int) -> Array:
+    """Frames (..., count, n) summed into one signal, frame t starting at ``t * hop``
+    (length ``n + hop * (count - 1)``): each frame cut into hop-long chunks; chunk j of
+    frame t lands in block t + j, so the signal is a sum of shifted chunk rows."""
+    from . import ops
+    count, n = frames.shape[-2:]
+    chunks = -(-n // hop)
+    lead = [(0, 0)] * (frames.ndim - 2)
+    if chunks * hop != n:
+        frames = ops.pad(frames, lead + [(0, 0), (0, chunks * hop - n)])
+    parts = ops.reshape(frames, frames.shape[:-1] + (chunks, hop))
+    total = None
+    for j in range(chunks):
+        part = ops.pad(parts[..., j, :], lead + [(j, chunks - 1 - j), (0, 0)])
+        total = part if total is None else ops.add(total, part)
+    signal = ops.reshape(total, total.shape[:-2] + ((count + chunks - 1) * hop,))
+    return signal[..., : n + hop * (count - 1)]
+
+
+def istft(stft_matrix, n_fft: int | None = None, hop_length: int | None = None,
+          win_length: int | None = None, window=None, center: bool = True,
+          norm: str = "backward", onesided: bool = True, length: int | None = None, *,
+          stream=None) -> Array:
+    """The inverse of ``stft``: the signal whose ``stft`` (same arguments) is
+    ``stft_matrix`` (..., n_freq, n_frames), by windowed overlap-add divided by the summed
+    squared window. ``n_fft`` defaults to ``2 * (n_freq - 1)`` (``n_freq`` when not
+    ``onesided``); ``length`` crops or zero-pads the result. float32 for a onesided spectrum,
+    complex64 otherwise. The arguments follow ``torch.istft``.
+
+    >>> import nuvec as nv
+    >>> x = nv.random.normal((64,))
+    >>> y = nv.fft.istft(nv.fft.stft(x, 16, window=nv.ones((16,))), 16, window=nv.ones((16,)),
+    ...                  length=64)
+    >>> nv.allclose(x, y, atol=1e-5).item()
+    True
+    """
+    from . import ops
+    name = "istft"
+    spec = _array(stft_matrix, name)
+    if spec.ndim < 2:
+        raise ValueError(f"{name}: the input must have at least two dimensions "
+                         f"(..., n_freq, n_frames), got {spec.ndim}")
+    n_freq, count = spec.shape[-2:]
+    if n_fft is None:
+        n_fft = 2 * (n_freq - 1) if onesided else n_freq
+    n_fft = _positive_int(n_fft, name, "n_fft")
+    want = n_fft // 2 + 1 if onesided else n_fft
+    if n_freq != want:
+        raise ValueError(f"{name}: {n_freq} frequencies do not match n_fft={n_fft} "
+                         f"({want} expected)")
+    hop = n_fft // 4 if hop_length is None else _positive_int(hop_length, name, "hop_length")
+    hop = max(hop, 1)
+    if hop > n_fft:
+        raise ValueError(f"{name}: hop_length ({hop}) must not exceed n_fft ({n_fft})")
+    if length is not None:
+        length = _positive_int(length, name, "length")
+    with _on(stream):
+        frames = ops.swapaxes(ops.astype(spec, dt.complex64), -1, -2)
+        frames = irfft(frames, n=n_fft, axis=-1, norm=norm) if onesided else \
+            ifft(frames, axis=-1, norm=norm)
+        w = _frame_window(window, n_fft, win_length, name, frames.dtype)
+        signal = _overlap_add(ops.multiply(frames, w), hop)
+        env = _overlap_add(ops.broadcast_to(ops.square(ops.abs(w)), (count, n_fft)), hop)
+        # samples no frame's window covers stay zero (and keep a finite gradient)
+        covered = ops.greater(env, 1e-11)
+        signal = ops.where(covered, signal / ops.where(covered, env, 1.0), 0.0)
+        start = n_fft // 2 if center else 0
+        end = signal.shape[-1] - (n_fft // 2 if center else 0)
+        if length is not None:
+            end = start + length
+        out = signal[..., start:min(end, signal.shape[-1])]
+        if out.shape[-1] < end - start:
+            out = ops.pad(out, [(0, 0)] * (out.ndim - 1) + [(0, end - start - out.shape[-1])])
+        return out
+
+
 __all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn",
-           "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+           "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift", "stft", "istft"]

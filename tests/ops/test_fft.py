@@ -215,3 +215,85 @@ def test_stream_keyword():
     x = nv.array(crand(8))
     close(nv.fft.fft(x, stream=nv.cpu), np.fft.fft(np.asarray(x)))
     assert nv.fft.fftfreq(4, stream=nv.cpu).shape == (4,)
+
+
+# -- stft / istft --------------------------------------------------------------------------
+
+def np_stft(x, n_fft, hop, win, center=True, pad_mode="reflect", norm="backward",
+            onesided=True):
+    """torch.stft's definition in NumPy: pad, frame, window (centred in the frame), DFT."""
+    wl = win.shape[0]
+    left = (n_fft - wl) // 2
+    w = np.pad(win, (left, n_fft - wl - left))
+    if center:
+        p = n_fft // 2
+        x = np.pad(x, [(0, 0)] * (x.ndim - 1) + [(p, p)], mode=pad_mode)
+    count = 1 + (x.shape[-1] - n_fft) // hop
+    frames = np.stack([x[..., t * hop: t * hop + n_fft] for t in range(count)], axis=-2) * w
+    spec = (np.fft.rfft if onesided else np.fft.fft)(frames, axis=-1, norm=norm)
+    return np.swapaxes(spec, -1, -2)
+
+
+HANN = lambda n: (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n) / n)).astype(np.float32)  # noqa: E731
+
+
+@pytest.mark.parametrize("n_fft,hop,wl", [(16, 4, 16), (16, 5, 12), (15, 3, 15), (8, 8, 8)])
+@pytest.mark.parametrize("center,pad_mode", [(True, "reflect"), (True, "constant"),
+                                             (True, "edge"), (False, "reflect")])
+@pytest.mark.parametrize("norm", ["backward", "ortho"])
+def test_stft_against_numpy(n_fft, hop, wl, center, pad_mode, norm):
+    x = rrand(2, 61)
+    w = HANN(wl)
+    got = nv.fft.stft(nv.array(x), n_fft, hop_length=hop, win_length=wl, window=nv.array(w),
+                      center=center, pad_mode=pad_mode, norm=norm)
+    assert got.dtype == nv.complex64
+    close(got, np_stft(x, n_fft, hop, w, center, pad_mode, norm))
+    two = nv.fft.stft(nv.array(x), n_fft, hop_length=hop, win_length=wl, window=nv.array(w),
+                      center=center, pad_mode=pad_mode, norm=norm, onesided=False)
+    close(two, np_stft(x, n_fft, hop, w, center, pad_mode, norm, onesided=False))
+
+
+@pytest.mark.parametrize("n_fft,hop", [(16, 4), (16, 5), (15, 3), (12, 6)])
+@pytest.mark.parametrize("center", [True, False])
+@pytest.mark.parametrize("onesided", [True, False])
+def test_istft_inverts_stft(n_fft, hop, center, onesided):
+    x = rrand(3, 80)
+    w = nv.array(HANN(n_fft) + 0.1)   # never zero: every sample is recoverable
+    spec = nv.fft.stft(nv.array(x), n_fft, hop_length=hop, window=w, center=center,
+                       onesided=onesided)
+    back = nv.fft.istft(spec, n_fft, hop_length=hop, window=w, center=center,
+                        onesided=onesided, length=80 if center else None)
+    back = np.asarray(back)
+    assert back.dtype == (np.float32 if onesided else np.complex64)
+    covered = back.shape[-1]
+    close(back, x[..., :covered].astype(back.dtype), tol=1e-5)
+
+
+def test_stft_defaults_errors_and_gradient():
+    x = rrand(50)
+    got = nv.fft.stft(nv.array(x), 16)   # hop n_fft // 4, rectangular window, reflect pad
+    close(got, np_stft(x, 16, 4, np.ones(16, np.float32)))
+    with pytest.raises(ValueError, match="stft: pad_mode"):
+        nv.fft.stft(nv.array(x), 16, pad_mode="wrap")
+    with pytest.raises(ValueError, match="stft: win_length"):
+        nv.fft.stft(nv.array(x), 16, win_length=20)
+    with pytest.raises(ValueError, match="stft: window must have shape"):
+        nv.fft.stft(nv.array(x), 16, window=nv.ones((8,)))
+    with pytest.raises(ValueError, match="shorter than n_fft"):
+        nv.fft.stft(nv.array(x[:5]), 16, center=False)
+    with pytest.raises(ValueError, match="istft: 9 frequencies do not match"):
+        nv.fft.istft(nv.zeros((9, 4), nv.complex64), 20)
+    with pytest.raises(TypeError, match="stft: n_fft must be an int"):
+        nv.fft.stft(nv.array(x), 16.0)
+    # stft is linear in x: its vjp is its adjoint
+    g = crand(9, 13)
+    _, (grad,) = nv.vjp(lambda a: nv.fft.stft(a, 16), [nv.array(x)], [nv.array(g)])
+    for _ in range(3):
+        t = rrand(50)
+        lhs = _inner(g, np_stft(t, 16, 4, np.ones(16, np.float32)))
+        assert abs(lhs - _inner(np.asarray(grad), t)) <= 1e-4 * (abs(lhs) + np.abs(g).sum())
+    # istft's gradient is finite where the window vanishes
+    w = nv.array(HANN(16))
+    loss = lambda s: nv.sum(nv.fft.istft(s, 16, window=w) ** 2)  # noqa: E731
+    gs = np.asarray(nv.grad(loss)(nv.fft.stft(nv.array(x), 16, window=w)))
+    assert np.isfinite(gs).all()
