@@ -17,6 +17,7 @@ from typing import Callable
 import nuvec as nv
 
 from .layers.base import Module
+from ..distributed.average import average_gradients  # noqa: F401  (MLX's nn.utils name)
 
 
 def value_and_grad(model: Module, fn: Callable) -> Callable:

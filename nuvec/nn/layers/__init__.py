@@ -16,7 +16,9 @@ from .linear import Bilinear, Identity, Linear  # noqa: F401
 from .normalization import BatchNorm, GroupNorm, InstanceNorm, LayerNorm, RMSNorm  # noqa: F401
 from .pooling import (  # noqa: F401
     AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d, MaxPool3d)
+from .recurrent import GRU, LSTM, RNN  # noqa: F401
+from .upsample import Upsample  # noqa: F401
 from .positional_encoding import ALiBi, RoPE, SinusoidalPositionalEncoding  # noqa: F401
 from .transformer import (  # noqa: F401
-    MultiHeadAttention, TransformerEncoder, TransformerEncoderLayer,
-    scaled_dot_product_attention)
+    MultiHeadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,
+    TransformerEncoder, TransformerEncoderLayer, scaled_dot_product_attention)

@@ -1,4 +1,4 @@
-"""Attention and the transformer encoder.
+"""Attention, and the transformer: encoder, decoder and the encoder-decoder model.
 
 >>> import nuvec as nv
 >>> import nuvec.nn as nn
@@ -111,7 +111,7 @@ class TransformerEncoderLayer(Module):
 class TransformerEncoder(Module):
     """``num_layers`` encoder layers, then a final LayerNorm. ``checkpoint`` is accepted
     for MLX compatibility; it only trades memory for compute there, and results are the
-    same here without it."""
+    same here without it (see ``nn.utils.checkpoint``)."""
 
     def __init__(self, num_layers: int, dims: int, num_heads: int,
                  mlp_dims: Optional[int] = None, dropout: float = 0.0,
@@ -127,3 +127,96 @@ class TransformerEncoder(Module):
         for layer in self.layers:
             x = layer(x, mask)
         return self.ln(x)
+
+
+class TransformerDecoderLayer(Module):
+    """Self-attention over ``x`` (``x_mask``), cross-attention from ``x`` to ``memory``
+    (``memory_mask``), then an MLP (``dims -> mlp_dims -> dims``, default ``4 * dims``);
+    each block with a residual connection, a layer norm (before the block with
+    ``norm_first``, after the residual otherwise) and dropout.
+
+    >>> layer = TransformerDecoderLayer(16, 4)
+    >>> layer(nv.ones((2, 3, 16)), nv.ones((2, 5, 16)), None, None).shape
+    (2, 3, 16)
+    """
+
+    def __init__(self, dims: int, num_heads: int, mlp_dims: Optional[int] = None,
+                 dropout: float = 0.0, activation: Callable = relu,
+                 norm_first: bool = True) -> None:
+        super().__init__()
+        mlp_dims = mlp_dims or dims * 4
+        self.self_attention = MultiHeadAttention(dims, num_heads)
+        self.cross_attention = MultiHeadAttention(dims, num_heads)
+        self.ln1 = LayerNorm(dims)
+        self.ln2 = LayerNorm(dims)
+        self.ln3 = LayerNorm(dims)
+        self.linear1 = Linear(dims, mlp_dims)
+        self.linear2 = Linear(mlp_dims, dims)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.dropout3 = Dropout(dropout)
+        self.activation = activation
+        self.norm_first = norm_first
+
+    def _mlp(self, x):
+        return self.linear2(self.dropout3(self.activation(self.linear1(x))))
+
+    def __call__(self, x, memory, x_mask, memory_mask):
+        if self.norm_first:
+            y = self.ln1(x)
+            x = x + self.dropout1(self.self_attention(y, y, y, x_mask))
+            y = self.ln2(x)
+            x = x + self.dropout2(self.cross_attention(y, memory, memory, memory_mask))
+            return x + self._mlp(self.ln3(x))
+        x = self.ln1(x + self.dropout1(self.self_attention(x, x, x, x_mask)))
+        x = self.ln2(x + self.dropout2(self.cross_attention(x, memory, memory, memory_mask)))
+        return self.ln3(x + self._mlp(x))
+
+
+class TransformerDecoder(Module):
+    """``num_layers`` decoder layers, then a final LayerNorm (``checkpoint`` as in
+    ``TransformerEncoder``)."""
+
+    def __init__(self, num_layers: int, dims: int, num_heads: int,
+                 mlp_dims: Optional[int] = None, dropout: float = 0.0,
+                 activation: Callable = relu, norm_first: bool = True,
+                 checkpoint: bool = False) -> None:
+        super().__init__()
+        self.layers = [TransformerDecoderLayer(dims, num_heads, mlp_dims, dropout, activation,
+                                               norm_first) for _ in range(num_layers)]
+        self.ln = LayerNorm(dims)
+        self.checkpoint = checkpoint
+
+    def __call__(self, x, memory, x_mask, memory_mask):
+        for layer in self.layers:
+            x = layer(x, memory, x_mask, memory_mask)
+        return self.ln(x)
+
+
+class Transformer(Module):
+    """The encoder-decoder transformer: ``decoder(tgt, encoder(src, src_mask), tgt_mask,
+    memory_mask)``. ``custom_encoder`` / ``custom_decoder`` (any modules with those call
+    signatures) replace the standard ones.
+
+    >>> model = Transformer(dims=16, num_heads=4, num_encoder_layers=1, num_decoder_layers=1)
+    >>> model(nv.ones((2, 6, 16)), nv.ones((2, 3, 16)), None, None, None).shape
+    (2, 3, 16)
+    """
+
+    def __init__(self, dims: int = 512, num_heads: int = 8, num_encoder_layers: int = 6,
+                 num_decoder_layers: int = 6, mlp_dims: Optional[int] = None,
+                 dropout: float = 0.0, activation: Callable = relu,
+                 custom_encoder: Optional[Module] = None,
+                 custom_decoder: Optional[Module] = None, norm_first: bool = True,
+                 checkpoint: bool = False) -> None:
+        super().__init__()
+        self.encoder = custom_encoder if custom_encoder is not None else TransformerEncoder(
+            num_encoder_layers, dims, num_heads, mlp_dims, dropout, activation, norm_first,
+            checkpoint)
+        self.decoder = custom_decoder if custom_decoder is not None else TransformerDecoder(
+            num_decoder_layers, dims, num_heads, mlp_dims, dropout, activation, norm_first,
+            checkpoint)
+
+    def __call__(self, src, tgt, src_mask, tgt_mask, memory_mask):
+        memory = self.encoder(src, src_mask)
+        return self.decoder(tgt, memory, tgt_mask, memory_mask)
