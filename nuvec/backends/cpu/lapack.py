@@ -1,8 +1,8 @@
 """MLX's factorisations on the CPU: LAPACK through NumPy (qr, svd, inv, cholesky, eig, eigh,
 all batched over leading axes) and SciPy (the LU factorisation and the triangular inverse,
-``getrf`` and ``trtri``, one matrix at a time). Results keep the input's precision; eig's are
-complex64 as MLX's. A singular matrix given to inv or tri_inv raises an error naming the
-function; cholesky, as MLX's, does not check definiteness."""
+``getrf``, ``trtri`` and ``potrf``, one matrix at a time). Results keep the input's precision;
+eig's are complex64 as MLX's. A singular matrix given to inv or tri_inv raises RuntimeError
+naming the function (MLX's LAPACK failure); cholesky, as MLX's, does not check definiteness."""
 from __future__ import annotations
 
 import numpy as np
@@ -46,7 +46,7 @@ def _tri_inv(a: np.ndarray, upper: bool) -> np.ndarray:
         for i, m in enumerate(flat):
             inv, info = trtri(m, lower=0 if upper else 1)
             if info > 0:
-                raise _fail("tri_inv", "the matrix is singular")
+                raise RuntimeError("tri_inv: the matrix is singular")
             dst[i] = inv
     # trtri leaves the other triangle as it found it: zero it (MLX's result is triangular)
     return np.triu(out) if upper else np.tril(out)
@@ -60,7 +60,7 @@ def _inverse(prim, ins, node):
     try:
         return [np.linalg.inv(a)]
     except np.linalg.LinAlgError:
-        raise _fail("inv", "the matrix is singular") from None
+        raise RuntimeError("inv: the matrix is singular") from None
 
 
 @register(Cholesky)
