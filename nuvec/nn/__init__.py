@@ -9,5 +9,5 @@
 from . import init, losses  # noqa: F401
 from .layers import *  # noqa: F401,F403
 from .layers import Module  # noqa: F401
-from .utils import checkpoint, value_and_grad  # noqa: F401
+from .utils import checkpoint, clip_grad_norm_sharded, value_and_grad  # noqa: F401
 from ..distributed.average import average_gradients  # noqa: F401,E402  (MLX's nn.average_gradients)

@@ -1,4 +1,6 @@
-"""Transformations of functions of a model: ``nn.value_and_grad``.
+"""Transformations of functions of a model (``nn.value_and_grad``, ``checkpoint``) and
+gradient helpers for distributed training (``average_gradients``,
+``clip_grad_norm_sharded``).
 
 >>> import nuvec as nv
 >>> import nuvec.nn as nn
@@ -12,9 +14,10 @@
 from __future__ import annotations
 
 from functools import wraps
-from typing import Callable
+from typing import Any, Callable
 
 import nuvec as nv
+from nuvec.utils import tree_map, tree_reduce
 
 from .layers.base import Module
 from ..distributed.average import average_gradients  # noqa: F401  (MLX's nn.utils name)
@@ -56,3 +59,20 @@ def checkpoint(module: Module, fn: Callable | None = None) -> Callable:
     def call(*args, **kwargs):
         return target(*args, **kwargs)
     return call
+
+
+def clip_grad_norm_sharded(gradients: Any, max_norm: float, group=None) -> tuple:
+    """``optimizers.clip_grad_norm`` for gradients sharded over ``group`` (each process
+    holds a part, as with ``nn.fully_shard``): the global norm sums every process's squared
+    norms. Returns ``(clipped local gradients, global norm)``.
+
+    >>> g, n = clip_grad_norm_sharded({"w": nv.array([3.0, 4.0])}, 1.0)
+    >>> round(n.item(), 4), [round(v, 4) for v in g["w"].tolist()]
+    (5.0, [0.6, 0.8])
+    """
+    if max_norm < 0:
+        raise ValueError(f"clip_grad_norm_sharded: max_norm must be >= 0, got {max_norm}")
+    local = tree_reduce(lambda acc, g: acc + nv.sum(nv.square(g)), gradients, nv.array(0.0))
+    norm = nv.sqrt(nv.distributed.all_sum(local, group=group))
+    scale = nv.minimum(max_norm / (norm + 1e-6), 1.0)
+    return tree_map(lambda g: g * scale, gradients), norm

@@ -47,16 +47,19 @@ class custom_function:
         self._jvp: Callable | None = None
         self._vmap: Callable | None = None
 
+    # The rules are stored taking the arguments as a tuple; as in MLX, the user's rule gets
+    # the argument itself (not a 1-tuple) when the function has one argument.
     def vjp(self, f: Callable) -> "custom_function":
-        self._vjp = f
+        self._vjp = lambda primals, cotangents, outputs: f(_single(primals), cotangents,
+                                                           outputs)
         return self
 
     def jvp(self, f: Callable) -> "custom_function":
-        self._jvp = f
+        self._jvp = lambda primals, tangents: f(_single(primals), _single(tangents))
         return self
 
     def vmap(self, f: Callable) -> "custom_function":
-        self._vmap = f
+        self._vmap = lambda inputs, axes: f(_single(inputs), _single(axes))
         return self
 
     def __get__(self, obj, objtype=None):  # usable as a method
@@ -145,12 +148,17 @@ class custom_function:
                 per = vmap(lambda p, c, o: _per_arg(user_vjp(p, c, o), p),
                            in_axes=(in_axes, 0, 0))(primals, cotangents, outputs)
                 return tuple(_unbatch(g, ax, x) for g, ax, x in zip(per, in_axes, primals))
-            batched.vjp(bvjp)
+            batched._vjp = bvjp
         if self._jvp is not None:
             user_jvp = self._jvp
-            batched.jvp(lambda primals, tangents: vmap(user_jvp, in_axes=(in_axes, in_axes))(
-                primals, tangents))
+            batched._jvp = lambda primals, tangents: vmap(
+                user_jvp, in_axes=(in_axes, in_axes))(primals, tangents)
         return batched
+
+
+def _single(args: Any) -> Any:
+    """A one-argument tuple's argument; other tuples unchanged."""
+    return args[0] if isinstance(args, tuple) and len(args) == 1 else args
 
 
 def _per_arg(r: Any, primals: tuple) -> tuple:
