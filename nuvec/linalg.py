@@ -138,7 +138,7 @@ def norm(a, /, ord: int | float | str | None = None, axis: int | Sequence[int] |
     6.0
     """
     a = _array(a, "norm")
-    if ord is not None and not isinstance(ord, (str, numbers.Real)) or isinstance(ord, bool):
+    if ord is not None and not isinstance(ord, (str, numbers.Real)):
         raise TypeError(f"norm: ord must be None, a number or a string, got {type(ord).__name__}")
     if axis is None:
         axes = None
