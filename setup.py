@@ -37,6 +37,10 @@ EXTRA = {
                  "nuvec/backends/cpu/csrc/nv_norm_avx512.c"],
         include_dirs=["nuvec/backends/cpu"],
         extra_compile_args=["-ffp-contract=off"]),   # each operation rounded (nv_rows.c)
+    "nuvec.backends.cpu._quant": dict(
+        sources=["nuvec/backends/cpu/csrc/nv_quant.c"],
+        include_dirs=["nuvec/backends/cpu"],
+        extra_compile_args=["-ffp-contract=off"]),   # each operation rounded (nv_quant.c)
 }
 
 

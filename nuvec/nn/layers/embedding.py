@@ -34,3 +34,9 @@ class Embedding(Module):
     def as_linear(self, x):
         """``x @ weight.T``: the table used as an output projection (weight tying)."""
         return nv.matmul(x, nv.transpose(self.weight))
+
+    def to_quantized(self, group_size: int | None = None, bits: int | None = None,
+                     mode: str = "affine") -> Module:
+        """This layer as a ``QuantizedEmbedding`` (see ``nn.quantize``)."""
+        from .quantized import QuantizedEmbedding
+        return QuantizedEmbedding.from_embedding(self, group_size, bits, mode)

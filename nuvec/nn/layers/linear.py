@@ -45,6 +45,14 @@ class Linear(Module):
         out, inp = self.weight.shape
         return f"input_dims={inp}, output_dims={out}, bias={'bias' in self}"
 
+    def to_quantized(self, group_size: int | None = None, bits: int | None = None,
+                     mode: str = "affine", quantize_input: bool = False) -> Module:
+        """This layer as a ``QuantizedLinear`` (see ``nn.quantize``)."""
+        if quantize_input:
+            raise ValueError("Linear.to_quantized: quantize_input is not supported")
+        from .quantized import QuantizedLinear
+        return QuantizedLinear.from_linear(self, group_size, bits, mode)
+
     def __call__(self, x):
         w = self["weight"]
         if x.ndim == 0 or x.shape[-1] != w.shape[1]:

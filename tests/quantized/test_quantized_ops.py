@@ -1,0 +1,187 @@
+"""quantize / dequantize / quantized_matmul / gather_qmm: MLX's packed bits (reference made by
+make_mlx_reference.py with MLX), round trips, and products against dequantize-then-matmul in
+float64."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nuvec as nv
+from nuvec.primitives import quant_formats as qf
+
+REF = np.load(Path(__file__).parent / "data" / "mlx_quantized.npz")
+RNG = np.random.default_rng(5)
+AFFINE = [(g, b) for g in (32, 64, 128) for b in (2, 3, 4, 5, 6, 8)]
+
+
+@pytest.mark.parametrize("gs,bits", AFFINE)
+@pytest.mark.parametrize("dt", ["float32", "float16"])
+def test_affine_packing_is_mlx_bit_for_bit(gs, bits, dt):
+    key = f"affine_{gs}_{bits}_{dt}"
+    wq, s, b = nv.quantize(nv.array(REF[key + "_w"]), gs, bits)
+    assert wq.dtype == nv.uint32 and s.dtype == getattr(nv, dt)
+    assert np.asarray(wq).tobytes() == REF[key + "_q"].tobytes()
+    assert np.asarray(s).tobytes() == REF[key + "_s"].tobytes()
+    assert np.asarray(b).tobytes() == REF[key + "_b"].tobytes()
+    # MLX's codes decode to MLX's dequantized values
+    d = nv.dequantize(nv.array(REF[key + "_q"]), nv.array(REF[key + "_s"]),
+                      nv.array(REF[key + "_b"]), gs, bits)
+    np.testing.assert_array_equal(np.asarray(d), REF[key + "_d"])
+
+
+@pytest.mark.parametrize("mode", ["mxfp4", "mxfp8", "nvfp4"])
+def test_float_modes_are_mlx_bit_for_bit(mode):
+    wq, s = nv.quantize(nv.array(REF[f"{mode}_w"]), mode=mode)
+    assert s.dtype == nv.uint8
+    assert np.asarray(wq).tobytes() == REF[f"{mode}_q"].tobytes()
+    assert np.asarray(s).tobytes() == REF[f"{mode}_s"].tobytes()
+    d = nv.dequantize(wq, s, mode=mode, dtype=nv.float32)
+    np.testing.assert_array_equal(np.asarray(d), REF[f"{mode}_d"])
+    assert nv.dequantize(wq, s, mode=mode).dtype == nv.bfloat16
+
+
+@pytest.mark.parametrize("bits", [2, 3, 4, 5, 6, 8])
+def test_pack_unpack_round_trip(bits):
+    codes = RNG.integers(0, 1 << bits, size=(3, 64)).astype(np.uint8)
+    np.testing.assert_array_equal(qf.unpack(qf.pack(codes, bits), bits), codes)
+    # the layout: code j at bit j * bits of the row's little-endian stream
+    words = qf.pack(codes, bits)
+    stream = int.from_bytes(words[1].tobytes(), "little")
+    assert [(stream >> (j * bits)) & ((1 << bits) - 1) for j in range(64)] == list(codes[1])
+
+
+@pytest.mark.parametrize("gs,bits", AFFINE)
+def test_affine_round_trip_error_is_within_a_step(gs, bits):
+    w = RNG.standard_normal((8, 256)).astype(np.float32)
+    wq, s, b = nv.quantize(nv.array(w), gs, bits)
+    d = np.asarray(nv.dequantize(wq, s, b, gs, bits)).reshape(8, -1, gs)
+    g = w.reshape(8, -1, gs)
+    # within one step of the group's range (the edge of larger magnitude is exact, which
+    # can move the other end by up to half a step)
+    step = (g.max(-1) - g.min(-1))[..., None] / ((1 << bits) - 1)
+    assert np.all(np.abs(d - g) <= step)
+    edge = np.where(np.abs(g.min(-1)) > np.abs(g.max(-1)), g.min(-1), g.max(-1))
+    assert np.all(np.isclose(d, edge[..., None], rtol=0, atol=1e-6).any(-1))
+
+
+def _dequantized64(wq, s, b, gs, bits, mode="affine"):
+    return np.asarray(nv.dequantize(wq, s, b, gs, bits, mode=mode, dtype=nv.float32),
+                      np.float64)
+
+
+@pytest.mark.parametrize("gs,bits", AFFINE)
+@pytest.mark.parametrize("transpose", [True, False])
+def test_quantized_matmul_is_the_product_with_the_dequantized_weight(gs, bits, transpose):
+    n, k = 48, 256
+    shape = (n, k) if transpose else (k, 128 * 3)
+    w = RNG.standard_normal(shape).astype(np.float32)
+    wq, s, b = nv.quantize(nv.array(w), gs, bits)
+    dw = _dequantized64(wq, s, b, gs, bits)
+    x = RNG.standard_normal((2, 5, k)).astype(np.float32)
+    y = nv.quantized_matmul(nv.array(x), wq, s, b, transpose, gs, bits)
+    want = x.astype(np.float64) @ (dw.T if transpose else dw)
+    assert y.shape == want.shape and y.dtype == nv.float32
+    np.testing.assert_allclose(np.asarray(y), want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["mxfp4", "mxfp8", "nvfp4"])
+def test_float_mode_products(mode):
+    w = RNG.standard_normal((40, 128)).astype(np.float32)
+    wq, s = nv.quantize(nv.array(w), mode=mode)
+    dw = _dequantized64(wq, s, None, None, None, mode)
+    x = RNG.standard_normal((3, 128)).astype(np.float32)
+    y = nv.quantized_matmul(nv.array(x), wq, s, mode=mode)
+    np.testing.assert_allclose(np.asarray(y), x.astype(np.float64) @ dw.T, rtol=1e-5, atol=1e-4)
+
+
+def test_float64_and_half_inputs():
+    w = RNG.standard_normal((16, 64)).astype(np.float32)
+    wq, s, b = nv.quantize(nv.array(w), 64, 4)
+    dw = _dequantized64(wq, s, b, 64, 4)
+    x = RNG.standard_normal((3, 64))
+    y = nv.quantized_matmul(nv.array(x), wq, s, b, group_size=64, bits=4)
+    assert y.dtype == nv.float64                           # float64 x with float32 scales
+    codes = qf.unpack(np.asarray(wq), 4).astype(np.float64).reshape(16, 1, 64)
+    dw64 = (codes * np.asarray(s, np.float64)[..., None]
+            + np.asarray(b, np.float64)[..., None]).reshape(16, 64)
+    np.testing.assert_allclose(np.asarray(y), x @ dw64.T, rtol=1e-12, atol=1e-12)
+    y64 = nv.quantized_matmul(nv.array(x), wq, nv.astype(s, nv.float64),
+                              nv.astype(b, nv.float64), group_size=64, bits=4)
+    assert y64.dtype == nv.float64
+    np.testing.assert_allclose(np.asarray(y64), x @ dw64.T, rtol=1e-12, atol=1e-12)
+    yh = nv.quantized_matmul(nv.array(x.astype(np.float16)), wq, nv.astype(s, nv.float16),
+                             nv.astype(b, nv.float16), group_size=64, bits=4)
+    assert yh.dtype == nv.float16
+    np.testing.assert_allclose(np.asarray(yh, np.float64), x @ dw.T, rtol=2e-2, atol=2e-2)
+
+
+def test_batched_weights_and_gather_qmm():
+    e, n, k = 4, 16, 64
+    w = RNG.standard_normal((e, n, k)).astype(np.float32)
+    wq, s, b = nv.quantize(nv.array(w), 32, 4)
+    dw = _dequantized64(wq, s, b, 32, 4)
+    x = RNG.standard_normal((3, 2, k)).astype(np.float32)
+    idx = np.array([[3, 0], [1, 1], [2, 3]])
+    y = nv.gather_qmm(nv.array(x[:, None]), wq, s, b, rhs_indices=nv.array(idx),
+                      group_size=32, bits=4)
+    assert y.shape == (3, 2, 2, n)
+    for i in range(3):
+        for j in range(2):
+            np.testing.assert_allclose(np.asarray(y)[i, j], x[i].astype(np.float64)
+                                       @ dw[idx[i, j]].T, rtol=1e-5, atol=1e-4)
+    batched = nv.quantized_matmul(nv.array(np.repeat(x[:1], e, 0)), wq, s, b, group_size=32,
+                                  bits=4)
+    np.testing.assert_allclose(np.asarray(batched), x[0].astype(np.float64) @
+                               np.swapaxes(dw, -1, -2), rtol=1e-5, atol=1e-4)
+
+
+def test_gradients_are_mlx_s():
+    w = RNG.standard_normal((16, 64)).astype(np.float32)
+    wq, s, b = nv.quantize(nv.array(w), 32, 4)
+    dw = _dequantized64(wq, s, b, 32, 4)
+    x = nv.array(RNG.standard_normal((3, 64)).astype(np.float32))
+    g = RNG.standard_normal((3, 16))
+
+    def loss(x, s, b):
+        return (nv.quantized_matmul(x, wq, s, b, group_size=32, bits=4) * nv.array(g, nv.float32)).sum()
+    gx, gs_, gb = nv.grad(loss, argnums=(0, 1, 2))(x, s, b)
+    np.testing.assert_allclose(np.asarray(gx), g @ dw, rtol=1e-5, atol=1e-5)
+    dW = (g.T @ np.asarray(x, np.float64)).reshape(16, 2, 32)            # dL/dW per group
+    codes = qf.unpack(np.asarray(wq), 4).reshape(16, 2, 32)
+    np.testing.assert_allclose(np.asarray(gb), dW.sum(-1), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(gs_), (dW * codes).sum(-1), rtol=1e-4, atol=1e-4)
+    y = nv.quantized_matmul(x, wq, s, b, group_size=32, bits=4)
+    with pytest.raises(ValueError, match="no gradient with respect to the quantized weights"):
+        y._prim.vjp([x, wq, s, b], [nv.ones_like(y)], [1], [y])
+    # compiled equals eager, bit for bit
+    f = nv.compile(lambda x: nv.quantized_matmul(x, wq, s, b, group_size=32, bits=4))
+    assert np.asarray(f(x)).tobytes() == np.asarray(
+        nv.quantized_matmul(x, wq, s, b, group_size=32, bits=4)).tobytes()
+    # vmap over x
+    xs = nv.array(RNG.standard_normal((4, 64)).astype(np.float32))
+    v = nv.vmap(lambda r: nv.quantized_matmul(r, wq, s, b, group_size=32, bits=4))(xs)
+    np.testing.assert_allclose(np.asarray(v), np.asarray(xs, np.float64) @ dw.T, rtol=1e-5,
+                               atol=1e-4)
+
+
+def test_errors_name_the_function_and_argument():
+    w = nv.ones((8, 64))
+    with pytest.raises(ValueError, match="quantize: the group size 16 is not supported"):
+        nv.quantize(w, 16, 4)
+    with pytest.raises(ValueError, match="quantize: 7 bits are not supported"):
+        nv.quantize(w, 64, 7)
+    with pytest.raises(ValueError, match="quantize: the last dimension"):
+        nv.quantize(nv.ones((8, 48)), 32, 4)
+    with pytest.raises(ValueError, match="quantize: unknown quantization mode"):
+        nv.quantize(w, mode="int4")
+    with pytest.raises(ValueError, match="mxfp4 quantization requires group size 32"):
+        nv.quantize(w, 64, mode="mxfp4")
+    wq, s, b = nv.quantize(w, 64, 4)
+    with pytest.raises(ValueError, match="quantized_matmul: the last dimension of x"):
+        nv.quantized_matmul(nv.ones((2, 32)), wq, s, b)
+    with pytest.raises(ValueError, match="quantized_matmul: biases must be given"):
+        nv.quantized_matmul(nv.ones((2, 64)), wq, s)
+    with pytest.raises(ValueError, match="dequantize: the quantized weight must be uint32"):
+        nv.dequantize(nv.ones((8, 8)), s, b)
