@@ -76,6 +76,22 @@ def fused_segments(g):
 
 
 @check
+def quantized_sharded_linears(g):
+    n, r = g.size(), g.rank()
+    nv.random.seed(0)
+    q = nn.Linear(64 * n, 8 * n).to_quantized(group_size=32, bits=4)
+    x = np.random.default_rng(3).standard_normal((2, 64 * n)).astype(np.float32)
+    full = npa(q(nv.array(x)))
+    a = shard_linear(q, "all-to-sharded", group=g)
+    assert isinstance(a, nn.QuantizedAllToShardedLinear)
+    close(a(nv.array(x)), full[:, 8 * r:8 * r + 8], "quantized output shard")
+    b = shard_linear(q, "sharded-to-all", group=g)
+    assert isinstance(b, nn.QuantizedShardedToAllLinear)
+    close(b(nv.array(x[:, 64 * r:64 * r + 64])), full, "quantized whole output")
+    assert not nv.utils.tree_flatten(b.trainable_parameters())
+
+
+@check
 def fully_sharded_module(g):
     n, r = g.size(), g.rank()
     nv.random.seed(0)

@@ -20,7 +20,7 @@ from nuvec.nn.layers.distributed import shard_inplace, shard_linear
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 WORKER_CHECKS = ["all_to_sharded_linear", "sharded_to_all_linear", "fused_segments",
-                 "fully_sharded_module"]
+                 "quantized_sharded_linears", "fully_sharded_module"]
 
 
 def test_one_process_layers_equal_the_linear():
@@ -44,6 +44,22 @@ def test_one_process_layers_equal_the_linear():
         shard_linear(lin, "rows")
     with pytest.raises(TypeError, match="Linear"):
         shard_linear(nn.ReLU(), "all-to-sharded")
+
+
+def test_one_process_quantized_twins_equal_the_quantized_linear():
+    nv.random.seed(0)
+    x = nv.array(np.random.default_rng(1).standard_normal((2, 128)).astype(np.float32))
+    for bits in (2, 3, 4, 8):
+        q = nn.Linear(128, 64).to_quantized(bits=bits)
+        for sharding, cls in [("all-to-sharded", nn.QuantizedAllToShardedLinear),
+                              ("sharded-to-all", nn.QuantizedShardedToAllLinear)]:
+            s = shard_linear(q, sharding)
+            assert type(s) is cls and s.weight.shape == q.weight.shape
+            np.testing.assert_array_equal(np.asarray(s(x)), np.asarray(q(x)))
+            s.unfreeze()
+            assert not nv.utils.tree_flatten(s.trainable_parameters())
+            assert repr(s).endswith(f"input_dims=128, output_dims=64, bias=True, "
+                                    f"group_size=64, bits={bits}, mode=affine)")
 
 
 def test_clip_grad_norm_sharded_one_process():

@@ -11,7 +11,8 @@ from .containers import Sequential  # noqa: F401
 from ...ops.conv import conv1d, conv2d, conv3d  # noqa: F401
 from .convolution import Conv1d, Conv2d, Conv3d  # noqa: F401
 from .distributed import (  # noqa: F401
-    AllToShardedLinear, FullyShardedModule, ShardedToAllLinear, fully_shard)
+    AllToShardedLinear, FullyShardedModule, QuantizedAllToShardedLinear,
+    QuantizedShardedToAllLinear, ShardedToAllLinear, fully_shard)
 from .dropout import Dropout, Dropout2d, Dropout3d  # noqa: F401
 from .embedding import Embedding  # noqa: F401
 from .linear import Bilinear, Identity, Linear  # noqa: F401

@@ -1,6 +1,7 @@
 """Layers whose parameters are spread over the processes of an ``nv.distributed`` group:
-tensor-parallel linears (``AllToShardedLinear``, ``ShardedToAllLinear``, ``shard_linear``,
-``shard_inplace``) and fully sharded data parallelism (``fully_shard``).
+tensor-parallel linears (``AllToShardedLinear``, ``ShardedToAllLinear`` and their quantized
+twins, ``shard_linear``, ``shard_inplace``) and fully sharded data parallelism
+(``fully_shard``).
 
 With a group of one process every layer here computes what its plain counterpart computes.
 
@@ -23,6 +24,7 @@ from nuvec.utils import tree_flatten, tree_map_with_path, tree_unflatten
 
 from .base import Module
 from .linear import Linear
+from .quantized import QuantizedLinear
 
 Segments = Union[int, Sequence[int], Sequence[float]]
 
@@ -116,13 +118,19 @@ def shard_inplace(module: Module, sharding: Union[str, Callable], *, segments: S
 
 
 def shard_linear(module: Module, sharding: str, *, segments: Segments = 1, group=None):
-    """A new sharded layer from ``module`` (a ``Linear``): ``AllToShardedLinear`` or
-    ``ShardedToAllLinear``, holding this process's shard of its parameters."""
+    """A new sharded layer from ``module`` (a ``Linear`` or ``QuantizedLinear``):
+    ``AllToShardedLinear`` or ``ShardedToAllLinear`` (or their quantized twins), holding this
+    process's shard of its parameters."""
     _predicate(sharding, segments, "shard_linear")
-    if not isinstance(module, Linear):
-        raise TypeError(f"shard_linear: expected an nn.Linear, got {type(module).__name__}")
-    cls = AllToShardedLinear if sharding == "all-to-sharded" else ShardedToAllLinear
-    return cls.from_linear(module, segments=segments, group=group)
+    all_to_sharded = sharding == "all-to-sharded"
+    if isinstance(module, Linear):
+        cls = AllToShardedLinear if all_to_sharded else ShardedToAllLinear
+        return cls.from_linear(module, segments=segments, group=group)
+    if isinstance(module, QuantizedLinear):
+        cls = QuantizedAllToShardedLinear if all_to_sharded else QuantizedShardedToAllLinear
+        return cls.from_quantized_linear(module, segments=segments, group=group)
+    raise TypeError(f"shard_linear: expected an nn.Linear or nn.QuantizedLinear, got "
+                    f"{type(module).__name__}")
 
 
 class _ShardedLinear(Module):
@@ -196,6 +204,85 @@ class ShardedToAllLinear(_ShardedLinear):
     def __call__(self, x):
         y = nv.distributed.all_sum(x @ self.weight.T, group=self.group)
         return y + self.bias if "bias" in self else y
+
+
+class _QuantizedShardedLinear(Module):
+    """The quantized twins: the shard's weight is quantized (``nv.quantize``) and, as in
+    ``QuantizedLinear``, the parameters are frozen."""
+    _sharding = ""
+    _dense = _ShardedLinear
+
+    def __init__(self, input_dims: int, output_dims: int, bias: bool = True,
+                 group_size: int = 64, bits: int = 4, mode: str = "affine",
+                 group=None) -> None:
+        super().__init__()
+        self.group = _group(group)
+        self.group_size, self.bits, self.mode = group_size, bits, mode
+        w_shape, b_shape = self._dense._shapes(self, input_dims, output_dims, self.group.size())
+        scale = math.sqrt(1.0 / input_dims)
+        weight = nv.random.uniform(low=-scale, high=scale, shape=w_shape)
+        self.weight, self.scales, *biases = nv.quantize(weight, group_size, bits, mode=mode)
+        self.biases = biases[0] if biases else None
+        if bias:
+            self.bias = nv.zeros(b_shape)
+        self.freeze()
+
+    def unfreeze(self, *args, **kwargs) -> "_QuantizedShardedLinear":
+        """As ``Module.unfreeze``, but this layer's own parameters stay frozen."""
+        super().unfreeze(*args, **kwargs)
+        self.freeze(recurse=False)
+        return self
+
+    def _dims(self) -> tuple:
+        """(input_dims, output_dims) of the whole (unsharded) layer."""
+        out_dims, packed = self.weight.shape
+        in_dims = packed * 32 // self.bits
+        if self._sharding == "all-to-sharded":
+            return in_dims, out_dims * self.group.size()
+        return in_dims * self.group.size(), out_dims
+
+    def _extra_repr(self) -> str:
+        i, o = self._dims()
+        return (f"input_dims={i}, output_dims={o}, bias={'bias' in self}, "
+                f"group_size={self.group_size}, bits={self.bits}, mode={self.mode}")
+
+    def _qmm(self, x):
+        return nv.quantized_matmul(x, self["weight"], scales=self["scales"],
+                                   biases=self.get("biases"), transpose=True,
+                                   group_size=self.group_size, bits=self.bits, mode=self.mode)
+
+    @classmethod
+    def from_quantized_linear(cls, quantized_linear_layer: Module, *, segments: Segments = 1,
+                              group=None):
+        """The sharded layer holding this process's shard of ``quantized_linear_layer``."""
+        group = _group(group)
+        q = quantized_linear_layer
+        output_dims, packed = q.weight.shape
+        layer = cls(packed * 32 // q.bits, output_dims, "bias" in q, group_size=q.group_size,
+                    bits=q.bits, mode=getattr(q, "mode", "affine"), group=group)
+        layer.update(_shard(q.parameters(), _predicate(cls._sharding, segments, cls.__name__),
+                            group))
+        return layer
+
+
+class QuantizedAllToShardedLinear(_QuantizedShardedLinear):
+    """``AllToShardedLinear`` with a quantized weight (frozen parameters)."""
+    _sharding = "all-to-sharded"
+    _dense = AllToShardedLinear
+
+    def __call__(self, x):
+        y = self._qmm(sum_gradients(self.group)(x))
+        return y + self["bias"] if "bias" in self else y
+
+
+class QuantizedShardedToAllLinear(_QuantizedShardedLinear):
+    """``ShardedToAllLinear`` with a quantized weight (frozen parameters)."""
+    _sharding = "sharded-to-all"
+    _dense = ShardedToAllLinear
+
+    def __call__(self, x):
+        y = nv.distributed.all_sum(self._qmm(x), group=self.group)
+        return y + self["bias"] if "bias" in self else y
 
 
 # -- fully sharded data parallelism --------------------------------------------------------
