@@ -10,6 +10,8 @@ from .base import Module  # noqa: F401
 from .containers import Sequential  # noqa: F401
 from ...ops.conv import conv1d, conv2d, conv3d  # noqa: F401
 from .convolution import Conv1d, Conv2d, Conv3d  # noqa: F401
+from .convolution_transpose import (  # noqa: F401
+    ConvTranspose1d, ConvTranspose2d, ConvTranspose3d)
 from .distributed import (  # noqa: F401
     AllToShardedLinear, FullyShardedModule, QuantizedAllToShardedLinear,
     QuantizedShardedToAllLinear, ShardedToAllLinear, fully_shard)

@@ -1,0 +1,103 @@
+"""Transposed convolution layers (channels last): ConvTranspose1d/2d/3d.
+
+A transposed convolution (the adjoint of a strided convolution) is computed as a plain
+convolution (``nuvec.ops.conv``): the input gets ``stride - 1`` zeros between neighbours,
+``dilation * (kernel - 1) - padding`` zeros at both ends (plus ``output_padding`` at the
+end; negative amounts crop), and is correlated with the spatially flipped kernel.
+
+The weight is ``(C_out, *kernel, C_in)`` as in MLX, uniform in ``[-k, k]`` with
+``k = 1/sqrt(C_in * prod(kernel))``; the bias starts at zeros. An input of spatial size ``n``
+gives ``(n - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1``.
+
+>>> import nuvec as nv
+>>> import nuvec.nn as nn
+>>> nn.ConvTranspose2d(3, 8, kernel_size=2, stride=2)(nv.ones((1, 4, 4, 3))).shape
+(1, 8, 8, 8)
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence, Union
+
+import nuvec as nv
+
+from .base import Module
+from ...ops.conv import _tuple, conv_general
+
+IntOrTuple = Union[int, Sequence[int]]
+
+
+def _conv_transpose(x, weight, stride, padding, dilation, output_padding, op: str):
+    """The transposed convolution of ``x`` ``(N, *spatial, C_in)`` with ``weight``
+    ``(C_out, *kernel, C_in)``."""
+    nd = weight.ndim - 2
+    if x.ndim != nd + 2 or x.shape[-1] != weight.shape[-1]:
+        raise ValueError(f"{op}: expects an input (N, {nd} spatial, {weight.shape[-1]}), got "
+                         f"shape {tuple(x.shape)}")
+    for axis, s in enumerate(stride, start=1):
+        if s > 1:  # (.., n, ..) -> (.., n, s, ..) zero-padded -> (.., n * s, ..) -> cut the tail
+            n = x.shape[axis]
+            y = nv.expand_dims(x, axis + 1)
+            widths = [(0, 0)] * y.ndim
+            widths[axis + 1] = (0, s - 1)
+            y = nv.pad(y, widths)
+            y = nv.reshape(y, x.shape[:axis] + (n * s,) + x.shape[axis + 1:])
+            x = nv.take(y, nv.arange((n - 1) * s + 1), axis=axis)
+    widths, crops = [(0, 0)], []
+    for k, p, d, extra in zip(weight.shape[1:-1], padding, dilation, output_padding):
+        lo = d * (k - 1) - p
+        widths.append((max(lo, 0), max(lo + extra, 0)))
+        crops.append((max(-lo, 0), max(-(lo + extra), 0)))
+    x = nv.pad(x, widths + [(0, 0)])
+    if any(a or b for a, b in crops):
+        x = x[(slice(None),) + tuple(slice(a, x.shape[i + 1] - b)
+                                     for i, (a, b) in enumerate(crops))]
+    flipped = weight[(slice(None),) + (slice(None, None, -1),) * nd]
+    return conv_general(x, flipped, 1, 0, dilation, op=op)
+
+
+class _ConvTranspose(Module):
+    _nd = 0
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple,
+                 stride: IntOrTuple = 1, padding: IntOrTuple = 0, dilation: IntOrTuple = 1,
+                 output_padding: IntOrTuple = 0, bias: bool = True) -> None:
+        super().__init__()
+        op, nd = type(self).__name__, self._nd
+        kernel = _tuple(kernel_size, nd, "kernel_size", op, 1)
+        # hyper-parameters are plain attributes, not tree members
+        self.__dict__.update(stride=_tuple(stride, nd, "stride", op, 1),
+                             padding=_tuple(padding, nd, "padding", op, 0),
+                             dilation=_tuple(dilation, nd, "dilation", op, 1),
+                             output_padding=_tuple(output_padding, nd, "output_padding", op, 0))
+        scale = math.sqrt(1.0 / (in_channels * math.prod(kernel)))
+        self.weight = nv.random.uniform(low=-scale, high=scale,
+                                        shape=(out_channels, *kernel, in_channels))
+        if bias:
+            self.bias = nv.zeros((out_channels,))
+
+    def _extra_repr(self) -> str:
+        w = self.weight.shape
+        return (f"{w[-1]}, {w[0]}, kernel_size={tuple(w[1:-1])}, stride={self.stride}, "
+                f"padding={self.padding}, dilation={self.dilation}, "
+                f"output_padding={self.output_padding}, bias={'bias' in self}")
+
+    def __call__(self, x):
+        y = _conv_transpose(x, self.weight, self.stride, self.padding, self.dilation,
+                            self.output_padding, type(self).__name__)
+        return y + self.bias if "bias" in self else y
+
+
+class ConvTranspose1d(_ConvTranspose):
+    """Transposed 1-d convolution over ``(N, L, C_in)`` inputs."""
+    _nd = 1
+
+
+class ConvTranspose2d(_ConvTranspose):
+    """Transposed 2-d convolution over ``(N, H, W, C_in)`` inputs."""
+    _nd = 2
+
+
+class ConvTranspose3d(_ConvTranspose):
+    """Transposed 3-d convolution over ``(N, D, H, W, C_in)`` inputs."""
+    _nd = 3
