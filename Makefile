@@ -37,6 +37,7 @@ docs: $(INSTALL)
 
 bench: install
 	$(PYTHON) -m benchmarks
+	$(PYTHON) -m benchmarks.generation
 
 bench-quick: install
 	$(PYTHON) -m benchmarks --quick

@@ -57,3 +57,14 @@ def test_digits_mlp_full_setting_reaches_95_percent():
     out = run_example("digits_mlp.py", "--quiet")
     acc = float(re.search(r"test accuracy: ([0-9.]+)%", out).group(1))
     assert acc >= 95.0, out
+
+
+def test_generate_tiny_llama_4bit_tokens_of_a_fixed_seed():
+    # the tiny checkpoint of seed 0, 4-bit, greedy: these tokens (compiled and eager alike)
+    want = "tokens: 0 21 190 14 3 47 82 102 134 79 226 0"
+    out = run_example("generate.py", "--max-tokens", "12")
+    assert want in out and "(compiled)" in out, out
+    assert want in run_example("generate.py", "--max-tokens", "12", "--no-compile")
+    # unquantized, the same model continues differently after a few tokens
+    out = run_example("generate.py", "--max-tokens", "12", "--bits", "0")
+    assert "tokens: 0 21 190 14 240 255 205 147 13 180 117 233" in out, out

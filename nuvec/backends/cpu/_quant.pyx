@@ -109,9 +109,9 @@ def qmm(x, w, scales, biases, lut, int bits, int group_size, bint transpose, out
     j.M, j.K = x.shape[0], x.shape[1]
     j.N = out.shape[1]
     cdef int64_t size = j.N if transpose else j.N // group_size
-    cdef int64_t work = j.K * (j.M + 4)
-    cdef int64_t grain = max(1, (1 << 16) // max(1, work) if transpose else
-                             (1 << 16) // max(1, work * group_size))
+    # parts of at least ~4M multiply-adds: waking a thread costs more than smaller ones
+    cdef int64_t work = j.K * (j.M + 2) * (1 if transpose else group_size)
+    cdef int64_t grain = max(1, (1 << 22) // max(1, work))
     with nogil:
         parallel_for(_qmm_part, &j, size, grain)
     if j.failed:
@@ -125,4 +125,4 @@ def dequantize(w, scales, biases, lut, int64_t row_len, int bits, int group_size
     j.row_len = row_len
     cdef int64_t rows = out.size // row_len if row_len else 0
     with nogil:
-        parallel_for(_deq_part, &j, rows, max(1, (1 << 16) // max(1, row_len)))
+        parallel_for(_deq_part, &j, rows, max(1, (1 << 18) // max(1, row_len)))

@@ -9,8 +9,18 @@ import numpy as np
 from ...primitives import quant_formats as qf
 from ...primitives.quantized import Dequantize, QuantizedMatmul, Quantize
 from ..registry import register
-from ._quant import dequantize as _dequantize_rows, qmm as _qmm
 from .memory import empty
+
+
+def _kernels():
+    """The C kernels (imported on first use: a tree whose extensions predate them still
+    imports nuvec, and says what to rebuild when it quantizes)."""
+    try:
+        from . import _quant
+    except ImportError as e:  # pragma: no cover
+        raise ImportError("quantization needs the _quant extension: run python setup.py "
+                          "build_ext --inplace") from e
+    return _quant
 
 
 def _compute_dtype(d: np.dtype) -> np.dtype:
@@ -47,7 +57,7 @@ def _dequantize(prim, ins, node):
     ct = _compute_dtype(ins[1].dtype if prim.affine else out_dtype)
     scales, biases = _scales_and_biases(prim, ins[1], ins[-1], ct)
     out = empty(tuple(w.shape[:-1]) + (row_len,), ct)
-    _dequantize_rows(w, scales, biases, qf.code_values(prim.mode), row_len, prim.bits,
+    _kernels().dequantize(w, scales, biases, qf.code_values(prim.mode), row_len, prim.bits,
                      prim.group_size, out)
     return [out if out.dtype == out_dtype else out.astype(out_dtype)]
 
@@ -64,7 +74,7 @@ def _quantized_matmul(prim, ins, node):
     if w.ndim == 2:                          # one weight: every row of x in one product
         xf = np.ascontiguousarray(x.reshape(-1, x.shape[-1]), ct)
         out = empty((xf.shape[0], n), ct)
-        _qmm(xf, np.ascontiguousarray(w), scales, biases, lut, prim.bits, prim.group_size,
+        _kernels().qmm(xf, np.ascontiguousarray(w), scales, biases, lut, prim.bits, prim.group_size,
              prim.transpose, out)
         out = out.reshape(tuple(x.shape[:-1]) + (n,))
     else:                                    # a weight per batch entry
@@ -76,7 +86,7 @@ def _quantized_matmul(prim, ins, node):
         out = empty(lead + (x.shape[-2], n), ct)
         for idx in np.ndindex(*lead):
             o = np.empty((x.shape[-2], n), ct)
-            _qmm(np.ascontiguousarray(xb[idx], ct), np.ascontiguousarray(wb[idx]),
+            _kernels().qmm(np.ascontiguousarray(xb[idx], ct), np.ascontiguousarray(wb[idx]),
                  np.ascontiguousarray(sb[idx]),
                  None if bb is None else np.ascontiguousarray(bb[idx]), lut, prim.bits,
                  prim.group_size, prim.transpose, o)

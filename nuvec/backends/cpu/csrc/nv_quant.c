@@ -5,8 +5,10 @@
  * Packing (MLX's): each row of the weight is a little-endian bit stream of `bits`-bit codes,
  * code j at bit j * bits; a group of `gs` consecutive codes shares one scale and one bias, and a
  * code q decodes to scale * v + bias with v = q (affine) or v = lut[q] (the float modes, bias 0).
- * Each decoded value is rounded to the compute type (scale * v, then + bias), as a dequantize
- * does, and the products accumulate in the compute type in eight lanes.
+ * Affine 4- and 8-bit products (x @ W.T) take each group as scale * sum(x q) + bias * sum(x)
+ * straight from the packed bytes; the other cases decode each value (scale * v, then + bias,
+ * each rounded to the compute type, as a dequantize does) into a buffer first. Sums run in
+ * the compute type in eight lanes.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -64,20 +66,84 @@ static T dot_##SUFFIX(const T *a, const T *b, int64_t n) {                      
     return s;                                                                                 \
 }                                                                                             \
                                                                                               \
+/* sum_i x[i] * code_i over one group's packed bytes: 4-bit codes with x split into its   \
+ * even (low nibble) and odd (high nibble) entries, 8-bit codes with x as it is */           \
+static T dot4_##SUFFIX(const uint8_t *p, const T *xe, const T *xo, int64_t nb) {             \
+    T acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                      \
+    int64_t i = 0;                                                                            \
+    for (; i + 8 <= nb; i += 8)                                                               \
+        for (int l = 0; l < 8; l++)                                                           \
+            acc[l] += xe[i + l] * (T)(p[i + l] & 15) + xo[i + l] * (T)(p[i + l] >> 4);        \
+    T s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));  \
+    for (; i < nb; i++) s += xe[i] * (T)(p[i] & 15) + xo[i] * (T)(p[i] >> 4);                 \
+    return s;                                                                                 \
+}                                                                                             \
+                                                                                              \
+static T dot8_##SUFFIX(const uint8_t *p, const T *x, int64_t n) {                             \
+    T acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                      \
+    int64_t i = 0;                                                                            \
+    for (; i + 8 <= n; i += 8)                                                                \
+        for (int l = 0; l < 8; l++) acc[l] += x[i + l] * (T)p[i + l];                         \
+    T s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));  \
+    for (; i < n; i++) s += x[i] * (T)p[i];                                                   \
+    return s;                                                                                 \
+}                                                                                             \
+                                                                                              \
 int nv_qmm_t_##SUFFIX(const T *x, const uint8_t *w, const T *scales, const T *biases,         \
                       const float *lut, int64_t M, int64_t N, int64_t K, int bits, int gs,    \
                       int64_t n0, int64_t n1, T *out) {                                       \
-    /* out[m, n] = x[m, :] . W[n, :] for n in [n0, n1): W's row n decoded once */             \
+    /* out[m, n] = x[m, :] . W[n, :] for n in [n0, n1). Affine: per group                    \
+     * scale * sum(x q) + bias * sum(x), the codes read packed; the float modes: W's row      \
+     * decoded into a buffer first */                                                         \
     int64_t row_bytes = K * bits / 8, groups = K / gs;                                        \
-    T *buf = (T *)malloc(sizeof(T) * (size_t)K);                                              \
+    int fast = lut == NULL && (bits == 4 || bits == 8);                                       \
+    T *buf = (T *)malloc(sizeof(T) * (size_t)(fast ? M * (K + groups) : K));                  \
     float *tmp = (float *)malloc(sizeof(float) * (size_t)gs);                                 \
     if (!buf || !tmp) { free(buf); free(tmp); return -1; }                                    \
-    for (int64_t n = n0; n < n1; n++) {                                                       \
-        const uint8_t *row = w + n * row_bytes;                                               \
-        for (int64_t g = 0; g < groups; g++)                                                  \
-            decode_##SUFFIX(row, g * gs, gs, bits, lut, scales[n * groups + g],               \
-                            biases ? biases[n * groups + g] : (T)0, tmp, buf + g * gs);       \
-        for (int64_t m = 0; m < M; m++) out[m * N + n] = dot_##SUFFIX(x + m * K, buf, K);     \
+    if (fast) {                                                                               \
+        /* per x row: its entries (split even / odd for 4 bits) and its group sums */         \
+        for (int64_t m = 0; m < M; m++) {                                                     \
+            const T *xm = x + m * K;                                                          \
+            T *xs = buf + m * (K + groups), *sums = xs + K;                                   \
+            if (bits == 4) {                                                                  \
+                for (int64_t g = 0; g < groups; g++)                                          \
+                    for (int64_t i = 0; i < gs / 2; i++) {                                    \
+                        xs[g * gs + i] = xm[g * gs + 2 * i];                                  \
+                        xs[g * gs + gs / 2 + i] = xm[g * gs + 2 * i + 1];                     \
+                    }                                                                         \
+            } else {                                                                          \
+                memcpy(xs, xm, sizeof(T) * (size_t)K);                                        \
+            }                                                                                 \
+            for (int64_t g = 0; g < groups; g++) {                                            \
+                T t = 0;                                                                      \
+                for (int64_t i = 0; i < gs; i++) t += xm[g * gs + i];                         \
+                sums[g] = t;                                                                  \
+            }                                                                                 \
+        }                                                                                     \
+        int64_t gbytes = gs * bits / 8;                                                       \
+        for (int64_t n = n0; n < n1; n++) {                                                   \
+            const uint8_t *row = w + n * row_bytes;                                           \
+            const T *sc = scales + n * groups, *bi = biases + n * groups;                     \
+            for (int64_t m = 0; m < M; m++) {                                                 \
+                const T *xs = buf + m * (K + groups), *sums = xs + K;                         \
+                T acc = 0;                                                                    \
+                for (int64_t g = 0; g < groups; g++) {                                        \
+                    const T *xg = xs + g * gs;                                                \
+                    T d = bits == 4 ? dot4_##SUFFIX(row + g * gbytes, xg, xg + gs / 2, gs / 2)\
+                                    : dot8_##SUFFIX(row + g * gbytes, xg, gs);                \
+                    acc += sc[g] * d + bi[g] * sums[g];                                       \
+                }                                                                             \
+                out[m * N + n] = acc;                                                         \
+            }                                                                                 \
+        }                                                                                     \
+    } else {                                                                                  \
+        for (int64_t n = n0; n < n1; n++) {                                                   \
+            const uint8_t *row = w + n * row_bytes;                                           \
+            for (int64_t g = 0; g < groups; g++)                                              \
+                decode_##SUFFIX(row, g * gs, gs, bits, lut, scales[n * groups + g],           \
+                                biases ? biases[n * groups + g] : (T)0, tmp, buf + g * gs);   \
+            for (int64_t m = 0; m < M; m++) out[m * N + n] = dot_##SUFFIX(x + m * K, buf, K); \
+        }                                                                                     \
     }                                                                                         \
     free(buf); free(tmp);                                                                     \
     return 0;                                                                                 \

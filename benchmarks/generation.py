@@ -1,0 +1,96 @@
+"""Token generation speed: the decode steps of examples/generate.py's 4-bit Llama-style model
+(batch 1, a KV cache), in tokens/s, compiled and eager, for nuvec and for MLX's CPU build
+(the same model file, run on ``mlx.core`` / ``mlx.nn``), each in its own subprocess.
+
+    python -m benchmarks.generation                   # MLX where this interpreter has it
+    MLX_PYTHON=/tmp/mlxenv/bin/python python -m benchmarks.generation --tokens 64
+
+PyTorch has no model of this file (its API differs); it is reported as not measured.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(ROOT, "examples")
+
+WORKER = r"""
+import json, sys, time
+lib, model_dir, tokens, bits = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+if lib == "mlx":                      # the example's nuvec names are MLX's
+    import mlx.core, mlx.nn, mlx.utils
+    mlx.core.set_default_device(mlx.core.cpu)
+    sys.modules["nuvec"], sys.modules["nuvec.nn"] = mlx.core, mlx.nn
+    sys.modules["nuvec.utils"] = mlx.utils
+    mlx.core.nn = mlx.nn
+sys.path.insert(0, sys.argv[5])
+import generate
+model = generate.load(model_dir, bits, 64)
+out = {}
+for mode, compiled in (("compiled", True), ("eager", False)):
+    generate.generate(model, [1, 2, 3], 8, compiled=compiled)          # warm-up
+    best = None
+    for _ in range(3):
+        toks, secs = generate.generate(model, [1, 2, 3], tokens, compiled=compiled)
+        rate = (len(toks) - 2) / secs
+        best = rate if best is None else max(best, rate)
+    out[mode] = best
+    out[mode + "_tokens"] = toks
+print("RESULT " + json.dumps(out))
+"""
+
+
+def run(lib: str, python: str, model_dir: str, tokens: int, bits: int) -> dict:
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([python, "-c", WORKER, lib, model_dir, str(tokens), str(bits),
+                           EXAMPLES], capture_output=True, text=True, env=env, timeout=900)
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    return {"error": (proc.stderr or proc.stdout).strip().splitlines()[-1:]}
+
+
+def has_module(python: str, name: str) -> bool:
+    return subprocess.run([python, "-c", f"import {name}"], capture_output=True).returncode == 0
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--bits", type=int, default=4)
+    args = ap.parse_args(argv)
+    sys.path.insert(0, EXAMPLES)
+    import make_tiny_llama
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = os.path.join(tmp, "tiny_llama")
+        make_tiny_llama.main([model_dir])
+        results["nuvec"] = run("nuvec", sys.executable, model_dir, args.tokens, args.bits)
+        mlx_python = os.environ.get("MLX_PYTHON", sys.executable)
+        if has_module(mlx_python, "mlx.core"):
+            results["mlx"] = run("mlx", mlx_python, model_dir, args.tokens, args.bits)
+        else:
+            results["mlx"] = {"error": ["mlx not importable (set MLX_PYTHON)"]}
+    results["torch"] = {"error": ["not measured: no PyTorch model of this file"
+                                  if has_module(sys.executable, "torch") else
+                                  "torch not installed"]}
+    print(f"decode tokens/s, 4-bit tiny Llama, batch 1, {args.tokens} tokens (best of 3)")
+    for lib, r in results.items():
+        if "error" in r:
+            print(f"  {lib:6s} {' '.join(r['error'])}")
+        else:
+            print(f"  {lib:6s} compiled {r['compiled']:8.1f}   eager {r['eager']:8.1f}   "
+                  f"compiled/eager {r['compiled'] / r['eager']:.2f}x")
+    if "compiled" in results["nuvec"] and "compiled" in results.get("mlx", {}):
+        print(f"  nuvec compiled / mlx compiled: "
+              f"{results['nuvec']['compiled'] / results['mlx']['compiled']:.2f}x")
+    return results
+
+
+if __name__ == "__main__":
+    main()
