@@ -299,8 +299,8 @@ def _value_and_grad(fun, nums, names, args, kwargs, name):
         gs = backward([loss], [ops.ones_like(loss)], copies)
         grads = [g if g is not None else _zeros_like(c) for g, c in zip(gs, copies)]
     finally:
-        for j, originals in in_place:
-            _put_leaves(diff[j], iter(originals))
+        for container, key, old in reversed(in_place):
+            _set_item(container, key, old)
         release(list(out_leaves) + grads, copies)
     gtree = unflatten(td, grads)
     pos = gtree[:len(nums)]
@@ -315,38 +315,44 @@ def _value_and_grad(fun, nums, names, args, kwargs, name):
 
 def _swap_in_place(diff: list, diff_t: list, copies: list) -> list:
     """Puts the tracers into those items of ``diff`` that are dict subclasses without a
-    ``_tree_unflatten`` hook, and makes ``diff_t`` hold the objects themselves; returns
-    ``(index, original arrays)`` for each, to put back after the call."""
-    swapped = []
+    ``_tree_unflatten`` hook, and makes ``diff_t`` hold the objects themselves; returns the
+    ``(container, key, original)`` changes, to undo after the call."""
+    undo: list = []
     start = 0
     for j, item in enumerate(diff):
-        own = flatten(item)[0]
+        n = len(flatten(item)[0])
         if (isinstance(item, dict) and type(item) is not dict
                 and getattr(type(item), "_tree_unflatten", None) is None):
-            _put_leaves(item, iter(copies[start:start + len(own)]))
+            _put_leaves(item, iter(copies[start:start + n]), undo)
             diff_t[j] = item
-            swapped.append((j, own))
-        start += len(own)
-    return swapped
+        start += n
+    return undo
 
 
-def _put_leaves(tree: Any, arrays) -> Any:
-    """``tree`` with its arrays replaced, in ``flatten`` order, by the next of ``arrays``;
-    dicts and lists are changed in place, tuples rebuilt."""
+def _put_leaves(tree: Any, arrays, undo: list) -> Any:
+    """``tree`` with its arrays replaced, in ``flatten`` order, by the next of ``arrays``:
+    dicts and lists are changed in place (each change recorded in ``undo``), tuples rebuilt."""
     if isinstance(tree, Array):
         return next(arrays)
-    if isinstance(tree, dict):
-        for k in tree:
-            dict.__setitem__(tree, k, _put_leaves(tree[k], arrays))
-        return tree
-    if isinstance(tree, list):
-        for i, v in enumerate(tree):
-            tree[i] = _put_leaves(v, arrays)
+    if isinstance(tree, (dict, list)):
+        for k in (list(tree) if isinstance(tree, dict) else range(len(tree))):
+            old = tree[k]
+            new = _put_leaves(old, arrays, undo)
+            if new is not old:
+                undo.append((tree, k, old))
+                _set_item(tree, k, new)
         return tree
     if isinstance(tree, tuple):
-        items = [_put_leaves(v, arrays) for v in tree]
+        items = [_put_leaves(v, arrays, undo) for v in tree]
         return type(tree)(*items) if hasattr(type(tree), "_fields") else type(tree)(items)
     return tree
+
+
+def _set_item(container, key, value) -> None:
+    if isinstance(container, dict):
+        dict.__setitem__(container, key, value)  # past a Module's own __setitem__ hooks
+    else:
+        container[key] = value
 
 
 def _check_static(diff: list, name: str, nums: list, names: list) -> None:

@@ -180,3 +180,20 @@ def test_grad_of_a_function_of_a_module_receives_the_module():
     close(g["rest"][0]["bias"], [1.0])
     _, g2 = nn.value_and_grad(model, lambda m: loss(m))(model)
     close(g2["m1"]["weight"], np.outer(w2, x))
+
+
+def test_grad_of_a_module_that_adds_members_restores_its_parameters():
+    class Cached(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(2, 2)
+
+        def __call__(self, x):
+            self.cache = self.lin(x)  # a new member during the call
+            return self.cache.sum()
+
+    m = Cached()
+    w, b = m.lin.weight, m.lin.bias
+    g = nv.grad(lambda mod: mod(nv.ones((2,))))(m)
+    assert m.lin.weight is w and m.lin.bias is b
+    close(g["lin"]["weight"], np.ones((2, 2)))
