@@ -5,6 +5,7 @@ With NUVEC_TEST_INSTALLED=1 (`.ci/run`, which tests the wheel in a fresh virtual
 the nuvec imported must also be that installed wheel, carrying every file it reads at run time.
 """
 import importlib.metadata
+import importlib.util
 import json
 import os
 import shutil
@@ -54,6 +55,8 @@ def test_fused_compile_in_a_fresh_process(tmp_path):
                     reason="tests an installed wheel (NUVEC_TEST_INSTALLED=1, set by .ci/run)")
 def test_the_installed_wheel_carries_its_runtime_files(tmp_path):
     dist = importlib.metadata.distribution("nuvec")
+    imported = Path(importlib.util.find_spec("nuvec").origin).resolve()
+    assert Path(dist.locate_file("nuvec/__init__.py")).resolve() == imported, dist._path
     direct_url = json.loads(dist.read_text("direct_url.json") or "{}")
     assert not direct_url.get("dir_info", {}).get("editable"), "nuvec is an editable install"
     files = {str(f) for f in dist.files}
