@@ -55,19 +55,21 @@ def generate(model: Llama, prompt: list[int], max_tokens: int, *, temp: float = 
             nxt = nv.random.categorical(logits * (1 / temp), key=key)
         else:
             nxt = nv.argmax(logits, axis=-1)
-        return nxt.astype(nv.int32), cache
+        return nxt.astype(nv.int32).reshape(1, 1), cache
     decode = nv.compile(step) if compiled else step
     key = nv.random.key(seed)
     first = nv.argmax(logits[:, -1, :], axis=-1) if temp <= 0 else \
         nv.random.categorical(logits[:, -1, :] * (1 / temp), key=key)
-    token = first.astype(nv.int32)
+    token = first.astype(nv.int32).reshape(1, 1)
+    nv.eval(token)
     out = [token.item()]
     t0 = time.perf_counter()
     for i in range(max_tokens - 1):
         if i == 1:
             t0 = time.perf_counter()
         key, sub = nv.random.split(key)
-        token, cache = decode(token.reshape(1, 1), cache,
+        nv.eval(sub)                 # computed inputs: the compiled step replays its tape
+        token, cache = decode(token, cache,
                               nv.array([len(prompt) + i], nv.int32), sub)
         out.append(token.item())
     return out, time.perf_counter() - t0

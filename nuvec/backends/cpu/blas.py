@@ -121,10 +121,16 @@ def _load_mkl() -> tuple[str, int] | None:
         lib.MKL_CBWR_Set(_CBWR_AUTO_STRICT)
     _gemm.set_routines(*(_address(lib, f"cblas_{name}") for name in
                          ("sgemm", "dgemm", "sgemm_batch", "dgemm_batch")))
+    global _THREADS_LOCAL
+    _THREADS_LOCAL = lib.MKL_Set_Num_Threads_Local
     return name, int(lib.MKL_Get_Max_Threads())
 
 
+_THREADS_LOCAL = None     # MKL's per-thread thread count (a small product runs on one)
 _MKL = _load_mkl()
+# multiply-adds below which one thread is faster than waking MKL's team (a decode step's
+# attention products: waking the team costs milliseconds on a busy machine)
+SMALL_PRODUCT = 1 << 18
 
 
 def _join_openmp_team() -> bool:
@@ -181,7 +187,15 @@ _LEFT = max(1, _cpu_count() - _WORKERS)
 def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     """``out[...] = a @ b`` with the BLAS in use (NumPy's matmul for what MKL's path does not
     take: other dtypes, fewer than two dimensions); opens the spin window after a BLAS call."""
-    if not _gemm.product(a, b, out):
+    if _THREADS_LOCAL is not None and _MKL[1] > 1 and out.size * a.shape[-1] < SMALL_PRODUCT:
+        previous = _THREADS_LOCAL(1)
+        try:
+            done = _gemm.product(a, b, out)
+        finally:
+            _THREADS_LOCAL(previous)
+    else:
+        done = _gemm.product(a, b, out)
+    if not done:
         np.matmul(a, b, out=out)
         if a.dtype.kind not in "fc":
             return                  # NumPy's own loops for integers: no BLAS threads
