@@ -25,6 +25,7 @@ class Page:
     sources: list[tuple[str, str]]
     keep: object = None
     extra: list[str] = field(default_factory=list)     # objects named by hand (classes)
+    rest: bool = False          # also what ``nuvec`` exports that no other page lists
 
 
 def _layer(obj) -> bool:
@@ -43,8 +44,10 @@ def _optimizer(obj) -> bool:
 PAGES = [
     Page("array", "Arrays", "The array type: a lazy graph node with MLX's methods.", [],
          extra=["nuvec.array"]),
+    Page("dtypes", "Data types", "MLX's dtypes, their categories and promotion.",
+         [("nuvec.core.dtypes", "nuvec")], keep=lambda name, obj: _exported(name, obj)),
     Page("devices", "Devices and streams", "Where arrays live and operations run.",
-         [("nuvec.core.device", "nuvec")]),
+         [("nuvec.core.device", "nuvec")], keep=lambda name, obj: _exported(name, obj)),
     Page("ops_creation", "Creation", "Arrays made from values, shapes and ranges.",
          [("nuvec.ops.creation", "nuvec")]),
     Page("ops_elementwise", "Arithmetic and math", "Element-wise operations, with MLX's "
@@ -98,7 +101,14 @@ PAGES = [
          keep=lambda name, obj: _optimizer(obj)),
     Page("schedules", "Schedules", "Learning-rate schedules for the optimizers.",
          [("nuvec.optimizers.schedulers", "nuvec.optimizers")]),
+    Page("other", "Other functions", "Evaluation, graph export, and whatever else ``nuvec`` "
+         "exports that the other pages do not list.", [], rest=True),
 ]
+
+
+def _exported(name: str, obj) -> bool:
+    import nuvec
+    return getattr(nuvec, name, None) is obj
 
 
 def _resolve(path: str):
@@ -119,8 +129,8 @@ def _members(module_path: str, public: str, keep) -> list[str]:
     names = getattr(module, "__all__", None)
     if names is None:            # a page's filter picks from a namespace; else what it defines
         names = [n for n, v in vars(module).items() if not n.startswith("_")
-                 and (inspect.isfunction(v) or inspect.isclass(v))
-                 and (keep or getattr(v, "__module__", None) == module.__name__)]
+                 and (keep or ((inspect.isfunction(v) or inspect.isclass(v))
+                               and getattr(v, "__module__", None) == module.__name__))]
     out = []
     for name in names:
         obj = getattr(module, name, None)
@@ -143,10 +153,18 @@ def _entry(path: str) -> str:
 def write_pages(app) -> None:
     out = Path(app.srcdir) / "api" / "generated"
     out.mkdir(parents=True, exist_ok=True)
+    listed: dict[str, list[str]] = {}
     for page in PAGES:
         paths = list(page.extra)
         for module, public in page.sources:
             paths += [p for p in _members(module, public, page.keep) if p not in paths]
+        listed[page.name] = paths
+    import nuvec
+    seen = {p for paths in listed.values() for p in paths}
+    rest = [f"nuvec.{n}" for n, v in vars(nuvec).items() if not n.startswith("_")
+            and not inspect.ismodule(v) and f"nuvec.{n}" not in seen]
+    for page in PAGES:
+        paths = listed[page.name] + (rest if page.rest else [])
         body = [page.title, "=" * len(page.title), "", page.intro, ""]
         if paths:
             body += [".. autosummary::", ""] + [f"   {p}" for p in paths] + [""]
