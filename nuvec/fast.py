@@ -26,7 +26,8 @@ from .primitives._common import on_cpu_rows
 from .primitives.norm import LayerNorm, composite as composite_layer_norm
 from .primitives.reduction import ScaledSoftmax
 
-__all__ = ["rms_norm", "layer_norm", "rope", "scaled_dot_product_attention"]
+__all__ = ["rms_norm", "layer_norm", "rope", "scaled_dot_product_attention", "cuda_kernel",
+           "metal_kernel"]
 
 
 def _check_eps(eps: float, op: str) -> None:
@@ -285,3 +286,93 @@ def scaled_dot_product_attention(q: nv.array, k: nv.array, v: nv.array, *, scale
     if rep > 1:
         out = nv.reshape(out, (*q_shape[:-1], out.shape[-1]))
     return out
+
+
+_CUDA_TYPES = {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16",
+               "float64": "double", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
+               "int64": "int64_t", "uint8": "uint8_t", "uint16": "uint16_t",
+               "uint32": "uint32_t", "uint64": "uint64_t", "bool": "bool",
+               "complex64": "cuComplex"}
+_CUDA_HEADER = """#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+typedef signed char int8_t; typedef short int16_t; typedef int int32_t;
+typedef long long int64_t; typedef unsigned char uint8_t; typedef unsigned short uint16_t;
+typedef unsigned int uint32_t; typedef unsigned long long uint64_t;
+"""
+
+
+def cuda_kernel(name: str, input_names: list, output_names: list, source: str,
+                header: str = "", ensure_row_contiguous: bool = True, shared_memory: int = 0):
+    """A user's CUDA kernel, compiled by NVRTC on first launch (MLX's ``mx.fast.cuda_kernel``).
+
+    ``source`` is the body of the kernel; the signature is generated: each input ``a`` as
+    ``const T* a`` (and ``a_shape`` / ``a_strides`` / ``a_ndim`` where the source names
+    them: ``const int*``, ``const int64_t*`` in elements, ``int``), then each output as
+    ``T* out``; ``template=[("T", nv.float32), ("N", 4)]`` adds ``using``/``constexpr``
+    lines. The returned function launches it (``grid`` counts threads, as MLX's) and returns
+    the outputs. It runs on a CUDA GPU only.
+
+    >>> k = nv.fast.cuda_kernel("myexp", ["inp"], ["out"],
+    ...     "auto i = cg::this_grid().thread_rank(); out[i] = exp(inp[i]);")
+    >>> callable(k)
+    True
+    """
+    from .primitives.custom_kernel import CustomKernel
+    input_names, output_names = list(input_names), list(output_names)
+    if not output_names:
+        raise ValueError("cuda_kernel: at least one output is needed")
+
+    def launch(*, inputs, output_shapes, output_dtypes, grid, threadgroup, template=None,
+               init_value=None, verbose: bool = False, stream=None):
+        if len(inputs) != len(input_names):
+            raise ValueError(f"cuda_kernel {name}: {len(input_names)} inputs named, "
+                             f"{len(inputs)} given")
+        if len(output_shapes) != len(output_names) or len(output_dtypes) != len(output_names):
+            raise ValueError(f"cuda_kernel {name}: give one shape and one dtype per output "
+                             f"({len(output_names)})")
+        if len(grid) != 3 or len(threadgroup) != 3:
+            raise ValueError(f"cuda_kernel {name}: grid and threadgroup are 3-tuples")
+        from .core.device import resolve_stream
+        st = resolve_stream(stream)
+        if st.device.type.value != "gpu":
+            raise ValueError(f"cuda_kernel {name}: runs on a CUDA GPU only (the stream is "
+                             f"on {st.device})")
+        arrays = [a if isinstance(a, Array) else nv.array(a) for a in inputs]
+        params = []
+        for n, a in zip(input_names, arrays):
+            params.append(f"const {_CUDA_TYPES[a.dtype.name]}* {n}")
+            if a.ndim > 0:
+                for suffix, decl in (("_shape", "const int*"), ("_strides", "const int64_t*"),
+                                     ("_ndim", "const int")):
+                    if n + suffix in source:
+                        params.append(f"{decl} {n}{suffix}")
+        params += [f"{_CUDA_TYPES[d.name]}* {n}" for n, d in zip(output_names, output_dtypes)]
+        consts = []
+        for tname, arg in template or []:
+            if isinstance(arg, bool):
+                consts.append(f"  constexpr bool {tname} = {'true' if arg else 'false'};")
+            elif isinstance(arg, int):
+                consts.append(f"  constexpr int {tname} = {arg};")
+            else:
+                consts.append(f"  using {tname} = {_CUDA_TYPES[arg.name]};")
+        full = (_CUDA_HEADER + header + f'\nextern "C" __global__ void {name}(\n    '
+                + ",\n    ".join(params) + ") {\n" + "\n".join(consts) + "\n" + source + "\n}\n")
+        if verbose:
+            print(full)
+        specs = tuple((tuple(int(x) for x in s), d) for s, d in zip(output_shapes, output_dtypes))
+        prim = CustomKernel(name, full, specs, tuple(int(g) for g in grid),
+                            tuple(int(t) for t in threadgroup), init_value, shared_memory,
+                            ensure_row_contiguous)
+        return Array.make_multi(prim, arrays, st)
+    return launch
+
+
+def metal_kernel(name: str, input_names: list, output_names: list, source: str,
+                 header: str = "", ensure_row_contiguous: bool = True,
+                 atomic_outputs: bool = False, compile_options=None):
+    """MLX's ``mx.fast.metal_kernel``: not available in nuvec (its Metal backend runs through
+    the Swift shim, which has no entry point for user kernels)."""
+    raise RuntimeError("metal_kernel: user Metal kernels are not supported by nuvec's Metal "
+                       "shim; use nv.fast.cuda_kernel on a CUDA GPU")

@@ -224,3 +224,14 @@ def test_rope_offset_array_per_batch_entry():
     with pytest.raises(ValueError, match="rope: the input must be floating"):
         nv.fast.rope(nv.ones((1, 2, 8), dtype=nv.int32), 8, traditional=False, base=1e4,
                      scale=1.0, offset=0)
+
+
+def test_cuda_kernel_writes_mlx_s_signature_and_needs_a_gpu():
+    k = nv.fast.cuda_kernel("k1", ["a", "b"], ["out"],
+                            "out[0] = a[0] * a_shape[0] + b[a_ndim];", header="// h\n")
+    with pytest.raises(ValueError, match="cuda_kernel k1: runs on a CUDA GPU only"):
+        k(inputs=[nv.ones((3,)), nv.ones((2,))], output_shapes=[(1,)],
+          output_dtypes=[nv.float32], grid=(1, 1, 1), threadgroup=(1, 1, 1))
+    with pytest.raises(ValueError, match="2 inputs named, 1 given"):
+        k(inputs=[nv.ones((3,))], output_shapes=[(1,)], output_dtypes=[nv.float32],
+          grid=(1, 1, 1), threadgroup=(1, 1, 1))

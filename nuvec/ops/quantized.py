@@ -14,6 +14,7 @@ from typing import Optional
 
 from ..core import dtypes
 from ..core.array import Array
+from ..core.device import resolve_stream
 from ..primitives import quant_formats as qf
 from ..primitives.quantized import Dequantize, QuantizedMatmul, Quantize
 from ._common import as_array
@@ -78,7 +79,7 @@ def quantize(w: Array, /, group_size: Optional[int] = None, bits: Optional[int] 
     if w.shape[-1] % group_size:
         raise ValueError(f"quantize: the last dimension ({w.shape[-1]}) must be divisible by "
                          f"the group size {group_size}; got shape {tuple(w.shape)}")
-    return tuple(Array.make_multi(Quantize(group_size, bits, mode), [w]))
+    return tuple(Array.make_multi(Quantize(group_size, bits, mode), [w], resolve_stream(stream)))
 
 
 def _check_packed(op: str, w, scales, biases, group_size: int, bits: int) -> None:
@@ -134,7 +135,7 @@ def dequantize(w: Array, /, scales: Array, biases: Optional[Array] = None,
     if not dtypes.issubdtype(out, dtypes.floating):
         raise ValueError(f"dequantize: the output dtype must be floating, got {out}")
     args = [w, scales] + ([biases] if biases is not None else [])
-    return Array.make(Dequantize(group_size, bits, mode, out), args)
+    return Array.make(Dequantize(group_size, bits, mode, out), args, resolve_stream(stream))
 
 
 def quantized_matmul(x: Array, w: Array, /, scales: Array, biases: Optional[Array] = None,
@@ -170,7 +171,8 @@ def quantized_matmul(x: Array, w: Array, /, scales: Array, biases: Optional[Arra
         args += [ops.astype(scales, out), ops.astype(biases, out)]
     else:
         args += [scales]
-    y = Array.make(QuantizedMatmul(group_size, bits, mode, transpose), args)
+    y = Array.make(QuantizedMatmul(group_size, bits, mode, transpose), args,
+                   resolve_stream(stream))
     return ops.squeeze(y, 0) if vector else y
 
 
@@ -185,7 +187,8 @@ def gather_qmm(x: Array, w: Array, /, scales: Array, biases: Optional[Array] = N
     ``indices.shape + (M, N)``."""
     ops = _ops()
     if lhs_indices is None and rhs_indices is None:
-        return quantized_matmul(x, w, scales, biases, transpose, group_size, bits, mode)
+        return quantized_matmul(x, w, scales, biases, transpose, group_size, bits, mode,
+                                stream=stream)
     x, w, scales = as_array(x), as_array(w), as_array(scales)
     biases = None if biases is None else as_array(biases)
     for name, a in (("x", x), ("w", w)):
@@ -211,5 +214,5 @@ def gather_qmm(x: Array, w: Array, /, scales: Array, biases: Optional[Array] = N
     xs = pick(x, li)
     ws, ss = pick(w, ri), pick(scales, ri)
     bs = None if biases is None else pick(biases, ri)
-    y = quantized_matmul(xs, ws, ss, bs, transpose, group_size, bits, mode)
+    y = quantized_matmul(xs, ws, ss, bs, transpose, group_size, bits, mode, stream=stream)
     return ops.reshape(y, tuple(li.shape) + tuple(y.shape[-2:]))

@@ -9,6 +9,8 @@ from . import device
 
 if device.is_available():
     from . import elementwise, fft, indexing, linalg, misc, reduction, shape, solver, sort  # noqa: F401
+    from . import quantized  # noqa: F401  (packed weights: NVRTC kernels)
+    from . import custom_kernel  # noqa: F401  (nv.fast.cuda_kernel)
     try:
         from . import random  # noqa: F401
     except ImportError:  # pragma: no cover - a tree without the random primitive

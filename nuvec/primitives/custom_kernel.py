@@ -1,0 +1,34 @@
+"""``CustomKernel``: a user's kernel source (``nv.fast.cuda_kernel``) as a graph node; its
+parameters are the full source and launch, so equal kernels share a compiled module and CSE
+merges equal calls. Only the CUDA backend runs it; it has no derivative rules."""
+from __future__ import annotations
+
+from ..core.primitive import Primitive
+
+
+class CustomKernel(Primitive):
+    __slots__ = ("name_", "source", "output_specs", "grid", "threadgroup", "init_value",
+                 "shared_memory", "contiguous")
+    name = "custom_kernel"
+    differentiable = False
+    effectful = True          # user code may do anything: never folded or merged
+
+    def __init__(self, name: str, source: str, output_specs: tuple, grid: tuple,
+                 threadgroup: tuple, init_value, shared_memory: int,
+                 contiguous: bool = True) -> None:
+        self.name_ = name
+        self.source = source
+        self.output_specs = output_specs          # ((shape, dtype), ...)
+        self.grid = grid
+        self.threadgroup = threadgroup
+        self.init_value = init_value
+        self.shared_memory = int(shared_memory)
+        self.contiguous = bool(contiguous)
+
+    @property
+    def params(self) -> tuple:
+        return (self.name_, self.source, self.output_specs, self.grid, self.threadgroup,
+                self.init_value, self.shared_memory, self.contiguous)
+
+    def infer(self, inputs):
+        return [(tuple(s), d) for s, d in self.output_specs]
