@@ -10,8 +10,9 @@ from .core.dtypes import (  # noqa: F401
     float64, floating, generic, iinfo, inexact, int8, int16, int32, int64, integer, issubdtype,
     number, promote_types, signedinteger, uint8, uint16, uint32, uint64, unsignedinteger)
 from .core.device import (  # noqa: F401
-    Device, DeviceType, Stream, cpu, default_device, default_stream, gpu, new_stream,
-    set_default_device, set_default_stream, stream)
+    Device, DeviceType, Stream, cpu, default_device, default_stream, device_count, device_info,
+    gpu, is_available, new_stream, set_default_device, set_default_stream, stream)
+from .constants import e, euler_gamma, inf, nan, newaxis, pi  # noqa: F401
 from .core.evaluate import async_eval, eval  # noqa: F401
 from .backends.registry import synchronize  # noqa: F401
 from .ops import *  # noqa: F401,F403

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
+import platform
 import threading
 from typing import Iterator
 
@@ -179,3 +181,74 @@ def stream(s) -> Iterator[Stream]:
         yield target
     finally:
         _state.stream, _state.device = saved
+
+
+def _as_device_type(d) -> DeviceType:
+    if isinstance(d, Device):
+        return d.type
+    if isinstance(d, DeviceType):
+        return d
+    raise TypeError(f"device_count: device_type must be a DeviceType, got {type(d).__name__}")
+
+
+def device_count(device_type: DeviceType | Device) -> int:
+    """The number of devices of ``device_type`` nuvec can run on: ``nv.device_count(nv.cpu)``
+    is 1; the GPU count is 1 where a GPU backend is present (nuvec runs on one GPU per
+    process) and 0 otherwise."""
+    t = _as_device_type(device_type)
+    if t is DeviceType.cpu:
+        return 1
+    return 1 if gpu_backend_name() is not None else 0
+
+
+def is_available(device: Device | DeviceType) -> bool:
+    """Whether ``device`` can run operations here: ``nv.is_available(nv.gpu)``."""
+    if isinstance(device, DeviceType):
+        device = Device(device)
+    if not isinstance(device, Device):
+        raise TypeError(f"is_available: device must be a Device or DeviceType, "
+                        f"got {type(device).__name__}")
+    return 0 <= device.index < device_count(device.type)
+
+
+@functools.cache
+def _cpu_info() -> dict[str, str | int]:
+    arch = platform.machine() or "unknown"
+    name = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") and ": " in line:
+                    name = line.split(": ", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"device_name": name or platform.processor() or arch, "architecture": arch}
+
+
+def device_info(d: Device | DeviceType | None = None) -> dict[str, str | int]:
+    """Properties of ``d`` (the default device when None) as a dict. Every device has
+    ``device_name`` and ``architecture``; a CUDA GPU adds ``total_memory`` and
+    ``free_memory`` in bytes. An unavailable device gives an empty dict.
+
+    >>> import nuvec as nv
+    >>> "device_name" in nv.device_info(nv.cpu)
+    True
+    """
+    if d is None:
+        d = default_device()
+    elif isinstance(d, DeviceType):
+        d = Device(d)
+    elif not isinstance(d, Device):
+        raise TypeError(f"device_info: d must be a Device, DeviceType or None, "
+                        f"got {type(d).__name__}")
+    if not is_available(d):
+        return {}
+    if d.type is DeviceType.cpu:
+        return dict(_cpu_info())
+    if gpu_backend_name() == "cuda":
+        from ..backends.cuda import device as cuda_device
+        return cuda_device.device_info()
+    from ..backends.metal import shim
+    with shim.Device.open(d.index) as dev:
+        return {"device_name": dev.name, "architecture": platform.machine() or "arm64"}
