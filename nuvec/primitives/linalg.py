@@ -222,8 +222,12 @@ class AddMM(Primitive):
 #
 # MLX's factorisation primitives: each works on the matrices of the last two axes, batched
 # over the leading ones, so vmap moves the mapped axis to the front and applies the same
-# primitive (out axes 0). MLX gives them no derivatives; the composites built on them
-# (solve, pinv, det through lu) have none either.
+# primitive (out axes 0). MLX gives them no derivatives. nuvec differentiates the real
+# inverses, the Cholesky factor, the symmetric eigendecomposition and the singular values
+# (the textbook matrix-calculus rules, written with the primitives themselves, so they
+# differentiate again); the rest raise NotImplementedError saying why. A factorisation that
+# reads one triangle of its input (tri_inv, cholesky, eigh) has a zero derivative with
+# respect to the other triangle.
 
 def _square(name: str, a) -> None:
     if a.ndim < 2:
@@ -245,6 +249,40 @@ _REAL_OR_COMPLEX = ("float32", "float64", "complex64")
 def _real_of(d):
     from ..core import dtypes as dt
     return dt.float32 if d == dt.complex64 else d
+
+
+def _mm2(a: Array, b: Array) -> Array:
+    return _ops().matmul(a, b)
+
+
+def _eye_like(x: Array) -> Array:
+    n = x.shape[-1]
+    return _ops().eye(n, dtype=x.dtype)
+
+
+def _tri(x: Array, lower: bool, k: int = 0) -> Array:
+    ops = _ops()
+    return ops.tril(x, k=-k) if lower else ops.triu(x, k=k)
+
+
+def _sym_from_triangle(t: Array, lower: bool) -> Array:
+    """The symmetric matrix a factorisation sees when it reads one triangle of ``t``."""
+    return _ops().add(_tri(t, lower), _mT(_tri(t, lower, 1)))
+
+
+def _triangle_grad(g: Array, lower: bool) -> Array:
+    """The cotangent of ``t`` from that of ``_sym_from_triangle(t)``: the read triangle gets
+    ``g`` plus the mirrored entries of ``g``, the other triangle nothing."""
+    return _ops().add(_tri(g, lower), _tri(_mT(g), lower, 1))
+
+
+def _real_only(name: str, x: Array, rule: str) -> None:
+    if x._dtype.kind == "c":
+        raise NotImplementedError(f"{name}: no {rule} rule for complex input")
+
+
+def _no_rule(name: str, why: str):
+    raise NotImplementedError(f"{name}: no derivative ({why}; MLX defines none)")
 
 
 class _Batched(Primitive):
@@ -280,6 +318,12 @@ class QRF(_Batched):
         k = min(m, n)
         return [(a._shape[:-1] + (k,), a._dtype), (a._shape[:-2] + (k, n), a._dtype)]
 
+    def vjp(self, primals, cotangents, argnums, outputs):
+        _no_rule("qr", "not implemented")
+
+    def jvp(self, primals, tangents, argnums):
+        _no_rule("qr", "not implemented")
+
 
 class SVD(_Batched):
     """``a = u[..., :k] * s @ vt[..., :k, :]``: ``u`` (..., m, m), ``s`` (..., k) descending
@@ -307,6 +351,32 @@ class SVD(_Batched):
             return [s]
         return [(lead + (m, m), a._dtype), s, (lead + (n, n), a._dtype)]
 
+    def _singular_vectors(self, a: Array):
+        """The first k left and right singular vectors of ``a``: (u_k, v_k)."""
+        u, _, vt = Array.make_multi(SVD(True), [a])
+        k = min(a.shape[-2:])
+        return u[..., :k], _mT(vt[..., :k, :])
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        # only the singular values (distinct, non-zero) differentiate: ds = diag(u_k^T da v_k)
+        (a,) = primals
+        if self.compute_uv:
+            _no_rule("svd", "the singular vectors are differentiated only through "
+                     "compute_uv=False (the singular values)")
+        _real_only("svd", a, "vjp")
+        u, v = self._singular_vectors(a)
+        g = _ops().expand_dims(cotangents[0], -2)
+        return [_mm2(_ops().multiply(u, g), _mT(v))]
+
+    def jvp(self, primals, tangents, argnums):
+        (a,), (t,) = primals, tangents
+        if self.compute_uv:
+            _no_rule("svd", "the singular vectors are differentiated only through "
+                     "compute_uv=False (the singular values)")
+        _real_only("svd", a, "jvp")
+        u, v = self._singular_vectors(a)
+        return [_ops().sum(_ops().multiply(_mm2(_mT(u), t), _mT(v)), axis=-1)]
+
 
 class Inverse(_Batched):
     """The inverse of each square matrix; with ``tri``, of its ``upper`` (or lower) triangle,
@@ -329,6 +399,18 @@ class Inverse(_Batched):
         _check_dtype(name, a, _REAL)
         return [(a._shape, a._dtype)]
 
+    def vjp(self, primals, cotangents, argnums, outputs):
+        # d(a^-1) = -a^-1 da a^-1; a triangular inverse reads (and differentiates by) only
+        # its triangle
+        y = outputs[0]
+        g = _ops().negative(_mm2(_mm2(_mT(y), cotangents[0]), _mT(y)))
+        return [_tri(g, not self.upper) if self.tri else g]
+
+    def jvp(self, primals, tangents, argnums):
+        y = Array.make(self, list(primals))
+        t = _tri(tangents[0], not self.upper) if self.tri else tangents[0]
+        return [_ops().negative(_mm2(_mm2(y, t), y))]
+
 
 class Cholesky(_Batched):
     """The lower (or ``upper``) triangular factor of each symmetric positive-definite matrix
@@ -348,6 +430,37 @@ class Cholesky(_Batched):
         _square("cholesky", a)
         _check_dtype("cholesky", a, _REAL)
         return [(a._shape, a._dtype)]
+
+    # The rules work with the lower factor l of s = the symmetric matrix of the triangle read
+    # (an upper factor is the transpose of the lower one of a.T): with phi(x) the lower
+    # triangle of x with its diagonal halved, dl = l phi(l^-1 ds l^-T), and the cotangent of
+    # s is sym(l^-T phi(l^T g) l^-1).
+
+    def _phi(self, x: Array) -> Array:
+        ops = _ops()
+        return ops.subtract(ops.tril(x), ops.multiply(ops.multiply(x, _eye_like(x)), 0.5))
+
+    def _lower(self, y: Array) -> Array:
+        return _mT(y) if self.upper else y
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        ops = _ops()
+        low = self._lower(outputs[0])
+        g = self._lower(cotangents[0])
+        li = Array.make(Inverse(tri=True, upper=False), [low])
+        p = self._phi(_mm2(_mT(low), g))
+        gs = _mm2(_mm2(_mT(li), p), li)
+        gs = ops.multiply(ops.add(gs, _mT(gs)), 0.5)
+        ga = _triangle_grad(gs, lower=True)
+        return [_mT(ga) if self.upper else ga]
+
+    def jvp(self, primals, tangents, argnums):
+        low = self._lower(Array.make(self, list(primals)))
+        t = _mT(tangents[0]) if self.upper else tangents[0]
+        ds = _sym_from_triangle(t, lower=True)
+        li = Array.make(Inverse(tri=True, upper=False), [low])
+        dl = _mm2(low, self._phi(_mm2(_mm2(li, ds), _mT(li))))
+        return [_mT(dl) if self.upper else dl]
 
 
 class Eig(_Batched):
@@ -372,6 +485,14 @@ class Eig(_Batched):
         vals = (a._shape[:-1], dt.complex64)
         return [vals, (a._shape, dt.complex64)] if self.vectors else [vals]
 
+    def vjp(self, primals, cotangents, argnums, outputs):
+        _no_rule("eig", "complex eigenvectors of a general matrix are defined only up to a "
+                 "phase; use eigh for symmetric matrices")
+
+    def jvp(self, primals, tangents, argnums):
+        _no_rule("eig", "complex eigenvectors of a general matrix are defined only up to a "
+                 "phase; use eigh for symmetric matrices")
+
 
 class Eigh(_Batched):
     """Eigenvalues (ascending, real) and, with ``vectors``, orthonormal eigenvectors of
@@ -395,6 +516,45 @@ class Eigh(_Batched):
         vals = (a._shape[:-1], _real_of(a._dtype))
         return [vals, (a._shape, a._dtype)] if self.vectors else [vals]
 
+    # With s = v diag(w) v^T (s: the symmetric matrix of the triangle read) and
+    # f_ij = 1 / (w_j - w_i) off the diagonal (0 on it): dw = diag(v^T ds v),
+    # dv = v (f * (v^T ds v)); the cotangent of s is v (diag(gw) + f * (v^T gv)) v^T,
+    # symmetrised. Eigenvalues must be distinct for the vectors' rule.
+
+    def _decomposed(self, a: Array):
+        w, v = Array.make_multi(Eigh(self.uplo, True), [a])
+        return w, v
+
+    @staticmethod
+    def _gaps(w: Array) -> Array:
+        ops = _ops()
+        diff = ops.subtract(ops.expand_dims(w, -2), ops.expand_dims(w, -1))   # w_j - w_i
+        eye = ops.eye(w.shape[-1], dtype=w.dtype)
+        return ops.multiply(ops.reciprocal(ops.add(diff, eye)), ops.subtract(1.0, eye))
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        ops = _ops()
+        (a,) = primals
+        _real_only(self.name, a, "vjp")
+        w, v = (outputs[0], outputs[1]) if self.vectors else self._decomposed(a)
+        inner = ops.multiply(ops.expand_dims(cotangents[0], -2), _eye_like(v))
+        if self.vectors:
+            inner = ops.add(inner, ops.multiply(self._gaps(w), _mm2(_mT(v), cotangents[1])))
+        gs = _mm2(_mm2(v, inner), _mT(v))
+        gs = ops.multiply(ops.add(gs, _mT(gs)), 0.5)
+        return [_triangle_grad(gs, self.uplo == "L")]
+
+    def jvp(self, primals, tangents, argnums):
+        ops = _ops()
+        (a,), (t,) = primals, tangents
+        _real_only(self.name, a, "jvp")
+        w, v = self._decomposed(a)
+        m = _mm2(_mm2(_mT(v), _sym_from_triangle(t, self.uplo == "L")), v)
+        dw = ops.diagonal(m, 0, -2, -1)
+        if not self.vectors:
+            return [dw]
+        return [dw, _mm2(v, ops.multiply(self._gaps(w), m))]
+
 
 class LUF(_Batched):
     """LAPACK's partial-pivoting LU of (..., m, n) matrices: the factors packed in one array
@@ -413,3 +573,9 @@ class LUF(_Batched):
         m, n = a._shape[-2:]
         return [(a._shape, a._dtype), (a._shape[:-2] + (min(m, n),), dt.uint32),
                 (a._shape[:-1], dt.uint32)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        _no_rule("lu", "not implemented: the factors are piecewise smooth in the pivoting")
+
+    def jvp(self, primals, tangents, argnums):
+        _no_rule("lu", "not implemented: the factors are piecewise smooth in the pivoting")

@@ -576,3 +576,50 @@ def test_stream_keyword_and_norm_gradient():
     fd_vjp_check(lambda x: nv.linalg.norm(x, ord=3, axis=-1), [mats(2, 4)])
     fd_vjp_check(lambda x: nv.linalg.norm(x, ord="fro", axis=(0, 1)), [mats(2, 4)])
     fd_vjp_check(nv.linalg.det, [mats(3, 3)])
+
+
+def _spd_fn(f):
+    return lambda x: f(x @ nv.swapaxes(x, -1, -2) + 3 * nv.eye(x.shape[-1], dtype=nv.float64))
+
+
+@pytest.mark.parametrize("name,f,shape", [
+    ("inv", lambda x: nv.linalg.inv(x + 3 * nv.eye(3, dtype=nv.float64)), (2, 3, 3)),
+    ("tri_inv", lambda x: nv.linalg.tri_inv(x + 3 * nv.eye(3, dtype=nv.float64)), (3, 3)),
+    ("tri_inv_upper", lambda x: nv.linalg.tri_inv(x + 3 * nv.eye(3, dtype=nv.float64),
+                                                  upper=True), (3, 3)),
+    ("cholesky", _spd_fn(nv.linalg.cholesky), (2, 3, 3)),
+    ("cholesky_upper", _spd_fn(lambda s: nv.linalg.cholesky(s, upper=True)), (3, 3)),
+    ("cholesky_inv", _spd_fn(lambda s: nv.linalg.cholesky_inv(nv.linalg.cholesky(s))), (3, 3)),
+    ("eigvalsh", _spd_fn(nv.linalg.eigvalsh), (2, 4, 4)),
+    ("eigvalsh_upper", _spd_fn(lambda s: nv.linalg.eigvalsh(s, UPLO="U")), (4, 4)),
+    ("eigh_vectors", _spd_fn(lambda s: nv.linalg.eigh(s)[1] ** 2), (3, 3)),
+    ("singular_values", lambda x: nv.linalg.svd(x, compute_uv=False), (2, 3, 4)),
+    ("norm_2_and_nuc", lambda x: nv.linalg.norm(x, ord=2, axis=(-2, -1))
+     + nv.linalg.norm(x, ord="nuc", axis=(-2, -1)), (2, 4, 3)),
+    ("solve_triangular", lambda x: nv.linalg.solve_triangular(
+        x + 3 * nv.eye(3, dtype=nv.float64), x[..., :1]), (3, 3)),
+])
+def test_factorisation_gradients(name, f, shape):
+    x = LRNG.standard_normal(shape)
+    fd_vjp_check(f, [x], rtol=1e-5, atol=1e-7)
+    fd_jvp_check(f, [x], rtol=1e-5, atol=1e-7)
+
+
+def test_one_triangle_read_has_zero_gradient_elsewhere():
+    s = spd(4, 4, dtype=np.float64)
+    for f, upper in [(nv.linalg.cholesky, False), (nv.linalg.eigvalsh, False),
+                     (lambda a: nv.linalg.eigvalsh(a, UPLO="U"), True),
+                     (lambda a: nv.linalg.tri_inv(a, upper=True), True)]:
+        g = np.asarray(nv.grad(lambda a: nv.sum(f(a) ** 2))(nv.array(s)))
+        other = np.tril(g, -1) if upper else np.triu(g, 1)
+        np.testing.assert_array_equal(other, 0)
+        assert np.abs(g).sum() > 0
+
+
+def test_undefined_derivatives_say_why():
+    a = nv.array(mats(3, 3, dtype=np.float64))
+    for f, name in [(lambda x: nv.linalg.qr(x)[0], "qr"), (lambda x: nv.linalg.lu(x)[1], "lu"),
+                    (lambda x: nv.linalg.eigvals(x).abs(), "eig"),
+                    (lambda x: nv.linalg.svd(x)[0], "svd")]:
+        with pytest.raises(NotImplementedError, match=f"{name}: no derivative"):
+            nv.grad(lambda x: nv.sum(f(x)))(a)

@@ -104,6 +104,18 @@ PROBES = {
     "Copy": (lambda x: _copy(x) * x, [f64(2, 3)], [0]),
     "CustomFunction": (lambda x: _CUSTOM(x) * x, [f64(2, 3)], [0]),
     "RandomBits": (lambda k: nv.random.bits((3,), key=k), [np.array([0, 7], np.uint32)], []),
+    # real weights: a complex product's own vjp is outside this probe
+    "FFT": (lambda x: nv.fft.irfft(nv.fft.fft(x)[..., :2] * nv.array([1.0, 2.0]), n=3)
+            + nv.fft.irfft(nv.fft.rfft(x) * nv.array([0.5, 3.0]), n=4)[..., :3],
+            [f64(2, 3)], [0]),
+    "Inverse": (lambda x: nv.linalg.inv(x + 3 * nv.eye(3, dtype=nv.float64))
+                + nv.linalg.tri_inv(x + 3 * nv.eye(3, dtype=nv.float64), upper=True),
+                [f64(3, 3)], [0]),
+    "Cholesky": (lambda x: nv.linalg.cholesky(x @ x.T + 3 * nv.eye(3, dtype=nv.float64)),
+                 [f64(3, 3)], [0]),
+    "Eigh": (lambda x: nv.linalg.eigvalsh(x + nv.diag(nv.array([0.0, 2.0, 4.0], nv.float64)))
+             + nv.linalg.eigh(x + x.T)[1][0] ** 2, [f64(3, 3)], [0]),
+    "SVD": (lambda x: nv.linalg.svd(x, compute_uv=False), [f64(3, 4)], [0]),
 }
 
 # primitives that only the CPU makes (one pass per row there; GPUs keep the composite form):
@@ -123,6 +135,9 @@ def _cpu_for_cpu_only_primitives(request):
 # gradient where it differs from the function's derivative on purpose (stop_gradient)
 OPTIONS = {
     "AsType": {"eps": 1e-2, "rtol": 1e-4, "jvp_rtol": 1e-6},
+    # single precision: the transform is linear, so a wide step is exact up to rounding
+    "FFT": {"eps": 1e-1, "rtol": 1e-4, "jvp_rtol": 1e-5},
+    "Eigh": {"rtol": 1e-5},
     "StopGradient": {"grad": lambda x: [x]},
 }
 
@@ -135,6 +150,9 @@ EXEMPT = {
                  "expand to; its concrete subclasses are probed here or exempt below",
     "PermutedMatmul": "made only inside nv.compile's CPU tape (fuse.permute_matmuls); its rules "
                       "are those of transpose(matmul) it expands to (the compile tests)",
+    **{name: "MLX defines no derivative and neither does nuvec (the rules raise "
+             "NotImplementedError saying why); vmap is checked in tests/ops/test_linalg.py"
+       for name in ("Eig", "QRF", "LUF")},
     "Compiled": "made only inside nv.compile's tape, whose outputs are evaluated at once; its "
                 "rules re-expand the fused members through nv.vjp/jvp/vmap (compile's tests)",
 }
