@@ -223,7 +223,8 @@ class AddMM(Primitive):
 # MLX's factorisation primitives: each works on the matrices of the last two axes, batched
 # over the leading ones, so vmap moves the mapped axis to the front and applies the same
 # primitive (out axes 0). MLX gives them no derivatives. nuvec differentiates the real
-# inverses, the Cholesky factor, the symmetric eigendecomposition and the singular values
+# inverses, the Cholesky factor, QR of tall matrices, the symmetric eigendecomposition and
+# the singular values
 # (the textbook matrix-calculus rules, written with the primitives themselves, so they
 # differentiate again); the rest raise NotImplementedError saying why. A factorisation that
 # reads one triangle of its input (tri_inv, cholesky, eigh) has a zero derivative with
@@ -318,11 +319,38 @@ class QRF(_Batched):
         k = min(m, n)
         return [(a._shape[:-1] + (k,), a._dtype), (a._shape[:-2] + (k, n), a._dtype)]
 
+    # For m >= n (full column rank): with x = q^T da r^-1 and w its strictly lower part,
+    # dr = (x - w + w^T) r and dq = da r^-1 - q (x - w + w^T); the cotangent of a is
+    # (gq + q copyltu(r gr^T - gq^T q)) r^-T, copyltu mirroring the lower triangle upwards.
+
+    @staticmethod
+    def _tall(a: Array, rule: str) -> None:
+        _real_only("qr", a, rule)
+        if a.shape[-2] < a.shape[-1]:
+            _no_rule("qr", "not implemented for matrices wider than tall")
+
     def vjp(self, primals, cotangents, argnums, outputs):
-        _no_rule("qr", "not implemented")
+        ops = _ops()
+        (a,) = primals
+        self._tall(a, "vjp")
+        q, r = outputs
+        gq, gr = cotangents
+        m = ops.subtract(_mm2(r, _mT(gr)), _mm2(_mT(gq), q))
+        m = ops.add(ops.tril(m), _mT(ops.tril(m, k=-1)))
+        ri = Array.make(Inverse(tri=True, upper=True), [r])
+        return [_mm2(ops.add(gq, _mm2(q, m)), _mT(ri))]
 
     def jvp(self, primals, tangents, argnums):
-        _no_rule("qr", "not implemented")
+        ops = _ops()
+        (a,), (t,) = primals, tangents
+        self._tall(a, "jvp")
+        q, r = Array.make_multi(self, [a])
+        ri = Array.make(Inverse(tri=True, upper=True), [r])
+        tri = _mm2(t, ri)
+        x = _mm2(_mT(q), tri)
+        w = ops.tril(x, k=-1)
+        up = ops.add(ops.subtract(x, w), _mT(w))
+        return [ops.subtract(tri, _mm2(q, up)), _mm2(up, r)]
 
 
 class SVD(_Batched):

@@ -594,6 +594,9 @@ def _spd_fn(f):
     ("eigvalsh_upper", _spd_fn(lambda s: nv.linalg.eigvalsh(s, UPLO="U")), (4, 4)),
     ("eigh_vectors", _spd_fn(lambda s: nv.linalg.eigh(s)[1] ** 2), (3, 3)),
     ("singular_values", lambda x: nv.linalg.svd(x, compute_uv=False), (2, 3, 4)),
+    ("qr_tall", lambda x: nv.concatenate([nv.reshape(nv.linalg.qr(x)[0], (-1,)),
+                                         nv.reshape(nv.linalg.qr(x)[1] ** 2, (-1,))]), (5, 3)),
+    ("qr_square_batched", lambda x: nv.linalg.qr(x)[0] + nv.linalg.qr(x)[1], (2, 3, 3)),
     ("norm_2_and_nuc", lambda x: nv.linalg.norm(x, ord=2, axis=(-2, -1))
      + nv.linalg.norm(x, ord="nuc", axis=(-2, -1)), (2, 4, 3)),
     ("solve_triangular", lambda x: nv.linalg.solve_triangular(
@@ -618,7 +621,10 @@ def test_one_triangle_read_has_zero_gradient_elsewhere():
 
 def test_undefined_derivatives_say_why():
     a = nv.array(mats(3, 3, dtype=np.float64))
-    for f, name in [(lambda x: nv.linalg.qr(x)[0], "qr"), (lambda x: nv.linalg.lu(x)[1], "lu"),
+    wide = nv.array(mats(2, 3, dtype=np.float64))
+    with pytest.raises(NotImplementedError, match="qr: no derivative"):
+        nv.grad(lambda x: nv.sum(nv.linalg.qr(x)[0]))(wide)
+    for f, name in [(lambda x: nv.linalg.lu(x)[1], "lu"),
                     (lambda x: nv.linalg.eigvals(x).abs(), "eig"),
                     (lambda x: nv.linalg.svd(x)[0], "svd")]:
         with pytest.raises(NotImplementedError, match=f"{name}: no derivative"):

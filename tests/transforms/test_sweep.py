@@ -116,6 +116,7 @@ PROBES = {
     "Eigh": (lambda x: nv.linalg.eigvalsh(x + nv.diag(nv.array([0.0, 2.0, 4.0], nv.float64)))
              + nv.linalg.eigh(x + x.T)[1][0] ** 2, [f64(3, 3)], [0]),
     "SVD": (lambda x: nv.linalg.svd(x, compute_uv=False), [f64(3, 4)], [0]),
+    "QRF": (lambda x: nv.linalg.qr(x)[0] * nv.sum(nv.linalg.qr(x)[1] ** 2), [f64(4, 3)], [0]),
 }
 
 # primitives that only the CPU makes (one pass per row there; GPUs keep the composite form):
@@ -138,6 +139,7 @@ OPTIONS = {
     # single precision: the transform is linear, so a wide step is exact up to rounding
     "FFT": {"eps": 1e-1, "rtol": 1e-4, "jvp_rtol": 1e-5},
     "Eigh": {"rtol": 1e-5},
+    "QRF": {"rtol": 1e-5},
     "StopGradient": {"grad": lambda x: [x]},
 }
 
@@ -152,7 +154,7 @@ EXEMPT = {
                       "are those of transpose(matmul) it expands to (the compile tests)",
     **{name: "MLX defines no derivative and neither does nuvec (the rules raise "
              "NotImplementedError saying why); vmap is checked in tests/ops/test_linalg.py"
-       for name in ("Eig", "QRF", "LUF")},
+       for name in ("Eig", "LUF")},
     "Compiled": "made only inside nv.compile's tape, whose outputs are evaluated at once; its "
                 "rules re-expand the fused members through nv.vjp/jvp/vmap (compile's tests)",
 }
