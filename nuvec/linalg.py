@@ -8,11 +8,10 @@ from the SVD, ``det`` and ``slogdet`` from the LU's diagonal or, up to 3 x 3, co
 Inputs must be float32 or float64 (eig, eigh and svd also take complex64); results keep that
 precision. On the CPU the work is LAPACK's through NumPy and SciPy, on CUDA cuSOLVER's through
 CuPy. MLX differentiates none of the factorisations; nuvec differentiates inv, tri_inv,
-cholesky, qr of tall or square matrices, eigh / eigvalsh (real input) and the singular values,
-and so everything built from them (solve_triangular, cholesky_inv, the 2 and nuclear matrix
-norms); eig, lu and the singular vectors raise NotImplementedError under grad / jvp, and so do
-solve, pinv and det of matrices larger than 3 x 3, which go through lu or the singular
-vectors.
+cholesky, qr of tall or square matrices, lu of square ones (pivots held fixed), eigh /
+eigvalsh (real input) and the singular values, and so everything built from them (solve,
+solve_triangular, det, slogdet, cholesky_inv, the 2 and nuclear matrix norms); eig and the
+singular vectors (so pinv) raise NotImplementedError under grad / jvp.
 
 >>> import nuvec as nv
 >>> a = nv.array([[4.0, 1.0], [1.0, 3.0]])

@@ -223,8 +223,8 @@ class AddMM(Primitive):
 # MLX's factorisation primitives: each works on the matrices of the last two axes, batched
 # over the leading ones, so vmap moves the mapped axis to the front and applies the same
 # primitive (out axes 0). MLX gives them no derivatives. nuvec differentiates the real
-# inverses, the Cholesky factor, QR of tall matrices, the symmetric eigendecomposition and
-# the singular values
+# inverses, the Cholesky factor, QR of tall matrices, LU of square ones (for fixed pivots),
+# the symmetric eigendecomposition and the singular values
 # (the textbook matrix-calculus rules, written with the primitives themselves, so they
 # differentiate again); the rest raise NotImplementedError saying why. A factorisation that
 # reads one triangle of its input (tri_inv, cholesky, eigh) has a zero derivative with
@@ -275,6 +275,11 @@ def _triangle_grad(g: Array, lower: bool) -> Array:
     """The cotangent of ``t`` from that of ``_sym_from_triangle(t)``: the read triangle gets
     ``g`` plus the mirrored entries of ``g``, the other triangle nothing."""
     return _ops().add(_tri(g, lower), _tri(_mT(g), lower, 1))
+
+
+def _dt():
+    from ..core import dtypes
+    return dtypes
 
 
 def _real_only(name: str, x: Array, rule: str) -> None:
@@ -602,8 +607,45 @@ class LUF(_Batched):
         return [(a._shape, a._dtype), (a._shape[:-2] + (min(m, n),), dt.uint32),
                 (a._shape[:-1], dt.uint32)]
 
+    # For square a with the pivoting held fixed: b = a[order] = l u (order the inverse of
+    # perm); with x = l^-1 db u^-1, dl = l tril(x, -1) and du = triu(x) u, packed as one
+    # array; the cotangent of b is l^-T (tril(l^T gl, -1) + triu(gu u^T)) u^-T, and a's is
+    # b's rows put back in place (row i of a is row perm[i] of b).
+
+    @staticmethod
+    def _square_real(a: Array, rule: str) -> None:
+        _real_only("lu", a, rule)
+        if a.shape[-1] != a.shape[-2]:
+            _no_rule("lu", "not implemented for non-square matrices")
+
+    @staticmethod
+    def _factors(packed: Array):
+        ops = _ops()
+        low = ops.add(ops.tril(packed, k=-1), _eye_like(packed))
+        li = Array.make(Inverse(tri=True, upper=False), [low])
+        ui = Array.make(Inverse(tri=True, upper=True), [packed])
+        return low, ops.triu(packed), li, ui
+
     def vjp(self, primals, cotangents, argnums, outputs):
-        _no_rule("lu", "not implemented: the factors are piecewise smooth in the pivoting")
+        ops = _ops()
+        (a,) = primals
+        self._square_real(a, "vjp")
+        packed, _, perm = outputs
+        low, up, li, ui = self._factors(packed)
+        g = cotangents[0]
+        inner = ops.add(ops.tril(_mm2(_mT(low), ops.tril(g, k=-1)), k=-1),
+                        ops.triu(_mm2(ops.triu(g), _mT(up))))
+        gb = _mm2(_mm2(_mT(li), inner), _mT(ui))
+        rows = ops.expand_dims(ops.astype(perm, _dt().int32), -1)
+        return [ops.take_along_axis(gb, ops.broadcast_to(rows, gb.shape), axis=-2)]
 
     def jvp(self, primals, tangents, argnums):
-        _no_rule("lu", "not implemented: the factors are piecewise smooth in the pivoting")
+        ops = _ops()
+        (a,), (t,) = primals, tangents
+        self._square_real(a, "jvp")
+        packed, _, perm = Array.make_multi(self, [a])
+        low, up, li, ui = self._factors(packed)
+        order = ops.expand_dims(ops.astype(ops.argsort(perm, axis=-1), _dt().int32), -1)
+        db = ops.take_along_axis(t, ops.broadcast_to(order, t.shape), axis=-2)
+        x = _mm2(_mm2(li, db), ui)
+        return [ops.add(_mm2(low, ops.tril(x, k=-1)), _mm2(ops.triu(x), up)), None, None]

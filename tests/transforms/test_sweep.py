@@ -117,6 +117,8 @@ PROBES = {
              + nv.linalg.eigh(x + x.T)[1][0] ** 2, [f64(3, 3)], [0]),
     "SVD": (lambda x: nv.linalg.svd(x, compute_uv=False), [f64(3, 4)], [0]),
     "QRF": (lambda x: nv.linalg.qr(x)[0] * nv.sum(nv.linalg.qr(x)[1] ** 2), [f64(4, 3)], [0]),
+    "LUF": (lambda x: nv.linalg.lu_factor(x + 3 * nv.eye(3, dtype=nv.float64))[0],
+            [f64(3, 3)], [0]),
 }
 
 # primitives that only the CPU makes (one pass per row there; GPUs keep the composite form):
@@ -140,6 +142,7 @@ OPTIONS = {
     "FFT": {"eps": 1e-1, "rtol": 1e-4, "jvp_rtol": 1e-5},
     "Eigh": {"rtol": 1e-5},
     "QRF": {"rtol": 1e-5},
+    "LUF": {"rtol": 1e-5},
     "StopGradient": {"grad": lambda x: [x]},
 }
 
@@ -152,9 +155,8 @@ EXEMPT = {
                  "expand to; its concrete subclasses are probed here or exempt below",
     "PermutedMatmul": "made only inside nv.compile's CPU tape (fuse.permute_matmuls); its rules "
                       "are those of transpose(matmul) it expands to (the compile tests)",
-    **{name: "MLX defines no derivative and neither does nuvec (the rules raise "
-             "NotImplementedError saying why); vmap is checked in tests/ops/test_linalg.py"
-       for name in ("Eig", "LUF")},
+    "Eig": "MLX defines no derivative and neither does nuvec (the rules raise "
+           "NotImplementedError saying why); vmap is checked in tests/ops/test_linalg.py",
     "Compiled": "made only inside nv.compile's tape, whose outputs are evaluated at once; its "
                 "rules re-expand the fused members through nv.vjp/jvp/vmap (compile's tests)",
 }
