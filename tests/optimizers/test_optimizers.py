@@ -380,3 +380,37 @@ def test_clip_grad_norm_integers_and_bad_max_norm():
     np.testing.assert_allclose(np.asarray(clipped["a"]), [0.6, 0.8], rtol=1e-5)
     with pytest.raises(ValueError, match="max_norm"):
         optim.clip_grad_norm({"a": nv.ones(2)}, -1.0)
+
+
+def test_compiled_multi_optimizer_step_equals_the_eager_one_bit_for_bit():
+    from functools import partial
+
+    def make():
+        nv.random.seed(0)
+        model = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 3))
+        opt = optim.MultiOptimizer([optim.Muon(0.02), optim.AdamW(0.01)],
+                                   [lambda p, w: w.ndim >= 2])
+        return model, opt
+
+    x = nv.array(np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32))
+
+    def loss(m, v):
+        return (m(v) ** 2).mean()
+    eager, eager_opt = make()
+    for _ in range(3):
+        _, g = nn.value_and_grad(eager, loss)(eager, x)
+        eager_opt.update(eager, g)
+    model, opt = make()
+    opt.init(model.trainable_parameters())
+    state = [model.state, opt.state]
+
+    @partial(nv.compile, inputs=state, outputs=state)
+    def step(v):
+        _, g = nn.value_and_grad(model, loss)(model, v)
+        opt.update(model, g)
+
+    for _ in range(3):
+        step(x)
+    for (k, a), (_, b) in zip(flat(eager.parameters()), flat(model.parameters())):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=k)
+    assert int(np.asarray(opt.optimizers[0].step)) == 3
