@@ -53,3 +53,13 @@ def test_constants():
     assert nv.newaxis is None
     x = nv.arange(3)
     assert x[:, nv.newaxis].shape == (3, 1)
+
+
+def test_device_and_device_type_compare_as_mlx():
+    assert nv.Device(nv.cpu) == nv.cpu and nv.Device(nv.cpu).type is nv.DeviceType.cpu
+    assert nv.DeviceType.cpu == nv.Device(nv.DeviceType.cpu)
+    assert nv.Device(nv.DeviceType.cpu) == nv.DeviceType.cpu
+    assert nv.DeviceType.cpu != nv.Device(nv.DeviceType.cpu, 1)
+    assert nv.DeviceType.cpu != nv.DeviceType.gpu and nv.DeviceType.cpu != "cpu"
+    assert len({nv.DeviceType.cpu, nv.DeviceType.cpu}) == 1
+    assert str(nv.Device(nv.cpu)) == "Device(cpu, 0)"

@@ -18,6 +18,15 @@ class DeviceType(enum.Enum):
     cpu = "cpu"
     gpu = "gpu"
 
+    def __eq__(self, other) -> bool:
+        # MLX converts a DeviceType to Device(type, 0) when compared with a Device
+        if isinstance(other, Device):
+            return other.type is self and other.index == 0
+        return self is other
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
 
 class Device:
     """A device: ``Device(DeviceType.gpu, 0)``. The GPU exists only where a backend finds one."""
@@ -25,11 +34,15 @@ class Device:
     __slots__ = ("type", "index")
 
     def __init__(self, type: DeviceType | str, index: int = 0) -> None:
+        if isinstance(type, Device):  # nv.cpu is a Device; MLX's is a DeviceType
+            type = type.type
         self.type = DeviceType(type) if not isinstance(type, DeviceType) else type
         self.index = index
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Device) and other.type == self.type and other.index == self.index
+        if isinstance(other, DeviceType):
+            return other is self.type and self.index == 0
+        return isinstance(other, Device) and other.type is self.type and other.index == self.index
 
     def __hash__(self) -> int:
         return hash((self.type, self.index))
