@@ -51,12 +51,19 @@ def _params(op: str, mode: str, group_size, bits) -> tuple[int, int]:
     return group_size, bits
 
 
-def _no_global_scale(op: str, mode: str, global_scale) -> None:
-    if global_scale is not None:
-        if mode != "nvfp4":
-            raise ValueError(f"{op}: a global scale is only supported for 'nvfp4' "
-                             "quantization")
-        raise NotImplementedError(f"{op}: nvfp4 with a global scale is not implemented")
+def _global_scale(op: str, mode: str, global_scale) -> list:
+    """``[global_scale]`` checked (nvfp4 only; a float32 scalar), or ``[]``."""
+    if global_scale is None:
+        return []
+    if mode != "nvfp4":
+        raise ValueError(f"{op}: a global scale is only supported for 'nvfp4' quantization")
+    global_scale = as_array(global_scale)
+    if global_scale.size != 1:
+        raise ValueError(f"{op}: the global scale must be a scalar, got shape "
+                         f"{tuple(global_scale.shape)}")
+    if global_scale.dtype != dtypes.float32:
+        raise ValueError(f"{op}: the global scale must be float32, got {global_scale.dtype}")
+    return [global_scale]
 
 
 def quantize(w: Array, /, group_size: Optional[int] = None, bits: Optional[int] = None,
@@ -70,7 +77,7 @@ def quantize(w: Array, /, group_size: Optional[int] = None, bits: Optional[int] 
     ``32 / bits`` codes per word (MLX's packing, bit for bit)."""
     w = as_array(w)
     group_size, bits = _params("quantize", mode, group_size, bits)
-    _no_global_scale("quantize", mode, global_scale)
+    extra = _global_scale("quantize", mode, global_scale)
     if not dtypes.issubdtype(w.dtype, dtypes.floating):
         raise ValueError(f"quantize: only real floating types can be quantized, got {w.dtype}")
     if w.ndim < 2:
@@ -79,7 +86,8 @@ def quantize(w: Array, /, group_size: Optional[int] = None, bits: Optional[int] 
     if w.shape[-1] % group_size:
         raise ValueError(f"quantize: the last dimension ({w.shape[-1]}) must be divisible by "
                          f"the group size {group_size}; got shape {tuple(w.shape)}")
-    return tuple(Array.make_multi(Quantize(group_size, bits, mode), [w], resolve_stream(stream)))
+    return tuple(Array.make_multi(Quantize(group_size, bits, mode), [w] + extra,
+                                  resolve_stream(stream)))
 
 
 def _check_packed(op: str, w, scales, biases, group_size: int, bits: int) -> None:
@@ -128,13 +136,13 @@ def dequantize(w: Array, /, scales: Array, biases: Optional[Array] = None,
     w, scales = as_array(w), as_array(scales)
     biases = None if biases is None else as_array(biases)
     group_size, bits = _params("dequantize", mode, group_size, bits)
-    _no_global_scale("dequantize", mode, global_scale)
+    extra = _global_scale("dequantize", mode, global_scale)
     sd = _scales_dtype("dequantize", mode, scales, biases)
     _check_packed("dequantize", w, scales, biases, group_size, bits)
     out = dtype if dtype is not None else (sd if sd is not None else dtypes.bfloat16)
     if not dtypes.issubdtype(out, dtypes.floating):
         raise ValueError(f"dequantize: the output dtype must be floating, got {out}")
-    args = [w, scales] + ([biases] if biases is not None else [])
+    args = [w, scales] + ([biases] if biases is not None else []) + extra
     return Array.make(Dequantize(group_size, bits, mode, out), args, resolve_stream(stream))
 
 

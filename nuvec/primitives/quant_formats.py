@@ -52,6 +52,11 @@ def pack(codes: np.ndarray, bits: int) -> np.ndarray:
     """Codes (..., n) of ``bits`` bits each (n * bits a multiple of 32) to uint32 words."""
     codes = codes.astype(np.uint8)
     lead, n = codes.shape[:-1], codes.shape[-1]
+    if 32 % bits == 0:                   # whole codes per word: shifted and or-ed
+        per = 32 // bits
+        shifts = np.arange(0, 32, bits, dtype=np.uint32)
+        words = codes.reshape(*lead, n // per, per).astype(np.uint32) << shifts
+        return np.bitwise_or.reduce(words, axis=-1)
     stream = (codes[..., None] >> np.arange(bits, dtype=np.uint8)) & 1     # (..., n, bits)
     stream = stream.reshape(*lead, n * bits)
     packed = np.packbits(stream, axis=-1, bitorder="little")               # bytes, LE bits
@@ -106,16 +111,21 @@ def _nearest_fp4(x: np.ndarray) -> np.ndarray:
     return np.argmin(np.abs(x[..., None] - FP4_VALUES.astype(x.dtype)), axis=-1)
 
 
-def quantize_float(w: np.ndarray, mode: str):
+NVFP4_RANGE = np.float32(448.0 * 6.0)      # nvfp4's global scale maps amax to this
+
+
+def quantize_float(w: np.ndarray, mode: str, global_scale=None):
     """The float modes as MLX computes them (in ``w``'s dtype): returns (packed uint32,
-    uint8 scales)."""
+    uint8 scales). nvfp4's optional ``global_scale`` (float32) divides the per-group scales
+    into e4m3's range: they are stored times ``448 * 6 / global_scale``."""
     group_size, bits = MODES[mode]
     maxval = w.dtype.type(6.0 if bits == 4 else 448.0)
     g = w.reshape(*w.shape[:-1], w.shape[-1] // group_size, group_size)
     scales = (np.abs(g).max(-1, keepdims=True) / maxval).astype(w.dtype)
     if mode == "nvfp4":
-        sbits = _to_e4m3(scales.astype(np.float32))
-        g = (g / E4M3_VALUES[sbits].astype(w.dtype)).astype(w.dtype)
+        encode = np.float32(1) if global_scale is None else NVFP4_RANGE / np.float32(global_scale)
+        sbits = _to_e4m3(scales.astype(np.float32) * encode)
+        g = (g / E4M3_VALUES[sbits].astype(w.dtype) * encode).astype(w.dtype)
     else:
         e = _e8m0(scales.astype(np.float32))
         g = (g / np.power(w.dtype.type(2), e).astype(w.dtype)).astype(w.dtype)
@@ -125,11 +135,13 @@ def quantize_float(w: np.ndarray, mode: str):
     return pack(codes, bits), sbits.reshape(*w.shape[:-1], -1)
 
 
-def float_scales(scales: np.ndarray, mode: str) -> np.ndarray:
+def float_scales(scales: np.ndarray, mode: str, global_scale=None) -> np.ndarray:
     """uint8 scales of a float mode as float32 values (e8m0: 2^(s - 127), the zero code
-    2^-127 as MLX decodes it; nvfp4: e4m3)."""
+    2^-127 as MLX decodes it; nvfp4: e4m3, times ``global_scale / (448 * 6)`` if given)."""
     if mode == "nvfp4":
-        return E4M3_VALUES[scales]
+        if global_scale is None:
+            return E4M3_VALUES[scales]
+        return E4M3_VALUES[scales] * (np.float32(global_scale) / NVFP4_RANGE)
     s = scales.astype(np.int32)
     bf16 = np.where(s == 0, 0x40, s << 7).astype(np.uint16)
     return bf16.view(ml_dtypes.bfloat16).astype(np.float32)

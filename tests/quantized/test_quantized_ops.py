@@ -185,3 +185,17 @@ def test_errors_name_the_function_and_argument():
         nv.quantized_matmul(nv.ones((2, 64)), wq, s)
     with pytest.raises(ValueError, match="dequantize: the quantized weight must be uint32"):
         nv.dequantize(nv.ones((8, 8)), s, b)
+
+
+def test_nvfp4_global_scale_round_trip():
+    w = (RNG.standard_normal((4, 64)) * 1e3).astype(np.float32)
+    gscale = nv.array(np.float32(np.abs(w).max()))
+    wq, s = nv.quantize(nv.array(w), mode="nvfp4", global_scale=gscale)
+    d = np.asarray(nv.dequantize(wq, s, mode="nvfp4", global_scale=gscale, dtype=nv.float32))
+    g = w.reshape(4, -1, 16)
+    # e2m1 keeps about one significant bit: within a quarter of each group's largest value
+    assert np.all(np.abs(d.reshape(g.shape) - g) <= 0.26 * np.abs(g).max(-1, keepdims=True))
+    with pytest.raises(ValueError, match="only supported for 'nvfp4'"):
+        nv.quantize(nv.array(w), mode="mxfp4", global_scale=gscale)
+    with pytest.raises(ValueError, match="must be float32"):
+        nv.quantize(nv.array(w), mode="nvfp4", global_scale=nv.array(1.0, nv.float16))

@@ -27,11 +27,11 @@ def _compute_dtype(d: np.dtype) -> np.dtype:
     return np.dtype(np.float64) if d == np.float64 else np.dtype(np.float32)
 
 
-def _scales_and_biases(prim, scales, biases, ct: np.dtype):
+def _scales_and_biases(prim, scales, biases, ct: np.dtype, global_scale=None):
     """The scales (and biases, affine; else None) as C-contiguous ``ct`` arrays."""
     if prim.affine:
         return np.ascontiguousarray(scales, ct), np.ascontiguousarray(biases, ct)
-    return np.ascontiguousarray(qf.float_scales(scales, prim.mode), ct), None
+    return np.ascontiguousarray(qf.float_scales(scales, prim.mode, global_scale), ct), None
 
 
 @register(Quantize)
@@ -39,7 +39,7 @@ def _quantize(prim, ins, node):
     w = np.ascontiguousarray(ins[0])
     if prim.affine:
         return list(qf.quantize_affine(w, prim.group_size, prim.bits))
-    return list(qf.quantize_float(w, prim.mode))
+    return list(qf.quantize_float(w, prim.mode, ins[1].item() if len(ins) > 1 else None))
 
 
 @register(Dequantize)
@@ -55,7 +55,8 @@ def _dequantize(prim, ins, node):
         out = (codes.astype(sc.dtype) * sc + bi).reshape(*w.shape[:-1], row_len)
         return [out.astype(out_dtype)]
     ct = _compute_dtype(ins[1].dtype if prim.affine else out_dtype)
-    scales, biases = _scales_and_biases(prim, ins[1], ins[-1], ct)
+    global_scale = ins[2].item() if not prim.affine and len(ins) > 2 else None
+    scales, biases = _scales_and_biases(prim, ins[1], ins[-1], ct, global_scale)
     out = empty(tuple(w.shape[:-1]) + (row_len,), ct)
     _kernels().dequantize(w, scales, biases, qf.code_values(prim.mode), row_len, prim.bits,
                      prim.group_size, out)
