@@ -11,8 +11,10 @@ from .core.dtypes import (  # noqa: F401
     number, promote_types, signedinteger, uint8, uint16, uint32, uint64, unsignedinteger)
 from .core.device import (  # noqa: F401
     Device, DeviceType, Stream, cpu, default_device, default_stream, device_count, device_info,
-    gpu, is_available, new_stream, set_default_device, set_default_stream, stream)
+    gpu, is_available, new_stream, set_default_device, set_default_stream, stream,
+    ThreadLocalStream, clear_streams, new_thread_local_stream)
 from .constants import e, euler_gamma, inf, nan, newaxis, pi  # noqa: F401
+from .printing import PrintOptions, get_printoptions, printoptions, set_printoptions  # noqa: F401
 from .core.evaluate import async_eval, eval  # noqa: F401
 from .backends.registry import synchronize  # noqa: F401
 from .ops import *  # noqa: F401,F403
@@ -22,7 +24,7 @@ from .core.array import Array as array  # noqa: F401,E402  (the class; nv.array(
 __version__ = "0.1.0"
 from .backends.cpu.memory import (  # noqa: F401,E402
     clear_cache, get_active_memory, get_cache_memory, get_peak_memory, reset_peak_memory,
-    set_cache_limit, set_memory_limit)
+    set_cache_limit, set_memory_limit, set_wired_limit)
 from .backends.cpu._eltwise import set_flush_denormals  # noqa: F401,E402
 from . import cuda, metal  # noqa: F401,E402
 from . import utils  # noqa: E402,F401

@@ -248,7 +248,8 @@ class Array:
         h = self._host()
         if self._dtype == _dt.bfloat16:
             h = h.astype(np.float32)
-        body = np.array2string(h, separator=", ", prefix="array(")
+        from ..printing import array2string_options
+        body = np.array2string(h, separator=", ", prefix="array(", **array2string_options())
         return f"array({body}, dtype={self._dtype.name})"
 
     __str__ = __repr__

@@ -144,6 +144,8 @@ def set_default_device(device: Device | DeviceType | str) -> None:
 
 def set_default_stream(stream: Stream) -> None:
     """Sets this thread's default stream (and its device as the default device)."""
+    if isinstance(stream, ThreadLocalStream):
+        stream = stream.current()
     _state.stream = stream
     _state.device = stream.device
 
@@ -176,6 +178,8 @@ def resolve_stream(s=None) -> Stream:
         return current_stream()
     if isinstance(s, Stream):
         return s
+    if isinstance(s, ThreadLocalStream):
+        return s.current()
     return default_stream(check_device(as_device(s)))
 
 
@@ -265,3 +269,36 @@ def device_info(d: Device | DeviceType | None = None) -> dict[str, str | int]:
     from ..backends.metal import shim
     with shim.Device.open(d.index) as dev:
         return {"device_name": dev.name, "architecture": platform.machine() or "arm64"}
+
+
+class ThreadLocalStream:
+    """A stream that is a different ``Stream`` on each thread that uses it (MLX's
+    ``new_thread_local_stream``); pass it wherever a stream is accepted."""
+
+    __slots__ = ("device", "_local")
+
+    def __init__(self, device: Device) -> None:
+        self.device = device
+        self._local = threading.local()
+
+    def current(self) -> Stream:
+        """This thread's stream (made on first use)."""
+        s = getattr(self._local, "stream", None)
+        if s is None:
+            s = self._local.stream = Stream(_new_index(), self.device)
+        return s
+
+    def __repr__(self) -> str:
+        return f"ThreadLocalStream({self.device})"
+
+
+def new_thread_local_stream(device: Device | DeviceType) -> ThreadLocalStream:
+    """A stream that each thread sees as its own: ``s = nv.new_thread_local_stream(nv.cpu)``."""
+    return ThreadLocalStream(check_device(as_device(device)))
+
+
+def clear_streams() -> None:
+    """Forgets this thread's stream settings: operations go back to the default stream of the
+    default device."""
+    _state.stream = None
+    _state.device = None

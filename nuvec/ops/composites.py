@@ -1,6 +1,7 @@
 """MLX operations defined through other operations, built the same way here (their gradients
 and vmap come from the parts): logical_xor, trunc, positive, flip, unstack, diff, kron, trace,
-median, count_nonzero, vecdot, searchsorted, asarray.
+median, count_nonzero, vecdot, searchsorted, asarray,
+from_dlpack, contiguous, einsum_path.
 
 >>> import nuvec as nv
 >>> nv.diff(nv.array([1, 4, 9, 16])).tolist()
@@ -26,7 +27,8 @@ from .shape import reshape, split, squeeze, transpose, flatten
 from .sort import sort
 
 __all__ = ["logical_xor", "trunc", "positive", "flip", "unstack", "diff", "kron", "trace",
-           "median", "count_nonzero", "vecdot", "searchsorted", "asarray"]
+           "median", "count_nonzero", "vecdot", "searchsorted", "asarray", "from_dlpack",
+           "contiguous", "einsum_path"]
 
 
 def _int(v, name: str, arg: str) -> int:
@@ -300,3 +302,51 @@ def asarray(a, dtype=None, *, copy: bool | None = None) -> Array:
                              "(another dtype or a non-contiguous layout)")
         return Array.constant(host, resolve_stream(None), src)
     return array(a, d)
+
+
+def from_dlpack(x, /, *, copy: bool | None = None) -> Array:
+    """An array from an object with ``__dlpack__`` (a NumPy array, a CuPy or torch tensor on
+    the host): shares its memory when ``copy`` is False or None and the layout allows it.
+
+    >>> import numpy as np, nuvec as nv
+    >>> nv.from_dlpack(np.arange(3, dtype=np.int32)).tolist()
+    [0, 1, 2]
+    """
+    if not hasattr(x, "__dlpack__"):
+        raise TypeError(f"from_dlpack: {type(x).__name__} does not implement __dlpack__")
+    host = np.from_dlpack(x)
+    if copy is True:
+        return array(host)
+    if host.flags.c_contiguous:
+        return Array.constant(host, resolve_stream(None), dt.from_numpy(host.dtype))
+    if copy is False:
+        raise ValueError("from_dlpack: copy=False, but the input's layout needs a copy")
+    return array(host)
+
+
+def contiguous(a, /, allow_col_major: bool = False, *, stream=None) -> Array:
+    """``a`` with the same values in a new array node; nuvec lays results out as it needs
+    (host conversions are row-contiguous), so this is a copy that keeps ``a``'s graph."""
+    from ..primitives.misc import Copy
+    if not isinstance(allow_col_major, bool):
+        raise TypeError("contiguous: allow_col_major must be a bool")
+    return Array.make(Copy(), [as_array(a, "contiguous")], resolve_stream(stream))
+
+
+def einsum_path(subscripts: str, *operands) -> tuple[list[tuple[int, ...]], str]:
+    """The contraction order for ``einsum(subscripts, *operands)`` and a report on it, as
+    NumPy's greedy ``einsum_path`` chooses it from the operands' shapes.
+
+    >>> import nuvec as nv
+    >>> nv.einsum_path("ij,jk,kl", nv.zeros((5, 8)), nv.zeros((8, 10)), nv.zeros((10, 7)))[0]
+    [(1, 2), (0, 1)]
+    """
+    if not isinstance(subscripts, str):
+        raise TypeError(f"einsum_path: subscripts must be a str, got {type(subscripts).__name__}")
+    shapes = [as_array(o, "einsum_path").shape for o in operands]
+    stand_ins = [np.broadcast_to(np.zeros((), np.float32), s) for s in shapes]
+    try:
+        path, report = np.einsum_path(subscripts, *stand_ins, optimize="greedy")
+    except ValueError as e:
+        raise ValueError(f"einsum_path: {e}") from None
+    return [tuple(p) for p in path[1:]], report

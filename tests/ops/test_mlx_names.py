@@ -263,3 +263,37 @@ def test_stream_keyword_accepted():
 def test_composites_jvp():
     fd_jvp_check(lambda a: nv.median(nv.flip(a, 0), axis=0), [np.array([[1.0, 4.0], [3.0, 2.0],
                                                                          [0.0, 5.0]])])
+
+
+def test_from_dlpack():
+    h = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x = nv.from_dlpack(h)
+    assert x.dtype == nv.float32 and x.tolist() == h.tolist()
+    assert np.shares_memory(np.array(x, copy=False), h)
+    assert not np.shares_memory(np.array(nv.from_dlpack(h, copy=True), copy=False), h)
+    with pytest.raises(ValueError, match="copy"):
+        nv.from_dlpack(h[:, ::2], copy=False)
+    assert nv.from_dlpack(h[:, ::2]).tolist() == h[:, ::2].tolist()
+    with pytest.raises(TypeError, match="from_dlpack"):
+        nv.from_dlpack([1, 2])
+
+
+def test_contiguous():
+    x = nv.transpose(nv.reshape(nv.arange(6), (2, 3)))
+    y = nv.contiguous(x)
+    assert y is not x and y.tolist() == x.tolist()
+    np.testing.assert_array_equal(np.array(nv.grad(lambda v: nv.contiguous(v * v).sum())(
+        nv.array([1.0, 2.0]))), [2.0, 4.0])
+
+
+@pytest.mark.parametrize("case", ["eb,cb,fb->cef", "dd,fb,be,cdb->cef", "bca,cdb,dbf,afc->",
+                                  "dcc,fce,ea,dbf->ab", "ij,jk,kl", "ii", "ij->i"])
+def test_einsum_path_matches_numpy(case):
+    sizes = dict(zip("abcdefijkl", [2, 3, 4, 5, 4, 3, 5, 8, 10, 7]))
+    subs = case.split("->")[0].split(",")
+    ops = [np.ones([sizes[c] for c in s]) for s in subs]
+    want = np.einsum_path(case, *ops, optimize="greedy")
+    path, report = nv.einsum_path(case, *[nv.array(o, dtype=nv.float32) for o in ops])
+    assert path == want[0][1:] and isinstance(report, str)
+    with pytest.raises(ValueError, match="einsum_path"):
+        nv.einsum_path("ij,jk", nv.zeros((2, 3)), nv.zeros((4, 5)))
