@@ -206,6 +206,10 @@ def median(a, /, axis: int | Sequence[int] | None = None, keepdims: bool = False
         low = ew.astype(getitem(s, (Ellipsis, n // 2 - 1), stream=stream), out_dtype,
                         stream=stream)
         mid = ew.multiply(ew.add(mid, low, stream=stream), 0.5, stream=stream)
+    if dt.issubdtype(a.dtype, dt.inexact):  # sorting puts NaNs last; any NaN gives NaN
+        from .reduction import any as _any
+        mid = ew.where(_any(ew.isnan(x, stream=stream), axis=-1, stream=stream),
+                       float("nan"), mid, stream=stream)
     if keepdims:
         shape = tuple(1 if i in axes else d for i, d in enumerate(a.shape))
         mid = reshape(mid, shape, stream=stream)
@@ -251,7 +255,7 @@ def vecdot(a, b, /, *, axis: int = -1, stream=None) -> Array:
 def searchsorted(sorted_sequence, values, /, side: str = "left", *, stream=None) -> Array:
     """For each value, the index where inserting it keeps the 1-D ``sorted_sequence`` sorted
     (uint32): with ``side="left"`` the count of elements less than the value, with "right"
-    of those less than or equal.
+    of those less than or equal, in sort order (NaN after every number).
 
     >>> import nuvec as nv
     >>> nv.searchsorted(nv.array([1, 2, 2, 5]), nv.array([2, 6]), side="right").tolist()
@@ -266,8 +270,15 @@ def searchsorted(sorted_sequence, values, /, side: str = "left", *, stream=None)
     common = dt.promote_types(seq.dtype, v.dtype)
     seq = ew.astype(seq, common, stream=stream)
     v = ew.astype(v, common, stream=stream)
+    col = reshape(v, v.shape + (1,), stream=stream)
     below = ew.less if side == "left" else ew.less_equal
-    hits = below(seq, reshape(v, v.shape + (1,), stream=stream), stream=stream)
+    hits = below(seq, col, stream=stream)
+    if dt.issubdtype(common, dt.inexact):  # sort order: NaN after every number
+        v_nan = ew.isnan(col, stream=stream)
+        if side == "left":
+            v_nan = ew.logical_and(v_nan, ew.logical_not(ew.isnan(seq, stream=stream),
+                                                         stream=stream), stream=stream)
+        hits = ew.logical_or(hits, v_nan, stream=stream)
     return ew.astype(sum(hits, axis=-1, stream=stream), dt.uint32, stream=stream)
 
 

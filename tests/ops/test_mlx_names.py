@@ -297,3 +297,25 @@ def test_einsum_path_matches_numpy(case):
     assert path == want[0][1:] and isinstance(report, str)
     with pytest.raises(ValueError, match="einsum_path"):
         nv.einsum_path("ij,jk", nv.zeros((2, 3)), nv.zeros((4, 5)))
+
+
+def test_median_and_searchsorted_with_nan():
+    nan = float("nan")
+    for vals in ([1.0, nan, 0.0], [nan, 1.0, 0.0], [1.0, 2.0, nan, 4.0]):
+        for d in (nv.float16, nv.bfloat16, nv.float32):
+            assert nv.isnan(nv.median(nv.array(vals, dtype=d))).item()
+    x = np.array([[1.0, nan, 3.0], [4.0, 5.0, 6.0]], dtype=np.float32)
+    for ax in (0, 1):
+        np.testing.assert_array_equal(np.array(nv.median(nv.array(x), axis=ax)),
+                                      np.median(x, axis=ax))
+    seq = np.array([1, 2, nan], dtype=np.float32)
+    for side in ("left", "right"):
+        got = nv.searchsorted(nv.array(seq), nv.array([nan, 2.0, 9.0]), side=side)
+        np.testing.assert_array_equal(np.array(got), np.searchsorted(seq, [nan, 2.0, 9.0],
+                                                                     side=side))
+    assert nv.searchsorted(nv.array([1.0, 2.0, 3.0]), nv.array([nan])).tolist() == [3]
+    assert nv.searchsorted(nv.array([], dtype=nv.float32), nv.array([1.0, -1.0])).tolist() == [0, 0]
+    vs = nv.array(RNG.uniform(0, 10, (3, 5)).astype(np.float32))
+    va = nv.arange(8, dtype=nv.float32)
+    assert nv.array_equal(nv.vmap(lambda v: nv.searchsorted(va, v))(vs),
+                          nv.searchsorted(va, vs)).item()
