@@ -1,9 +1,6 @@
 """Transposed convolution layers (channels last): ConvTranspose1d/2d/3d.
 
-A transposed convolution (the adjoint of a strided convolution) is computed as a plain
-convolution (``nuvec.ops.conv``): the input gets ``stride - 1`` zeros between neighbours,
-``dilation * (kernel - 1) - padding`` zeros at both ends (plus ``output_padding`` at the
-end; negative amounts crop), and is correlated with the spatially flipped kernel.
+Each layer calls ``nv.conv_transpose1d/2d/3d`` (the adjoint of a strided convolution).
 
 The weight is ``(C_out, *kernel, C_in)`` as in MLX, uniform in ``[-k, k]`` with
 ``k = 1/sqrt(C_in * prod(kernel))``; the bias starts at zeros. An input of spatial size ``n``
@@ -22,38 +19,9 @@ from typing import Sequence, Union
 import nuvec as nv
 
 from .base import Module
-from ...ops.conv import _tuple, conv_general
+from ...ops.conv import _tuple
 
 IntOrTuple = Union[int, Sequence[int]]
-
-
-def _conv_transpose(x, weight, stride, padding, dilation, output_padding, op: str):
-    """The transposed convolution of ``x`` ``(N, *spatial, C_in)`` with ``weight``
-    ``(C_out, *kernel, C_in)``."""
-    nd = weight.ndim - 2
-    if x.ndim != nd + 2 or x.shape[-1] != weight.shape[-1]:
-        raise ValueError(f"{op}: expects an input (N, {nd} spatial, {weight.shape[-1]}), got "
-                         f"shape {tuple(x.shape)}")
-    for axis, s in enumerate(stride, start=1):
-        if s > 1:  # (.., n, ..) -> (.., n, s, ..) zero-padded -> (.., n * s, ..) -> cut the tail
-            n = x.shape[axis]
-            y = nv.expand_dims(x, axis + 1)
-            widths = [(0, 0)] * y.ndim
-            widths[axis + 1] = (0, s - 1)
-            y = nv.pad(y, widths)
-            y = nv.reshape(y, x.shape[:axis] + (n * s,) + x.shape[axis + 1:])
-            x = nv.take(y, nv.arange((n - 1) * s + 1), axis=axis)
-    widths, crops = [(0, 0)], []
-    for k, p, d, extra in zip(weight.shape[1:-1], padding, dilation, output_padding):
-        lo = d * (k - 1) - p
-        widths.append((max(lo, 0), max(lo + extra, 0)))
-        crops.append((max(-lo, 0), max(-(lo + extra), 0)))
-    x = nv.pad(x, widths + [(0, 0)])
-    if any(a or b for a, b in crops):
-        x = x[(slice(None),) + tuple(slice(a, x.shape[i + 1] - b)
-                                     for i, (a, b) in enumerate(crops))]
-    flipped = weight[(slice(None),) + (slice(None, None, -1),) * nd]
-    return conv_general(x, flipped, 1, 0, dilation, op=op)
 
 
 class _ConvTranspose(Module):
@@ -83,21 +51,24 @@ class _ConvTranspose(Module):
                 f"output_padding={self.output_padding}, bias={'bias' in self}")
 
     def __call__(self, x):
-        y = _conv_transpose(x, self.weight, self.stride, self.padding, self.dilation,
-                            self.output_padding, type(self).__name__)
+        y = self._op(x, self.weight, self.stride, self.padding, self.dilation,
+                     self.output_padding)
         return y + self.bias if "bias" in self else y
 
 
 class ConvTranspose1d(_ConvTranspose):
     """Transposed 1-d convolution over ``(N, L, C_in)`` inputs."""
     _nd = 1
+    _op = staticmethod(nv.conv_transpose1d)
 
 
 class ConvTranspose2d(_ConvTranspose):
     """Transposed 2-d convolution over ``(N, H, W, C_in)`` inputs."""
     _nd = 2
+    _op = staticmethod(nv.conv_transpose2d)
 
 
 class ConvTranspose3d(_ConvTranspose):
     """Transposed 3-d convolution over ``(N, D, H, W, C_in)`` inputs."""
     _nd = 3
+    _op = staticmethod(nv.conv_transpose3d)
