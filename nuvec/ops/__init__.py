@@ -12,6 +12,7 @@ from .composites import *  # noqa: F401,F403
 from .windows import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
 from .products import *  # noqa: F401,F403
+from .bitcast import *  # noqa: F401,F403
 from .quantized import *  # noqa: F401,F403
 from .creation import array, arange, full, ones, zeros  # noqa: F401
 from .elementwise import abs, round, divmod  # noqa: F401  (shadow builtins on purpose)
