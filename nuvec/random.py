@@ -26,7 +26,7 @@ from . import ops
 from .core import dtypes as dt
 from .core.array import Array
 from .core.device import resolve_stream
-from .ops._common import as_array
+from .ops._common import as_array, shape_arg
 from .primitives.random import WIDTH_DTYPES, RandomBits
 
 __all__ = ["key", "seed", "split", "bits", "uniform", "normal", "randint", "bernoulli",
@@ -88,21 +88,12 @@ def _bits(shape: tuple, width: int, k, name: str, stream) -> Array:
 
 
 def _shape(shape, name: str) -> tuple[int, ...]:
-    if shape is None:
-        return ()
-    if isinstance(shape, (int, np.integer)):
-        shape = (int(shape),)
-    try:
-        out = tuple(int(d) for d in shape)
-    except TypeError:
-        raise TypeError(f"{name}: shape must be a sequence of ints") from None
-    if any(d < 0 for d in out):
-        raise ValueError(f"{name}: negative dimension in shape {out}")
-    return out
+    return () if shape is None else shape_arg(shape, name)
 
 
 def _float_dtype(dtype, name: str) -> dt.Dtype:
-    d = dt.to_dtype(dtype)
+    """``dtype`` checked to be a real floating type; None means float32 (MLX)."""
+    d = dt.float32 if dtype is None else dt.to_dtype(dtype)
     if d.kind != "f":
         raise ValueError(f"{name}: dtype must be a real floating-point type, got {d.name}")
     return d
@@ -188,6 +179,8 @@ def normal(shape: Sequence[int] = (), dtype=dt.float32, loc=None, scale=None,
     >>> nv.random.normal((2, 3), key=nv.random.key(0)).shape
     (2, 3)
     """
+    if dtype is not None and dt.to_dtype(dtype) == dt.complex64:
+        return _complex_normal(_shape(shape, "normal"), loc, scale, key, stream)
     d = _float_dtype(dtype, "normal")
     shape = _shape(shape, "normal")
     u = _open_unit_symmetric(shape, d, key, "normal", stream)
@@ -199,6 +192,19 @@ def normal(shape: Sequence[int] = (), dtype=dt.float32, loc=None, scale=None,
     return ops.astype(z, d)
 
 
+def _complex_normal(shape: tuple, loc, scale, key, stream) -> Array:
+    """Standard complex normal samples: real and imaginary parts independent, each of
+    variance 1/2 (MLX's convention), then times ``scale`` plus ``loc``."""
+    u = _open_unit_symmetric(shape + (2,), dt.float32, key, "normal", stream)
+    parts = ops.astype(ops.erfinv(u), dt.complex64)
+    z = parts[..., 0] + parts[..., 1] * 1j
+    if scale is not None:
+        z = z * scale
+    if loc is not None:
+        z = z + loc
+    return ops.astype(z, dt.complex64)
+
+
 def randint(low, high, shape: Sequence[int] = (), dtype=dt.int32, key: Array | None = None, *,
             stream=None) -> Array:
     """Integers uniform in ``[low, high)``.
@@ -208,9 +214,9 @@ def randint(low, high, shape: Sequence[int] = (), dtype=dt.int32, key: Array | N
     >>> 3 <= nv.min(r).item() and nv.max(r).item() <= 6
     True
     """
-    d = dt.to_dtype(dtype)
-    if d.kind not in "ui":
-        raise ValueError(f"randint: dtype must be an integer type, got {d.name}")
+    d = dt.int32 if dtype is None else dt.to_dtype(dtype)
+    if d.kind not in "uib":
+        raise ValueError(f"randint: dtype must be an integer type or bool, got {d.name}")
     shape = _shape(shape, "randint")
     lo = ops.astype(as_array(low, "randint"), dt.int64)
     hi = ops.astype(as_array(high, "randint"), dt.int64)
@@ -228,8 +234,9 @@ def bernoulli(p=0.5, shape: Sequence[int] | None = None, key: Array | None = Non
               stream=None) -> Array:
     """Booleans that are True with probability ``p`` (shape: ``shape``, or ``p``'s)."""
     p = as_array(p, "bernoulli")
-    if p.dtype.kind not in "f":
-        p = ops.astype(p, dt.float32)
+    if p.dtype.kind != "f":
+        raise ValueError(f"bernoulli: p must be a floating-point array or float, got "
+                         f"{p.dtype.name}")
     shape = p.shape if shape is None else _shape(shape, "bernoulli")
     if ops.broadcast_shapes(shape, p.shape, name="bernoulli") != shape:
         raise ValueError(f"bernoulli: p of shape {p.shape} does not broadcast to {shape}")
@@ -252,7 +259,8 @@ def truncated_normal(lower, upper, shape: Sequence[int] | None = None, dtype=dt.
     b = ops.erf(hi * (1.0 / _SQRT2))
     u = _unit(shape, d, key, "truncated_normal", stream)
     z = ops.erfinv(a + (b - a) * u) * _SQRT2
-    return ops.astype(ops.clip(z, lo, hi), d)
+    # upper first, then lower: with lower > upper every sample is lower (as MLX)
+    return ops.astype(ops.maximum(ops.minimum(z, hi), lo), d)
 
 
 def gumbel(shape: Sequence[int] = (), dtype=dt.float32, key: Array | None = None, *,
@@ -301,8 +309,11 @@ def categorical(logits, axis: int = -1, shape: Sequence[int] | None = None,
     if lg.dtype.kind != "f":
         lg = ops.astype(lg, dt.float32)
     if num_samples is not None:
-        if not isinstance(num_samples, (int, np.integer)) or num_samples < 1:
-            raise ValueError(f"categorical: num_samples must be a positive int, got {num_samples!r}")
+        if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)):
+            raise TypeError(f"categorical: num_samples must be an int, got "
+                            f"{type(num_samples).__name__}")
+        if num_samples < 0:
+            raise ValueError(f"categorical: num_samples must not be negative, got {num_samples}")
         g = gumbel(batch + (int(num_samples), k), lg.dtype, key=key, stream=stream)
         return ops.argmax(ops.expand_dims(lg, -2) + g, axis=-1)
     out_shape = batch if shape is None else _shape(shape, "categorical")
@@ -341,6 +352,8 @@ def multivariate_normal(mean, cov, shape: Sequence[int] = (), dtype=dt.float32,
     The covariance is factored as ``U sqrt(S)`` from its SVD (it may be singular).
     """
     d = _float_dtype(dtype, "multivariate_normal")
+    if d not in (dt.float32, dt.float64):  # MLX: float32 only (nuvec adds float64)
+        raise ValueError(f"multivariate_normal: dtype must be float32 or float64, got {d.name}")
     mean = ops.astype(as_array(mean, "multivariate_normal"), d)
     cov = ops.astype(as_array(cov, "multivariate_normal"), d)
     if mean.ndim < 1 or cov.ndim < 2 or cov.shape[-1] != cov.shape[-2] \

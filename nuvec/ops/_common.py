@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import numbers
+import operator
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -13,11 +15,12 @@ SCALARS = (bool, int, float, complex)
 
 
 def scalar_dtype(v) -> dt.Dtype:
-    """The dtype a lone Python scalar gets (MLX: bool, int32, float32, complex64)."""
+    """The dtype a lone Python scalar gets (MLX: bool, int32 or int64 for an int outside
+    int32's range, float32, complex64)."""
     if isinstance(v, bool):
         return dt.bool_
     if isinstance(v, int):
-        return dt.int32
+        return dt.int32 if -2**31 <= v < 2**31 else dt.int64
     if isinstance(v, float):
         return dt.float32
     return dt.complex64
@@ -101,3 +104,40 @@ def normalize_axis(axis: int, ndim: int, name: str) -> int:
     if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
         raise ValueError(f"{name}: axis {axis} is out of bounds for an array of dimension {ndim}")
     return axis % ndim if ndim else 0
+
+
+_DIM_MAX = 2**31 - 1  # MLX's shapes are 32-bit
+
+
+def dim_arg(d, name: str, what: str = "shape") -> int:
+    """One dimension given to ``name``: an int (bools and floats are refused) within the 32-bit
+    range of MLX's shapes (an OverflowError naming the value otherwise)."""
+    if isinstance(d, bool):
+        raise TypeError(f"{name}: {what} must hold ints, got a bool")
+    try:
+        d = operator.index(d)
+    except TypeError:
+        raise TypeError(f"{name}: {what} must hold ints, got {type(d).__name__}") from None
+    if not -_DIM_MAX - 1 <= d <= _DIM_MAX:
+        raise OverflowError(f"{name}: dimension {d} of the {what} is outside the supported range "
+                            f"[{-_DIM_MAX - 1}, {_DIM_MAX}]")
+    return d
+
+
+def shape_arg(shape, name: str, allow_minus_one: bool = False) -> tuple[int, ...]:
+    """A ``shape`` argument of ``name`` (an int or a sequence of ints) as a tuple of
+    non-negative ints; with ``allow_minus_one`` a dimension may be -1 (reshape)."""
+    if type(shape) is tuple and all(type(d) is int and 0 <= d <= _DIM_MAX for d in shape):
+        return shape
+    if isinstance(shape, (numbers.Integral, np.integer)):
+        shape = (shape,)
+    elif isinstance(shape, (Array, np.ndarray)) and shape.ndim == 1:
+        shape = shape.tolist()
+    elif isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
+        raise TypeError(f"{name}: shape must be an int or a sequence of ints, got "
+                        f"{type(shape).__name__}")
+    out = tuple(dim_arg(d, name) for d in shape)
+    for d in out:
+        if d < 0 and not (allow_minus_one and d == -1):
+            raise ValueError(f"{name}: negative dimension {d} in shape {out}")
+    return out

@@ -9,7 +9,7 @@ import numpy as np
 from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.device import resolve_stream
-from ._common import SCALARS, as_array, scalar_dtype
+from ._common import SCALARS, as_array, scalar_dtype, shape_arg
 
 
 def _infer_list_dtype(obj) -> dt.Dtype:
@@ -24,30 +24,43 @@ def _infer_list_dtype(obj) -> dt.Dtype:
         elif isinstance(x, SCALARS):
             kinds.add(scalar_dtype(x))
         elif isinstance(x, (np.generic, np.ndarray)):
-            kinds.add(dt.from_numpy(x.dtype))
+            kinds.add(numpy_default_dtype(x.dtype))
         else:
             raise TypeError(f"array: unsupported element type {type(x).__name__}")
+    if not kinds:
+        return dt.float32  # an empty list (MLX)
     out = dt.bool_
     for k in kinds:
         out = dt.promote_types(out, k)
     return out
 
 
+def numpy_default_dtype(d: np.dtype) -> dt.Dtype:
+    """The dtype a NumPy array of dtype ``d`` gets without ``dtype=``: its own, except that
+    float64 becomes float32 and complex128 complex64 (MLX's rule)."""
+    out = dt.from_numpy(d)  # complex128 is complex64 already
+    return dt.float32 if out == dt.float64 else out
+
+
 def array(obj, dtype=None) -> Array:
     """An array from a scalar, nested sequence, NumPy array or nuvec array (copied).
 
-    Python scalars and lists get MLX's defaults (int32, float32); NumPy arrays keep their dtype.
+    MLX's defaults: Python ints are int32 (int64 where one does not fit), floats float32;
+    NumPy arrays keep their dtype, except float64 which becomes float32 (and complex128
+    complex64) unless ``dtype`` says otherwise; an empty list is float32.
 
-    >>> import nuvec as nv
+    >>> import numpy as np, nuvec as nv
     >>> nv.array([[1, 2], [3, 4]]).dtype
     nuvec.int32
+    >>> nv.array(np.zeros(2)).dtype, nv.array(np.zeros(2), nv.float64).dtype
+    (nuvec.float32, nuvec.float64)
     """
     d = dt.to_dtype(dtype) if dtype is not None else None
     if isinstance(obj, Array):
         from .elementwise import astype
         return astype(obj, d) if d is not None and d != obj.dtype else obj
     if isinstance(obj, (np.ndarray, np.generic)):
-        src = dt.from_numpy(obj.dtype)
+        src = numpy_default_dtype(obj.dtype)
         data = np.array(obj, dtype=(d or src).np, copy=True, order="C")
         return Array.constant(data, resolve_stream(None), d or src)
     if isinstance(obj, SCALARS) or isinstance(obj, (list, tuple)):
@@ -82,20 +95,6 @@ def _hostify(obj):
     return obj
 
 
-def _shape(shape, name: str) -> tuple[int, ...]:
-    if type(shape) is tuple and all(type(s) is int and s >= 0 for s in shape):
-        return shape
-    if isinstance(shape, (int, np.integer)):
-        shape = (int(shape),)
-    try:
-        shape = tuple(int(s) for s in shape)
-    except TypeError:
-        raise TypeError(f"{name}: shape must be an int or a sequence of ints") from None
-    if any(s < 0 for s in shape):
-        raise ValueError(f"{name}: negative dimension in shape {shape}")
-    return shape
-
-
 def full(shape, vals, dtype=None, *, stream=None) -> Array:
     """An array of ``shape`` filled with ``vals`` (broadcast).
 
@@ -103,11 +102,15 @@ def full(shape, vals, dtype=None, *, stream=None) -> Array:
     >>> nv.full((2, 2), 7).tolist()
     [[7, 7], [7, 7]]
     """
-    shape = _shape(shape, "full")
-    v = array(vals) if not isinstance(vals, Array) else vals
-    if dtype is not None:
+    shape = shape_arg(shape, "full")
+    d = None if dtype is None else dt.to_dtype(dtype)
+    if isinstance(vals, Array):
+        v = vals
+    else:  # a Python scalar is made in ``dtype`` itself: 0.37 stays exact in float64
+        v = array(vals, d)
+    if d is not None and v.dtype != d:
         from .elementwise import astype
-        v = astype(v, dt.to_dtype(dtype))
+        v = astype(v, d)
     return _fill(v, shape, "full", stream)
 
 
@@ -136,7 +139,7 @@ def ones(shape, dtype=dt.float32, *, stream=None) -> Array:
 
 def _constant_fill(shape, value, dtype, name: str, stream) -> Array:
     d = dt.to_dtype(dtype)
-    shape = _shape(shape, name)
+    shape = shape_arg(shape, name)
     st = resolve_stream(stream)
     scalar = Array.constant(np.array(value, d.np), st, d)
     if not shape:
@@ -171,28 +174,60 @@ def _finite(name: str, **vals) -> None:
             raise ValueError(f"{name}: {k} must be finite, got {v}")
 
 
-def arange(start, stop=None, step=None, dtype=None, *, stream=None) -> Array:
-    """Evenly spaced values in ``[start, stop)``: ``nv.arange(5)``, ``nv.arange(0, 1, 0.25)``.
+def arange(first=None, /, stop=None, step=None, dtype=None, *, start=None,
+           stream=None) -> Array:
+    """Evenly spaced values in ``[start, stop)``: ``nv.arange(5)`` (one positional argument
+    is ``stop``), ``nv.arange(0, 1, 0.25)``, ``nv.arange(stop=3)``, ``nv.arange(-3, step=-1)``.
 
-    int32 when start, stop and step are ints, float32 otherwise (as MLX).
+    int32 when start, stop and step are ints (int64 where one does not fit in int32),
+    float32 otherwise (as MLX). With an integer ``dtype`` the step is cast first: the values
+    are ``int(start) + i * (int(start + step) - int(start))``.
 
     >>> import nuvec as nv
     >>> nv.arange(1, 7, 2).tolist()
     [1, 3, 5]
+    >>> nv.arange(0, 3, 0.5, dtype=nv.int32).tolist()
+    [0, 0, 0, 0, 0, 0]
     """
+    if first is not None and start is not None:
+        raise TypeError("arange: start is given twice (positionally and as a keyword)")
     if stop is None:
-        start, stop = 0, start
+        if start is not None or first is None:
+            raise TypeError("arange: stop is required")
+        start, stop = 0, first
+    elif start is None:
+        start = 0 if first is None else first
     step = 1 if step is None else step
-    _finite("arange", start=start, stop=stop, step=step)
+    for k, v in (("start", start), ("stop", stop), ("step", step)):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise TypeError(f"arange: {k} must be a real number, got {type(v).__name__}")
+    if any(math.isnan(v) for v in (start, stop, step)) or math.isinf(start) \
+            or math.isinf(stop):
+        raise ValueError("arange: cannot compute the length (start, stop and step must be "
+                         "finite numbers; step may be infinite)")
     if step == 0:
         raise ValueError("arange: step must not be zero")
     is_int = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
-    d = dt.to_dtype(dtype) if dtype is not None else (dt.int32 if is_int else dt.float32)
+    if dtype is not None:
+        d = dt.to_dtype(dtype)
+    elif is_int:
+        d = max((scalar_dtype(int(v)) for v in (start, stop, step)), key=lambda t: t.size)
+    else:
+        d = dt.float32
     if d == dt.bool_:
         raise TypeError("arange: cannot make a range of bool")
-    n = max(0, math.ceil((stop - start) / step)) if not is_int else \
-        max(0, -((start - stop) // step))
     if is_int:
+        n = max(0, -((start - stop) // step))
+    elif math.isinf(step):
+        n = 1 if (step > 0) == (start < stop) else 0
+    else:
+        n = max(0, math.ceil((stop - start) / step))
+    if n > 2**31 - 1:
+        raise ValueError(f"arange: maximum size exceeded ({n} elements; at most 2**31 - 1)")
+    if d.kind in "iu":
+        first_v, step_v = int(start), int(start + step) - int(start)  # the step cast first
+        data = (first_v + step_v * np.arange(n, dtype=np.int64)).astype(d.np)
+    elif is_int:
         data = (int(start) + int(step) * np.arange(n, dtype=np.int64)).astype(d.np)
     else:
         values = start + step * np.arange(n, dtype=np.float64)
@@ -202,18 +237,25 @@ def arange(start, stop=None, step=None, dtype=None, *, stream=None) -> Array:
     return Array.constant(data, resolve_stream(stream), d)
 
 
-def linspace(start, stop, num: int = 50, dtype=dt.float32, *, stream=None) -> Array:
-    """``num`` evenly spaced values from ``start`` to ``stop``, both included.
+def linspace(start, stop, num: int = 50, endpoint: bool = True, dtype=dt.float32, *,
+             stream=None) -> Array:
+    """``num`` evenly spaced values from ``start`` to ``stop`` (included unless ``endpoint``
+    is False, then the step is ``(stop - start) / num``), as NumPy's ``np.linspace``.
 
     >>> import nuvec as nv
     >>> nv.linspace(0, 1, 5).tolist()
     [0.0, 0.25, 0.5, 0.75, 1.0]
+    >>> nv.linspace(0, 1, 4, endpoint=False).tolist()
+    [0.0, 0.25, 0.5, 0.75]
     """
     _finite("linspace", start=start, stop=stop)
     num = _count(num, "linspace", "num")
+    if not isinstance(endpoint, (bool, np.bool_)):
+        raise TypeError(f"linspace: endpoint must be a bool, got {type(endpoint).__name__}")
     d = dt.to_dtype(dtype)
-    data = np.linspace(float(start), float(stop), num, dtype=np.float64).astype(d.np)
-    return Array.constant(data, resolve_stream(stream), d)
+    values = np.linspace(float(start), float(stop), num, endpoint=bool(endpoint),
+                         dtype=np.float64)
+    return Array.constant(values.astype(d.np), resolve_stream(stream), d)
 
 
 def _count(v, name: str, what: str) -> int:
@@ -222,6 +264,12 @@ def _count(v, name: str, what: str) -> int:
     if v < 0:
         raise ValueError(f"{name}: {what} must not be negative, got {v}")
     return int(v)
+
+
+def _diagonal(k, name: str) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"{name}: k must be an int, got {type(k).__name__}")
+    return int(k)
 
 
 def eye(n: int, m: int | None = None, k: int = 0, dtype=dt.float32, *, stream=None) -> Array:
@@ -233,8 +281,9 @@ def eye(n: int, m: int | None = None, k: int = 0, dtype=dt.float32, *, stream=No
     """
     n = _count(n, "eye", "n")
     m = n if m is None else _count(m, "eye", "m")
+    k = _diagonal(k, "eye")
     d = dt.to_dtype(dtype)
-    return Array.constant(np.eye(n, m, int(k), dtype=d.np), resolve_stream(stream), d)
+    return Array.constant(np.eye(n, m, k, dtype=d.np), resolve_stream(stream), d)
 
 
 def identity(n: int, dtype=dt.float32, *, stream=None) -> Array:
@@ -252,8 +301,9 @@ def tri(n: int, m: int | None = None, k: int = 0, dtype=dt.float32, *, stream=No
     """
     n = _count(n, "tri", "n")
     m = n if m is None else _count(m, "tri", "m")
+    k = _diagonal(k, "tri")
     d = dt.to_dtype(dtype)
-    return Array.constant(np.tri(n, m, int(k), dtype=d.np), resolve_stream(stream), d)
+    return Array.constant(np.tri(n, m, k, dtype=d.np), resolve_stream(stream), d)
 
 
 def _triangle(name: str, x, k: int, lower: bool, stream) -> Array:
@@ -270,15 +320,16 @@ def _triangle(name: str, x, k: int, lower: bool, stream) -> Array:
 
 def tril(x, /, k: int = 0, *, stream=None) -> Array:
     """``x`` with the elements above diagonal ``k`` of its last two axes set to zero."""
-    return _triangle("tril", x, int(k), True, stream)
+    return _triangle("tril", x, _diagonal(k, "tril"), True, stream)
 
 
 def triu(x, /, k: int = 0, *, stream=None) -> Array:
     """``x`` with the elements below diagonal ``k`` of its last two axes set to zero."""
-    return _triangle("triu", x, int(k), False, stream)
+    return _triangle("triu", x, _diagonal(k, "triu"), False, stream)
 
 
-def meshgrid(*arrays, sparse: bool = False, indexing: str = "xy", stream=None) -> list[Array]:
+def meshgrid(*arrays, sparse: bool = False, indexing: str = "xy",
+             stream=None) -> tuple[Array, ...]:
     """Coordinate grids from 1-D coordinate arrays (``indexing`` "xy": Cartesian, the first
     two outputs' axes swapped; "ij": matrix indexing). ``sparse`` keeps size-1 axes.
 
@@ -301,7 +352,7 @@ def meshgrid(*arrays, sparse: bool = False, indexing: str = "xy", stream=None) -
         outs.append(reshape(a, shape, stream=stream))
     if not sparse:
         outs = broadcast_arrays(*outs, name="meshgrid", stream=stream)
-    return outs
+    return tuple(outs)
 
 __all__ = ["array", "full", "zeros", "ones", "zeros_like", "ones_like", "full_like", "arange",
            "linspace", "eye", "identity", "tri", "tril", "triu", "meshgrid"]

@@ -27,10 +27,15 @@ def astype(a, dtype, *, stream=None) -> Array:
     return Array.make(AsType(d), [a], resolve_stream(stream))
 
 
+_REAL_ONLY = {"expm1", "erf", "erfinv", "sigmoid"}  # MLX refuses complex inputs for these
+
+
 def _unary(op: str, a, stream, *, floating: bool = False, kinds: str | None = None) -> Array:
     a = as_array(a, op)
     if kinds is not None and a._dtype.kind not in kinds:
         raise TypeError(f"{op}: not defined for {a._dtype.name} inputs")
+    if a._dtype.kind == "c" and op in _REAL_ONLY:
+        raise ValueError(f"{op}: complex inputs are not supported")
     if floating and a._dtype.kind not in "fc":
         a = astype(a, dt.float32)
     prim = _UNARY_PRIMS.get(op)
@@ -104,7 +109,7 @@ def floor(a, /, *, stream=None) -> Array:
     """Largest integer not above each element (integers are returned unchanged)."""
     a = as_array(a, "floor")
     if a._dtype.kind == "c":
-        raise TypeError("floor: not defined for complex64 inputs")
+        raise ValueError("floor: complex inputs are not supported")
     return a if a._dtype.kind in "uib" else _unary("floor", a, stream)
 
 
@@ -112,7 +117,7 @@ def ceil(a, /, *, stream=None) -> Array:
     """Smallest integer not below each element (integers are returned unchanged)."""
     a = as_array(a, "ceil")
     if a._dtype.kind == "c":
-        raise TypeError("ceil: not defined for complex64 inputs")
+        raise ValueError("ceil: complex inputs are not supported")
     return a if a._dtype.kind in "uib" else _unary("ceil", a, stream)
 
 
@@ -138,6 +143,10 @@ def _predicate(op: str, default: bool):
         if a._dtype.kind not in "fc":
             from .creation import full
             return full(a.shape, default, dt.bool_)
+        if a._dtype.kind == "c" and op in ("isposinf", "isneginf"):
+            # MLX: equality with +inf or -inf (a complex number equals it when its real part
+            # does and its imaginary part is zero)
+            return equal(a, float("inf") if op == "isposinf" else float("-inf"), stream=stream)
         return Array.make(Unary(op), [a], resolve_stream(stream))
     f.__name__ = f.__qualname__ = op
     f.__doc__ = f"Element-wise {op} (always {default} for integers)."
@@ -172,7 +181,15 @@ multiply = _make_binary("multiply", "Element-wise product.")
 divide = _make_binary("divide", "Element-wise true division (integers become float32).",
                       result="float")
 floor_divide = _make_binary("floor_divide", "Element-wise floor division.")
-remainder = _make_binary("remainder", "Element-wise remainder with the divisor's sign.")
+_remainder = _make_binary("remainder", "Element-wise remainder with the divisor's sign.")
+
+
+def remainder(a, b, /, *, stream=None) -> Array:
+    """Element-wise remainder with the divisor's sign (real inputs only, as MLX)."""
+    if any(isinstance(x, complex) or (isinstance(x, Array) and x._dtype.kind == "c")
+           for x in (a, b)):
+        raise ValueError("remainder: complex inputs are not supported")
+    return _remainder(a, b, stream=stream)
 power = _make_binary("power", "Element-wise power.")
 maximum = _make_binary("maximum", "Element-wise maximum (NaN propagates).")
 minimum = _make_binary("minimum", "Element-wise minimum (NaN propagates).")
@@ -212,7 +229,7 @@ def where(condition, x, y, /, *, stream=None) -> Array:
     return Array.make(Select(), [c, x, y], resolve_stream(stream))
 
 
-def clip(a, a_min, a_max, /, *, stream=None) -> Array:
+def clip(a, /, a_min, a_max, *, stream=None) -> Array:
     """Clips ``a`` to ``[a_min, a_max]`` (either may be None)."""
     if a_min is None and a_max is None:
         raise ValueError("clip: a_min and a_max cannot both be None")

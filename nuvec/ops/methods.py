@@ -88,7 +88,7 @@ def _getstate(self):
 
 
 def _setstate(self, state) -> None:
-    self._adopt(_OPS.array(state))
+    self._adopt(_OPS.array(state, state.dtype))
 
 
 def _format(self, spec: str) -> str:

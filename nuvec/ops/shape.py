@@ -22,7 +22,7 @@ from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives.shape import (Broadcast, Concatenate, ExpandDims, Flatten, Pad, Reshape,
                                 Slice, Squeeze, Transpose)
-from ._common import as_array
+from ._common import as_array, dim_arg, shape_arg
 
 
 # -- helpers -----------------------------------------------------------------------------
@@ -52,13 +52,7 @@ def norm_axes(axes, ndim: int, name: str) -> tuple[int, ...]:
 
 
 def _shape_arg(shape, name: str) -> list[int]:
-    if isinstance(shape, (int, np.integer)):
-        return [int(shape)]
-    try:
-        return [operator.index(d) for d in shape]
-    except TypeError:
-        raise TypeError(f"{name}: shape must be an int or a sequence of ints, got {shape!r}") \
-            from None
+    return list(shape_arg(shape, name, allow_minus_one=True))
 
 
 def _result_dtype(arrays: Sequence[Array]) -> dt.Dtype:
@@ -85,11 +79,17 @@ def broadcast_shapes(*shapes: Sequence[int], name: str = "broadcast_shapes") -> 
     >>> broadcast_shapes((2, 1), (3,))
     (2, 3)
     """
+    if not shapes:
+        raise ValueError(f"{name}: at least one shape is needed")
     ndim = max((len(s) for s in shapes), default=0)
     out = [1] * ndim
     for s in shapes:
         off = ndim - len(s)
         for i, d in enumerate(s):
+            if type(d) is not int or d < 0:
+                d = dim_arg(d, name)
+                if d < 0:
+                    raise ValueError(f"{name}: negative dimension {d} in shape {tuple(s)}")
             o = out[off + i]
             if o == 1:
                 out[off + i] = d
@@ -372,6 +372,7 @@ def concatenate(arrays: Sequence, axis: int | None = 0, *, stream=None) -> Array
                 s[ax + 1:] != arrays[0]._shape[ax + 1:]:
             shapes = ", ".join(str(y._shape) for y in arrays)
             raise ValueError(f"concatenate: shapes {shapes} must match except on axis {axis}")
+    dim_arg(sum(x._shape[ax] for x in arrays), "concatenate", "result's shape")
     d = _result_dtype(arrays)
     if len(arrays) == 1:
         return arrays[0]
@@ -484,6 +485,7 @@ def repeat(array, repeats: int, axis: int | None = None, *, stream=None) -> Arra
     if r == 1:
         return a
     s = a._shape
+    dim_arg(s[ax] * r, "repeat", "result's shape")
     x = expand_dims(a, ax + 1, stream=stream)
     x = broadcast_to(x, s[:ax + 1] + (r,) + s[ax + 1:], stream=stream)
     return reshape(x, s[:ax] + (s[ax] * r,) + s[ax + 1:], stream=stream)
@@ -511,7 +513,8 @@ def _pad_widths(pad_width, ndim: int) -> list[tuple[int, int]]:
 def pad(a, pad_width, mode: str = "constant", constant_values=0, *, stream=None) -> Array:
     """``a`` padded on each axis: ``pad_width`` is an int, ``(n,)``, a ``(before, after)``
     pair for every axis, or one pair per axis. ``mode`` is "constant" (``constant_values``,
-    a scalar or 0-d array) or "edge" (repeats the border values).
+    a scalar or 0-d array), "edge" (repeats the border values), "reflect" (mirrors about the
+    border element) or "symmetric" (mirrors including it), as NumPy's ``np.pad``.
 
     >>> import nuvec as nv
     >>> nv.pad(nv.array([1, 2]), (1, 2)).tolist()
@@ -519,12 +522,15 @@ def pad(a, pad_width, mode: str = "constant", constant_values=0, *, stream=None)
     """
     a = as_array(a, "pad")
     pairs = _pad_widths(pad_width, a.ndim)
-    if mode not in ("constant", "edge"):
-        raise ValueError(f"pad: mode must be 'constant' or 'edge', got {mode!r}")
+    if mode not in ("constant", "edge", "reflect", "symmetric"):
+        raise ValueError(f"pad: mode must be 'constant', 'edge', 'reflect' or 'symmetric', got "
+                         f"{mode!r}")
     if all(lo == 0 and hi == 0 for lo, hi in pairs):
         return a
     if mode == "edge":
         return _edge_pad(a, pairs, stream)
+    if mode in ("reflect", "symmetric"):
+        return _mirror_pad(a, pairs, mode, stream)
     from .elementwise import astype
     v = as_array(constant_values, "pad")
     if v.size != 1:
@@ -535,6 +541,21 @@ def pad(a, pad_width, mode: str = "constant", constant_values=0, *, stream=None)
     lows = tuple(p[0] for p in pairs)
     highs = tuple(p[1] for p in pairs)
     return Array.make(Pad(lows, highs), [a, v], resolve_stream(stream))
+
+
+def _mirror_pad(a: Array, pairs, mode: str, stream) -> Array:
+    """Reflect or symmetric padding as a gather along each padded axis; the source index of
+    every output position is NumPy's own padding of ``arange(n)``."""
+    from .indexing import take
+    for ax, (lo, hi) in enumerate(pairs):
+        if not lo and not hi:
+            continue
+        n = a._shape[ax]
+        if n == 0:
+            raise ValueError(f"pad: cannot {mode}-pad the empty axis {ax} of shape {a._shape}")
+        index = np.pad(np.arange(n, dtype=np.int32), (lo, hi), mode=mode)
+        a = take(a, Array.constant(index, a._stream, dt.int32), axis=ax, stream=stream)
+    return a
 
 
 def _edge_pad(a: Array, pairs, stream) -> Array:

@@ -24,6 +24,15 @@ ATOL = {"float16": 2 ** -24, "bfloat16": 2.0 ** -133, "float32": 2.0 ** -149,
         "float64": 5e-324, "complex64": 2.0 ** -149}
 
 
+def exact(x, dtype=None) -> nv.array:
+    """``nv.array`` keeping a NumPy array's own dtype: float64 data stays float64 (alone,
+    ``nv.array`` makes it float32, as MLX), as a float64 reference or a finite difference
+    needs."""
+    if dtype is None and isinstance(x, (np.ndarray, np.generic)):
+        dtype = x.dtype
+    return nv.array(x, dtype)
+
+
 def npdtype(name: str) -> np.dtype:
     return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
 
@@ -46,11 +55,11 @@ def layout(x: np.ndarray, kind: str) -> nv.array:
     """A nuvec array equal to ``x`` whose data is contiguous ("c"), a transposed view ("t")
     or a strided slice ("s")."""
     if kind == "t" and x.ndim >= 2:
-        return nv.transpose(nv.array(np.ascontiguousarray(x.T)))
+        return nv.transpose(exact(np.ascontiguousarray(x.T)))
     if kind == "s" and x.ndim >= 1:
         wide = np.repeat(x, 2, axis=-1)
-        return nv.array(wide)[..., ::2]
-    return nv.array(x)
+        return exact(wide)[..., ::2]
+    return exact(x)
 
 
 @st.composite
@@ -114,13 +123,13 @@ def fd_vjp_check(f, xs: list, seed: int = 0, eps: float = 1e-6, rtol: float = 1e
     rng = np.random.default_rng(seed)
     xs = [np.asarray(x, dtype=np.float64) for x in xs]
     argnums = list(range(len(xs))) if argnums is None else argnums
-    out = np.asarray(f(*[nv.array(x) for x in xs]))
+    out = np.asarray(f(*[exact(x) for x in xs]))
     w = rng.standard_normal(out.shape)
 
     def scalar(*arrs):
-        return float(np.sum(np.asarray(f(*[nv.array(a) for a in arrs])) * w))
+        return float(np.sum(np.asarray(f(*[exact(a) for a in arrs])) * w))
 
-    _, grads = nv.vjp(lambda *a: f(*a), [nv.array(x) for x in xs], [nv.array(w)])
+    _, grads = nv.vjp(lambda *a: f(*a), [exact(x) for x in xs], [exact(w)])
     for k in argnums:
         num = np.zeros_like(xs[k])
         for idx in np.ndindex(xs[k].shape):
@@ -141,20 +150,20 @@ def fd_jvp_check(f, xs: list, seed: int = 0, eps: float = 1e-6, rtol: float = 1e
     rng = np.random.default_rng(seed + 1)
     xs = [np.asarray(x, dtype=np.float64) for x in xs]
     ts = [rng.standard_normal(x.shape) for x in xs]
-    _, (tan,) = nv.jvp(lambda *a: f(*a), [nv.array(x) for x in xs], [nv.array(t) for t in ts])
-    fp = np.asarray(f(*[nv.array(x + eps * t) for x, t in zip(xs, ts)]))
-    fm = np.asarray(f(*[nv.array(x - eps * t) for x, t in zip(xs, ts)]))
+    _, (tan,) = nv.jvp(lambda *a: f(*a), [exact(x) for x in xs], [exact(t) for t in ts])
+    fp = np.asarray(f(*[exact(x + eps * t) for x, t in zip(xs, ts)]))
+    fm = np.asarray(f(*[exact(x - eps * t) for x, t in zip(xs, ts)]))
     np.testing.assert_allclose(np.asarray(tan), (fp - fm) / (2 * eps), rtol=rtol, atol=atol)
 
 
 def vmap_check(f, xs: list, in_axes: tuple) -> None:
     """nv.vmap(f, in_axes) against stacking f over the mapped axis in a Python loop."""
-    arrs = [nv.array(x) for x in xs]
+    arrs = [exact(x) for x in xs]
     got = np.asarray(nv.vmap(f, in_axes=in_axes)(*arrs))
     n = next(x.shape[ax] for x, ax in zip(xs, in_axes) if ax is not None)
     rows = []
     for i in range(n):
-        args = [nv.array(np.take(x, i, axis=ax)) if ax is not None else nv.array(x)
+        args = [exact(np.take(x, i, axis=ax)) if ax is not None else exact(x)
                 for x, ax in zip(xs, in_axes)]
         rows.append(np.asarray(f(*args)))
     want = np.stack(rows)

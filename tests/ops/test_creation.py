@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import nuvec as nv
+from _helpers import exact
 
 DTYPES = ["bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
           "float16", "bfloat16", "float32", "float64", "complex64"]
@@ -35,7 +36,7 @@ def test_constants(shape, dtype):
     same(nv.zeros(shape, dtype), np.zeros(shape, d))
     same(nv.ones(shape, dtype), np.ones(shape, d))
     same(nv.full(shape, 3, dtype), np.full(shape, 3, d))
-    src = nv.array(np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape))
+    src = exact(np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape))
     same(nv.zeros_like(src), np.zeros(shape, np.float32))
     same(nv.ones_like(nv.astype(src, dtype)), np.ones(shape, d))
     same(nv.full_like(src, 2, dtype=dtype), np.full(shape, 2, d))
@@ -45,13 +46,13 @@ def test_constant_defaults_follow_mlx():
     assert nv.zeros((2,)).dtype == nv.float32 and nv.ones(3).shape == (3,)
     assert nv.full((2,), 1).dtype == nv.int32 and nv.full((2,), 1.0).dtype == nv.float32
     assert nv.full((2,), True).dtype == nv.bool_
-    same(nv.full((2, 3), nv.array([1, 2, 3])), np.tile(np.arange(1, 4, dtype=np.int32), (2, 1)))
-    same(nv.full((2,), nv.array(1.5), nv.float16), np.full((2,), 1.5, np.float16))
+    same(nv.full((2, 3), exact([1, 2, 3])), np.tile(np.arange(1, 4, dtype=np.int32), (2, 1)))
+    same(nv.full((2,), exact(1.5), nv.float16), np.full((2,), 1.5, np.float16))
     same(nv.full_like(nv.zeros((2,), nv.int8), 7), np.full((2,), 7, np.int8))
     with pytest.raises(ValueError, match="zeros: negative dimension"):
         nv.zeros((2, -1))
     with pytest.raises(ValueError, match="full"):
-        nv.full((2, 2), nv.array([1, 2, 3]))
+        nv.full((2, 2), exact([1, 2, 3]))
 
 
 @FEW
@@ -81,13 +82,13 @@ def test_arange_floats(start, stop, step, dtype):
 @given(st.floats(-10, 10), st.floats(-10, 10), st.integers(0, 9),
        st.sampled_from(["float32", "float64", "float16", "int32"]))
 def test_linspace(start, stop, num, dtype):
-    same(nv.linspace(start, stop, num, dtype), np.linspace(start, stop, num).astype(npdt(dtype)))
+    same(nv.linspace(start, stop, num, dtype=dtype), np.linspace(start, stop, num).astype(npdt(dtype)))
 
 
 def test_range_errors():
     with pytest.raises(ValueError, match="arange: step"):
         nv.arange(0, 4, 0)
-    with pytest.raises(ValueError, match="arange: stop must be finite"):
+    with pytest.raises(ValueError, match="arange: cannot compute the length"):
         nv.arange(0, float("inf"))
     with pytest.raises(TypeError, match="arange: cannot make a range of bool"):
         nv.arange(3, dtype=nv.bool_)
@@ -117,11 +118,11 @@ def test_tril_triu(shape, k, dtype, kind):
     x = (np.random.default_rng(0).standard_normal(shape) * 5).astype(npdt(dtype)) \
         if dtype != "bool" else np.random.default_rng(0).random(shape) < 0.5
     if kind == "t":
-        a = nv.swapaxes(nv.array(np.ascontiguousarray(np.swapaxes(x, -1, -2))), -1, -2)
+        a = nv.swapaxes(exact(np.ascontiguousarray(np.swapaxes(x, -1, -2))), -1, -2)
     elif kind == "s":
-        a = nv.array(np.repeat(x, 2, axis=0))[::2]
+        a = exact(np.repeat(x, 2, axis=0))[::2]
     else:
-        a = nv.array(x)
+        a = exact(x)
     same(nv.tril(a, k), np.tril(x, k))
     same(nv.triu(a, k), np.triu(x, k))
 
@@ -131,7 +132,7 @@ def test_tril_triu(shape, k, dtype, kind):
 @pytest.mark.parametrize("sizes", [(3,), (2, 3), (2, 0, 4), (1, 2, 3, 2)])
 def test_meshgrid(indexing, sparse, sizes):
     xs = [np.arange(n, dtype=np.float32) * (i + 1) for i, n in enumerate(sizes)]
-    outs = nv.meshgrid(*[nv.array(x) for x in xs], indexing=indexing, sparse=sparse)
+    outs = nv.meshgrid(*[exact(x) for x in xs], indexing=indexing, sparse=sparse)
     expected = np.meshgrid(*xs, indexing=indexing, sparse=sparse)
     assert len(outs) == len(expected)
     for o, e in zip(outs, expected):
@@ -146,12 +147,12 @@ def test_creation_errors_name_the_op():
     with pytest.raises(ValueError, match="tril: the array must have at least 2"):
         nv.tril(nv.zeros((3,)))
     with pytest.raises(ValueError, match="triu"):
-        nv.triu(nv.array(1.0))
+        nv.triu(exact(1.0))
     with pytest.raises(ValueError, match="meshgrid: indexing"):
         nv.meshgrid(nv.zeros(2), indexing="xz")
 
 
 def test_tril_gradient_is_the_masked_cotangent():
     c = np.arange(1.0, 10.0).reshape(3, 3)
-    _, (g,) = nv.vjp(lambda x: nv.tril(x, -1), [nv.zeros((3, 3))], [nv.array(c)])
+    _, (g,) = nv.vjp(lambda x: nv.tril(x, -1), [nv.zeros((3, 3))], [exact(c)])
     np.testing.assert_array_equal(np.asarray(g), np.tril(c, -1).astype(np.float32))

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import nuvec as nv
+from _helpers import exact
 from nuvec.primitives import shape as P
 
 DTYPES = ["bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
@@ -40,10 +41,10 @@ def _rand(rng, shape, dtype: str):
 def layout(x: np.ndarray, kind: str):
     """A nuvec array equal to ``x``: contiguous, a transposed view or a strided slice."""
     if kind == "t" and x.ndim >= 2:
-        return nv.transpose(nv.array(np.ascontiguousarray(x.T)))
+        return nv.transpose(exact(np.ascontiguousarray(x.T)))
     if kind == "s" and x.ndim >= 1:
-        return nv.array(np.repeat(x, 2, axis=-1))[..., ::2]
-    return nv.array(x)
+        return exact(np.repeat(x, 2, axis=-1))[..., ::2]
+    return exact(x)
 
 
 @st.composite
@@ -96,12 +97,12 @@ def test_reshape_flatten_unflatten(xa, d):
 
 def test_reshape_edge_cases():
     x = np.arange(6, dtype=np.int32)
-    same(nv.reshape(nv.array(x), (2, -1)), x.reshape(2, 3))
-    same(nv.flatten(nv.array(np.int32(5))), np.array([5], np.int32))
-    same(nv.unflatten(nv.array(x.reshape(2, 3)), -1, (3, -1)), x.reshape(2, 3, 1))
+    same(nv.reshape(exact(x), (2, -1)), x.reshape(2, 3))
+    same(nv.flatten(exact(np.int32(5))), np.array([5], np.int32))
+    same(nv.unflatten(exact(x.reshape(2, 3)), -1, (3, -1)), x.reshape(2, 3, 1))
     z = np.zeros((0, 4), np.float32)
-    same(nv.reshape(nv.array(z), (4, 0)), z.reshape(4, 0))
-    a = nv.array(x)
+    same(nv.reshape(exact(z), (4, 0)), z.reshape(4, 0))
+    a = exact(x)
     assert nv.reshape(a, (6,)) is a and nv.flatten(nv.reshape(a, (2, 3)), 1, 1).shape == (2, 3)
 
 
@@ -159,13 +160,13 @@ def test_broadcast_and_atleast(xa, d):
                                  d.draw(st.integers(0, 3)) for s in x.shape)
     same(nv.broadcast_to(a, target), np.broadcast_to(x, target))
     y = rand(np.random.default_rng(0), target[-1:] if target else (), "int32")
-    outs = nv.broadcast_arrays(a, nv.array(y))
+    outs = nv.broadcast_arrays(a, exact(y))
     for o, e in zip(outs, np.broadcast_arrays(x, y)):
         same(o, e)
     for f, g in [(nv.atleast_1d, np.atleast_1d), (nv.atleast_2d, np.atleast_2d),
                  (nv.atleast_3d, np.atleast_3d)]:
         same(f(a), g(x))
-        both = f(a, nv.array(y))
+        both = f(a, exact(y))
         assert isinstance(both, list) and len(both) == 2
         same(both[1], g(y))
 
@@ -200,7 +201,7 @@ def test_concatenate_stack(xa, d):
     shape = list(x.shape)
     shape[ax] = d.draw(st.integers(0, 3))
     y = rand(np.random.default_rng(1), shape, other_dtype)
-    want = nv.promote_types(nv.array(x[:0]).dtype, nv.array(y[:0]).dtype)
+    want = nv.promote_types(exact(x[:0]).dtype, exact(y[:0]).dtype)
     out = nv.concatenate([a, layout(y, "t")], axis=ax)
     e = np.concatenate([x.astype(npdt(want.name)), y.astype(npdt(want.name))], axis=ax)
     same(out, e)
@@ -256,14 +257,14 @@ def test_pad(xa, d):
 
 
 def test_pad_value_array_and_errors():
-    a = nv.array([1.5, 2.5])
-    same(nv.pad(a, 1, constant_values=nv.array(-1.0)), np.array([-1, 1.5, 2.5, -1], np.float32))
+    a = exact([1.5, 2.5])
+    same(nv.pad(a, 1, constant_values=exact(-1.0)), np.array([-1, 1.5, 2.5, -1], np.float32))
     with pytest.raises(ValueError, match="pad: padding sizes"):
         nv.pad(a, -1)
     with pytest.raises(ValueError, match="pad: pad_width"):
         nv.pad(a, [(1, 2), (3, 4)])
     with pytest.raises(ValueError, match="pad: mode"):
-        nv.pad(a, 1, mode="reflect")
+        nv.pad(a, 1, mode="wrap")
     with pytest.raises(ValueError, match="pad: cannot edge-pad"):
         nv.pad(nv.zeros((0,)), 1, mode="edge")
 
@@ -286,7 +287,7 @@ def test_join_split_errors():
     with pytest.raises(ValueError, match=r"concatenate: shapes \(2, 3\), \(3, 3\)"):
         nv.concatenate([a, nv.zeros((3, 3))], axis=1)
     with pytest.raises(ValueError, match="concatenate: zero-dimensional"):
-        nv.concatenate([nv.array(1), nv.array(2)])
+        nv.concatenate([exact(1), exact(2)])
     with pytest.raises(ValueError, match="concatenate: no arrays"):
         nv.concatenate([])
     with pytest.raises(ValueError, match="stack: all arrays"):
@@ -303,7 +304,7 @@ def test_join_split_errors():
 
 # -- views and graph economy -------------------------------------------------------------
 def test_views_share_memory_and_identities_add_no_node():
-    base = nv.array(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+    base = exact(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
     nv.eval(base)
     for view in [nv.transpose(base), nv.moveaxis(base, 0, 2), nv.reshape(base, (6, 4)),
                  nv.broadcast_to(base, (5, 2, 3, 4)), nv.expand_dims(base, 1),
@@ -333,21 +334,21 @@ def fd_check(f, xs, rng=None, eps=1e-6):
     jvp against vjp (<jvp(t), c> == <t, vjp(c)>)."""
     rng = rng or np.random.default_rng(0)
     xs = [np.asarray(x, np.float64) for x in xs]
-    out = f(*[nv.array(x) for x in xs])
+    out = f(*[exact(x) for x in xs])
     c = rng.standard_normal(out.shape)
-    _, grads = nv.vjp(f, [nv.array(x) for x in xs], [nv.array(c)])
+    _, grads = nv.vjp(f, [exact(x) for x in xs], [exact(c)])
     for k, x in enumerate(xs):
         num = np.zeros_like(x)
         for i in np.ndindex(x.shape):
             hi, lo = [y.copy() for y in xs], [y.copy() for y in xs]
             hi[k][i] += eps
             lo[k][i] -= eps
-            fh = np.asarray(f(*[nv.array(y) for y in hi]))
-            fl = np.asarray(f(*[nv.array(y) for y in lo]))
+            fh = np.asarray(f(*[exact(y) for y in hi]))
+            fl = np.asarray(f(*[exact(y) for y in lo]))
             num[i] = np.sum((fh - fl) * c) / (2 * eps)
         np.testing.assert_allclose(np.asarray(grads[k]), num, rtol=1e-6, atol=1e-7)
     ts = [rng.standard_normal(x.shape) for x in xs]
-    _, tans = nv.jvp(f, [nv.array(x) for x in xs], [nv.array(t) for t in ts])
+    _, tans = nv.jvp(f, [exact(x) for x in xs], [exact(t) for t in ts])
     lhs = float(np.sum(np.asarray(tans[0]) * c))
     rhs = sum(float(np.sum(np.asarray(g) * t)) for g, t in zip(grads, ts))
     assert abs(lhs - rhs) <= 1e-9 * (1 + abs(lhs))
@@ -356,10 +357,10 @@ def fd_check(f, xs, rng=None, eps=1e-6):
 def vmap_check(f, xs, in_axes):
     """nv.vmap(f) against a Python loop over the mapped axis (outputs stacked on axis 0)."""
     size = next(x.shape[ax] for x, ax in zip(xs, in_axes) if ax is not None)
-    out = nv.vmap(f, in_axes=in_axes)(*[nv.array(x) for x in xs])
+    out = nv.vmap(f, in_axes=in_axes)(*[exact(x) for x in xs])
     rows = []
     for b in range(size):
-        args = [nv.array(np.take(x, b, axis=ax)) if ax is not None else nv.array(x)
+        args = [exact(np.take(x, b, axis=ax)) if ax is not None else exact(x)
                 for x, ax in zip(xs, in_axes)]
         rows.append(np.asarray(f(*args)))
     np.testing.assert_array_equal(np.asarray(out), np.stack(rows))

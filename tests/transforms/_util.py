@@ -4,6 +4,14 @@ import numpy as np
 import nuvec as nv
 
 
+def exact(x, dtype=None):
+    """``nv.array`` keeping a NumPy array's own dtype: float64 data stays float64 (alone,
+    ``nv.array`` makes it float32, as MLX), as finite differences need."""
+    if dtype is None and isinstance(x, (np.ndarray, np.generic)):
+        dtype = x.dtype
+    return nv.array(x, dtype)
+
+
 def numeric_grad(f, args, eps=1e-6):
     """Central finite differences of scalar ``f(*nv arrays)`` w.r.t. each float64 argument."""
     base = [np.array(a, dtype=np.float64) for a in args]
@@ -15,8 +23,8 @@ def numeric_grad(f, args, eps=1e-6):
             minus = [b.copy() for b in base]
             plus[k][idx] += eps
             minus[k][idx] -= eps
-            fp = f(*[nv.array(p) for p in plus]).item()
-            fm = f(*[nv.array(m) for m in minus]).item()
+            fp = f(*[exact(p) for p in plus]).item()
+            fm = f(*[exact(m) for m in minus]).item()
             g[idx] = (fp - fm) / (2 * eps)
         grads.append(g)
     return grads
@@ -29,7 +37,7 @@ def jacobian_by_vjp(f, x):
     for i in range(out.size):
         ct = np.zeros(out.size)
         ct[i] = 1.0
-        _, (g,) = nv.vjp(f, [x], [nv.array(ct.reshape(out.shape)).astype(out.dtype)])
+        _, (g,) = nv.vjp(f, [x], [exact(ct.reshape(out.shape)).astype(out.dtype)])
         rows.append(np.array(g).ravel())
     return np.stack(rows)
 
@@ -40,6 +48,6 @@ def jacobian_by_jvp(f, x):
     for j in range(x.size):
         t = np.zeros(x.size)
         t[j] = 1.0
-        _, (d,) = nv.jvp(f, [x], [nv.array(t.reshape(x.shape)).astype(x.dtype)])
+        _, (d,) = nv.jvp(f, [x], [exact(t.reshape(x.shape)).astype(x.dtype)])
         cols.append(np.array(d).ravel())
     return np.stack(cols, axis=1)

@@ -18,7 +18,7 @@ from nuvec.core.array import Array
 from nuvec.core.primitive import Primitive
 from nuvec.transforms._trace import release, tracer_copy, tracing
 
-from ._util import numeric_grad
+from ._util import exact, numeric_grad
 
 RNG = np.random.default_rng(7)
 F64 = np.float64
@@ -56,7 +56,7 @@ def _setitem_slice(x, v):
 
 def _setitem_array(x, v):
     y = x * 1.0
-    y[nv.array([2, 0])] = v
+    y[exact([2, 0])] = v
     return y
 
 
@@ -64,7 +64,7 @@ def _setitem_array(x, v):
 PROBES = {
     "Unary": (lambda x: nv.exp(x), [f64(2, 3)], [0]),
     "Binary": (lambda x, y: x * y, [f64(2, 3), f64(2, 3)], [0, 1]),
-    "Select": (lambda x, y: nv.where(nv.array([[True, False, True]]), x, y), [f64(2, 3), f64(2, 3)], [0, 1]),
+    "Select": (lambda x, y: nv.where(exact([[True, False, True]]), x, y), [f64(2, 3), f64(2, 3)], [0, 1]),
     "AsType": (lambda x: x.astype(nv.float32).astype(nv.float64) * x, [f64(2, 3)], [0]),
     "Broadcast": (lambda x: nv.broadcast_to(x, (2, 3, 2)), [f64(3, 1)], [0]),
     "Reshape": (lambda x: nv.reshape(x, (3, 2)), [f64(2, 3)], [0]),
@@ -76,10 +76,10 @@ PROBES = {
     "Pad": (lambda x: nv.pad(x, ((1, 0), (0, 2))), [f64(2, 3)], [0]),
     "Slice": (lambda x: x[1:, ::2], [f64(3, 4)], [0]),
     "SliceUpdate": (_setitem_slice, [f64(4, 3), f64(2, 3)], [0, 1]),
-    "Gather": (lambda x: nv.take(x, nv.array([2, 0, 2]), axis=0), [f64(3, 2)], [0]),
-    "GatherAxis": (lambda x: nv.take_along_axis(x, nv.array([[1], [0], [2]]), axis=1), [f64(3, 3)], [0]),
+    "Gather": (lambda x: nv.take(x, exact([2, 0, 2]), axis=0), [f64(3, 2)], [0]),
+    "GatherAxis": (lambda x: nv.take_along_axis(x, exact([[1], [0], [2]]), axis=1), [f64(3, 3)], [0]),
     "Scatter": (_setitem_array, [f64(3, 2), f64(2, 2)], [0, 1]),
-    "ScatterAxis": (lambda x, v: nv.put_along_axis(x, nv.array([[1], [0]]), v, axis=1),
+    "ScatterAxis": (lambda x, v: nv.put_along_axis(x, exact([[1], [0]]), v, axis=1),
                     [f64(2, 3), f64(2, 1)], [0, 1]),
     "Matmul": (lambda a, b: nv.matmul(a, b), [f64(2, 3), f64(3, 2)], [0, 1]),
     "AddMM": (lambda c, a, b: nv.addmm(c, a, b, alpha=0.5, beta=2.0), [f64(2, 2), f64(2, 3), f64(3, 2)], [0, 1, 2]),
@@ -216,7 +216,7 @@ def _call_traced(fn, arrays):
 @pytest.mark.parametrize("name", sorted(PROBES))
 def test_probe_holds_the_primitive(name):
     fn, inputs, _ = PROBES[name]
-    prims = _call_traced(fn, [nv.array(x) for x in inputs])
+    prims = _call_traced(fn, [exact(x) for x in inputs])
     assert any(type(p) is CLASSES[name] for p in prims), \
         f"the probe for {name} makes {sorted({type(p).__name__ for p in prims})}"
 
@@ -227,8 +227,8 @@ DIFFERENTIABLE = sorted(n for n, p in PROBES.items() if p[2])
 @pytest.mark.parametrize("name", DIFFERENTIABLE)
 def test_vjp_matches_finite_differences(name):
     fn, inputs, diff = PROBES[name]
-    arrays = [nv.array(x) for x in inputs]
-    w = nv.array(RNG.normal(size=fn(*arrays).shape))
+    arrays = [exact(x) for x in inputs]
+    w = exact(RNG.normal(size=fn(*arrays).shape))
 
     def loss(*xs):
         full = list(arrays)
@@ -250,7 +250,7 @@ def test_vjp_matches_finite_differences(name):
 @pytest.mark.parametrize("name", DIFFERENTIABLE)
 def test_jvp_matches_vjp(name):
     fn, inputs, diff = PROBES[name]
-    arrays = [nv.array(x) for x in inputs]
+    arrays = [exact(x) for x in inputs]
     i0 = diff[0]
 
     def f(x):
@@ -259,9 +259,9 @@ def test_jvp_matches_vjp(name):
         return fn(*full)
     x = arrays[i0]
     out = f(x)
-    jv = np.stack([np.array(nv.vjp(f, [x], [nv.array(e.reshape(out.shape))])[1][0]).ravel()
+    jv = np.stack([np.array(nv.vjp(f, [x], [exact(e.reshape(out.shape))])[1][0]).ravel()
                    for e in np.eye(out.size)])
-    jf = np.stack([np.array(nv.jvp(f, [x], [nv.array(e.reshape(x.shape))])[1][0]).ravel()
+    jf = np.stack([np.array(nv.jvp(f, [x], [exact(e.reshape(x.shape))])[1][0]).ravel()
                    for e in np.eye(x.size)], axis=1)
     tol = OPTIONS.get(name, {}).get("jvp_rtol", 1e-12)
     np.testing.assert_allclose(jv, jf, rtol=tol, atol=tol, err_msg=name)
@@ -283,12 +283,12 @@ def test_vmap_matches_loop(name):
         else:
             batched.append(x)
             axes.append(None)
-    out0 = fn(*[nv.array(x) for x in inputs])
+    out0 = fn(*[exact(x) for x in inputs])
     oax = 1 if out0.ndim >= 1 else 0
-    got = nv.vmap(fn, in_axes=tuple(axes), out_axes=oax)(*[nv.array(b) for b in batched])
+    got = nv.vmap(fn, in_axes=tuple(axes), out_axes=oax)(*[exact(b) for b in batched])
     ref = []
     for b in range(batch):
-        args = [nv.array(x if ax is None else np.take(x, b, axis=ax)) for x, ax in zip(batched, axes)]
+        args = [exact(x if ax is None else np.take(x, b, axis=ax)) for x, ax in zip(batched, axes)]
         ref.append(np.array(fn(*args)))
     ref = np.stack(ref, axis=oax)
     assert got.shape == ref.shape, name
@@ -298,7 +298,7 @@ def test_vmap_matches_loop(name):
 @pytest.mark.parametrize("name", sorted(n for n, p in PROBES.items() if not p[2] and n != "RandomBits"))
 def test_integer_outputs_have_zero_gradient(name):
     fn, inputs, _ = PROBES[name]
-    x = nv.array(inputs[0])
+    x = exact(inputs[0])
     g = nv.grad(lambda a: nv.sum(fn(a).astype(nv.float64) * a[..., :1]))(x)
     # only the explicit ``a[..., :1]`` factor contributes
     expected = np.zeros(inputs[0].shape)

@@ -1,7 +1,8 @@
 """Random bits on the CPU: threefry2x32 (20 rounds) in vectorised NumPy uint32 arithmetic.
 
-For a key (k0, k1) and n words, the counters are the pairs (i, i + h) for i < h = ceil(n / 2);
-the output words are the first components for all i, then the second ones, cut to n. Narrower
+For a key (k0, k1) and n words, the counters are the pairs (i, i + h) for i < h = ceil(n / 2),
+except that for an odd n the last pair is (h - 1, 0) (MLX's stream); the output words are the
+first components for all i, then the second ones, cut to n. Narrower
 widths take the little-endian bytes of those words. Integer arithmetic only: the same key
 gives the same bits on every machine.
 """
@@ -39,10 +40,13 @@ def random_words(keys: np.ndarray, n: int) -> np.ndarray:
     keys = np.asarray(keys, np.uint32)
     half = (n + 1) // 2
     ctr = np.arange(half, dtype=np.uint32)
+    second = ctr + np.uint32(half)
+    if n % 2:
+        second[-1] = 0  # the middle word of an odd count (its second result is dropped)
     k0 = keys[..., 0:1]
     k1 = keys[..., 1:2]
     with np.errstate(over="ignore"):
-        y0, y1 = threefry2x32(k0, k1, ctr, ctr + np.uint32(half))
+        y0, y1 = threefry2x32(k0, k1, ctr, second)
     return np.concatenate([y0, y1], axis=-1)[..., :n]
 
 

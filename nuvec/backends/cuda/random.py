@@ -2,7 +2,8 @@
 see ``nuvec.backends.cpu.random``) as one CUDA kernel, so a key gives the same bits on both.
 
 For each key (k0, k1) and h = ceil(words / 2), thread i computes the block of counters
-(i, i + h) and writes its two results to words i and h + i of that key's row.
+(i, i + h), or (h - 1, 0) for the last one of an odd count, and writes its two results to
+words i and h + i of that key's row.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ __device__ __forceinline__ unsigned int rotl(unsigned int x, int r)
 { return (x << r) | (x >> (32 - r)); }
 
 extern "C" __global__ void nv_threefry(const unsigned int *__restrict__ keys,
-                                       long long nkeys, long long half,
+                                       long long nkeys, long long half, int odd,
                                        unsigned int *__restrict__ out)
 {
     const int R[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
@@ -28,7 +29,7 @@ extern "C" __global__ void nv_threefry(const unsigned int *__restrict__ keys,
         unsigned int k0 = keys[2 * key], k1 = keys[2 * key + 1];
         unsigned int ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
         unsigned int x0 = (unsigned int)i + k0;
-        unsigned int x1 = (unsigned int)(i + half) + k1;
+        unsigned int x1 = (odd && i == half - 1 ? 0u : (unsigned int)(i + half)) + k1;
         #pragma unroll
         for (int r = 0; r < 5; r++) {
             #pragma unroll
@@ -65,7 +66,8 @@ def random_words(keys: cp.ndarray, n: int) -> cp.ndarray:
     total = nkeys * half
     if total:
         grid = min((total + 255) // 256, 1 << 20)
-        _threefry()((grid,), (256,), (keys, np.int64(nkeys), np.int64(half), out))
+        _threefry()((grid,), (256,), (keys, np.int64(nkeys), np.int64(half),
+                                              np.int32(n % 2), out))
     return out[..., :n]
 
 

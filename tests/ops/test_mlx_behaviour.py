@@ -1,0 +1,159 @@
+"""Behaviour that follows MLX where NumPy or an older nuvec differed: default dtypes of
+nv.array, arange's inference and casts, linspace's endpoint, full's precision, meshgrid's
+tuple, shape arguments (types, negative and overflowing dimensions), pad's mirror modes,
+complex inputs that MLX refuses, and clip's keywords."""
+import math
+
+import numpy as np
+import pytest
+
+import nuvec as nv
+
+
+def test_array_default_dtypes():
+    assert nv.array(np.zeros(3)).dtype == nv.float32
+    assert nv.array(np.zeros(3), nv.float64).dtype == nv.float64
+    assert nv.array(np.float64(1.5)).dtype == nv.float32
+    assert nv.array(np.zeros(2, np.complex128)).dtype == nv.complex64
+    assert nv.array(np.zeros(2, np.int64)).dtype == nv.int64
+    assert nv.array(np.zeros(2, np.float16)).dtype == nv.float16
+    assert nv.array([]).dtype == nv.float32 and nv.array([]).shape == (0,)
+    assert nv.array([2**40]).dtype == nv.int64 and nv.array([2**40]).tolist() == [2**40]
+    assert nv.array(2**40).dtype == nv.int64
+    assert nv.array([1, -2**31]).dtype == nv.int32
+    assert nv.array([1.0, 2**40]).dtype == nv.float32
+
+
+def test_array_float64_survives_pickle():
+    import pickle
+    a = nv.array(np.array([0.1, 0.2]), nv.float64)
+    b = pickle.loads(pickle.dumps(a))
+    assert b.dtype == nv.float64 and b.tolist() == [0.1, 0.2]
+
+
+def test_arange_inference_and_signatures():
+    a = nv.arange(2**40, 2**40 + 3)
+    assert a.dtype == nv.int64 and a.tolist() == [2**40, 2**40 + 1, 2**40 + 2]
+    assert nv.arange(2**31 - 3, 2**31 - 1).dtype == nv.int32
+    assert nv.arange(-(2**31) - 1, -(2**31) + 1).dtype == nv.int64
+    assert nv.arange(stop=2, step=2**40).tolist() == [0]
+    assert nv.arange(stop=2, step=0.5).tolist() == [0.0, 0.5, 1.0, 1.5]
+    assert nv.arange(-3, step=-1).tolist() == [0, -1, -2]
+    assert nv.arange(-3, None, -1).tolist() == [0, -1, -2]
+    assert nv.arange(start=1, stop=4).tolist() == [1, 2, 3]
+    with pytest.raises(TypeError, match="arange: stop"):
+        nv.arange(start=1, step=2)
+
+
+def test_arange_casts_the_step_first():
+    assert nv.arange(0, 3, 0.2, dtype=nv.int32).tolist() == [0] * 15
+    assert nv.arange(-1, -4, -0.9, dtype=nv.int32).tolist() == [-1] * 4
+    assert nv.arange(-1, -20, -1.2, dtype=nv.int32).tolist() == list(range(-1, -17, -1))
+
+
+@pytest.mark.parametrize("args", [(0, 2**31), (0, 2**40), (float("nan"), 1, 5),
+                                  (0, float("inf"), float("inf")), (2, 2, 0)])
+def test_arange_refuses(args):
+    with pytest.raises(ValueError, match="arange"):
+        nv.arange(*args)
+
+
+@pytest.mark.parametrize("num", [0, 1, 2, 5, 50])
+def test_linspace_endpoint_matches_numpy(num):
+    np.testing.assert_array_equal(np.asarray(nv.linspace(0, 10, num, endpoint=False)),
+                                  np.linspace(0, 10, num, endpoint=False).astype(np.float32))
+    np.testing.assert_array_equal(np.asarray(nv.linspace(0, 10, num, False, nv.int64)),
+                                  np.linspace(0, 10, num, endpoint=False, dtype=int))
+
+
+def test_full_keeps_double_precision():
+    for v in (0.37, 0.1, math.pi):
+        assert nv.full((3,), v, dtype=nv.float64).tolist() == [v] * 3
+    assert nv.full((2,), 0.37).dtype == nv.float32
+
+
+def test_meshgrid_returns_a_tuple():
+    out = nv.meshgrid(nv.arange(3), nv.arange(2))
+    assert isinstance(out, tuple) and [g.shape for g in out] == [(2, 3), (2, 3)]
+
+
+def test_broadcast_shapes_errors():
+    assert nv.broadcast_shapes((1, 2, 3), (3,)) == (1, 2, 3)
+    for bad in [(), ((-3, 4), (4,)), ((3, 4), (4, 3))]:
+        with pytest.raises(ValueError, match="broadcast_shapes"):
+            nv.broadcast_shapes(*bad)
+    with pytest.raises(TypeError, match="broadcast_shapes"):
+        nv.broadcast_shapes((2.5, 4), (4,))
+
+
+@pytest.mark.parametrize("make", [
+    lambda s: nv.zeros(s), lambda s: nv.ones(s), lambda s: nv.full(s, 0.0),
+    lambda s: nv.random.uniform(shape=s), lambda s: nv.random.normal(s),
+    lambda s: nv.reshape(nv.zeros(4), s), lambda s: nv.broadcast_to(nv.zeros(4), s)])
+def test_shape_arguments_are_checked(make):
+    for bad in ["12", (2.5,), [1, "a"], 2.0, (True,)]:
+        with pytest.raises(TypeError):
+            make(bad)
+    with pytest.raises(OverflowError, match=str(2**31)):
+        make([2**31, 1])
+    with pytest.raises(OverflowError, match=str(-(2**31) - 1)):
+        make([-(2**31) - 1])
+
+
+def test_computed_dimensions_that_overflow():
+    big = nv.zeros(2**30)
+    with pytest.raises(OverflowError, match=str(3 * 2**30)):
+        nv.concatenate([big] * 3)
+    with pytest.raises(OverflowError, match=str(2 * 2**30)):
+        nv.repeat(big, 2)
+
+
+def test_diagonal_offsets_must_be_ints():
+    for f in (lambda: nv.eye(3, 4, k=2.5), lambda: nv.tri(3, k=1.5),
+              lambda: nv.tril(nv.zeros((2, 2)), 0.5), lambda: nv.triu(nv.zeros((2, 2)), "1")):
+        with pytest.raises(TypeError, match="k must be an int"):
+            f()
+
+
+CASES = [((8,), [(2, 3)]), ((8,), [(0, 4)]), ((4,), [(10, 7)]), ((4,), [(20, 20)]),
+         ((1,), [(3, 2)]), ((2,), [(5, 6)]), ((5, 6), [(9, 9), (11, 0)]),
+         ((3, 4, 5), [(4, 4), (0, 0), (7, 3)])]
+
+
+@pytest.mark.parametrize("mode", ["reflect", "symmetric"])
+@pytest.mark.parametrize("shape,pw", CASES)
+def test_pad_mirror_modes_match_numpy(mode, shape, pw):
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    out = nv.pad(nv.array(x), pw, mode=mode)
+    np.testing.assert_array_equal(np.asarray(out), np.pad(x, pw, mode=mode))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "symmetric"])
+def test_pad_mirror_gradient_and_empty_axis(mode):
+    w = np.arange(9, dtype=np.float32)
+    g = nv.grad(lambda x: nv.sum(nv.pad(x, (2, 3), mode=mode) * nv.array(w)))(nv.ones(4))
+    # the gradient of each input element is the sum of the weights of its copies
+    index = np.pad(np.arange(4), (2, 3), mode=mode)
+    np.testing.assert_array_equal(np.asarray(g), np.bincount(index, weights=w, minlength=4))
+    with pytest.raises(ValueError, match="pad"):
+        nv.pad(nv.array([]), 2, mode=mode)
+    assert nv.pad(nv.zeros((0, 3)), [(0, 0), (1, 1)], mode=mode).shape == (0, 5)
+
+
+@pytest.mark.parametrize("f", [nv.expm1, nv.erf, nv.erfinv, nv.sigmoid, nv.floor, nv.ceil,
+                               lambda z: nv.remainder(z, z), lambda z: z % 2])
+def test_complex_inputs_mlx_refuses(f):
+    with pytest.raises(ValueError, match="complex"):
+        f(nv.array([7 + 3j], nv.complex64))
+
+
+def test_isposinf_isneginf_on_complex():
+    x = nv.array([0.0, float("-inf"), float("inf")]).astype(nv.complex64)
+    assert nv.isposinf(x).tolist() == [False, False, True]
+    assert nv.isneginf(x).tolist() == [False, True, False]
+
+
+def test_clip_keywords():
+    a = nv.array([1.0, 5.0, -3.0])
+    assert nv.clip(a, a_min=0.0, a_max=2.0).tolist() == [1.0, 2.0, 0.0]
+    assert nv.clip(a, None, a_max=0.0).tolist() == [0.0, 0.0, -3.0]
