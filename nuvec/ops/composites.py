@@ -1,7 +1,7 @@
 """MLX operations defined through other operations, built the same way here (their gradients
 and vmap come from the parts): logical_xor, trunc, positive, flip, unstack, diff, kron, trace,
 median, count_nonzero, vecdot, searchsorted, asarray,
-from_dlpack, contiguous, einsum_path.
+from_dlpack, contiguous, einsum_path, depends, as_strided.
 
 >>> import nuvec as nv
 >>> nv.diff(nv.array([1, 4, 9, 16])).tolist()
@@ -28,7 +28,7 @@ from .sort import sort
 
 __all__ = ["logical_xor", "trunc", "positive", "flip", "unstack", "diff", "kron", "trace",
            "median", "count_nonzero", "vecdot", "searchsorted", "asarray", "from_dlpack",
-           "contiguous", "einsum_path"]
+           "contiguous", "einsum_path", "depends", "as_strided"]
 
 
 def _int(v, name: str, arg: str) -> int:
@@ -361,3 +361,67 @@ def einsum_path(subscripts: str, *operands) -> tuple[list[tuple[int, ...]], str]
     except ValueError as e:
         raise ValueError(f"einsum_path: {e}") from None
     return [tuple(p) for p in path[1:]], report
+
+
+def depends(inputs, dependencies):
+    """``inputs`` unchanged, but evaluated only after ``dependencies`` (an array or a
+    sequence of arrays each); returns a list when ``inputs`` is a sequence.
+
+    >>> import nuvec as nv
+    >>> a = nv.array([1.0, 2.0])
+    >>> nv.depends(nv.exp(a), nv.log(a)).tolist() == nv.exp(a).tolist()
+    True
+    """
+    from ..primitives.depends import Depends
+    single = isinstance(inputs, Array)
+    ins = [inputs] if single else [as_array(x, "depends") for x in inputs]
+    deps = [dependencies] if isinstance(dependencies, Array) else \
+        [as_array(x, "depends") for x in dependencies]
+    if not ins:
+        raise ValueError("depends: at least one input is required")
+    stream = ins[0]._stream
+    outs = Array.make_multi(Depends(len(ins)), ins + deps, stream)
+    return outs[0] if single else outs
+
+
+def as_strided(a, /, shape: Sequence[int] | None = None, strides: Sequence[int] | None = None,
+               offset: int = 0, *, stream=None) -> Array:
+    """A ``shape`` array whose element ``i`` is ``a.flatten()[offset + sum(i_k * strides_k)]``
+    (strides in elements; row-major ones for ``shape`` by default). Built as a gather, so
+    every position must fall inside ``a``.
+
+    >>> import nuvec as nv
+    >>> nv.as_strided(nv.arange(5), (3, 2), (1, 1)).tolist()
+    [[0, 1], [1, 2], [2, 3]]
+    """
+    from .creation import arange
+    from .indexing import take
+    a = as_array(a, "as_strided")
+    shape = tuple(a.shape if shape is None else shape)
+    if any(isinstance(d, bool) or not isinstance(d, numbers.Integral) for d in shape):
+        raise TypeError(f"as_strided: shape must be a sequence of ints, got {shape!r}")
+    if any(d < 0 for d in shape):
+        raise ValueError(f"as_strided: negative dimensions are not allowed, got {shape}")
+    if strides is None:
+        strides, step = [], 1
+        for d in reversed(shape):
+            strides.insert(0, step)
+            step *= d
+    strides = tuple(strides)
+    if len(strides) != len(shape):
+        raise ValueError(f"as_strided: {len(strides)} strides for {len(shape)} dimensions")
+    off = _int(offset, "as_strided", "offset")
+    size = a.size
+    if all(d > 0 for d in shape):
+        lo = off + builtins.sum(s * (d - 1) for s, d in zip(strides, shape) if s < 0)
+        hi = off + builtins.sum(s * (d - 1) for s, d in zip(strides, shape) if s > 0)
+        if lo < 0 or hi >= size:
+            raise ValueError(f"as_strided: positions {lo}..{hi} fall outside the array's "
+                             f"{size} elements")
+    flat = np.full(shape, off, dtype=np.int64)
+    for k, (d, s) in enumerate(zip(shape, strides)):
+        grid = (np.arange(d, dtype=np.int64) * s).reshape((1,) * k + (d,) +
+                                                        (1,) * (len(shape) - k - 1))
+        flat = flat + grid
+    index = array(flat.astype(np.int32 if size < 2 ** 31 else np.int64))
+    return take(reshape(a, (-1,), stream=stream), index, axis=0, stream=stream)

@@ -319,3 +319,40 @@ def test_median_and_searchsorted_with_nan():
     va = nv.arange(8, dtype=nv.float32)
     assert nv.array_equal(nv.vmap(lambda v: nv.searchsorted(va, v))(vs),
                           nv.searchsorted(va, vs)).item()
+
+
+@pytest.mark.parametrize("shape,strides,offset", [((10, 10), (3, 3), 0), ((5, 5), (7, 1), 1),
+                                                  ((2, 20), (1, 5), 3), ((10,), (4,), 2),
+                                                  ((3, 0), (1, 1), 0)])
+def test_as_strided_matches_numpy(shape, strides, offset):
+    x = f32(128)
+    want = np.lib.stride_tricks.as_strided(x[offset:], shape, np.multiply(strides, 4))
+    got = nv.as_strided(nv.array(x), shape, strides, offset)
+    np.testing.assert_array_equal(np.array(got), want)
+
+
+def test_as_strided_defaults_reverse_gradient_errors():
+    x = nv.array(f32(4, 3))
+    np.testing.assert_array_equal(np.array(nv.as_strided(x)), np.array(x))
+    np.testing.assert_array_equal(np.array(nv.as_strided(x, (2, 6))), np.array(x).reshape(2, 6))
+    v = nv.array(f32(32))
+    assert nv.array_equal(nv.as_strided(v, (32,), (-1,), 31), v[::-1]).item()
+    g = nv.grad(lambda t: nv.as_strided(t, (3, 2), (1, 1)).sum())(nv.arange(4, dtype=nv.float32))
+    assert g.tolist() == [1.0, 2.0, 2.0, 1.0]
+    with pytest.raises(ValueError, match="as_strided"):
+        nv.as_strided(v, (-2, 3), (3, 1), 0)
+    with pytest.raises(ValueError, match="outside"):
+        nv.as_strided(v, (10,), (4,), 0)
+
+
+def test_depends():
+    a = nv.array([1.0, 2.0, 3.0])
+    b, c = nv.exp(a), nv.log(a)
+    out = nv.depends([b], [c])
+    assert any(x is c for x in out[0].inputs)  # the dependency is an input of the node
+    assert isinstance(out, list) and nv.array_equal(out[0], b).item()
+    assert nv.array_equal(nv.depends(b, c), b).item()
+    g = nv.grad(lambda v: nv.depends(v * v, nv.log(v)).sum())(a)
+    assert g.tolist() == [2.0, 4.0, 6.0]
+    _, t = nv.jvp(lambda v: nv.depends(v * v, v), [a], [nv.ones((3,))])
+    assert t[0].tolist() == [2.0, 4.0, 6.0]

@@ -12,6 +12,7 @@ if device.is_available():
     from . import quantized  # noqa: F401  (packed weights: NVRTC kernels)
     from . import custom_kernel  # noqa: F401  (nv.fast.cuda_kernel)
     from . import bitcast  # noqa: F401  (view and fp8 codes)
+    from . import depends  # noqa: F401  (ordering edges)
     try:
         from . import random  # noqa: F401
     except ImportError:  # pragma: no cover - a tree without the random primitive
