@@ -122,10 +122,10 @@ def _compute(x: cp.ndarray, d: dt.Dtype, ct) -> cp.ndarray:
     return cp.ascontiguousarray(x, dtype=ct)
 
 
-def _scales(prim, scales, biases, sd: dt.Dtype, ct):
+def _scales(prim, scales, biases, sd: dt.Dtype, ct, global_scale=None):
     if prim.affine:
         return _compute(scales, sd, ct), _compute(biases, sd, ct)
-    host = qf.float_scales(cp.asnumpy(scales), prim.mode)
+    host = qf.float_scales(cp.asnumpy(scales), prim.mode, global_scale)
     return cp.asarray(host, dtype=ct), None
 
 
@@ -140,8 +140,9 @@ def _quantize(prim, ins, node):
     host = cp.asnumpy(ins[0])
     if w == dt.bfloat16:
         host = host.view(dt.bfloat16.np)
+    global_scale = float(cp.asnumpy(ins[1]).reshape(())) if len(ins) > 1 else None
     outs = (qf.quantize_affine(host, prim.group_size, prim.bits) if prim.affine
-            else qf.quantize_float(host, prim.mode))
+            else qf.quantize_float(host, prim.mode, global_scale))
     return [upload(o) for o in outs]
 
 
@@ -151,7 +152,10 @@ def _dequantize(prim, ins, node):
     f64 = prim.dtype == dt.float64 or sd == dt.float64
     ct = np.float64 if f64 else np.float32
     w = cp.ascontiguousarray(ins[0])
-    scales, biases = _scales(prim, ins[1], ins[2] if prim.affine else None, sd, ct)
+    global_scale = (float(cp.asnumpy(ins[2]).reshape(()))
+                    if not prim.affine and len(ins) > 2 else None)
+    scales, biases = _scales(prim, ins[1], ins[2] if prim.affine else None, sd, ct,
+                             global_scale)
     row_len = w.shape[-1] * 32 // prim.bits
     rows = w.size * 32 // prim.bits // max(1, row_len)
     out = cp.empty(tuple(w.shape[:-1]) + (row_len,), ct)
