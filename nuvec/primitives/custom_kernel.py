@@ -32,3 +32,14 @@ class CustomKernel(Primitive):
 
     def infer(self, inputs):
         return [(tuple(s), d) for s, d in self.output_specs]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        raise ValueError(f"cuda_kernel {self.name_}: a user kernel has no gradient (wrap it "
+                         "in nv.custom_function to give it one)")
+
+    def jvp(self, primals, tangents, argnums):
+        raise ValueError(f"cuda_kernel {self.name_}: a user kernel has no derivative")
+
+    def vmap(self, inputs, axes):
+        raise ValueError(f"cuda_kernel {self.name_}: a user kernel cannot be vmapped (its "
+                         "grid is fixed)")

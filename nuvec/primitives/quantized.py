@@ -12,6 +12,7 @@ codes. Quantize and Dequantize have none.
 from __future__ import annotations
 
 from ..core import dtypes
+from ..core.array import Array
 from ..core.primitive import Primitive
 
 
@@ -38,7 +39,37 @@ class _Quant(Primitive):
         return self.mode == "affine"
 
 
-class Quantize(_Quant):
+class _RowWise(_Quant):
+    """Quantize and Dequantize work on the last axis only: vmap moves the batch axis to the
+    front and applies the same operation; neither has a derivative (as in MLX)."""
+    __slots__ = ()
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        raise ValueError(f"{self.name}: no gradient (MLX defines none)")
+
+    def jvp(self, primals, tangents, argnums):
+        raise ValueError(f"{self.name}: no derivative (MLX defines none)")
+
+    def vmap(self, inputs, axes):
+        ops = _ops()
+        size = next(x.shape[a] for x, a in zip(inputs, axes) if a is not None)
+        moved = []
+        for x, a in zip(inputs, axes):
+            if x.ndim == 0:                          # the global scale: never batched per row
+                if a is not None:
+                    raise ValueError(f"{self.name}: vmap over the global scale is not "
+                                     "supported")
+                moved.append(x)
+            elif a is None:
+                moved.append(ops.broadcast_to(ops.expand_dims(x, 0), (size,) + tuple(x.shape)))
+            else:
+                moved.append(ops.moveaxis(x, a, 0))
+        outs = Array.make_multi(self, moved) if isinstance(self, Quantize) \
+            else [Array.make(self, moved)]
+        return list(outs), [0] * len(outs)
+
+
+class Quantize(_RowWise):
     """``w`` (..., K) to codes (..., K * bits / 32) uint32 and scales (..., K / group_size)
     (and biases, affine)."""
     __slots__ = ()
@@ -56,7 +87,7 @@ class Quantize(_Quant):
         return out + [(groups, dtypes.uint8)]
 
 
-class Dequantize(_Quant):
+class Dequantize(_RowWise):
     """Codes, scales (and biases) back to floats of ``dtype``."""
     __slots__ = ("dtype",)
     name = "dequantize"

@@ -199,3 +199,17 @@ def test_nvfp4_global_scale_round_trip():
         nv.quantize(nv.array(w), mode="mxfp4", global_scale=gscale)
     with pytest.raises(ValueError, match="must be float32"):
         nv.quantize(nv.array(w), mode="nvfp4", global_scale=nv.array(1.0, nv.float16))
+
+
+def test_vmap_of_quantize_and_dequantize_is_per_entry():
+    w = RNG.standard_normal((3, 8, 64)).astype(np.float32)
+    wq, s, b = nv.vmap(lambda a: nv.quantize(a, 32, 4))(nv.array(w))
+    for i in range(3):
+        q1, s1, b1 = nv.quantize(nv.array(w[i]), 32, 4)
+        assert np.asarray(wq)[i].tobytes() == np.asarray(q1).tobytes()
+    d = nv.vmap(lambda q, s, b: nv.dequantize(q, s, b, 32, 4), in_axes=(1, 1, 1))(
+        nv.swapaxes(wq, 0, 1), nv.swapaxes(s, 0, 1), nv.swapaxes(b, 0, 1))
+    np.testing.assert_array_equal(np.asarray(d), np.asarray(nv.dequantize(wq, s, b, 32, 4)))
+    q = nv.quantize(nv.array(w[0]), 32, 4)
+    with pytest.raises(ValueError, match="quantize: no gradient"):
+        q[0]._prim.vjp([nv.array(w[0])], [nv.ones_like(x) for x in q], [0], list(q))

@@ -61,6 +61,11 @@ def _setitem_array(x, v):
 
 
 # class name -> (function, inputs (NumPy), indices of the float inputs to differentiate)
+# a 4-bit weight (5, 64) with float64 scales and biases, for the quantized product's probe
+_QUANTIZED = [nv.array(np.random.default_rng(4).integers(0, 2 ** 32, (5, 8), dtype=np.uint32)),
+              nv.array(np.random.default_rng(5).normal(size=(5, 2))),
+              nv.array(np.random.default_rng(6).normal(size=(5, 2)))]
+
 PROBES = {
     "Unary": (lambda x: nv.exp(x), [f64(2, 3)], [0]),
     "Binary": (lambda x, y: x * y, [f64(2, 3), f64(2, 3)], [0, 1]),
@@ -89,6 +94,8 @@ PROBES = {
     "Softmax": (lambda x: nv.softmax(x, axis=-1), [f64(2, 3)], [0]),
     "LogSumExp": (lambda x: nv.logsumexp(x, axis=1), [f64(2, 3)], [0]),
     "ScaledSoftmax": (lambda x, m: _scaled_softmax(x, m), [f64(2, 3), f64(3)], [0, 1]),
+    "QuantizedMatmul": (lambda x: nv.quantized_matmul(x, *_QUANTIZED, group_size=32, bits=4),
+                        [f64(2, 64)], [0]),
     "SoftmaxProduct": (lambda x, g: nv.vjp(lambda x: nv.softmax(x, axis=-1), [x], [g])[1][0],
                        [f64(2, 3), f64(2, 3)], [0, 1]),
     "LayerNorm": (lambda x, w, b: nv.fast.layer_norm(x, w, b, 1e-5),
@@ -137,6 +144,7 @@ def _cpu_for_cpu_only_primitives(request):
 # per-probe options: finite-difference step and tolerance (float32 round trips), or the exact
 # gradient where it differs from the function's derivative on purpose (stop_gradient)
 OPTIONS = {
+    "QuantizedMatmul": {"eps": 1e-2},   # linear in x: a wide step is exact up to rounding
     "AsType": {"eps": 1e-2, "rtol": 1e-4, "jvp_rtol": 1e-6},
     # single precision: the transform is linear, so a wide step is exact up to rounding
     "FFT": {"eps": 1e-1, "rtol": 1e-4, "jvp_rtol": 1e-5},
@@ -157,6 +165,12 @@ EXEMPT = {
                       "are those of transpose(matmul) it expands to (the compile tests)",
     "Eig": "MLX defines no derivative and neither does nuvec (the rules raise "
            "NotImplementedError saying why); vmap is checked in tests/ops/test_linalg.py",
+    "Quantize": "no derivative in MLX (its rules raise saying so); vmap is checked in "
+                "tests/quantized/test_quantized_ops.py",
+    "Dequantize": "no derivative in MLX (its rules raise saying so); vmap is checked in "
+                  "tests/quantized/test_quantized_ops.py",
+    "CustomKernel": "a user's CUDA kernel: runs on a GPU only, no derivative and no vmap (its "
+                    "rules raise saying so); tests/cuda/test_gpu_quantized.py runs one",
     "Compiled": "made only inside nv.compile's tape, whose outputs are evaluated at once; its "
                 "rules re-expand the fused members through nv.vjp/jvp/vmap (compile's tests)",
 }
