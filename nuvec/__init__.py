@@ -29,6 +29,7 @@ from .backends.cpu._eltwise import set_flush_denormals  # noqa: F401,E402
 from . import cuda, metal  # noqa: F401,E402
 from . import utils  # noqa: E402,F401
 from .transforms import custom_function, grad, jvp, value_and_grad, vjp, vmap  # noqa: E402,F401
+from .transforms.checkpoint import checkpoint  # noqa: E402,F401
 from .compile import compile, disable_compile, enable_compile  # noqa: E402,F401
 from .export_dot import export_to_dot  # noqa: E402,F401
 from . import random  # noqa: E402,F401
