@@ -101,13 +101,13 @@ def test_float64_and_half_inputs():
     wq, s, b = nv.quantize(nv.array(w), 64, 4)
     dw = _dequantized64(wq, s, b, 64, 4)
     x = RNG.standard_normal((3, 64))
-    y = nv.quantized_matmul(nv.array(x), wq, s, b, group_size=64, bits=4)
+    y = nv.quantized_matmul(nv.array(x, nv.float64), wq, s, b, group_size=64, bits=4)
     assert y.dtype == nv.float64                           # float64 x with float32 scales
     codes = qf.unpack(np.asarray(wq), 4).astype(np.float64).reshape(16, 1, 64)
     dw64 = (codes * np.asarray(s, np.float64)[..., None]
             + np.asarray(b, np.float64)[..., None]).reshape(16, 64)
     np.testing.assert_allclose(np.asarray(y), x @ dw64.T, rtol=1e-12, atol=1e-12)
-    y64 = nv.quantized_matmul(nv.array(x), wq, nv.astype(s, nv.float64),
+    y64 = nv.quantized_matmul(nv.array(x, nv.float64), wq, nv.astype(s, nv.float64),
                               nv.astype(b, nv.float64), group_size=64, bits=4)
     assert y64.dtype == nv.float64
     np.testing.assert_allclose(np.asarray(y64), x @ dw64.T, rtol=1e-12, atol=1e-12)
