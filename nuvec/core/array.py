@@ -288,9 +288,13 @@ class Array:
         return _ops.getitem(self, index)
 
     def __setitem__(self, index, value) -> None:
-        # MLX rebinds the array to the updated value; everything that read the array before
-        # keeps reading the old value. Here the array object is the graph node, so the old node
-        # moves to a fresh object and the nodes that read this array are pointed at it.
+        self._update(lambda old, v: _ops.setitem(old, index, v), value)
+
+    def _update(self, make, value) -> None:
+        """Makes this object ``make(old, value)`` in place (assignment, ``a += b``), so every
+        reference to it sees the new value, as MLX. Everything that read the array before
+        keeps reading the old value: the array object is the graph node, so the old node moves
+        to a fresh object and the nodes that read this array are pointed at it."""
         old = Array.__new__(Array)
         old._adopt(self)
         old._readers = 0  # counted again as readers are pointed at it
@@ -305,7 +309,7 @@ class Array:
         log = _rebinds.log
         if log is not None and id(self) not in log:
             log[id(self)] = old
-        self._adopt(_ops.setitem(old, index, value))
+        self._adopt(make(old, value))
         self._readers = 0
 
     # -- operators ----------------------------------------------------------------------
@@ -352,10 +356,24 @@ class Array:
     def __le__(self, o): return _ops.less_equal(self, o)
     def __gt__(self, o): return _ops.greater(self, o)
     def __ge__(self, o): return _ops.greater_equal(self, o)
-    def __iadd__(self, o): return _ops.add(self, o)
-    def __isub__(self, o): return _ops.subtract(self, o)
-    def __imul__(self, o): return _ops.multiply(self, o)
-    def __itruediv__(self, o): return _ops.divide(self, o)
+
+    def _inplace(self, op: str, o) -> "Array":
+        self._update(getattr(_ops, op), o)
+        return self
+
+    def __iadd__(self, o): return self._inplace("add", o)
+    def __isub__(self, o): return self._inplace("subtract", o)
+    def __imul__(self, o): return self._inplace("multiply", o)
+    def __itruediv__(self, o): return self._inplace("divide", o)
+    def __ifloordiv__(self, o): return self._inplace("floor_divide", o)
+    def __imod__(self, o): return self._inplace("remainder", o)
+    def __ipow__(self, o): return self._inplace("power", o)
+    def __imatmul__(self, o): return self._inplace("matmul", o)
+    def __iand__(self, o): return self._inplace("bitwise_and", o)
+    def __ior__(self, o): return self._inplace("bitwise_or", o)
+    def __ixor__(self, o): return self._inplace("bitwise_xor", o)
+    def __ilshift__(self, o): return self._inplace("left_shift", o)
+    def __irshift__(self, o): return self._inplace("right_shift", o)
 
     def astype(self, dtype, stream=None) -> "Array":
         return _ops.astype(self, dtype, stream=stream)

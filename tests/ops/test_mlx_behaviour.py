@@ -157,3 +157,44 @@ def test_clip_keywords():
     a = nv.array([1.0, 5.0, -3.0])
     assert nv.clip(a, a_min=0.0, a_max=2.0).tolist() == [1.0, 2.0, 0.0]
     assert nv.clip(a, None, a_max=0.0).tolist() == [0.0, 0.0, -3.0]
+
+
+@pytest.mark.parametrize("op,ref", [
+    ("__iadd__", np.add), ("__isub__", np.subtract), ("__imul__", np.multiply),
+    ("__itruediv__", np.divide), ("__ifloordiv__", np.floor_divide), ("__imod__", np.mod),
+    ("__ipow__", np.power)])
+def test_inplace_operators_update_every_reference(op, ref):
+    x = np.array([1.5, 2.0, -3.0], np.float32)
+    a = nv.array(x)
+    alias, before = a, a * 1
+    out = getattr(a, op)(2.0)
+    assert out is a and alias is a
+    np.testing.assert_allclose(np.asarray(alias), ref(x, np.float32(2.0)), rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(before), x)  # earlier results keep the old value
+
+
+def test_inplace_integer_operators_and_self_update():
+    a = nv.array([6, 3])
+    b = a
+    a &= 2
+    a |= 1
+    a ^= 4
+    a <<= 1
+    a >>= 1
+    assert b.tolist() == (((np.array([6, 3]) & 2 | 1) ^ 4) << 1 >> 1).tolist()
+    c = nv.array([1.0, 2.0])
+    c += c
+    assert c.tolist() == [2.0, 4.0]
+    m = nv.eye(2)
+    m @= nv.array([[1.0, 2.0], [3.0, 4.0]])
+    assert m.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+
+
+def test_inplace_update_of_a_traced_input():
+    def f(x):
+        x += 1
+        return nv.sum(x * x)
+    x = nv.array([1.0, 2.0])
+    assert nv.grad(f)(x).tolist() == [4.0, 6.0]
+    assert nv.compile(f)(x).item() == 13.0
+    assert x.tolist() == [1.0, 2.0]  # the caller's array is not the function's local one
