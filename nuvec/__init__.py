@@ -40,3 +40,4 @@ import importlib as _importlib  # noqa: E402
 linalg = _importlib.import_module(".linalg", __name__)  # not ops.linalg, which `ops import *` bound
 from .ops.conv import conv1d, conv2d, conv3d  # noqa: E402,F401
 from .files import load, save, save_gguf, save_safetensors, savez, savez_compressed  # noqa: E402,F401
+from .backends.cpu.jit import clear_kernel_cache  # noqa: E402,F401

@@ -208,7 +208,7 @@ def _warn_compiler(e, stacklevel: int) -> None:
     if not _warned_compiler[0]:
         _warned_compiler[0] = True
         warnings.warn("nv.compile: fused kernels cannot be built, so compiled functions run "
-                      f"their operations unfused. The C compiler said:\n{e.message}",
+                      f"their operations unfused (same results). The cause:\n{e.message}",
                       RuntimeWarning, stacklevel=stacklevel)
 
 

@@ -40,11 +40,9 @@ def ready(specs) -> bool:
         return False
     try:
         _, source = _batch_source(todo)
-        d = jit.cache_dir()
-        key = jit.cache_key(source)
+        return jit.has_entry(jit.cache_key(source))
     except (KernelCompileError, OSError, ValueError):
         return False
-    return (d / f"{key}.so").exists() and (d / f"{key}.sha256").exists()
 
 
 def prepare(specs) -> dict:

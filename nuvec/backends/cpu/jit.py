@@ -3,13 +3,17 @@
     from nuvec.backends.cpu import jit
     lib, address = jit.load(source, "nv_k_0123")    # compiled on first use, then cached
 
-The disk cache (``$NUVEC_CACHE_DIR``, else ``~/.cache/nuvec``) holds one shared library per
-key = sha256(source, compiler identity, flags, CPU identity when -march=native). An entry is
-written to a temporary file and renamed into place (atomic: concurrent processes compiling the
-same kernel each write a whole file, one wins), together with a ``.sha256`` digest of its
-bytes; an entry whose digest is missing or wrong (a truncated or damaged file) is rebuilt. An
-unwritable cache directory falls back to a private temporary directory. No C compiler, or a
-compiler that fails, raises ``KernelCompileError`` carrying the compiler's message.
+The disk cache (``$NUVEC_CACHE_DIR/kernels``, else ``~/.cache/nuvec/kernels``) holds one
+shared library per key = sha256(source, compiler identity, flags, CPU identity when
+-march=native), followed by a trailer with the sha256 of the library's bytes (the digest lives
+inside the entry, as in CuPy's kernel cache). An entry is written to a temporary file and
+renamed into place (concurrent processes compiling the same kernel each write a whole file,
+one wins). Before an entry is loaded its digest is checked and its ELF headers must fit the
+bytes present; an entry that fails either is rebuilt. A cache that cannot be read or written
+is no error of its own: valid entries of a read-only cache are loaded, and anything that stops
+a kernel from being built or stored (no compiler, a failing one, a full disk, an unwritable
+folder) raises ``KernelCompileError`` with the cause and the setting to change, which the
+compiler turns into one warning and unfused execution. ``clear_kernel_cache()`` empties it.
 
 Besides the standard library this imports only nuvec.codegen (pure Python), so setup.py can
 use it to prebuild the single-op kernels at install time with exactly the same flags.
@@ -28,7 +32,7 @@ import threading
 from pathlib import Path
 
 __all__ = ["KernelCompileError", "load", "compile_shared", "build_prebuilt", "compiler", "flags", "cache_dir",
-           "cache_key", "stats", "clear_memory_cache"]
+           "cache_key", "stats", "clear_memory_cache", "clear_kernel_cache", "has_entry"]
 
 from ...codegen.dialects.c import FLAGS as BASE_FLAGS   # no contraction, no fast-math
 
@@ -47,8 +51,9 @@ _key_locks: dict[str, threading.Lock] = {}
 _loaded: dict[str, tuple[ctypes.CDLL, Path]] = {}     # key -> loaded library
 _info: dict[str, object] = {}                          # compiler identity, flags (memoised)
 _stats = {"compiled": 0, "disk_hits": 0, "memory_hits": 0, "rebuilt_damaged": 0,
-          "cache_fallback": 0}
-_fallback_dir: Path | None = None
+          "reprobed": 0}
+_TRAILER = b"NVKCACHE"             # + the 32-byte sha256 of the library before it
+_CACHE_HINT = "set NUVEC_CACHE_DIR to a writable folder with free space"
 
 
 def compiler() -> list[str]:
@@ -66,6 +71,25 @@ def _run(cmd: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
         raise KernelCompileError(f"cannot run the C compiler {cmd[0]!r}: {e}", cmd) from None
     except subprocess.TimeoutExpired:
         raise KernelCompileError(f"the C compiler {cmd[0]!r} timed out", cmd) from None
+
+
+def _temp_error(e: OSError) -> KernelCompileError:
+    where = tempfile.tempdir or os.environ.get("TMPDIR") or "the temporary folder"
+    return KernelCompileError(f"cannot write the compiler's temporary files in {where}: {e} "
+                              "(set TMPDIR to a writable folder with free space)")
+
+
+def _said(r: subprocess.CompletedProcess) -> str:
+    """What a failed compiler run said, or how it ended (a full disk kills it by SIGXFSZ)."""
+    text = (r.stderr or r.stdout or "").strip()
+    if r.returncode < 0:
+        import signal
+        try:
+            name = signal.Signals(-r.returncode).name
+        except ValueError:
+            name = f"signal {-r.returncode}"
+        text = f"{text}\n(killed by {name}; a full disk or a file size limit sends SIGXFSZ)"
+    return text.strip() or f"exit status {r.returncode}"
 
 
 def _identity() -> tuple[str, tuple[str, ...]]:
@@ -104,13 +128,22 @@ def _arch_flags(cc: list[str], ident: str) -> tuple[str, ...]:
     flag = f"-march={march}"
     memo = cache_dir() / f"probe-{hashlib.sha256((ident + flag).encode()).hexdigest()[:24]}"
     try:
-        return tuple(memo.read_text().split())
-    except OSError:
-        pass
-    with tempfile.TemporaryDirectory() as d:
-        src = Path(d) / "t.c"
-        src.write_text("int nv_probe(void) { return 0; }\n")
-        r = _run(cc + [flag, "-c", str(src), "-o", str(Path(d) / "t.o")], timeout=60)
+        text = memo.read_text().strip()
+    except FileNotFoundError:
+        text = None
+    except (OSError, UnicodeDecodeError):
+        text = "?"
+    if text in ("", flag):
+        return tuple(text.split())
+    if text is not None:              # anything else is damage: probe again
+        _stats["reprobed"] += 1
+    try:
+        with tempfile.TemporaryDirectory(prefix="nuvec-probe-") as d:
+            src = Path(d) / "t.c"
+            src.write_text("int nv_probe(void) { return 0; }\n")
+            r = _run(cc + [flag, "-c", str(src), "-o", str(Path(d) / "t.o")], timeout=60)
+    except OSError as e:
+        raise _temp_error(e) from None
     got = (flag,) if r.returncode == 0 else ()
     try:
         _write_atomic(memo, " ".join(got).encode())
@@ -149,23 +182,14 @@ def cache_key(source: str) -> str:
 
 
 def cache_dir() -> Path:
-    """The directory of compiled kernels (created if needed; a temp dir if unwritable)."""
-    global _fallback_dir
-    if _fallback_dir is not None:
-        return _fallback_dir
+    """The directory of compiled kernels (created if it can be; it may be read-only)."""
     env = os.environ.get("NUVEC_CACHE_DIR")
-    d = Path(env) if env else Path.home() / ".cache" / "nuvec"
-    d = d / "kernels"
+    d = (Path(env) if env else Path.home() / ".cache" / "nuvec") / "kernels"
     try:
         d.mkdir(parents=True, exist_ok=True)
-        probe = d / f".probe-{os.getpid()}-{threading.get_ident()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-        return d
     except OSError:
-        _stats["cache_fallback"] += 1
-        _fallback_dir = Path(tempfile.mkdtemp(prefix="nuvec-kernels-"))
-        return _fallback_dir
+        pass                  # read-only or absent: entries are looked for, never stored
+    return d
 
 
 def compile_shared(sources: list[str] | str, out_path: str | os.PathLike,
@@ -198,32 +222,82 @@ def compile_shared(sources: list[str] | str, out_path: str | os.PathLike,
         for cmd, r in zip(cmds, results):
             if r.returncode != 0:
                 raise KernelCompileError(f"C compiler failed ({' '.join(cmd[:1])}):\n"
-                                         f"{(r.stderr or r.stdout).strip()}", cmd)
+                                         f"{_said(r)}", cmd)
         tmp = out_path.with_name(f".{out_path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         link = cc + list(fl) + ["-shared", "-o", str(tmp)] + [str(o) for o in objs] + ["-lm"]
         r = _run(link, timeout=600)
         if r.returncode != 0:
             tmp.unlink(missing_ok=True)
-            raise KernelCompileError(f"linking kernels failed:\n{(r.stderr or r.stdout).strip()}",
-                                     link)
-        os.replace(tmp, out_path)
-
-
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+            raise KernelCompileError(f"linking kernels failed:\n{_said(r)}", link)
+        try:
+            os.replace(tmp, out_path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-def _valid_entry(so: Path, sha: Path) -> bool:
     try:
-        return sha.read_text().strip() == _digest(so)
-    except OSError:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _seal(library: bytes) -> bytes:
+    """A cache entry: the library, then the trailer holding its digest."""
+    return library + _TRAILER + hashlib.sha256(library).digest()
+
+
+def valid_entry(data: bytes) -> bool:
+    """Whether ``data`` is a whole cache entry: its trailer's digest matches the library's
+    bytes, and the library's ELF headers and segments lie within them (a library cut short
+    would fault in the dynamic loader, not fail)."""
+    if len(data) < 40 or data[-40:-32] != _TRAILER:
         return False
+    body = data[:-40]
+    return hashlib.sha256(body).digest() == data[-32:] and _elf_complete(body)
+
+
+def _elf_complete(body: bytes) -> bool:
+    import struct
+    if len(body) < 52 or body[:4] != b"\x7fELF" or body[5] not in (1, 2):
+        return False
+    e = "<" if body[5] == 1 else ">"
+    try:
+        if body[4] == 2:              # 64-bit: offsets and sizes are 8 bytes
+            phoff, shoff = struct.unpack_from(e + "QQ", body, 0x20)
+            phent, phnum, shent, shnum = struct.unpack_from(e + "HHHH", body, 0x36)
+            seg = lambda at: struct.unpack_from(e + "Q", body, at + 8)[0] + \
+                struct.unpack_from(e + "Q", body, at + 0x20)[0]
+        elif body[4] == 1:
+            phoff, shoff = struct.unpack_from(e + "II", body, 0x1C)
+            phent, phnum, shent, shnum = struct.unpack_from(e + "HHHH", body, 0x2A)
+            seg = lambda at: struct.unpack_from(e + "I", body, at + 4)[0] + \
+                struct.unpack_from(e + "I", body, at + 0x10)[0]
+        else:
+            return False
+        end = max(phoff + phent * phnum, shoff + shent * shnum)
+        if end > len(body):
+            return False
+        return all(seg(phoff + i * phent) <= len(body) for i in range(phnum))
+    except struct.error:
+        return False
+
+
+def _read_entry(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def has_entry(key: str) -> bool:
+    """Whether the disk cache holds a valid entry for ``key``."""
+    data = _read_entry(cache_dir() / f"{key}.so")
+    return data is not None and valid_entry(data)
 
 
 def load(source: str, name: str) -> tuple[ctypes.CDLL, int]:
@@ -249,9 +323,10 @@ def load(source: str, name: str) -> tuple[ctypes.CDLL, int]:
 
 def _load_or_build(key: str, source: str) -> tuple[ctypes.CDLL, Path]:
     d = cache_dir()
-    so, sha = d / f"{key}.so", d / f"{key}.sha256"
-    if so.exists():
-        if _valid_entry(so, sha):
+    so = d / f"{key}.so"
+    data = _read_entry(so)
+    if data is not None:
+        if valid_entry(data):
             try:
                 lib = _dlopen(so)
                 _stats["disk_hits"] += 1
@@ -261,19 +336,23 @@ def _load_or_build(key: str, source: str) -> tuple[ctypes.CDLL, Path]:
         _stats["rebuilt_damaged"] += 1
     _stats["compiled"] += 1
     try:
-        compile_shared(source, so)
-        _write_atomic(sha, _digest(so).encode())
-    except KernelCompileError:
-        raise
-    except OSError:
-        # the cache directory became unwritable: build privately instead
-        global _fallback_dir
-        if _fallback_dir is None:
-            _fallback_dir = Path(tempfile.mkdtemp(prefix="nuvec-kernels-"))
-            _stats["cache_fallback"] += 1
-        so = _fallback_dir / f"{key}.so"
-        compile_shared(source, so)
-    return _dlopen(so), so
+        with tempfile.TemporaryDirectory(prefix="nuvec-build-") as work:
+            built = Path(work) / "k.so"
+            compile_shared(source, built)
+            library = built.read_bytes()
+    except OSError as e:
+        raise _temp_error(e) from None
+    try:
+        _write_atomic(so, _seal(library))
+    except OSError as e:
+        raise KernelCompileError(f"cannot store a kernel in the cache {d}: {e} "
+                                 f"({_CACHE_HINT})") from None
+    try:
+        return _dlopen(so), so
+    except OSError as e:
+        raise KernelCompileError(f"cannot load a kernel from the cache {d}: {e} "
+                                 f"({_CACHE_HINT}, on a filesystem that allows running "
+                                 "code)") from None
 
 
 _opened: set[str] = set()          # paths dlopen'ed by this process
@@ -283,13 +362,14 @@ def _dlopen(path: Path) -> ctypes.CDLL:
     """dlopen, but never twice by one path: the dynamic loader would hand back the handle it
     loaded first (a damaged file now replaced), so a rebuilt entry loads from a private copy."""
     key = str(path)
-    if key in _opened:
-        private = Path(tempfile.mkdtemp(prefix="nuvec-reload-")) / path.name
+    if key not in _opened:
+        lib = ctypes.CDLL(key)
+        _opened.add(key)
+        return lib
+    with tempfile.TemporaryDirectory(prefix="nuvec-reload-") as d:   # removed once mapped
+        private = Path(d) / path.name
         shutil.copyfile(path, private)
-        path = private
-    lib = ctypes.CDLL(str(path))
-    _opened.add(key)
-    return lib
+        return ctypes.CDLL(str(private))
 
 
 def _address(lib: ctypes.CDLL, name: str) -> int:
@@ -301,7 +381,7 @@ def _address(lib: ctypes.CDLL, name: str) -> int:
 
 
 def stats() -> dict:
-    """Counters: compiled, disk_hits, memory_hits, rebuilt_damaged, cache_fallback."""
+    """Counters: compiled, disk_hits, memory_hits, rebuilt_damaged, reprobed."""
     return dict(_stats)
 
 
@@ -312,9 +392,27 @@ def clear_memory_cache() -> None:
     _info.clear()
 
 
-def _reset_fallback_for_tests() -> None:
-    global _fallback_dir
-    _fallback_dir = None
+def clear_kernel_cache() -> int:
+    """Removes every entry of the compiled-kernel cache on disk (``cache_dir()``: kernels,
+    compiler-probe memos, leftover temporary files; ``nv.clear_kernel_cache()``) and returns
+    how many files went. Kernels this process has loaded stay usable; later ones are built
+    anew::
+
+        nv.clear_kernel_cache()     # e.g. after copying a cache from another machine
+    """
+    removed = 0
+    try:
+        names = list(cache_dir().iterdir())
+    except OSError:
+        return 0
+    for p in names:
+        if p.suffix in (".so", ".sha256", ".tmp") or p.name.startswith("probe-"):
+            try:
+                p.unlink()
+                removed += 1
+            except OSError:
+                pass
+    return removed
 
 
 def build_prebuilt(out_path: str | os.PathLike, jobs: int | None = None, chunks: int = 16) -> int:
