@@ -1,9 +1,9 @@
 """MLX's factorisations on the GPU: cuSOLVER through CuPy (qr, svd, inv, cholesky, eigh
 batched over leading axes; the LU factorisation and the triangular inverse one matrix at a
 time through cupyx.scipy.linalg). eig has no general cuSOLVER routine in every CuPy: where
-CuPy lacks ``linalg.eig`` the matrices go to the host's LAPACK and back. Like the CPU's, a
-singular input of inv/tri_inv is not detected here (cuSOLVER returns infinities), and
-cholesky does not check definiteness."""
+CuPy lacks ``linalg.eig`` the matrices go to the host's LAPACK and back. As on the CPU, a
+singular input of inv/tri_inv raises RuntimeError (which waits for the factorisation's
+status), and cholesky does not check definiteness."""
 from __future__ import annotations
 
 import cupy as cp
@@ -36,6 +36,8 @@ def _svd(prim, ins, node):
 def _tri_inv(a, upper: bool):
     from cupyx.scipy.linalg import solve_triangular
     tri = cp.triu(a) if upper else cp.tril(a)
+    if a.shape[-1] and bool((cp.diagonal(tri, axis1=-2, axis2=-1) == 0).any()):
+        raise RuntimeError("tri_inv: the matrix is singular")   # LAPACK trtri's info > 0
     out = cp.empty_like(tri)
     flat, dst = _matrices(tri), _matrices(out)
     n = a.shape[-1]
@@ -49,7 +51,14 @@ def _tri_inv(a, upper: bool):
 @gpu(Inverse)
 def _inverse(prim, ins, node):
     a = ins[0]
-    r = _tri_inv(a, prim.upper) if prim.tri else cp.linalg.inv(a)
+    if prim.tri:
+        return [finish(_tri_inv(a, prim.upper), node._dtype)]
+    import cupyx
+    try:
+        with cupyx.errstate(linalg="raise"):   # getrf's info checked, as LAPACK's on the CPU
+            r = cp.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        raise RuntimeError("inv: the matrix is singular") from None
     return [finish(r, node._dtype)]
 
 
