@@ -133,6 +133,11 @@ def checked_shape(src: Source, dims, what: str) -> tuple[int, ...]:
     if not isinstance(dims, (list, tuple)) or len(dims) > MAX_NDIM or \
             not all(type(d) is int and d >= 0 for d in dims):
         raise src.error(f"{what} has an invalid shape {_short(dims)}")
+    size = 1
+    for d in dims:
+        size *= max(d, 1)
+    if size >= 1 << 62:     # beyond any array (NumPy's own limit), even with a zero in it
+        raise src.error(f"{what} has a shape too large for any array {_short(dims)}")
     return tuple(dims)
 
 

@@ -19,7 +19,7 @@ import struct
 import ml_dtypes
 import numpy as np
 
-from ._source import MAX_NDIM, Source
+from ._source import MAX_NDIM, Source, checked_shape
 
 MAGIC = b"GGUF"
 ALIGNMENT = 32
@@ -111,7 +111,8 @@ def read(src: Source) -> tuple[dict, dict]:
         if ndim > MAX_NDIM:
             raise src.error(f"{name!r} claims {ndim} dimensions")
         dims = struct.unpack(f"<{ndim}Q", c.take(8 * ndim, f"the shape of {name!r}"))
-        infos.append((name, tuple(reversed(dims)), c.u32(f"the type of {name!r}"),
+        infos.append((name, checked_shape(src, list(reversed(dims)), repr(name)),
+                      c.u32(f"the type of {name!r}"),
                       c.u64(f"the offset of {name!r}")))
     data_at = c.pos + (-c.pos % align)
     out: dict = {}

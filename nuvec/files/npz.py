@@ -23,7 +23,7 @@ _CHUNK = 1 << 22
 _MAX_TRAILING = 4096
 _ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError,
                zlib.error, struct.error, UnicodeDecodeError, OverflowError, KeyError,
-               RuntimeError, ValueError)
+               RuntimeError, ValueError, OSError)
 
 
 def read(src: Source, file) -> dict:
