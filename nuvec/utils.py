@@ -13,6 +13,8 @@ use dots: ``{"layers": [{"weight": w}]}`` flattens to ``[("layers.0.weight", w)]
 """
 from __future__ import annotations
 
+import itertools
+
 from typing import Any, Callable
 
 __all__ = ["tree_flatten", "tree_unflatten", "tree_map", "tree_map_with_path", "tree_reduce",
@@ -142,7 +144,8 @@ def _lists_from_int_keys(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
     out = {k: _lists_from_int_keys(v) for k, v in node.items()}
-    if out and all(k.isdigit() for k in out):
+    # canonical integers only: "01" next to "1" keeps the level a dict (no collision)
+    if out and all(k.isdigit() and str(int(k)) == k for k in out):
         idx = sorted(out, key=int)
         n = int(idx[-1]) + 1
         lst: list = [{} for _ in range(n)]  # missing indices become empty dicts, as MLX
@@ -177,14 +180,20 @@ def tree_merge(tree_a: Any, tree_b: Any, merge_fn: Callable | None = None) -> An
     >>> tree_merge({"a": 1}, {"b": 2})
     {'a': 1, 'b': 2}
     """
-    if _empty(tree_a):
+    empty_a, empty_b = _empty(tree_a), _empty(tree_b)
+    if empty_a and empty_b and tree_a is not None and tree_b is not None:
+        if type(tree_a) is not type(tree_b):
+            raise ValueError(f"tree_merge: cannot merge an empty {type(tree_a).__name__} with "
+                             f"an empty {type(tree_b).__name__}")
+        return type(tree_a)()
+    if empty_a:
         return tree_b
-    if _empty(tree_b):
+    if empty_b:
         return tree_a
     if isinstance(tree_a, (list, tuple)) and isinstance(tree_b, (list, tuple)):
-        if len(tree_a) != len(tree_b):
-            raise ValueError("tree_merge: sequences of different lengths cannot be merged")
-        return _seq_like(tree_a, [tree_merge(a, b, merge_fn) for a, b in zip(tree_a, tree_b)])
+        # the shorter sequence is missing its last elements (None), as MLX
+        pairs = itertools.zip_longest(tree_a, tree_b)
+        return _seq_like(tree_a, [tree_merge(a, b, merge_fn) for a, b in pairs])
     if isinstance(tree_a, dict) and isinstance(tree_b, dict):
         keys = list(tree_a) + [k for k in tree_b if k not in tree_a]
         return {k: tree_merge(tree_a.get(k), tree_b.get(k), merge_fn) for k in keys}

@@ -142,3 +142,23 @@ def test_tree_reduce_and_merge():
     with pytest.raises(ValueError, match="merge_fn"):
         tree_merge({"a": 1}, {"a": 2})
     assert tree_merge([1, None], [None, 2]) == [1, 2]
+
+
+def test_tree_unflatten_keeps_non_canonical_integer_keys_in_a_dict():
+    from nuvec.utils import tree_unflatten
+    tree = tree_unflatten([("01", "a"), ("1", "b"), ("2", "c")])
+    assert tree == {"01": "a", "1": "b", "2": "c"}
+    assert tree_unflatten([("0", "a"), ("1", "b"), ("2", "c")]) == ["a", "b", "c"]
+
+
+def test_tree_merge_empty_subtrees_and_ragged_lists():
+    import pytest
+    from nuvec.utils import tree_merge
+    assert tree_merge({}, {}) == {}
+    assert tree_merge([{"a": 1}, {}], [{"b": 2}, {}]) == [{"a": 1, "b": 2}, {}]
+    assert tree_merge({"a": 1, "b": {}, "c": {}}, {"a": {}, "b": {}, "c": 2}) == \
+        {"a": 1, "b": {}, "c": 2}
+    assert tree_merge({"a": ()}, {"a": ()}) == {"a": ()}
+    with pytest.raises(ValueError, match="tree_merge"):
+        tree_merge({}, [])
+    assert tree_merge({"layers": [1]}, {"layers": [None, 2]}) == {"layers": [1, 2]}

@@ -124,8 +124,16 @@ def ceil(a, /, *, stream=None) -> Array:
 def round(a, /, decimals: int = 0, *, stream=None) -> Array:
     """Rounds half to even, to ``decimals`` decimal places."""
     a = as_array(a, "round")
+    if isinstance(decimals, bool) or not isinstance(decimals, int):
+        raise TypeError(f"round: decimals must be an int, got {type(decimals).__name__}")
     if a._dtype.kind in "uib":
-        return a
+        if decimals >= 0 or a._dtype.kind == "b":
+            return a
+        # to a multiple of 10**-decimals, half to even, in float32 as MLX
+        s = float(10 ** -decimals)
+        f = astype(a, dt.float32)
+        return astype(multiply(_unary("round", divide(f, s), stream), s), a._dtype,
+                      stream=stream)
     if decimals == 0:
         return _unary("round", a, stream)
     s = 10.0 ** decimals
@@ -190,7 +198,22 @@ def remainder(a, b, /, *, stream=None) -> Array:
            for x in (a, b)):
         raise ValueError("remainder: complex inputs are not supported")
     return _remainder(a, b, stream=stream)
-power = _make_binary("power", "Element-wise power.")
+_power = _make_binary("power", "Element-wise power.")
+
+
+def power(a, b, /, *, stream=None) -> Array:
+    """Element-wise ``a ** b``; for signed integers a negative exponent gives 0 (MLX).
+
+    >>> import nuvec as nv
+    >>> nv.power(nv.array([2, 3]), nv.array([3, -1])).tolist()
+    [8, 0]
+    """
+    out = _power(a, b, stream=stream)
+    if out._dtype.kind == "i":
+        exponent = b if isinstance(b, Array) else as_array(b, "power")
+        if exponent._dtype.kind == "i" or isinstance(b, int):
+            out = where(less(exponent, 0), 0, out, stream=stream)
+    return out
 maximum = _make_binary("maximum", "Element-wise maximum (NaN propagates).")
 minimum = _make_binary("minimum", "Element-wise minimum (NaN propagates).")
 equal = _make_binary("equal", "Element-wise ==.")

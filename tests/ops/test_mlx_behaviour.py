@@ -198,3 +198,20 @@ def test_inplace_update_of_a_traced_input():
     assert nv.grad(f)(x).tolist() == [4.0, 6.0]
     assert nv.compile(f)(x).item() == 13.0
     assert x.tolist() == [1.0, 2.0]  # the caller's array is not the function's local one
+
+
+@pytest.mark.parametrize("dtype", [nv.int8, nv.int16, nv.int32, nv.int64])
+def test_integer_power_with_negative_exponent_is_zero(dtype):
+    x = nv.power(nv.array([2, -2, 1, 3], dtype), nv.array([-1, -3, -9, 2], dtype))
+    assert x.dtype == dtype and x.tolist() == [0, 0, 0, 9]
+    assert nv.power(2, -1).item() == 0
+
+
+def test_round_integers_to_negative_decimals():
+    a = nv.array([15, 122, -25], nv.int32)
+    assert nv.round(a, decimals=-1).tolist() == [20, 120, -20]  # half to even, as MLX
+    assert nv.round(a, decimals=-2).tolist() == [0, 100, 0]
+    assert nv.round(a, decimals=-1).dtype == nv.int32
+    assert nv.round(a).tolist() == [15, 122, -25]
+    with pytest.raises(TypeError, match="round: decimals"):
+        nv.round(a, 1.5)
