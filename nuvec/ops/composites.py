@@ -284,8 +284,9 @@ def searchsorted(sorted_sequence, values, /, side: str = "left", *, stream=None)
 
 def asarray(a, dtype=None, *, copy: bool | None = None) -> Array:
     """``a`` as an array: an array of the right dtype is returned as it is unless ``copy`` is
-    True; a NumPy array shares its memory when ``copy=False`` (a ValueError where that would
-    need a copy); otherwise as ``nv.array``.
+    True (``copy=False`` with an array raises, as in MLX); a NumPy or DLPack array shares its
+    memory when ``copy=False`` (a ValueError where that would need a copy); otherwise as
+    ``nv.array``.
 
     >>> import nuvec as nv
     >>> x = nv.array([1, 2])
@@ -296,10 +297,10 @@ def asarray(a, dtype=None, *, copy: bool | None = None) -> Array:
     if copy is not None and not isinstance(copy, bool):
         raise TypeError(f"asarray: copy must be a bool or None, got {type(copy).__name__}")
     if isinstance(a, Array):
+        if copy is False:  # as MLX, which never hands out an array's memory this way
+            raise ValueError("asarray: copy=False is not supported for an nuvec array input")
         if d is None or d == a.dtype:
             return positive(a) if copy else a
-        if copy is False:
-            raise ValueError(f"asarray: copy=False, but {a.dtype} to {d} needs a copy")
         return ew.astype(a, d)
     if copy is False:
         host = a if isinstance(a, np.ndarray) else None

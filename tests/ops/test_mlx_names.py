@@ -204,6 +204,10 @@ def test_asarray():
     assert nv.asarray(x, nv.float32).dtype == nv.float32
     with pytest.raises(ValueError, match="copy"):
         nv.asarray(x, nv.float16, copy=False)
+    with pytest.raises(ValueError, match="copy"):
+        nv.asarray(x, copy=False)
+    assert nv.asarray(x, dtype=nv.float32, copy=True).dtype == nv.float32
+    assert nv.asarray(1 + 2j).item() == 1 + 2j and nv.asarray(((1, 2), (3, 4))).shape == (2, 2)
     h = np.arange(4, dtype=np.float32)
     assert nv.asarray(h).tolist() == [0.0, 1.0, 2.0, 3.0]
     shared = nv.asarray(h, copy=False)
