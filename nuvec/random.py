@@ -45,6 +45,8 @@ def key(seed: int) -> Array:
     """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"key: seed must be an int, got {type(seed).__name__}")
+    if not -2**63 <= seed < 2**64:
+        raise OverflowError(f"key: seed {seed} does not fit in 64 bits")
     s = int(seed) & 0xFFFFFFFFFFFFFFFF
     return Array.constant(np.array([s >> 32, s & 0xFFFFFFFF], dtype=np.uint32), None, dt.uint32)
 
@@ -218,6 +220,9 @@ def randint(low, high, shape: Sequence[int] = (), dtype=dt.int32, key: Array | N
     if d.kind not in "uib":
         raise ValueError(f"randint: dtype must be an integer type or bool, got {d.name}")
     shape = _shape(shape, "randint")
+    for k, v in (("low", low), ("high", high)):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError(f"randint: {k} must be finite, got {v}")
     lo = ops.astype(as_array(low, "randint"), dt.int64)
     hi = ops.astype(as_array(high, "randint"), dt.int64)
     if ops.broadcast_shapes(shape, lo.shape, hi.shape, name="randint") != shape:

@@ -177,6 +177,10 @@ def promote_types(a, b) -> Dtype:
 
 def issubdtype(a, b) -> bool:
     """``nv.issubdtype(nv.int8, nv.integer)``; either side may be a dtype or a category."""
+    for name, x in (("arg1", a), ("arg2", b)):
+        if not isinstance(x, (Dtype, DtypeCategory)):
+            raise TypeError(f"issubdtype: {name} must be a dtype or a dtype category, got "
+                            f"{type(x).__name__} {x!r}")
     ca = a.category if isinstance(a, Dtype) else a
     if isinstance(b, Dtype):
         return isinstance(a, Dtype) and a == b

@@ -215,3 +215,14 @@ def test_round_integers_to_negative_decimals():
     assert nv.round(a).tolist() == [15, 122, -25]
     with pytest.raises(TypeError, match="round: decimals"):
         nv.round(a, 1.5)
+
+
+def test_bad_arguments_to_issubdtype_key_and_randint():
+    with pytest.raises(TypeError, match="issubdtype: arg1"):
+        nv.issubdtype("float33", nv.float32)
+    assert nv.issubdtype(nv.float32, nv.floating) and not nv.issubdtype(nv.int8, nv.floating)
+    with pytest.raises(OverflowError, match="key: seed"):
+        nv.random.key(1 << 70)
+    assert nv.random.key(2**64 - 1).tolist() == [2**32 - 1, 2**32 - 1]
+    with pytest.raises(ValueError, match="randint: high must be finite"):
+        nv.random.randint(0, float("inf"), (4,))
