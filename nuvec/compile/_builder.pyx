@@ -7,7 +7,8 @@ depth of a graph is limited only by memory), linear in the number of nodes:
 - an operation whose arguments are all constants is folded into a constant (evaluated at the
   end of the build), unless its primitive is effectful;
 - an identity (broadcast or reshape to the same shape, identity transpose, same-dtype astype)
-  is its argument;
+  is its argument (a broadcast or reshape not when shapeless: an identity only at the traced
+  shape);
 - equal one-valued constants (same dtype, shape and bytes) are one constant, never a tracer;
 - an operation equal to one seen before (primitive type and params, argument ids, stream) is
   that one (hash-based CSE); effectful primitives are never merged.
@@ -27,15 +28,16 @@ except ImportError:  # not landed yet
     Transpose = None
 
 
-cdef bint _is_identity(object prim, object a):
-    """Whether ``prim`` maps its only argument to ``a`` unchanged."""
+cdef bint _is_identity(object prim, object a, bint shapeless):
+    """Whether ``prim`` maps its only argument to ``a`` unchanged (never, when shapeless, for
+    a broadcast or reshape that is an identity only at the traced shape)."""
     cdef object t = type(prim)
     cdef object x
     if len(a._inputs) != 1:
         return False
     x = a._inputs[0]
     if t is Broadcast or t is Reshape:
-        return x._shape == a._shape
+        return not shapeless and x._shape == a._shape
     if t is AsType:
         return x._dtype == a._dtype
     if Transpose is not None and t is Transpose:
@@ -72,8 +74,9 @@ cdef object _scalar_bytes(object a):
     return None
 
 
-def build(list placeholders, list outputs):
-    """The Draft of the graph from ``placeholders`` to ``outputs`` (see the module docstring)."""
+def build(list placeholders, list outputs, bint shapeless=False):
+    """The Draft of the graph from ``placeholders`` to ``outputs`` (see the module docstring);
+    ``shapeless``: no simplification that holds only at the traced shapes."""
     cdef dict ref = {}           # id(array) -> value id
     cdef dict keep = {}          # id(array) -> array (ids stay valid while we hold them)
     cdef dict cse = {}           # (prim, args, stream) -> step index
@@ -129,7 +132,7 @@ def build(list placeholders, list outputs):
             for s in a.siblings:
                 _constant(draft, s, ref, keep, scalars, lazy_consts)
             continue
-        if a._siblings is None and _is_identity(prim, a):
+        if a._siblings is None and _is_identity(prim, a, shapeless):
             ref[id(a)] = args[0]
             keep[id(a)] = a
             continue

@@ -11,8 +11,10 @@ Two ways to replay, same results:
   dropped after their last use, and the outputs are new, evaluated arrays;
 - lazy (otherwise): steps become graph nodes, as the uncompiled function would make them.
 
-A shapeless tape infers every step's shapes again on each replay, and broadcasts the operands
-of its element-wise steps as the uncompiled operations do.
+A shapeless tape infers every step's shapes again on each replay (which checks what the trace
+relied on: sizes of a reshape, bounds of a slice), resolves its shape-relative steps to the
+concrete nodes for the inputs' shapes (``Primitive.resolve``), and broadcasts the operands of
+its element-wise steps as the uncompiled operations do.
 """
 cimport cython
 from cpython.ref cimport PyObject
@@ -21,6 +23,7 @@ from libc.stdint cimport uintptr_t
 import numpy as np
 
 from ..core.array import Array
+from ..backends import registry
 from ..backends.cpu._allocator import Buffer as _Buffer
 
 cdef object _ndarray = np.ndarray
@@ -67,6 +70,10 @@ cdef tuple _broadcast_shape(list shapes, str name):
                 raise ValueError(f"{name}: shapes {' and '.join(str(tuple(x)) for x in shapes)} "
                                  "cannot be broadcast together")
     return tuple(out)
+
+
+cdef str _device(stream):
+    return stream.device.type.value
 
 
 @cython.final
@@ -220,7 +227,7 @@ cdef class Tape:
         cdef Step step
         cdef list ins
         cdef tuple tins
-        cdef object a, x, prim, node
+        cdef object a, x, prim, node, impl
         cdef bint tracer
         for i in range(n_in):
             values[i] = inputs[i]
@@ -229,10 +236,15 @@ cdef class Tape:
         for step in self.steps:
             ins = [values[i] for i in step.args]
             prim = step.prim
+            impl = step.impl
             if self.shapeless:
                 if step.broadcast_operands:
                     self._broadcast(step, ins, evaluate_now)
                 tins = tuple(ins)
+                if prim.relative:     # the concrete node for these inputs' shapes
+                    prim, tins = prim.resolve(tins)
+                    if evaluate_now:
+                        impl = registry.implementation(type(prim), _device(step.stream))
                 if step.nout == 1:
                     outs = [Array.make(prim, tins, step.stream)]
                 else:
@@ -265,7 +277,7 @@ cdef class Tape:
                 if step.kernel is not None and step.nout == 1 and prim.elementwise:
                     res = step.kernel([x._data for x in tins], node._shape)
                 else:
-                    res = step.impl(prim, [x._data for x in tins], node)
+                    res = impl(prim, [x._data for x in tins], node)
                 for x in tins:
                     x._readers -= 1
                 for k in range(step.nout):

@@ -19,16 +19,24 @@ from ..primitives.shape import Broadcast
 from .draft import CONST, Draft
 
 
-def make_shapeless(draft: Draft, name: str = "function") -> None:
+def make_shapeless(draft: Draft, name: str = "function", origins: dict | None = None) -> None:
     prod = draft.producers()
     scalar_const: dict[int, int] = {}
 
-    def source(v: int) -> int:
+    def source(v: int, operands: set | None) -> int:
+        """What ``v`` broadcasts from; ``operands``: the step's operands' sources (None: any
+        broadcast is seen through)."""
         while True:
             j = prod.get(v)
             if j is not None and type(draft.steps[j].prim) is Broadcast:
-                v = draft.steps[j].args[0]
-                continue
+                st = draft.steps[j]
+                # a broadcast against other arrays is the operation's own only when they
+                # are its operands too; a guarded one (a target from the traced shape) stays
+                if st.prim.expect is None and (operands is None or all(
+                        source(o, None) in operands for o in st.args[1:])):
+                    v = st.args[0]
+                    continue
+                return v
             if draft.kind[v] == CONST:
                 s = draft.broadcast_source.get(v)
                 if s is not None:
@@ -48,7 +56,8 @@ def make_shapeless(draft: Draft, name: str = "function") -> None:
     from ..primitives.compiled import broadcast_shape
     for s in draft.steps:
         if s.prim.elementwise:
-            srcs = tuple(source(a) for a in s.args)
+            plain = {source(a, None) for a in s.args}
+            srcs = tuple(source(a, plain) for a in s.args)
             # Only an operation's own broadcast is re-derived: the sources must broadcast to
             # the traced result shape (an explicit broadcast_to to a larger shape stays, and
             # fails below, naming it).
@@ -58,8 +67,10 @@ def make_shapeless(draft: Draft, name: str = "function") -> None:
     for s in draft.steps:
         if getattr(s.prim, "fixes_shape", False):
             params = s.prim.params
+            where = (origins or {}).get(id(s.node))
             raise ValueError(
-                f"nv.compile(shapeless=True) of {name}: the operation '{s.prim.name}' has a "
-                f"traced size in its parameters {params!r}, so it cannot be replayed on other "
-                "shapes; compile this function without shapeless=True (or move the "
+                f"nv.compile(shapeless=True) of {name}: the operation '{s.prim.name}'"
+                + (f" (at {where})" if where else "") +
+                f" has a traced size in its parameters {params!r}, so it cannot be replayed "
+                "on other shapes; compile this function without shapeless=True (or move the "
                 f"'{s.prim.name}' out of it)")

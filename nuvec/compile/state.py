@@ -373,7 +373,9 @@ def _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves):
         cf.traces += 1
         try:
             merge_into(tin, unflatten(s_def, ph_s), "state")
-            with tracing(), recording_rebinds() as rebound:
+            from ..core.shapeless import tracing as shapeless_tracing
+            with tracing(), recording_rebinds() as rebound, \
+                    shapeless_tracing(cf.shapeless) as origins:
                 out = cf.fun(*targs, **tkwargs)
             ph_s = [original(p, rebound) for p in ph_s]  # ``x[i] = v`` rebinds an input
             ph_a = [original(p, rebound) for p in ph_a]
@@ -382,7 +384,7 @@ def _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves):
         finally:
             restore(snap)
         entry = make_entry(cf, ph_s + ph_a, out, list(out_leaves) + list(post_leaves), out_def,
-                           stream, t0, n_out=len(out_leaves))
+                           stream, t0, n_out=len(out_leaves), origins=origins)
         entry.post_def = post_def
         entry.pre_def = pre_out_def
         entry.info["changes"] = post_def != pre_out_def

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..backends import registry
 from ..core.array import Array, original, recording_rebinds
+from ..core.shapeless import tracing as shapeless_tracing
 from ..core.device import current_stream
 from ..transforms._trace import tracing
 from ..tree import LEAF, flatten, unflatten
@@ -92,39 +93,43 @@ def trace_call(cf, args: tuple, kwargs: dict, leaves: list, fast: bool,
     rs = random_state()
     key0 = rs[0] if rs else None
     try:
-        with tracing(), recording_rebinds() as rebound:
+        with tracing(), recording_rebinds() as rebound, \
+                shapeless_tracing(cf.shapeless) as origins:
             out = cf.fun(*targs, **tkwargs)
-        ph = [original(p, rebound) for p in ph]  # ``x[i] = v`` inside rebinds an input
-        out_leaves, out_def = flatten(out)
-        return make_entry(cf, ph, out, out_leaves, out_def, stream, t0)
+            ph = [original(p, rebound) for p in ph]  # ``x[i] = v`` inside rebinds an input
+            out_leaves, out_def = flatten(out)
+            return make_entry(cf, ph, out, out_leaves, out_def, stream, t0, origins=origins)
     except BaseException:
         if rs:
             rs[0] = key0      # a failed trace does not advance the global random key
         raise
 
 
-def make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out=None) -> Entry:
+def make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out=None,
+               origins=None) -> Entry:
     # The build allocates many small objects and frees none: the cyclic collector would
     # only re-walk the traced graph again and again (a 40,000-op trace: 3x slower).
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out)
+        return _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out,
+                           origins)
     finally:
         if enabled:
             gc.enable()
 
 
-def _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out) -> Entry:
+def _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out,
+                origins=None) -> Entry:
     t1 = time.perf_counter()
     c1 = time.thread_time()
-    draft = build(placeholders, list(out_leaves))
+    draft = build(placeholders, list(out_leaves), cf.shapeless)
     t2 = time.perf_counter()
     c2 = time.thread_time()
     name = fun_name(cf.fun)
     if cf.shapeless:
         from .shapeless import make_shapeless
-        make_shapeless(draft, name)
+        make_shapeless(draft, name, origins or {})
     plan = _out_plan(list(out_leaves), placeholders)
     fused, sources_s, deferred = _fuse(draft, cf.shapeless, stream, cf.fast_math)
     if stream.device.type.value == "cpu":    # a cache-locality order, for the CPU's cores

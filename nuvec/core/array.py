@@ -21,6 +21,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from . import dtypes as _dt
+from . import shapeless as _shapeless
 from .device import Stream, current_stream
 
 # Filled in by nuvec.ops at import (the operators below call the public ops).
@@ -121,6 +122,8 @@ class Array:
                 tracer = True
         a._tracer = tracer
         a._readers = 0
+        if prim.fixes_shape and tracer:
+            _shapeless.note(a)
         return a
 
     @staticmethod

@@ -16,7 +16,8 @@ Subclasses implement:
 Flags used by compile: ``elementwise`` (a fusable element-wise op over same-shape operands),
 ``effectful`` (never folded into a constant nor merged with an equal one: random draws with
 explicit state, collectives), ``fixes_shape`` (its parameters hold a traced size, so shapeless
-compilation refuses it), ``view`` (its output may alias its input's memory).
+compilation refuses it), ``relative`` (its parameters are relative to the input shapes, see
+``resolve``), ``view`` (its output may alias its input's memory).
 """
 from __future__ import annotations
 
@@ -30,6 +31,9 @@ class Primitive:
     effectful: bool = False
     fixes_shape: bool = False
     differentiable: bool = True
+    #: its parameters are relative to its inputs' shapes: a shapeless replay calls
+    #: ``resolve(inputs) -> (primitive, inputs)`` for the concrete node to run
+    relative: bool = False
 
     @property
     def params(self) -> tuple:

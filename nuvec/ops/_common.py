@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..core import dtypes as dt
+from ..core import shapeless
 from ..core.array import Array
 from ..core.device import resolve_stream
 
@@ -65,7 +66,8 @@ def scalar_operand(v, dtype: dt.Dtype, like: Array) -> Array:
     (the op broadcasts it). Compile reads a zero-stride constant as the scalar it is. These
     arrays are operands only, never returned to the user, so sharing them is safe."""
     stream = like._stream
-    if stream.device.type.value != "cpu" or isinstance(v, complex) or v != v:
+    if stream.device.type.value != "cpu" or isinstance(v, complex) or v != v or \
+            shapeless.relative(like):
         return constant(v, dtype, stream)
     key = (repr(v) if isinstance(v, float) else v, dtype.name, like._shape, stream)
     c = _SCALAR_VIEWS.get(key)

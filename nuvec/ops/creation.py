@@ -151,18 +151,27 @@ def _constant_fill(shape, value, dtype, name: str, stream) -> Array:
 def zeros_like(a, /, *, stream=None) -> Array:
     """Zeros with the shape and dtype of ``a``."""
     a = as_array(a, "zeros_like")
-    return zeros(a.shape, a.dtype, stream=stream)
+    return full_like(a, 0, stream=stream)
 
 
 def ones_like(a, /, *, stream=None) -> Array:
     """Ones with the shape and dtype of ``a``."""
     a = as_array(a, "ones_like")
-    return ones(a.shape, a.dtype, stream=stream)
+    return full_like(a, 1, stream=stream)
 
 
 def full_like(a, /, vals, dtype=None, *, stream=None) -> Array:
-    """``vals`` broadcast to the shape of ``a``, with ``a``'s dtype unless ``dtype`` is given."""
+    """``vals`` broadcast to the shape of ``a``, with ``a``'s dtype unless ``dtype`` is given.
+    Under a shapeless trace ``a`` is an operand of the broadcast, so the shape follows it."""
+    from ..core import shapeless
     a = as_array(a, "full_like")
+    if shapeless.relative(a):
+        from ..primitives.shape import Broadcast
+        from .elementwise import astype
+        v = array(vals) if not isinstance(vals, Array) else vals
+        v = astype(v, dt.to_dtype(dtype or a.dtype))
+        _fill(v, a._shape, "full_like", stream)     # the same checks as the eager form
+        return Array.make(Broadcast(a._shape), [v, a], resolve_stream(stream))
     return full(a.shape, vals, dtype or a.dtype, stream=stream)
 
 

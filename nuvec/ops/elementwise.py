@@ -149,8 +149,8 @@ def _predicate(op: str, default: bool):
     def f(a, /, *, stream=None) -> Array:
         a = as_array(a, op)
         if a._dtype.kind not in "fc":
-            from .creation import full
-            return full(a.shape, default, dt.bool_)
+            from .creation import full_like
+            return full_like(a, default, dt.bool_)
         if a._dtype.kind == "c" and op in ("isposinf", "isneginf"):
             # MLX: equality with +inf or -inf (a complex number equals it when its real part
             # does and its imaginary part is zero)

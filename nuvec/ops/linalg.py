@@ -42,25 +42,22 @@ def _check_matmul(a: Array, b: Array, name: str) -> None:
 
 def _as_matrices(a: Array, b: Array):
     """1-D operands as a row / a column, with the axes to drop from the product."""
-    from .shape import reshape
+    from .shape import expand_dims
     drop = []
     if a.ndim == 1:
-        a = reshape(a, (1, a._shape[0]))
+        a = expand_dims(a, 0)
         drop.append(-2)
     if b.ndim == 1:
-        b = reshape(b, (b._shape[0], 1))
+        b = expand_dims(b, 1)
         drop.append(-1)
     return a, b, drop
 
 
 def _drop(out: Array, drop: list) -> Array:
-    from .shape import reshape
+    from .shape import squeeze
     if not drop:
         return out
-    shape = list(out._shape)
-    for ax in sorted(drop):  # -2 before -1: deleting -2 first keeps -1 the last axis
-        del shape[ax]
-    return reshape(out, shape)
+    return squeeze(out, tuple(out.ndim + ax for ax in drop))
 
 
 def matmul(a, b, /, *, stream=None) -> Array:

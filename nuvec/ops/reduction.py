@@ -21,7 +21,7 @@ from typing import Sequence
 from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.device import resolve_stream
-from ..primitives.reduction import ArgReduce, LogSumExp, Reduce, Scan, Softmax
+from ..primitives.reduction import ArgReduce, LogSumExp, NumberOfElements, Reduce, Scan, Softmax
 from ._common import as_array
 
 Axis = int | Sequence[int] | None
@@ -119,11 +119,17 @@ def any(a, /, axis: Axis = None, keepdims: bool = False, *, stream=None) -> Arra
     return _reduce("any", a, axis, keepdims, stream)
 
 
-def _count(shape, axes) -> int:
+def _count(a: Array, axes, ddof: int = 0, dtype=dt.float32):
+    """The element count of ``a`` along ``axes`` less ``ddof`` (at least 0): a Python int, or
+    under a shapeless trace a node that reads it from the shape at each replay."""
+    from ..core import shapeless
+    if shapeless.relative(a):
+        return Array.make(NumberOfElements(axes, ddof, dtype), [a])
     n = 1
     for ax in axes:
-        n *= shape[ax]
-    return n
+        n *= a._shape[ax]
+    n -= int(ddof)
+    return n if n > 0 else 0
 
 
 def mean(a, /, axis: Axis = None, keepdims: bool = False, *, stream=None) -> Array:
@@ -139,7 +145,7 @@ def mean(a, /, axis: Axis = None, keepdims: bool = False, *, stream=None) -> Arr
     out = _float_dtype(a._dtype)
     acc = dt.float32 if out in (dt.float16, dt.bfloat16) else out
     s = _reduce("sum", a, axes, keepdims, None, out_dtype=acc)
-    return astype(divide(s, _count(a._shape, axes), stream=stream), out, stream=stream)
+    return astype(divide(s, _count(a, axes, dtype=acc), stream=stream), out, stream=stream)
 
 
 def var(a, /, axis: Axis = None, keepdims: bool = False, ddof: int = 0, *, stream=None) -> Array:
@@ -163,8 +169,7 @@ def _var(a, axis: Axis, keepdims: bool, ddof: int, name: str, stream) -> Array:
     x = astype(a, work)
     d = subtract(x, mean(x, axes, keepdims=True))
     sq = real(multiply(d, conjugate(d))) if work.kind == "c" else multiply(d, d)
-    n = _count(a._shape, axes) - int(ddof)
-    v = divide(sum(sq, axes, keepdims), n if n > 0 else 0)
+    v = divide(sum(sq, axes, keepdims), _count(a, axes, ddof, sq._dtype))
     return astype(v, out, stream=stream)
 
 

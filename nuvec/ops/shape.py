@@ -21,7 +21,8 @@ from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives.shape import (Broadcast, Concatenate, ExpandDims, Flatten, Pad, Reshape,
-                                Slice, Squeeze, Transpose)
+                                Slice, Squeeze, Transpose, reshape_shape)
+from ..core import shapeless
 from ._common import as_array, dim_arg, shape_arg
 
 
@@ -67,7 +68,8 @@ def slice_axes(a: Array, start, stop, strides, *, stream=None) -> Array:
     """``a`` sliced by one normalised ``(start, stop, stride)`` per axis (a view; no node for
     the whole array). Used by indexing and split."""
     start, stop, strides = tuple(start), tuple(stop), tuple(strides)
-    if all(s == 1 for s in strides) and all(b == 0 for b in start) and stop == a._shape:
+    if all(s == 1 for s in strides) and all(b == 0 for b in start) and stop == a._shape \
+            and not shapeless.relative(a):
         return a
     return Array.make(Slice(start, stop, strides), [a], resolve_stream(stream))
 
@@ -108,12 +110,13 @@ def broadcast_to(a, /, shape: Sequence[int], *, stream=None) -> Array:
     """
     a = as_array(a, "broadcast_to")
     shape = tuple(_shape_arg(shape, "broadcast_to"))
-    if a._shape == shape:
+    rel = shapeless.relative(a)
+    if a._shape == shape and not rel:
         return a
     if any(d < 0 for d in shape) or len(shape) < a.ndim or \
             broadcast_shapes(a._shape, shape, name="broadcast_to") != shape:
         raise ValueError(f"broadcast_to: cannot broadcast shape {a._shape} to {shape}")
-    return Array.make(Broadcast(shape), [a], resolve_stream(stream))
+    return Array.make(Broadcast(shape, a._shape if rel else None), [a], resolve_stream(stream))
 
 
 def broadcast_arrays(*arrays, name: str = "broadcast_arrays", stream=None) -> list[Array]:
@@ -128,8 +131,14 @@ def broadcast_arrays(*arrays, name: str = "broadcast_arrays", stream=None) -> li
         return []
     first = arrays[0]._shape
     if all(a._shape == first for a in arrays):
-        return arrays
+        if len(arrays) == 1 or not any(shapeless.relative(a) for a in arrays):
+            return arrays
     shape = broadcast_shapes(*(a._shape for a in arrays), name=name)
+    if any(shapeless.relative(a) for a in arrays):
+        # each one broadcast against all the others, re-inferred at a shapeless replay
+        st = resolve_stream(stream)
+        return [Array.make(Broadcast(shape), [a] + [b for b in arrays if b is not a], st)
+                for a in arrays]
     return [broadcast_to(a, shape, stream=stream) for a in arrays]
 
 
@@ -143,6 +152,13 @@ def reshape(a, /, shape: Sequence[int], *, stream=None) -> Array:
     """
     a = as_array(a, "reshape")
     shape = _shape_arg(shape, "reshape")
+    if shapeless.relative(a):    # keeps its -1; the size is checked at each replay
+        if shape.count(-1) > 1:
+            raise ValueError("reshape: only one dimension can be -1")
+        if any(d < -1 for d in shape):
+            raise ValueError(f"reshape: negative dimension in {tuple(shape)}")
+        reshape_shape(a._shape, shape)
+        return Array.make(Reshape(tuple(shape)), [a], resolve_stream(stream))
     size = a.size
     if -1 in shape:
         if shape.count(-1) > 1:
@@ -203,6 +219,13 @@ def unflatten(a, /, axis: int, shape: Sequence[int], *, stream=None) -> Array:
     n = a._shape[ax]
     if shape.count(-1) > 1:
         raise ValueError("unflatten: only one dimension can be -1")
+    if shapeless.relative(a):     # the axis split again at each replay
+        from ..primitives.shape import Unflatten
+        if any(d < -1 for d in shape):
+            raise ValueError(f"unflatten: negative dimension in {tuple(shape)}")
+        prim = Unflatten(ax, tuple(shape))
+        prim.infer([a])
+        return Array.make(prim, [a], resolve_stream(stream))
     known = 1
     for d in shape:
         if d != -1:
@@ -242,6 +265,7 @@ def squeeze(a, /, axis=None, *, stream=None) -> Array:
     (2,)
     """
     a = as_array(a, "squeeze")
+    every = axis is None and shapeless.relative(a)
     if axis is None:
         axes = tuple(i for i, d in enumerate(a._shape) if d == 1)
     else:
@@ -250,9 +274,9 @@ def squeeze(a, /, axis=None, *, stream=None) -> Array:
             if a._shape[ax] != 1:
                 raise ValueError(f"squeeze: cannot squeeze axis {ax} of size {a._shape[ax]} "
                                  f"(shape {a._shape})")
-    if not axes:
+    if not axes and not every:
         return a
-    return Array.make(Squeeze(axes), [a], resolve_stream(stream))
+    return Array.make(Squeeze(axes, every), [a], resolve_stream(stream))
 
 
 def _atleast(nd: int, name: str, arys, stream):

@@ -170,6 +170,48 @@ def _prod_partials(x: Array, axes: tuple) -> Array:
 
 # -- ArgReduce ----------------------------------------------------------------------------
 
+class NumberOfElements(Primitive):
+    """How many elements of input 0 lie along ``axes``, less ``ddof`` (at least 0), as a 0-d
+    array of ``dtype``: the normaliser of mean, var and std under a shapeless trace, read from
+    the input's shape at each call (MLX's NumberOfElements)."""
+    __slots__ = ("axes", "ddof", "dtype")
+    name = "number_of_elements"
+    differentiable = False
+
+    def __init__(self, axes: tuple[int, ...], ddof: int, dtype) -> None:
+        self.axes, self.ddof, self.dtype = tuple(axes), int(ddof), dtype
+
+    @property
+    def params(self) -> tuple:
+        return (self.axes, self.ddof, self.dtype)
+
+    def count(self, shape) -> int:
+        n = 1
+        for ax in self.axes:
+            n *= shape[ax]
+        n -= self.ddof
+        return n if n > 0 else 0
+
+    def infer(self, inputs):
+        _check_axes("number_of_elements", self.axes, inputs[0].ndim)
+        return [((), self.dtype)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [_zeros(p.shape, p.dtype) for p in (primals[i] for i in argnums)]
+
+    def jvp(self, primals, tangents, argnums):
+        return [_zeros((), self.dtype)]
+
+    def vmap(self, inputs, axes):
+        (x,), (ax,) = inputs, axes
+        if ax is None:
+            return [Array.make(self, inputs)], [None]
+        x = _ops().moveaxis(x, ax, 0)
+        n = Array.make(NumberOfElements(tuple(a + 1 for a in self.axes), self.ddof,
+                                        self.dtype), [x])
+        return [_ops().broadcast_to(n, (x.shape[0],))], [0]
+
+
 class ArgReduce(Primitive):
     """Index (uint32) of the first maximum/minimum along ``axis``; NaN counts as the extreme."""
     __slots__ = ("op", "axis", "keepdims")

@@ -42,10 +42,63 @@ class _ToShape(_View):
         return [(self.shape, inputs[0]._dtype)]
 
 
+def broadcast_shape(shapes, name: str) -> tuple[int, ...]:
+    """The shape ``shapes`` broadcast to (NumPy's rules), or a ValueError naming ``name``."""
+    nd = max((len(s) for s in shapes), default=0)
+    out = [1] * nd
+    for s in shapes:
+        off = nd - len(s)
+        for i, d in enumerate(s):
+            o = out[off + i]
+            if o == 1:
+                out[off + i] = d
+            elif d != 1 and d != o:
+                listed = " and ".join(str(tuple(x)) for x in shapes)
+                raise ValueError(f"{name}: shapes {listed} cannot be broadcast together")
+    return tuple(out)
+
+
 class Broadcast(_ToShape):
-    """Broadcasts to ``shape`` (a view with zero strides on the CPU)."""
-    __slots__ = ()
+    """Broadcasts input 0 to ``shape`` (a view with zero strides on the CPU).
+
+    Shapeless forms (MLX's): with more inputs, to the shape all of them broadcast to (what
+    ``broadcast_arrays`` and ``*_like`` record), re-inferred at each replay; with one input
+    and ``expect`` (the traced input shape), a target that may have come from that shape, so
+    a replay on another input shape is refused rather than guessed."""
+    __slots__ = ("expect",)
     name = "broadcast_to"
+    fixes_shape = False
+
+    def __init__(self, shape: tuple[int, ...], expect: tuple[int, ...] | None = None) -> None:
+        self.shape = tuple(shape)
+        self.expect = None if expect is None else tuple(expect)
+
+    @property
+    def params(self) -> tuple:
+        return (self.shape,) if self.expect is None else (self.shape, self.expect)
+
+    @property
+    def relative(self) -> bool:
+        return True
+
+    def infer(self, inputs):
+        x = inputs[0]
+        if len(inputs) > 1:
+            return [(broadcast_shape([y._shape for y in inputs], "broadcast_arrays"), x._dtype)]
+        if self.expect is not None and x._shape != self.expect:
+            raise ValueError(
+                f"broadcast_to: traced (shapeless) for an input of shape {self.expect} "
+                f"broadcast to {self.shape}; this target does not follow from the inputs, so "
+                f"it cannot be replayed on an input of shape {x._shape}")
+        if broadcast_shape([x._shape, self.shape], "broadcast_to") != self.shape:
+            raise ValueError(f"broadcast_to: cannot broadcast shape {x._shape} to {self.shape}")
+        return [(self.shape, x._dtype)]
+
+    def resolve(self, inputs):
+        if len(inputs) == 1 and self.expect is None:
+            return self, inputs
+        ((shape, _),) = self.infer(inputs)
+        return Broadcast(shape), inputs[:1]
 
     def vjp(self, primals, cotangents, argnums, outputs):
         ops = _ops()
@@ -55,10 +108,18 @@ class Broadcast(_ToShape):
             lead + i for i, d in enumerate(x.shape) if d == 1 and g.shape[lead + i] != 1)
         if axes:
             g = ops.sum(g, axis=axes, keepdims=True)
-        return [ops.reshape(g, x.shape) if g.shape != x.shape else g]
+        if lead:   # squeezed, not reshaped: the shape follows from x's at a shapeless replay
+            g = ops.squeeze(g, tuple(range(lead)))
+        return [g if i == 0 else ops.zeros_like(primals[i]) for i in argnums]
 
     def vmap(self, inputs, axes):
         ops = _ops()
+        if len(inputs) > 1:
+            from ._common import align_batch
+            if all(ax is None for ax in axes):
+                return [Array.make(self, inputs)], [None]
+            xs = align_batch(inputs, axes)
+            return [ops.broadcast_arrays(*xs)[0]], [0]
         (x,), (ax,) = inputs, axes
         if ax is None:
             return [Array.make(self, inputs)], [None]
@@ -70,10 +131,48 @@ class Broadcast(_ToShape):
         return [ops.broadcast_to(x, (b,) + self.shape)], [0]
 
 
+def reshape_shape(shape, spec, name: str = "reshape") -> tuple[int, ...]:
+    """The shape ``spec`` (one entry may be -1) gives an array of ``shape``; a ValueError
+    naming ``name`` when the sizes do not match."""
+    size = 1
+    for d in shape:
+        size *= d
+    known, infer = 1, None
+    for i, d in enumerate(spec):
+        if d == -1:
+            infer = i
+        else:
+            known *= d
+    out = list(spec)
+    if infer is not None:
+        if known == 0 or size % known:
+            raise ValueError(f"{name}: cannot reshape an array of shape {tuple(shape)} to "
+                             f"{tuple(spec)}")
+        out[infer] = size // known
+    elif known != size:
+        raise ValueError(f"{name}: cannot reshape an array of shape {tuple(shape)} to "
+                         f"{tuple(spec)}")
+    return tuple(out)
+
+
 class Reshape(_ToShape):
-    """A new shape of the same size (a view where the layout allows, else a copy)."""
+    """A new shape of the same size (a view where the layout allows, else a copy). Under a
+    shapeless trace ``shape`` may keep one -1, inferred from the input's size at each replay;
+    every form checks the size."""
     __slots__ = ()
     name = "reshape"
+    fixes_shape = False
+
+    @property
+    def relative(self) -> bool:
+        return -1 in self.shape
+
+    def infer(self, inputs):
+        x = inputs[0]
+        return [(reshape_shape(x._shape, self.shape), x._dtype)]
+
+    def resolve(self, inputs):
+        return Reshape(reshape_shape(inputs[0]._shape, self.shape)), inputs
 
     def vjp(self, primals, cotangents, argnums, outputs):
         return [_ops().reshape(cotangents[0], primals[0].shape)]
@@ -85,6 +184,41 @@ class Reshape(_ToShape):
             return [Array.make(self, inputs)], [None]
         x = ops.moveaxis(x, ax, 0)
         return [ops.reshape(x, (x.shape[0],) + self.shape)], [0]
+
+
+class Unflatten(_View):
+    """Splits axis ``axis`` into ``shape`` (one entry may be -1, inferred from the axis's size
+    at each call): what ``unflatten`` records under a shapeless trace."""
+    __slots__ = ("axis", "shape")
+    name = "unflatten"
+    relative = True
+
+    def __init__(self, axis: int, shape: tuple[int, ...]) -> None:
+        self.axis, self.shape = axis, tuple(shape)
+
+    @property
+    def params(self) -> tuple:
+        return (self.axis, self.shape)
+
+    def infer(self, inputs):
+        s, ax = inputs[0]._shape, self.axis
+        split = reshape_shape((s[ax],), self.shape, "unflatten")
+        return [(s[:ax] + split + s[ax + 1:], inputs[0]._dtype)]
+
+    def resolve(self, inputs):
+        ((shape, _),) = self.infer(inputs)
+        return Reshape(shape), inputs
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        end = self.axis + len(self.shape) - 1
+        return [Array.make(Flatten(self.axis, end), cotangents)]
+
+    def vmap(self, inputs, axes):
+        (x,), (ax,) = inputs, axes
+        if ax is None:
+            return [Array.make(self, inputs)], [None]
+        x = _ops().moveaxis(x, ax, 0)
+        return [Array.make(Unflatten(self.axis + 1, self.shape), [x])], [0]
 
 
 class ExpandDims(_View):
@@ -118,20 +252,30 @@ class ExpandDims(_View):
 
 
 class Squeeze(_View):
-    """Removes the size-1 axes ``axes`` (sorted). Holds no size."""
-    __slots__ = ("axes",)
+    """Removes the size-1 axes ``axes`` (sorted). Holds no size. ``every``: they were all the
+    size-1 axes (``squeeze()`` under a shapeless trace), which a replay checks."""
+    __slots__ = ("axes", "every")
     name = "squeeze"
 
-    def __init__(self, axes: tuple[int, ...]) -> None:
+    def __init__(self, axes: tuple[int, ...], every: bool = False) -> None:
         self.axes = tuple(axes)
+        self.every = every
 
     @property
     def params(self) -> tuple:
-        return (self.axes,)
+        return (self.axes, True) if self.every else (self.axes,)
 
     def infer(self, inputs):
+        s = inputs[0]._shape
         drop = set(self.axes)
-        shape = tuple(d for i, d in enumerate(inputs[0]._shape) if i not in drop)
+        for ax in self.axes:
+            if ax >= len(s) or s[ax] != 1:
+                raise ValueError(f"squeeze: cannot squeeze axis {ax} of shape {s}")
+        if self.every and any(d == 1 for i, d in enumerate(s) if i not in drop):
+            raise ValueError(
+                f"squeeze: traced (shapeless) with the size-1 axes {self.axes}; shape {s} has "
+                "others, and squeezing them would change the rank the trace relied on")
+        shape = tuple(d for i, d in enumerate(s) if i not in drop)
         return [(shape, inputs[0]._dtype)]
 
     def vjp(self, primals, cotangents, argnums, outputs):

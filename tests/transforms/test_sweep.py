@@ -16,6 +16,8 @@ import nuvec as nv
 import nuvec.primitives as prims_pkg
 from nuvec.core.array import Array
 from nuvec.core.primitive import Primitive
+from nuvec.primitives.reduction import NumberOfElements
+from nuvec.primitives.shape import Unflatten
 from nuvec.transforms._trace import release, tracer_copy, tracing
 
 from ._util import exact, numeric_grad
@@ -75,6 +77,10 @@ PROBES = {
     "Reshape": (lambda x: nv.reshape(x, (3, 2)), [f64(2, 3)], [0]),
     "Transpose": (lambda x: nv.transpose(x, (1, 0)), [f64(2, 3)], [0]),
     "ExpandDims": (lambda x: nv.expand_dims(x, 0), [f64(2, 3)], [0]),
+    # the forms a shapeless compile trace records (made directly: eager ops do not)
+    "Unflatten": (lambda x: Array.make(Unflatten(1, (2, -1)), [x]), [f64(2, 4)], [0]),
+    "NumberOfElements": (lambda x: x * Array.make(NumberOfElements((1,), 1, nv.float64), [x]),
+                         [f64(2, 3)], [0]),
     "Squeeze": (lambda x: nv.squeeze(x, 0), [f64(1, 3)], [0]),
     "Flatten": (lambda x: nv.flatten(x), [f64(2, 3)], [0]),
     "Concatenate": (lambda x, y: nv.concatenate([x, y], axis=1), [f64(2, 3), f64(2, 1)], [0, 1]),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...primitives.reduction import (ArgReduce, LogSumExp, Reduce, ScaledSoftmax, Scan, Softmax,
+from ...primitives.reduction import (ArgReduce, LogSumExp, NumberOfElements, Reduce, ScaledSoftmax, Scan, Softmax,
                                     SoftmaxProduct)
 from ..registry import register
 from .memory import empty
@@ -81,6 +81,11 @@ def _acc(d: np.dtype) -> np.dtype:
 
 def _out(r, node) -> np.ndarray:
     return np.asarray(r).astype(node._dtype.np, copy=False)
+
+
+@register(NumberOfElements)
+def _number_of_elements(prim, ins, node):
+    return [np.array(prim.count(ins[0].shape), prim.dtype.np)]
 
 
 @register(Reduce)

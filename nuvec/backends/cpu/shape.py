@@ -7,7 +7,7 @@ import numpy as np
 
 from ...primitives.misc import StopGradient
 from ...primitives.shape import (Broadcast, Concatenate, ExpandDims, Flatten, Pad, Reshape,
-                                 Slice, SliceUpdate, Squeeze, Transpose)
+                                 Slice, SliceUpdate, Squeeze, Transpose, Unflatten)
 from ..registry import register
 from ._views import broadcast_view
 from .memory import empty
@@ -26,7 +26,7 @@ def box(start, stop, strides) -> tuple:
 
 @register(Broadcast)
 def _broadcast(prim, ins, node):
-    return [broadcast_view(ins[0], prim.shape)]
+    return [broadcast_view(ins[0], node._shape)]   # a shapeless form infers it
 
 
 @register(Reshape)
@@ -37,6 +37,7 @@ def _reshape(prim, ins, node):
 @register(ExpandDims)
 @register(Squeeze)
 @register(Flatten)
+@register(Unflatten)
 def _reshape_to_node(prim, ins, node):
     return [_reshaped(ins[0], node._shape)]
 

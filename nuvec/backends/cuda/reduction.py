@@ -11,13 +11,19 @@ import cupy as cp
 import numpy as np
 
 from ...core import dtypes as dt
-from ...primitives.reduction import ArgReduce, LogSumExp, Reduce, Scan, Softmax
+from ...primitives.reduction import (ArgReduce, LogSumExp, NumberOfElements, Reduce, Scan,
+                                     Softmax)
 from .runtime import computable, finish, gpu, is_half
 
 
 def _acc(d: dt.Dtype):
     """The CuPy dtype a result of nuvec dtype ``d`` is accumulated in."""
     return np.float32 if is_half(d) else d.np
+
+
+@gpu(NumberOfElements)
+def _number_of_elements(prim, ins, node):
+    return [cp.asarray(np.array(prim.count(ins[0].shape), prim.dtype.np))]
 
 
 @gpu(Reduce)

@@ -6,7 +6,7 @@ import cupy as cp
 
 from ...primitives.misc import StopGradient
 from ...primitives.shape import (Broadcast, Concatenate, ExpandDims, Flatten, Pad, Reshape,
-                                 Slice, SliceUpdate, Squeeze, Transpose)
+                                 Slice, SliceUpdate, Squeeze, Transpose, Unflatten)
 from .runtime import gpu
 
 
@@ -17,13 +17,14 @@ def box(start, stop, strides) -> tuple:
 
 @gpu(Broadcast)
 def _broadcast(prim, ins, node):
-    return [cp.broadcast_to(ins[0], prim.shape)]
+    return [cp.broadcast_to(ins[0], node._shape)]   # a shapeless form infers it
 
 
 @gpu(Reshape)
 @gpu(ExpandDims)
 @gpu(Squeeze)
 @gpu(Flatten)
+@gpu(Unflatten)
 def _reshape(prim, ins, node):
     return [cp.reshape(ins[0], node._shape)]
 
