@@ -15,6 +15,7 @@ import functools
 from typing import Any, Callable, Sequence
 
 from .. import ops
+from ..core import dtypes as dt
 from ..core.array import Array, original, recording_rebinds
 from ..tree import flatten, unflatten
 from ._trace import active_order, release, tracer_copy, tracing
@@ -192,7 +193,11 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple
     tans: list = []
     try:
         ts = forward(out_leaves, copies, t_leaves)
-        tans = [t if t is not None else _zeros_like(o) for t, o in zip(ts, out_leaves)]
+        # an output without a tangent has zeros; a bool or integer one (a comparison) has
+        # float32 zeros, as MLX
+        tans = [t if t is not None else
+                _zeros_like(o) if _inexact(o) else ops.zeros(o.shape, dt.float32)
+                for t, o in zip(ts, out_leaves)]
     finally:
         release(list(out_leaves) + tans, copies)
     outs = [out] if isinstance(out, Array) else _as_list(out, "jvp", "the function's result")
@@ -286,6 +291,10 @@ def _value_and_grad(fun, nums, names, args, kwargs, name):
         with tracing(), recording_rebinds() as rebound:
             out = fun(*call_args, **call_kwargs)
         copies = [original(c, rebound) for c in copies]  # ``x[i] = v`` rebinds an input
+        if name == "grad" and not isinstance(out, Array):
+            raise ValueError(f"grad: the function must return a scalar array, got "
+                             f"{type(out).__name__} (value_and_grad accepts a tuple whose first "
+                             "item is the loss)")
         loss = out[0] if isinstance(out, (tuple, list)) and out else out
         if not isinstance(loss, Array) or loss.size != 1:
             what = (f"an array of shape {loss.shape}" if isinstance(loss, Array)

@@ -193,3 +193,19 @@ def test_matmul_grad_of_transposed_operand_is_contiguous(side):
     assert eager[0]._data.flags.c_contiguous
     for e, c in zip(eager, compiled):
         assert np.array_equal(np.array(e), np.array(c))
+
+
+def test_comparison_tangent_is_float32_zeros():
+    x = nv.array([1.0, -2.0, 3.0])
+    for op in (nv.greater, nv.less, nv.equal, nv.not_equal):
+        _, (t,) = nv.jvp(lambda v, op=op: op(v, 0.0), [x], [nv.ones_like(x)])
+        assert t.dtype == nv.float32 and t.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_grad_needs_a_scalar_output_value_and_grad_takes_aux():
+    import pytest
+    x = nv.ones((2,))
+    with pytest.raises(ValueError, match="grad: the function must return a scalar array"):
+        nv.grad(lambda v: (nv.sum(v), {"aux": v}))(x)
+    (loss, aux), g = nv.value_and_grad(lambda v: (nv.sum(v * v), {"aux": v}))(x)
+    assert loss.item() == 2.0 and g.tolist() == [2.0, 2.0]
