@@ -231,7 +231,7 @@ def test_cuda_kernel_writes_mlx_s_signature_and_needs_a_gpu():
                             "out[0] = a[0] * a_shape[0] + b[a_ndim];", header="// h\n")
     with pytest.raises(ValueError, match="cuda_kernel k1: runs on a CUDA GPU only"):
         k(inputs=[nv.ones((3,)), nv.ones((2,))], output_shapes=[(1,)],
-          output_dtypes=[nv.float32], grid=(1, 1, 1), threadgroup=(1, 1, 1))
+          output_dtypes=[nv.float32], grid=(1, 1, 1), threadgroup=(1, 1, 1), stream=nv.cpu)
     with pytest.raises(ValueError, match="2 inputs named, 1 given"):
         k(inputs=[nv.ones((3,))], output_shapes=[(1,)], output_dtypes=[nv.float32],
           grid=(1, 1, 1), threadgroup=(1, 1, 1))

@@ -18,7 +18,8 @@ def _function(prim):
     fn = _modules.get(prim.source)
     if fn is None:
         fn = _modules[prim.source] = nvrtc.load(prim.source, [prim.name_],
-                                                name=f"{prim.name_}.cu")[0]
+                                                name=f"{prim.name_}.cu",
+                                                extra=nvrtc.include_options())[0]
     return fn
 
 

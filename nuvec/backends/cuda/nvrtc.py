@@ -16,8 +16,10 @@ An unwritable directory only costs the cache.
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -73,13 +75,29 @@ def _key(src: str, opts: tuple) -> str:
     return h.hexdigest()
 
 
-def compile_cubin(src: str, name: str = "nuvec.cu", fast: bool = False) -> bytes:
-    """The cubin of ``src`` (KernelCompileError with NVRTC's log if it is rejected)."""
+def include_options() -> tuple[str, ...]:
+    """``-I`` options for the CUDA toolkit's headers (cuda_fp16.h and the others a user's
+    kernel may include; nuvec's generated kernels include none): the toolkit CuPy found, or
+    the headers of NVIDIA's CUDA wheels on ``sys.path``."""
+    opts = _info.get("include")
+    if opts is None:
+        roots = [os.path.join(cp.cuda.get_cuda_path() or "", "include")]
+        for base in sys.path:
+            roots += glob.glob(os.path.join(base, "nvidia", "*", "include"))
+        opts = _info["include"] = tuple(
+            f"-I{r}" for r in roots if os.path.exists(os.path.join(r, "cuda_fp16.h")))[:1]
+    return opts
+
+
+def compile_cubin(src: str, name: str = "nuvec.cu", fast: bool = False,
+                  extra: tuple[str, ...] = ()) -> bytes:
+    """The cubin of ``src`` (KernelCompileError with NVRTC's log if it is rejected);
+    ``extra``: options beyond the device's."""
     nv = _binding()
     prog = nv.createProgram(src, name, (), ())
     try:
         try:
-            nv.compileProgram(prog, list(options(fast)))
+            nv.compileProgram(prog, list(options(fast) + extra))
         except nv.NVRTCError as e:
             log = nv.getProgramLog(prog)
             raise KernelCompileError(f"NVRTC rejected {name}: {e}\n{log[-4000:]}") from None
@@ -99,10 +117,11 @@ def _store(path: Path, data: bytes) -> None:
         pass   # no cache, same kernels
 
 
-def load(src: str, entries: list[str], name: str = "nuvec.cu", fast: bool = False) -> list:
+def load(src: str, entries: list[str], name: str = "nuvec.cu", fast: bool = False,
+         extra: tuple[str, ...] = ()) -> list:
     """The kernels ``entries`` of ``src``, compiled now or read from the disk cache
-    (``fast``: with the options of fast-math kernels)."""
-    opts = options(fast)
+    (``fast``: with the options of fast-math kernels; ``extra``: more options)."""
+    opts = options(fast) + extra
     path = cache_dir() / f"{_key(src, opts)}.cubin"
     mod = None
     if path.exists():
@@ -116,7 +135,7 @@ def load(src: str, entries: list[str], name: str = "nuvec.cu", fast: bool = Fals
             return fns
         except Exception:  # noqa: BLE001 - a damaged entry: build it again
             mod = None
-    cubin = compile_cubin(src, name, fast)
+    cubin = compile_cubin(src, name, fast, extra)
     _store(path, cubin)
     mod = cp.cuda.function.Module()
     mod.load(cubin)

@@ -19,7 +19,7 @@ from ...core import dtypes as dt
 from ...primitives import quant_formats as qf
 from ...primitives.quantized import Dequantize, QuantizedMatmul, Quantize
 from . import nvrtc
-from .runtime import finish, gpu, is_half, to_f32, upload
+from .runtime import finish, from_f32, gpu, is_half, to_f32, upload
 
 _SOURCE = r"""
 template <typename T>
@@ -160,9 +160,18 @@ def _dequantize(prim, ins, node):
     rows = w.size * 32 // prim.bits // max(1, row_len)
     out = cp.empty(tuple(w.shape[:-1]) + (row_len,), ct)
     n = out.size
+    half = prim.affine and is_half(sd)
     _fn("deq", f64)(((n + _THREADS - 1) // _THREADS,), (_THREADS,),
-                    (w, scales, _ptr(biases), _ptr(_lut(prim.mode)), np.int64(rows),
-                     np.int64(row_len), np.int32(prim.bits), np.int32(prim.group_size), out))
+                    (w, scales, _ptr(None if half else biases), _ptr(_lut(prim.mode)),
+                     np.int64(rows), np.int64(row_len), np.int32(prim.bits),
+                     np.int32(prim.group_size), out))
+    if half:
+        # half-precision scales: MLX rounds the product and then the sum in that precision
+        # (as the CPU does). The float32 product of a code (at most 8 bits) and a half scale
+        # is exact, and a float32 sum of two halves rounds to the half sum's bits.
+        prod = to_f32(from_f32(out.astype(np.float32, copy=False), sd), sd)
+        b = cp.repeat(biases.reshape(prod.shape[:-1] + (-1,)), prim.group_size, axis=-1)
+        return [finish(to_f32(from_f32(prod + b, sd), sd), prim.dtype)]
     return [finish(out, prim.dtype)]
 
 
