@@ -38,6 +38,12 @@ class View(Primitive):
         x = inputs[0]
         return [(view_shape(x._shape, x._dtype, self.dtype), self.dtype)]
 
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [None for _ in argnums]  # not differentiable (transforms skip it): no gradient
+
+    def jvp(self, primals, tangents, argnums):
+        return [None]
+
     def vmap(self, inputs, axes):
         from .. import ops
         x, ax = inputs[0], axes[0]
@@ -67,6 +73,12 @@ class ConvertFP8(Primitive):
 
     def infer(self, inputs):
         return [(inputs[0]._shape, self.dtype)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [None for _ in argnums]  # not differentiable (transforms skip it): no gradient
+
+    def jvp(self, primals, tangents, argnums):
+        return [None]
 
     def vmap(self, inputs, axes):
         return [Array.make(self, inputs)], list(axes)

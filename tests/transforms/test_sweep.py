@@ -116,6 +116,9 @@ PROBES = {
     "StopGradient": (lambda x: nv.stop_gradient(x) * x, [f64(2, 3)], [0]),
     "Copy": (lambda x: _copy(x) * x, [f64(2, 3)], [0]),
     "CustomFunction": (lambda x: _CUSTOM(x) * x, [f64(2, 3)], [0]),
+    "View": (lambda x: nv.view(x, nv.uint32), [f64(2, 3)], []),
+    "ConvertFP8": (lambda x: nv.from_fp8(nv.to_fp8(x), nv.float32), [f64(2, 3)], []),
+    "Depends": (lambda x, y: nv.depends(x * 2.0, y) * y, [f64(2, 3), f64(2, 3)], [0, 1]),
     "RandomBits": (lambda k: nv.random.bits((3,), key=k), [np.array([0, 7], np.uint32)], []),
     # real weights: a complex product's own vjp is outside this probe
     "FFT": (lambda x: nv.fft.irfft(nv.fft.fft(x)[..., :2] * nv.array([1.0, 2.0]), n=3)
