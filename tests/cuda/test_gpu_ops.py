@@ -33,12 +33,17 @@ def host(x):
     return np.asarray(x)
 
 
+def _exact(a):
+    """NumPy data as an nuvec array of the same dtype (nv.array narrows float64 as MLX)."""
+    return nv.array(a, dtype=nv.float64) if np.asarray(a).dtype == np.float64 else nv.array(a)
+
+
 def run_both(fn, *arrays):
     """``fn`` over ``arrays`` (NumPy) on the CPU, then on the GPU: (cpu result, gpu result)."""
     out = []
     for dev in (nv.cpu, nv.gpu):
         with nv.stream(dev):
-            r = fn(*[nv.array(a) for a in arrays])
+            r = fn(*[_exact(a) for a in arrays])
             nv.eval(r)
             if dev == nv.gpu:
                 for leaf in (r if isinstance(r, (list, tuple)) else [r]):
