@@ -84,8 +84,11 @@ def include_options() -> tuple[str, ...]:
         roots = [os.path.join(cp.cuda.get_cuda_path() or "", "include")]
         for base in sys.path:
             roots += glob.glob(os.path.join(base, "nvidia", "*", "include"))
-        opts = _info["include"] = tuple(
-            f"-I{r}" for r in roots if os.path.exists(os.path.join(r, "cuda_fp16.h")))[:1]
+        found = [r for r in roots if os.path.exists(os.path.join(r, "cuda_fp16.h"))][:1]
+        # CUDA 13 keeps libcu++'s headers (<nv/target>, which cooperative groups include)
+        # under include/cccl
+        found += [os.path.join(r, "cccl") for r in found if os.path.isdir(os.path.join(r, "cccl"))]
+        opts = _info["include"] = tuple(f"-I{r}" for r in found)
     return opts
 
 
