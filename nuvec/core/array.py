@@ -361,7 +361,13 @@ class Array:
     def __ge__(self, o): return _ops.greater_equal(self, o)
 
     def _inplace(self, op: str, o) -> "Array":
-        self._update(getattr(_ops, op), o)
+        def make(old, value):
+            out = getattr(_ops, op)(old, value)
+            if out._dtype != old._dtype:  # as MLX: an in-place update keeps the dtype
+                raise ValueError(f"{op}: an in-place update cannot change the dtype from "
+                                 f"{old._dtype.name} to {out._dtype.name}")
+            return out
+        self._update(make, o)
         return self
 
     def __iadd__(self, o): return self._inplace("add", o)

@@ -85,6 +85,12 @@ def scalar_operand(v, dtype: dt.Dtype, like: Array) -> Array:
 def operands(a, b, name: str) -> tuple[Array, Array]:
     """Two arrays of one dtype, with MLX's promotion and weak Python scalars."""
     sa, sb = isinstance(a, SCALARS), isinstance(b, SCALARS)
+    for v, other in ((a, b), (b, a)):
+        if type(v) is int and isinstance(other, Array) and other._dtype.kind in "iu":
+            info = np.iinfo(other._dtype.np)
+            if not info.min <= v <= info.max:
+                raise ValueError(f"{name}: the Python int {v} does not fit in the array's dtype "
+                                 f"{other._dtype.name}")
     if sa and not sb:
         b = as_array(b, name)
         a = scalar_operand(a, weak_dtype(a, b._dtype), b)

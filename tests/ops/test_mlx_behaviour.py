@@ -226,3 +226,16 @@ def test_bad_arguments_to_issubdtype_key_and_randint():
     assert nv.random.key(2**64 - 1).tolist() == [2**32 - 1, 2**32 - 1]
     with pytest.raises(ValueError, match="randint: high must be finite"):
         nv.random.randint(0, float("inf"), (4,))
+
+
+def test_inplace_update_keeps_the_dtype_and_python_ints_must_fit():
+    a = nv.array([1])
+    with pytest.raises(ValueError, match="in-place update cannot change the dtype"):
+        a /= 1
+    assert a.tolist() == [1] and a.dtype == nv.int32
+    y = nv.array(2000000000, dtype=nv.int32)
+    for f in (lambda: y + 3000000000, lambda: nv.add(y, 3000000000),
+              lambda: nv.array([1], nv.uint8) - (-1) * 300):
+        with pytest.raises(ValueError, match="does not fit"):
+            f()
+    assert (nv.array([1.0]) + 3000000000).tolist() == [3000000000.0]
