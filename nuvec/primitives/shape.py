@@ -268,13 +268,13 @@ class Squeeze(_View):
     def infer(self, inputs):
         s = inputs[0]._shape
         drop = set(self.axes)
+        if self.every and [i for i, d in enumerate(s) if d == 1] != list(self.axes):
+            raise ValueError(
+                f"squeeze: traced (shapeless) with the size-1 axes {self.axes}; shape {s} has "
+                "other ones, and squeezing them would change the rank the trace relied on")
         for ax in self.axes:
             if ax >= len(s) or s[ax] != 1:
                 raise ValueError(f"squeeze: cannot squeeze axis {ax} of shape {s}")
-        if self.every and any(d == 1 for i, d in enumerate(s) if i not in drop):
-            raise ValueError(
-                f"squeeze: traced (shapeless) with the size-1 axes {self.axes}; shape {s} has "
-                "others, and squeezing them would change the rank the trace relied on")
         shape = tuple(d for i, d in enumerate(s) if i not in drop)
         return [(shape, inputs[0]._dtype)]
 
