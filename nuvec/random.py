@@ -287,7 +287,7 @@ def laplace(shape: Sequence[int] = (), dtype=dt.float32, loc: float = 0.0, scale
     shape = _shape(shape, "laplace")
     u = _open_unit_symmetric(shape, d, key, "laplace", stream)
     z = -ops.sign(u) * ops.log1p(-ops.abs(u))
-    return ops.astype(z * scale + loc, d)
+    return ops.astype(z, d) * scale + loc  # scaled in the sample dtype, as MLX
 
 
 def categorical(logits, axis: int = -1, shape: Sequence[int] | None = None,

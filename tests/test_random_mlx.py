@@ -80,3 +80,10 @@ def test_categorical_zero_samples():
 def test_multivariate_normal_rejects_dtypes(dtype):
     with pytest.raises(ValueError, match="multivariate_normal: dtype"):
         nv.random.multivariate_normal(nv.zeros((2,)), nv.eye(2), dtype=dtype)
+
+
+def test_laplace_scales_in_the_sample_dtype():
+    k = nv.random.key(0)
+    a = nv.random.laplace((3, 2), nv.float16, loc=1.0, scale=2.0, key=k)
+    b = 2.0 * nv.random.laplace((3, 2), nv.float16, key=k) + 1.0
+    assert a.dtype == nv.float16 and nv.array_equal(a, b).item()
