@@ -85,9 +85,12 @@ def include_options() -> tuple[str, ...]:
         for base in sys.path:
             roots += glob.glob(os.path.join(base, "nvidia", "*", "include"))
         found = [r for r in roots if os.path.exists(os.path.join(r, "cuda_fp16.h"))][:1]
-        # CUDA 13 keeps libcu++'s headers (<nv/target>, which cooperative groups include)
-        # under include/cccl
-        found += [os.path.join(r, "cccl") for r in found if os.path.isdir(os.path.join(r, "cccl"))]
+        # libcu++'s <nv/target>, which cooperative groups include: CUDA 13 keeps it under
+        # include/cccl, and CuPy carries its own copy of CCCL
+        cupy_cccl = os.path.join(os.path.dirname(cp.__file__), "_core", "include", "cupy",
+                                 "_cccl", "libcudacxx")
+        found += [d for d in [os.path.join(r, "cccl") for r in found] + [cupy_cccl]
+                  if os.path.exists(os.path.join(d, "nv", "target"))][:1]
         opts = _info["include"] = tuple(f"-I{r}" for r in found)
     return opts
 
