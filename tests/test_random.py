@@ -202,7 +202,11 @@ def test_multivariate_normal():
     np.testing.assert_allclose(np.cov(s.T), cov, atol=0.05)
     # a singular covariance is allowed: samples stay on its range
     sing = np.array([[1.0, 1.0], [1.0, 1.0]])
-    t = np.array(nv.random.multivariate_normal(nv.zeros(2), nv.array(sing), (100,), key=K(20)))
+    # (in float64: a float32 factorisation leaves singular values near 1e-7, whose square
+    # roots put 3e-4 between the two columns)
+    t = np.array(nv.random.multivariate_normal(nv.zeros(2, dtype=nv.float64),
+                                               nv.array(sing, dtype=nv.float64), (100,),
+                                               dtype=nv.float64, key=K(20)))
     np.testing.assert_allclose(t[:, 0], t[:, 1], atol=1e-4)
     # batched means: the result takes their batch shape
     m = nv.array(np.array([[0.0, 0.0], [100.0, 100.0]]))
