@@ -16,7 +16,8 @@ SCALE = 32 ** -0.5
 
 
 def qkv(b=2, h=3, length=7, d=5, dtype=np.float32):
-    return [nv.array(RNG.standard_normal((b, h, length, d)).astype(dtype)) for _ in range(3)]
+    return [nv.array(RNG.standard_normal((b, h, length, d)).astype(dtype),
+                     dtype=getattr(nv, np.dtype(dtype).name)) for _ in range(3)]
 
 
 def composite(q, k, v, mask):

@@ -92,7 +92,7 @@ def test_row_sums_have_numpys_pairwise_bits(dtype):
 def test_sums_softmax_and_logsumexp_use_the_row_sums_with_numpys_bits(cpu_device):
     x = (RNG.standard_normal((40, 130)) * 30).astype(np.float32)
     assert np.asarray(nv.sum(nv.array(x), axis=-1)).tobytes() == x.sum(axis=-1).tobytes()
-    got = np.asarray(nv.softmax(nv.array(x.astype(np.float64)), axis=-1))
+    got = np.asarray(nv.softmax(nv.array(x, dtype=nv.float64), axis=-1))
     e64 = np.exp(x.astype(np.float64) - x.astype(np.float64).max(axis=-1, keepdims=True))
     assert got.tobytes() == (e64 / e64.sum(axis=-1, keepdims=True)).tobytes()
 
