@@ -53,7 +53,7 @@ def make_shapeless(draft: Draft, name: str = "function", origins: dict | None = 
                     return scalar_const[v]
             return v
 
-    from ..primitives.compiled import broadcast_shape
+    from ..primitives.shape import broadcast_shape
     for s in draft.steps:
         if s.prim.elementwise:
             plain = {source(a, None) for a in s.args}
@@ -61,7 +61,7 @@ def make_shapeless(draft: Draft, name: str = "function", origins: dict | None = 
             # Only an operation's own broadcast is re-derived: the sources must broadcast to
             # the traced result shape (an explicit broadcast_to to a larger shape stays, and
             # fails below, naming it).
-            if broadcast_shape([draft.shape[v] for v in srcs]) == draft.shape[s.outs[0]]:
+            if broadcast_shape([draft.shape[v] for v in srcs], "compiled") == draft.shape[s.outs[0]]:
                 s.args = srcs
     draft.drop_unused()
     for s in draft.steps:

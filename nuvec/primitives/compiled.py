@@ -19,21 +19,7 @@ import numpy as np
 from ..core import dtypes as dt
 from ..core.array import Array
 from ._common import Expanding
-
-
-def broadcast_shape(shapes, name: str = "compiled") -> tuple[int, ...]:
-    nd = max((len(s) for s in shapes), default=0)
-    out = [1] * nd
-    for s in shapes:
-        off = nd - len(s)
-        for i, d in enumerate(s):
-            o = out[off + i]
-            if o == 1:
-                out[off + i] = d
-            elif d != 1 and d != o:
-                raise ValueError(f"{name}: input shapes {' and '.join(map(str, shapes))} cannot "
-                                 "be broadcast together")
-    return tuple(out)
+from .shape import broadcast_shape
 
 
 def literal_array(dtype_name: str, bits: int) -> Array:
