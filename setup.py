@@ -11,6 +11,7 @@ instead of -march=native (wheels for other machines: [tool.cibuildwheel] in pypr
 A wheel also carries the Swift shim's library (libNuvecShim, the Metal backend's C ABI) where
 swift is installed; NUVEC_SKIP_SHIM=1 leaves it out.
 """
+
 import importlib
 import os
 import shutil
@@ -31,16 +32,22 @@ EXTRA = {
     "nuvec.backends.cpu._eltwise": dict(
         sources=["nuvec/backends/cpu/csrc/nv_eltwise.c"],
         include_dirs=["nuvec/backends/cpu"],
-        extra_link_args=["-pthread"]),
+        extra_link_args=["-pthread"],
+    ),
     "nuvec.backends.cpu._rows": dict(
-        sources=["nuvec/backends/cpu/csrc/nv_rows.c", "nuvec/backends/cpu/csrc/nv_norm.c",
-                 "nuvec/backends/cpu/csrc/nv_norm_avx512.c"],
+        sources=[
+            "nuvec/backends/cpu/csrc/nv_rows.c",
+            "nuvec/backends/cpu/csrc/nv_norm.c",
+            "nuvec/backends/cpu/csrc/nv_norm_avx512.c",
+        ],
         include_dirs=["nuvec/backends/cpu"],
-        extra_compile_args=["-ffp-contract=off"]),   # each operation rounded (nv_rows.c)
+        extra_compile_args=["-ffp-contract=off"],
+    ),  # each operation rounded (nv_rows.c)
     "nuvec.backends.cpu._quant": dict(
         sources=["nuvec/backends/cpu/csrc/nv_quant.c"],
         include_dirs=["nuvec/backends/cpu"],
-        extra_compile_args=["-ffp-contract=off"]),   # each operation rounded (nv_quant.c)
+        extra_compile_args=["-ffp-contract=off"],
+    ),  # each operation rounded (nv_quant.c)
 }
 
 
@@ -50,12 +57,20 @@ def cython_extensions() -> list[Extension]:
         rel = pyx.relative_to(ROOT).with_suffix("")
         name = ".".join(rel.parts)
         extra = EXTRA.get(name, {})
-        exts.append(Extension(name, [str(pyx.relative_to(ROOT))] + extra.get("sources", []),
-                              include_dirs=[np.get_include()] + extra.get("include_dirs", []),
-                              extra_compile_args=["-O3"] + extra.get("extra_compile_args", []),
-                              extra_link_args=extra.get("extra_link_args", [])))
-    return cythonize(exts, language_level=3, compiler_directives={
-        "boundscheck": False, "wraparound": False, "cdivision": True})
+        exts.append(
+            Extension(
+                name,
+                [str(pyx.relative_to(ROOT))] + extra.get("sources", []),
+                include_dirs=[np.get_include()] + extra.get("include_dirs", []),
+                extra_compile_args=["-O3"] + extra.get("extra_compile_args", []),
+                extra_link_args=extra.get("extra_link_args", []),
+            )
+        )
+    return cythonize(
+        exts,
+        language_level=3,
+        compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True},
+    )
 
 
 def _engine_modules():
@@ -68,16 +83,19 @@ def _engine_modules():
             mod = types.ModuleType(pkg)
             mod.__path__ = [str(ROOT / pkg.replace(".", "/"))]
             sys.modules[pkg] = mod
-    return (importlib.import_module("nuvec.codegen.prebuilt"),
-            importlib.import_module("nuvec.backends.cpu.jit"))
+    return (
+        importlib.import_module("nuvec.codegen.prebuilt"),
+        importlib.import_module("nuvec.backends.cpu.jit"),
+    )
 
 
 def _build_shim() -> Path | None:
     """The Swift shim's library (swift build -c release), where swift is installed."""
     if os.environ.get("NUVEC_SKIP_SHIM") or shutil.which("swift") is None:
         return None
-    subprocess.run(["swift", "build", "--package-path", str(ROOT / "swift"), "-c", "release"],
-                   check=True)
+    subprocess.run(
+        ["swift", "build", "--package-path", str(ROOT / "swift"), "-c", "release"], check=True
+    )
     name = "libNuvecShim.dylib" if sys.platform == "darwin" else "libNuvecShim.so"
     return ROOT / "swift" / ".build" / "release" / name
 

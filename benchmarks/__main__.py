@@ -1,4 +1,5 @@
 """Entry point: ``python -m benchmarks``."""
+
 import sys
 
 from .cli import main

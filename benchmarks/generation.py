@@ -7,6 +7,7 @@
 
 PyTorch has no model of this file (its API differs); it is reported as not measured.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,13 @@ print("RESULT " + json.dumps(out))
 
 def run(lib: str, python: str, model_dir: str, tokens: int, bits: int) -> dict:
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([python, "-c", WORKER, lib, model_dir, str(tokens), str(bits),
-                           EXAMPLES], capture_output=True, text=True, env=env, timeout=900)
+    proc = subprocess.run(
+        [python, "-c", WORKER, lib, model_dir, str(tokens), str(bits), EXAMPLES],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
@@ -66,6 +72,7 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
     sys.path.insert(0, EXAMPLES)
     import make_tiny_llama
+
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = os.path.join(tmp, "tiny_llama")
@@ -76,19 +83,27 @@ def main(argv=None) -> dict:
             results["mlx"] = run("mlx", mlx_python, model_dir, args.tokens, args.bits)
         else:
             results["mlx"] = {"error": ["mlx not importable (set MLX_PYTHON)"]}
-    results["torch"] = {"error": ["not measured: no PyTorch model of this file"
-                                  if has_module(sys.executable, "torch") else
-                                  "torch not installed"]}
+    results["torch"] = {
+        "error": [
+            "not measured: no PyTorch model of this file"
+            if has_module(sys.executable, "torch")
+            else "torch not installed"
+        ]
+    }
     print(f"decode tokens/s, 4-bit tiny Llama, batch 1, {args.tokens} tokens (best of 3)")
     for lib, r in results.items():
         if "error" in r:
             print(f"  {lib:6s} {' '.join(r['error'])}")
         else:
-            print(f"  {lib:6s} compiled {r['compiled']:8.1f}   eager {r['eager']:8.1f}   "
-                  f"compiled/eager {r['compiled'] / r['eager']:.2f}x")
+            print(
+                f"  {lib:6s} compiled {r['compiled']:8.1f}   eager {r['eager']:8.1f}   "
+                f"compiled/eager {r['compiled'] / r['eager']:.2f}x"
+            )
     if "compiled" in results["nuvec"] and "compiled" in results.get("mlx", {}):
-        print(f"  nuvec compiled / mlx compiled: "
-              f"{results['nuvec']['compiled'] / results['mlx']['compiled']:.2f}x")
+        print(
+            f"  nuvec compiled / mlx compiled: "
+            f"{results['nuvec']['compiled'] / results['mlx']['compiled']:.2f}x"
+        )
     return results
 
 

@@ -5,6 +5,7 @@ Bandwidth counts bytes as STREAM does (bytes read + bytes written, no write-allo
 The C loops are compiled with the system ``cc`` at run time and called through ctypes, which
 releases the GIL, so several Python threads can drive several cores.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -59,8 +60,9 @@ def build(source: str, workdir: Path, stem: str, flags: list[str] = CFLAGS) -> P
     """Compile ``source`` into a shared library in ``workdir``; raise with cc's message on failure."""
     src, lib = workdir / f"{stem}.c", workdir / f"{stem}.so"
     src.write_text(source)
-    proc = subprocess.run([cc_path(), *flags, "-o", str(lib), str(src), "-lm"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [cc_path(), *flags, "-o", str(lib), str(src), "-lm"], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"machine limits: cc failed: {proc.stderr.strip()[:500]}")
     return lib
@@ -106,13 +108,23 @@ class CLoops:
 
 def _record(case: str, m: dict[str, Any], unit: str, **extra: Any) -> dict[str, Any]:
     m = {k: v for k, v in m.items() if k != "last"}  # a result array is not a figure
-    return {"case": case, "variant": extra.pop("variant", "machine"), "status": "ok",
-            "unit": unit, **m, **extra}
+    return {
+        "case": case,
+        "variant": extra.pop("variant", "machine"),
+        "status": "ok",
+        "unit": unit,
+        **m,
+        **extra,
+    }
 
 
 def _failed(case: str, exc: BaseException) -> dict[str, Any]:
-    return {"case": case, "variant": "machine", "status": "error",
-            "error": f"{type(exc).__name__}: {exc}"[:500]}
+    return {
+        "case": case,
+        "variant": "machine",
+        "status": "error",
+        "error": f"{type(exc).__name__}: {exc}"[:500],
+    }
 
 
 def run(cfg: dict[str, Any], workdir: Path, noise_only: bool = False) -> Iterator[dict[str, Any]]:
@@ -128,17 +140,29 @@ def run(cfg: dict[str, Any], workdir: Path, noise_only: bool = False) -> Iterato
     out = np.empty_like(a)
 
     # noise probe: the same NumPy copy many times; its spread is the run's noise floor
-    m = measure(lambda: np.copyto(out, a), samples=cfg["noise_samples"], warmup=2,
-                min_sample_s=0.0, budget_s=30.0)
+    m = measure(
+        lambda: np.copyto(out, a),
+        samples=cfg["noise_samples"],
+        warmup=2,
+        min_sample_s=0.0,
+        budget_s=30.0,
+    )
     yield _record("numpy_copy", m, "s", bytes=2 * 4 * n, variant="numpy")
 
     def numpy_triad() -> None:
         np.multiply(b, np.float32(3.0), out=out)
         np.add(out, a, out=out)
+
     m = measure(numpy_triad, **timing)
     # two passes, as NumPy must: 5 array traversals, counted as such
-    yield _record("numpy_triad", m, "s", bytes=5 * 4 * n, variant="numpy",
-                  note="out=b*s; out+=a: two passes (5 traversals counted)")
+    yield _record(
+        "numpy_triad",
+        m,
+        "s",
+        bytes=5 * 4 * n,
+        variant="numpy",
+        note="out=b*s; out+=a: two passes (5 traversals counted)",
+    )
 
     try:
         lib_path: Path | None = build(C_SOURCE, workdir, "loops")
@@ -157,7 +181,7 @@ def run(cfg: dict[str, Any], workdir: Path, noise_only: bool = False) -> Iterato
     k = 1024
     ma, mb = np.ones((k, k), np.float32), np.ones((k, k), np.float32)
     m = measure(lambda: ma @ mb, **timing)
-    yield _record("sgemm_1024", m, "s", flops=2 * k ** 3, variant="numpy")
+    yield _record("sgemm_1024", m, "s", flops=2 * k**3, variant="numpy")
     if noise_only:  # the end-of-run pass: bandwidth and FLOPs again (limits: best of both passes)
         return
 
@@ -177,10 +201,13 @@ def run(cfg: dict[str, Any], workdir: Path, noise_only: bool = False) -> Iterato
         yield _record("c_call_1op_4", m, "s", variant="ctypes")
 
     # the C compiler on the 200-op function fused into one kernel, and loading it from disk
-    kernel = ("#include <stddef.h>\n#include <math.h>\n"
-              "void k200(float *restrict out, const float *restrict in, size_t n) {\n"
-              "  for (size_t i = 0; i < n; i++) {\n    float x = in[i], y = x;\n    "
-              + W.ops200_c_body() + "\n    out[i] = y;\n  }\n}\n")
+    kernel = (
+        "#include <stddef.h>\n#include <math.h>\n"
+        "void k200(float *restrict out, const float *restrict in, size_t n) {\n"
+        "  for (size_t i = 0; i < n; i++) {\n    float x = in[i], y = x;\n    "
+        + W.ops200_c_body()
+        + "\n    out[i] = y;\n  }\n}\n"
+    )
     so: list[Path] = []
     try:
         m = once(lambda: so.append(build(kernel, workdir, "k200", ["-O2", "-shared", "-fPIC"])))
@@ -190,14 +217,21 @@ def run(cfg: dict[str, Any], workdir: Path, noise_only: bool = False) -> Iterato
     yield _record("cc_200op", m, "s", variant="cc -O2")
     loads = []
     for i in range(5):
-        fresh = workdir / f"k200_{i}.so"   # a new path each time: dlopen caches by path
+        fresh = workdir / f"k200_{i}.so"  # a new path each time: dlopen caches by path
         shutil.copy(so[0], fresh)
         t0 = time.perf_counter()
         ctypes.CDLL(str(fresh)).k200
         loads.append(time.perf_counter() - t0)
-    yield {"case": "dlopen_200op", "variant": "ctypes", "status": "ok", "unit": "s",
-           "samples": loads, "calls_per_sample": 1, "median": float(np.median(loads)),
-           "min": min(loads)}
+    yield {
+        "case": "dlopen_200op",
+        "variant": "ctypes",
+        "status": "ok",
+        "unit": "s",
+        "samples": loads,
+        "calls_per_sample": 1,
+        "median": float(np.median(loads)),
+        "min": min(loads),
+    }
 
 
 def compiler_version() -> str:

@@ -1,11 +1,19 @@
 """PNG plots of a report, one per workload group, written next to the JSON (matplotlib, Agg)."""
+
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-COLORS = {"numpy": "#4c72b0", "numexpr": "#64b5cd", "jax": "#dd8452", "torch": "#c44e52",
-          "mlx": "#8172b3", "nuvec": "#55a868", "machine": "#777777"}
+COLORS = {
+    "numpy": "#4c72b0",
+    "numexpr": "#64b5cd",
+    "jax": "#dd8452",
+    "torch": "#c44e52",
+    "mlx": "#8172b3",
+    "nuvec": "#55a868",
+    "machine": "#777777",
+}
 
 
 def _bars(ax: Any, rows: list[dict[str, Any]], value: Any, ylabel: str, log: bool = False) -> None:
@@ -20,8 +28,17 @@ def _bars(ax: Any, rows: list[dict[str, Any]], value: Any, ylabel: str, log: boo
                     xs.append(i + (j - (len(variants) - 1) / 2) * width)
                     ys.append(value(r))
         shade = 0.55 if any(s in var for s in (".jit", "compile")) else 1.0
-        ax.bar(xs, ys, width, label=var, color=COLORS.get(lib, "#999999"), alpha=shade,
-               edgecolor="black", linewidth=0.4, hatch="//" if "sync" in var else None)
+        ax.bar(
+            xs,
+            ys,
+            width,
+            label=var,
+            color=COLORS.get(lib, "#999999"),
+            alpha=shade,
+            edgecolor="black",
+            linewidth=0.4,
+            hatch="//" if "sync" in var else None,
+        )
     ax.set_xticks(range(len(cases)))
     ax.set_xticklabels(cases, rotation=0, fontsize=8)
     ax.set_ylabel(ylabel)
@@ -42,25 +59,40 @@ SPECS = {  # group -> (value of a row, y label, log scale)
 }
 
 
-def write(rows: list[dict[str, Any]], limits: dict[str, Any], out_dir: Path,
-          title: str) -> list[Path]:
+def write(
+    rows: list[dict[str, Any]], limits: dict[str, Any], out_dir: Path, title: str
+) -> list[Path]:
     """Write one PNG per group that has results; return their paths."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     paths = []
     for group, (value, ylabel, log) in SPECS.items():
-        ok = [r for r in rows if r["group"] == group and r["status"] == "ok" and r.get("median")
-              and (group not in ("machine", "eager", "fused") or r.get("gbs"))]
+        ok = [
+            r
+            for r in rows
+            if r["group"] == group
+            and r["status"] == "ok"
+            and r.get("median")
+            and (group not in ("machine", "eager", "fused") or r.get("gbs"))
+        ]
         if not ok:
             continue
         fig, ax = plt.subplots(figsize=(10, 4.2))
         _bars(ax, ok, value, ylabel, log)
         if group in ("eager", "fused") and "bandwidth_gbs" in limits:
             ax.axhline(limits["bandwidth_gbs"], color="black", linestyle="--", linewidth=0.8)
-            ax.text(0.99, limits["bandwidth_gbs"], f" machine limit {limits['bandwidth_gbs']:.1f} GB/s",
-                    transform=ax.get_yaxis_transform(), ha="right", va="bottom", fontsize=7)
+            ax.text(
+                0.99,
+                limits["bandwidth_gbs"],
+                f" machine limit {limits['bandwidth_gbs']:.1f} GB/s",
+                transform=ax.get_yaxis_transform(),
+                ha="right",
+                va="bottom",
+                fontsize=7,
+            )
         ax.set_title(f"{group} - {title}", fontsize=9)
         fig.tight_layout()
         path = out_dir / f"{group}.png"

@@ -4,6 +4,7 @@
 
 Only a full run (not --quick, not a stand-in) is accepted: the README shows figures.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,9 @@ README = Path(__file__).resolve().parent / "README.md"
 def section(run_dir: Path) -> str:
     doc = json.loads((run_dir / "results.json").read_text())
     if doc["mode"] != "full":
-        raise SystemExit("benchmarks.readme: only a full run goes into the README (this was --quick)")
+        raise SystemExit(
+            "benchmarks.readme: only a full run goes into the README (this was --quick)"
+        )
     if any(info.get("stand_in") for info in doc["libraries"].values()):
         raise SystemExit("benchmarks.readme: this run used a stand-in for nuvec; not figures")
     m = doc["machine"]
@@ -31,18 +34,28 @@ def section(run_dir: Path) -> str:
     rel = run_dir.resolve().relative_to(README.parent)
     try:  # redraw, so the plots follow the current plotting code
         from . import plots
-        plots.write(doc["results"], doc["limits"], run_dir,
-                    f"{m['cpu']}, {m['cores']} cores, {doc['started'][:10]}, {doc['mode']}")
+
+        plots.write(
+            doc["results"],
+            doc["limits"],
+            run_dir,
+            f"{m['cpu']}, {m['cores']} cores, {doc['started'][:10]}, {doc['mode']}",
+        )
     except ImportError:
         pass
     lines = [
         f"Run of {doc['started'][:10]} ({doc['started']}), `python -m benchmarks"
-        + (" " + " ".join(doc["argv"]) if doc["argv"] else "") + f"`, {doc['duration_s']:.0f} s.",
+        + (" " + " ".join(doc["argv"]) if doc["argv"] else "")
+        + f"`, {doc['duration_s']:.0f} s.",
         "",
         f"Machine: {m['cpu']}, {m['cores']} cores, {mem} memory ({caches}); {m['os']}, "
         f"Python {m['python']}, {m.get('cc') or 'no cc'}. Threads: "
-        + (f"{doc['threads']} (pinned to CPUs {doc['pinned']})" if doc["threads"]
-           else "each library's default") + ".",
+        + (
+            f"{doc['threads']} (pinned to CPUs {doc['pinned']})"
+            if doc["threads"]
+            else "each library's default"
+        )
+        + ".",
         "",
         "Libraries: " + ", ".join(present) + ".",
         "Missing: " + (", ".join(absent) if absent else "none") + ".",

@@ -7,6 +7,7 @@ Both ratios are "higher is better":
   a bare ctypes call for per-call overhead, one cc run (cold) or one dlopen (warm) for
   first-call latency, BLAS sgemm FLOP/s for the training step, ideal bytes for memory.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -65,8 +66,12 @@ def noise_from(docs: list[dict[str, Any]]) -> dict[str, Any]:
         if s:
             med = statistics.median(s)
             q = statistics.quantiles(s, n=10) if len(s) >= 2 else [med, med]
-            out[when] = {"median_s": med, "spread": (max(s) - min(s)) / med,
-                         "p10_p90": (q[-1] - q[0]) / med, "n": len(s)}
+            out[when] = {
+                "median_s": med,
+                "spread": (max(s) - min(s)) / med,
+                "p10_p90": (q[-1] - q[0]) / med,
+                "n": len(s),
+            }
     if "start" in out and "end" in out:
         out["drift"] = out["end"]["median_s"] / out["start"]["median_s"] - 1
     return out
@@ -96,8 +101,13 @@ def annotate(rows: list[dict[str, Any]], lim: dict[str, Any]) -> None:
     """Add GB/s, best peer and both ratios to every successful row, in place."""
     best: dict[tuple[str, str], tuple[float, str]] = {}
     for r in rows:
-        if (r["status"] == "ok" and r["library"] not in PEERLESS and r["group"] != "machine"
-                and r.get("median") and r.get("check", {}).get("ok", True)):
+        if (
+            r["status"] == "ok"
+            and r["library"] not in PEERLESS
+            and r["group"] != "machine"
+            and r.get("median")
+            and r.get("check", {}).get("ok", True)
+        ):
             k = (r["group"], r["case"])
             if k not in best or r["median"] < best[k][0]:
                 best[k] = (r["median"], r["variant"])
@@ -116,6 +126,7 @@ def annotate(rows: list[dict[str, Any]], lim: dict[str, Any]) -> None:
 
 
 # --- terminal table ---
+
 
 def fmt_value(v: float | None, unit: str) -> str:
     """Seconds as s/ms/us with 3 significant digits; bytes as MiB."""
@@ -140,8 +151,18 @@ def _x(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f}x"
 
 
-COLUMNS = ("case", "variant", "median", "min", "GB/s", "vs best peer", "of limit", "cpu/wall",
-           "minflt/call", "status")
+COLUMNS = (
+    "case",
+    "variant",
+    "median",
+    "min",
+    "GB/s",
+    "vs best peer",
+    "of limit",
+    "cpu/wall",
+    "minflt/call",
+    "status",
+)
 
 
 def table(rows: list[dict[str, Any]], group: str) -> list[list[str]]:
@@ -150,8 +171,20 @@ def table(rows: list[dict[str, Any]], group: str) -> list[list[str]]:
         if r["group"] != group:
             continue
         if r["status"] != "ok":
-            out.append([r["case"], r["variant"], "", "", "", "", "", "", "",
-                        f"{r['status']}: {r.get('error', '')}"[:70]])
+            out.append(
+                [
+                    r["case"],
+                    r["variant"],
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    f"{r['status']}: {r.get('error', '')}"[:70],
+                ]
+            )
             continue
         unit = r.get("unit", "s")
         extra = r.get("gbs")
@@ -161,19 +194,32 @@ def table(rows: list[dict[str, Any]], group: str) -> list[list[str]]:
             status += f"  {1 / r['median']:.1f} steps/s"
         if group == "first_call" and r.get("second_call_s") is not None:
             status += f"  2nd call {fmt_value(r['second_call_s'], 's')}"
-        split = {k: v for k, v in (r.get("compile_info") or {}).items()
-                 if (k.endswith("_s") or "_s_" in k) and "cpu" not in k
-                 and isinstance(v, (int, float))}
+        split = {
+            k: v
+            for k, v in (r.get("compile_info") or {}).items()
+            if (k.endswith("_s") or "_s_" in k) and "cpu" not in k and isinstance(v, (int, float))
+        }
         if split:  # the library's own account of a first call (nuvec: CompiledFunction.stats())
-            status += "  " + ", ".join(f"{k.removesuffix('_s').replace('_s_', ' ')} "
-                                       f"{fmt_value(v, 's')}" for k, v in split.items())
-        out.append([r["case"], r["variant"], fmt_value(r["median"], unit), fmt_value(r["min"], unit),
-                    "-" if extra is None else f"{extra:.1f}", _x(r.get("ratio_best_peer")),
-                    _pct(r.get("ratio_limit")),
-                    "-" if cpu is None or unit != "s"
-                    else f"{(cpu + r.get('child_cpu', 0)) / r['median']:.2f}",
-                    "-" if r.get("minflt_per_call") is None else f"{r['minflt_per_call']:.0f}",
-                    status])
+            status += "  " + ", ".join(
+                f"{k.removesuffix('_s').replace('_s_', ' ')} {fmt_value(v, 's')}"
+                for k, v in split.items()
+            )
+        out.append(
+            [
+                r["case"],
+                r["variant"],
+                fmt_value(r["median"], unit),
+                fmt_value(r["min"], unit),
+                "-" if extra is None else f"{extra:.1f}",
+                _x(r.get("ratio_best_peer")),
+                _pct(r.get("ratio_limit")),
+                "-"
+                if cpu is None or unit != "s"
+                else f"{(cpu + r.get('child_cpu', 0)) / r['median']:.2f}",
+                "-" if r.get("minflt_per_call") is None else f"{r['minflt_per_call']:.0f}",
+                status,
+            ]
+        )
     return out
 
 
@@ -214,17 +260,21 @@ def summary_text(doc: dict[str, Any]) -> str:
         lines.append(f"memory bandwidth {lim['bandwidth_gbs']:.1f} GB/s ({lim['bandwidth_basis']})")
     if "sgemm_gflops" in lim:
         lines.append(f"sgemm 1024^3 {lim['sgemm_gflops']:.0f} GFLOP/s")
-    for key, label in (("c_call_10op_4_s", "ctypes call, 10 ops on 4 elements"),
-                       ("c_call_1op_4_s", "ctypes call, 1 op on 4 elements"),
-                       ("ufunc_call_1op_4_s", "np.add(x, y, z) on 4 elements"),
-                       ("cc_200op_s", "cc -O2 on the fused 200-op kernel"),
-                       ("dlopen_200op_s", "dlopen of that kernel")):
+    for key, label in (
+        ("c_call_10op_4_s", "ctypes call, 10 ops on 4 elements"),
+        ("c_call_1op_4_s", "ctypes call, 1 op on 4 elements"),
+        ("ufunc_call_1op_4_s", "np.add(x, y, z) on 4 elements"),
+        ("cc_200op_s", "cc -O2 on the fused 200-op kernel"),
+        ("dlopen_200op_s", "dlopen of that kernel"),
+    ):
         if key in lim:
             lines.append(f"{label}: {fmt_value(lim[key], 's')}")
     if "start" in noise:
         s = noise["start"]
-        msg = (f"noise: {s['n']} identical 64 MiB copies spread {100 * s['spread']:.0f}% "
-               f"(p10-p90 {100 * s['p10_p90']:.0f}%)")
+        msg = (
+            f"noise: {s['n']} identical 64 MiB copies spread {100 * s['spread']:.0f}% "
+            f"(p10-p90 {100 * s['p10_p90']:.0f}%)"
+        )
         if "drift" in noise:
             msg += f"; start->end of run drift {100 * noise['drift']:+.0f}%"
         lines.append(msg)
@@ -261,51 +311,83 @@ def targets(doc: dict[str, Any]) -> list[str]:
             ratios.append((op, np_["median"] / nv["median"]))
     if ratios:
         worst = min(ratios, key=lambda t: t[1])
-        line(worst[1] >= 1.5, "issue 2: eager 16M ops >= 1.5x NumPy's throughput: "
-             + ", ".join(f"{op} {x:.2f}x" for op, x in ratios))
+        line(
+            worst[1] >= 1.5,
+            "issue 2: eager 16M ops >= 1.5x NumPy's throughput: "
+            + ", ".join(f"{op} {x:.2f}x" for op, x in ratios),
+        )
     nv, np_ = (_row(rows, "overhead", "eager_per_op_4", v) for v in ("nuvec", "numpy"))
     if nv and np_:
-        line(nv["median"] <= np_["median"], f"issue 2: eager per-op overhead on 4 elements "
-             f"<= NumPy's: {fmt_value(nv['median'], 's')} vs {fmt_value(np_['median'], 's')}")
+        line(
+            nv["median"] <= np_["median"],
+            f"issue 2: eager per-op overhead on 4 elements "
+            f"<= NumPy's: {fmt_value(nv['median'], 's')} vs {fmt_value(np_['median'], 's')}",
+        )
     r = _row(rows, "overhead", "compiled_10op_4", "nv.compile")
     if r:
-        line(r["median"] < 5e-6, f"issue 4: compiled 10-op call on 4 elements < 5 us: "
-             f"{fmt_value(r['median'], 's')}")
+        line(
+            r["median"] < 5e-6,
+            f"issue 4: compiled 10-op call on 4 elements < 5 us: {fmt_value(r['median'], 's')}",
+        )
     r = _row(rows, "fused", "chain10", "nv.compile")
     if r and "bandwidth_gbs" in lim:
-        line(r["gbs"] / lim["bandwidth_gbs"] >= 0.6, f"issue 4: compiled chain10 >= 60% of the "
-             f"measured bandwidth: {100 * r['gbs'] / lim['bandwidth_gbs']:.0f}%")
+        line(
+            r["gbs"] / lim["bandwidth_gbs"] >= 0.6,
+            f"issue 4: compiled chain10 >= 60% of the "
+            f"measured bandwidth: {100 * r['gbs'] / lim['bandwidth_gbs']:.0f}%",
+        )
     behind = []
     for chain in ("gelu_erf", "gelu_tanh", "swiglu", "chain10"):
         nv = _row(rows, "fused", chain, "nv.compile")
-        peers = [p for p in (_row(rows, "fused", chain, v) for v in ("jax.jit", "torch.compile"))
-                 if p]
+        peers = [
+            p for p in (_row(rows, "fused", chain, v) for v in ("jax.jit", "torch.compile")) if p
+        ]
         if nv and peers and nv["median"] >= min(p["median"] for p in peers):
             behind.append(chain)
     if any(_row(rows, "fused", c, "nv.compile") for c in ("chain10", "gelu_tanh")):
-        line(not behind, "issue 4: compiled chains ahead of jax.jit and torch.compile (those "
-             "present)" + (f"; behind on {', '.join(behind)}" if behind else ""))
+        line(
+            not behind,
+            "issue 4: compiled chains ahead of jax.jit and torch.compile (those "
+            "present)" + (f"; behind on {', '.join(behind)}" if behind else ""),
+        )
     r = _row(rows, "first_call", "first_call_200_cold", "nv.compile sync")
     if r:
-        line(r["median"] < 0.13, f"issue 4: cold first call of a 200-op function < 0.13 s with "
-             f"the C compiler: {fmt_value(r['median'], 's')}")
+        line(
+            r["median"] < 0.13,
+            f"issue 4: cold first call of a 200-op function < 0.13 s with "
+            f"the C compiler: {fmt_value(r['median'], 's')}",
+        )
         before = (r.get("compile_info") or {}).get("first_call_s_before_compiler")
         if isinstance(before, (int, float)):
-            line(before < 0.05, f"issue 4: ... < 50 ms before the C compiler: "
-                 f"{fmt_value(before, 's')}")
+            line(
+                before < 0.05,
+                f"issue 4: ... < 50 ms before the C compiler: {fmt_value(before, 's')}",
+            )
     r = _row(rows, "first_call", "first_call_200_warm", "nv.compile sync")
     if r:
         kc = (r.get("compile_info") or {}).get("kernel_compile_s")
         if isinstance(kc, (int, float)):
-            line(kc < 0.005, f"issue 4: a kernel in the disk cache loads in < 5 ms: "
-                 f"{fmt_value(kc, 's')} (kernel_compile_s of the warm first call)")
+            line(
+                kc < 0.005,
+                f"issue 4: a kernel in the disk cache loads in < 5 ms: "
+                f"{fmt_value(kc, 's')} (kernel_compile_s of the warm first call)",
+            )
     for case, what in (("mlp_step", "MLP"), ("transformer_step", "transformer")):
         nv = _row(rows, "train", case, "nv.compile")
-        peers = [r for r in rows if r["group"] == "train" and r["case"] == case
-                 and r["status"] == "ok" and r["library"] != "nuvec"]
+        peers = [
+            r
+            for r in rows
+            if r["group"] == "train"
+            and r["case"] == case
+            and r["status"] == "ok"
+            and r["library"] != "nuvec"
+        ]
         if nv and peers:
             best = min(peers, key=lambda p: p["median"])
-            line(nv["median"] < best["median"], f"issue 6: compiled {what} step ahead of every "
-                 f"peer: {fmt_value(nv['median'], 's')} vs {best['variant']} "
-                 f"{fmt_value(best['median'], 's')}")
+            line(
+                nv["median"] < best["median"],
+                f"issue 6: compiled {what} step ahead of every "
+                f"peer: {fmt_value(nv['median'], 's')} vs {best['variant']} "
+                f"{fmt_value(best['median'], 's')}",
+            )
     return out

@@ -5,6 +5,7 @@ TorchInductor's, and TMPDIR, where MLX writes its CPU kernels), so nothing compi
 earlier worker or an earlier run makes a cold figure warm. The one deliberate exception is the
 "warm" first-call worker, which gets the directory its "cold" twin filled.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,14 +21,22 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-               "VECLIB_MAXIMUM_THREADS", "NUVEC_NUM_THREADS", "BENCH_THREADS")
+THREAD_VARS = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUVEC_NUM_THREADS",
+    "BENCH_THREADS",
+)
 BLAS_CORE_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
 
 @dataclass
 class Task:
     """One worker process: a library, a group, and what the worker needs to know."""
+
     lib: str
     group: str
     cases: list[str] = field(default_factory=list)
@@ -47,7 +56,7 @@ class Task:
 @dataclass
 class Settings:
     cfg: dict[str, Any]
-    threads: int | None          # None: each library's default
+    threads: int | None  # None: each library's default
     pin: bool
     keep_blas_env: bool
     timeout_s: float
@@ -58,7 +67,7 @@ class Settings:
     cpus: list[int] | None = None  # chosen once per run, with --threads
 
 
-RUN_DEATHS = 3   # a variant that killed this many workers in the run is not tried again
+RUN_DEATHS = 3  # a variant that killed this many workers in the run is not tried again
 TASK_DEATHS = 2  # ... or this many in one task
 
 
@@ -66,10 +75,15 @@ def worker_env(settings: Settings, tmp: Path) -> dict[str, str]:
     """The environment of one worker: caches in ``tmp``, thread limits, fair BLAS settings."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in [env.get("PYTHONPATH")] if p])
-    caches = {"TMPDIR": tmp, "NUVEC_CACHE_DIR": tmp / "nuvec-cache",
-              "BENCH_JAX_CACHE_DIR": tmp / "jax-cache", "TORCHINDUCTOR_CACHE_DIR": tmp / "inductor",
-              "TRITON_CACHE_DIR": tmp / "triton", "XDG_CACHE_HOME": tmp / "xdg",
-              "MPLCONFIGDIR": tmp / "mpl"}
+    caches = {
+        "TMPDIR": tmp,
+        "NUVEC_CACHE_DIR": tmp / "nuvec-cache",
+        "BENCH_JAX_CACHE_DIR": tmp / "jax-cache",
+        "TORCHINDUCTOR_CACHE_DIR": tmp / "inductor",
+        "TRITON_CACHE_DIR": tmp / "triton",
+        "XDG_CACHE_HOME": tmp / "xdg",
+        "MPLCONFIGDIR": tmp / "mpl",
+    }
     for var, path in caches.items():
         path.mkdir(parents=True, exist_ok=True)
         env[var] = str(path)
@@ -85,8 +99,9 @@ def worker_env(settings: Settings, tmp: Path) -> dict[str, str]:
             env[var] = str(settings.threads)
         if settings.threads == 1:
             flags = env.get("XLA_FLAGS", "")
-            env["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false"
-                                " intra_op_parallelism_threads=1").strip()
+            env["XLA_FLAGS"] = (
+                flags + " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+            ).strip()
     return env
 
 
@@ -122,22 +137,41 @@ def pin_cpus(settings: Settings) -> list[int] | None:
     return settings.cpus
 
 
-def _run_once(task: Task, settings: Settings, tmp: Path, skip: list[str],
-              dead_variants: list[str], attempt: int) -> dict[str, Any]:
-    spec = {"lib": task.lib, "group": task.group, "cases": task.cases, "variant": task.variant,
-            "case": task.case, "phase": task.phase, "cfg": settings.cfg, "skip": skip,
-            "dead_variants": dead_variants, "variant_label": task.label,
-            "pin_cpus": pin_cpus(settings), "adapter_options": settings.adapter_options
-            if task.lib == "nuvec" else {}}
+def _run_once(
+    task: Task,
+    settings: Settings,
+    tmp: Path,
+    skip: list[str],
+    dead_variants: list[str],
+    attempt: int,
+) -> dict[str, Any]:
+    spec = {
+        "lib": task.lib,
+        "group": task.group,
+        "cases": task.cases,
+        "variant": task.variant,
+        "case": task.case,
+        "phase": task.phase,
+        "cfg": settings.cfg,
+        "skip": skip,
+        "dead_variants": dead_variants,
+        "variant_label": task.label,
+        "pin_cpus": pin_cpus(settings),
+        "adapter_options": settings.adapter_options if task.lib == "nuvec" else {},
+    }
     spec_path, out_path = tmp / f"{task.key}.spec.json", tmp / f"{task.key}.{attempt}.out.json"
     spec_path.write_text(json.dumps(spec))
     log_path = tmp / f"{task.key}.{attempt}.log"
     t0 = time.perf_counter()
     with open(log_path, "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "benchmarks.worker", str(spec_path),
-                                 str(out_path)], cwd=REPO,
-                                env={**worker_env(settings, tmp), **task.env},
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.worker", str(spec_path), str(out_path)],
+            cwd=REPO,
+            env={**worker_env(settings, tmp), **task.env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             code: int | None = proc.wait(timeout=settings.timeout_s)
         except subprocess.TimeoutExpired:
@@ -151,8 +185,14 @@ def _run_once(task: Task, settings: Settings, tmp: Path, skip: list[str],
     try:
         doc = json.loads(out_path.read_text())
     except (OSError, json.JSONDecodeError):
-        doc = {"lib": task.lib, "group": task.group, "phase": task.phase, "available": None,
-               "version": None, "results": []}
+        doc = {
+            "lib": task.lib,
+            "group": task.group,
+            "phase": task.phase,
+            "available": None,
+            "version": None,
+            "results": [],
+        }
     doc.update(exit_code=code, wall_s=time.perf_counter() - t0)
     if code != 0:
         tail = log_path.read_text(errors="replace")[-2500:] if log_path.exists() else ""
@@ -172,8 +212,11 @@ def run_task(task: Task, settings: Settings, dirs: dict[str, Path]) -> dict[str,
         tmp = Path(tempfile.mkdtemp(prefix=f"{task.key}-", dir=settings.scratch))
     dirs[task.key] = tmp
     skip: list[str] = []
-    dead_variants = [k.split("|", 1)[1] for k, n in settings.deaths.items()
-                     if n >= RUN_DEATHS and k.startswith(task.lib + "|")]
+    dead_variants = [
+        k.split("|", 1)[1]
+        for k, n in settings.deaths.items()
+        if n >= RUN_DEATHS and k.startswith(task.lib + "|")
+    ]
     deaths: dict[str, int] = {}
     results: list[dict[str, Any]] = []
     wall, attempt = 0.0, 0
@@ -182,14 +225,24 @@ def run_task(task: Task, settings: Settings, dirs: dict[str, Path]) -> dict[str,
         wall += doc["wall_s"]
         results += doc.get("results", [])
         current = doc.get("current")
-        if (doc.get("done") or doc.get("available") is False or not current or current == "load"
-                or attempt >= 20):
+        if (
+            doc.get("done")
+            or doc.get("available") is False
+            or not current
+            or current == "load"
+            or attempt >= 20
+        ):
             break
         case, _, variant = current.partition("|")
-        results.append({"case": case, "variant": variant, "status": "error",
-                        "error": "worker died in this case: "
-                                 + doc.get("worker_error", "").split(";")[0],
-                        "traceback": doc.get("worker_error", "")[-2000:]})
+        results.append(
+            {
+                "case": case,
+                "variant": variant,
+                "status": "error",
+                "error": "worker died in this case: " + doc.get("worker_error", "").split(";")[0],
+                "traceback": doc.get("worker_error", "")[-2000:],
+            }
+        )
         skip += [f"{r['case']}|{r['variant']}" for r in results]
         deaths[variant] = deaths.get(variant, 0) + 1
         run_key = f"{task.lib}|{variant}"

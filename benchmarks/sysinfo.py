@@ -1,4 +1,5 @@
 """What machine the figures come from: CPU model, cores, memory, OS, compilers, load."""
+
 from __future__ import annotations
 
 import os
@@ -47,8 +48,12 @@ def memory_bytes() -> int | None:
 def describe() -> dict[str, Any]:
     """A JSON-able description of this machine and interpreter."""
     return {
-        "cpu": cpu_model(), "cores": os.cpu_count(), "caches": cache_sizes(),
-        "memory_bytes": memory_bytes(), "os": f"{platform.system()} {platform.release()}",
-        "arch": platform.machine(), "python": sys.version.split()[0],
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "caches": cache_sizes(),
+        "memory_bytes": memory_bytes(),
+        "os": f"{platform.system()} {platform.release()}",
+        "arch": platform.machine(),
+        "python": sys.version.split()[0],
         "loadavg": list(os.getloadavg()),
     }

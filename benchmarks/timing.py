@@ -7,6 +7,7 @@ Usage::
     m["cpu_per_call"]              # user+system seconds per call (all threads)
     m["minflt_per_call"]           # minor page faults per call
 """
+
 from __future__ import annotations
 
 import gc
@@ -23,8 +24,15 @@ def rusage() -> tuple[float, int, int]:
     return r.ru_utime + r.ru_stime, r.ru_minflt, r.ru_majflt
 
 
-def measure(thunk: Callable[[], Any], *, samples: int, warmup: int, min_sample_s: float,
-            budget_s: float = 8.0, max_calls: int = 200_000) -> dict[str, Any]:
+def measure(
+    thunk: Callable[[], Any],
+    *,
+    samples: int,
+    warmup: int,
+    min_sample_s: float,
+    budget_s: float = 8.0,
+    max_calls: int = 200_000,
+) -> dict[str, Any]:
     """Time ``thunk`` after ``warmup`` calls; each sample repeats it enough to last ``min_sample_s``.
 
     Returns per-call seconds for every sample, their median and minimum, per-call CPU time and
@@ -87,6 +95,13 @@ def once(thunk: Callable[[], Any]) -> dict[str, Any]:
     thunk()
     t = time.perf_counter() - t0
     cpu1, min1, maj1 = rusage()
-    return {"samples": [t], "calls_per_sample": 1, "median": t, "min": t,
-            "cpu_per_call": cpu1 - cpu0, "child_cpu": children_cpu() - child0,
-            "minflt_per_call": min1 - min0, "majflt_per_call": maj1 - maj0}
+    return {
+        "samples": [t],
+        "calls_per_sample": 1,
+        "median": t,
+        "min": t,
+        "cpu_per_call": cpu1 - cpu0,
+        "child_cpu": children_cpu() - child0,
+        "minflt_per_call": min1 - min0,
+        "majflt_per_call": maj1 - maj0,
+    }

@@ -6,6 +6,7 @@ Failures never propagate: a missing piece of a library (ImportError, AttributeEr
 NotImplementedError) is recorded as "not available", anything else as "error", each with its
 message, and the worker goes on with the next case.
 """
+
 from __future__ import annotations
 
 import faulthandler
@@ -34,9 +35,16 @@ class Output:
 
     def __init__(self, path: Path, spec: dict[str, Any]) -> None:
         self.path = path
-        self.doc: dict[str, Any] = {"lib": spec["lib"], "group": spec["group"],
-                                    "phase": spec.get("phase"), "available": True,
-                                    "version": None, "error": None, "results": [], "env": env_info()}
+        self.doc: dict[str, Any] = {
+            "lib": spec["lib"],
+            "group": spec["group"],
+            "phase": spec.get("phase"),
+            "available": True,
+            "version": None,
+            "error": None,
+            "results": [],
+            "env": env_info(),
+        }
 
     def add(self, rec: dict[str, Any]) -> None:
         rec.pop("last", None)  # a result array, if one was left in, is not JSON
@@ -50,13 +58,19 @@ class Output:
 
 
 def env_info() -> dict[str, Any]:
-    info: dict[str, Any] = {"pid": os.getpid(), "affinity": sorted(os.sched_getaffinity(0)),
-                            "loadavg_start": os.getloadavg()[0],
-                            "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE")}
+    info: dict[str, Any] = {
+        "pid": os.getpid(),
+        "affinity": sorted(os.sched_getaffinity(0)),
+        "loadavg_start": os.getloadavg()[0],
+        "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
+    }
     try:
         from threadpoolctl import threadpool_info
-        info["threadpools"] = [{k: p.get(k) for k in ("internal_api", "num_threads", "architecture")}
-                               for p in threadpool_info()]
+
+        info["threadpools"] = [
+            {k: p.get(k) for k in ("internal_api", "num_threads", "architecture")}
+            for p in threadpool_info()
+        ]
     except ImportError:
         pass
     return info
@@ -70,8 +84,12 @@ def failure(case: str, variant: str, exc: BaseException) -> dict[str, Any]:
         status = "not available"
     else:
         status = "error"
-    rec = {"case": case, "variant": variant, "status": status,
-           "error": f"{type(exc).__name__}: {exc}"[:500]}
+    rec = {
+        "case": case,
+        "variant": variant,
+        "status": status,
+        "error": f"{type(exc).__name__}: {exc}"[:500],
+    }
     if status == "error":
         rec["traceback"] = traceback.format_exc()[-2000:]
     return rec
@@ -83,6 +101,7 @@ class Watchdog:
     faulthandler's timer is a C thread: it fires even while C code holds the GIL. The runner
     then records the case named in ``current`` as hung and restarts the worker without it.
     """
+
     timeout_s = 60.0
     skip: set[str] = set()
     dead_variants: set[str] = set()
@@ -93,8 +112,14 @@ def guarded(out: Output, case: str, variant: str, body: Callable[[], dict[str, A
     if key in Watchdog.skip:  # done (or hung) in an earlier process of this task
         return
     if variant in Watchdog.dead_variants:
-        out.add({"case": case, "variant": variant, "status": "error",
-                 "error": "skipped: this variant killed its worker repeatedly earlier in this run"})
+        out.add(
+            {
+                "case": case,
+                "variant": variant,
+                "status": "error",
+                "error": "skipped: this variant killed its worker repeatedly earlier in this run",
+            }
+        )
         return
     out.doc["current"] = key
     out.flush()
@@ -112,8 +137,12 @@ def guarded(out: Output, case: str, variant: str, body: Callable[[], dict[str, A
 
 def timed(thunk: Callable[[], Any], cfg: dict[str, Any], **kw: Any) -> dict[str, Any]:
     """``measure`` with the run's settings; the last result is returned under ``"last"``."""
-    opts = dict(samples=cfg["samples"], warmup=cfg["warmup"], min_sample_s=cfg["min_sample_s"],
-                budget_s=cfg["budget_s"])
+    opts = dict(
+        samples=cfg["samples"],
+        warmup=cfg["warmup"],
+        min_sample_s=cfg["min_sample_s"],
+        budget_s=cfg["budget_s"],
+    )
     opts.update(kw)
     return measure(thunk, **opts)
 
@@ -128,10 +157,11 @@ def checked(adapter: Any, result: Any, expected: np.ndarray) -> dict[str, Any]:
 
 
 def ref_inputs(xs: list[np.ndarray]) -> list[np.ndarray]:
-    return [x[:W.CHECK_N].astype(np.float64) for x in xs]
+    return [x[: W.CHECK_N].astype(np.float64) for x in xs]
 
 
 # --- groups ---
+
 
 def run_eager(adapter: Any, cfg: dict[str, Any], cases: list[str], out: Output) -> None:
     n = cfg["n"]
@@ -139,6 +169,7 @@ def run_eager(adapter: Any, cfg: dict[str, Any], cases: list[str], out: Output) 
         xs = W.inputs(n, W.ELEMENTWISE[op])
         expected = getattr(W.RefF, op)(*ref_inputs(xs))
         for variant in adapter.variants("eager"):
+
             def body() -> dict[str, Any]:
                 thunk = adapter.elementwise(op, xs, variant)
                 m = timed(thunk, cfg)  # its calibration call is one more warm-up
@@ -146,6 +177,7 @@ def run_eager(adapter: Any, cfg: dict[str, Any], cases: list[str], out: Output) 
                 rec = {"unit": "s", "bytes": (len(xs) + 1) * 4 * n, **m, "check": check}
                 note = getattr(adapter, "NOTES", {}).get(op)
                 return {**rec, "note": note} if note else rec
+
             guarded(out, op, variant, body)
 
 
@@ -156,13 +188,20 @@ def run_fused(adapter: Any, cfg: dict[str, Any], cases: list[str], out: Output) 
         xs = W.inputs(n, chain.n_inputs)
         expected = chain.fn(W.RefF, *ref_inputs(xs))
         for variant in adapter.variants("fused"):
+
             def body() -> dict[str, Any]:
                 thunk = adapter.chain(name, xs, variant)
                 t_first = once(thunk)["median"]  # includes compiling; also the first warm-up
                 m = timed(thunk, cfg, warmup=max(0, cfg["warmup"] - 1))
                 check = checked_last(adapter, m, expected)
-                return {"unit": "s", "bytes": chain.ideal_bytes(n), "first_call_s": t_first, **m,
-                        "check": check}
+                return {
+                    "unit": "s",
+                    "bytes": chain.ideal_bytes(n),
+                    "first_call_s": t_first,
+                    **m,
+                    "check": check,
+                }
+
             guarded(out, name, variant, body)
 
 
@@ -190,6 +229,7 @@ def run_overhead(adapter: Any, cfg: dict[str, Any], cases: list[str], out: Outpu
             for key in ("median", "min", "cpu_per_call", "minflt_per_call", "majflt_per_call"):
                 m[key] /= per
             return {"unit": "s", "ops_per_call": 10, **m, "check": check}
+
         guarded(out, case, variant, body)
 
 
@@ -207,12 +247,18 @@ def run_first_call(adapter: Any, cfg: dict[str, Any], spec: dict[str, Any], out:
         compiled = adapter._last_compiled
         (arg,) = adapter._args([x])
         again = once(lambda: adapter.sync(compiled(arg)))["median"]  # replay, for contrast
-        rec = {"unit": "s", **m, "second_call_s": again, "ops": 200,
-               "check": checked(adapter, result[0], expected)}
+        rec = {
+            "unit": "s",
+            **m,
+            "second_call_s": again,
+            "ops": 200,
+            "check": checked(adapter, result[0], expected),
+        }
         info = adapter.compile_split(compiled)
         if info:
             rec["compile_info"] = info
         return rec
+
     guarded(out, f"first_call_200_{phase}", spec.get("variant_label") or variant, body)
 
 
@@ -230,9 +276,16 @@ def _train_case(adapter: Any, cfg: dict[str, Any], case: str, variant: str, out:
         loss0 = to_float(losses[0])
         m = timed(thunk, cfg, warmup=cfg["train_warmup"], min_sample_s=cfg["train_sample_s"])
         loss1 = to_float(m.pop("last"))
-        return {"unit": "s", **m, "first_step_s": first["median"], "flops": W.TRAIN_FLOPS[case](),
-                "loss_start": loss0, "loss_end": loss1,
-                "check": {"ok": bool(np.isfinite(loss1) and loss1 < loss0), "why": "loss falls"}}
+        return {
+            "unit": "s",
+            **m,
+            "first_step_s": first["median"],
+            "flops": W.TRAIN_FLOPS[case](),
+            "loss_start": loss0,
+            "loss_end": loss1,
+            "check": {"ok": bool(np.isfinite(loss1) and loss1 < loss0), "why": "loss falls"},
+        }
+
     guarded(out, case, variant, body)
 
 
@@ -273,9 +326,18 @@ def run_memory(adapter: Any, cfg: dict[str, Any], spec: dict[str, Any], out: Out
         for _ in range(calls):
             thunk()
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        return {"unit": "bytes", "median": peak, "min": peak, "peak_rss": peak,
-                "baseline_rss": base, "above_baseline": peak - base, "peak_reset": reset,
-                "ideal_bytes": ideal, "calls": calls}
+        return {
+            "unit": "bytes",
+            "median": peak,
+            "min": peak,
+            "peak_rss": peak,
+            "baseline_rss": base,
+            "above_baseline": peak - base,
+            "peak_reset": reset,
+            "ideal_bytes": ideal,
+            "calls": calls,
+        }
+
     guarded(out, case, variant, body)
 
 
@@ -294,8 +356,9 @@ def main(argv: list[str]) -> int:
     if spec["lib"] == "machine":
         out.doc["version"] = machine.compiler_version()
         try:
-            for rec in machine.run(cfg, Path(os.environ.get("TMPDIR", "/tmp")),
-                                   noise_only=group == "noise"):
+            for rec in machine.run(
+                cfg, Path(os.environ.get("TMPDIR", "/tmp")), noise_only=group == "noise"
+            ):
                 out.add(rec)
         except Exception as exc:  # noqa: BLE001 -- a missing cc must not end the run
             out.add(failure(group, "machine", exc))

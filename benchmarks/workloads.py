@@ -8,6 +8,7 @@ weakly typed (float32 results) in all of them.
     y = CHAINS["gelu_tanh"].fn(F, x)
     CHAINS["gelu_tanh"].ideal_bytes(n)   # what one fused kernel must read and write
 """
+
 from __future__ import annotations
 
 import math
@@ -23,7 +24,12 @@ SQRT_HALF = 0.7071067811865476
 SQRT_2_OVER_PI = 0.7978845608028654
 
 ELEMENTWISE = {  # name -> number of inputs
-    "add": 2, "multiply": 2, "exp": 1, "tanh": 1, "erf": 1, "sigmoid": 1,
+    "add": 2,
+    "multiply": 2,
+    "exp": 1,
+    "tanh": 1,
+    "erf": 1,
+    "sigmoid": 1,
 }
 
 
@@ -59,6 +65,7 @@ def chain10(F: Any, x: Any) -> Any:
 @dataclass(frozen=True)
 class Chain:
     """A fused-chain workload: its formula, input count and how to check results."""
+
     name: str
     fn: Callable[..., Any]
     n_inputs: int
@@ -68,9 +75,15 @@ class Chain:
         return (self.n_inputs + 1) * n * itemsize
 
 
-CHAINS = {c.name: c for c in (
-    Chain("gelu_erf", gelu_erf, 1), Chain("gelu_tanh", gelu_tanh, 1),
-    Chain("swiglu", swiglu, 2), Chain("chain10", chain10, 1))}
+CHAINS = {
+    c.name: c
+    for c in (
+        Chain("gelu_erf", gelu_erf, 1),
+        Chain("gelu_tanh", gelu_tanh, 1),
+        Chain("swiglu", swiglu, 2),
+        Chain("chain10", chain10, 1),
+    )
+}
 
 
 def ops200(F: Any, x: Any) -> Any:
@@ -91,15 +104,21 @@ def ops200_c_body() -> str:
     """The same 200 ops as C statements on float ``y`` and ``x`` (for the C compiler's reference time)."""
     lines = []
     for i in range(50):
-        lines += [f"y = y * {1.0 + 0.01 * i!r}f;", "y = y + x;", "y = tanhf(y);",
-                  f"y = y - {0.001 * i!r}f;"]
+        lines += [
+            f"y = y * {1.0 + 0.01 * i!r}f;",
+            "y = y + x;",
+            "y = tanhf(y);",
+            f"y = y - {0.001 * i!r}f;",
+        ]
     return "\n    ".join(lines)
 
 
 # --- float64 references, for a sanity check of every library's result (not of its accuracy) ---
 
+
 class RefF:
     """NumPy float64 implementation of ``F`` used to check results."""
+
     add = staticmethod(np.add)
     multiply = staticmethod(np.multiply)
     exp = staticmethod(np.exp)

@@ -11,6 +11,7 @@ residual adds, the dropout scaling and the AdamW update -- fuse into generated k
     python examples/char_transformer.py --steps 30    # a quick run
     python examples/char_transformer.py --plot loss.png   # and the loss curves (matplotlib)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,9 @@ import nuvec as nv
 import nuvec.nn as nn
 import nuvec.optimizers as optim
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
-                    "pride_and_prejudice_ch1.txt")
+DATA = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "data", "pride_and_prejudice_ch1.txt"
+)
 
 
 class CharLM(nn.Module):
@@ -34,8 +36,9 @@ class CharLM(nn.Module):
         super().__init__()
         self.embedding = nn.Embedding(vocab, dims)
         self.positions = nn.SinusoidalPositionalEncoding(dims)
-        self.encoder = nn.TransformerEncoder(layers, dims, heads, mlp_dims=4 * dims,
-                                             dropout=dropout, activation=nn.gelu_approx)
+        self.encoder = nn.TransformerEncoder(
+            layers, dims, heads, mlp_dims=4 * dims, dropout=dropout, activation=nn.gelu_approx
+        )
         self.out = nn.Linear(dims, vocab)
 
     def __call__(self, ids):
@@ -58,8 +61,8 @@ def batches(ids: np.ndarray, batch: int, context: int, rng: np.random.Generator)
     """Random windows: inputs ``ids[o:o+context]`` and targets shifted by one."""
     while True:
         starts = rng.integers(0, len(ids) - context - 1, batch)
-        x = np.stack([ids[s:s + context] for s in starts])
-        y = np.stack([ids[s + 1:s + context + 1] for s in starts])
+        x = np.stack([ids[s : s + context] for s in starts])
+        y = np.stack([ids[s + 1 : s + context + 1] for s in starts])
         yield nv.array(x), nv.array(y)
 
 
@@ -67,19 +70,20 @@ def evaluate(model, ids: np.ndarray, context: int, batch: int = 16) -> float:
     """Mean next-character loss over consecutive windows of ``ids``."""
     model.eval()
     n = (len(ids) - 1) // context
-    x = ids[:n * context].reshape(n, context)
-    y = ids[1:n * context + 1].reshape(n, context)
+    x = ids[: n * context].reshape(n, context)
+    y = ids[1 : n * context + 1].reshape(n, context)
     total = 0.0
     for i in range(0, n, batch):
-        logits = model(nv.array(x[i:i + batch]))
-        loss = nn.losses.cross_entropy(logits, nv.array(y[i:i + batch]), reduction="sum")
+        logits = model(nv.array(x[i : i + batch]))
+        loss = nn.losses.cross_entropy(logits, nv.array(y[i : i + batch]), reduction="sum")
         total += loss.item()
     model.train()
     return total / (n * context)
 
 
-def generate(model, prompt: str, chars: list[str], length: int, context: int,
-             temperature: float) -> str:
+def generate(
+    model, prompt: str, chars: list[str], length: int, context: int, temperature: float
+) -> str:
     """Samples ``length`` characters after ``prompt``."""
     lookup = {c: i for i, c in enumerate(chars)}
     ids = [lookup[c] for c in prompt if c in lookup]
@@ -116,8 +120,12 @@ def main(argv=None) -> dict:
     model = CharLM(len(chars), args.dims, args.heads, args.layers, args.dropout)
     warmup = max(1, args.steps // 10)
     schedule = optim.join_schedules(
-        [optim.linear_schedule(0.0, args.lr, warmup),
-         optim.cosine_decay(args.lr, max(1, args.steps - warmup), args.lr / 10)], [warmup])
+        [
+            optim.linear_schedule(0.0, args.lr, warmup),
+            optim.cosine_decay(args.lr, max(1, args.steps - warmup), args.lr / 10),
+        ],
+        [warmup],
+    )
     optimizer = optim.AdamW(learning_rate=schedule, weight_decay=0.01)
     optimizer.init(model.trainable_parameters())
 
@@ -137,10 +145,14 @@ def main(argv=None) -> dict:
         step = partial(nv.compile, inputs=state, outputs=state)(step)
 
     n_params = sum(v.size for v in _leaves(model.trainable_parameters()))
-    print(f"text: {len(text)} characters, vocabulary {len(chars)}; model: {args.layers} layers, "
-          f"{args.dims} dims, {args.heads} heads, {n_params} parameters")
-    print(f"initial validation loss {evaluate(model, val_ids, args.context):.3f} "
-          f"(uniform guessing: {math.log(len(chars)):.3f})")
+    print(
+        f"text: {len(text)} characters, vocabulary {len(chars)}; model: {args.layers} layers, "
+        f"{args.dims} dims, {args.heads} heads, {n_params} parameters"
+    )
+    print(
+        f"initial validation loss {evaluate(model, val_ids, args.context):.3f} "
+        f"(uniform guessing: {math.log(len(chars)):.3f})"
+    )
     data = batches(train_ids, args.batch_size, args.context, np.random.default_rng(args.seed))
     start = time.perf_counter()
     running = None
@@ -157,17 +169,27 @@ def main(argv=None) -> dict:
             val = evaluate(model, val_ids, args.context)
             eval_time += time.perf_counter() - t
             validation.append((i, val))
-            print(f"step {i:5d}  train loss {running:.3f}  validation loss {val:.3f}  "
-                  f"lr {optimizer.learning_rate.item():.2e}  "
-                  f"{time.perf_counter() - start - eval_time:6.1f} s training", flush=True)
+            print(
+                f"step {i:5d}  train loss {running:.3f}  validation loss {val:.3f}  "
+                f"lr {optimizer.learning_rate.item():.2e}  "
+                f"{time.perf_counter() - start - eval_time:6.1f} s training",
+                flush=True,
+            )
     elapsed = time.perf_counter() - start - eval_time
     val = evaluate(model, val_ids, args.context)
-    print(f"{args.steps} training steps in {elapsed:.1f} s ({args.steps / max(elapsed, 1e-9):.1f} steps/s)")
+    print(
+        f"{args.steps} training steps in {elapsed:.1f} s ({args.steps / max(elapsed, 1e-9):.1f} steps/s)"
+    )
     print(f"validation loss {val:.3f}")
     if args.plot:
         from plotting import save_loss_curve
-        save_loss_curve(args.plot, losses, f"character transformer: validation loss {val:.3f}",
-                        marks={"validation loss": validation})
+
+        save_loss_curve(
+            args.plot,
+            losses,
+            f"character transformer: validation loss {val:.3f}",
+            marks={"validation loss": validation},
+        )
     if args.sample > 0:
         print("sample:")
         print(generate(model, "It is a truth", chars, args.sample, args.context, 0.6))

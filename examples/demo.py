@@ -3,6 +3,7 @@
 It compiles GELU, checks that the compiled function gives the uncompiled result bit for bit,
 times both, and shows that later calls replay the tape without tracing again.
 """
+
 import math
 import time
 
@@ -35,15 +36,18 @@ def main():
     print(f"compiled == eager, bit for bit: {same}")
 
     t_eager, t_compiled = best_of(gelu, x), best_of(fast, x)
-    print(f"gelu on 4M float32: eager {t_eager * 1e3:.1f} ms, compiled {t_compiled * 1e3:.1f} ms "
-          f"({t_eager / t_compiled:.1f}x)")
+    print(
+        f"gelu on 4M float32: eager {t_eager * 1e3:.1f} ms, compiled {t_compiled * 1e3:.1f} ms "
+        f"({t_eager / t_compiled:.1f}x)"
+    )
 
     for n in (7, 512, 2048):  # a new shape traces once more; a seen one replays
         fast(nv.ones((n,)))
     fast(nv.ones((7,)))
     stats = fast.stats()
-    print(f"traces: {stats['traces']}, cache hits: {stats['hits']}, "
-          f"last miss: {stats['last_miss']!r}")
+    print(
+        f"traces: {stats['traces']}, cache hits: {stats['hits']}, last miss: {stats['last_miss']!r}"
+    )
     if not same:
         raise SystemExit("compiled and eager results differ")
 

@@ -11,6 +11,7 @@ Python function is traced once and then replayed.
     python examples/digits_mlp.py --epochs 2   # a quick run
     python examples/digits_mlp.py --plot loss.png   # and the loss curve (needs matplotlib)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,6 +43,7 @@ class MLP(nn.Module):
 def load_digits(seed: int, test_fraction: float = 0.2):
     """The digits, scaled to [0, 1], split into train and test sets (a seeded shuffle)."""
     from sklearn.datasets import load_digits as sk_load
+
     d = sk_load()
     x = (d.data / 16.0).astype(np.float32)
     y = d.target.astype(np.int32)
@@ -51,14 +53,23 @@ def load_digits(seed: int, test_fraction: float = 0.2):
     return x[train], y[train], x[test], y[test]
 
 
-def progress(epoch: int, epochs: int, done: int, total: int, loss: float, seconds: float,
-             width: int = 30, out=sys.stdout) -> None:
+def progress(
+    epoch: int,
+    epochs: int,
+    done: int,
+    total: int,
+    loss: float,
+    seconds: float,
+    width: int = 30,
+    out=sys.stdout,
+) -> None:
     """One line of ``[#####.....]`` progress per epoch, rewritten in place; ``seconds`` is the
     time the epoch has taken so far."""
     filled = int(width * done / total)
     bar = "#" * filled + "." * (width - filled)
-    out.write(f"\repoch {epoch:3d}/{epochs} [{bar}] {done:4d}/{total} loss {loss:.4f} "
-              f"{seconds:5.2f} s")
+    out.write(
+        f"\repoch {epoch:3d}/{epochs} [{bar}] {done:4d}/{total} loss {loss:.4f} {seconds:5.2f} s"
+    )
     if done == total:
         out.write("\n")
     out.flush()
@@ -90,9 +101,12 @@ def main(argv=None) -> float:
     steps_per_epoch = len(y_train) // args.batch_size
     total_steps = steps_per_epoch * args.epochs
     schedule = optim.join_schedules(
-        [optim.linear_schedule(args.lr / 10, args.lr, max(1, steps_per_epoch)),
-         optim.cosine_decay(args.lr, max(1, total_steps - steps_per_epoch), args.lr / 20)],
-        [steps_per_epoch])
+        [
+            optim.linear_schedule(args.lr / 10, args.lr, max(1, steps_per_epoch)),
+            optim.cosine_decay(args.lr, max(1, total_steps - steps_per_epoch), args.lr / 20),
+        ],
+        [steps_per_epoch],
+    )
     optimizer = optim.AdamW(learning_rate=schedule, weight_decay=1e-4)
     optimizer.init(model.trainable_parameters())
 
@@ -110,9 +124,11 @@ def main(argv=None) -> float:
     if not args.no_compile:
         step = partial(nv.compile, inputs=state, outputs=state)(step)
 
-    print(f"digits: {len(y_train)} train / {len(y_test)} test images, MLP "
-          f"{[x_train.shape[1], *args.hidden, 10]}, {args.epochs} epochs "
-          f"({'compiled' if not args.no_compile else 'eager'} step)")
+    print(
+        f"digits: {len(y_train)} train / {len(y_test)} test images, MLP "
+        f"{[x_train.shape[1], *args.hidden, 10]}, {args.epochs} epochs "
+        f"({'compiled' if not args.no_compile else 'eager'} step)"
+    )
     rng = np.random.default_rng(args.seed + 1)
     start = time.perf_counter()
     losses, epoch_means = [], []
@@ -121,24 +137,37 @@ def main(argv=None) -> float:
         running = 0.0
         epoch_start = time.perf_counter()
         for i in range(steps_per_epoch):
-            idx = order[i * args.batch_size:(i + 1) * args.batch_size]
+            idx = order[i * args.batch_size : (i + 1) * args.batch_size]
             loss = step(nv.array(x_train[idx]), nv.array(y_train[idx]))
             nv.eval(state)
             losses.append(loss.item())
             running += losses[-1]
             if not args.quiet and (i + 1 == steps_per_epoch or i % 5 == 0):
-                progress(epoch, args.epochs, i + 1, steps_per_epoch, running / (i + 1),
-                         time.perf_counter() - epoch_start)
+                progress(
+                    epoch,
+                    args.epochs,
+                    i + 1,
+                    steps_per_epoch,
+                    running / (i + 1),
+                    time.perf_counter() - epoch_start,
+                )
         epoch_means.append((epoch * steps_per_epoch, running / steps_per_epoch))
     elapsed = time.perf_counter() - start
     acc = accuracy(model, x_test, y_test)
-    print(f"trained {total_steps} steps in {elapsed:.1f} s "
-          f"({total_steps / max(elapsed, 1e-9):.0f} steps/s)")
+    print(
+        f"trained {total_steps} steps in {elapsed:.1f} s "
+        f"({total_steps / max(elapsed, 1e-9):.0f} steps/s)"
+    )
     print(f"test accuracy: {acc * 100:.2f}%")
     if args.plot:
         from plotting import save_loss_curve
-        save_loss_curve(args.plot, losses, f"digits MLP: test accuracy {acc * 100:.2f}%",
-                        marks={"epoch mean": epoch_means})
+
+        save_loss_curve(
+            args.plot,
+            losses,
+            f"digits MLP: test accuracy {acc * 100:.2f}%",
+            marks={"epoch mean": epoch_means},
+        )
     return acc
 
 

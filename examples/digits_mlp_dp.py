@@ -13,6 +13,7 @@ step holds the gradient average: its all_sum communicates on every call.
 Dropout is off by default (``--dropout 0``): each process would draw its own masks for its
 share of the batch, so the runs would agree only statistically.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,9 @@ from digits_mlp import MLP, accuracy, load_digits
 
 def parameter_spread(model, group) -> float:
     """The largest difference of any parameter between two processes (0 when in sync)."""
-    flat = nv.concatenate([nv.reshape(p, (-1,)) for _, p in
-                           nv.utils.tree_flatten(model.trainable_parameters())])
+    flat = nv.concatenate(
+        [nv.reshape(p, (-1,)) for _, p in nv.utils.tree_flatten(model.trainable_parameters())]
+    )
     spread = nv.distributed.all_max(flat, group=group) - nv.distributed.all_min(flat, group=group)
     return float(nv.max(spread).item())
 
@@ -45,8 +47,11 @@ def main(argv=None) -> dict:
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-compile", action="store_true", help="run the step eagerly")
-    p.add_argument("--no-average", action="store_true",
-                   help="skip the gradient average (each process trains on its share alone)")
+    p.add_argument(
+        "--no-average",
+        action="store_true",
+        help="skip the gradient average (each process trains on its share alone)",
+    )
     p.add_argument("--losses-out", help="write the loss of every step (JSON) to this file")
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
@@ -54,8 +59,10 @@ def main(argv=None) -> dict:
     world = nv.distributed.init()
     rank, size = world.rank(), world.size()
     if args.batch_size % size:
-        p.error(f"the global batch ({args.batch_size}) must be a multiple of the number of "
-                f"processes ({size})")
+        p.error(
+            f"the global batch ({args.batch_size}) must be a multiple of the number of "
+            f"processes ({size})"
+        )
     local = args.batch_size // size
 
     nv.random.seed(args.seed)
@@ -64,9 +71,12 @@ def main(argv=None) -> dict:
     steps_per_epoch = len(y_train) // args.batch_size
     total_steps = steps_per_epoch * args.epochs
     schedule = optim.join_schedules(
-        [optim.linear_schedule(args.lr / 10, args.lr, max(1, steps_per_epoch)),
-         optim.cosine_decay(args.lr, max(1, total_steps - steps_per_epoch), args.lr / 20)],
-        [steps_per_epoch])
+        [
+            optim.linear_schedule(args.lr / 10, args.lr, max(1, steps_per_epoch)),
+            optim.cosine_decay(args.lr, max(1, total_steps - steps_per_epoch), args.lr / 20),
+        ],
+        [steps_per_epoch],
+    )
     optimizer = optim.AdamW(learning_rate=schedule, weight_decay=1e-4)
     optimizer.init(model.trainable_parameters())
 
@@ -88,16 +98,18 @@ def main(argv=None) -> dict:
         step = partial(nv.compile, inputs=state, outputs=state)(step)
 
     if rank == 0 and not args.quiet:
-        print(f"digits on {size} process(es): global batch {args.batch_size} = {size} x {local}, "
-              f"{args.epochs} epochs ({'eager' if args.no_compile else 'compiled'} step)")
-    rng = np.random.default_rng(args.seed + 1)    # the same global batches on every process
+        print(
+            f"digits on {size} process(es): global batch {args.batch_size} = {size} x {local}, "
+            f"{args.epochs} epochs ({'eager' if args.no_compile else 'compiled'} step)"
+        )
+    rng = np.random.default_rng(args.seed + 1)  # the same global batches on every process
     losses, step_seconds = [], []
     start = time.perf_counter()
     for epoch in range(1, args.epochs + 1):
         order = rng.permutation(len(y_train))
         for i in range(steps_per_epoch):
-            batch = order[i * args.batch_size:(i + 1) * args.batch_size]
-            mine = batch[rank * local:(rank + 1) * local]
+            batch = order[i * args.batch_size : (i + 1) * args.batch_size]
+            mine = batch[rank * local : (rank + 1) * local]
             t = time.perf_counter()
             loss = step(nv.array(x_train[mine]), nv.array(y_train[mine]))
             nv.eval(loss, state)
@@ -109,12 +121,20 @@ def main(argv=None) -> dict:
     elapsed = time.perf_counter() - start
     acc = accuracy(model, x_test, y_test)
     spread = parameter_spread(model, world)
-    result = {"size": size, "losses": losses, "accuracy": acc, "parameter_spread": spread,
-              "seconds": elapsed, "step_seconds": step_seconds}
+    result = {
+        "size": size,
+        "losses": losses,
+        "accuracy": acc,
+        "parameter_spread": spread,
+        "seconds": elapsed,
+        "step_seconds": step_seconds,
+    }
     if rank == 0:
         if not args.quiet:
-            print(f"trained {total_steps} steps in {elapsed:.1f} s; test accuracy "
-                  f"{acc * 100:.2f}%; parameters equal on every process: {spread == 0.0}")
+            print(
+                f"trained {total_steps} steps in {elapsed:.1f} s; test accuracy "
+                f"{acc * 100:.2f}%; parameters equal on every process: {spread == 0.0}"
+            )
         if args.losses_out:
             with open(args.losses_out, "w") as f:
                 json.dump(result, f)

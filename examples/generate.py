@@ -6,6 +6,7 @@ cache with the prompt and decodes with one compiled step.
     python examples/generate.py --model DIR --prompt 1 2 3 --max-tokens 64 --temp 0.7
     python examples/generate.py --no-compile           # the eager decode step
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,16 @@ def load(model_dir: str, bits: int, group_size: int) -> Llama:
     return model
 
 
-def generate(model: Llama, prompt: list[int], max_tokens: int, *, temp: float = 0.0,
-             seed: int = 0, compiled: bool = True, max_len: int = 256):
+def generate(
+    model: Llama,
+    prompt: list[int],
+    max_tokens: int,
+    *,
+    temp: float = 0.0,
+    seed: int = 0,
+    compiled: bool = True,
+    max_len: int = 256,
+):
     """The ``max_tokens`` tokens after ``prompt`` and the seconds of the decode steps after
     the first (which traces and compiles)."""
     nv.random.seed(seed)
@@ -56,10 +65,14 @@ def generate(model: Llama, prompt: list[int], max_tokens: int, *, temp: float = 
         else:
             nxt = nv.argmax(logits, axis=-1)
         return nxt.astype(nv.int32).reshape(1, 1), cache
+
     decode = nv.compile(step) if compiled else step
     key = nv.random.key(seed)
-    first = nv.argmax(logits[:, -1, :], axis=-1) if temp <= 0 else \
-        nv.random.categorical(logits[:, -1, :] * (1 / temp), key=key)
+    first = (
+        nv.argmax(logits[:, -1, :], axis=-1)
+        if temp <= 0
+        else nv.random.categorical(logits[:, -1, :] * (1 / temp), key=key)
+    )
     token = first.astype(nv.int32).reshape(1, 1)
     nv.eval(token)
     out = [token.item()]
@@ -68,9 +81,8 @@ def generate(model: Llama, prompt: list[int], max_tokens: int, *, temp: float = 
         if i == 1:
             t0 = time.perf_counter()
         key, sub = nv.random.split(key)
-        nv.eval(sub)                 # computed inputs: the compiled step replays its tape
-        token, cache = decode(token, cache,
-                              nv.array([len(prompt) + i], nv.int32), sub)
+        nv.eval(sub)  # computed inputs: the compiled step replays its tape
+        token, cache = decode(token, cache, nv.array([len(prompt) + i], nv.int32), sub)
         out.append(token.item())
     return out, time.perf_counter() - t0
 
@@ -92,8 +104,14 @@ def main(argv=None) -> None:
             model_dir = os.path.join(tmp, "tiny_llama")
             make_tiny_llama.main([model_dir, "--seed", str(args.seed)])
         model = load(model_dir, args.bits, args.group_size)
-    tokens, secs = generate(model, args.prompt, args.max_tokens, temp=args.temp, seed=args.seed,
-                            compiled=not args.no_compile)
+    tokens, secs = generate(
+        model,
+        args.prompt,
+        args.max_tokens,
+        temp=args.temp,
+        seed=args.seed,
+        compiled=not args.no_compile,
+    )
     print("tokens:", " ".join(map(str, tokens)))
     steps = max(1, len(tokens) - 2)
     print(f"decode: {steps / secs:.1f} tokens/s ({'eager' if args.no_compile else 'compiled'})")

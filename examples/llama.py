@@ -9,6 +9,7 @@ generation benchmark does that).
     cache = model.make_cache(batch=1, max_len=256)
     logits, cache = model(tokens, cache, position)        # position: an int32 array
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ class Attention(nn.Module):
         super().__init__()
         self.n_heads, self.n_kv = args.num_attention_heads, args.num_key_value_heads
         self.head_dim = args.hidden_size // self.n_heads
-        self.scale = self.head_dim ** -0.5
+        self.scale = self.head_dim**-0.5
         self.rope_theta = args.rope_theta
         d = args.hidden_size
         self.q_proj = nn.Linear(d, self.n_heads * self.head_dim, bias=False)
@@ -54,19 +55,21 @@ class Attention(nn.Module):
 
         def heads(t, n):
             return nv.transpose(nv.reshape(t, (b, length, n, self.head_dim)), (0, 2, 1, 3))
+
         q = heads(self.q_proj(x), self.n_heads)
         k = heads(self.k_proj(x), self.n_kv)
         v = heads(self.v_proj(x), self.n_kv)
-        q = nv.fast.rope(q, self.head_dim, traditional=False, base=self.rope_theta, scale=1.0,
-                         offset=position)
-        k = nv.fast.rope(k, self.head_dim, traditional=False, base=self.rope_theta, scale=1.0,
-                         offset=position)
+        q = nv.fast.rope(
+            q, self.head_dim, traditional=False, base=self.rope_theta, scale=1.0, offset=position
+        )
+        k = nv.fast.rope(
+            k, self.head_dim, traditional=False, base=self.rope_theta, scale=1.0, offset=position
+        )
         keys = nv.slice_update(cache[0], k, position, axes=(2,))
         values = nv.slice_update(cache[1], v, position, axes=(2,))
         # query i (at position + i) sees the cache entries up to its own position
         max_len = keys.shape[2]
-        seen = (nv.arange(max_len)[None, :]
-                <= (position + nv.arange(length))[:, None])
+        seen = nv.arange(max_len)[None, :] <= (position + nv.arange(length))[:, None]
         o = nv.fast.scaled_dot_product_attention(q, keys, values, scale=self.scale, mask=seen)
         o = nv.reshape(nv.transpose(o, (0, 2, 1, 3)), (b, length, -1))
         return self.o_proj(o), (keys, values)
@@ -119,7 +122,9 @@ class Llama(nn.Module):
     def make_cache(self, batch: int, max_len: int, dtype=nv.float32) -> list:
         a = self.args
         shape = (batch, a.num_key_value_heads, max_len, a.hidden_size // a.num_attention_heads)
-        return [(nv.zeros(shape, dtype), nv.zeros(shape, dtype)) for _ in range(a.num_hidden_layers)]
+        return [
+            (nv.zeros(shape, dtype), nv.zeros(shape, dtype)) for _ in range(a.num_hidden_layers)
+        ]
 
     def __call__(self, tokens, cache: list, position):
         """Logits (B, L, vocab) of ``tokens`` (B, L) at positions ``position + i``, and the
@@ -137,6 +142,11 @@ class Llama(nn.Module):
 
 def quantize_model(model: Llama, group_size: int = 64, bits: int = 4) -> None:
     """mlx-lm's choice: every Linear and the embedding whose input size the group divides."""
-    nn.quantize(model, group_size, bits, class_predicate=lambda _, m: (
-        isinstance(m, (nn.Linear, nn.Embedding)) and m.weight.shape[-1] % group_size == 0))
-
+    nn.quantize(
+        model,
+        group_size,
+        bits,
+        class_predicate=lambda _, m: (
+            isinstance(m, (nn.Linear, nn.Embedding)) and m.weight.shape[-1] % group_size == 0
+        ),
+    )

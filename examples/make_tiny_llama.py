@@ -5,6 +5,7 @@ config).
 
     python examples/make_tiny_llama.py /tmp/tiny_llama --bits 4
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,9 +19,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import nuvec as nv  # noqa: E402
 
-CONFIG = dict(model_type="llama", hidden_size=128, num_hidden_layers=2, intermediate_size=256,
-              num_attention_heads=4, num_key_value_heads=2, vocab_size=256, rms_norm_eps=1e-5,
-              rope_theta=10000.0, tie_word_embeddings=False)
+CONFIG = dict(
+    model_type="llama",
+    hidden_size=128,
+    num_hidden_layers=2,
+    intermediate_size=256,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=256,
+    rms_norm_eps=1e-5,
+    rope_theta=10000.0,
+    tie_word_embeddings=False,
+)
 
 
 def weights(config: dict, seed: int) -> dict:
@@ -32,16 +42,27 @@ def weights(config: dict, seed: int) -> dict:
 
     def lin(out, inp):
         return (rng.standard_normal((out, inp)) / np.sqrt(inp)).astype(np.float32)
-    w = {"model.embed_tokens.weight": rng.standard_normal((v, d)).astype(np.float32),
-         "model.norm.weight": np.ones(d, np.float32), "lm_head.weight": lin(v, d)}
+
+    w = {
+        "model.embed_tokens.weight": rng.standard_normal((v, d)).astype(np.float32),
+        "model.norm.weight": np.ones(d, np.float32),
+        "lm_head.weight": lin(v, d),
+    }
     for i in range(config["num_hidden_layers"]):
         p = f"model.layers.{i}."
-        w.update({p + "self_attn.q_proj.weight": lin(d, d), p + "self_attn.k_proj.weight": lin(kv, d),
-                  p + "self_attn.v_proj.weight": lin(kv, d), p + "self_attn.o_proj.weight": lin(d, d),
-                  p + "mlp.gate_proj.weight": lin(h, d), p + "mlp.up_proj.weight": lin(h, d),
-                  p + "mlp.down_proj.weight": lin(d, h),
-                  p + "input_layernorm.weight": (1 + 0.1 * rng.standard_normal(d)).astype(np.float32),
-                  p + "post_attention_layernorm.weight": np.ones(d, np.float32)})
+        w.update(
+            {
+                p + "self_attn.q_proj.weight": lin(d, d),
+                p + "self_attn.k_proj.weight": lin(kv, d),
+                p + "self_attn.v_proj.weight": lin(kv, d),
+                p + "self_attn.o_proj.weight": lin(d, d),
+                p + "mlp.gate_proj.weight": lin(h, d),
+                p + "mlp.up_proj.weight": lin(h, d),
+                p + "mlp.down_proj.weight": lin(d, h),
+                p + "input_layernorm.weight": (1 + 0.1 * rng.standard_normal(d)).astype(np.float32),
+                p + "post_attention_layernorm.weight": np.ones(d, np.float32),
+            }
+        )
     return w
 
 

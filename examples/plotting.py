@@ -1,16 +1,23 @@
 """The training examples' ``--plot PATH``: a loss curve saved as a PNG (needs matplotlib)."""
+
 from __future__ import annotations
 
 
-def save_loss_curve(path: str, losses: list[float], title: str, xlabel: str = "step",
-                    marks: dict[str, list[tuple[int, float]]] | None = None) -> bool:
+def save_loss_curve(
+    path: str,
+    losses: list[float],
+    title: str,
+    xlabel: str = "step",
+    marks: dict[str, list[tuple[int, float]]] | None = None,
+) -> bool:
     """Plots ``losses`` (one per step) and any ``marks`` (label -> (x, y) points) to ``path``.
 
     Returns False, after saying why, when matplotlib is not installed.
     """
     try:
         import matplotlib
-        matplotlib.use("Agg")                    # files only, no display needed
+
+        matplotlib.use("Agg")  # files only, no display needed
         import matplotlib.pyplot as plt
     except ImportError:
         print(f"--plot: matplotlib is not installed (pip install matplotlib); {path} not written")

@@ -14,6 +14,7 @@ functions: each must give the eager results bit for bit, raise nothing and not c
 
 Counts are printed at the end; the exit status is 1 if any case failed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,14 +38,17 @@ FORMATS = ("npy", "npz", "npzc", "safetensors", "gguf")
 
 # ---- valid files ---------------------------------------------------------------------------
 
+
 def _seed_file(fmt: str, rng: random.Random) -> bytes:
     import ml_dtypes
     import numpy as np
     import nuvec as nv
+
     dtypes = ["<f4", ">f4", "<i8", ">i2", "|u1", "|b1", "<f2", ">c8", "<f8"]
     shape = tuple(rng.randint(0, 5) for _ in range(rng.randint(0, 3)))
     a = (np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape) % 7).astype(
-        rng.choice(dtypes))
+        rng.choice(dtypes)
+    )
     buf = io.BytesIO()
     if fmt == "npy":
         if rng.random() < 0.3:
@@ -53,14 +57,20 @@ def _seed_file(fmt: str, rng: random.Random) -> bytes:
     elif fmt in ("npz", "npzc"):
         (np.savez_compressed if fmt == "npzc" else np.savez)(buf, a=a, b=np.ones(3, "<f4"))
     elif fmt == "safetensors":
-        native = {"a": nv.array(a.astype(a.dtype.newbyteorder("="))),
-                  "h": nv.array(np.array([1.5, 2.0], ml_dtypes.bfloat16))}
+        native = {
+            "a": nv.array(a.astype(a.dtype.newbyteorder("="))),
+            "h": nv.array(np.array([1.5, 2.0], ml_dtypes.bfloat16)),
+        }
         nv.save_safetensors(buf, native, {"k": "v"})
     else:
-        q = np.concatenate([np.full((4, 2), 60, np.uint8),
-                            np.arange(64, dtype=np.uint8).reshape(4, 16)], axis=1)
-        nv.save_gguf(buf, {"a": nv.array(a.astype("<f4")), "i": nv.arange(6, dtype=nv.int16)},
-                     {"name": "x", "list": ["p", "q"], "v": nv.array([1, 2], dtype=nv.uint32)})
+        q = np.concatenate(
+            [np.full((4, 2), 60, np.uint8), np.arange(64, dtype=np.uint8).reshape(4, 16)], axis=1
+        )
+        nv.save_gguf(
+            buf,
+            {"a": nv.array(a.astype("<f4")), "i": nv.arange(6, dtype=nv.int16)},
+            {"name": "x", "list": ["p", "q"], "v": nv.array([1, 2], dtype=nv.uint32)},
+        )
         raw = buf.getvalue()
         # a Q4_0 tensor appended by hand: its info goes after the others, data at the end
         return _append_gguf_q4(raw, q.tobytes())
@@ -71,6 +81,7 @@ def _append_gguf_q4(raw: bytes, blocks: bytes) -> bytes:
     """``raw`` (a GGUF file nuvec wrote) with one more tensor, a Q4_0 of shape (2, 64)."""
     import nuvec.files.gguf as g
     from nuvec.files._source import Source
+
     src = Source.of_bytes(raw, "seed", "fuzz")
     tensors, meta = g.read(src)
     n_t, n_kv = struct.unpack_from("<QQ", raw, 8)
@@ -114,22 +125,25 @@ def _lie(data: bytes, fmt: str, rng: random.Random) -> bytes:
         i = text.find(b"'shape': (")
         if i >= 0:
             j = text.find(b")", i)
-            dims = ", ".join(str(rng.choice(_HUGE + [rng.randint(0, 99)]))
-                             for _ in range(rng.randint(1, 3)))
-            return text[:i] + b"'shape': (" + dims.encode() + b",)" + text[j + 1:]
+            dims = ", ".join(
+                str(rng.choice(_HUGE + [rng.randint(0, 99)])) for _ in range(rng.randint(1, 3))
+            )
+            return text[:i] + b"'shape': (" + dims.encode() + b",)" + text[j + 1 :]
     if fmt == "safetensors" and len(b) > 8:
         if rng.random() < 0.3:
             struct.pack_into("<Q", b, 0, v)
             return bytes(b)
         (n,) = struct.unpack_from("<Q", b, 0)
         try:
-            header = json.loads(bytes(b[8:8 + n]))
+            header = json.loads(bytes(b[8 : 8 + n]))
             name = rng.choice([k for k in header if k != "__metadata__"])
             field = rng.choice(["shape", "data_offsets"])
-            header[name][field] = [rng.choice(_HUGE + [rng.randint(0, 64)])
-                                   for _ in range(len(header[name][field]) or 1)]
+            header[name][field] = [
+                rng.choice(_HUGE + [rng.randint(0, 64)])
+                for _ in range(len(header[name][field]) or 1)
+            ]
             text = json.dumps(header).encode()
-            return struct.pack("<Q", len(text)) + text + bytes(b[8 + n:])
+            return struct.pack("<Q", len(text)) + text + bytes(b[8 + n :])
         except (ValueError, IndexError, KeyError):
             return bytes(b)
     if fmt == "gguf" and len(b) > 24:
@@ -139,7 +153,7 @@ def _lie(data: bytes, fmt: str, rng: random.Random) -> bytes:
         return bytes(b)
     if fmt in ("npz", "npzc") and len(b) > 30:
         # a zip size field (local header or central directory), or a lie inside a member
-        sig = [i for i in range(len(b) - 4) if b[i:i + 4] in (b"PK\x03\x04", b"PK\x01\x02")]
+        sig = [i for i in range(len(b) - 4) if b[i : i + 4] in (b"PK\x03\x04", b"PK\x01\x02")]
         if sig and rng.random() < 0.5:
             i = rng.choice(sig)
             at = i + rng.choice([18, 22] if b[i + 2] == 3 else [20, 24, 42])
@@ -164,7 +178,7 @@ def _lie(data: bytes, fmt: str, rng: random.Random) -> bytes:
 def _damage(data: bytes, fmt: str, rng: random.Random) -> tuple[str, bytes]:
     kind = rng.choice(["truncate", "flip", "lie", "lie", "splice"])
     if kind == "truncate":
-        return kind, data[:rng.randint(0, max(len(data) - 1, 0))]
+        return kind, data[: rng.randint(0, max(len(data) - 1, 0))]
     if kind == "flip":
         b = bytearray(data)
         for _ in range(rng.randint(1, 8)):
@@ -173,7 +187,7 @@ def _damage(data: bytes, fmt: str, rng: random.Random) -> tuple[str, bytes]:
         return kind, bytes(b)
     if kind == "splice":
         i = rng.randint(0, len(data))
-        return kind, data[:i] + os.urandom(rng.randint(1, 16)) + data[i + rng.randint(0, 16):]
+        return kind, data[:i] + os.urandom(rng.randint(1, 16)) + data[i + rng.randint(0, 16) :]
     return kind, _lie(data, fmt, rng)
 
 
@@ -187,7 +201,7 @@ def _inflated(data: bytes) -> int:
                     with z.open(info) as f:
                         while chunk := f.read(1 << 20):
                             total += len(chunk)
-                except Exception:       # what comes out before the damage still counts
+                except Exception:  # what comes out before the damage still counts
                     pass
     except Exception:
         pass
@@ -196,10 +210,12 @@ def _inflated(data: bytes) -> int:
 
 # ---- the file worker -----------------------------------------------------------------------
 
+
 def _worker(args) -> None:
     import resource
     import tracemalloc
     import nuvec as nv
+
     for line in open("/proc/self/status"):
         if line.startswith("VmSize:"):
             cap = int(line.split()[1]) * 1024 + (1 << 30)
@@ -232,7 +248,7 @@ def _worker(args) -> None:
         except MemoryError as e:
             outcome = "over_allocation"
             bad.append(f"{fmt} {kind}: MemoryError {e}")
-        except Exception as e:        # anything else is a defect
+        except Exception as e:  # anything else is a defect
             outcome = "bad_errors"
             bad.append(f"{fmt} {kind}: {type(e).__name__}: {str(e)[:200]}")
         peak = tracemalloc.get_traced_memory()[1] - base
@@ -246,25 +262,43 @@ def _worker(args) -> None:
             Path(args.keep).mkdir(parents=True, exist_ok=True)
             (Path(args.keep) / f"bad{len(bad)}.{path.suffix[1:]}").write_bytes(data)
         if counts["cases"] % 25 == 0 or time.monotonic() >= end:
-            (work / "stats.json").write_text(json.dumps({"counts": counts, "by": by,
-                                                         "bad": bad[:20]}))
+            (work / "stats.json").write_text(
+                json.dumps({"counts": counts, "by": by, "bad": bad[:20]})
+            )
     (work / "stats.json").write_text(json.dumps({"counts": counts, "by": by, "bad": bad[:20]}))
 
 
 def _run_files(seconds: float, seed: int, keep: str | None) -> dict:
-    total = {"cases": 0, "loaded": 0, "clean_errors": 0, "bad_errors": 0,
-             "over_allocation": 0, "crashes": 0}
+    total = {
+        "cases": 0,
+        "loaded": 0,
+        "clean_errors": 0,
+        "bad_errors": 0,
+        "over_allocation": 0,
+        "crashes": 0,
+    }
     by: dict = {}
     bad: list = []
     end = time.monotonic() + seconds
     while time.monotonic() < end - 1:
         with tempfile.TemporaryDirectory(prefix="nuvec-fuzz-") as work:
-            cmd = [sys.executable, "-m", "fuzz.files", "--worker", "--work", work,
-                   "--seconds", str(max(end - time.monotonic() - 1, 0.5)), "--seed", str(seed)]
+            cmd = [
+                sys.executable,
+                "-m",
+                "fuzz.files",
+                "--worker",
+                "--work",
+                work,
+                "--seconds",
+                str(max(end - time.monotonic() - 1, 0.5)),
+                "--seed",
+                str(seed),
+            ]
             if keep:
                 cmd += ["--keep", keep]
-            r = subprocess.run(cmd, cwd=str(ROOT), capture_output=True, text=True,
-                               timeout=seconds + 120)
+            r = subprocess.run(
+                cmd, cwd=str(ROOT), capture_output=True, text=True, timeout=seconds + 120
+            )
             stats_path = Path(work) / "stats.json"
             if stats_path.exists():
                 st = json.loads(stats_path.read_text())
@@ -275,15 +309,17 @@ def _run_files(seconds: float, seed: int, keep: str | None) -> dict:
                 bad += st["bad"]
             if r.returncode != 0:
                 total["crashes"] += 1
-                current = (Path(work) / "current")
+                current = Path(work) / "current"
                 what = current.read_text() if current.exists() else "?"
-                bad.append(f"worker died (status {r.returncode}) on {what}: "
-                           f"{r.stderr.strip()[-300:]}")
+                bad.append(
+                    f"worker died (status {r.returncode}) on {what}: {r.stderr.strip()[-300:]}"
+                )
                 case = next(Path(work).glob("case.*"), None)
                 if keep and case is not None:
                     Path(keep).mkdir(parents=True, exist_ok=True)
                     (Path(keep) / f"crash{total['crashes']}{case.suffix}").write_bytes(
-                        case.read_bytes())
+                        case.read_bytes()
+                    )
         seed += 1
     return {"counts": total, "by": by, "bad": bad}
 
@@ -314,6 +350,7 @@ _CACHE_DAMAGE = ("truncate", "flip", "truncate_resealed", "empty", "garbage_memo
 
 def _damage_cache(d: Path, kind: str, rng: random.Random) -> None:
     from nuvec.backends.cpu import jit
+
     entries = sorted(d.glob("*.so"))
     if kind == "garbage_memo":
         for memo in d.glob("probe-*"):
@@ -322,14 +359,14 @@ def _damage_cache(d: Path, kind: str, rng: random.Random) -> None:
     for so in entries:
         data = so.read_bytes()
         if kind == "truncate":
-            data = data[:rng.randint(0, len(data) - 1)]
+            data = data[: rng.randint(0, len(data) - 1)]
         elif kind == "flip":
             b = bytearray(data)
             b[rng.randrange(len(b))] ^= 1 << rng.randrange(8)
             data = bytes(b)
         elif kind == "truncate_resealed":
             body = data[:-40]
-            data = jit._seal(body[:rng.randint(0, len(body) - 1)])
+            data = jit._seal(body[: rng.randint(0, len(body) - 1)])
         elif kind == "empty":
             data = b""
         else:
@@ -339,17 +376,22 @@ def _damage_cache(d: Path, kind: str, rng: random.Random) -> None:
 
 def _run_cache(seconds: float, seed: int) -> dict:
     rng = random.Random(seed)
-    counts = {"runs": 0, "same_bits": 0, "rebuilt": 0, "crashes": 0, "wrong": 0,
-              "warnings": 0}
+    counts = {"runs": 0, "same_bits": 0, "rebuilt": 0, "crashes": 0, "wrong": 0, "warnings": 0}
     bad: list = []
     end = time.monotonic() + seconds
     with tempfile.TemporaryDirectory(prefix="nuvec-fuzz-cache-") as tmp:
         env = dict(os.environ, NUVEC_CACHE_DIR=tmp)
         env.pop("NUVEC_COMPILE_SYNC", None)
         c = repr(0.5 + rng.random())
-        run = lambda: subprocess.run([sys.executable, "-c", _CACHE_CHILD, c], cwd=str(ROOT),
-                                     env=env, capture_output=True, text=True, timeout=300)
-        r = run()                           # warm the cache
+        run = lambda: subprocess.run(
+            [sys.executable, "-c", _CACHE_CHILD, c],
+            cwd=str(ROOT),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        r = run()  # warm the cache
         if r.returncode != 0:
             return {"counts": counts, "bad": [f"warming failed: {r.stderr[-300:]}"]}
         while time.monotonic() < end or counts["runs"] == 0:
@@ -394,8 +436,14 @@ def main(argv=None) -> int:
     print("  kernel cache: " + ", ".join(f"{k} {v}" for k, v in cc.items()))
     for line in (files["bad"] + cache["bad"])[:30]:
         print("  FAILED " + line)
-    failed = fc["bad_errors"] + fc["over_allocation"] + fc["crashes"] + cc["crashes"] + \
-        cc["wrong"] + (1 if cache["bad"] else 0)
+    failed = (
+        fc["bad_errors"]
+        + fc["over_allocation"]
+        + fc["crashes"]
+        + cc["crashes"]
+        + cc["wrong"]
+        + (1 if cache["bad"] else 0)
+    )
     return 1 if failed else 0
 
 

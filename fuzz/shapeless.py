@@ -11,6 +11,7 @@ operation, is counted apart ("refused").
 
 ``tests/compile/test_shapeless_fuzz.py`` runs a few hundred of the same programs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -85,9 +86,12 @@ def make_program(seed: int):
 
     def shape():
         return tuple(rng.randrange(2, 5) for _ in range(rank))
+
     base = shape()
-    one = list(shape()); one[rng.randrange(rank)] = 1
-    zero = list(shape()); zero[rng.randrange(rank)] = 0
+    one = list(shape())
+    one[rng.randrange(rank)] = 1
+    zero = list(shape())
+    zero[rng.randrange(rank)] = 0
     return fun, dtype, rank, [base, shape(), tuple(one), tuple(zero)]
 
 
@@ -107,7 +111,7 @@ def _outcome(fun, x, y):
         outs = out if isinstance(out, tuple) else (out,)
         nv.eval(*outs)
         return [np.array(o) for o in outs]
-    except Exception as e:      # noqa: BLE001  (any error: both sides must raise)
+    except Exception as e:  # noqa: BLE001  (any error: both sides must raise)
         return e
 
 
@@ -120,8 +124,11 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
         return False
     fa, fb = a.astype(np.float64), b.astype(np.float64)
     nan = np.isnan(fa)
-    return bool(np.array_equal(nan, np.isnan(fb)) and np.array_equal(fa[~nan], fb[~nan])
-                and np.array_equal(np.signbit(fa[~nan]), np.signbit(fb[~nan])))
+    return bool(
+        np.array_equal(nan, np.isnan(fb))
+        and np.array_equal(fa[~nan], fb[~nan])
+        and np.array_equal(np.signbit(fa[~nan]), np.signbit(fb[~nan]))
+    )
 
 
 def check(seed: int) -> str:
@@ -134,8 +141,11 @@ def check(seed: int) -> str:
         y = _inputs(s, dtype, seed * 8 + i + 4)
         want = _outcome(fun, x, y)
         got = _outcome(cf, x, y)
-        if isinstance(got, ValueError) and not isinstance(want, Exception) and (
-                "shapeless=True" in str(got) or "traced (shapeless)" in str(got)):
+        if (
+            isinstance(got, ValueError)
+            and not isinstance(want, Exception)
+            and ("shapeless=True" in str(got) or "traced (shapeless)" in str(got))
+        ):
             return "refused"
         if isinstance(want, Exception) or isinstance(got, Exception):
             if isinstance(want, Exception) != isinstance(got, Exception):

@@ -1,5 +1,6 @@
 """MLX's module constants: ``nv.pi``, ``nv.e``, ``nv.euler_gamma``, ``nv.inf``, ``nv.nan`` are
 Python floats; ``nv.newaxis`` is None (``x[:, nv.newaxis]``)."""
+
 import math
 
 e = math.e

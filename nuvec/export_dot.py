@@ -10,6 +10,7 @@ Operations are boxes (a fused kernel lists its ops), arrays are ellipses labelle
 and shape; keyword arguments name outputs (``export_to_dot("g.dot", loss=l)``). Render with
 ``dot -Tsvg g.dot -o g.svg``.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,11 +40,11 @@ def export_to_dot(file: str | os.PathLike | TextIO, *args: Any, **kwargs: Any) -
         raise ValueError("export_to_dot: no arrays to export")
     names: dict[int, str] = {}
     keep: dict[int, Array] = {}
-    lines = ["digraph nuvec {", "  rankdir=TB;", "  node [fontname=\"Helvetica\"];"]
+    lines = ["digraph nuvec {", "  rankdir=TB;", '  node [fontname="Helvetica"];']
     done_prims: set = set()
     stack = [a for _, a in roots]
     order: list[Array] = []
-    while stack:                      # iterative: deep graphs need no recursion
+    while stack:  # iterative: deep graphs need no recursion
         a = stack.pop()
         if id(a) in keep:
             continue
@@ -58,13 +59,18 @@ def export_to_dot(file: str | os.PathLike | TextIO, *args: Any, **kwargs: Any) -
     label = {id(a): n for n, a in roots}
     for i, a in enumerate(order):
         names[id(a)] = f"a{i}"
-        kind = ("placeholder" if a._data is None and a._prim is None else
-                "constant" if a._prim is None else "")
+        kind = (
+            "placeholder"
+            if a._data is None and a._prim is None
+            else "constant"
+            if a._prim is None
+            else ""
+        )
         head = label.get(id(a), kind)
         text = f"{head}\\n" if head else ""
         text += f"{a._dtype.name} {tuple(a._shape)}"
-        style = ", style=filled, fillcolor=\"#dde8f5\"" if id(a) in label else ""
-        lines.append(f"  a{i} [shape=ellipse, label=\"{text}\"{style}];")
+        style = ', style=filled, fillcolor="#dde8f5"' if id(a) in label else ""
+        lines.append(f'  a{i} [shape=ellipse, label="{text}"{style}];')
     for a in order:
         p = a._prim
         if p is None:

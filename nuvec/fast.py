@@ -12,6 +12,7 @@ the rows each way, the composite's bits forward).
 >>> nv.fast.rope(nv.ones((1, 3, 8)), 8, traditional=False, base=10000.0, scale=1.0, offset=0).shape
 (1, 3, 8)
 """
+
 from __future__ import annotations
 
 from typing import Optional, Union
@@ -26,8 +27,14 @@ from .primitives._common import on_cpu_rows
 from .primitives.norm import LayerNorm, composite as composite_layer_norm
 from .primitives.reduction import ScaledSoftmax
 
-__all__ = ["rms_norm", "layer_norm", "rope", "scaled_dot_product_attention", "cuda_kernel",
-           "metal_kernel"]
+__all__ = [
+    "rms_norm",
+    "layer_norm",
+    "rope",
+    "scaled_dot_product_attention",
+    "cuda_kernel",
+    "metal_kernel",
+]
 
 
 def _check_eps(eps: float, op: str) -> None:
@@ -37,9 +44,11 @@ def _check_eps(eps: float, op: str) -> None:
 
 def _check_weight(x, w, name: str, op: str) -> None:
     if w is not None and (w.ndim != 1 or x.ndim == 0 or w.shape[0] != x.shape[-1]):
-        raise ValueError(f"{op}: {name} must have shape ({x.shape[-1] if x.ndim else '?'},) to "
-                         f"match the last axis of the input {tuple(x.shape)}, got "
-                         f"{tuple(w.shape)}")
+        raise ValueError(
+            f"{op}: {name} must have shape ({x.shape[-1] if x.ndim else '?'},) to "
+            f"match the last axis of the input {tuple(x.shape)}, got "
+            f"{tuple(w.shape)}"
+        )
 
 
 def rms_norm(x: nv.array, weight: Optional[nv.array], eps: float, *, stream=None) -> nv.array:
@@ -50,8 +59,9 @@ def rms_norm(x: nv.array, weight: Optional[nv.array], eps: float, *, stream=None
     return y if weight is None else weight * y
 
 
-def layer_norm(x: nv.array, weight: Optional[nv.array], bias: Optional[nv.array],
-               eps: float, *, stream=None) -> nv.array:
+def layer_norm(
+    x: nv.array, weight: Optional[nv.array], bias: Optional[nv.array], eps: float, *, stream=None
+) -> nv.array:
     """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last axis (biased variance;
     ``weight`` / ``bias`` None: 1 / 0)."""
     _check_eps(eps, "layer_norm")
@@ -66,9 +76,13 @@ def layer_norm(x: nv.array, weight: Optional[nv.array], bias: Optional[nv.array]
 def _one_pass(x: nv.array, *params) -> bool:
     """Whether layer_norm runs as the row primitive: float32 or float64 data (parameters of
     the same dtype) with a non-empty last axis, on the CPU."""
-    return (x.dtype in (nv.float32, nv.float64) and x.ndim >= 1 and x.size > 0
-            and all(p is None or p.dtype == x.dtype for p in params)
-            and current_stream().device.type.value == "cpu")
+    return (
+        x.dtype in (nv.float32, nv.float64)
+        and x.ndim >= 1
+        and x.size > 0
+        and all(p is None or p.dtype == x.dtype for p in params)
+        and current_stream().device.type.value == "cpu"
+    )
 
 
 def _scaled_rows(q: nv.array, k: nv.array, mask, scores_shape: tuple) -> bool:
@@ -87,9 +101,17 @@ def _scaled_rows(q: nv.array, k: nv.array, mask, scores_shape: tuple) -> bool:
     return on_cpu_rows(q, (q.ndim - 1,))
 
 
-def rope(a: nv.array, dims: int, *, traditional: bool, base: Optional[float], scale: float,
-         offset: Union[int, nv.array], freqs: Optional[nv.array] = None,
-         stream=None) -> nv.array:
+def rope(
+    a: nv.array,
+    dims: int,
+    *,
+    traditional: bool,
+    base: Optional[float],
+    scale: float,
+    offset: Union[int, nv.array],
+    freqs: Optional[nv.array] = None,
+    stream=None,
+) -> nv.array:
     r"""Rotary positional encoding of the first ``dims`` features of ``a`` (``(B, ..., L, D)``,
     positions along axis -2 starting at ``offset``: an int, a scalar array, or an array of
     ``B`` offsets, one per batch entry).
@@ -106,8 +128,9 @@ def rope(a: nv.array, dims: int, *, traditional: bool, base: Optional[float], sc
     if not isinstance(dims, int) or dims <= 0 or dims % 2:
         raise ValueError(f"rope: dims must be a positive even int, got {dims!r}")
     if a.ndim < 2 or a.shape[-1] < dims:
-        raise ValueError(f"rope: expects (..., L, D) input with D >= {dims}, got shape "
-                         f"{tuple(a.shape)}")
+        raise ValueError(
+            f"rope: expects (..., L, D) input with D >= {dims}, got shape {tuple(a.shape)}"
+        )
     if not nv.issubdtype(a.dtype, nv.floating):
         raise ValueError(f"rope: the input must be floating, got {a.dtype}")
     if isinstance(offset, Array) and not nv.issubdtype(offset.dtype, nv.integer):
@@ -134,8 +157,7 @@ def rope(a: nv.array, dims: int, *, traditional: bool, base: Optional[float], sc
     if traditional:
         pairs = nv.reshape(rot, (*rot.shape[:-1], half, 2))
         x1, x2 = pairs[..., 0], pairs[..., 1]
-        out = nv.reshape(nv.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1),
-                         rot.shape)
+        out = nv.reshape(nv.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1), rot.shape)
     else:
         x1, x2 = rot[..., :half], rot[..., half:]
         out = nv.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
@@ -147,13 +169,16 @@ def rope(a: nv.array, dims: int, *, traditional: bool, base: Optional[float], sc
 def _rope_angles_of_array(a, offset, length: int, scale, inv):
     """cos and sin of the angles for an array offset: ``(L, dims/2)`` for a scalar one,
     ``(B, 1, ..., L, dims/2)`` for one offset per batch entry."""
-    if offset.ndim > 1 or (offset.ndim == 1 and offset.shape[0] != 1
-                           and (a.ndim < 3 or offset.shape[0] != a.shape[0])):
-        raise ValueError(f"rope: offset must be a scalar or have one entry per batch entry "
-                         f"({a.shape[0]},), got shape {tuple(offset.shape)}")
+    if offset.ndim > 1 or (
+        offset.ndim == 1 and offset.shape[0] != 1 and (a.ndim < 3 or offset.shape[0] != a.shape[0])
+    ):
+        raise ValueError(
+            f"rope: offset must be a scalar or have one entry per batch entry "
+            f"({a.shape[0]},), got shape {tuple(offset.shape)}"
+        )
     pos = nv.astype(offset, nv.float32)
     steps = nv.array(np.arange(length, dtype=np.float32))
-    pos = (nv.expand_dims(pos, -1) + steps) * nv.array(scale)      # (L,) or (B, L)
+    pos = (nv.expand_dims(pos, -1) + steps) * nv.array(scale)  # (L,) or (B, L)
     theta = nv.expand_dims(pos, -1) * nv.array(inv.astype(np.float32))
     if offset.ndim == 1:
         theta = nv.reshape(theta, (theta.shape[0],) + (1,) * (a.ndim - 3) + theta.shape[1:])
@@ -167,26 +192,37 @@ def _attention_inputs(q, k, v, mask, sinks):
         if not isinstance(t, Array):
             raise TypeError(f"{op}: {name} must be an array, got {type(t).__name__}")
         if t.ndim < 2 or t.ndim > 4:
-            raise ValueError(f"{op}: {name} with shape {tuple(t.shape)} must have rank 4 "
-                             "(batch, heads, sequence, head dim)")
+            raise ValueError(
+                f"{op}: {name} with shape {tuple(t.shape)} must have rank 4 "
+                "(batch, heads, sequence, head dim)"
+            )
     try:
         np.broadcast_shapes(*(tuple(t.shape[:-3]) for t in (q, k, v)))
     except ValueError:
-        raise ValueError(f"{op}: mismatching batch dimension: q {tuple(q.shape)}, k "
-                         f"{tuple(k.shape)}, v {tuple(v.shape)}") from None
+        raise ValueError(
+            f"{op}: mismatching batch dimension: q {tuple(q.shape)}, k "
+            f"{tuple(k.shape)}, v {tuple(v.shape)}"
+        ) from None
     if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"{op}: q and k must have the same last dimension, got q "
-                         f"{tuple(q.shape)} and k {tuple(k.shape)}")
+        raise ValueError(
+            f"{op}: q and k must have the same last dimension, got q "
+            f"{tuple(q.shape)} and k {tuple(k.shape)}"
+        )
     if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"{op}: k and v must have the same sequence length, got k "
-                         f"{tuple(k.shape)} and v {tuple(v.shape)}")
+        raise ValueError(
+            f"{op}: k and v must have the same sequence length, got k "
+            f"{tuple(k.shape)} and v {tuple(v.shape)}"
+        )
     heads = [t.shape[-3] if t.ndim > 2 else 1 for t in (q, k, v)]
     if heads[1] != heads[2]:
-        raise ValueError(f"{op}: k and v must have the same number of kv heads, got "
-                         f"{heads[1]} and {heads[2]}")
+        raise ValueError(
+            f"{op}: k and v must have the same number of kv heads, got {heads[1]} and {heads[2]}"
+        )
     if heads[1] == 0 or heads[0] % heads[1]:
-        raise ValueError(f"{op}: the number of query heads ({heads[0]}) must be a multiple "
-                         f"of the number of kv heads ({heads[1]})")
+        raise ValueError(
+            f"{op}: the number of query heads ({heads[0]}) must be a multiple "
+            f"of the number of kv heads ({heads[1]})"
+        )
     out = nv.promote_types(nv.promote_types(q.dtype, k.dtype), v.dtype)
     if not nv.issubdtype(out, nv.floating):
         raise ValueError(f"{op}: unsupported dtype {out}; q, k and v must be floating")
@@ -195,37 +231,50 @@ def _attention_inputs(q, k, v, mask, sinks):
             raise ValueError(f"{op}: invalid mask option {mask!r}; must be 'causal' or an array")
     elif mask is not None:
         if not isinstance(mask, Array):
-            raise TypeError(f"{op}: mask must be None, 'causal' or an array, got "
-                            f"{type(mask).__name__}")
+            raise TypeError(
+                f"{op}: mask must be None, 'causal' or an array, got {type(mask).__name__}"
+            )
         if mask.ndim > 4:
-            raise ValueError(f"{op}: mask with shape {tuple(mask.shape)} must have rank 4 at "
-                             "most")
+            raise ValueError(f"{op}: mask with shape {tuple(mask.shape)} must have rank 4 at most")
         if nv.promote_types(mask.dtype, out) != out:
-            raise ValueError(f"{op}: mask dtype {mask.dtype} must promote to the output dtype "
-                             f"{out}")
+            raise ValueError(
+                f"{op}: mask dtype {mask.dtype} must promote to the output dtype {out}"
+            )
         want = tuple(q.shape[:-1]) + (k.shape[-2],)
         try:
-            if np.broadcast_shapes(tuple(mask.shape), want)[-len(want):] != want:
+            if np.broadcast_shapes(tuple(mask.shape), want)[-len(want) :] != want:
                 raise ValueError
         except ValueError:
-            raise ValueError(f"{op}: mask with shape {tuple(mask.shape)} does not broadcast to "
-                             f"the scores' shape {want}") from None
+            raise ValueError(
+                f"{op}: mask with shape {tuple(mask.shape)} does not broadcast to "
+                f"the scores' shape {want}"
+            ) from None
     if sinks is not None:
         if not isinstance(sinks, Array):
             raise TypeError(f"{op}: sinks must be an array, got {type(sinks).__name__}")
         if nv.promote_types(sinks.dtype, out) != out:
-            raise ValueError(f"{op}: sinks dtype {sinks.dtype} must promote to the output dtype "
-                             f"{out}")
+            raise ValueError(
+                f"{op}: sinks dtype {sinks.dtype} must promote to the output dtype {out}"
+            )
         if sinks.ndim != 1 or q.ndim < 3 or sinks.shape[0] != q.shape[-3]:
-            raise ValueError(f"{op}: sinks must have shape ({heads[0]},) (one per query "
-                             f"head), got {tuple(sinks.shape)}")
+            raise ValueError(
+                f"{op}: sinks must have shape ({heads[0]},) (one per query "
+                f"head), got {tuple(sinks.shape)}"
+            )
     return out
 
 
-def scaled_dot_product_attention(q: nv.array, k: nv.array, v: nv.array, *, scale: float,
-                                 mask: Union[None, str, nv.array] = None,
-                                 sinks: Optional[nv.array] = None, force_fused: bool = False,
-                                 stream=None) -> nv.array:
+def scaled_dot_product_attention(
+    q: nv.array,
+    k: nv.array,
+    v: nv.array,
+    *,
+    scale: float,
+    mask: Union[None, str, nv.array] = None,
+    sinks: Optional[nv.array] = None,
+    force_fused: bool = False,
+    stream=None,
+) -> nv.array:
     """``softmax(scale * q @ k^T + mask) @ v`` over ``(B, N_q, L, D)`` queries and
     ``(B, N_kv, S, D)`` keys and values, ``N_kv`` dividing ``N_q`` (grouped-query attention:
     query head ``h`` reads kv head ``h // (N_q / N_kv)``; pass k and v untiled).
@@ -247,23 +296,25 @@ def scaled_dot_product_attention(q: nv.array, k: nv.array, v: nv.array, *, scale
     L, S = q.shape[-2], k.shape[-2]
     n_q, n_kv = (q.shape[-3], k.shape[-3]) if q.ndim > 2 and k.ndim > 2 else (1, 1)
     rep = n_q // n_kv
-    if rep > 1:                                 # (B, N_kv, rep, L, D) against (B, N_kv, 1, S, D)
+    if rep > 1:  # (B, N_kv, rep, L, D) against (B, N_kv, 1, S, D)
         q = nv.reshape(q, (*q_shape[:-3], n_kv, rep, L, q_shape[-1]))
         k, v = nv.expand_dims(k, -3), nv.expand_dims(v, -3)
     scores_shape = tuple(q.shape[:-1]) + (S,)
-    if isinstance(mask, str):                   # causal, as a bool mask
-        mask = (nv.expand_dims(nv.arange(S - L, S), 1)
-                >= nv.expand_dims(nv.arange(S), 0))
+    if isinstance(mask, str):  # causal, as a bool mask
+        mask = nv.expand_dims(nv.arange(S - L, S), 1) >= nv.expand_dims(nv.arange(S), 0)
     elif mask is not None:
         if mask.dtype != nv.bool_:
             mask = nv.astype(mask, out_dtype)
-        if rep > 1 and mask.ndim >= 3:          # split its head axis as the queries'
+        if rep > 1 and mask.ndim >= 3:  # split its head axis as the queries'
             if mask.shape[-3] == 1:
                 mask = nv.expand_dims(mask, -3)
             else:
                 mask = nv.reshape(mask, (*mask.shape[:-3], n_kv, rep, *mask.shape[-2:]))
-    if sinks is None and (mask is None or mask.dtype != nv.bool_) \
-            and _scaled_rows(q, k, mask, scores_shape):
+    if (
+        sinks is None
+        and (mask is None or mask.dtype != nv.bool_)
+        and _scaled_rows(q, k, mask, scores_shape)
+    ):
         scores = nv.matmul(q, nv.swapaxes(k, -1, -2))
         args = [scores] if mask is None else [scores, mask]
         w = Array.make(ScaledSoftmax(scale, mask is not None), args)
@@ -274,7 +325,7 @@ def scaled_dot_product_attention(q: nv.array, k: nv.array, v: nv.array, *, scale
             scores = nv.where(mask, scores, nv.array(nv.finfo(scores.dtype).min, scores.dtype))
         elif mask is not None:
             scores = scores + mask
-        if sinks is not None:                   # one leading logit per head, dropped after
+        if sinks is not None:  # one leading logit per head, dropped after
             sk = nv.astype(sinks, out_dtype)
             sk = nv.reshape(sk, (n_kv, rep, 1, 1) if rep > 1 else (n_q, 1, 1))
             sk = nv.broadcast_to(sk, scores.shape[:-1] + (1,))
@@ -288,11 +339,22 @@ def scaled_dot_product_attention(q: nv.array, k: nv.array, v: nv.array, *, scale
     return out
 
 
-_CUDA_TYPES = {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16",
-               "float64": "double", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
-               "int64": "int64_t", "uint8": "uint8_t", "uint16": "uint16_t",
-               "uint32": "uint32_t", "uint64": "uint64_t", "bool": "bool",
-               "complex64": "cuComplex"}
+_CUDA_TYPES = {
+    "float32": "float",
+    "float16": "__half",
+    "bfloat16": "__nv_bfloat16",
+    "float64": "double",
+    "int8": "int8_t",
+    "int16": "int16_t",
+    "int32": "int32_t",
+    "int64": "int64_t",
+    "uint8": "uint8_t",
+    "uint16": "uint16_t",
+    "uint32": "uint32_t",
+    "uint64": "uint64_t",
+    "bool": "bool",
+    "complex64": "cuComplex",
+}
 _CUDA_HEADER = """#include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #include <cooperative_groups.h>
@@ -303,8 +365,15 @@ typedef unsigned int uint32_t; typedef unsigned long long uint64_t;
 """
 
 
-def cuda_kernel(name: str, input_names: list, output_names: list, source: str,
-                header: str = "", ensure_row_contiguous: bool = True, shared_memory: int = 0):
+def cuda_kernel(
+    name: str,
+    input_names: list,
+    output_names: list,
+    source: str,
+    header: str = "",
+    ensure_row_contiguous: bool = True,
+    shared_memory: int = 0,
+):
     """A user's CUDA kernel, compiled by NVRTC on first launch (MLX's ``mx.fast.cuda_kernel``).
 
     ``source`` is the body of the kernel; the signature is generated: each input ``a`` as
@@ -320,32 +389,50 @@ def cuda_kernel(name: str, input_names: list, output_names: list, source: str,
     True
     """
     from .primitives.custom_kernel import CustomKernel
+
     input_names, output_names = list(input_names), list(output_names)
     if not output_names:
         raise ValueError("cuda_kernel: at least one output is needed")
 
-    def launch(*, inputs, output_shapes, output_dtypes, grid, threadgroup, template=None,
-               init_value=None, verbose: bool = False, stream=None):
+    def launch(
+        *,
+        inputs,
+        output_shapes,
+        output_dtypes,
+        grid,
+        threadgroup,
+        template=None,
+        init_value=None,
+        verbose: bool = False,
+        stream=None,
+    ):
         if len(inputs) != len(input_names):
-            raise ValueError(f"cuda_kernel {name}: {len(input_names)} inputs named, "
-                             f"{len(inputs)} given")
+            raise ValueError(
+                f"cuda_kernel {name}: {len(input_names)} inputs named, {len(inputs)} given"
+            )
         if len(output_shapes) != len(output_names) or len(output_dtypes) != len(output_names):
-            raise ValueError(f"cuda_kernel {name}: give one shape and one dtype per output "
-                             f"({len(output_names)})")
+            raise ValueError(
+                f"cuda_kernel {name}: give one shape and one dtype per output ({len(output_names)})"
+            )
         if len(grid) != 3 or len(threadgroup) != 3:
             raise ValueError(f"cuda_kernel {name}: grid and threadgroup are 3-tuples")
         from .core.device import resolve_stream
+
         st = resolve_stream(stream)
         if st.device.type.value != "gpu":
-            raise ValueError(f"cuda_kernel {name}: runs on a CUDA GPU only (the stream is "
-                             f"on {st.device})")
+            raise ValueError(
+                f"cuda_kernel {name}: runs on a CUDA GPU only (the stream is on {st.device})"
+            )
         arrays = [a if isinstance(a, Array) else nv.array(a) for a in inputs]
         params = []
         for n, a in zip(input_names, arrays):
             params.append(f"const {_CUDA_TYPES[a.dtype.name]}* {n}")
             if a.ndim > 0:
-                for suffix, decl in (("_shape", "const int*"), ("_strides", "const int64_t*"),
-                                     ("_ndim", "const int")):
+                for suffix, decl in (
+                    ("_shape", "const int*"),
+                    ("_strides", "const int64_t*"),
+                    ("_ndim", "const int"),
+                ):
                     if n + suffix in source:
                         params.append(f"{decl} {n}{suffix}")
         params += [f"{_CUDA_TYPES[d.name]}* {n}" for n, d in zip(output_names, output_dtypes)]
@@ -357,22 +444,48 @@ def cuda_kernel(name: str, input_names: list, output_names: list, source: str,
                 consts.append(f"  constexpr int {tname} = {arg};")
             else:
                 consts.append(f"  using {tname} = {_CUDA_TYPES[arg.name]};")
-        full = (_CUDA_HEADER + header + f'\nextern "C" __global__ void {name}(\n    '
-                + ",\n    ".join(params) + ") {\n" + "\n".join(consts) + "\n" + source + "\n}\n")
+        full = (
+            _CUDA_HEADER
+            + header
+            + f'\nextern "C" __global__ void {name}(\n    '
+            + ",\n    ".join(params)
+            + ") {\n"
+            + "\n".join(consts)
+            + "\n"
+            + source
+            + "\n}\n"
+        )
         if verbose:
             print(full)
         specs = tuple((tuple(int(x) for x in s), d) for s, d in zip(output_shapes, output_dtypes))
-        prim = CustomKernel(name, full, specs, tuple(int(g) for g in grid),
-                            tuple(int(t) for t in threadgroup), init_value, shared_memory,
-                            ensure_row_contiguous)
+        prim = CustomKernel(
+            name,
+            full,
+            specs,
+            tuple(int(g) for g in grid),
+            tuple(int(t) for t in threadgroup),
+            init_value,
+            shared_memory,
+            ensure_row_contiguous,
+        )
         return Array.make_multi(prim, arrays, st)
+
     return launch
 
 
-def metal_kernel(name: str, input_names: list, output_names: list, source: str,
-                 header: str = "", ensure_row_contiguous: bool = True,
-                 atomic_outputs: bool = False, compile_options=None):
+def metal_kernel(
+    name: str,
+    input_names: list,
+    output_names: list,
+    source: str,
+    header: str = "",
+    ensure_row_contiguous: bool = True,
+    atomic_outputs: bool = False,
+    compile_options=None,
+):
     """MLX's ``mx.fast.metal_kernel``: not available in nuvec (its Metal backend runs through
     the Swift shim, which has no entry point for user kernels)."""
-    raise RuntimeError("metal_kernel: user Metal kernels are not supported by nuvec's Metal "
-                       "shim; use nv.fast.cuda_kernel on a CUDA GPU")
+    raise RuntimeError(
+        "metal_kernel: user Metal kernels are not supported by nuvec's Metal "
+        "shim; use nv.fast.cuda_kernel on a CUDA GPU"
+    )

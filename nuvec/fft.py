@@ -14,6 +14,7 @@ one gather and call these transforms, so they share their gradients.
 >>> nv.fft.irfft(nv.fft.rfft(nv.array([1.0, 2.0, 3.0]))).shape
 (2,)
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -36,6 +37,7 @@ def _on(stream):
 
 def _array(a, name: str) -> Array:
     from .ops._common import as_array
+
     return as_array(a, name)
 
 
@@ -45,8 +47,9 @@ def _int_list(v, name: str, what: str) -> list[int]:
     try:
         items = list(v)
     except TypeError:
-        raise TypeError(f"{name}: {what} must be an int or a sequence of ints, got "
-                        f"{type(v).__name__}") from None
+        raise TypeError(
+            f"{name}: {what} must be an int or a sequence of ints, got {type(v).__name__}"
+        ) from None
     for x in items:
         if not isinstance(x, numbers.Integral) or isinstance(x, bool):
             raise TypeError(f"{name}: {what} must hold ints, got {type(x).__name__}")
@@ -69,10 +72,12 @@ def _transform(a, n, axes, real: bool, inverse: bool, norm: str, stream, name: s
     ``n`` (None for the input's sizes) gives the signal's length on each axis of ``axes``: for
     an inverse real transform the output's, whose last axis reads ``n[-1] // 2 + 1`` inputs."""
     from . import ops
+
     a = _array(a, name)
     if not isinstance(norm, str) or norm not in _NORMS:
-        raise ValueError(f"{name}: invalid norm {norm!r}; expected one of 'backward', 'ortho', "
-                         f"'forward'")
+        raise ValueError(
+            f"{name}: invalid norm {norm!r}; expected one of 'backward', 'ortho', 'forward'"
+        )
     if a.ndim < 1:
         raise ValueError(f"{name}: the input must have at least one dimension, got a 0-d array")
     axes = list(axes)
@@ -82,8 +87,9 @@ def _transform(a, n, axes, real: bool, inverse: bool, norm: str, stream, name: s
         return a
     for ax in axes:
         if not -a.ndim <= ax < a.ndim:
-            raise ValueError(f"{name}: axis {ax} is out of bounds for an array of dimension "
-                             f"{a.ndim}")
+            raise ValueError(
+                f"{name}: axis {ax} is out of bounds for an array of dimension {a.ndim}"
+            )
     axes = [ax % a.ndim for ax in axes]
     if len(set(axes)) != len(axes):
         raise ValueError(f"{name}: repeated axis in {axes}")
@@ -137,8 +143,8 @@ def _many_axes(a, s, axes, name: str, default_axes):
 
 # -- one dimension -----------------------------------------------------------------------
 
-def fft(a, n: int | None = None, axis: int = -1, norm: str = "backward", *,
-        stream=None) -> Array:
+
+def fft(a, n: int | None = None, axis: int = -1, norm: str = "backward", *, stream=None) -> Array:
     """The discrete Fourier transform along ``axis`` (``n`` crops or zero-pads it first).
 
     >>> import nuvec as nv
@@ -149,8 +155,7 @@ def fft(a, n: int | None = None, axis: int = -1, norm: str = "backward", *,
     return _transform(a, n, axes, False, False, norm, stream, "fft")
 
 
-def ifft(a, n: int | None = None, axis: int = -1, norm: str = "backward", *,
-         stream=None) -> Array:
+def ifft(a, n: int | None = None, axis: int = -1, norm: str = "backward", *, stream=None) -> Array:
     """The inverse of ``fft`` along ``axis``.
 
     >>> import nuvec as nv
@@ -161,8 +166,7 @@ def ifft(a, n: int | None = None, axis: int = -1, norm: str = "backward", *,
     return _transform(a, n, axes, False, True, norm, stream, "ifft")
 
 
-def rfft(a, n: int | None = None, axis: int = -1, norm: str = "backward", *,
-         stream=None) -> Array:
+def rfft(a, n: int | None = None, axis: int = -1, norm: str = "backward", *, stream=None) -> Array:
     """The transform of a real signal: the ``n // 2 + 1`` non-negative frequencies.
 
     >>> import nuvec as nv
@@ -173,8 +177,7 @@ def rfft(a, n: int | None = None, axis: int = -1, norm: str = "backward", *,
     return _transform(a, n, axes, True, False, norm, stream, "rfft")
 
 
-def irfft(a, n: int | None = None, axis: int = -1, norm: str = "backward", *,
-          stream=None) -> Array:
+def irfft(a, n: int | None = None, axis: int = -1, norm: str = "backward", *, stream=None) -> Array:
     """The inverse of ``rfft``: a real signal of length ``n`` (default ``2 * (m - 1)`` for
     ``m`` frequencies).
 
@@ -188,36 +191,67 @@ def irfft(a, n: int | None = None, axis: int = -1, norm: str = "backward", *,
 
 # -- two and n dimensions ----------------------------------------------------------------
 
-def fft2(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1),
-         norm: str = "backward", *, stream=None) -> Array:
+
+def fft2(
+    a,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] | None = (-2, -1),
+    norm: str = "backward",
+    *,
+    stream=None,
+) -> Array:
     """Two-dimensional ``fft`` (over the last two axes by default)."""
     s, axes = _many_axes(a, s, axes, "fft2", None)
     return _transform(a, s, axes, False, False, norm, stream, "fft2")
 
 
-def ifft2(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1),
-          norm: str = "backward", *, stream=None) -> Array:
+def ifft2(
+    a,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] | None = (-2, -1),
+    norm: str = "backward",
+    *,
+    stream=None,
+) -> Array:
     """Two-dimensional ``ifft``."""
     s, axes = _many_axes(a, s, axes, "ifft2", None)
     return _transform(a, s, axes, False, True, norm, stream, "ifft2")
 
 
-def rfft2(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1),
-          norm: str = "backward", *, stream=None) -> Array:
+def rfft2(
+    a,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] | None = (-2, -1),
+    norm: str = "backward",
+    *,
+    stream=None,
+) -> Array:
     """Two-dimensional ``rfft`` (the last of ``axes`` is the halved one)."""
     s, axes = _many_axes(a, s, axes, "rfft2", None)
     return _transform(a, s, axes, True, False, norm, stream, "rfft2")
 
 
-def irfft2(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = (-2, -1),
-           norm: str = "backward", *, stream=None) -> Array:
+def irfft2(
+    a,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] | None = (-2, -1),
+    norm: str = "backward",
+    *,
+    stream=None,
+) -> Array:
     """Two-dimensional ``irfft``."""
     s, axes = _many_axes(a, s, axes, "irfft2", None)
     return _transform(a, s, axes, True, True, norm, stream, "irfft2")
 
 
-def fftn(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
-         norm: str = "backward", *, stream=None) -> Array:
+def fftn(
+    a,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+    norm: str = "backward",
+    *,
+    stream=None,
+) -> Array:
     """n-dimensional ``fft`` over ``axes`` (every axis by default).
 
     >>> import nuvec as nv
@@ -228,28 +262,47 @@ def fftn(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
     return _transform(a, s, axes, False, False, norm, stream, "fftn")
 
 
-def ifftn(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
-          norm: str = "backward", *, stream=None) -> Array:
+def ifftn(
+    a,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+    norm: str = "backward",
+    *,
+    stream=None,
+) -> Array:
     """n-dimensional ``ifft``."""
     s, axes = _many_axes(a, s, axes, "ifftn", None)
     return _transform(a, s, axes, False, True, norm, stream, "ifftn")
 
 
-def rfftn(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
-          norm: str = "backward", *, stream=None) -> Array:
+def rfftn(
+    a,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+    norm: str = "backward",
+    *,
+    stream=None,
+) -> Array:
     """n-dimensional ``rfft``."""
     s, axes = _many_axes(a, s, axes, "rfftn", None)
     return _transform(a, s, axes, True, False, norm, stream, "rfftn")
 
 
-def irfftn(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
-           norm: str = "backward", *, stream=None) -> Array:
+def irfftn(
+    a,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+    norm: str = "backward",
+    *,
+    stream=None,
+) -> Array:
     """n-dimensional ``irfft``."""
     s, axes = _many_axes(a, s, axes, "irfftn", None)
     return _transform(a, s, axes, True, True, norm, stream, "irfftn")
 
 
 # -- frequencies and shifts --------------------------------------------------------------
+
 
 def _check_freq_args(n, d, name: str) -> None:
     if not isinstance(n, numbers.Integral) or isinstance(n, bool):
@@ -270,11 +323,16 @@ def fftfreq(n: int, d: float = 1.0, *, stream=None) -> Array:
     [0.0, 0.25, -0.5, -0.25]
     """
     from . import ops
+
     _check_freq_args(n, d, "fftfreq")
     n = int(n)
     with _on(stream):
-        k = ops.concatenate([ops.arange(0, (n + 1) // 2, dtype=dt.float32),
-                             ops.arange(-(n // 2), 0, dtype=dt.float32)])
+        k = ops.concatenate(
+            [
+                ops.arange(0, (n + 1) // 2, dtype=dt.float32),
+                ops.arange(-(n // 2), 0, dtype=dt.float32),
+            ]
+        )
         return ops.multiply(k, ops.array(1.0 / (n * float(d)), dt.float32))
 
 
@@ -286,15 +344,18 @@ def rfftfreq(n: int, d: float = 1.0, *, stream=None) -> Array:
     [0.0, 0.25, 0.5]
     """
     from . import ops
+
     _check_freq_args(n, d, "rfftfreq")
     n = int(n)
     with _on(stream):
-        return ops.multiply(ops.arange(0, n // 2 + 1, dtype=dt.float32),
-                            ops.array(1.0 / (n * float(d)), dt.float32))
+        return ops.multiply(
+            ops.arange(0, n // 2 + 1, dtype=dt.float32), ops.array(1.0 / (n * float(d)), dt.float32)
+        )
 
 
 def _shift(a, axes, inverse: bool, stream, name: str) -> Array:
     from . import ops
+
     a = _array(a, name)
     if axes is None:
         if a.ndim == 0:
@@ -306,8 +367,9 @@ def _shift(a, axes, inverse: bool, stream, name: str) -> Array:
     shifts = []
     for ax in axes:
         if not -a.ndim <= ax < a.ndim:
-            raise ValueError(f"{name}: axis {ax} is out of bounds for an array of dimension "
-                             f"{a.ndim}")
+            raise ValueError(
+                f"{name}: axis {ax} is out of bounds for an array of dimension {a.ndim}"
+            )
         half = a.shape[ax] // 2
         shifts.append(-half if inverse else half)
     return ops.roll(a, shifts, [ax % a.ndim for ax in axes], stream=stream)
@@ -350,6 +412,7 @@ def _frame_window(window, n_fft: int, win_length: int | None, name: str, dtype) 
     """The window (ones when None) of ``win_length`` samples, zero-padded on both sides to
     ``n_fft`` (centred, as torch.stft does)."""
     from . import ops
+
     win_length = n_fft if win_length is None else _positive_int(win_length, name, "win_length")
     if win_length > n_fft:
         raise ValueError(f"{name}: win_length ({win_length}) must not exceed n_fft ({n_fft})")
@@ -369,11 +432,14 @@ def _padded_index(length: int, pad: int, mode: str, name: str):
     """For each position of the signal padded by ``pad`` on both sides, the sample it reads
     (reflect: mirrored without repeating the edge; edge: the edge repeated)."""
     import numpy as np
+
     i = np.arange(-pad, length + pad)
     if mode == "reflect":
         if pad >= length:
-            raise ValueError(f"{name}: reflect padding of {pad} needs a signal longer than "
-                             f"{pad} samples, got {length}")
+            raise ValueError(
+                f"{name}: reflect padding of {pad} needs a signal longer than "
+                f"{pad} samples, got {length}"
+            )
         i = np.abs(i)
         i = np.where(i >= length, 2 * (length - 1) - i, i)
     else:
@@ -381,9 +447,19 @@ def _padded_index(length: int, pad: int, mode: str, name: str):
     return i
 
 
-def stft(x, n_fft: int, hop_length: int | None = None, win_length: int | None = None,
-         window=None, center: bool = True, pad_mode: str = "reflect", norm: str = "backward",
-         onesided: bool = True, *, stream=None) -> Array:
+def stft(
+    x,
+    n_fft: int,
+    hop_length: int | None = None,
+    win_length: int | None = None,
+    window=None,
+    center: bool = True,
+    pad_mode: str = "reflect",
+    norm: str = "backward",
+    onesided: bool = True,
+    *,
+    stream=None,
+) -> Array:
     """The short-time Fourier transform of the signals on the last axis of ``x``:
     ``(..., n_freq, n_frames)`` complex64, ``n_freq = n_fft // 2 + 1`` (``n_fft`` when not
     ``onesided``). Frames of ``n_fft`` samples every ``hop_length`` (default ``n_fft // 4``),
@@ -398,14 +474,16 @@ def stft(x, n_fft: int, hop_length: int | None = None, win_length: int | None = 
     """
     import numpy as np
     from . import ops
+
     name = "stft"
     x = _array(x, name)
     n_fft = _positive_int(n_fft, name, "n_fft")
     hop = n_fft // 4 if hop_length is None else _positive_int(hop_length, name, "hop_length")
     hop = max(hop, 1)
     if pad_mode not in _PAD_MODES:
-        raise ValueError(f"{name}: pad_mode must be one of {', '.join(_PAD_MODES)}, got "
-                         f"{pad_mode!r}")
+        raise ValueError(
+            f"{name}: pad_mode must be one of {', '.join(_PAD_MODES)}, got {pad_mode!r}"
+        )
     if x.ndim < 1:
         raise ValueError(f"{name}: the input must have at least one dimension")
     if onesided and x.dtype.kind == "c":
@@ -422,8 +500,10 @@ def stft(x, n_fft: int, hop_length: int | None = None, win_length: int | None = 
         else:
             source = _padded_index(length, pad, pad_mode, name)
         if source.size < n_fft:
-            raise ValueError(f"{name}: the (padded) signal of {source.size} samples is shorter "
-                             f"than n_fft={n_fft}")
+            raise ValueError(
+                f"{name}: the (padded) signal of {source.size} samples is shorter "
+                f"than n_fft={n_fft}"
+            )
         count = 1 + (source.size - n_fft) // hop
         # every frame's samples as indices into x: one gather frames the padded signal
         idx = source[np.arange(count)[:, None] * hop + np.arange(n_fft)[None, :]]
@@ -438,6 +518,7 @@ def _overlap_add(frames: Array, hop: int) -> Array:
     (length ``n + hop * (count - 1)``): each frame cut into hop-long chunks; chunk j of
     frame t lands in block t + j, so the signal is a sum of shifted chunk rows."""
     from . import ops
+
     count, n = frames.shape[-2:]
     chunks = -(-n // hop)
     lead = [(0, 0)] * (frames.ndim - 2)
@@ -452,10 +533,19 @@ def _overlap_add(frames: Array, hop: int) -> Array:
     return signal[..., : n + hop * (count - 1)]
 
 
-def istft(stft_matrix, n_fft: int | None = None, hop_length: int | None = None,
-          win_length: int | None = None, window=None, center: bool = True,
-          norm: str = "backward", onesided: bool = True, length: int | None = None, *,
-          stream=None) -> Array:
+def istft(
+    stft_matrix,
+    n_fft: int | None = None,
+    hop_length: int | None = None,
+    win_length: int | None = None,
+    window=None,
+    center: bool = True,
+    norm: str = "backward",
+    onesided: bool = True,
+    length: int | None = None,
+    *,
+    stream=None,
+) -> Array:
     """The inverse of ``stft``: the signal whose ``stft`` (same arguments) is
     ``stft_matrix`` (..., n_freq, n_frames), by windowed overlap-add divided by the summed
     squared window. ``n_fft`` defaults to ``2 * (n_freq - 1)`` (``n_freq`` when not
@@ -470,19 +560,23 @@ def istft(stft_matrix, n_fft: int | None = None, hop_length: int | None = None,
     True
     """
     from . import ops
+
     name = "istft"
     spec = _array(stft_matrix, name)
     if spec.ndim < 2:
-        raise ValueError(f"{name}: the input must have at least two dimensions "
-                         f"(..., n_freq, n_frames), got {spec.ndim}")
+        raise ValueError(
+            f"{name}: the input must have at least two dimensions "
+            f"(..., n_freq, n_frames), got {spec.ndim}"
+        )
     n_freq, count = spec.shape[-2:]
     if n_fft is None:
         n_fft = 2 * (n_freq - 1) if onesided else n_freq
     n_fft = _positive_int(n_fft, name, "n_fft")
     want = n_fft // 2 + 1 if onesided else n_fft
     if n_freq != want:
-        raise ValueError(f"{name}: {n_freq} frequencies do not match n_fft={n_fft} "
-                         f"({want} expected)")
+        raise ValueError(
+            f"{name}: {n_freq} frequencies do not match n_fft={n_fft} ({want} expected)"
+        )
     hop = n_fft // 4 if hop_length is None else _positive_int(hop_length, name, "hop_length")
     hop = max(hop, 1)
     if hop > n_fft:
@@ -491,8 +585,11 @@ def istft(stft_matrix, n_fft: int | None = None, hop_length: int | None = None,
         length = _positive_int(length, name, "length")
     with _on(stream):
         frames = ops.swapaxes(ops.astype(spec, dt.complex64), -1, -2)
-        frames = irfft(frames, n=n_fft, axis=-1, norm=norm) if onesided else \
-            ifft(frames, axis=-1, norm=norm)
+        frames = (
+            irfft(frames, n=n_fft, axis=-1, norm=norm)
+            if onesided
+            else ifft(frames, axis=-1, norm=norm)
+        )
         w = _frame_window(window, n_fft, win_length, name, frames.dtype)
         signal = _overlap_add(ops.multiply(frames, w), hop)
         env = _overlap_add(ops.broadcast_to(ops.square(ops.abs(w)), (count, n_fft)), hop)
@@ -503,11 +600,29 @@ def istft(stft_matrix, n_fft: int | None = None, hop_length: int | None = None,
         end = signal.shape[-1] - (n_fft // 2 if center else 0)
         if length is not None:
             end = start + length
-        out = signal[..., start:min(end, signal.shape[-1])]
+        out = signal[..., start : min(end, signal.shape[-1])]
         if out.shape[-1] < end - start:
             out = ops.pad(out, [(0, 0)] * (out.ndim - 1) + [(0, end - start - out.shape[-1])])
         return out
 
 
-__all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn",
-           "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift", "stft", "istft"]
+__all__ = [
+    "fft",
+    "ifft",
+    "rfft",
+    "irfft",
+    "fft2",
+    "ifft2",
+    "rfft2",
+    "irfft2",
+    "fftn",
+    "ifftn",
+    "rfftn",
+    "irfftn",
+    "fftfreq",
+    "rfftfreq",
+    "fftshift",
+    "ifftshift",
+    "stft",
+    "istft",
+]

@@ -13,6 +13,7 @@ cores as thread counts (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS,
 NUVEC_NUM_THREADS), unless those are set. It exits with mpirun's status. When mpirun or
 mpi4py is missing it says what to install and exits with status 2.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,9 +24,11 @@ import subprocess
 import sys
 from typing import Sequence
 
-INSTALL_HINT = ("install an MPI library and mpi4py, e.g. `apt-get install openmpi-bin "
-                "libopenmpi-dev` and `pip install mpi4py` (or `pip install -e .[mpi]`); to run "
-                "on one process, run the script directly with python")
+INSTALL_HINT = (
+    "install an MPI library and mpi4py, e.g. `apt-get install openmpi-bin "
+    "libopenmpi-dev` and `pip install mpi4py` (or `pip install -e .[mpi]`); to run "
+    "on one process, run the script directly with python"
+)
 
 
 #: thread-count variables set to each process's share of the cores (when not set already)
@@ -53,8 +56,9 @@ def find_mpirun(explicit: str | None = None) -> str:
 def mpi_flavour(mpirun: str) -> str:
     """ "openmpi", "mpich" or "unknown", from ``mpirun --version``."""
     try:
-        out = subprocess.run([mpirun, "--version"], capture_output=True, text=True,
-                             timeout=30).stdout
+        out = subprocess.run(
+            [mpirun, "--version"], capture_output=True, text=True, timeout=30
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     if "Open MPI" in out or "OpenRTE" in out:
@@ -64,10 +68,18 @@ def mpi_flavour(mpirun: str) -> str:
     return "unknown"
 
 
-def build_command(n: int, argv: Sequence[str], mpirun: str, flavour: str,
-                  hostfile: str | None = None, hosts: str | None = None,
-                  extra: Sequence[str] = (), python: str = sys.executable,
-                  cpus: int | None = None, euid: int | None = None) -> tuple[list[str], dict]:
+def build_command(
+    n: int,
+    argv: Sequence[str],
+    mpirun: str,
+    flavour: str,
+    hostfile: str | None = None,
+    hosts: str | None = None,
+    extra: Sequence[str] = (),
+    python: str = sys.executable,
+    cpus: int | None = None,
+    euid: int | None = None,
+) -> tuple[list[str], dict]:
     """The mpirun command line and the environment additions for ``n`` processes running
     ``python argv...``."""
     cpus = cpus if cpus is not None else (os.cpu_count() or 1)
@@ -90,7 +102,7 @@ def build_command(n: int, argv: Sequence[str], mpirun: str, flavour: str,
             env["OMPI_MCA_mpi_yield_when_idle"] = "1"
         for var in ("PYTHONPATH", "NUVEC_DISABLE_COMPILE"):
             if var in os.environ:
-                cmd += ["-x", var]       # reach processes on other hosts too
+                cmd += ["-x", var]  # reach processes on other hosts too
     if hostfile is not None:
         cmd += ["--hostfile" if flavour == "openmpi" else "-f", hostfile]
     if hosts is not None:
@@ -103,15 +115,21 @@ def build_command(n: int, argv: Sequence[str], mpirun: str, flavour: str,
 def main(args: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m nuvec.launch",
-        description="Run a Python script on several processes over MPI.")
+        description="Run a Python script on several processes over MPI.",
+    )
     p.add_argument("-n", "--nprocs", type=int, required=True, help="number of processes")
     p.add_argument("--hostfile", help="an MPI host file (processes on several machines)")
     p.add_argument("--hosts", help="comma-separated host names")
     p.add_argument("--mpirun", help="the MPI launcher to use (default: mpirun or mpiexec)")
-    p.add_argument("--mpi-arg", action="append", default=[],
-                   help="an extra argument for mpirun (repeat for several)")
-    p.add_argument("--print-command", action="store_true",
-                   help="print the mpirun command line and exit")
+    p.add_argument(
+        "--mpi-arg",
+        action="append",
+        default=[],
+        help="an extra argument for mpirun (repeat for several)",
+    )
+    p.add_argument(
+        "--print-command", action="store_true", help="print the mpirun command line and exit"
+    )
     p.add_argument("script", help="the Python script")
     p.add_argument("script_args", nargs=argparse.REMAINDER, help="its arguments")
     ns = p.parse_args(args)
@@ -120,14 +138,17 @@ def main(args: Sequence[str] | None = None) -> int:
     try:
         mpirun = find_mpirun(ns.mpirun)
         if importlib.util.find_spec("mpi4py") is None:
-            raise LaunchError(f"nuvec.launch: mpi4py is not installed, so the processes "
-                              f"could not talk to each other; {INSTALL_HINT}")
+            raise LaunchError(
+                f"nuvec.launch: mpi4py is not installed, so the processes "
+                f"could not talk to each other; {INSTALL_HINT}"
+            )
     except LaunchError as e:
         print(e, file=sys.stderr)
         return 2
     argv = [ns.script, *ns.script_args]
-    cmd, env = build_command(ns.nprocs, argv, mpirun, mpi_flavour(mpirun), ns.hostfile,
-                             ns.hosts, ns.mpi_arg)
+    cmd, env = build_command(
+        ns.nprocs, argv, mpirun, mpi_flavour(mpirun), ns.hostfile, ns.hosts, ns.mpi_arg
+    )
     if ns.print_command:
         prefix = " ".join(f"{k}={v}" for k, v in env.items())
         print((prefix + " " if prefix else "") + " ".join(cmd))

@@ -20,6 +20,7 @@ singular vectors (so pinv) raise NotImplementedError under grad / jvp.
 >>> round(nv.linalg.det(a).item(), 4)
 11.0
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -32,13 +33,32 @@ from .core.array import Array
 from .core.device import resolve_stream, stream as _stream_ctx
 from .primitives.linalg import LUF, QRF, SVD, Cholesky, Eig, Eigh, Inverse
 
-__all__ = ["norm", "qr", "svd", "inv", "tri_inv", "cholesky", "cholesky_inv", "cross", "det",
-           "eig", "eigh", "eigvals", "eigvalsh", "lu", "lu_factor", "pinv", "slogdet", "solve",
-           "solve_triangular"]
+__all__ = [
+    "norm",
+    "qr",
+    "svd",
+    "inv",
+    "tri_inv",
+    "cholesky",
+    "cholesky_inv",
+    "cross",
+    "det",
+    "eig",
+    "eigh",
+    "eigvals",
+    "eigvalsh",
+    "lu",
+    "lu_factor",
+    "pinv",
+    "slogdet",
+    "solve",
+    "solve_triangular",
+]
 
 
 def _ops():
     from . import ops
+
     return ops
 
 
@@ -48,6 +68,7 @@ def _on(stream):
 
 def _array(a, name: str) -> Array:
     from .ops._common import as_array
+
     return as_array(a, name)
 
 
@@ -58,6 +79,7 @@ def _at_least_float(d: dt.Dtype) -> dt.Dtype:
 def _make(prim, a: Array, stream) -> list:
     """The outputs of factorisation ``prim`` on ``a`` (a list)."""
     from .primitives.linalg import _apply
+
     return _apply(prim, a, resolve_stream(stream))
 
 
@@ -68,6 +90,7 @@ def _bool(v, name: str, what: str) -> bool:
 
 
 # -- norms ---------------------------------------------------------------------------------
+
 
 def _l2(a: Array, axes: list, keepdims: bool) -> Array:
     ops = _ops()
@@ -99,8 +122,11 @@ def _real_dtype(d: dt.Dtype) -> dt.Dtype:
 def _singular_values(a: Array, row: int, col: int) -> Array:
     """The singular values of the matrices on axes (row, col) of ``a``."""
     ops = _ops()
-    m = ops.moveaxis(ops.moveaxis(a, row, -1), col, -1) if row > col else \
-        ops.moveaxis(ops.moveaxis(a, col, -1), row, -2)
+    m = (
+        ops.moveaxis(ops.moveaxis(a, row, -1), col, -1)
+        if row > col
+        else ops.moveaxis(ops.moveaxis(a, col, -1), row, -2)
+    )
     return _make(SVD(False), m, None)[0]
 
 
@@ -112,8 +138,11 @@ def _matrix_norm(a: Array, ord, axes: list, keepdims: bool) -> Array:
         return _l2(a, [row, col], keepdims)
     if ord == "nuc" or (not isinstance(ord, str) and ord in (2, -2)):
         s = _singular_values(ops.astype(a, d), row, col)
-        r = ops.sum(s, axis=-1) if ord == "nuc" else (
-            ops.max(s, axis=-1) if ord == 2 else ops.min(s, axis=-1))
+        r = (
+            ops.sum(s, axis=-1)
+            if ord == "nuc"
+            else (ops.max(s, axis=-1) if ord == 2 else ops.min(s, axis=-1))
+        )
         return ops.expand_dims(r, sorted((row, col))) if keepdims else r
     if isinstance(ord, str):
         raise ValueError(f"norm: invalid ord {ord!r} for a matrix norm")
@@ -124,13 +153,23 @@ def _matrix_norm(a: Array, ord, axes: list, keepdims: bool) -> Array:
     else:
         raise ValueError(f"norm: invalid ord {ord!r} for a matrix norm")
     s = ops.sum(ops.abs(a), axis=inner, keepdims=keepdims)
-    r = ops.max(s, axis=outer, keepdims=keepdims) if ord > 0 else \
-        ops.min(s, axis=outer, keepdims=keepdims)
+    r = (
+        ops.max(s, axis=outer, keepdims=keepdims)
+        if ord > 0
+        else ops.min(s, axis=outer, keepdims=keepdims)
+    )
     return ops.astype(r, _real_dtype(d))
 
 
-def norm(a, /, ord: int | float | str | None = None, axis: int | Sequence[int] | None = None,
-         keepdims: bool = False, *, stream=None) -> Array:
+def norm(
+    a,
+    /,
+    ord: int | float | str | None = None,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    *,
+    stream=None,
+) -> Array:
     """A vector norm (one axis) or a matrix norm (two axes): ``ord`` of 0, 1, 2, inf, -inf or
     any p for vectors; "fro", "nuc", 1, -1, 2, -2, inf, -inf for matrices. Without ``ord`` it
     is the 2-norm of the flattened array (or the Frobenius norm over two axes).
@@ -152,13 +191,15 @@ def norm(a, /, ord: int | float | str | None = None, axis: int | Sequence[int] |
         try:
             axes = [int(x) for x in axis]
         except (TypeError, ValueError):
-            raise TypeError(f"norm: axis must be None, an int or a sequence of ints, got "
-                            f"{type(axis).__name__}") from None
+            raise TypeError(
+                f"norm: axis must be None, an int or a sequence of ints, got {type(axis).__name__}"
+            ) from None
     if axes is not None:
         for ax in axes:
             if not -a.ndim <= ax < a.ndim:
-                raise ValueError(f"norm: axis {ax} is out of bounds for an array of dimension "
-                                 f"{a.ndim}")
+                raise ValueError(
+                    f"norm: axis {ax} is out of bounds for an array of dimension {a.ndim}"
+                )
         if len({ax % a.ndim for ax in axes}) != len(axes):
             raise ValueError(f"norm: repeated axis in {axes}")
     with _on(stream):
@@ -174,8 +215,10 @@ def norm(a, /, ord: int | float | str | None = None, axis: int | Sequence[int] |
             axes = list(range(a.ndim))
         if isinstance(ord, str):
             if len(axes) != 2:
-                raise ValueError(f"norm: norm {ord!r} is only supported for matrices, but "
-                                 f"received {len(axes)} axis/axes")
+                raise ValueError(
+                    f"norm: norm {ord!r} is only supported for matrices, but "
+                    f"received {len(axes)} axis/axes"
+                )
             return _matrix_norm(a, ord, axes, keepdims)
         if len(axes) == 1:
             return _vector_norm(a, float(ord), axes, keepdims)
@@ -186,13 +229,13 @@ def norm(a, /, ord: int | float | str | None = None, axis: int | Sequence[int] |
 
 # -- factorisations ------------------------------------------------------------------------
 
+
 def _matrix_arg(a, name: str, dtypes: tuple, square: bool = False) -> Array:
     a = _array(a, name)
     if a.ndim < 2:
         raise ValueError(f"{name}: arrays must have at least 2 dimensions, got {a.ndim}")
     if a.dtype.name not in dtypes:
-        raise ValueError(f"{name}: arrays must have type {' or '.join(dtypes)}; got "
-                         f"{a.dtype.name}")
+        raise ValueError(f"{name}: arrays must have type {' or '.join(dtypes)}; got {a.dtype.name}")
     if square and a.shape[-1] != a.shape[-2]:
         raise ValueError(f"{name}: only defined for square matrices, got shape {a.shape}")
     return a
@@ -382,22 +425,24 @@ def lu(a, *, stream=None) -> tuple[Array, Array, Array]:
 def _solve_args(a, b, name: str) -> tuple[Array, Array]:
     a, b = _array(a, name), _array(b, name)
     if a.ndim < 2:
-        raise ValueError(f"{name}: the first input must have at least 2 dimensions, got "
-                         f"{a.ndim}")
+        raise ValueError(f"{name}: the first input must have at least 2 dimensions, got {a.ndim}")
     if b.ndim < 1:
         raise ValueError(f"{name}: the second input must have at least 1 dimension, got 0")
     if a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"{name}: the first input must be a square matrix, got shape "
-                         f"{a.shape}")
+        raise ValueError(f"{name}: the first input must be a square matrix, got shape {a.shape}")
     k = b.shape[-2] if b.ndim > 1 else b.shape[-1]
     if a.shape[-1] != k:
-        raise ValueError(f"{name}: the last dimension of the first input (shape {a.shape}) must "
-                         f"match the {'second-to-last' if b.ndim > 1 else 'only'} dimension of "
-                         f"the second (shape {b.shape})")
+        raise ValueError(
+            f"{name}: the last dimension of the first input (shape {a.shape}) must "
+            f"match the {'second-to-last' if b.ndim > 1 else 'only'} dimension of "
+            f"the second (shape {b.shape})"
+        )
     d = dt.promote_types(a.dtype, b.dtype)
     if d.name not in _REAL:
-        raise ValueError(f"{name}: the inputs must promote to float32 or float64, got "
-                         f"{a.dtype.name} and {b.dtype.name}")
+        raise ValueError(
+            f"{name}: the inputs must promote to float32 or float64, got "
+            f"{a.dtype.name} and {b.dtype.name}"
+        )
     ops = _ops()
     return ops.astype(a, d), ops.astype(b, d)
 
@@ -475,13 +520,15 @@ def cross(a, b, axis: int = -1, *, stream=None) -> Array:
     [0.0, 0.0, 1.0]
     """
     from .ops._common import operands
+
     a, b = _array(a, "cross"), _array(b, "cross")
     if not isinstance(axis, numbers.Integral) or isinstance(axis, bool):
         raise TypeError(f"cross: axis must be an int, got {type(axis).__name__}")
     for x in (a, b):
         if not -x.ndim <= axis < x.ndim:
-            raise ValueError(f"cross: axis {axis} is out of bounds for an array of dimension "
-                             f"{x.ndim}")
+            raise ValueError(
+                f"cross: axis {axis} is out of bounds for an array of dimension {x.ndim}"
+            )
         if x.shape[axis] not in (2, 3):
             raise ValueError(f"cross: the axis must have size 2 or 3, got {x.shape[axis]}")
     with _on(stream):
@@ -513,6 +560,7 @@ def cross(a, b, axis: int = -1, *, stream=None) -> Array:
 
 # -- determinants --------------------------------------------------------------------------
 
+
 def _det_args(a, name: str) -> Array:
     a = _array(a, name)
     if a.dtype.kind == "c":
@@ -538,9 +586,11 @@ def _det_small(a: Array) -> Array:
         return e(0, 0)
     if n == 2:
         return e(0, 0) * e(1, 1) - e(0, 1) * e(1, 0)
-    return (e(0, 0) * (e(1, 1) * e(2, 2) - e(1, 2) * e(2, 1))
-            - e(0, 1) * (e(1, 0) * e(2, 2) - e(1, 2) * e(2, 0))
-            + e(0, 2) * (e(1, 0) * e(2, 1) - e(1, 1) * e(2, 0)))
+    return (
+        e(0, 0) * (e(1, 1) * e(2, 2) - e(1, 2) * e(2, 1))
+        - e(0, 1) * (e(1, 0) * e(2, 2) - e(1, 2) * e(2, 0))
+        + e(0, 2) * (e(1, 0) * e(2, 1) - e(1, 1) * e(2, 0))
+    )
 
 
 def _slogdet(a: Array, stream) -> tuple[Array, Array]:

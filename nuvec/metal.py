@@ -1,5 +1,6 @@
 """``nv.metal.is_available()``: whether an Apple GPU can run nuvec here (through the Swift
 shim). On Linux it is False, and ``unavailable_reason()`` says why."""
+
 from __future__ import annotations
 
 

@@ -6,6 +6,7 @@ a precision of ``p >= 0`` prints floats with ``p`` decimals; -1 is the default f
 ...     print(nv.array([1.23456]))
 array([1.23], dtype=float32)
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -14,6 +14,7 @@ True
 >>> nv.random.seed(42); bool(nv.all(x == nv.random.normal((3,))))
 True
 """
+
 from __future__ import annotations
 
 import math
@@ -29,9 +30,23 @@ from .core.device import resolve_stream
 from .ops._common import as_array, shape_arg
 from .primitives.random import WIDTH_DTYPES, RandomBits
 
-__all__ = ["key", "seed", "split", "bits", "uniform", "normal", "randint", "bernoulli",
-           "truncated_normal", "categorical", "gumbel", "permutation", "laplace",
-           "multivariate_normal", "state"]
+__all__ = [
+    "key",
+    "seed",
+    "split",
+    "bits",
+    "uniform",
+    "normal",
+    "randint",
+    "bernoulli",
+    "truncated_normal",
+    "categorical",
+    "gumbel",
+    "permutation",
+    "laplace",
+    "multivariate_normal",
+    "state",
+]
 
 _SQRT2 = math.sqrt(2.0)
 
@@ -45,7 +60,7 @@ def key(seed: int) -> Array:
     """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"key: seed must be an int, got {type(seed).__name__}")
-    if not -2**63 <= seed < 2**64:
+    if not -(2**63) <= seed < 2**64:
         raise OverflowError(f"key: seed {seed} does not fit in 64 bits")
     s = int(seed) & 0xFFFFFFFFFFFFFFFF
     return Array.constant(np.array([s >> 32, s & 0xFFFFFFFF], dtype=np.uint32), None, dt.uint32)
@@ -63,11 +78,13 @@ def seed(seed: int) -> None:
 
 def _check_key(k, name: str) -> Array:
     if not isinstance(k, Array):
-        raise TypeError(f"{name}: key must be an array made by nv.random.key or split, got "
-                        f"{type(k).__name__}")
+        raise TypeError(
+            f"{name}: key must be an array made by nv.random.key or split, got {type(k).__name__}"
+        )
     if k.dtype != dt.uint32 or k.shape != (2,):
-        raise ValueError(f"{name}: a key is a uint32 array of shape (2,), got {k.dtype.name} "
-                         f"{k.shape}")
+        raise ValueError(
+            f"{name}: a key is a uint32 array of shape (2,), got {k.dtype.name} {k.shape}"
+        )
     return k
 
 
@@ -78,6 +95,7 @@ def _next_key() -> Array:
     new, sub = pair[0], pair[1]
     if k._data is not None and not k._tracer:
         from .core.evaluate import eval as _eval
+
         _eval(new, sub)  # keeps the global key a value: a loop of draws grows no graph
     state[0] = new
     return sub
@@ -114,8 +132,9 @@ def split(key: Array, num: int = 2, *, stream=None) -> Array:
     return Array.make(RandomBits((int(num), 2), 4), [k], resolve_stream(stream))
 
 
-def bits(shape: Sequence[int] = (), width: int = 4, key: Array | None = None, *,
-         stream=None) -> Array:
+def bits(
+    shape: Sequence[int] = (), width: int = 4, key: Array | None = None, *, stream=None
+) -> Array:
     """Random unsigned integers of ``width`` bytes (1, 2 or 4) per element."""
     if width not in WIDTH_DTYPES:
         raise ValueError(f"bits: width must be 1, 2 or 4, got {width}")
@@ -138,8 +157,15 @@ def _compute_dtype(d: dt.Dtype) -> dt.Dtype:
     return dt.float64 if d == dt.float64 else dt.float32
 
 
-def uniform(low=0.0, high=1.0, shape: Sequence[int] = (), dtype=dt.float32,
-            key: Array | None = None, *, stream=None) -> Array:
+def uniform(
+    low=0.0,
+    high=1.0,
+    shape: Sequence[int] = (),
+    dtype=dt.float32,
+    key: Array | None = None,
+    *,
+    stream=None,
+) -> Array:
     """Uniform samples in ``[low, high)`` (``low``/``high`` broadcast to ``shape``).
 
     >>> import nuvec as nv
@@ -153,8 +179,9 @@ def uniform(low=0.0, high=1.0, shape: Sequence[int] = (), dtype=dt.float32,
     hi_shape = getattr(high, "shape", ())
     target = ops.broadcast_shapes(shape, lo_shape, hi_shape, name="uniform")
     if target != shape:
-        raise ValueError(f"uniform: low {lo_shape} and high {hi_shape} do not broadcast to the "
-                         f"shape {shape}")
+        raise ValueError(
+            f"uniform: low {lo_shape} and high {hi_shape} do not broadcast to the shape {shape}"
+        )
     c = _compute_dtype(d)
     lo_c = ops.astype(as_array(low, "uniform"), c)
     hi_c = ops.astype(as_array(high, "uniform"), c)
@@ -173,8 +200,15 @@ def _open_unit_symmetric(shape, d, k, name, stream) -> Array:
     return (u * 2.0 - 1.0) + step  # in [-1 + step, 1 - step]: symmetric, both ends open
 
 
-def normal(shape: Sequence[int] = (), dtype=dt.float32, loc=None, scale=None,
-           key: Array | None = None, *, stream=None) -> Array:
+def normal(
+    shape: Sequence[int] = (),
+    dtype=dt.float32,
+    loc=None,
+    scale=None,
+    key: Array | None = None,
+    *,
+    stream=None,
+) -> Array:
     """Standard normal samples (times ``scale``, plus ``loc`` when given).
 
     >>> import nuvec as nv
@@ -207,8 +241,9 @@ def _complex_normal(shape: tuple, loc, scale, key, stream) -> Array:
     return ops.astype(z, dt.complex64)
 
 
-def randint(low, high, shape: Sequence[int] = (), dtype=dt.int32, key: Array | None = None, *,
-            stream=None) -> Array:
+def randint(
+    low, high, shape: Sequence[int] = (), dtype=dt.int32, key: Array | None = None, *, stream=None
+) -> Array:
     """Integers uniform in ``[low, high)``.
 
     >>> import nuvec as nv
@@ -226,8 +261,9 @@ def randint(low, high, shape: Sequence[int] = (), dtype=dt.int32, key: Array | N
     lo = ops.astype(as_array(low, "randint"), dt.int64)
     hi = ops.astype(as_array(high, "randint"), dt.int64)
     if ops.broadcast_shapes(shape, lo.shape, hi.shape, name="randint") != shape:
-        raise ValueError(f"randint: low {lo.shape} and high {hi.shape} do not broadcast to the "
-                         f"shape {shape}")
+        raise ValueError(
+            f"randint: low {lo.shape} and high {hi.shape} do not broadcast to the shape {shape}"
+        )
     span = ops.astype(ops.maximum(hi - lo, 0), dt.uint64)
     w = ops.astype(_bits(shape, 4, key, "randint", stream), dt.uint64)
     # multiply-high: floor(w * span / 2^32), uniform up to a bias below span / 2^32
@@ -235,22 +271,38 @@ def randint(low, high, shape: Sequence[int] = (), dtype=dt.int32, key: Array | N
     return ops.astype(lo + off, d)
 
 
-def bernoulli(p=0.5, shape: Sequence[int] | None = None, key: Array | None = None, *,
-              stream=None) -> Array:
+def bernoulli(
+    p=0.5, shape: Sequence[int] | None = None, key: Array | None = None, *, stream=None
+) -> Array:
     """Booleans that are True with probability ``p`` (shape: ``shape``, or ``p``'s)."""
     p = as_array(p, "bernoulli")
     if p.dtype.kind != "f":
-        raise ValueError(f"bernoulli: p must be a floating-point array or float, got "
-                         f"{p.dtype.name}")
+        raise ValueError(
+            f"bernoulli: p must be a floating-point array or float, got {p.dtype.name}"
+        )
     shape = p.shape if shape is None else _shape(shape, "bernoulli")
     if ops.broadcast_shapes(shape, p.shape, name="bernoulli") != shape:
         raise ValueError(f"bernoulli: p of shape {p.shape} does not broadcast to {shape}")
-    return ops.less(uniform(shape=shape, dtype=p.dtype if p.dtype == dt.float64 else dt.float32,
-                            key=key, stream=stream), p)
+    return ops.less(
+        uniform(
+            shape=shape,
+            dtype=p.dtype if p.dtype == dt.float64 else dt.float32,
+            key=key,
+            stream=stream,
+        ),
+        p,
+    )
 
 
-def truncated_normal(lower, upper, shape: Sequence[int] | None = None, dtype=dt.float32,
-                     key: Array | None = None, *, stream=None) -> Array:
+def truncated_normal(
+    lower,
+    upper,
+    shape: Sequence[int] | None = None,
+    dtype=dt.float32,
+    key: Array | None = None,
+    *,
+    stream=None,
+) -> Array:
     """Normal samples restricted to ``[lower, upper]`` (by inverting the normal CDF)."""
     d = _float_dtype(dtype, "truncated_normal")
     c = _compute_dtype(d)
@@ -268,8 +320,9 @@ def truncated_normal(lower, upper, shape: Sequence[int] | None = None, dtype=dt.
     return ops.astype(ops.maximum(ops.minimum(z, hi), lo), d)
 
 
-def gumbel(shape: Sequence[int] = (), dtype=dt.float32, key: Array | None = None, *,
-           stream=None) -> Array:
+def gumbel(
+    shape: Sequence[int] = (), dtype=dt.float32, key: Array | None = None, *, stream=None
+) -> Array:
     """Samples of the standard Gumbel distribution: ``-log(-log(u))``."""
     d = _float_dtype(dtype, "gumbel")
     shape = _shape(shape, "gumbel")
@@ -280,8 +333,15 @@ def gumbel(shape: Sequence[int] = (), dtype=dt.float32, key: Array | None = None
     return ops.astype(-ops.log(-ops.log(u)), d)
 
 
-def laplace(shape: Sequence[int] = (), dtype=dt.float32, loc: float = 0.0, scale: float = 1.0,
-            key: Array | None = None, *, stream=None) -> Array:
+def laplace(
+    shape: Sequence[int] = (),
+    dtype=dt.float32,
+    loc: float = 0.0,
+    scale: float = 1.0,
+    key: Array | None = None,
+    *,
+    stream=None,
+) -> Array:
     """Samples of the Laplace distribution (inverse CDF of a uniform in (-1, 1))."""
     d = _float_dtype(dtype, "laplace")
     shape = _shape(shape, "laplace")
@@ -290,9 +350,15 @@ def laplace(shape: Sequence[int] = (), dtype=dt.float32, loc: float = 0.0, scale
     return ops.astype(z, d) * scale + loc  # scaled in the sample dtype, as MLX
 
 
-def categorical(logits, axis: int = -1, shape: Sequence[int] | None = None,
-                num_samples: int | None = None, key: Array | None = None, *,
-                stream=None) -> Array:
+def categorical(
+    logits,
+    axis: int = -1,
+    shape: Sequence[int] | None = None,
+    num_samples: int | None = None,
+    key: Array | None = None,
+    *,
+    stream=None,
+) -> Array:
     """Indices drawn from the categorical distribution of ``logits`` along ``axis`` (Gumbel
     maximum). The result has ``logits``' shape without ``axis``, or ``shape``, or that
     shape plus ``(num_samples,)``.
@@ -315,16 +381,19 @@ def categorical(logits, axis: int = -1, shape: Sequence[int] | None = None,
         lg = ops.astype(lg, dt.float32)
     if num_samples is not None:
         if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)):
-            raise TypeError(f"categorical: num_samples must be an int, got "
-                            f"{type(num_samples).__name__}")
+            raise TypeError(
+                f"categorical: num_samples must be an int, got {type(num_samples).__name__}"
+            )
         if num_samples < 0:
             raise ValueError(f"categorical: num_samples must not be negative, got {num_samples}")
         g = gumbel(batch + (int(num_samples), k), lg.dtype, key=key, stream=stream)
         return ops.argmax(ops.expand_dims(lg, -2) + g, axis=-1)
     out_shape = batch if shape is None else _shape(shape, "categorical")
     if ops.broadcast_shapes(out_shape, batch, name="categorical") != out_shape:
-        raise ValueError(f"categorical: shape {out_shape} does not broadcast with the logits' "
-                         f"batch shape {batch}")
+        raise ValueError(
+            f"categorical: shape {out_shape} does not broadcast with the logits' "
+            f"batch shape {batch}"
+        )
     g = gumbel(out_shape + (k,), lg.dtype, key=key, stream=stream)
     return ops.argmax(lg + g, axis=-1)
 
@@ -348,8 +417,9 @@ def permutation(x, axis: int = 0, key: Array | None = None, *, stream=None) -> A
     return ops.take(x, order, axis=axis)
 
 
-def multivariate_normal(mean, cov, shape: Sequence[int] = (), dtype=dt.float32,
-                        key: Array | None = None, *, stream=None) -> Array:
+def multivariate_normal(
+    mean, cov, shape: Sequence[int] = (), dtype=dt.float32, key: Array | None = None, *, stream=None
+) -> Array:
     """Samples of the normal distribution with ``mean`` (..., n) and covariance ``cov``
     (..., n, n), positive semi-definite; the result has shape ``shape + (n,)`` (an empty
     ``shape`` means the broadcast batch shape of mean and cov).
@@ -361,19 +431,26 @@ def multivariate_normal(mean, cov, shape: Sequence[int] = (), dtype=dt.float32,
         raise ValueError(f"multivariate_normal: dtype must be float32 or float64, got {d.name}")
     mean = ops.astype(as_array(mean, "multivariate_normal"), d)
     cov = ops.astype(as_array(cov, "multivariate_normal"), d)
-    if mean.ndim < 1 or cov.ndim < 2 or cov.shape[-1] != cov.shape[-2] \
-            or cov.shape[-1] != mean.shape[-1]:
-        raise ValueError(f"multivariate_normal: mean (..., n) and cov (..., n, n) are needed, got "
-                         f"{mean.shape} and {cov.shape}")
+    if (
+        mean.ndim < 1
+        or cov.ndim < 2
+        or cov.shape[-1] != cov.shape[-2]
+        or cov.shape[-1] != mean.shape[-1]
+    ):
+        raise ValueError(
+            f"multivariate_normal: mean (..., n) and cov (..., n, n) are needed, got "
+            f"{mean.shape} and {cov.shape}"
+        )
     n = mean.shape[-1]
     shape = _shape(shape, "multivariate_normal")
-    batch = ops.broadcast_shapes(shape, mean.shape[:-1], cov.shape[:-2],
-                                 name="multivariate_normal")
+    batch = ops.broadcast_shapes(shape, mean.shape[:-1], cov.shape[:-2], name="multivariate_normal")
     if not shape:  # as MLX: an empty shape means the batch shape of mean and cov
         shape = batch
     if batch != shape:
-        raise ValueError(f"multivariate_normal: shape {shape} does not broadcast with the batch "
-                         f"shapes of mean {mean.shape[:-1]} and cov {cov.shape[:-2]}")
+        raise ValueError(
+            f"multivariate_normal: shape {shape} does not broadcast with the batch "
+            f"shapes of mean {mean.shape[:-1]} and cov {cov.shape[:-2]}"
+        )
     factor = _psd_factor(cov)
     z = normal(shape + (n,), d, key=key, stream=stream)
     return mean + ops.squeeze(ops.matmul(factor, ops.expand_dims(z, -1)), -1)

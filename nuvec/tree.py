@@ -18,6 +18,7 @@ arrays back into that structure (a dict subclass comes back as a plain dict unle
 flatten runs on every compiled call, so it is one recursive function with exact-type fast
 paths; the structure is nested tuples, so equality and hashing run at C speed.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
@@ -29,6 +30,7 @@ __all__ = ["TreeDef", "flatten", "unflatten", "leaves", "is_leaf_def", "LEAF"]
 
 class _LeafMarker:
     """Where an array sits in a tree structure (one shared instance)."""
+
     __slots__ = ()
 
     def __repr__(self) -> str:
@@ -51,6 +53,7 @@ class TreeDef:
     Hashable (when its static leaves are) and comparable; ``num_leaves`` is the number of
     arrays it holds.
     """
+
     __slots__ = ("node", "num_leaves", "_hash")
 
     def __init__(self, node: Any, num_leaves: int) -> None:
@@ -59,8 +62,11 @@ class TreeDef:
         self._hash = None
 
     def __eq__(self, other: Any) -> bool:
-        return self is other or (type(other) is TreeDef and self.num_leaves == other.num_leaves
-                                 and self.node == other.node)
+        return self is other or (
+            type(other) is TreeDef
+            and self.num_leaves == other.num_leaves
+            and self.node == other.node
+        )
 
     def __ne__(self, other: Any) -> bool:
         return not self.__eq__(other)
@@ -71,8 +77,9 @@ class TreeDef:
             try:
                 h = self._hash = hash(self.node)
             except TypeError as e:
-                raise TypeError(f"tree structure is not hashable: a non-array leaf is unhashable "
-                                f"({e})") from None
+                raise TypeError(
+                    f"tree structure is not hashable: a non-array leaf is unhashable ({e})"
+                ) from None
         return h
 
     def __repr__(self) -> str:
@@ -113,6 +120,7 @@ def _flat(obj: Any, out: list) -> Any:
 
 try:  # the Cython walk (nuvec/tree_ext.pyx): same structure, about 3x faster
     from . import tree_ext as _ext
+
     _ext.setup(Array, LEAF)
     _flat_fast = _ext.flat
 except ImportError:  # pragma: no cover - not built yet
@@ -188,12 +196,15 @@ def unflatten(treedef: TreeDef, leaves: Sequence[Array] | Iterable[Array]) -> An
     if not isinstance(treedef, TreeDef):
         raise TypeError(f"unflatten: expected a TreeDef, got {type(treedef).__name__}")
     if isinstance(leaves, (list, tuple)) and len(leaves) != treedef.num_leaves:
-        raise ValueError(f"unflatten: the structure holds {treedef.num_leaves} arrays, "
-                         f"got {len(leaves)}")
+        raise ValueError(
+            f"unflatten: the structure holds {treedef.num_leaves} arrays, got {len(leaves)}"
+        )
     it = iter(leaves)
     out = _build(treedef.node, it)
     if next(it, _END) is not _END:
-        raise ValueError(f"unflatten: more leaves than the {treedef.num_leaves} the structure holds")
+        raise ValueError(
+            f"unflatten: more leaves than the {treedef.num_leaves} the structure holds"
+        )
     return out
 
 
@@ -235,16 +246,23 @@ def broadcast_prefix(prefix: Any, tree: Any, name: str) -> list:
             raise ValueError(f"{name}: an axis spec {p!r} is given where the argument is an array")
         if isinstance(p, dict) and isinstance(t, dict):
             if set(p) != set(t):
-                raise ValueError(f"{name}: the axes' dict keys {sorted(map(str, p))} do not match "
-                                 f"the argument's {sorted(map(str, t))}")
+                raise ValueError(
+                    f"{name}: the axes' dict keys {sorted(map(str, p))} do not match "
+                    f"the argument's {sorted(map(str, t))}"
+                )
             items = [(p[k], t[k]) for k in t]
-        elif isinstance(p, (list, tuple)) and isinstance(t, (list, tuple)) \
-                and not isinstance(p, dict):
+        elif (
+            isinstance(p, (list, tuple))
+            and isinstance(t, (list, tuple))
+            and not isinstance(p, dict)
+        ):
             if len(p) != len(t):
                 raise ValueError(f"{name}: {len(p)} axes given for a sequence of {len(t)} items")
             items = list(zip(p, t))
         else:
-            raise ValueError(f"{name}: the axes structure {p!r} does not match the argument's "
-                             f"structure ({type(t).__name__})")
+            raise ValueError(
+                f"{name}: the axes structure {p!r} does not match the argument's "
+                f"structure ({type(t).__name__})"
+            )
         stack.extend(reversed(items))
     return out

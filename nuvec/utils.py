@@ -11,14 +11,21 @@ use dots: ``{"layers": [{"weight": w}]}`` flattens to ``[("layers.0.weight", w)]
 >>> tree_map(lambda x: x * 10, {"a": (1, 2)})
 {'a': (10, 20)}
 """
+
 from __future__ import annotations
 
 import itertools
 
 from typing import Any, Callable
 
-__all__ = ["tree_flatten", "tree_unflatten", "tree_map", "tree_map_with_path", "tree_reduce",
-           "tree_merge"]
+__all__ = [
+    "tree_flatten",
+    "tree_unflatten",
+    "tree_map",
+    "tree_map_with_path",
+    "tree_reduce",
+    "tree_merge",
+]
 
 
 def _seq_like(tree: Any, children: list) -> Any:
@@ -41,16 +48,18 @@ def tree_map(fn: Callable, tree: Any, *rest: Any, is_leaf: Callable | None = Non
     if is_leaf is not None and is_leaf(tree):
         return fn(tree, *rest)
     if isinstance(tree, (list, tuple)):
-        return _seq_like(tree, [tree_map(fn, c, *(r[i] for r in rest), is_leaf=is_leaf)
-                                for i, c in enumerate(tree)])
+        return _seq_like(
+            tree,
+            [tree_map(fn, c, *(r[i] for r in rest), is_leaf=is_leaf) for i, c in enumerate(tree)],
+        )
     if isinstance(tree, dict):
-        return {k: tree_map(fn, c, *(r[k] for r in rest), is_leaf=is_leaf)
-                for k, c in tree.items()}
+        return {k: tree_map(fn, c, *(r[k] for r in rest), is_leaf=is_leaf) for k, c in tree.items()}
     return fn(tree, *rest)
 
 
-def tree_map_with_path(fn: Callable, tree: Any, *rest: Any, is_leaf: Callable | None = None,
-                       path: str | None = None) -> Any:
+def tree_map_with_path(
+    fn: Callable, tree: Any, *rest: Any, is_leaf: Callable | None = None, path: str | None = None
+) -> Any:
     """Like ``tree_map``, but ``fn(path, leaf, *others)`` also gets the leaf's dotted path.
 
     >>> tree_map_with_path(lambda p, x: p, {"a": [0, 0]})
@@ -60,18 +69,31 @@ def tree_map_with_path(fn: Callable, tree: Any, *rest: Any, is_leaf: Callable | 
         return fn(path, tree, *rest)
     prefix = f"{path}." if path else ""
     if isinstance(tree, (list, tuple)):
-        return _seq_like(tree, [
-            tree_map_with_path(fn, c, *(r[i] for r in rest), is_leaf=is_leaf, path=f"{prefix}{i}")
-            for i, c in enumerate(tree)])
+        return _seq_like(
+            tree,
+            [
+                tree_map_with_path(
+                    fn, c, *(r[i] for r in rest), is_leaf=is_leaf, path=f"{prefix}{i}"
+                )
+                for i, c in enumerate(tree)
+            ],
+        )
     if isinstance(tree, dict):
-        return {k: tree_map_with_path(fn, c, *(r[k] for r in rest), is_leaf=is_leaf,
-                                      path=f"{prefix}{k}")
-                for k, c in tree.items()}
+        return {
+            k: tree_map_with_path(
+                fn, c, *(r[k] for r in rest), is_leaf=is_leaf, path=f"{prefix}{k}"
+            )
+            for k, c in tree.items()
+        }
     return fn(path, tree, *rest)
 
 
-def tree_flatten(tree: Any, prefix: str = "", is_leaf: Callable | None = None,
-                 destination: list | dict | None = None) -> list | dict:
+def tree_flatten(
+    tree: Any,
+    prefix: str = "",
+    is_leaf: Callable | None = None,
+    destination: list | dict | None = None,
+) -> list | dict:
     """The leaves of ``tree`` with their dotted keys, as a list of ``(key, leaf)`` (or into
     ``destination``, a list or a dict).
 
@@ -92,8 +114,9 @@ def tree_flatten(tree: Any, prefix: str = "", is_leaf: Callable | None = None,
     elif isinstance(destination, dict):
         add = destination.__setitem__
     else:
-        raise TypeError(f"tree_flatten: destination must be a list or a dict, not "
-                        f"{type(destination).__name__}")
+        raise TypeError(
+            f"tree_flatten: destination must be a list or a dict, not {type(destination).__name__}"
+        )
     # Iterative, depth first, left to right.
     stack = [(prefix, tree)]
     while stack:
@@ -124,8 +147,9 @@ def tree_unflatten(tree: list | dict) -> Any:
     root: dict = {}
     for pair in items:
         if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
-            raise TypeError("tree_unflatten: expected (key, value) pairs with string keys, got "
-                            f"{pair!r}")
+            raise TypeError(
+                f"tree_unflatten: expected (key, value) pairs with string keys, got {pair!r}"
+            )
         key, value = pair
         parts = key.split(".")
         node = root
@@ -155,8 +179,9 @@ def _lists_from_int_keys(node: Any) -> Any:
     return out
 
 
-def tree_reduce(fn: Callable, tree: Any, initializer: Any = None,
-                is_leaf: Callable | None = None) -> Any:
+def tree_reduce(
+    fn: Callable, tree: Any, initializer: Any = None, is_leaf: Callable | None = None
+) -> Any:
     """Folds ``fn(accumulator, leaf)`` over the leaves of ``tree`` (depth first); without an
     ``initializer`` the first leaf starts the fold.
 
@@ -183,8 +208,10 @@ def tree_merge(tree_a: Any, tree_b: Any, merge_fn: Callable | None = None) -> An
     empty_a, empty_b = _empty(tree_a), _empty(tree_b)
     if empty_a and empty_b and tree_a is not None and tree_b is not None:
         if type(tree_a) is not type(tree_b):
-            raise ValueError(f"tree_merge: cannot merge an empty {type(tree_a).__name__} with "
-                             f"an empty {type(tree_b).__name__}")
+            raise ValueError(
+                f"tree_merge: cannot merge an empty {type(tree_a).__name__} with "
+                f"an empty {type(tree_b).__name__}"
+            )
         return type(tree_a)()
     if empty_a:
         return tree_b

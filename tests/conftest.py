@@ -1,6 +1,7 @@
 """Test-suite settings. Under CI (CI=true) hypothesis draws its examples from a fixed seed, so
 a CI run checks exactly the examples that a local `CI=true make test` checked; locally the
 examples are fresh on every run (and failures are kept in .hypothesis/ and replayed)."""
+
 import os
 
 from hypothesis import settings
@@ -21,6 +22,7 @@ def cpu_device():
     import numpy as np
 
     import nuvec as nv
+
     prev, key = nv.default_device(), nv.random.state[0]
     nv.set_default_device(nv.cpu)
     # the global key was made on the default device at import: a copy on the CPU, so that

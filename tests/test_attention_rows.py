@@ -1,6 +1,7 @@
 """Attention's softmax on the CPU as one pass per row (``ScaledSoftmax``: the scores scaled
 and masked inside it): results and every gradient agree with the composite form, compiled
 equals eager bit for bit, and what it does not cover keeps the composite."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,13 +12,18 @@ import nuvec.nn as nn
 from nuvec.primitives.reduction import ScaledSoftmax, SoftmaxProduct
 
 RNG = np.random.default_rng(9)
-pytestmark = pytest.mark.usefixtures("cpu_device")     # the primitive is the CPU's
-SCALE = 32 ** -0.5
+pytestmark = pytest.mark.usefixtures("cpu_device")  # the primitive is the CPU's
+SCALE = 32**-0.5
 
 
 def qkv(b=2, h=3, length=7, d=5, dtype=np.float32):
-    return [nv.array(RNG.standard_normal((b, h, length, d)).astype(dtype),
-                     dtype=getattr(nv, np.dtype(dtype).name)) for _ in range(3)]
+    return [
+        nv.array(
+            RNG.standard_normal((b, h, length, d)).astype(dtype),
+            dtype=getattr(nv, np.dtype(dtype).name),
+        )
+        for _ in range(3)
+    ]
 
 
 def composite(q, k, v, mask):
@@ -57,6 +63,7 @@ def test_values_and_gradients_agree_with_the_composite(kind):
 
     def loss(fn):
         return lambda *a: (fn(a[0], a[1], a[2], a[3] if n == 4 else None) * ct).sum()
+
     got = nv.grad(loss(sdpa), argnums=tuple(range(n)))(*args)
     want = nv.grad(loss(composite), argnums=tuple(range(n)))(*args)
     for g1, g0 in zip(got, want):
@@ -74,6 +81,7 @@ def test_compiled_gradients_equal_eager_bit_for_bit():
 
     def grads(q, k, v):
         return nv.grad(lambda q, k, v: (sdpa(q, k, v, mask) ** 2).sum(), argnums=(0, 1, 2))(q, k, v)
+
     eager = [np.asarray(g).tobytes() for g in grads(q, k, v)]
     f = nv.compile(grads)
     f(q, k, v)
@@ -84,8 +92,10 @@ def test_the_scaled_softmax_product_has_the_composite_bits():
     y = nv.softmax(nv.array(RNG.standard_normal((6, 70)).astype(np.float32)), axis=-1)
     g = nv.array(RNG.standard_normal((6, 70)).astype(np.float32))
     got = Array_make(SoftmaxProduct(SCALE), [y, g])
-    assert np.asarray(got).tobytes() == \
-        np.asarray(SoftmaxProduct.composite(y, g, (1,), SCALE)).tobytes()
+    assert (
+        np.asarray(got).tobytes()
+        == np.asarray(SoftmaxProduct.composite(y, g, (1,), SCALE)).tobytes()
+    )
 
 
 def test_what_it_does_not_cover_keeps_the_composite():
@@ -100,6 +110,7 @@ def test_what_it_does_not_cover_keeps_the_composite():
 
 def Array_make(prim, inputs):
     from nuvec.core.array import Array
+
     return Array.make(prim, inputs)
 
 

@@ -1,6 +1,7 @@
 """Smoke test of the benchmark harness: one cheap ``python -m benchmarks --quick`` run, checking
 the JSON's structure (never the speed). Optional peers may be missing; nuvec may be incomplete:
 both must be reported, not crash the run."""
+
 from __future__ import annotations
 
 import json
@@ -17,10 +18,30 @@ def test_quick_overhead_run_writes_wellformed_json(tmp_path: Path) -> None:
     out = tmp_path / "bench"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--quick", "--only", "overhead",
-         "--libs", "numpy,nuvec", "--n", str(2**20), "--case-timeout", "30", "--no-plots",
-         "--keep-blas-env", "--out", str(out)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=170)
+        [
+            sys.executable,
+            "-m",
+            "benchmarks",
+            "--quick",
+            "--only",
+            "overhead",
+            "--libs",
+            "numpy,nuvec",
+            "--n",
+            str(2**20),
+            "--case-timeout",
+            "30",
+            "--no-plots",
+            "--keep-blas-env",
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=170,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     doc = json.loads((out / "results.json").read_text())
 

@@ -1,4 +1,5 @@
 """The array core: laziness, evaluation, detaching, promotion, errors."""
+
 import numpy as np
 import pytest
 
@@ -20,11 +21,18 @@ def test_weak_scalars_keep_the_array_dtype():
     assert (nv.array([True]) + 1).dtype == nv.int32
 
 
-@pytest.mark.parametrize("a,b,out", [
-    (nv.int8, nv.uint8, nv.int16), (nv.uint32, nv.int32, nv.int64),
-    (nv.uint64, nv.int8, nv.float32), (nv.float16, nv.bfloat16, nv.float32),
-    (nv.int64, nv.float16, nv.float16), (nv.float64, nv.complex64, nv.complex64),
-    (nv.bool_, nv.uint16, nv.uint16)])
+@pytest.mark.parametrize(
+    "a,b,out",
+    [
+        (nv.int8, nv.uint8, nv.int16),
+        (nv.uint32, nv.int32, nv.int64),
+        (nv.uint64, nv.int8, nv.float32),
+        (nv.float16, nv.bfloat16, nv.float32),
+        (nv.int64, nv.float16, nv.float16),
+        (nv.float64, nv.complex64, nv.complex64),
+        (nv.bool_, nv.uint16, nv.uint16),
+    ],
+)
 def test_promotion_table(a, b, out):
     assert nv.promote_types(a, b) == out == nv.promote_types(b, a)
 
@@ -69,11 +77,13 @@ def test_transforms_see_an_input_as_it_was_before_assignment():
     def f(w):
         w[0] = w[0] * 3
         return (w * w).sum()
+
     assert nv.grad(f)(nv.array([1.0, 2.0])).tolist() == [18.0, 4.0]
 
     def g(w):
         w[0] = 7.0
         return w * 2
+
     assert nv.vmap(g)(nv.array([[1.0, 2.0], [3.0, 4.0]])).tolist() == [[14.0, 4.0], [14.0, 8.0]]
 
 
@@ -82,5 +92,6 @@ def test_compile_sees_an_input_as_it_was_before_assignment():
     def f(w):
         w[0] = w[0] * 3
         return (w * w).sum()
+
     assert f(nv.array([1.0, 2.0])).item() == 13.0
     assert f(nv.array([2.0, 2.0])).item() == 40.0  # replayed

@@ -1,4 +1,5 @@
 """nv.is_available, nv.device_count, nv.device_info and the module constants."""
+
 import math
 import platform
 

@@ -1,5 +1,6 @@
 """nv.fast (rms_norm, layer_norm, rope, scaled_dot_product_attention) and nv.conv1d/2d/3d
 against NumPy references."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,10 +19,18 @@ def randn(*shape):
 def test_rms_norm_and_layer_norm_match_numpy():
     x, w, b = randn(3, 5, 8), randn(8), randn(8)
     ms = np.mean(x * x, -1, keepdims=True)
-    np.testing.assert_allclose(np.asarray(nv.fast.rms_norm(nv.array(x), nv.array(w), 1e-5)),
-                               w * x / np.sqrt(ms + 1e-5), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(np.asarray(nv.fast.rms_norm(nv.array(x), None, 1e-5)),
-                               x / np.sqrt(ms + 1e-5), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(nv.fast.rms_norm(nv.array(x), nv.array(w), 1e-5)),
+        w * x / np.sqrt(ms + 1e-5),
+        rtol=1e-5,
+        atol=1e-6,
+    )
+    np.testing.assert_allclose(
+        np.asarray(nv.fast.rms_norm(nv.array(x), None, 1e-5)),
+        x / np.sqrt(ms + 1e-5),
+        rtol=1e-5,
+        atol=1e-6,
+    )
     xc = x - x.mean(-1, keepdims=True)
     ref = xc / np.sqrt((xc * xc).mean(-1, keepdims=True) + 1e-4)
     got = nv.fast.layer_norm(nv.array(x), nv.array(w), nv.array(b), 1e-4)
@@ -55,19 +64,19 @@ def _rope_ref(x, dims, traditional, base, scale, offset):
 @pytest.mark.parametrize("traditional", [False, True])
 def test_rope_matches_numpy_and_the_layer(traditional):
     x = randn(2, 7, 10)
-    got = nv.fast.rope(nv.array(x), 8, traditional=traditional, base=10000.0, scale=0.5,
-                       offset=3)
-    np.testing.assert_allclose(np.asarray(got), _rope_ref(x, 8, traditional, 10000.0, 0.5, 3),
-                               rtol=1e-4, atol=1e-4)
+    got = nv.fast.rope(nv.array(x), 8, traditional=traditional, base=10000.0, scale=0.5, offset=3)
+    np.testing.assert_allclose(
+        np.asarray(got), _rope_ref(x, 8, traditional, 10000.0, 0.5, 3), rtol=1e-4, atol=1e-4
+    )
     layer = nn.RoPE(8, traditional=traditional, scale=0.5)(nv.array(x), offset=3)
     np.testing.assert_array_equal(np.asarray(layer), np.asarray(got))
     freqs = nv.array((10000.0 ** (np.arange(4) * 2.0 / 8)).astype(np.float32))
-    via_freqs = nv.fast.rope(nv.array(x), 8, traditional=traditional, base=None, scale=0.5,
-                             offset=3, freqs=freqs)
+    via_freqs = nv.fast.rope(
+        nv.array(x), 8, traditional=traditional, base=None, scale=0.5, offset=3, freqs=freqs
+    )
     np.testing.assert_allclose(np.asarray(via_freqs), np.asarray(got), rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="exactly one of base and freqs"):
-        nv.fast.rope(nv.array(x), 8, traditional=False, base=1.0, scale=1.0, offset=0,
-                     freqs=freqs)
+        nv.fast.rope(nv.array(x), 8, traditional=False, base=1.0, scale=1.0, offset=0, freqs=freqs)
     with pytest.raises(ValueError, match="positive even"):
         nv.fast.rope(nv.array(x), 7, traditional=False, base=1.0, scale=1.0, offset=0)
 
@@ -92,8 +101,9 @@ def test_attention_matches_numpy(mask):
         m = nv.array(add)
     e = np.exp(s - s.max(-1, keepdims=True))
     want = (e / e.sum(-1, keepdims=True)) @ v
-    got = nv.fast.scaled_dot_product_attention(nv.array(q), nv.array(k), nv.array(v),
-                                               scale=0.5, mask=m)
+    got = nv.fast.scaled_dot_product_attention(
+        nv.array(q), nv.array(k), nv.array(v), scale=0.5, mask=m
+    )
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
 
 
@@ -104,8 +114,9 @@ def _conv_ref(x, w):
     y = np.zeros((x.shape[0], *out_sp, w.shape[0]))
     for idx in np.ndindex(*out_sp):
         win = x[(slice(None),) + tuple(slice(i, i + k) for i, k in zip(idx, kernel))]
-        y[(slice(None),) + idx] = np.tensordot(win, w, axes=(list(range(1, win.ndim)),
-                                                             list(range(1, w.ndim))))
+        y[(slice(None),) + idx] = np.tensordot(
+            win, w, axes=(list(range(1, win.ndim)), list(range(1, w.ndim)))
+        )
     return y
 
 
@@ -113,8 +124,9 @@ def _conv_ref(x, w):
 def test_top_level_convolutions(nd):
     x, w = randn(2, *([5] * nd), 3), randn(4, *([2] * nd), 3)
     fn = {1: nv.conv1d, 2: nv.conv2d, 3: nv.conv3d}[nd]
-    np.testing.assert_allclose(np.asarray(fn(nv.array(x), nv.array(w))), _conv_ref(x, w),
-                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        np.asarray(fn(nv.array(x), nv.array(w))), _conv_ref(x, w), rtol=1e-4, atol=1e-4
+    )
     with pytest.raises(ValueError, match=f"conv{nd}d: weight must be {nd + 2}-d"):
         fn(nv.array(x), nv.ones((4, 3)))
 
@@ -130,8 +142,9 @@ def _attention_ref(q, k, v, scale, mask=None, sinks=None):
     elif mask is not None:
         s = s + mask
     if sinks is not None:
-        s = np.concatenate([np.broadcast_to(sinks[None, :, None, None], s.shape[:-1] + (1,)),
-                            s], axis=-1)
+        s = np.concatenate(
+            [np.broadcast_to(sinks[None, :, None, None], s.shape[:-1] + (1,)), s], axis=-1
+        )
     e = np.exp(s - s.max(-1, keepdims=True))
     w = e / e.sum(-1, keepdims=True)
     return (w[..., 1:] if sinks is not None else w) @ v
@@ -156,21 +169,25 @@ def test_grouped_query_attention_matches_repeated_kv_heads(mask, heads):
     elif mask == "additive":
         ref = randn(2, nq, 3, 5)
         m = nv.array(ref)
-    got = nv.fast.scaled_dot_product_attention(nv.array(q), nv.array(k), nv.array(v),
-                                               scale=0.3, mask=m)
+    got = nv.fast.scaled_dot_product_attention(
+        nv.array(q), nv.array(k), nv.array(v), scale=0.3, mask=m
+    )
     assert got.shape == (2, nq, 3, 8)
-    np.testing.assert_allclose(np.asarray(got), _attention_ref(q, k, v, 0.3, ref),
-                               rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(
+        np.asarray(got), _attention_ref(q, k, v, 0.3, ref), rtol=2e-5, atol=2e-5
+    )
 
 
 def test_attention_sinks_take_weight_per_head():
     q, k, v = randn(1, 4, 3, 8), randn(1, 2, 5, 8), randn(1, 2, 5, 8)
     sinks = randn(4)
     for m, ref in ((None, None), ("causal", (np.arange(3)[:, None] + 2) >= np.arange(5)[None])):
-        got = nv.fast.scaled_dot_product_attention(nv.array(q), nv.array(k), nv.array(v),
-                                                   scale=0.5, mask=m, sinks=nv.array(sinks))
-        np.testing.assert_allclose(np.asarray(got), _attention_ref(q, k, v, 0.5, ref, sinks),
-                                   rtol=2e-5, atol=2e-5)
+        got = nv.fast.scaled_dot_product_attention(
+            nv.array(q), nv.array(k), nv.array(v), scale=0.5, mask=m, sinks=nv.array(sinks)
+        )
+        np.testing.assert_allclose(
+            np.asarray(got), _attention_ref(q, k, v, 0.5, ref, sinks), rtol=2e-5, atol=2e-5
+        )
 
 
 def test_attention_gradients_with_grouped_heads_match_the_reference():
@@ -179,9 +196,10 @@ def test_attention_gradients_with_grouped_heads_match_the_reference():
     def loss(q, k, v):
         return (nv.fast.scaled_dot_product_attention(q, k, v, scale=0.4, mask="causal") ** 2).sum()
 
-    def loss_tiled(q, k, v):            # kv heads repeated by hand: the same function
+    def loss_tiled(q, k, v):  # kv heads repeated by hand: the same function
         k, v = nv.repeat(k, 2, axis=1), nv.repeat(v, 2, axis=1)
         return (nv.fast.scaled_dot_product_attention(q, k, v, scale=0.4, mask="causal") ** 2).sum()
+
     got = nv.grad(loss, argnums=(0, 1, 2))(nv.array(q), nv.array(k), nv.array(v))
     want = nv.grad(loss_tiled, argnums=(0, 1, 2))(nv.array(q), nv.array(k), nv.array(v))
     for g, w in zip(got, want):
@@ -190,8 +208,10 @@ def test_attention_gradients_with_grouped_heads_match_the_reference():
 
 def test_attention_errors_name_attention():
     q, kv = nv.ones((1, 4, 3, 8)), nv.ones((1, 3, 5, 8))
-    with pytest.raises(ValueError, match="scaled_dot_product_attention: the number of query "
-                                         "heads \\(4\\) must be a multiple"):
+    with pytest.raises(
+        ValueError,
+        match="scaled_dot_product_attention: the number of query heads \\(4\\) must be a multiple",
+    ):
         nv.fast.scaled_dot_product_attention(q, kv, kv, scale=1.0)
     kv = nv.ones((1, 2, 5, 8))
     with pytest.raises(ValueError, match="scaled_dot_product_attention: invalid mask"):
@@ -207,31 +227,51 @@ def test_attention_errors_name_attention():
 def test_rope_offset_array_per_batch_entry():
     x = randn(3, 2, 4, 8)
     offs = [0, 5, 2]
-    got = nv.fast.rope(nv.array(x), 8, traditional=False, base=1e4, scale=0.5,
-                       offset=nv.array(offs))
+    got = nv.fast.rope(
+        nv.array(x), 8, traditional=False, base=1e4, scale=0.5, offset=nv.array(offs)
+    )
     for b, o in enumerate(offs):
-        want = nv.fast.rope(nv.array(x[b:b + 1]), 8, traditional=False, base=1e4, scale=0.5,
-                            offset=o)
-        np.testing.assert_allclose(np.asarray(got)[b:b + 1], np.asarray(want), rtol=1e-5,
-                                   atol=1e-5)
-    scalar = nv.fast.rope(nv.array(x), 8, traditional=True, base=1e4, scale=1.0,
-                          offset=nv.array(3))
-    np.testing.assert_allclose(np.asarray(scalar), np.asarray(nv.fast.rope(
-        nv.array(x), 8, traditional=True, base=1e4, scale=1.0, offset=3)), rtol=1e-5, atol=1e-5)
+        want = nv.fast.rope(
+            nv.array(x[b : b + 1]), 8, traditional=False, base=1e4, scale=0.5, offset=o
+        )
+        np.testing.assert_allclose(
+            np.asarray(got)[b : b + 1], np.asarray(want), rtol=1e-5, atol=1e-5
+        )
+    scalar = nv.fast.rope(nv.array(x), 8, traditional=True, base=1e4, scale=1.0, offset=nv.array(3))
+    np.testing.assert_allclose(
+        np.asarray(scalar),
+        np.asarray(nv.fast.rope(nv.array(x), 8, traditional=True, base=1e4, scale=1.0, offset=3)),
+        rtol=1e-5,
+        atol=1e-5,
+    )
     with pytest.raises(ValueError, match="rope: offset must"):
-        nv.fast.rope(nv.array(x), 8, traditional=False, base=1e4, scale=1.0,
-                     offset=nv.array([1, 2]))
+        nv.fast.rope(
+            nv.array(x), 8, traditional=False, base=1e4, scale=1.0, offset=nv.array([1, 2])
+        )
     with pytest.raises(ValueError, match="rope: the input must be floating"):
-        nv.fast.rope(nv.ones((1, 2, 8), dtype=nv.int32), 8, traditional=False, base=1e4,
-                     scale=1.0, offset=0)
+        nv.fast.rope(
+            nv.ones((1, 2, 8), dtype=nv.int32), 8, traditional=False, base=1e4, scale=1.0, offset=0
+        )
 
 
 def test_cuda_kernel_writes_mlx_s_signature_and_needs_a_gpu():
-    k = nv.fast.cuda_kernel("k1", ["a", "b"], ["out"],
-                            "out[0] = a[0] * a_shape[0] + b[a_ndim];", header="// h\n")
+    k = nv.fast.cuda_kernel(
+        "k1", ["a", "b"], ["out"], "out[0] = a[0] * a_shape[0] + b[a_ndim];", header="// h\n"
+    )
     with pytest.raises(ValueError, match="cuda_kernel k1: runs on a CUDA GPU only"):
-        k(inputs=[nv.ones((3,)), nv.ones((2,))], output_shapes=[(1,)],
-          output_dtypes=[nv.float32], grid=(1, 1, 1), threadgroup=(1, 1, 1), stream=nv.cpu)
+        k(
+            inputs=[nv.ones((3,)), nv.ones((2,))],
+            output_shapes=[(1,)],
+            output_dtypes=[nv.float32],
+            grid=(1, 1, 1),
+            threadgroup=(1, 1, 1),
+            stream=nv.cpu,
+        )
     with pytest.raises(ValueError, match="2 inputs named, 1 given"):
-        k(inputs=[nv.ones((3,))], output_shapes=[(1,)], output_dtypes=[nv.float32],
-          grid=(1, 1, 1), threadgroup=(1, 1, 1))
+        k(
+            inputs=[nv.ones((3,))],
+            output_shapes=[(1,)],
+            output_dtypes=[nv.float32],
+            grid=(1, 1, 1),
+            threadgroup=(1, 1, 1),
+        )

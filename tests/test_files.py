@@ -1,4 +1,5 @@
 """nv.save / nv.savez / nv.savez_compressed / nv.save_safetensors / nv.load (MLX's API)."""
+
 from __future__ import annotations
 
 import os
@@ -69,6 +70,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
     def broken(f, *args, **kwargs):
         f.write(b"partial")
         raise OSError("disk full")
+
     monkeypatch.setattr(np, "save", broken)
     with pytest.raises(OSError, match="disk full"):
         nv.save(path, nv.arange(5))
@@ -77,6 +79,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
 
 
 # ---- files from elsewhere: byte orders, layouts, file objects, streams ---------------------
+
 
 @pytest.mark.parametrize("dtype", [">f4", ">i8", ">u2", ">c8", ">f2", "<f8", "|b1", "|u1"])
 def test_npy_of_any_byte_order_loads_converted(tmp_path, dtype):
@@ -117,17 +120,20 @@ def test_loaded_arrays_are_writable_views_of_the_file(tmp_path):
     path = str(tmp_path / "m.npy")
     np.save(path, np.arange(1 << 16, dtype=np.float32))
     x = nv.load(path)
-    x += 1                   # the private mapping takes writes; the file keeps its bytes
+    x += 1  # the private mapping takes writes; the file keeps its bytes
     assert float(nv.sum(x).item()) == float(np.arange(1 << 16, dtype=np.float64).sum() + (1 << 16))
     np.testing.assert_array_equal(np.load(path), np.arange(1 << 16, dtype=np.float32))
 
 
 def test_file_objects_are_read_and_written(tmp_path):
     import io
-    for save, ext in ((lambda f: nv.save(f, nv.arange(4)), "npy"),
-                      (lambda f: nv.savez(f, a=nv.arange(4)), "npz"),
-                      (lambda f: nv.save_safetensors(f, {"a": nv.arange(4)}), "safetensors"),
-                      (lambda f: nv.save_gguf(f, {"a": nv.arange(4)}), "gguf")):
+
+    for save, ext in (
+        (lambda f: nv.save(f, nv.arange(4)), "npy"),
+        (lambda f: nv.savez(f, a=nv.arange(4)), "npz"),
+        (lambda f: nv.save_safetensors(f, {"a": nv.arange(4)}), "safetensors"),
+        (lambda f: nv.save_gguf(f, {"a": nv.arange(4)}), "gguf"),
+    ):
         buf = io.BytesIO()
         save(buf)
         buf.seek(0)
@@ -137,7 +143,7 @@ def test_file_objects_are_read_and_written(tmp_path):
         path = tmp_path / f"o.{ext}"
         with open(path, "wb") as f:
             save(f)
-        assert sorted(os.listdir(tmp_path))[-1].startswith("o.")   # no file named after repr
+        assert sorted(os.listdir(tmp_path))[-1].startswith("o.")  # no file named after repr
         with open(path, "rb") as f:
             got = nv.load(f)
         got = got if ext == "npy" else got["a"]
@@ -156,15 +162,18 @@ def test_load_places_arrays_on_the_stream(tmp_path):
 
 
 def test_npz_compressed_stored_and_numpy_written(tmp_path):
-    arrays = {"a": np.arange(10, dtype=np.int16), "b": np.ones((3, 3), ">f8"),
-              "c": np.zeros(2, np.uint8)}
+    arrays = {
+        "a": np.arange(10, dtype=np.int16),
+        "b": np.ones((3, 3), ">f8"),
+        "c": np.zeros(2, np.uint8),
+    }
     for saver in (np.savez, np.savez_compressed):
         path = str(tmp_path / "n.npz")
         saver(path, **arrays)
         got = nv.load(path)
         for k, v in arrays.items():
             np.testing.assert_array_equal(np.asarray(got[k]), v)
-    arrays["file"] = arrays.pop("c")     # a name NumPy's savez cannot take as a keyword
+    arrays["file"] = arrays.pop("c")  # a name NumPy's savez cannot take as a keyword
     arrays["b"] = arrays["b"].astype("=f8")
     nv.savez_compressed(str(tmp_path / "m"), **{k: nv.array(v) for k, v in arrays.items()})
     with np.load(str(tmp_path / "m.npz")) as z:
@@ -174,16 +183,24 @@ def test_npz_compressed_stored_and_numpy_written(tmp_path):
 
 # ---- GGUF ---------------------------------------------------------------------------------
 
+
 def test_gguf_round_trip_with_metadata(tmp_path):
     path = str(tmp_path / "m")
-    arrays = {"f32": nv.array(np.random.rand(3, 5).astype(np.float32)),
-              "f16": nv.array(np.random.rand(4).astype(np.float16)),
-              "i8": nv.array(np.arange(-3, 3, dtype=np.int8)),
-              "i32": nv.array(np.arange(6, dtype=np.int32).reshape(1, 2, 3)),
-              "bf16": nv.array(np.array([1.0, 2.5], ml_dtypes.bfloat16)),
-              "t": nv.arange(4).reshape(2, 2).T}
-    meta = {"name": "tiny", "tags": ["a", "bc", ""], "n": nv.array(7, dtype=nv.uint16),
-            "v": nv.array([1.5, 2.5]), "flag": nv.array(True)}
+    arrays = {
+        "f32": nv.array(np.random.rand(3, 5).astype(np.float32)),
+        "f16": nv.array(np.random.rand(4).astype(np.float16)),
+        "i8": nv.array(np.arange(-3, 3, dtype=np.int8)),
+        "i32": nv.array(np.arange(6, dtype=np.int32).reshape(1, 2, 3)),
+        "bf16": nv.array(np.array([1.0, 2.5], ml_dtypes.bfloat16)),
+        "t": nv.arange(4).reshape(2, 2).T,
+    }
+    meta = {
+        "name": "tiny",
+        "tags": ["a", "bc", ""],
+        "n": nv.array(7, dtype=nv.uint16),
+        "v": nv.array([1.5, 2.5]),
+        "flag": nv.array(True),
+    }
     nv.save_gguf(path, arrays, meta)
     got, m = nv.load(path + ".gguf", return_metadata=True)
     assert sorted(got) == sorted(arrays)
@@ -206,6 +223,7 @@ def test_gguf_metadata_errors_follow_mlx(tmp_path):
 
 def _ggml_q_file(path, type_id, blocks, rows, cols, name=b"blk.weight"):
     import struct
+
     with open(path, "wb") as f:
         f.write(b"GGUF" + struct.pack("<IQQ", 3, 1, 0))
         f.write(struct.pack("<Q", len(name)) + name)
@@ -230,8 +248,11 @@ def test_gguf_quantized_tensors_load_as_mlx_triplets(tmp_path, qtype):
         packed = (q[:, :16] | (q[:, 16:] << 4)).astype(np.uint8)
         parts = [d.view(np.uint8)] + ([m.view(np.uint8)] if qtype == "Q4_1" else []) + [packed]
         blocks = np.concatenate(parts, axis=1)
-        want = d.astype(np.float32) * (q.astype(np.float32) - 8) if qtype == "Q4_0" else \
-            d.astype(np.float32) * q + m.astype(np.float32)
+        want = (
+            d.astype(np.float32) * (q.astype(np.float32) - 8)
+            if qtype == "Q4_0"
+            else d.astype(np.float32) * q + m.astype(np.float32)
+        )
         bits, tid = 4, 2 if qtype == "Q4_0" else 3
     path = str(tmp_path / "q.gguf")
     _ggml_q_file(path, tid, blocks, rows, cols)

@@ -1,6 +1,7 @@
 """Damaged and lying files: every reader raises ValueError naming the file, before allocating
 what a header claims (each case is run in a child whose address space is capped a little above
 what it already uses, so an allocation of what the header claims would fail there)."""
+
 from __future__ import annotations
 
 import json
@@ -40,6 +41,7 @@ def _gstr(s: bytes):
 
 def _zip_with(name: str, payload: bytes, compressed: bool) -> bytes:
     import io
+
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED if compressed else zipfile.ZIP_STORED) as z:
         z.writestr(name, payload)
@@ -56,11 +58,15 @@ LIES = {
     "member_c.npz": _zip_with("a.npy", _npy((1 << 40,)), compressed=True),
     "hlen.npz": _zip_with("a.npy", _npy((4,), version=2, hlen=0xFFFFFFF0), compressed=True),
     "deep.safetensors": _safetensors(b"[" * 100000 + b"]" * 100000),
-    "deepmeta.safetensors": _safetensors(b'{"__metadata__":' + b'{"a":' * 50000 + b"1" +
-                                         b"}" * 50001),
+    "deepmeta.safetensors": _safetensors(
+        b'{"__metadata__":' + b'{"a":' * 50000 + b"1" + b"}" * 50001
+    ),
     "hlen.safetensors": struct.pack("<Q", 1 << 62) + b"{}",
-    "size.safetensors": _safetensors(json.dumps(
-        {"x": {"dtype": "F32", "shape": [1 << 40], "data_offsets": [0, 1 << 42]}}).encode()),
+    "size.safetensors": _safetensors(
+        json.dumps(
+            {"x": {"dtype": "F32", "shape": [1 << 40], "data_offsets": [0, 1 << 42]}}
+        ).encode()
+    ),
     "counts.gguf": _gguf(1 << 60, 1 << 60),
     "string.gguf": _gguf(0, 1, _gstr(b"k") + struct.pack("<I", 8) + struct.pack("<Q", 1 << 50)),
     "array.gguf": _gguf(0, 1, _gstr(b"k") + struct.pack("<IIQ", 9, 11, 1 << 58)),
@@ -96,8 +102,13 @@ def test_lying_headers_raise_value_error_without_allocating(tmp_path):
         p = tmp_path / name
         p.write_bytes(data)
         paths.append(str(p))
-    r = subprocess.run([sys.executable, "-c", _CHILD, *paths], capture_output=True, text=True,
-                       timeout=300, cwd=os.path.dirname(os.path.dirname(nv.__file__)))
+    r = subprocess.run(
+        [sys.executable, "-c", _CHILD, *paths],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=os.path.dirname(os.path.dirname(nv.__file__)),
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     got = json.loads(r.stdout.strip().splitlines()[-1])
     for path in paths:
@@ -115,9 +126,12 @@ def test_each_lie_is_a_value_error_here_too(tmp_path, name):
 
 def test_truncations_of_valid_files_name_the_file(tmp_path):
     x = nv.arange(64, dtype=nv.float32).reshape(8, 8)
-    for ext, save in (("npy", lambda p: nv.save(p, x)), ("npz", lambda p: nv.savez(p, x=x)),
-                      ("gguf", lambda p: nv.save_gguf(p, {"x": x})),
-                      ("safetensors", lambda p: nv.save_safetensors(p, {"x": x}))):
+    for ext, save in (
+        ("npy", lambda p: nv.save(p, x)),
+        ("npz", lambda p: nv.savez(p, x=x)),
+        ("gguf", lambda p: nv.save_gguf(p, {"x": x})),
+        ("safetensors", lambda p: nv.save_safetensors(p, {"x": x})),
+    ):
         p = str(tmp_path / f"t.{ext}")
         save(p)
         whole = open(p, "rb").read()
@@ -131,7 +145,9 @@ def test_writes_are_synced_before_the_rename(tmp_path, monkeypatch):
     calls = []
     real_fsync, real_replace = os.fsync, os.replace
     monkeypatch.setattr(os, "fsync", lambda fd: (calls.append("fsync"), real_fsync(fd))[1])
-    monkeypatch.setattr(os, "replace", lambda a, b: (calls.append("replace"), real_replace(a, b))[1])
+    monkeypatch.setattr(
+        os, "replace", lambda a, b: (calls.append("replace"), real_replace(a, b))[1]
+    )
     nv.save_safetensors(str(tmp_path / "s.safetensors"), {"a": nv.ones(3)})
     assert calls[:2] == ["fsync", "replace"]
     assert os.listdir(tmp_path) == ["s.safetensors"]

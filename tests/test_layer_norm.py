@@ -1,6 +1,7 @@
 """nv.fast.layer_norm as one primitive on the CPU (float32, float64): the forward pass has the composite
 form's bits; the backward pass (its own formula) agrees with the composite's gradients, gives
 the same bits on any number of threads and compiled or not; every transform goes through."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +12,7 @@ from nuvec.backends.cpu import kernels
 from nuvec.primitives.norm import LayerNorm, composite
 
 RNG = np.random.default_rng(5)
-pytestmark = pytest.mark.usefixtures("cpu_device")     # the primitive is the CPU's
+pytestmark = pytest.mark.usefixtures("cpu_device")  # the primitive is the CPU's
 
 
 def arrays(shape, dims, scale=1.0):
@@ -42,10 +43,10 @@ def test_forward_has_the_composite_bits(dims, params):
 def test_forward_special_values_and_views():
     x, w, b = arrays((4,), 16)
     xs = np.asarray(x).copy()
-    xs[0, 3], xs[1, :], xs[2, 0] = np.nan, 7.0, np.inf        # NaN, a constant row, inf
+    xs[0, 3], xs[1, :], xs[2, 0] = np.nan, 7.0, np.inf  # NaN, a constant row, inf
     x = nv.array(xs)
     assert bits(nv.fast.layer_norm(x, w, b, 1e-5)) == bits(composite(x, w, b, 1e-5))
-    t = nv.transpose(arrays((16,), 4)[0])      # not contiguous: the bits of a contiguous copy
+    t = nv.transpose(arrays((16,), 4)[0])  # not contiguous: the bits of a contiguous copy
     c = nv.array(np.ascontiguousarray(np.asarray(t)))
     assert bits(nv.fast.layer_norm(t, w, b, 1e-5)) == bits(composite(c, w, b, 1e-5))
 
@@ -64,6 +65,7 @@ def test_gradients_agree_with_the_composite(params):
             ww = next(it) if w is not None else None
             bb = next(it) if b is not None else None
             return (fn(a[0], ww, bb, 1e-5) * ct).sum()
+
         return f
 
     got = nv.grad(loss(nv.fast.layer_norm), argnums=tuple(range(len(args))))(*args)
@@ -77,8 +79,9 @@ def test_backward_bits_do_not_depend_on_threads_or_compile():
     x, w, b = arrays((40, 30), 64)
 
     def grads(x, w, b):
-        return nv.grad(lambda x, w, b: (nv.fast.layer_norm(x, w, b, 1e-5) ** 2).sum(),
-                       argnums=(0, 1, 2))(x, w, b)
+        return nv.grad(
+            lambda x, w, b: (nv.fast.layer_norm(x, w, b, 1e-5) ** 2).sum(), argnums=(0, 1, 2)
+        )(x, w, b)
 
     prev = kernels.set_num_threads(1)
     try:
@@ -102,8 +105,9 @@ def test_forward_mode_vmap_second_order_and_shapeless():
     assert bits(nv.vmap(ln, in_axes=1)(x)) == bits(nv.vmap(lc, in_axes=1)(x))
     h1 = nv.grad(lambda x: (nv.grad(lambda x: (ln(x) ** 3).sum())(x) ** 2).sum())(x)
     h0 = nv.grad(lambda x: (nv.grad(lambda x: (lc(x) ** 3).sum())(x) ** 2).sum())(x)
-    np.testing.assert_allclose(np.asarray(h1), np.asarray(h0), rtol=1e-3,
-                               atol=1e-3 * np.abs(np.asarray(h0)).max())
+    np.testing.assert_allclose(
+        np.asarray(h1), np.asarray(h0), rtol=1e-3, atol=1e-3 * np.abs(np.asarray(h0)).max()
+    )
     f = nv.compile(ln, shapeless=True)
     for n in (4, 2):
         assert bits(f(x[:n])) == bits(lc(x[:n]))
@@ -115,7 +119,7 @@ def test_float64_and_other_dtypes():
     assert uses_primitive(x64, w64, None)
     assert bits(nv.fast.layer_norm(x64, w64, None, 1e-5)) == bits(composite(x64, w64, None, 1e-5))
     half = nv.astype(x, nv.float16)
-    assert not uses_primitive(half, None, None)                  # the composite form
+    assert not uses_primitive(half, None, None)  # the composite form
     assert not uses_primitive(x, nv.astype(w, nv.float16), None)
     assert not uses_primitive(x, w64, None)
 
@@ -123,6 +127,7 @@ def test_float64_and_other_dtypes():
 def test_the_avx512_build_has_the_baseline_bits():
     # nv_norm.c is built twice (baseline x86-64 and AVX-512); _rows picks one at import
     from nuvec.backends.cpu import _rows
+
     if not _rows.use_avx512(True):
         pytest.skip("this processor (or compiler) has no AVX-512 build of nv_norm.c")
     results = {}
@@ -132,8 +137,10 @@ def test_the_avx512_build_has_the_baseline_bits():
             _rows.use_avx512(on)
             for x, w, b in data.values():
                 y = nv.fast.layer_norm(x, w, b, 1e-5)
-                g = nv.grad(lambda x, w, b: (nv.fast.layer_norm(x, w, b, 1e-5) ** 2).sum(),
-                            argnums=(0, 1, 2))(x, w, b)
+                g = nv.grad(
+                    lambda x, w, b: (nv.fast.layer_norm(x, w, b, 1e-5) ** 2).sum(),
+                    argnums=(0, 1, 2),
+                )(x, w, b)
                 s = nv.vjp(lambda x: nv.softmax(x, axis=-1), [x], [x * 0.5])[1][0]
                 results.setdefault(on, []).extend(bits(a) for a in (y, *g, s))
     finally:

@@ -1,4 +1,5 @@
 """Print options, thread-local streams, clear_streams and set_wired_limit."""
+
 import threading
 
 import pytest
@@ -28,11 +29,13 @@ def test_thread_local_stream_differs_per_thread():
     tls = nv.new_thread_local_stream(nv.cpu)
     here = [None]
     from nuvec.core.device import resolve_stream
+
     mine = resolve_stream(tls)
     assert resolve_stream(tls) is mine and mine.device == nv.cpu
 
     def other():
         here[0] = resolve_stream(tls)
+
     t = threading.Thread(target=other)
     t.start()
     t.join()
@@ -45,6 +48,7 @@ def test_thread_local_stream_differs_per_thread():
 
 def test_clear_streams_restores_the_default():
     from nuvec.core.device import current_stream
+
     s = nv.new_stream(nv.cpu)
     nv.set_default_stream(s)
     assert current_stream() == s

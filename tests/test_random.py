@@ -1,5 +1,6 @@
 """nv.random: threefry bits, reproducibility, the global key, and the distributions
 (moments and Kolmogorov-Smirnov / chi-square tests with fixed keys)."""
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -17,13 +18,16 @@ def K(i=0):
 
 def test_threefry_known_answers():
     # the published Random123 known-answer vectors for threefry2x32, 20 rounds
-    cases = [((0, 0), (0, 0), (0x6B200159, 0x99BA4EFE)),
-             ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF), (0x1CB996FC, 0xBB002BE7)),
-             ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0))]
+    cases = [
+        ((0, 0), (0, 0), (0x6B200159, 0x99BA4EFE)),
+        ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF, 0xFFFFFFFF), (0x1CB996FC, 0xBB002BE7)),
+        ((0x13198A2E, 0x03707344), (0x243F6A88, 0x85A308D3), (0xC4923A9C, 0x483DF7A0)),
+    ]
     for (k0, k1), (x0, x1), expected in cases:
         with np.errstate(over="ignore"):
-            y = threefry2x32(np.uint32(k0), np.uint32(k1), np.array([x0], np.uint32),
-                             np.array([x1], np.uint32))
+            y = threefry2x32(
+                np.uint32(k0), np.uint32(k1), np.array([x0], np.uint32), np.array([x1], np.uint32)
+            )
         assert (int(y[0][0]), int(y[1][0])) == expected
 
 
@@ -41,8 +45,12 @@ def test_key_and_split_shapes_and_values():
 
 
 def test_same_key_same_numbers_and_bits_widths():
-    for f in (lambda k: nv.random.uniform(shape=(7,), key=k), lambda k: nv.random.normal((7,), key=k),
-              lambda k: nv.random.randint(0, 100, (7,), key=k), lambda k: nv.random.bits((7,), 2, key=k)):
+    for f in (
+        lambda k: nv.random.uniform(shape=(7,), key=k),
+        lambda k: nv.random.normal((7,), key=k),
+        lambda k: nv.random.randint(0, 100, (7,), key=k),
+        lambda k: nv.random.bits((7,), 2, key=k),
+    ):
         assert f(K(3)).tolist() == f(K(3)).tolist()
         assert f(K(3)).tolist() != f(K(4)).tolist()
     b1 = nv.random.bits((5,), 1, key=K())
@@ -128,8 +136,11 @@ def test_randint_distribution():
     assert r.dtype == np.int32 and r.min() == -3 and r.max() == 3
     counts = np.bincount(r + 3, minlength=7)
     assert stats.chisquare(counts).pvalue > P_MIN
-    r = np.array(nv.random.randint(nv.array([0, 100]), nv.array([2, 200]), (N // 2, 2),
-                                   dtype=nv.int64, key=K(7)))
+    r = np.array(
+        nv.random.randint(
+            nv.array([0, 100]), nv.array([2, 200]), (N // 2, 2), dtype=nv.int64, key=K(7)
+        )
+    )
     assert r.dtype == np.int64 and set(np.unique(r[:, 0])) == {0, 1}
     assert r[:, 1].min() >= 100 and r[:, 1].max() < 200
     big = np.array(nv.random.randint(0, 2**31 - 1, (N,), key=K(8)))
@@ -187,7 +198,9 @@ def test_permutation():
     np.testing.assert_array_equal(q - q[0:1], np.array([[0] * 4, [4] * 4, [8] * 4]))
     # every position equally likely: where element 0 lands over many keys
     keys = nv.random.split(K(18), 600)
-    firsts = [int(np.argmax(np.array(nv.random.permutation(4, key=keys[i])) == 0)) for i in range(600)]
+    firsts = [
+        int(np.argmax(np.array(nv.random.permutation(4, key=keys[i])) == 0)) for i in range(600)
+    ]
     assert stats.chisquare(np.bincount(firsts, minlength=4)).pvalue > P_MIN
 
 
@@ -195,8 +208,11 @@ def test_multivariate_normal():
     mean = np.array([1.0, -2.0, 0.5])
     a = np.array([[1.0, 0.0, 0.0], [0.5, 1.0, 0.0], [0.2, -0.3, 0.7]])
     cov = a @ a.T
-    s = np.array(nv.random.multivariate_normal(nv.array(mean), nv.array(cov), (N,),
-                                               dtype=nv.float64, key=K(19)))
+    s = np.array(
+        nv.random.multivariate_normal(
+            nv.array(mean), nv.array(cov), (N,), dtype=nv.float64, key=K(19)
+        )
+    )
     assert s.shape == (N, 3)
     np.testing.assert_allclose(s.mean(axis=0), mean, atol=0.05)
     np.testing.assert_allclose(np.cov(s.T), cov, atol=0.05)
@@ -204,9 +220,15 @@ def test_multivariate_normal():
     sing = np.array([[1.0, 1.0], [1.0, 1.0]])
     # (in float64: a float32 factorisation leaves singular values near 1e-7, whose square
     # roots put 3e-4 between the two columns)
-    t = np.array(nv.random.multivariate_normal(nv.zeros(2, dtype=nv.float64),
-                                               nv.array(sing, dtype=nv.float64), (100,),
-                                               dtype=nv.float64, key=K(20)))
+    t = np.array(
+        nv.random.multivariate_normal(
+            nv.zeros(2, dtype=nv.float64),
+            nv.array(sing, dtype=nv.float64),
+            (100,),
+            dtype=nv.float64,
+            key=K(20),
+        )
+    )
     np.testing.assert_allclose(t[:, 0], t[:, 1], atol=1e-4)
     # batched means: the result takes their batch shape
     m = nv.array(np.array([[0.0, 0.0], [100.0, 100.0]]))
@@ -242,7 +264,8 @@ def test_vmap_over_keys_matches_loop_and_grad_through_sampler():
     # reparameterised sampling: d/dhigh of sum(uniform(low, high)) = sum(u)
     u = nv.random.uniform(shape=(5,), dtype=nv.float64, key=K(23))
     g = nv.grad(lambda hi: nv.sum(nv.random.uniform(0.0, hi, (5,), dtype=nv.float64, key=K(23))))(
-        nv.array(1.0, dtype=nv.float64))
+        nv.array(1.0, dtype=nv.float64)
+    )
     assert np.isclose(g.item(), float(np.sum(np.array(u))), rtol=1e-12)
 
 

@@ -1,6 +1,7 @@
 """nv.random where MLX defines the exact behaviour: its bit stream (the expected words are
 MLX's, which were generated from JAX's threefry), default dtypes, and the edge cases of
 bernoulli, truncated_normal, randint, categorical and multivariate_normal."""
+
 import numpy as np
 import pytest
 
@@ -10,10 +11,12 @@ import nuvec as nv
 def test_bits_equal_mlx_stream_for_odd_and_even_lengths():
     k = nv.random.key(0)
     assert nv.random.bits((3, 1), key=k).tolist() == [[4146024105], [1351547692], [2718843009]]
-    expected = {5: [20137, 63263, 64300, 20622, 16513],
-                6: [20137, 63263, 64300, 20622, 16513, 41486],
-                7: [20137, 63263, 1497, 14756, 16513, 41486, 44591],
-                8: [20137, 63263, 1497, 14756, 16513, 41486, 44591, 19423]}
+    expected = {
+        5: [20137, 63263, 64300, 20622, 16513],
+        6: [20137, 63263, 64300, 20622, 16513, 41486],
+        7: [20137, 63263, 1497, 14756, 16513, 41486, 44591],
+        8: [20137, 63263, 1497, 14756, 16513, 41486, 44591, 19423],
+    }
     for n, words in expected.items():
         assert nv.random.bits((n,), 2, key=k).tolist() == words
     assert nv.random.bits((), key=k).item() == 1797259609
@@ -27,13 +30,16 @@ def test_bits_of_many_keys_equal_one_key_at_a_time():
         assert both[i].tolist() == nv.random.bits((7,), key=keys[i]).tolist()
 
 
-@pytest.mark.parametrize("sampler", [
-    lambda **kw: nv.random.uniform(shape=(2,), **kw),
-    lambda **kw: nv.random.normal((2,), **kw),
-    lambda **kw: nv.random.gumbel((2,), **kw),
-    lambda **kw: nv.random.laplace((2,), **kw),
-    lambda **kw: nv.random.truncated_normal(-1.0, 1.0, (2,), **kw),
-])
+@pytest.mark.parametrize(
+    "sampler",
+    [
+        lambda **kw: nv.random.uniform(shape=(2,), **kw),
+        lambda **kw: nv.random.normal((2,), **kw),
+        lambda **kw: nv.random.gumbel((2,), **kw),
+        lambda **kw: nv.random.laplace((2,), **kw),
+        lambda **kw: nv.random.truncated_normal(-1.0, 1.0, (2,), **kw),
+    ],
+)
 def test_dtype_none_is_float32(sampler):
     assert sampler(dtype=None).dtype == nv.float32
 

@@ -1,4 +1,5 @@
 """Trees: the internal layer (nuvec.tree) and the public utilities (nuvec.utils)."""
+
 import collections
 
 import numpy as np
@@ -6,8 +7,14 @@ import pytest
 
 import nuvec as nv
 from nuvec import tree
-from nuvec.utils import (tree_flatten, tree_map, tree_map_with_path, tree_merge, tree_reduce,
-                         tree_unflatten)
+from nuvec.utils import (
+    tree_flatten,
+    tree_map,
+    tree_map_with_path,
+    tree_merge,
+    tree_reduce,
+    tree_unflatten,
+)
 
 Pair = collections.namedtuple("Pair", "a b")
 
@@ -18,8 +25,13 @@ class Module(dict):
 
 def _sample():
     m = Module(weight=nv.ones((2, 3)), bias=nv.zeros((3,)))
-    return {"layers": [m, {"w": nv.arange(4)}], "cfg": (1, 2.0, True, "relu", None),
-            "pair": Pair(nv.array([1.0]), 7), "empty": [], "none": None}
+    return {
+        "layers": [m, {"w": nv.arange(4)}],
+        "cfg": (1, 2.0, True, "relu", None),
+        "pair": Pair(nv.array([1.0]), 7),
+        "empty": [],
+        "none": None,
+    }
 
 
 def test_flatten_roundtrip_keeps_types_and_leaves():
@@ -45,6 +57,7 @@ def test_dict_subclass_hook_rebuilds_the_subclass():
             obj = cls(items)
             obj.rebuilt = True
             return obj
+
     xs, td = tree.flatten({"m": Rebuilt(a=nv.ones(1))})
     back = tree.unflatten(td, xs)
     assert type(back["m"]) is Rebuilt and back["m"].rebuilt and back["m"]["a"] is xs[0]
@@ -58,9 +71,21 @@ def test_flatten_order_is_depth_first_in_key_order():
 
 def test_treedef_distinguishes_static_types_keys_and_containers():
     x = nv.ones(2)
-    defs = [tree.flatten(v)[1] for v in (
-        (x, 1), (x, 1.0), (x, True), [x, 1], {"a": x, "b": 1}, {"b": 1, "a": x},
-        Module(a=x, b=1), Pair(x, 1), (x, "1"), (x, None))]
+    defs = [
+        tree.flatten(v)[1]
+        for v in (
+            (x, 1),
+            (x, 1.0),
+            (x, True),
+            [x, 1],
+            {"a": x, "b": 1},
+            {"b": 1, "a": x},
+            Module(a=x, b=1),
+            Pair(x, 1),
+            (x, "1"),
+            (x, None),
+        )
+    ]
     for i in range(len(defs)):
         for j in range(len(defs)):
             assert (defs[i] == defs[j]) == (i == j), (defs[i], defs[j])
@@ -128,7 +153,9 @@ def test_tree_map_and_with_path():
     assert type(out["b"]) is Pair
     paths = tree_map_with_path(lambda p, x: p, t)
     assert paths == {"a": ["a.0", "a.1"], "b": Pair("b.0", "b.1"), "c": ("c.0",)}
-    assert tree_map(lambda x: len(x), {"a": [1, 2]}, is_leaf=lambda x: isinstance(x, list)) == {"a": 2}
+    assert tree_map(lambda x: len(x), {"a": [1, 2]}, is_leaf=lambda x: isinstance(x, list)) == {
+        "a": 2
+    }
     arr = tree_map(lambda x: x + 1, {"w": nv.ones(2)})["w"]
     assert arr.tolist() == [2.0, 2.0]
 
@@ -146,6 +173,7 @@ def test_tree_reduce_and_merge():
 
 def test_tree_unflatten_keeps_non_canonical_integer_keys_in_a_dict():
     from nuvec.utils import tree_unflatten
+
     tree = tree_unflatten([("01", "a"), ("1", "b"), ("2", "c")])
     assert tree == {"01": "a", "1": "b", "2": "c"}
     assert tree_unflatten([("0", "a"), ("1", "b"), ("2", "c")]) == ["a", "b", "c"]
@@ -154,10 +182,14 @@ def test_tree_unflatten_keeps_non_canonical_integer_keys_in_a_dict():
 def test_tree_merge_empty_subtrees_and_ragged_lists():
     import pytest
     from nuvec.utils import tree_merge
+
     assert tree_merge({}, {}) == {}
     assert tree_merge([{"a": 1}, {}], [{"b": 2}, {}]) == [{"a": 1, "b": 2}, {}]
-    assert tree_merge({"a": 1, "b": {}, "c": {}}, {"a": {}, "b": {}, "c": 2}) == \
-        {"a": 1, "b": {}, "c": 2}
+    assert tree_merge({"a": 1, "b": {}, "c": {}}, {"a": {}, "b": {}, "c": 2}) == {
+        "a": 1,
+        "b": {},
+        "c": 2,
+    }
     assert tree_merge({"a": ()}, {"a": ()}) == {"a": ()}
     with pytest.raises(ValueError, match="tree_merge"):
         tree_merge({}, [])

@@ -10,6 +10,7 @@ nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm); set CUOBJDUMP to cuobjdump's path 
 Per element = the kernel's static count / (V + 1): the body is unrolled V times, plus a tail
 that does one element.
 """
+
 from __future__ import annotations
 
 import collections
@@ -31,8 +32,23 @@ from nuvec.backends.cuda import source  # noqa: E402
 from nuvec.primitives.compiled import Compiled  # noqa: E402
 from test_source import NVRTC  # noqa: E402  (libnvrtc from CuPy's or NVIDIA's wheels)
 
-FP = {"FADD", "FMUL", "FFMA", "FSETP", "FSEL", "FMNMX", "FCHK", "MUFU", "FRND", "F2F", "F2I",
-      "I2F", "F2FP", "HADD2", "HFMA2"}
+FP = {
+    "FADD",
+    "FMUL",
+    "FFMA",
+    "FSETP",
+    "FSEL",
+    "FMNMX",
+    "FCHK",
+    "MUFU",
+    "FRND",
+    "F2F",
+    "F2I",
+    "I2F",
+    "F2FP",
+    "HADD2",
+    "HFMA2",
+}
 INT = {"IADD3", "IMAD", "LOP3", "SHF", "ISETP", "LEA", "IABS", "SEL", "PRMT", "IMNMX", "VIADD"}
 
 
@@ -42,18 +58,33 @@ FAST = [False]
 def _cuobjdump() -> str:
     found = os.environ.get("CUOBJDUMP")
     if not found:
-        hits = sorted(glob.glob(os.path.join(sys.prefix, "lib", "python*", "site-packages",
-                                             "nvidia", "**", "bin", "cuobjdump"), recursive=True))
+        hits = sorted(
+            glob.glob(
+                os.path.join(
+                    sys.prefix,
+                    "lib",
+                    "python*",
+                    "site-packages",
+                    "nvidia",
+                    "**",
+                    "bin",
+                    "cuobjdump",
+                ),
+                recursive=True,
+            )
+        )
         found = hits[0] if hits else "cuobjdump"
-    os.environ["PATH"] += os.pathsep + os.path.dirname(found)   # it runs nvdisasm
+    os.environ["PATH"] += os.pathsep + os.path.dirname(found)  # it runs nvdisasm
     return found
 
 
 def cubin(src: str) -> bytes:
     prog = ctypes.c_void_p()
     assert NVRTC.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"k.cu", 0, None, None) == 0
-    opts = [o.encode() for o in source.nvrtc_options(FAST[0])] + \
-        [b"-ftz=false", b"--gpu-architecture=sm_90"]
+    opts = [o.encode() for o in source.nvrtc_options(FAST[0])] + [
+        b"-ftz=false",
+        b"--gpu-architecture=sm_90",
+    ]
     if NVRTC.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts)):
         raise SystemExit("NVRTC rejected the kernel")
     n = ctypes.c_size_t()
@@ -67,8 +98,9 @@ def count(spec) -> collections.Counter:
     src, _ = source.module_source(spec, "vec", "i32", (0,) * len(spec.inputs))
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
         f.write(cubin(src))
-    out = subprocess.run([_cuobjdump(), "-sass", f.name], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [_cuobjdump(), "-sass", f.name], capture_output=True, text=True, check=True
+    ).stdout
     os.unlink(f.name)
     ops: collections.Counter = collections.Counter()
     for line in out.splitlines():
@@ -83,11 +115,15 @@ def chains(dt):
     y = nv.random.normal((1024,), key=nv.random.key(1)).astype(dt)
     return {
         "gelu": (lambda x: x * 0.5 * (1 + nv.erf(x * 0.70710678)), (x,)),
-        "gelu_tanh": (lambda x: 0.5 * x * (1 + nv.tanh(0.79788456 * (x + 0.044715 * x * x * x))),
-                      (x,)),
+        "gelu_tanh": (
+            lambda x: 0.5 * x * (1 + nv.tanh(0.79788456 * (x + 0.044715 * x * x * x))),
+            (x,),
+        ),
         "swiglu": (lambda a, b: a * nv.sigmoid(a) * b, (x, y)),
-        "10op": (lambda x: nv.maximum(nv.exp(-nv.abs(nv.tanh(x * 1.5 + 0.25) * x - 0.5)) * 3, 0.1),
-                 (x,)),
+        "10op": (
+            lambda x: nv.maximum(nv.exp(-nv.abs(nv.tanh(x * 1.5 + 0.25) * x - 0.5)) * 3, 0.1),
+            (x,),
+        ),
     }
 
 
@@ -110,8 +146,10 @@ def main(names: list[str]) -> None:
                 total = sum(ops.values())
                 fp = sum(v for k, v in ops.items() if k in FP)
                 it = sum(v for k, v in ops.items() if k in INT)
-                print(f"{dt.name:9s} {name:10s} V={V}  per element ~{total / (V + 1):.0f}  "
-                      f"(float {fp}, integer {it}, all {total})")
+                print(
+                    f"{dt.name:9s} {name:10s} V={V}  per element ~{total / (V + 1):.0f}  "
+                    f"(float {fp}, integer {it}, all {total})"
+                )
 
 
 if __name__ == "__main__":

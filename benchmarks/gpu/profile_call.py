@@ -6,6 +6,7 @@ Prints the time per call of the whole call and of its parts measured alone (the 
 the kernel launch through ``kernels.run``, an allocation, ``nv.synchronize``), then a cProfile
 of the calls.
 """
+
 from __future__ import annotations
 
 import cProfile
@@ -46,9 +47,11 @@ def main() -> None:
         tape = entry.tape
         hook = tape.device_replay
         print("graph:", None if hook is None else (hook.graph is not None, hook.error))
-        print(f"tape: steps={len(tape.steps)} single={tape.single} eager_ok={tape.eager_ok} "
-              f"data_type={tape.data_type} scope={tape.device_scope is not None} "
-              f"graph_hook={tape.device_replay is not None}")
+        print(
+            f"tape: steps={len(tape.steps)} single={tape.single} eager_ok={tape.eager_ok} "
+            f"data_type={tape.data_type} scope={tape.device_scope is not None} "
+            f"graph_hook={tape.device_replay is not None}"
+        )
         step = tape.steps[0]
         spec = step.prim.spec if type(step.prim) is Compiled else None
         data = x._data

@@ -20,6 +20,7 @@ Measured:
 Time per call: ``--reps`` calls queued back to back, then one wait, divided by ``--reps``; the
 median of ``--batches`` such batches, after warm-up calls (which also compile).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,8 +47,10 @@ K_TANH = 0.7978845608028654
 
 # -- the chains, over any library's operations ------------------------------------------------
 
+
 def chains(exp, tanh, erf, sigmoid, maximum, absolute):
     """The benchmark formulas written with one library's element-wise functions."""
+
     def gelu(x):
         return x * 0.5 * (1.0 + erf(x * SQRT1_2))
 
@@ -69,8 +72,12 @@ def chains(exp, tanh, erf, sigmoid, maximum, absolute):
         t = t * 3.0
         return maximum(t, 0.1)
 
-    return {"gelu": (gelu, 1), "gelu_tanh": (gelu_tanh, 1), "swiglu": (swiglu, 2),
-            "10op": (ten_op, 1)}
+    return {
+        "gelu": (gelu, 1),
+        "gelu_tanh": (gelu_tanh, 1),
+        "swiglu": (swiglu, 2),
+        "10op": (ten_op, 1),
+    }
 
 
 def batch_time(call, sync, reps: int, batches: int, warm: int = 2) -> float:
@@ -102,11 +109,13 @@ def round_trip(call_and_wait, reps: int, warm: int = 50) -> float:
 
 # -- libraries --------------------------------------------------------------------------------
 
+
 class Nuvec:
     name = "nuvec (nv.compile)"
 
     def __init__(self, fast_math: bool = False):
         import nuvec as nv
+
         self.nv = nv
         self.fast_math = fast_math
         if fast_math:
@@ -135,23 +144,32 @@ class Nuvec:
 
     def free(self):
         import cupy as cp
+
         cp.get_default_memory_pool().free_all_blocks()
 
 
 class Torch:
     def __init__(self, compiled: bool):
         import torch
+
         self.torch = torch
         self.compiled = compiled
         self.name = "torch.compile" if compiled else "PyTorch eager"
-        self.ops = chains(torch.exp, torch.tanh, torch.erf, torch.sigmoid,
-                          lambda a, b: torch.clamp_min(a, b), torch.abs)
+        self.ops = chains(
+            torch.exp,
+            torch.tanh,
+            torch.erf,
+            torch.sigmoid,
+            lambda a, b: torch.clamp_min(a, b),
+            torch.abs,
+        )
 
     def data(self, n, dtype, k):
         t = self.torch
         g = t.Generator(device="cuda").manual_seed(k)
-        return t.randn(n, device="cuda", generator=g,
-                       dtype=t.bfloat16 if dtype == "bfloat16" else t.float32)
+        return t.randn(
+            n, device="cuda", generator=g, dtype=t.bfloat16 if dtype == "bfloat16" else t.float32
+        )
 
     def compile(self, fn):
         return self.torch.compile(fn, dynamic=False) if self.compiled else fn
@@ -172,15 +190,20 @@ class Jax:
     def __init__(self):
         import jax
         import jax.numpy as jnp
+
         self.jax, self.jnp = jax, jnp
-        self.ops = chains(jnp.exp, jnp.tanh, jax.scipy.special.erf, jax.nn.sigmoid,
-                          jnp.maximum, jnp.abs)
+        self.ops = chains(
+            jnp.exp, jnp.tanh, jax.scipy.special.erf, jax.nn.sigmoid, jnp.maximum, jnp.abs
+        )
         self.last = None
 
     def data(self, n, dtype, k):
         jnp = self.jnp
-        x = self.jax.random.normal(self.jax.random.PRNGKey(k), (n,),
-                                   dtype=jnp.bfloat16 if dtype == "bfloat16" else jnp.float32)
+        x = self.jax.random.normal(
+            self.jax.random.PRNGKey(k),
+            (n,),
+            dtype=jnp.bfloat16 if dtype == "bfloat16" else jnp.float32,
+        )
         return x.block_until_ready()
 
     def compile(self, fn):
@@ -203,9 +226,11 @@ class CupyFuse:
 
     def __init__(self):
         import cupy as cp
+
         self.cp = cp
-        self.ops = chains(cp.exp, cp.tanh, _cupy_erf(), lambda a: 1.0 / (1.0 + cp.exp(-a)),
-                          cp.maximum, cp.abs)
+        self.ops = chains(
+            cp.exp, cp.tanh, _cupy_erf(), lambda a: 1.0 / (1.0 + cp.exp(-a)), cp.maximum, cp.abs
+        )
 
     def data(self, n, dtype, k):
         if dtype == "bfloat16":
@@ -227,26 +252,31 @@ class CupyFuse:
 
 def _cupy_erf():
     import cupyx.scipy.special as sp
+
     return sp.erf
 
 
 # -- measurements -----------------------------------------------------------------------------
 
+
 def copy_bandwidth(n: int, reps: int, batches: int) -> dict:
     """Bytes read + written per second by device-to-device copies of n float32 elements."""
     out = {}
     import cupy as cp
+
     src = cp.random.default_rng(0).standard_normal(n, dtype=cp.float32)
     dst = cp.empty_like(src)
 
     def memcpy():
         dst.data.copy_from_device_async(src.data, src.nbytes)
+
     t = batch_time(memcpy, cp.cuda.Device().synchronize, reps, batches)
     out["cupy_memcpy"] = 2 * src.nbytes / t
     del src, dst
     cp.get_default_memory_pool().free_all_blocks()
     try:
         import torch
+
         a = torch.randn(n, device="cuda")
         b = torch.empty_like(a)
         t = batch_time(lambda: b.copy_(a), torch.cuda.synchronize, reps, batches)
@@ -276,8 +306,12 @@ def chain_benchmarks(libs, n: int, reps: int, batches: int, copy_bw: float) -> l
                     row["first_call_s"] = time.perf_counter() - t0
                     t = batch_time(lambda: lib.call(f, args), lib.sync, reps, batches)
                     nbytes = (nin + 1) * n * itemsize
-                    row.update(seconds=t, bytes=nbytes, bandwidth=nbytes / t,
-                               fraction_of_copy=nbytes / t / copy_bw)
+                    row.update(
+                        seconds=t,
+                        bytes=nbytes,
+                        bandwidth=nbytes / t,
+                        fraction_of_copy=nbytes / t / copy_bw,
+                    )
                     del args, f
                 except Exception as e:  # noqa: BLE001
                     row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
@@ -299,6 +333,7 @@ def overhead_benchmarks(libs, reps: int) -> list[dict]:
             def once():
                 lib.call(f, [x])
                 lib.sync()
+
             row["round_trip_s"] = round_trip(once, reps)
             row["dispatch_s"] = batch_time(lambda: lib.call(f, [x]), lib.sync, reps, 5)
         except Exception as e:  # noqa: BLE001
@@ -309,6 +344,7 @@ def overhead_benchmarks(libs, reps: int) -> list[dict]:
 
 
 # -- MLP 784-512-512-10 training step ---------------------------------------------------------
+
 
 def _mlp_data(batch: int):
     rng = np.random.default_rng(0)
@@ -322,6 +358,7 @@ def _mlp_data(batch: int):
 
 def mlp_nuvec(batch, steps, compiled, profile: bool = False) -> float:
     import nuvec as nv
+
     x, y, ws, bs = _mlp_data(batch)
     params = {"w": [nv.array(w) for w in ws], "b": [nv.array(b) for b in bs]}
     xa, ya = nv.array(x), nv.array(y)
@@ -350,10 +387,12 @@ def mlp_nuvec(batch, steps, compiled, profile: bool = False) -> float:
         nonlocal params
         loss, params = step(params, xa, ya)
         nv.async_eval(loss, params)
+
     t = batch_time(run, nv.synchronize, steps, 5, warm=5)
-    if profile:   # where the host time of a step goes
+    if profile:  # where the host time of a step goes
         import cProfile
         import pstats
+
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(steps):
@@ -367,10 +406,15 @@ def mlp_nuvec(batch, steps, compiled, profile: bool = False) -> float:
 
 def mlp_torch(batch, steps, compiled) -> float:
     import torch
+
     x, y, ws, bs = _mlp_data(batch)
-    model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(),
-                                torch.nn.Linear(512, 512), torch.nn.ReLU(),
-                                torch.nn.Linear(512, 10)).cuda()
+    model = torch.nn.Sequential(
+        torch.nn.Linear(784, 512),
+        torch.nn.ReLU(),
+        torch.nn.Linear(512, 512),
+        torch.nn.ReLU(),
+        torch.nn.Linear(512, 10),
+    ).cuda()
     with torch.no_grad():
         for lin, w, b in zip([model[0], model[2], model[4]], ws, bs):
             lin.weight.copy_(torch.from_numpy(w.T.copy()))
@@ -386,12 +430,14 @@ def mlp_torch(batch, steps, compiled) -> float:
         loss = loss_f(fwd(xt), yt)
         loss.backward()
         opt.step()
+
     return batch_time(run, torch.cuda.synchronize, steps, 5, warm=5)
 
 
 def mlp_jax(batch, steps) -> float:
     import jax
     import jax.numpy as jnp
+
     x, y, ws, bs = _mlp_data(batch)
     params = {"w": [jnp.asarray(w) for w in ws], "b": [jnp.asarray(b) for b in bs]}
     xa, ya = jnp.asarray(x), jnp.asarray(y)
@@ -414,15 +460,20 @@ def mlp_jax(batch, steps) -> float:
 
     def run():
         state["loss"], state["p"] = step(state["p"], xa, ya)
+
     return batch_time(run, lambda: jax.block_until_ready(state["p"]), steps, 5, warm=5)
 
 
 def mlp_benchmarks(batch: int, steps: int, have: dict) -> list[dict]:
-    cases = [("nuvec (nv.compile)", lambda: mlp_nuvec(batch, steps, True, have.get("profile"))),
-             ("nuvec (eager)", lambda: mlp_nuvec(batch, steps, False))]
+    cases = [
+        ("nuvec (nv.compile)", lambda: mlp_nuvec(batch, steps, True, have.get("profile"))),
+        ("nuvec (eager)", lambda: mlp_nuvec(batch, steps, False)),
+    ]
     if have.get("torch"):
-        cases += [("PyTorch eager", lambda: mlp_torch(batch, steps, False)),
-                  ("torch.compile", lambda: mlp_torch(batch, steps, True))]
+        cases += [
+            ("PyTorch eager", lambda: mlp_torch(batch, steps, False)),
+            ("torch.compile", lambda: mlp_torch(batch, steps, True)),
+        ]
     if have.get("jax"):
         cases.append(("jax.jit", lambda: mlp_jax(batch, steps)))
     rows = []
@@ -440,6 +491,7 @@ def mlp_benchmarks(batch: int, steps: int, have: dict) -> list[dict]:
 
 # -- main -------------------------------------------------------------------------------------
 
+
 def _have(mod: str) -> bool:
     try:
         __import__(mod)
@@ -454,21 +506,33 @@ def main(argv=None) -> dict:
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--batches", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
-    ap.add_argument("--skip", default="", help="comma-separated: torch,torch.compile,jax,cupy,fast_math")
+    ap.add_argument(
+        "--skip", default="", help="comma-separated: torch,torch.compile,jax,cupy,fast_math"
+    )
     ap.add_argument("--out", default=None, help="write the results as JSON here")
-    ap.add_argument("--profile", action="store_true",
-                    help="print a cProfile of nuvec's compiled MLP steps")
+    ap.add_argument(
+        "--profile", action="store_true", help="print a cProfile of nuvec's compiled MLP steps"
+    )
     ap.add_argument("--only", default="", help="comma-separated sections: copy,chains,overhead,mlp")
-    ap.add_argument("--vec-sweep", action="store_true",
-                    help="also time nuvec's chains with 4 and 2 elements per vector thread")
+    ap.add_argument(
+        "--vec-sweep",
+        action="store_true",
+        help="also time nuvec's chains with 4 and 2 elements per vector thread",
+    )
     a = ap.parse_args(argv)
     if a.quick:
         a.n, a.reps, a.batches = 1 << 20, 3, 2
     skip = set(filter(None, a.skip.split(",")))
     import cupy as cp
+
     props = cp.cuda.runtime.getDeviceProperties(0)
-    res = {"date": datetime.date.today().isoformat(), "gpu": props["name"].decode(),
-           "python": platform.python_version(), "n": a.n, "versions": {}}
+    res = {
+        "date": datetime.date.today().isoformat(),
+        "gpu": props["name"].decode(),
+        "python": platform.python_version(),
+        "n": a.n,
+        "versions": {},
+    }
     for m in ("cupy", "torch", "jax", "numpy"):
         if _have(m):
             res["versions"][m] = __import__(m).__version__
@@ -479,7 +543,10 @@ def main(argv=None) -> dict:
     if "copy" in only:
         res["copy"] = copy_bandwidth(a.n, a.reps * 2, a.batches)
         print(json.dumps({"copy": res["copy"]}), flush=True)
-    have = {"torch": _have("torch") and "torch" not in skip, "jax": _have("jax") and "jax" not in skip}
+    have = {
+        "torch": _have("torch") and "torch" not in skip,
+        "jax": _have("jax") and "jax" not in skip,
+    }
     libs = [Nuvec()] + ([] if "fast_math" in skip else [Nuvec(fast_math=True)])
     if have["torch"]:
         libs.append(Torch(False))
@@ -491,8 +558,9 @@ def main(argv=None) -> dict:
         libs.append(CupyFuse())
     if "chains" in only:
         res["chains"] = chain_benchmarks(libs, a.n, a.reps, a.batches, res["copy"]["best"])
-    if "chains" in only and a.vec_sweep:   # nuvec's vector width: fewer elements per thread
+    if "chains" in only and a.vec_sweep:  # nuvec's vector width: fewer elements per thread
         from nuvec.backends.cuda import kernels
+
         for cap in (4, 2):
             lib = Nuvec()
             lib.name = f"nuvec (vec cap {cap})"
@@ -502,9 +570,11 @@ def main(argv=None) -> dict:
     if "overhead" in only:
         res["overhead"] = overhead_benchmarks(libs, 300 if a.quick else 2000)
     if "mlp" in only:
-        res["mlp"] = mlp_benchmarks(256, 20 if a.quick else 100,
-                                    {"torch": have["torch"], "jax": have["jax"],
-                                     "profile": a.profile})
+        res["mlp"] = mlp_benchmarks(
+            256,
+            20 if a.quick else 100,
+            {"torch": have["torch"], "jax": have["jax"], "profile": a.profile},
+        )
     if a.out:
         with open(a.out, "w") as f:
             json.dump(res, f, indent=1)
@@ -518,23 +588,39 @@ def report(res: dict) -> str:
     lines = [f"GPU: {res['gpu']}; date {res['date']}; n = {res['n']:,} elements"]
     if "copy" in res:
         lines.append(f"copy bandwidth: {res['copy']['best'] / 1e12:.2f} TB/s (read + write)")
-    lines += ["", "| chain | dtype | library | time (ms) | TB/s | of copy |", "|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| chain | dtype | library | time (ms) | TB/s | of copy |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in res.get("chains", []):
         if "error" in r:
-            lines.append(f"| {r['chain']} | {r['dtype']} | {r['library']} | n/a | | {r['error'][:60]} |")
+            lines.append(
+                f"| {r['chain']} | {r['dtype']} | {r['library']} | n/a | | {r['error'][:60]} |"
+            )
         else:
-            lines.append(f"| {r['chain']} | {r['dtype']} | {r['library']} | {r['seconds'] * 1e3:.3f} | "
-                         f"{r['bandwidth'] / gb / 1e3:.2f} | {r['fraction_of_copy'] * 100:.0f}% |")
-    lines += ["", "| compiled 10-op on 4 elements | round trip (us) | dispatch (us) |", "|---|---|---|"]
+            lines.append(
+                f"| {r['chain']} | {r['dtype']} | {r['library']} | {r['seconds'] * 1e3:.3f} | "
+                f"{r['bandwidth'] / gb / 1e3:.2f} | {r['fraction_of_copy'] * 100:.0f}% |"
+            )
+    lines += [
+        "",
+        "| compiled 10-op on 4 elements | round trip (us) | dispatch (us) |",
+        "|---|---|---|",
+    ]
     for r in res.get("overhead", []):
         if "error" in r:
             lines.append(f"| {r['library']} | {r['error'][:60]} | |")
         else:
-            lines.append(f"| {r['library']} | {r['round_trip_s'] * 1e6:.1f} | {r['dispatch_s'] * 1e6:.1f} |")
+            lines.append(
+                f"| {r['library']} | {r['round_trip_s'] * 1e6:.1f} | {r['dispatch_s'] * 1e6:.1f} |"
+            )
     lines += ["", "| MLP 784-512-512-10 step, batch 256 | ms |", "|---|---|"]
     for r in res.get("mlp", []):
-        lines.append(f"| {r['library']} | " + (f"{r['step_s'] * 1e3:.3f} |" if "step_s" in r
-                                               else f"{r.get('error', '')[:60]} |"))
+        lines.append(
+            f"| {r['library']} | "
+            + (f"{r['step_s'] * 1e3:.3f} |" if "step_s" in r else f"{r.get('error', '')[:60]} |")
+        )
     return "\n".join(lines)
 
 

@@ -5,6 +5,7 @@ returns the materialised result (lazy libraries evaluate inside it). ``NotApplic
 library has no such feature by design (NumPy has no compiler); any other exception is recorded
 by the worker as "not available" (ImportError, AttributeError, NotImplementedError) or "error".
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,8 +26,8 @@ class Adapter:
     """Base adapter. Subclasses set ``name`` and ``eager``/``compiled`` variant labels."""
 
     name = "?"
-    eager: str | None = None        # label of the eager variant, e.g. "jax"
-    compiled: str | None = None     # label of the compiled variant, e.g. "jax.jit"
+    eager: str | None = None  # label of the eager variant, e.g. "jax"
+    compiled: str | None = None  # label of the compiled variant, e.g. "jax.jit"
 
     def load(self) -> str:
         """Import the library; return its version."""
@@ -35,9 +36,14 @@ class Adapter:
     def variants(self, group: str) -> list[str]:
         """Variant labels this library offers for a workload group."""
         both = [v for v in (self.eager, self.compiled) if v]
-        return {"eager": [self.eager] if self.eager else [],
-                "fused": both, "overhead": both, "train": both, "memory": both,
-                "first_call": [self.compiled] if self.compiled else []}.get(group, [])
+        return {
+            "eager": [self.eager] if self.eager else [],
+            "fused": both,
+            "overhead": both,
+            "train": both,
+            "memory": both,
+            "first_call": [self.compiled] if self.compiled else [],
+        }.get(group, [])
 
     def is_compiled(self, variant: str) -> bool:
         return variant == self.compiled
@@ -121,4 +127,5 @@ class ArrayAdapter(Adapter):
             # compile inside: creating the wrapper is part of what a user pays for a new function
             self._last_compiled = self.compile_fn(functools.partial(W.ops200, self.F))
             return self.sync(self._last_compiled(arg))
+
         return thunk

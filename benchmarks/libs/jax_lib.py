@@ -1,4 +1,5 @@
 """JAX on the CPU: eager ``jax.numpy`` ops, ``jax.jit``, and an MLP step with a hand-written Adam."""
+
 from __future__ import annotations
 
 import itertools
@@ -20,6 +21,7 @@ class Adapter(ArrayAdapter):
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
         import jax
         import jax.numpy as jnp
+
         cache = os.environ.get("BENCH_JAX_CACHE_DIR")
         if cache:  # persistent compilation cache in the worker's own directory, every entry kept
             jax.config.update("jax_compilation_cache_dir", cache)
@@ -34,6 +36,7 @@ class Adapter(ArrayAdapter):
             tanh = staticmethod(jnp.tanh)
             erf = staticmethod(jax.scipy.special.erf)
             sigmoid = staticmethod(jax.nn.sigmoid)
+
         self.F = F
         return jax.__version__
 
@@ -64,9 +67,10 @@ class Adapter(ArrayAdapter):
             t = t + 1
             m = jax.tree_util.tree_map(lambda m, g: b1 * m + (1 - b1) * g, m, g)
             v = jax.tree_util.tree_map(lambda v, g: b2 * v + (1 - b2) * g * g, v, g)
-            c1, c2 = 1 - b1 ** t, 1 - b2 ** t
+            c1, c2 = 1 - b1**t, 1 - b2**t
             params = jax.tree_util.tree_map(
-                lambda p, m, v: p - lr * (m / c1) / (jnp.sqrt(v / c2) + eps), params, m, v)
+                lambda p, m, v: p - lr * (m / c1) / (jnp.sqrt(v / c2) + eps), params, m, v
+            )
             return params, m, v, t, loss
 
         if self.is_compiled(variant):
@@ -77,6 +81,7 @@ class Adapter(ArrayAdapter):
             *new, loss = step(*state, *next(batches))
             state[:] = new
             return jax.block_until_ready((loss, state))[0]
+
         return thunk, float
 
 
@@ -108,6 +113,7 @@ def _mlp(jax: Any, jnp: Any) -> tuple[Any, Callable]:
             if k < len(params) - 1:
                 h = jax.nn.relu(h)
         return _cross_entropy(jax, jnp, h, y)
+
     return params, loss_fn
 
 
@@ -121,15 +127,23 @@ def _language_model(jax: Any, jnp: Any) -> tuple[Any, Callable]:
     def norm() -> dict:
         return {"w": jnp.ones((d,), jnp.float32), "b": jnp.zeros((d,), jnp.float32)}
 
-    emb = d ** -0.5   # MLX's Embedding init: normal, standard deviation 1/sqrt(dims)
+    emb = d**-0.5  # MLX's Embedding init: normal, standard deviation 1/sqrt(dims)
     params = {
         "tokens": jnp.asarray((rng.standard_normal((v, d)) * emb).astype(np.float32)),
         "positions": jnp.asarray((rng.standard_normal((c["seq"], d)) * emb).astype(np.float32)),
-        "layers": [{"ln1": norm(), "ln2": norm(),
-                    **{k: _linear(rng, jnp, d, d, bias=False) for k in ("q", "k", "v", "o")},
-                    "fc1": _linear(rng, jnp, d, 4 * d), "fc2": _linear(rng, jnp, 4 * d, d)}
-                   for _ in range(c["layers"])],
-        "ln": norm(), "head": _linear(rng, jnp, d, v)}
+        "layers": [
+            {
+                "ln1": norm(),
+                "ln2": norm(),
+                **{k: _linear(rng, jnp, d, d, bias=False) for k in ("q", "k", "v", "o")},
+                "fc1": _linear(rng, jnp, d, 4 * d),
+                "fc2": _linear(rng, jnp, 4 * d, d),
+            }
+            for _ in range(c["layers"])
+        ],
+        "ln": norm(),
+        "head": _linear(rng, jnp, d, v),
+    }
 
     def layer_norm(p: dict, x: Any) -> Any:
         mu = jnp.mean(x, -1, keepdims=True)
@@ -152,4 +166,5 @@ def _language_model(jax: Any, jnp: Any) -> tuple[Any, Callable]:
             h = h + attention(p, layer_norm(p["ln1"], h), mask)
             h = h + _apply(p["fc2"], jax.nn.relu(_apply(p["fc1"], layer_norm(p["ln2"], h))))
         return _cross_entropy(jax, jnp, _apply(params["head"], layer_norm(params["ln"], h)), y)
+
     return params, loss_fn

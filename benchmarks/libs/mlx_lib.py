@@ -1,4 +1,5 @@
 """MLX on the CPU (``mlx[cpu]`` on Linux): eager ops and ``mx.compile``."""
+
 from __future__ import annotations
 
 from .mlx_style import MLXStyleAdapter

@@ -5,6 +5,7 @@ functions, ``nn.Sequential``/``nn.Linear``/``nn.ReLU``, ``nn.losses.cross_entrop
 ``nn.value_and_grad`` and ``optimizers.Adam``. Names are looked up when a workload needs them,
 so a missing piece fails only the workloads that use it.
 """
+
 from __future__ import annotations
 
 import functools
@@ -61,8 +62,13 @@ class MLXStyleAdapter(ArrayAdapter):
             data = W.lm_data()
         else:
             s = W.MLP_SIZES
-            model = nn.Sequential(nn.Linear(s[0], s[1]), nn.ReLU(), nn.Linear(s[1], s[2]),
-                                  nn.ReLU(), nn.Linear(s[2], s[3]))
+            model = nn.Sequential(
+                nn.Linear(s[0], s[1]),
+                nn.ReLU(),
+                nn.Linear(s[1], s[2]),
+                nn.ReLU(),
+                nn.Linear(s[2], s[3]),
+            )
             data = W.train_data()
         core.eval(model.parameters())
         opt = optim.Adam(learning_rate=1e-3)
@@ -87,6 +93,7 @@ class MLXStyleAdapter(ArrayAdapter):
             loss = step(*next(batches))
             core.eval(loss, state)
             return loss
+
         return thunk, lambda a: float(a.item())
 
 
@@ -100,8 +107,9 @@ def _language_model(nn: Any, core: Any) -> Any:
             super().__init__()
             self.tokens = nn.Embedding(c["vocab"], c["dims"])
             self.positions = nn.Embedding(c["seq"], c["dims"])
-            self.encoder = nn.TransformerEncoder(c["layers"], c["dims"], c["heads"],
-                                                 mlp_dims=4 * c["dims"])
+            self.encoder = nn.TransformerEncoder(
+                c["layers"], c["dims"], c["heads"], mlp_dims=4 * c["dims"]
+            )
             self.head = nn.Linear(c["dims"], c["vocab"])
 
         def __call__(self, x: Any) -> Any:

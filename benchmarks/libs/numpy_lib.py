@@ -1,4 +1,5 @@
 """NumPy: eager only; every op allocates a fresh output, as users' code does."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -23,6 +24,7 @@ class _F:
     @staticmethod
     def erf(x: np.ndarray) -> np.ndarray:
         import scipy.special  # NumPy has no erf; SciPy's ufunc is what NumPy users call
+
         return scipy.special.erf(x)
 
 

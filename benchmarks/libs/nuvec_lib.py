@@ -3,6 +3,7 @@
 ``stand_in="mlx"`` drives MLX's modules through this adapter instead: that tests the harness's
 nuvec path before nuvec exists. Such results are labelled as a stand-in and are never figures.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -39,7 +40,7 @@ class Adapter(MLXStyleAdapter):
         return variant in (self.compiled, self.flushed)
 
     def train(self, variant: str, case: str = "mlp_step") -> Any:
-        if not self.stand_in:   # a process-wide mode: every variant sets its own
+        if not self.stand_in:  # a process-wide mode: every variant sets its own
             self.core.set_flush_denormals(variant == self.flushed)
         return super().train(variant, case)
 

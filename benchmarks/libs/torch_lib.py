@@ -1,5 +1,6 @@
 """PyTorch on the CPU: eager ops and ``torch.compile`` (inductor). Not installable on every machine:
 PyPI's Linux x86_64 wheel pulls the CUDA stack (several GB); runs wherever torch is present."""
+
 from __future__ import annotations
 
 import itertools
@@ -19,6 +20,7 @@ class Adapter(ArrayAdapter):
 
     def load(self) -> str:
         import torch
+
         threads = os.environ.get("BENCH_THREADS")
         if threads:
             torch.set_num_threads(int(threads))
@@ -32,6 +34,7 @@ class Adapter(ArrayAdapter):
             tanh = staticmethod(torch.tanh)
             erf = staticmethod(torch.erf)
             sigmoid = staticmethod(torch.sigmoid)
+
         self.F = F
         return torch.__version__
 
@@ -54,16 +57,22 @@ class Adapter(ArrayAdapter):
             model, data = _language_model(torch), W.lm_data()
         else:
             s = W.MLP_SIZES
-            model = torch.nn.Sequential(torch.nn.Linear(s[0], s[1]), torch.nn.ReLU(),
-                                        torch.nn.Linear(s[1], s[2]), torch.nn.ReLU(),
-                                        torch.nn.Linear(s[2], s[3]))
+            model = torch.nn.Sequential(
+                torch.nn.Linear(s[0], s[1]),
+                torch.nn.ReLU(),
+                torch.nn.Linear(s[1], s[2]),
+                torch.nn.ReLU(),
+                torch.nn.Linear(s[2], s[3]),
+            )
             data = W.train_data()
-        batches = itertools.cycle([(torch.from_numpy(x), torch.from_numpy(y.astype(np.int64)))
-                                   for x, y in data])
+        batches = itertools.cycle(
+            [(torch.from_numpy(x), torch.from_numpy(y.astype(np.int64))) for x, y in data]
+        )
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 
         def loss_fn(logits: Any, y: Any) -> Any:  # mean over every (batch, position) target
             return torch.nn.functional.cross_entropy(logits.flatten(0, -2), y.flatten())
+
         forward = model
         opt_step = opt.step
         if self.is_compiled(variant):
@@ -78,6 +87,7 @@ class Adapter(ArrayAdapter):
             loss.backward()
             opt_step()
             return loss.detach()
+
         return thunk, lambda t: float(t.item())
 
 
@@ -113,7 +123,7 @@ def _language_model(torch: Any) -> Any:
             self.tokens = nn.Embedding(c["vocab"], d)
             self.positions = nn.Embedding(c["seq"], d)
             for e in (self.tokens, self.positions):  # MLX's Embedding init, not torch's N(0, 1)
-                nn.init.normal_(e.weight, std=d ** -0.5)
+                nn.init.normal_(e.weight, std=d**-0.5)
             self.layers = nn.ModuleList(Layer() for _ in range(c["layers"]))
             self.ln = nn.LayerNorm(d)
             self.head = nn.Linear(d, c["vocab"])

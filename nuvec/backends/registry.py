@@ -7,6 +7,7 @@ Backends register implementations per (device type, primitive class):
 
 ``node`` is the array being computed (its ``siblings`` give every output's shape and dtype).
 """
+
 from __future__ import annotations
 
 import functools
@@ -22,6 +23,7 @@ def register(prim_type: type, device: str = "cpu") -> Callable[[Callable], Calla
     def deco(fn: Callable) -> Callable:
         _IMPLS[(device, prim_type)] = fn
         return fn
+
     return deco
 
 
@@ -57,6 +59,7 @@ def node_runner(node) -> Callable:
             if not isinstance(d, np.ndarray):
                 datas[i] = to_host(d, node._inputs[i]._dtype if i < len(node._inputs) else None)
         return fn(prim, datas, node)
+
     return on_host
 
 
@@ -87,6 +90,7 @@ def to_host(data, dtype=None) -> np.ndarray:
         h = get()
         if dtype is not None and dtype.name == "bfloat16" and h.dtype == np.uint16:
             import ml_dtypes
+
             h = h.view(ml_dtypes.bfloat16)
         return h
     return np.asarray(data)
@@ -97,6 +101,7 @@ def synchronize(stream=None) -> None:
     None) has run: ``nv.synchronize()``. Evaluation on a GPU only queues work; the CPU runs it
     when evaluated, so there is nothing to wait for there."""
     from ..core.device import DeviceType, Stream, resolve_stream
+
     if stream is not None and not isinstance(stream, Stream):
         stream = resolve_stream(stream)
     if stream is not None and stream.device.type is not DeviceType.gpu:
@@ -105,9 +110,11 @@ def synchronize(stream=None) -> None:
         return
     if gpu_backend_name() == "cuda":
         from .cuda import runtime
+
         runtime.synchronize(stream)
     elif gpu_backend_name() == "metal":
         from .metal import runtime as metal_runtime
+
         metal_runtime.synchronize(stream)
 
 
@@ -115,6 +122,7 @@ def synchronize(stream=None) -> None:
 def _probe_gpu() -> tuple[str | None, str]:
     try:
         from .cuda import device as cuda_device
+
         if cuda_device.is_available():
             return "cuda", ""
         cuda_reason = cuda_device.unavailable_reason()
@@ -122,6 +130,7 @@ def _probe_gpu() -> tuple[str | None, str]:
         cuda_reason = f"CUDA backend not importable ({e})"
     try:
         from .metal import shim
+
         if shim.is_available():
             return "metal", ""
         metal_reason = shim.unavailable_reason()
@@ -131,7 +140,7 @@ def _probe_gpu() -> tuple[str | None, str]:
 
 
 def gpu_backend_name() -> str | None:
-    """"cuda" or "metal" where a GPU is usable, else None (probed once)."""
+    """ "cuda" or "metal" where a GPU is usable, else None (probed once)."""
     return _probe_gpu()[0]
 
 

@@ -7,9 +7,20 @@ Example::
     c_source = generate(spec)                 # what the CPU backend compiles
     supports("erf", "bfloat16")               # True
 """
+
 from .generator import generate, generate_many, kernel_name, single_name
 from .ir import DTYPES, ITEMSIZE, KernelSpec, Node
 from .ops import result_dtype, supports
 
-__all__ = ["KernelSpec", "Node", "DTYPES", "ITEMSIZE", "generate", "generate_many",
-           "kernel_name", "single_name", "supports", "result_dtype"]
+__all__ = [
+    "KernelSpec",
+    "Node",
+    "DTYPES",
+    "ITEMSIZE",
+    "generate",
+    "generate_many",
+    "kernel_name",
+    "single_name",
+    "supports",
+    "result_dtype",
+]

@@ -12,6 +12,7 @@ Example::
     src = generate(KernelSpec.single("exp", ("float32",), "float32"))          # C
     cu = generate(KernelSpec.single("exp", ("float32",), "float32"), "cuda")   # CUDA C
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -24,22 +25,67 @@ from .ir import KernelSpec
 
 # compute types (the value of a node in registers) and storage types (in memory)
 CTYPE = {
-    "bool": "uint8_t", "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t",
-    "uint64": "uint64_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
-    "int64": "int64_t", "float16": "float", "bfloat16": "float", "float32": "float",
-    "float64": "double", "complex64": "nv_c64"}
+    "bool": "uint8_t",
+    "uint8": "uint8_t",
+    "uint16": "uint16_t",
+    "uint32": "uint32_t",
+    "uint64": "uint64_t",
+    "int8": "int8_t",
+    "int16": "int16_t",
+    "int32": "int32_t",
+    "int64": "int64_t",
+    "float16": "float",
+    "bfloat16": "float",
+    "float32": "float",
+    "float64": "double",
+    "complex64": "nv_c64",
+}
 STYPE = {**CTYPE, "float16": "uint16_t", "bfloat16": "uint16_t"}
 SUFFIX = {
-    "bool": "b", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "int8": "i8",
-    "int16": "i16", "int32": "i32", "int64": "i64", "float16": "f32", "bfloat16": "f32",
-    "float32": "f32", "float64": "f64", "complex64": "c64"}
-_INT_BITS = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64,
-             "int8": 8, "int16": 16, "int32": 32, "int64": 64}
+    "bool": "b",
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "float16": "f32",
+    "bfloat16": "f32",
+    "float32": "f32",
+    "float64": "f64",
+    "complex64": "c64",
+}
+_INT_BITS = {
+    "uint8": 8,
+    "uint16": 16,
+    "uint32": 32,
+    "uint64": 64,
+    "int8": 8,
+    "int16": 16,
+    "int32": 32,
+    "int64": 64,
+}
 
 # ops whose float32 result on float16 / bfloat16 inputs is already in the narrow format
-_EXACT_NARROW = frozenset((
-    "negative", "abs", "copy", "sign", "maximum", "minimum", "floor", "ceil", "round", "real",
-    "imag", "conjugate", "select"))
+_EXACT_NARROW = frozenset(
+    (
+        "negative",
+        "abs",
+        "copy",
+        "sign",
+        "maximum",
+        "minimum",
+        "floor",
+        "ceil",
+        "round",
+        "real",
+        "imag",
+        "conjugate",
+        "select",
+    )
+)
 _ROUND = {"float16": "nv_round_f16", "bfloat16": "nv_round_bf16"}
 
 
@@ -56,6 +102,7 @@ def library_source() -> str:
 
 # ---- literals -------------------------------------------------------------------------------
 
+
 def _f32_value(bits: int) -> float:
     return struct.unpack("<f", struct.pack("<I", bits))[0]
 
@@ -69,6 +116,7 @@ def _narrow_to_f32_bits(dtype: str, bits: int) -> int:
     if dtype == "bfloat16":
         return bits << 16
     import numpy as np
+
     return int(np.array([bits], np.uint16).view(np.float16).astype(np.float32).view(np.uint32)[0])
 
 
@@ -90,6 +138,7 @@ def literal(dtype: str, bits: int, dialect) -> str:
 
 
 # ---- casts ------------------------------------------------------------------------------------
+
 
 def cast_expr(src: str, dst: str, x: str) -> str:
     """Expression converting value ``x`` of compute type ``src`` to ``dst`` (see nv_ops.h)."""
@@ -116,11 +165,10 @@ def cast_expr(src: str, dst: str, x: str) -> str:
         bits, signed = _INT_BITS[src], src.startswith("int")
         if bits <= 16:
             return f"{narrow}((float){x})"
-        if dst == "float16":      # beyond 2^17 everything is inf: clamp, then exact in float32
+        if dst == "float16":  # beyond 2^17 everything is inf: clamp, then exact in float32
             lo = f" < ({CTYPE[src]})-131072 ? -131072.0f : " if signed else " ? 0.0f : "
             if signed:
-                return (f"{narrow}({x} > ({CTYPE[src]})131072 ? 131072.0f : "
-                        f"({x}{lo}(float){x}))")
+                return f"{narrow}({x} > ({CTYPE[src]})131072 ? 131072.0f : ({x}{lo}(float){x}))"
             return f"{narrow}({x} > ({CTYPE[src]})131072u ? 131072.0f : (float){x})"
         if src == "uint64":
             return f"{narrow}(nv_u64_to_f32_odd({x}))"
@@ -143,17 +191,20 @@ def cast_expr(src: str, dst: str, x: str) -> str:
 
 # ---- the per-element body ---------------------------------------------------------------------
 
+
 @dataclass
 class Body:
     """Per-element code of a spec: constants (hoisted), statements, output values."""
-    consts: list[str]          # declarations, before the loop
-    lines: list[str]           # statements, in the loop, after the inputs are loaded
-    outputs: list[str]         # variable holding each output (in spec.outputs order)
-    used_inputs: list[int]     # inputs the body reads
+
+    consts: list[str]  # declarations, before the loop
+    lines: list[str]  # statements, in the loop, after the inputs are loaded
+    outputs: list[str]  # variable holding each output (in spec.outputs order)
+    used_inputs: list[int]  # inputs the body reads
 
 
-def node_expr(op: str, arg_dtypes: tuple[str, ...], dtype: str, args: list[str],
-              fast: dict | None = None) -> str:
+def node_expr(
+    op: str, arg_dtypes: tuple[str, ...], dtype: str, args: list[str], fast: dict | None = None
+) -> str:
     """C expression computing one node from argument expressions. ``fast`` (a fast-math
     kernel): the dialect's approximate function per op, and no rounding of float16 /
     bfloat16 intermediates (they are rounded where they are stored)."""
@@ -173,8 +224,10 @@ def node_expr(op: str, arg_dtypes: tuple[str, ...], dtype: str, args: list[str],
 
 def body(spec: KernelSpec, dialect) -> Body:
     """Straight-line code for one element of ``spec``."""
-    consts = [f"const {CTYPE[d]} k{i} = {literal(d, b, dialect)};"
-              for i, (d, b) in enumerate(spec.constants)]
+    consts = [
+        f"const {CTYPE[d]} k{i} = {literal(d, b, dialect)};"
+        for i, (d, b) in enumerate(spec.constants)
+    ]
     used: set[int] = set()
     lines = []
     fast = getattr(dialect, "FAST_FUNCTIONS", None) if spec.fast else None
@@ -189,8 +242,10 @@ def body(spec: KernelSpec, dialect) -> Body:
             else:
                 names.append(f"k{i}")
         arg_dtypes = tuple(spec.arg_dtype(a) for a in node.args)
-        lines.append(f"const {CTYPE[node.dtype]} v{j} = "
-                     f"{node_expr(node.op, arg_dtypes, node.dtype, names, fast)};")
+        lines.append(
+            f"const {CTYPE[node.dtype]} v{j} = "
+            f"{node_expr(node.op, arg_dtypes, node.dtype, names, fast)};"
+        )
     return Body(consts, lines, [f"v{o}" for o in spec.outputs], sorted(used))
 
 
@@ -215,11 +270,13 @@ def kernel_name(spec: KernelSpec) -> str:
 
 def _dialect(name: str):
     from . import dialects
+
     try:
         return dialects.DIALECTS[name]
     except KeyError:
-        raise ValueError(f"generate: unknown dialect {name!r}; "
-                         f"expected one of {sorted(dialects.DIALECTS)}") from None
+        raise ValueError(
+            f"generate: unknown dialect {name!r}; expected one of {sorted(dialects.DIALECTS)}"
+        ) from None
 
 
 def generate(spec: KernelSpec, dialect: str = "c", name: str | None = None) -> str:

@@ -15,6 +15,7 @@ Example::
 Every argument of a node has the same dtype (the core inserts ``astype`` nodes first), except
 the condition of ``select``, which is bool. Each node's value is rounded to its dtype.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,13 +24,38 @@ from functools import lru_cache
 from .ops import ARITY, check_node, result_dtype, supports  # noqa: F401 (re-exported)
 
 DTYPES: tuple[str, ...] = (
-    "bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
-    "float16", "bfloat16", "float32", "float64", "complex64")
+    "bool",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+)
 
 ITEMSIZE: dict[str, int] = {
-    "bool": 1, "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8, "int8": 1, "int16": 2,
-    "int32": 4, "int64": 8, "float16": 2, "bfloat16": 2, "float32": 4, "float64": 8,
-    "complex64": 8}
+    "bool": 1,
+    "uint8": 1,
+    "uint16": 2,
+    "uint32": 4,
+    "uint64": 8,
+    "int8": 1,
+    "int16": 2,
+    "int32": 4,
+    "int64": 8,
+    "float16": 2,
+    "bfloat16": 2,
+    "float32": 4,
+    "float64": 8,
+    "complex64": 8,
+}
 
 _ARG_KINDS = ("in", "node", "const")
 
@@ -37,6 +63,7 @@ _ARG_KINDS = ("in", "node", "const")
 @dataclass(frozen=True)
 class Node:
     """One element-wise operation: ``op`` over ``args``, producing ``dtype``."""
+
     op: str
     args: tuple[tuple[str, int], ...]
     dtype: str
@@ -50,6 +77,7 @@ class KernelSpec:
     bits are the 8 bytes in memory order read as a little-endian integer (real part in the low
     32 bits). The hash is computed once per object, so a spec is a cheap dictionary key.
     """
+
     inputs: tuple[str, ...]
     constants: tuple[tuple[str, int], ...]
     nodes: tuple[Node, ...]
@@ -132,17 +160,24 @@ class KernelSpec:
             if node.op not in ARITY:
                 raise ValueError(f"KernelSpec node {j}: unknown op {node.op!r}")
             if len(node.args) != ARITY[node.op]:
-                raise ValueError(f"KernelSpec node {j} ({node.op}): takes {ARITY[node.op]} "
-                                 f"arguments, got {len(node.args)}")
+                raise ValueError(
+                    f"KernelSpec node {j} ({node.op}): takes {ARITY[node.op]} "
+                    f"arguments, got {len(node.args)}"
+                )
             for kind, i in node.args:
                 limit = {"in": len(self.inputs), "node": j, "const": len(self.constants)}.get(kind)
                 if limit is None:
                     raise ValueError(f"KernelSpec node {j} ({node.op}): bad argument kind {kind!r}")
                 if not 0 <= i < limit:
-                    raise ValueError(f"KernelSpec node {j} ({node.op}): argument ({kind!r}, {i}) "
-                                     "out of range")
-            check_node(node.op, tuple(self.arg_dtype(a) for a in node.args), node.dtype,
-                       where=f"KernelSpec node {j}")
+                    raise ValueError(
+                        f"KernelSpec node {j} ({node.op}): argument ({kind!r}, {i}) out of range"
+                    )
+            check_node(
+                node.op,
+                tuple(self.arg_dtype(a) for a in node.args),
+                node.dtype,
+                where=f"KernelSpec node {j}",
+            )
         if not self.outputs:
             raise ValueError("KernelSpec: no outputs")
         for o in self.outputs:
@@ -152,7 +187,10 @@ class KernelSpec:
 
 @lru_cache(maxsize=None)
 def _single(op: str, in_dtypes: tuple[str, ...], out_dtype: str) -> KernelSpec:
-    spec = KernelSpec(inputs=in_dtypes, constants=(),
-                      nodes=(Node(op, tuple(("in", i) for i in range(len(in_dtypes))), out_dtype),),
-                      outputs=(0,))
+    spec = KernelSpec(
+        inputs=in_dtypes,
+        constants=(),
+        nodes=(Node(op, tuple(("in", i) for i in range(len(in_dtypes))), out_dtype),),
+        outputs=(0,),
+    )
     return spec

@@ -7,6 +7,7 @@ A prebuilt library records ``fingerprint()`` (a hash of the generator's sources:
 headers); a runtime uses it only when the fingerprint matches its own generator, so single
 ops and fused kernels always come from the same code.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -18,8 +19,18 @@ from .ir import DTYPES, KernelSpec
 from .ops import ARITY, result_dtype, supports
 
 # what the C kernels are made from (the other dialects do not change them)
-_SOURCES = ("__init__.py", "generator.py", "ir.py", "ops.py", "nv_coeffs.h", "nv_math.h",
-            "nv_ops.h", "dialects/__init__.py", "dialects/base.py", "dialects/c.py")
+_SOURCES = (
+    "__init__.py",
+    "generator.py",
+    "ir.py",
+    "ops.py",
+    "nv_coeffs.h",
+    "nv_math.h",
+    "nv_ops.h",
+    "dialects/__init__.py",
+    "dialects/base.py",
+    "dialects/c.py",
+)
 
 
 @lru_cache(maxsize=None)
@@ -41,8 +52,11 @@ def prebuilt_specs(dialect: str = "c") -> list[tuple[str, KernelSpec]]:
             if not supports(op, d, dialect):
                 continue
             if op == "astype":
-                specs += [KernelSpec.single("astype", (d,), dst) for dst in DTYPES
-                          if supports("copy", dst, dialect)]
+                specs += [
+                    KernelSpec.single("astype", (d,), dst)
+                    for dst in DTYPES
+                    if supports("copy", dst, dialect)
+                ]
                 continue
             ins = ("bool", d, d) if op == "select" else (d,) * arity
             specs.append(KernelSpec.single(op, ins, result_dtype(op, ins)))

@@ -15,9 +15,18 @@ merging, CSE) -> shapeless rewrite (``shapeless.py``) -> fusion (``fuse.py``, ke
 steps: ``state.py``; introspection: ``f.inspect(...)`` (``report.py``), ``f.stats()``
 (``signature.py`` explains misses), ``nv.export_to_dot``.
 """
+
 from ._runtime import CompiledFunction, trace_count
 from .api import compile, disable_compile, enable_compile
 from .background import background_kernels, set_background_kernels, wait_for_kernels
 
-__all__ = ["compile", "disable_compile", "enable_compile", "CompiledFunction", "trace_count",
-           "set_background_kernels", "background_kernels", "wait_for_kernels"]
+__all__ = [
+    "compile",
+    "disable_compile",
+    "enable_compile",
+    "CompiledFunction",
+    "trace_count",
+    "set_background_kernels",
+    "background_kernels",
+    "wait_for_kernels",
+]

@@ -1,4 +1,5 @@
 """``nv.compile`` and the global switch (``nv.disable_compile`` / ``nv.enable_compile``)."""
+
 from __future__ import annotations
 
 import functools
@@ -11,9 +12,16 @@ from ._runtime import CompiledFunction
 __all__ = ["compile", "disable_compile", "enable_compile", "CompiledFunction"]
 
 
-def compile(fun: Callable | None = None, inputs: Any = None, outputs: Any = None,
-            shapeless: bool = False, *, cache_capacity: int = 64,
-            warn_traces: int | None = None, fast_math: bool = False) -> Any:
+def compile(
+    fun: Callable | None = None,
+    inputs: Any = None,
+    outputs: Any = None,
+    shapeless: bool = False,
+    *,
+    cache_capacity: int = 64,
+    warn_traces: int | None = None,
+    fast_math: bool = False,
+) -> Any:
     """Returns ``fun`` compiled: same results; traced once per signature, then replayed.
 
     The signature of a call is the structure of its arguments (lists, tuples, dicts, with
@@ -52,18 +60,30 @@ def compile(fun: Callable | None = None, inputs: Any = None, outputs: Any = None
     tracing (inside grad, vmap or another compile) it runs ``fun`` directly.
     """
     if fun is None:
-        return functools.partial(compile, inputs=inputs, outputs=outputs, shapeless=shapeless,
-                                 cache_capacity=cache_capacity, warn_traces=warn_traces,
-                                 fast_math=fast_math)
+        return functools.partial(
+            compile,
+            inputs=inputs,
+            outputs=outputs,
+            shapeless=shapeless,
+            cache_capacity=cache_capacity,
+            warn_traces=warn_traces,
+            fast_math=fast_math,
+        )
     if not callable(fun):
         raise TypeError(f"compile: expected a function, got {type(fun).__name__}")
     if not isinstance(cache_capacity, int) or cache_capacity < 0:
         raise ValueError(f"compile: cache_capacity must be an int >= 0, got {cache_capacity!r}")
     if warn_traces is not None and (not isinstance(warn_traces, int) or warn_traces < 0):
         raise ValueError(f"compile: warn_traces must be None or an int >= 0, got {warn_traces!r}")
-    cf = CompiledFunction(fun, shapeless=bool(shapeless), capacity=cache_capacity,
-                          inputs=inputs, outputs=outputs, warn_traces=warn_traces,
-                          fast_math=bool(fast_math))
+    cf = CompiledFunction(
+        fun,
+        shapeless=bool(shapeless),
+        capacity=cache_capacity,
+        inputs=inputs,
+        outputs=outputs,
+        warn_traces=warn_traces,
+        fast_math=bool(fast_math),
+    )
     functools.update_wrapper(cf, fun)
     return cf
 

@@ -15,6 +15,7 @@ waits for the kernels if they are still being built (then runs fused).
 
 ``NUVEC_COMPILE_SYNC=1`` makes the synchronous build the default.
 """
+
 from __future__ import annotations
 
 import os
@@ -71,7 +72,7 @@ def _worker() -> None:
         job = _jobs.get()
         try:
             job()
-        except BaseException:      # a job reports its own errors; the worker keeps going
+        except BaseException:  # a job reports its own errors; the worker keeps going
             pass
         finally:
             _jobs.task_done()

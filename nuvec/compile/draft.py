@@ -9,6 +9,7 @@ so passes can replace steps without renumbering anything.
     c = d.add_const(two, key=None)         # a constant value id
     d.steps.append(DStep(prim, (0, c), (d.new_value(shape, dtype),), stream))
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -22,11 +23,11 @@ from ._tape import DStep  # noqa: E402,F401  (a Cython class: drafts hold thousa
 @dataclass
 class Draft:
     n_inputs: int
-    kind: list[int] = field(default_factory=list)      # per value: INPUT, CONST or STEP
-    shape: list[tuple] = field(default_factory=list)   # per value: traced shape
-    dtype: list[Any] = field(default_factory=list)     # per value: dtype
-    const_index: dict[int, int] = field(default_factory=dict)   # value id -> index in consts
-    consts: list[Any] = field(default_factory=list)    # constant Arrays
+    kind: list[int] = field(default_factory=list)  # per value: INPUT, CONST or STEP
+    shape: list[tuple] = field(default_factory=list)  # per value: traced shape
+    dtype: list[Any] = field(default_factory=list)  # per value: dtype
+    const_index: dict[int, int] = field(default_factory=dict)  # value id -> index in consts
+    consts: list[Any] = field(default_factory=list)  # constant Arrays
     #: value id of a constant -> value id of the constant it is a broadcast of
     broadcast_source: dict[int, int] = field(default_factory=dict)
     #: value id of a one-valued constant -> its raw bytes (all elements equal)

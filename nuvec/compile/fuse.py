@@ -23,6 +23,7 @@ itself).
     # the CPU only)
     # (a kernel that cannot be built: ``draft.steps = saved`` runs the steps unfused)
 """
+
 from __future__ import annotations
 
 import heapq
@@ -66,15 +67,23 @@ def split_addmm(draft: Draft) -> None:
             readers.setdefault(a, []).append(s)
 
     def fusable(s: DStep) -> bool:
-        return (len(s.outs) == 1 and s.prim.elementwise
-                and kernel_op(s.prim, [dname[a] for a in s.args]) is not None)
+        return (
+            len(s.outs) == 1
+            and s.prim.elementwise
+            and kernel_op(s.prim, [dname[a] for a in s.args]) is not None
+        )
 
     steps: list[DStep] = []
     for s in draft.steps:
         out = s.outs[0]
-        if (type(s.prim) is not AddMM or s.prim.alpha != 1.0 or s.prim.beta != 1.0
-                or dname[out] not in ("float32", "float64")
-                or not readers.get(out) or not all(fusable(r) for r in readers[out])):
+        if (
+            type(s.prim) is not AddMM
+            or s.prim.alpha != 1.0
+            or s.prim.beta != 1.0
+            or dname[out] not in ("float32", "float64")
+            or not readers.get(out)
+            or not all(fusable(r) for r in readers[out])
+        ):
             steps.append(s)
             continue
         c, a, b = s.args
@@ -100,20 +109,23 @@ def permute_matmuls(draft: Draft) -> None:
         for a in s.args:
             readers.setdefault(a, []).append(s)
     outputs = set(draft.outputs)
-    replace: dict[int, DStep] = {}      # id of a chain's last transpose -> its new step
+    replace: dict[int, DStep] = {}  # id of a chain's last transpose -> its new step
     drop: set[int] = set()
     for s in draft.steps:
         if type(s.prim) is not Matmul or len(draft.shape[s.outs[0]]) < 3:
             continue
         chain, v = [], s.outs[0]
-        while (v not in outputs and len(readers.get(v, ())) == 1
-               and type(readers[v][0].prim) is Transpose):
+        while (
+            v not in outputs
+            and len(readers.get(v, ())) == 1
+            and type(readers[v][0].prim) is Transpose
+        ):
             chain.append(readers[v][0])
             v = chain[-1].outs[0]
         if not chain:
             continue
         axes = tuple(range(len(draft.shape[s.outs[0]])))
-        for t in chain:                 # output axis i of the chain is product axis axes[i]
+        for t in chain:  # output axis i of the chain is product axis axes[i]
             axes = tuple(axes[i] for i in t.prim.axes)
         if axes[-1] != len(axes) - 1 or axes == tuple(range(len(axes))):
             continue
@@ -157,7 +169,7 @@ def fuse(draft: Draft, shapeless: bool, cpu: bool = False) -> list[DStep]:
         if draft.kind[v] != CONST or v not in draft.scalar_bytes:
             return None
         if shapeless and draft.shape[v] != ():
-            return None      # a size-1 constant of higher rank still shapes the result
+            return None  # a size-1 constant of higher rank still shapes the result
         c = draft.consts[draft.const_index[v]]
         if c._tracer:
             return None
@@ -175,13 +187,13 @@ def fuse(draft: Draft, shapeless: bool, cpu: bool = False) -> list[DStep]:
 
     group_of = [-1] * n
     groups: dict[int, list[int]] = {}
-    escaping = set(outputs)          # values read outside their group
+    escaping = set(outputs)  # values read outside their group
     for root in range(n - 1, -1, -1):
         if group_of[root] != -1 or ops[root] is None:
             continue
         members = {root}
         root_shape = draft.shape[steps[root].outs[0]]
-        ext: dict[int, None] = {}        # external array values, in order
+        ext: dict[int, None] = {}  # external array values, in order
         for a in steps[root].args:
             a = source(a)
             if literal(a) is None:
@@ -195,15 +207,21 @@ def fuse(draft: Draft, shapeless: bool, cpu: bool = False) -> list[DStep]:
             if j in seen:
                 continue
             seen.add(j)
-            if (group_of[j] != -1 or ops[j] is None or len(members) >= MAX_STEPS
-                    or (not shapeless and draft.shape[steps[j].outs[0]] != root_shape)):
+            if (
+                group_of[j] != -1
+                or ops[j] is None
+                or len(members) >= MAX_STEPS
+                or (not shapeless and draft.shape[steps[j].outs[0]] != root_shape)
+            ):
                 continue
             # steps are met highest first, so no consumer above j can join later; a consumer
             # in a group formed already runs at that group's root
             later = [c for c in consumers[j] if c not in members]
-            if (any((group_of[c] if group_of[c] != -1 else c) < root for c in later)
-                    or (later and not cpu)
-                    or (shapeless and (later or is_output[j]))):
+            if (
+                any((group_of[c] if group_of[c] != -1 else c) < root for c in later)
+                or (later and not cpu)
+                or (shapeless and (later or is_output[j]))
+            ):
                 continue
             read_after = bool(later) or is_output[j]
             v = steps[j].outs[0]
@@ -239,8 +257,15 @@ def fuse(draft: Draft, shapeless: bool, cpu: bool = False) -> list[DStep]:
         if g == -1:
             new_steps.append(s)
         elif g == k:
-            f = _fused_step(draft, [steps[m] for m in groups[k]], [ops[m] for m in groups[k]],
-                            escaping, literal, source, dname)
+            f = _fused_step(
+                draft,
+                [steps[m] for m in groups[k]],
+                [ops[m] for m in groups[k]],
+                escaping,
+                literal,
+                source,
+                dname,
+            )
             fused.append(f)
             new_steps.append(f)
     draft.steps = new_steps
@@ -252,8 +277,8 @@ def _fused_step(draft, members, member_ops, escaping, literal, source, dname) ->
     """One Compiled step for ``members`` (ascending; the last is the root); the members whose
     values are in ``escaping`` are outputs too."""
     pos = {m.outs[0]: i for i, m in enumerate(members)}
-    ins: dict[int, int] = {}        # value -> kernel input index
-    lits: dict[int, int] = {}       # value -> literal index
+    ins: dict[int, int] = {}  # value -> kernel input index
+    lits: dict[int, int] = {}  # value -> literal index
     constants = []
     nodes = []
     wiring = []
@@ -279,7 +304,12 @@ def _fused_step(draft, members, member_ops, escaping, literal, source, dname) ->
         wiring.append((m.prim, tuple(args)))
     root = members[-1]
     outs = [m.outs[0] for m in members[:-1] if m.outs[0] in escaping] + [root.outs[0]]
-    spec = KernelSpec(inputs=tuple(dname[a] for a in ins), constants=tuple(constants),
-                      nodes=tuple(nodes), outputs=tuple(pos[o] for o in outs))
-    return DStep(Compiled(spec, tuple(wiring)), tuple(ins), tuple(outs), root.stream,
-                 members=tuple(members))
+    spec = KernelSpec(
+        inputs=tuple(dname[a] for a in ins),
+        constants=tuple(constants),
+        nodes=tuple(nodes),
+        outputs=tuple(pos[o] for o in outs),
+    )
+    return DStep(
+        Compiled(spec, tuple(wiring)), tuple(ins), tuple(outs), root.stream, members=tuple(members)
+    )

@@ -23,6 +23,7 @@ Two halves:
 
 A step traced into another tape (another entry, the fused tape swapped in) gets its own plan.
 """
+
 from __future__ import annotations
 
 import sys
@@ -42,9 +43,27 @@ _FRESH = frozenset({"matmul", "addmm"})
 # replay must finish, or the state would not be left unchanged on an error. A donating
 # kernel therefore comes after every step that may raise (index checks, custom functions,
 # collectives, anything not listed here).
-_SAFE = frozenset({"matmul", "addmm", "copy", "stop_gradient", "transpose", "reshape",
-                   "broadcast_to", "expand_dims", "squeeze", "flatten", "sum", "prod", "max",
-                   "min", "logsumexp", "softmax", "astype"})
+_SAFE = frozenset(
+    {
+        "matmul",
+        "addmm",
+        "copy",
+        "stop_gradient",
+        "transpose",
+        "reshape",
+        "broadcast_to",
+        "expand_dims",
+        "squeeze",
+        "flatten",
+        "sum",
+        "prod",
+        "max",
+        "min",
+        "logsumexp",
+        "softmax",
+        "astype",
+    }
+)
 
 _getrefcount = sys.getrefcount
 
@@ -53,12 +72,13 @@ class _Donating:
     """A fused kernel that, while armed (for the thread that armed it: another thread may
     replay the same tape on other data), writes output ``o`` into argument ``p``'s buffer
     for each armed ``(p, o)``; otherwise it is the kernel itself."""
+
     __slots__ = ("kernel", "nout", "pairs", "armed", "thread", "uses")
 
     def __init__(self, kernel: Any, nout: int) -> None:
         self.kernel = kernel
         self.nout = nout
-        self.pairs: list[tuple[int, int, int]] = []   # (argument, output, state input slot)
+        self.pairs: list[tuple[int, int, int]] = []  # (argument, output, state input slot)
         self.armed: tuple = ()
         self.thread = 0
         self.uses = 0
@@ -74,19 +94,20 @@ class _Donating:
             return self.kernel(datas, shape)
         return self.kernel(datas, shape, outs)
 
-    def __getattr__(self, name: str) -> Any:      # name, source, address: the kernel's
+    def __getattr__(self, name: str) -> Any:  # name, source, address: the kernel's
         return getattr(self.kernel, name)
 
 
 class Plan:
     """Which state inputs of one tape may lend their buffer, and to which kernels."""
+
     __slots__ = ("tape", "by_input", "wrappers", "proven")
 
     def __init__(self, tape: Any) -> None:
         self.tape = tape
         self.by_input: dict[int, list[tuple[_Donating, int, int]]] = {}
         self.wrappers: list[_Donating] = []
-        self.proven = False       # a call's state write-back succeeded: arming is safe
+        self.proven = False  # a call's state write-back succeeded: arming is safe
 
     def arm(self, ins: list) -> bool:
         """Arms the kernels for the state inputs (arrays in ``ins``) that only the state
@@ -137,15 +158,19 @@ def plan(tape: Any, n_state: int) -> Plan:
     """The in-place plan of ``tape`` whose first ``n_state`` inputs are the state's leaves
     (wraps the kernels it uses; see the module docstring)."""
     pl = Plan(tape)
-    if not (tape.eager_ok and tape.device_scope is None and not tape.shapeless
-            and tape.data_type is np.ndarray):
+    if not (
+        tape.eager_ok
+        and tape.device_scope is None
+        and not tape.shapeless
+        and tape.data_type is np.ndarray
+    ):
         return pl
     steps = tape.steps
-    draft = tape.draft              # the tape's input slot i is the draft's value i
+    draft = tape.draft  # the tape's input slot i is the draft's value i
     n_state = min(n_state, tape.n_inputs)
     # the slots that may share memory with each state input, and where each slot is read
     alias: dict[int, set[int]] = {s: {s} for s in range(n_state)}
-    sources: dict[int, set[int]] = {s: {s} for s in range(n_state)}   # slot -> state inputs
+    sources: dict[int, set[int]] = {s: {s} for s in range(n_state)}  # slot -> state inputs
     reads: dict[int, list[int]] = {}
     for k, st in enumerate(steps):
         for a in st.args:
@@ -174,17 +199,16 @@ def plan(tape: Any, n_state: int) -> Plan:
                 continue
             group = alias[s]
             if group & outputs or any(a in group for a in st.args if a != s):
-                continue      # returned, or shared with another argument of this kernel
+                continue  # returned, or shared with another argument of this kernel
             if any(r > k for a in group for r in reads.get(a, ())):
-                continue      # read after this step
+                continue  # read after this step
             reader = spec.single_reader(p)
             if reader < 0 or tuple(draft.shape[s]) != tuple(st.shape):
                 continue
             for o in range(st.nout):
                 if (k, o) in taken or (st.donate and any(o == q for _, q in st.donate)):
                     continue
-                if st.dtypes[o] != draft.dtype[s] or \
-                        not spec.depends(spec.outputs[o], reader):
+                if st.dtypes[o] != draft.dtype[s] or not spec.depends(spec.outputs[o], reader):
                     continue
                 w = st.kernel
                 if not isinstance(w, _Donating):

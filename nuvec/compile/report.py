@@ -20,6 +20,7 @@ steps (1):
 outputs: v5
 fused group 0: kernel nv_k_... [exp multiply add] inputs in0 -> v5; literals ...
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from .draft import Draft
 @dataclass
 class FusedGroup:
     """One fused kernel: its ops in order, its arrays, its name and generated C source."""
+
     name: str
     ops: tuple[str, ...]
     inputs: list[str]
@@ -40,14 +42,17 @@ class FusedGroup:
     source: str
 
     def __str__(self) -> str:
-        return (f"kernel {self.name} [{' '.join(self.ops)}] inputs {', '.join(self.inputs)} -> "
-                f"{', '.join(self.outputs)}" + (f"; literals {', '.join(self.literals)}"
-                                                 if self.literals else ""))
+        return (
+            f"kernel {self.name} [{' '.join(self.ops)}] inputs {', '.join(self.inputs)} -> "
+            f"{', '.join(self.outputs)}"
+            + (f"; literals {', '.join(self.literals)}" if self.literals else "")
+        )
 
 
 @dataclass
 class CompileReport:
     """What compile made for one signature (see the module docstring)."""
+
     signature: str
     steps: list[str]
     groups: list[FusedGroup]
@@ -61,8 +66,10 @@ class CompileReport:
 
     def format(self, source: bool = False) -> str:
         """The report as text; ``source=True`` adds each kernel's generated source."""
-        lines = [f"signature: {self.signature}" + ("  (shapeless)" if self.shapeless else ""),
-                 f"steps ({len(self.steps)}):"]
+        lines = [
+            f"signature: {self.signature}" + ("  (shapeless)" if self.shapeless else ""),
+            f"steps ({len(self.steps)}):",
+        ]
         lines += [f"  {s}" for s in self.steps]
         lines.append(f"outputs: {', '.join(self.outputs)}")
         if self.constants:
@@ -96,7 +103,8 @@ def describe_entry(entry, shapeless: bool) -> CompileReport:
     steps = []
     groups = []
     from ..primitives.compiled import Compiled
-    tape = entry.tape       # once: the kernel worker may swap in the fused tape meanwhile
+
+    tape = entry.tape  # once: the kernel worker may swap in the fused tape meanwhile
     for s in [st.source for st in tape.steps]:
         outs = ", ".join(_name(draft, o) for o in s.outs)
         args = ", ".join(_name(draft, a) for a in s.args)
@@ -104,11 +112,19 @@ def describe_entry(entry, shapeless: bool) -> CompileReport:
         steps.append(f"{outs} = {prim_label(s.prim)}({args}) -> {shp}")
         if type(s.prim) is Compiled:
             from ..backends.cpu.compiled import source_of
+
             spec = s.prim.spec
             lits = [f"{d}:{bits:#x}" for d, bits in spec.constants]
-            groups.append(FusedGroup(name=kernel_name(spec), ops=s.prim.ops, inputs=[_name(draft, a) for a in s.args],
-                                     outputs=[_name(draft, o) for o in s.outs], literals=lits,
-                                     source=source_of(spec)))
+            groups.append(
+                FusedGroup(
+                    name=kernel_name(spec),
+                    ops=s.prim.ops,
+                    inputs=[_name(draft, a) for a in s.args],
+                    outputs=[_name(draft, o) for o in s.outs],
+                    literals=lits,
+                    source=source_of(spec),
+                )
+            )
     consts = []
     used = {a for st in tape.steps for a in st.source.args} | set(draft.outputs)
     for v, i in draft.const_index.items():
@@ -118,27 +134,38 @@ def describe_entry(entry, shapeless: bool) -> CompileReport:
         what = "tracer (captured from an outer transform)" if c._tracer else "constant"
         consts.append(f"c{i}: {c._dtype.name}{c._shape} {what}")
     sig = entry.sig.describe() if entry.sig is not None else ""
-    return CompileReport(signature=sig, steps=steps, groups=groups, constants=consts,
-                         outputs=[_name(draft, v) for v in draft.outputs], shapeless=shapeless)
+    return CompileReport(
+        signature=sig,
+        steps=steps,
+        groups=groups,
+        constants=consts,
+        outputs=[_name(draft, v) for v in draft.outputs],
+        shapeless=shapeless,
+    )
 
 
 def inspect_call(cf, args: tuple, kwargs: dict) -> CompileReport:
     """The report of the entry ``cf`` uses for this call (traced now if not cached)."""
     if cf.stateful:
         from .state import entry_for
-        entry = entry_for(cf, args, kwargs)     # the state is not changed by inspecting
+
+        entry = entry_for(cf, args, kwargs)  # the state is not changed by inspecting
     else:
         leaves: list = []
         key = cf.key_of(args, kwargs, leaves, 0)
         if key is None:
-            raise ValueError("inspect: an argument is being traced by a transform; call "
-                             "inspect on concrete arrays")
+            raise ValueError(
+                "inspect: an argument is being traced by a transform; call "
+                "inspect on concrete arrays"
+            )
         entry = cf.lookup(key)
         if entry is None:
             from .trace import miss
+
             entry = miss(cf, key, args, kwargs, leaves)
     from .background import wait_for_kernels
-    wait_for_kernels()        # report the fused tape, not the one used while kernels build
+
+    wait_for_kernels()  # report the fused tape, not the one used while kernels build
     rep = describe_entry(entry, cf.shapeless)
     rep.timings = dict(cf.last_timings)
     return rep

@@ -9,6 +9,7 @@ uses it (a cache-locality order); GPU tapes keep the trace order.
 
     hoist_reductions(draft)        # rewrites draft.steps
 """
+
 from __future__ import annotations
 
 from ..primitives.reduction import ArgReduce, LogSumExp, Reduce
@@ -19,11 +20,11 @@ REDUCTIONS = (Reduce, ArgReduce, LogSumExp)
 
 def hoist_reductions(draft: Draft) -> None:
     steps = draft.steps
-    made_by: dict[int, int] = {}            # value id -> index of the step making it
-    after: dict[int, list[int]] = {}        # step index -> reductions placed right after it
+    made_by: dict[int, int] = {}  # value id -> index of the step making it
+    after: dict[int, list[int]] = {}  # step index -> reductions placed right after it
     hoisted = set()
     for k, s in enumerate(steps):
-        if type(s.prim) in REDUCTIONS:          # pure: free to move
+        if type(s.prim) in REDUCTIONS:  # pure: free to move
             last = max((made_by[a] for a in s.args if a in made_by), default=None)
             if last is not None and (last < k - 1 or last in hoisted):
                 after.setdefault(last, []).append(k)
@@ -36,7 +37,7 @@ def hoist_reductions(draft: Draft) -> None:
 
     def emit(k: int) -> None:
         order.append(steps[k])
-        for j in after.get(k, ()):       # a reduction of a hoisted reduction follows it
+        for j in after.get(k, ()):  # a reduction of a hoisted reduction follows it
             emit(j)
 
     for k in range(len(steps)):

@@ -10,6 +10,7 @@ use are dropped. A step that still fixes a traced size fails the trace with an e
 
     make_shapeless(draft)    # rewrites draft.steps, or raises ValueError
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,8 +33,9 @@ def make_shapeless(draft: Draft, name: str = "function", origins: dict | None = 
                 st = draft.steps[j]
                 # a broadcast against other arrays is the operation's own only when they
                 # are its operands too; a guarded one (a target from the traced shape) stays
-                if st.prim.expect is None and (operands is None or all(
-                        source(o, None) in operands for o in st.args[1:])):
+                if st.prim.expect is None and (
+                    operands is None or all(source(o, None) in operands for o in st.args[1:])
+                ):
                     v = st.args[0]
                     continue
                 return v
@@ -54,6 +56,7 @@ def make_shapeless(draft: Draft, name: str = "function", origins: dict | None = 
             return v
 
     from ..primitives.shape import broadcast_shape
+
     for s in draft.steps:
         if s.prim.elementwise:
             plain = {source(a, None) for a in s.args}
@@ -61,7 +64,10 @@ def make_shapeless(draft: Draft, name: str = "function", origins: dict | None = 
             # Only an operation's own broadcast is re-derived: the sources must broadcast to
             # the traced result shape (an explicit broadcast_to to a larger shape stays, and
             # fails below, naming it).
-            if broadcast_shape([draft.shape[v] for v in srcs], "compiled") == draft.shape[s.outs[0]]:
+            if (
+                broadcast_shape([draft.shape[v] for v in srcs], "compiled")
+                == draft.shape[s.outs[0]]
+            ):
                 s.args = srcs
     draft.drop_unused()
     for s in draft.steps:
@@ -70,7 +76,8 @@ def make_shapeless(draft: Draft, name: str = "function", origins: dict | None = 
             where = (origins or {}).get(id(s.node))
             raise ValueError(
                 f"nv.compile(shapeless=True) of {name}: the operation '{s.prim.name}'"
-                + (f" (at {where})" if where else "") +
-                f" has a traced size in its parameters {params!r}, so it cannot be replayed "
+                + (f" (at {where})" if where else "")
+                + f" has a traced size in its parameters {params!r}, so it cannot be replayed "
                 "on other shapes; compile this function without shapeless=True (or move the "
-                f"'{s.prim.name}' out of it)")
+                f"'{s.prim.name}' out of it)"
+            )

@@ -5,6 +5,7 @@ A signature lists every leaf of the arguments with its path ("argument 0", "argu
 default stream. Comparing the signature of a missing call with the previous call's gives the
 reason of the miss, e.g. ``"argument 0: shape (3, 4) -> (5, 4)"``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -59,18 +60,29 @@ def _describe(kind: str, leaf: Any, shapeless: bool) -> str:
 @dataclass
 class Signature:
     stream: Any
-    leaves: list      # (path, kind, dtype name or None, shape or value)
+    leaves: list  # (path, kind, dtype name or None, shape or value)
 
     @staticmethod
-    def of(args: tuple, kwargs: dict, arrays: list, shapeless: bool, prefix: str = "argument",
-           extra: list | None = None) -> "Signature":
+    def of(
+        args: tuple,
+        kwargs: dict,
+        arrays: list,
+        shapeless: bool,
+        prefix: str = "argument",
+        extra: list | None = None,
+    ) -> "Signature":
         items = list(extra or []) + call_leaves(args, kwargs, prefix)
         leaves = []
         for path, kind, leaf in items:
             if kind == "array":
-                leaves.append((path, kind, leaf.dtype.name,
-                               leaf.ndim if shapeless and not path.startswith("state")
-                               else leaf.shape))
+                leaves.append(
+                    (
+                        path,
+                        kind,
+                        leaf.dtype.name,
+                        leaf.ndim if shapeless and not path.startswith("state") else leaf.shape,
+                    )
+                )
             else:
                 leaves.append((path, kind, None, leaf))
         return Signature(current_stream(), leaves)
@@ -138,8 +150,10 @@ def miss_reason(cf, sig: Signature, key=None) -> str:
     """The reason a call of ``cf`` with signature ``sig`` missed the cache."""
     if key is not None and key in cf.evicted:
         del cf.evicted[key]
-        return (f"this signature was traced before and evicted from the cache (capacity "
-                f"{cf.capacity}, least recently used first)")
+        return (
+            f"this signature was traced before and evicted from the cache (capacity "
+            f"{cf.capacity}, least recently used first)"
+        )
     prev = None
     if cf.last_key is not None:
         e = cf.cache.get(cf.last_key)
@@ -155,6 +169,9 @@ def miss_reason(cf, sig: Signature, key=None) -> str:
         return "the previous trace was not cached (it captured an array an outer transform traces)"
     why = diff(prev, sig)
     if not why:
-        return (f"this signature was evicted from the cache (capacity {cf.capacity})"
-                if cf.capacity > 0 else "caching is off (cache capacity 0)")
+        return (
+            f"this signature was evicted from the cache (capacity {cf.capacity})"
+            if cf.capacity > 0
+            else "caching is off (cache capacity 0)"
+        )
     return why

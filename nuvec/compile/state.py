@@ -15,6 +15,7 @@ step advances the key exactly as an uncompiled call would.
 - On any error the state is unchanged (the write-back is undone if it fails half-way). The
   step runs at the call, on evaluated inputs, so its errors surface there.
 """
+
 from __future__ import annotations
 
 import sys
@@ -37,6 +38,7 @@ def random_state() -> list | None:
     if mod is None:
         try:
             import importlib
+
             mod = importlib.import_module("nuvec.random")
         except ImportError:
             return None
@@ -77,6 +79,7 @@ def _trees(cf) -> tuple[Any, Any, list]:
 
 
 # -- containers ----------------------------------------------------------------------------
+
 
 def containers(*trees: Any) -> list:
     """Every list and dict reachable in ``trees`` (each once)."""
@@ -137,12 +140,16 @@ def merge_into(old: Any, new: Any, path: str) -> None:
             if _mergeable(o, v):
                 merge_into(o, v, f"{path}[{i}]")
             elif o is not v and (isinstance(o, Array) or isinstance(v, Array)):
-                raise ValueError(f"nv.compile: the state array at {path}[{i}] is held in a "
-                                 "tuple, which cannot be updated in place; hold compiled state "
-                                 "in lists or dicts")
+                raise ValueError(
+                    f"nv.compile: the state array at {path}[{i}] is held in a "
+                    "tuple, which cannot be updated in place; hold compiled state "
+                    "in lists or dicts"
+                )
     elif old is not new:
-        raise ValueError(f"nv.compile: the state at {path} cannot be updated in place "
-                         f"({type(old).__name__} -> {type(new).__name__})")
+        raise ValueError(
+            f"nv.compile: the state at {path} cannot be updated in place "
+            f"({type(old).__name__} -> {type(new).__name__})"
+        )
 
 
 def _mergeable(a: Any, b: Any) -> bool:
@@ -155,12 +162,14 @@ def _mergeable(a: Any, b: Any) -> bool:
 
 # -- the write-back plan -------------------------------------------------------------------
 
+
 class WriteBack:
     """Where each state array lives (container, key), for an entry whose step keeps the
     state's structure: the new arrays are stored there directly instead of rebuilding the tree
     and merging it (``unflatten`` + ``merge_into``: 40 us a call for a 3-layer MLP's state).
     It holds while the trees are made of the same containers, in the same order, as when it
     was made; the entry's key already pins the structure."""
+
     __slots__ = ("conts", "slots")
 
     def __init__(self, conts: list, slots: list) -> None:
@@ -182,7 +191,7 @@ class WriteBack:
         try:
             for (c, k), v in zip(self.slots, arrays):
                 c[k] = v
-        except BaseException:       # put back past any __setitem__ of a subclass, as restore
+        except BaseException:  # put back past any __setitem__ of a subclass, as restore
             for (c, k), v in zip(self.slots, old):
                 (dict.__setitem__ if isinstance(c, dict) else list.__setitem__)(c, k, v)
             raise
@@ -216,13 +225,14 @@ def _writeback(entry, tout: Any, conts: list, s_leaves: list):
     slots: list = []
     if not _slots(entry.post_def.node, tout, None, None, slots) or len(slots) != len(s_leaves):
         return None
-    for (c, k), a in zip(slots, s_leaves):     # the slots hold the arrays the call read
+    for (c, k), a in zip(slots, s_leaves):  # the slots hold the arrays the call read
         if c[k] is not a:
             return None
     return WriteBack(conts, slots)
 
 
 # -- the call ------------------------------------------------------------------------------
+
 
 def _prepare(cf, args: tuple, kwargs: dict):
     """(input tree, output tree, state leaves, argument leaves, key, containers of both
@@ -254,26 +264,28 @@ def entry_for(cf, args: tuple, kwargs: dict):
         raise ValueError("inspect: an argument or the state is being traced by a transform")
     tin, tout, s_leaves, a_leaves, key, _ = p
     entry = cf.lookup(key)
-    return entry if entry is not None else \
-        _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves)
+    return (
+        entry if entry is not None else _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves)
+    )
 
 
 def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
     p = _prepare(cf, args, kwargs)
-    if p is None:             # inside a transform: run the step itself
+    if p is None:  # inside a transform: run the step itself
         return cf.fun(*args, **kwargs)
     tin, tout, s_leaves, a_leaves, key, conts = p
     entry = cf.lookup(key)
     if entry is None:
         entry = _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves)
     elif entry.ready is not None:
-        entry.wait_ready()      # a later call: wait for the fused kernels being built
+        entry.wait_ready()  # a later call: wait for the fused kernels being built
     if entry.info["changes"] and cf.changed_last:
         raise ValueError(
             f"nv.compile({_name(cf)}): the structure of the compiled state changed on two "
             "consecutive calls (e.g. an optimizer creating its slots); initialise the optimizer "
             "first (opt.init(model.trainable_parameters())) so the state keeps one structure, "
-            "or make changing values arrays. The state is unchanged.")
+            "or make changing values arrays. The state is unchanged."
+        )
     ins = s_leaves + a_leaves
     lazy = [a for a in ins if a._data is None]
     if lazy:
@@ -281,7 +293,7 @@ def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
         # state can still be left unchanged), and state arrays never pile up lazy graphs
         # from call to call (the random key's chain of splits, for one).
         evaluate(lazy)
-    tape = entry.tape        # read once: the kernel worker may swap in the fused tape
+    tape = entry.tape  # read once: the kernel worker may swap in the fused tape
     pl = _inplace_plan(entry, tape, len(s_leaves))
     if pl.arm(ins):
         try:
@@ -292,7 +304,7 @@ def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
         outs = tape.run(ins)
     n_out = entry.n_out
     result = entry.build(outs[:n_out])
-    wb = entry.info.get("writeback")     # None: not made yet; False: merge instead
+    wb = entry.info.get("writeback")  # None: not made yet; False: merge instead
     if wb is None or (wb is not False and not wb.holds(conts)):
         wb = None
         if cf.state_out is cf.state_in:
@@ -308,7 +320,7 @@ def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
         except BaseException:
             restore(snap)
             raise
-    pl.proven = True         # the write-back works: later calls may update in place
+    pl.proven = True  # the write-back works: later calls may update in place
     cf.changed_last = entry.info["changes"]
     cf.last_key = key
     return result
@@ -340,18 +352,25 @@ def _modes_of(conts: list) -> tuple:
 
 def _name(cf) -> str:
     from .trace import fun_name
+
     return fun_name(cf.fun)
 
 
 def _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves):
     from .trace import _check_hashable, make_entry, store
+
     with cf.trace_lock:
         entry = cf.lookup(key)
         if entry is not None:
             return entry
-        sig = Signature.of(args, kwargs, a_leaves, cf.shapeless,
-                           extra=list(walk(tin, "state"))
-                           + [("the modules' modes (training, frozen)", "static", _modes(tin))])
+        sig = Signature.of(
+            args,
+            kwargs,
+            a_leaves,
+            cf.shapeless,
+            extra=list(walk(tin, "state"))
+            + [("the modules' modes (training, frozen)", "static", _modes(tin))],
+        )
         _check_hashable(cf, key, sig)
         cf.misses += 1
         cf.last_miss = miss_reason(cf, sig, key)
@@ -365,7 +384,7 @@ def _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves):
         else:
             _, td = flatten((args, kwargs) if kwargs else args)
             rebuilt = unflatten(td, ph_a)
-            targs, tkwargs = (rebuilt if kwargs else (rebuilt, {}))
+            targs, tkwargs = rebuilt if kwargs else (rebuilt, {})
         snap = snapshot(containers(tin, tout))
         _, s_def = flatten(tin)
         pre_out_def = flatten(tout)[1]
@@ -374,8 +393,12 @@ def _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves):
         try:
             merge_into(tin, unflatten(s_def, ph_s), "state")
             from ..core.shapeless import tracing as shapeless_tracing
-            with tracing(), recording_rebinds() as rebound, \
-                    shapeless_tracing(cf.shapeless) as origins:
+
+            with (
+                tracing(),
+                recording_rebinds() as rebound,
+                shapeless_tracing(cf.shapeless) as origins,
+            ):
                 out = cf.fun(*targs, **tkwargs)
             ph_s = [original(p, rebound) for p in ph_s]  # ``x[i] = v`` rebinds an input
             ph_a = [original(p, rebound) for p in ph_a]
@@ -383,8 +406,17 @@ def _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves):
             post_leaves, post_def = flatten(tout)
         finally:
             restore(snap)
-        entry = make_entry(cf, ph_s + ph_a, out, list(out_leaves) + list(post_leaves), out_def,
-                           stream, t0, n_out=len(out_leaves), origins=origins)
+        entry = make_entry(
+            cf,
+            ph_s + ph_a,
+            out,
+            list(out_leaves) + list(post_leaves),
+            out_def,
+            stream,
+            t0,
+            n_out=len(out_leaves),
+            origins=origins,
+        )
         entry.post_def = post_def
         entry.pre_def = pre_out_def
         entry.info["changes"] = post_def != pre_out_def

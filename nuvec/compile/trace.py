@@ -3,6 +3,7 @@ freeze the result into a Tape (and a cache entry).
 
     entry = miss(compiled_fn, key, args, kwargs, leaves)
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -38,7 +39,7 @@ def fun_name(fun: Any) -> str:
 def miss(cf, key, args: tuple, kwargs: dict, leaves: list) -> Entry:
     """Traces a call whose key is not cached; stores and returns the entry."""
     with cf.trace_lock:
-        entry = cf.lookup(key)        # another thread may have traced it meanwhile
+        entry = cf.lookup(key)  # another thread may have traced it meanwhile
         if entry is not None:
             return entry
         sig = Signature.of(args, kwargs, leaves, cf.shapeless)
@@ -54,15 +55,19 @@ def miss(cf, key, args: tuple, kwargs: dict, leaves: list) -> Entry:
 
 def store(cf, key, entry: Entry) -> None:
     if entry.tape.captures_tracer:
-        cf.uncached += 1     # used once: it holds an outer transform's tracer
+        cf.uncached += 1  # used once: it holds an outer transform's tracer
     else:
         cf.insert(key, entry)
     n = cf.warn_traces
     if n is not None and cf.traces > n and not cf.warned:
         cf.warned = True
-        warnings.warn(f"nv.compile: {fun_name(cf.fun)} has been traced {cf.traces} times "
-                      f"(more than warn_traces={n}); the last retrace was caused by: "
-                      f"{cf.last_miss}", RuntimeWarning, stacklevel=4)
+        warnings.warn(
+            f"nv.compile: {fun_name(cf.fun)} has been traced {cf.traces} times "
+            f"(more than warn_traces={n}); the last retrace was caused by: "
+            f"{cf.last_miss}",
+            RuntimeWarning,
+            stacklevel=4,
+        )
 
 
 def _check_hashable(cf, key, sig: Signature) -> None:
@@ -70,13 +75,16 @@ def _check_hashable(cf, key, sig: Signature) -> None:
         hash(key)
     except TypeError:
         path, value = sig.unhashable()
-        raise TypeError(f"nv.compile({fun_name(cf.fun)}): {path} is a {type(value).__name__}, "
-                        "which is neither an array, a container of arrays, nor a hashable "
-                        "constant (convert it with nv.array, or make it hashable)") from None
+        raise TypeError(
+            f"nv.compile({fun_name(cf.fun)}): {path} is a {type(value).__name__}, "
+            "which is neither an array, a container of arrays, nor a hashable "
+            "constant (convert it with nv.array, or make it hashable)"
+        ) from None
 
 
-def trace_call(cf, args: tuple, kwargs: dict, leaves: list, fast: bool,
-               extra_outputs=None) -> Entry:
+def trace_call(
+    cf, args: tuple, kwargs: dict, leaves: list, fast: bool, extra_outputs=None
+) -> Entry:
     """Runs ``cf.fun`` on placeholders of ``leaves`` and builds the entry."""
     t0 = time.perf_counter()
     stream = current_stream()
@@ -86,41 +94,42 @@ def trace_call(cf, args: tuple, kwargs: dict, leaves: list, fast: bool,
     else:
         _, td = flatten((args, kwargs) if kwargs else args)
         rebuilt = unflatten(td, ph)
-        targs, tkwargs = (rebuilt if kwargs else (rebuilt, {}))
+        targs, tkwargs = rebuilt if kwargs else (rebuilt, {})
     _runtime._count_trace()
     cf.traces += 1
     from .state import random_state
+
     rs = random_state()
     key0 = rs[0] if rs else None
     try:
-        with tracing(), recording_rebinds() as rebound, \
-                shapeless_tracing(cf.shapeless) as origins:
+        with tracing(), recording_rebinds() as rebound, shapeless_tracing(cf.shapeless) as origins:
             out = cf.fun(*targs, **tkwargs)
             ph = [original(p, rebound) for p in ph]  # ``x[i] = v`` inside rebinds an input
             out_leaves, out_def = flatten(out)
             return make_entry(cf, ph, out, out_leaves, out_def, stream, t0, origins=origins)
     except BaseException:
         if rs:
-            rs[0] = key0      # a failed trace does not advance the global random key
+            rs[0] = key0  # a failed trace does not advance the global random key
         raise
 
 
-def make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out=None,
-               origins=None) -> Entry:
+def make_entry(
+    cf, placeholders, out, out_leaves, out_def, stream, t0, n_out=None, origins=None
+) -> Entry:
     # The build allocates many small objects and frees none: the cyclic collector would
     # only re-walk the traced graph again and again (a 40,000-op trace: 3x slower).
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out,
-                           origins)
+        return _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out, origins)
     finally:
         if enabled:
             gc.enable()
 
 
-def _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out,
-                origins=None) -> Entry:
+def _make_entry(
+    cf, placeholders, out, out_leaves, out_def, stream, t0, n_out, origins=None
+) -> Entry:
     t1 = time.perf_counter()
     c1 = time.thread_time()
     draft = build(placeholders, list(out_leaves), cf.shapeless)
@@ -129,10 +138,11 @@ def _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out,
     name = fun_name(cf.fun)
     if cf.shapeless:
         from .shapeless import make_shapeless
+
         make_shapeless(draft, name, origins or {})
     plan = _out_plan(list(out_leaves), placeholders)
     fused, sources_s, deferred = _fuse(draft, cf.shapeless, stream, cf.fast_math)
-    if stream.device.type.value == "cpu":    # a cache-locality order, for the CPU's cores
+    if stream.device.type.value == "cpu":  # a cache-locality order, for the CPU's cores
         hoist_reductions(draft)
     t3 = time.perf_counter()
     unfused_steps = deferred[0] if deferred else None
@@ -151,16 +161,24 @@ def _make_entry(cf, placeholders, out, out_leaves, out_def, stream, t0, n_out,
         e.out_kind = OUT_TREE
     e.out_def = out_def
     e.info = {"draft": draft, "fused": [] if deferred else fused}
-    cf.last_timings = {"trace_s": t1 - t0, "simplify_s": t2 - t1, "fuse_s": t3 - t2 - sources_s,
-                       "kernel_compile_s": sources_s, "finalize_s": t4 - t3,
-                       "simplify_cpu_s": c2 - c1, "finalize_cpu_s": c4 - c3,
-                       "first_call_s_before_compiler": (t4 - t0) - sources_s,
-                       "steps": len(tape.steps), "fused_kernels": len(e.info["fused"]),
-                       "kernels_in_background": bool(deferred)}
+    cf.last_timings = {
+        "trace_s": t1 - t0,
+        "simplify_s": t2 - t1,
+        "fuse_s": t3 - t2 - sources_s,
+        "kernel_compile_s": sources_s,
+        "finalize_s": t4 - t3,
+        "simplify_cpu_s": c2 - c1,
+        "finalize_cpu_s": c4 - c3,
+        "first_call_s_before_compiler": (t4 - t0) - sources_s,
+        "steps": len(tape.steps),
+        "fused_kernels": len(e.info["fused"]),
+        "kernels_in_background": bool(deferred),
+    }
     e.ready = None
     if deferred:
         import threading
         from . import background
+
         e.ready = threading.Event()
         background.submit(lambda: _install_fused(cf, e, draft, stream, plan, fused))
     return e
@@ -170,9 +188,13 @@ def make_tape(draft: Draft, stream, shapeless: bool, plan: tuple, steps=None) ->
     tape = finalize(draft, stream, shapeless, steps)
     tape.out_plan = plan
     st = tape.steps[0] if len(tape.steps) == 1 else None
-    tape.single = bool(st is not None and st.kernel is not None and st.donate is None
-                       and tape.outputs == tuple(range(st.out, st.out + st.nout))
-                       and all(p == -1 for p in tape.out_plan))
+    tape.single = bool(
+        st is not None
+        and st.kernel is not None
+        and st.donate is None
+        and tape.outputs == tuple(range(st.out, st.out + st.nout))
+        and all(p == -1 for p in tape.out_plan)
+    )
     return tape
 
 
@@ -188,6 +210,7 @@ def _install_fused(cf, entry: Entry, draft: Draft, stream, plan: tuple, fused: l
 
 def _build_fused(cf, entry: Entry, draft: Draft, stream, plan: tuple, fused: list) -> None:
     from ..backends.cpu import compiled as cpu_compiled
+
     t = time.perf_counter()
     try:
         kernels = cpu_compiled.prepare([f.prim.spec for f in fused])
@@ -203,8 +226,7 @@ def _build_fused(cf, entry: Entry, draft: Draft, stream, plan: tuple, fused: lis
     # the entry's reference here cannot free it mid-call.
     entry.tape = tape
     timings = dict(cf.last_timings)
-    timings["kernel_compile_s"] = timings.get("kernel_compile_s", 0.0) + \
-        time.perf_counter() - t
+    timings["kernel_compile_s"] = timings.get("kernel_compile_s", 0.0) + time.perf_counter() - t
     timings.update(steps=len(tape.steps), fused_kernels=len(fused))
     cf.last_timings = timings
 
@@ -212,9 +234,12 @@ def _build_fused(cf, entry: Entry, draft: Draft, stream, plan: tuple, fused: lis
 def _warn_compiler(e, stacklevel: int) -> None:
     if not _warned_compiler[0]:
         _warned_compiler[0] = True
-        warnings.warn("nv.compile: fused kernels cannot be built, so compiled functions run "
-                      f"their operations unfused (same results). The cause:\n{e.message}",
-                      RuntimeWarning, stacklevel=stacklevel)
+        warnings.warn(
+            "nv.compile: fused kernels cannot be built, so compiled functions run "
+            f"their operations unfused (same results). The cause:\n{e.message}",
+            RuntimeWarning,
+            stacklevel=stacklevel,
+        )
 
 
 def _out_plan(out_leaves: list, placeholders: list) -> tuple:
@@ -232,8 +257,9 @@ def _out_plan(out_leaves: list, placeholders: list) -> tuple:
     return tuple(plan)
 
 
-def _fuse(draft: Draft, shapeless: bool, stream,
-          fast_math: bool = False) -> tuple[list, float, tuple | None]:
+def _fuse(
+    draft: Draft, shapeless: bool, stream, fast_math: bool = False
+) -> tuple[list, float, tuple | None]:
     """Fuses (on the CPU and on a CUDA or Metal GPU, not when the trace holds an outer
     tracer) and builds the kernels: now, or (CPU, kernels neither loaded nor on disk, background mode)
     on the worker thread; then it returns ``deferred = (unfused steps,)`` and the draft's
@@ -243,14 +269,16 @@ def _fuse(draft: Draft, shapeless: bool, stream,
     if not FUSE[0] or draft.captures_tracer or (device != "cpu" and not gpu):
         return [], 0.0, None
     from .fuse import fuse
+
     saved = list(draft.steps)
     fused = fuse(draft, shapeless, cpu=device == "cpu")
     if not fused:
         return [], 0.0, None
-    if gpu:   # Compiled nodes run through the GPU backend; build their kernels now
+    if gpu:  # Compiled nodes run through the GPU backend; build their kernels now
         if gpu == "cuda":
             from ..backends.cuda import compiled as gpu_compiled
-            if fast_math:       # the fused kernels' specs ask for the fast-math variant
+
+            if fast_math:  # the fused kernels' specs ask for the fast-math variant
                 for f in fused:
                     f.prim.spec = dataclasses.replace(f.prim.spec, fast=True)
         else:
@@ -260,6 +288,7 @@ def _fuse(draft: Draft, shapeless: bool, stream,
         return fused, time.perf_counter() - t, None
     from ..backends.cpu import compiled as cpu_compiled
     from . import background
+
     specs = [f.prim.spec for f in fused]
     if background.background_kernels() and not cpu_compiled.ready(specs):
         return fused, 0.0, (saved,)

@@ -12,6 +12,7 @@ that are evaluated together.
 >>> y.tolist()
 [3.0, 5.0]
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -53,8 +54,19 @@ def original(a: "Array", log: dict) -> "Array":
 
 
 class Array:
-    __slots__ = ("_shape", "_dtype", "_prim", "_inputs", "_siblings", "_pos", "_data",
-                 "_stream", "_tracer", "_readers", "__weakref__")
+    __slots__ = (
+        "_shape",
+        "_dtype",
+        "_prim",
+        "_inputs",
+        "_siblings",
+        "_pos",
+        "_data",
+        "_stream",
+        "_tracer",
+        "_readers",
+        "__weakref__",
+    )
 
     # -- construction -------------------------------------------------------------------
     def __init__(self, obj=None, dtype=None) -> None:
@@ -86,8 +98,9 @@ class Array:
         return a
 
     @staticmethod
-    def placeholder(shape: tuple, dtype: _dt.Dtype, stream: Stream | None = None,
-                    tracer: bool = True) -> "Array":
+    def placeholder(
+        shape: tuple, dtype: _dt.Dtype, stream: Stream | None = None, tracer: bool = True
+    ) -> "Array":
         """A data-less input for tracing (compile, transforms). Evaluating it is an error."""
         a = Array.__new__(Array)
         a._shape = tuple(shape)
@@ -215,9 +228,11 @@ class Array:
     def _host(self) -> np.ndarray:
         """The data as a NumPy array (evaluates; copies from a device where needed)."""
         from .evaluate import evaluate
+
         if self._data is None:
             evaluate([self])
         from ..backends import registry
+
         return registry.to_host(self._data, self._dtype)
 
     def item(self):
@@ -252,6 +267,7 @@ class Array:
         if self._dtype == _dt.bfloat16:
             h = h.astype(np.float32)
         from ..printing import array2string_options
+
         body = np.array2string(h, separator=", ", prefix="array(", **array2string_options())
         return f"array({body}, dtype={self._dtype.name})"
 
@@ -316,38 +332,102 @@ class Array:
         self._readers = 0
 
     # -- operators ----------------------------------------------------------------------
-    def __add__(self, o): return _ops.add(self, o)
-    def __radd__(self, o): return _ops.add(o, self)
-    def __sub__(self, o): return _ops.subtract(self, o)
-    def __rsub__(self, o): return _ops.subtract(o, self)
-    def __mul__(self, o): return _ops.multiply(self, o)
-    def __rmul__(self, o): return _ops.multiply(o, self)
-    def __truediv__(self, o): return _ops.divide(self, o)
-    def __rtruediv__(self, o): return _ops.divide(o, self)
-    def __floordiv__(self, o): return _ops.floor_divide(self, o)
-    def __rfloordiv__(self, o): return _ops.floor_divide(o, self)
-    def __mod__(self, o): return _ops.remainder(self, o)
-    def __rmod__(self, o): return _ops.remainder(o, self)
-    def __divmod__(self, o): return _ops.divmod(self, o)
-    def __rdivmod__(self, o): return _ops.divmod(o, self)
-    def __pow__(self, o): return _ops.power(self, o)
-    def __rpow__(self, o): return _ops.power(o, self)
-    def __matmul__(self, o): return _ops.matmul(self, o)
-    def __rmatmul__(self, o): return _ops.matmul(o, self)
-    def __and__(self, o): return _ops.bitwise_and(self, o)
-    def __rand__(self, o): return _ops.bitwise_and(o, self)
-    def __or__(self, o): return _ops.bitwise_or(self, o)
-    def __ror__(self, o): return _ops.bitwise_or(o, self)
-    def __xor__(self, o): return _ops.bitwise_xor(self, o)
-    def __rxor__(self, o): return _ops.bitwise_xor(o, self)
-    def __lshift__(self, o): return _ops.left_shift(self, o)
-    def __rlshift__(self, o): return _ops.left_shift(o, self)
-    def __rshift__(self, o): return _ops.right_shift(self, o)
-    def __rrshift__(self, o): return _ops.right_shift(o, self)
-    def __neg__(self): return _ops.negative(self)
-    def __pos__(self): return self
-    def __abs__(self): return _ops.abs(self)
-    def __invert__(self): return _ops.bitwise_invert(self)
+    def __add__(self, o):
+        return _ops.add(self, o)
+
+    def __radd__(self, o):
+        return _ops.add(o, self)
+
+    def __sub__(self, o):
+        return _ops.subtract(self, o)
+
+    def __rsub__(self, o):
+        return _ops.subtract(o, self)
+
+    def __mul__(self, o):
+        return _ops.multiply(self, o)
+
+    def __rmul__(self, o):
+        return _ops.multiply(o, self)
+
+    def __truediv__(self, o):
+        return _ops.divide(self, o)
+
+    def __rtruediv__(self, o):
+        return _ops.divide(o, self)
+
+    def __floordiv__(self, o):
+        return _ops.floor_divide(self, o)
+
+    def __rfloordiv__(self, o):
+        return _ops.floor_divide(o, self)
+
+    def __mod__(self, o):
+        return _ops.remainder(self, o)
+
+    def __rmod__(self, o):
+        return _ops.remainder(o, self)
+
+    def __divmod__(self, o):
+        return _ops.divmod(self, o)
+
+    def __rdivmod__(self, o):
+        return _ops.divmod(o, self)
+
+    def __pow__(self, o):
+        return _ops.power(self, o)
+
+    def __rpow__(self, o):
+        return _ops.power(o, self)
+
+    def __matmul__(self, o):
+        return _ops.matmul(self, o)
+
+    def __rmatmul__(self, o):
+        return _ops.matmul(o, self)
+
+    def __and__(self, o):
+        return _ops.bitwise_and(self, o)
+
+    def __rand__(self, o):
+        return _ops.bitwise_and(o, self)
+
+    def __or__(self, o):
+        return _ops.bitwise_or(self, o)
+
+    def __ror__(self, o):
+        return _ops.bitwise_or(o, self)
+
+    def __xor__(self, o):
+        return _ops.bitwise_xor(self, o)
+
+    def __rxor__(self, o):
+        return _ops.bitwise_xor(o, self)
+
+    def __lshift__(self, o):
+        return _ops.left_shift(self, o)
+
+    def __rlshift__(self, o):
+        return _ops.left_shift(o, self)
+
+    def __rshift__(self, o):
+        return _ops.right_shift(self, o)
+
+    def __rrshift__(self, o):
+        return _ops.right_shift(o, self)
+
+    def __neg__(self):
+        return _ops.negative(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _ops.abs(self)
+
+    def __invert__(self):
+        return _ops.bitwise_invert(self)
+
     # Against a str or None, Python's identity comparison (MLX's: ``mask == "causal"``).
     def __eq__(self, o):  # type: ignore[override]
         return NotImplemented if isinstance(o, (str, type(None))) else _ops.equal(self, o)
@@ -355,34 +435,69 @@ class Array:
     def __ne__(self, o):  # type: ignore[override]
         return NotImplemented if isinstance(o, (str, type(None))) else _ops.not_equal(self, o)
 
-    def __lt__(self, o): return _ops.less(self, o)
-    def __le__(self, o): return _ops.less_equal(self, o)
-    def __gt__(self, o): return _ops.greater(self, o)
-    def __ge__(self, o): return _ops.greater_equal(self, o)
+    def __lt__(self, o):
+        return _ops.less(self, o)
+
+    def __le__(self, o):
+        return _ops.less_equal(self, o)
+
+    def __gt__(self, o):
+        return _ops.greater(self, o)
+
+    def __ge__(self, o):
+        return _ops.greater_equal(self, o)
 
     def _inplace(self, op: str, o) -> "Array":
         def make(old, value):
             out = getattr(_ops, op)(old, value)
             if out._dtype != old._dtype:  # as MLX: an in-place update keeps the dtype
-                raise ValueError(f"{op}: an in-place update cannot change the dtype from "
-                                 f"{old._dtype.name} to {out._dtype.name}")
+                raise ValueError(
+                    f"{op}: an in-place update cannot change the dtype from "
+                    f"{old._dtype.name} to {out._dtype.name}"
+                )
             return out
+
         self._update(make, o)
         return self
 
-    def __iadd__(self, o): return self._inplace("add", o)
-    def __isub__(self, o): return self._inplace("subtract", o)
-    def __imul__(self, o): return self._inplace("multiply", o)
-    def __itruediv__(self, o): return self._inplace("divide", o)
-    def __ifloordiv__(self, o): return self._inplace("floor_divide", o)
-    def __imod__(self, o): return self._inplace("remainder", o)
-    def __ipow__(self, o): return self._inplace("power", o)
-    def __imatmul__(self, o): return self._inplace("matmul", o)
-    def __iand__(self, o): return self._inplace("bitwise_and", o)
-    def __ior__(self, o): return self._inplace("bitwise_or", o)
-    def __ixor__(self, o): return self._inplace("bitwise_xor", o)
-    def __ilshift__(self, o): return self._inplace("left_shift", o)
-    def __irshift__(self, o): return self._inplace("right_shift", o)
+    def __iadd__(self, o):
+        return self._inplace("add", o)
+
+    def __isub__(self, o):
+        return self._inplace("subtract", o)
+
+    def __imul__(self, o):
+        return self._inplace("multiply", o)
+
+    def __itruediv__(self, o):
+        return self._inplace("divide", o)
+
+    def __ifloordiv__(self, o):
+        return self._inplace("floor_divide", o)
+
+    def __imod__(self, o):
+        return self._inplace("remainder", o)
+
+    def __ipow__(self, o):
+        return self._inplace("power", o)
+
+    def __imatmul__(self, o):
+        return self._inplace("matmul", o)
+
+    def __iand__(self, o):
+        return self._inplace("bitwise_and", o)
+
+    def __ior__(self, o):
+        return self._inplace("bitwise_or", o)
+
+    def __ixor__(self, o):
+        return self._inplace("bitwise_xor", o)
+
+    def __ilshift__(self, o):
+        return self._inplace("left_shift", o)
+
+    def __irshift__(self, o):
+        return self._inplace("right_shift", o)
 
     def astype(self, dtype, stream=None) -> "Array":
         return _ops.astype(self, dtype, stream=stream)
@@ -418,6 +533,7 @@ def _retarget_all(src: Array, dst: Array) -> None:
     unevaluated nodes read is then assigned into), so the garbage collector's referrer search
     is affordable here; ``_readers`` keeps it off the common path."""
     import gc
+
     for ref in gc.get_referrers(src):
         if type(ref) is not tuple:
             continue

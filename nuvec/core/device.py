@@ -4,6 +4,7 @@
 >>> with nv.stream(nv.cpu):
 ...     y = nv.ones((3,)) * 2
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -65,7 +66,9 @@ class Stream:
         self.device = device
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Stream) and other.index == self.index and other.device == self.device
+        return (
+            isinstance(other, Stream) and other.index == self.index and other.device == self.device
+        )
 
     def __hash__(self) -> int:
         return hash((self.index, self.device))
@@ -77,6 +80,7 @@ class Stream:
 def gpu_backend_name() -> str | None:
     """The GPU backend present on this machine ("cuda", "metal"), or None."""
     from ..backends import registry
+
     return registry.gpu_backend_name()
 
 
@@ -94,6 +98,7 @@ def _new_index() -> int:
 def check_device(device: Device) -> Device:
     if device.type is DeviceType.gpu and gpu_backend_name() is None:
         from ..backends import registry
+
         raise ValueError(f"no GPU on this machine: {registry.gpu_unavailable_reason()}")
     return device
 
@@ -223,8 +228,9 @@ def is_available(device: Device | DeviceType) -> bool:
     if isinstance(device, DeviceType):
         device = Device(device)
     if not isinstance(device, Device):
-        raise TypeError(f"is_available: device must be a Device or DeviceType, "
-                        f"got {type(device).__name__}")
+        raise TypeError(
+            f"is_available: device must be a Device or DeviceType, got {type(device).__name__}"
+        )
     return 0 <= device.index < device_count(device.type)
 
 
@@ -257,16 +263,19 @@ def device_info(d: Device | DeviceType | None = None) -> dict[str, str | int]:
     elif isinstance(d, DeviceType):
         d = Device(d)
     elif not isinstance(d, Device):
-        raise TypeError(f"device_info: d must be a Device, DeviceType or None, "
-                        f"got {type(d).__name__}")
+        raise TypeError(
+            f"device_info: d must be a Device, DeviceType or None, got {type(d).__name__}"
+        )
     if not is_available(d):
         return {}
     if d.type is DeviceType.cpu:
         return dict(_cpu_info())
     if gpu_backend_name() == "cuda":
         from ..backends.cuda import device as cuda_device
+
         return cuda_device.device_info()
     from ..backends.metal import shim
+
     with shim.Device.open(d.index) as dev:
         return {"device_name": dev.name, "architecture": platform.machine() or "arm64"}
 

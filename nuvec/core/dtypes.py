@@ -6,6 +6,7 @@ nuvec.int16
 >>> nv.issubdtype(nv.float16, nv.floating)
 True
 """
+
 from __future__ import annotations
 
 import ml_dtypes
@@ -93,8 +94,22 @@ float32 = Dtype("float32", np.float32, floating, "f", 2)
 float64 = Dtype("float64", np.float64, floating, "f", 3)
 complex64 = Dtype("complex64", np.complex64, complexfloating, "c", 4)
 
-ALL = (bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64,
-       float16, bfloat16, float32, float64, complex64)
+ALL = (
+    bool_,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+    int8,
+    int16,
+    int32,
+    int64,
+    float16,
+    bfloat16,
+    float32,
+    float64,
+    complex64,
+)
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NP = {d.np: d for d in ALL}
 
@@ -179,8 +194,10 @@ def issubdtype(a, b) -> bool:
     """``nv.issubdtype(nv.int8, nv.integer)``; either side may be a dtype or a category."""
     for name, x in (("arg1", a), ("arg2", b)):
         if not isinstance(x, (Dtype, DtypeCategory)):
-            raise TypeError(f"issubdtype: {name} must be a dtype or a dtype category, got "
-                            f"{type(x).__name__} {x!r}")
+            raise TypeError(
+                f"issubdtype: {name} must be a dtype or a dtype category, got "
+                f"{type(x).__name__} {x!r}"
+            )
     ca = a.category if isinstance(a, Dtype) else a
     if isinstance(b, Dtype):
         return isinstance(a, Dtype) and a == b

@@ -6,6 +6,7 @@
 >>> a.tolist()
 [0, 2, 4, 6]
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterable
@@ -41,7 +42,8 @@ def _placeholder_error() -> None:
     raise TraceEvaluationError(
         "cannot evaluate an array while it is being traced by nv.compile: the function's "
         "inputs are placeholders without values (do not call eval, item, tolist or print on "
-        "traced arrays inside a compiled function)")
+        "traced arrays inside a compiled function)"
+    )
 
 
 _impls: dict = {}
@@ -49,6 +51,7 @@ _impls: dict = {}
 
 def _lookup(node):
     from ..backends.registry import node_runner
+
     return node_runner(node)
 
 

@@ -19,6 +19,7 @@ explicit state, collectives), ``fixes_shape`` (its parameters hold a traced size
 compilation refuses it), ``relative`` (its parameters are relative to the input shapes, see
 ``resolve``), ``view`` (its output may alias its input's memory).
 """
+
 from __future__ import annotations
 
 from typing import Any, Sequence

@@ -10,6 +10,7 @@ that depend on the trace's inputs (tracers); constants keep the eager forms.
         out = fun(*placeholders)
     if shapeless.relative(x): ...          # record a shape-relative node for x
 """
+
 from __future__ import annotations
 
 import os

@@ -16,10 +16,22 @@ depends on. Every process of a group must evaluate the same collectives in the s
 Inside ``nv.compile`` they stay collectives: never folded into constants, merged with an
 equal one, or fused, so each call of the compiled function communicates.
 """
+
 from ..backends.cpu import distributed as _impl  # noqa: F401  (registers the implementations)
 from .average import average_gradients
 from .group import Group, init, is_available
 from .ops import all_gather, all_max, all_min, all_sum, recv, recv_like, send
 
-__all__ = ["Group", "init", "is_available", "all_sum", "all_max", "all_min", "all_gather",
-           "send", "recv", "recv_like", "average_gradients"]
+__all__ = [
+    "Group",
+    "init",
+    "is_available",
+    "all_sum",
+    "all_max",
+    "all_min",
+    "all_gather",
+    "send",
+    "recv",
+    "recv_like",
+    "average_gradients",
+]

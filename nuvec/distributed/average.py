@@ -6,6 +6,7 @@
 >>> nv.distributed.average_gradients(g)["w"].tolist()     # one process: unchanged
 [[1.0, 1.0], [1.0, 1.0]]
 """
+
 from __future__ import annotations
 
 import numbers
@@ -38,10 +39,13 @@ def _buckets(sizes: list[int], itemsize: int, limit: int) -> list[list[int]]:
     return out
 
 
-def average_gradients(gradients: Any, group: Group | None = None,
-                      all_reduce_size: int = 32 * 1024 ** 2,
-                      communication_type: dt.Dtype | None = None,
-                      communication_stream=None) -> Any:
+def average_gradients(
+    gradients: Any,
+    group: Group | None = None,
+    all_reduce_size: int = 32 * 1024**2,
+    communication_type: dt.Dtype | None = None,
+    communication_stream=None,
+) -> Any:
     """The tree ``gradients`` averaged over the processes of ``group`` (the world when None).
 
     Arrays of one dtype are flattened and concatenated into reductions of about
@@ -56,15 +60,19 @@ def average_gradients(gradients: Any, group: Group | None = None,
     """
     g = resolve_group(group, "average_gradients")
     if not isinstance(all_reduce_size, numbers.Integral) or isinstance(all_reduce_size, bool):
-        raise TypeError("average_gradients: all_reduce_size must be an int, got "
-                        f"{type(all_reduce_size).__name__}")
+        raise TypeError(
+            "average_gradients: all_reduce_size must be an int, got "
+            f"{type(all_reduce_size).__name__}"
+        )
     ctype = None
     if communication_type is not None:
         try:
             ctype = dt.to_dtype(communication_type)
         except TypeError:
-            raise TypeError("average_gradients: communication_type must be a nuvec dtype, "
-                            f"got {communication_type!r}") from None
+            raise TypeError(
+                "average_gradients: communication_type must be a nuvec dtype, "
+                f"got {communication_type!r}"
+            ) from None
     n = g.size()
     if n == 1:
         return gradients
@@ -76,6 +84,7 @@ def average_gradients(gradients: Any, group: Group | None = None,
     if all_reduce_size <= 0 or len(dtypes) > 1:
         return unflatten(td, [_mean(x, n, g, ctype, s) for x in leaves])
     from .. import ops
+
     itemsize = (ctype or leaves[0].dtype).size
     sizes = [x.size for x in leaves]
     out = [None] * len(leaves)

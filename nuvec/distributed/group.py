@@ -8,6 +8,7 @@
 ``init`` is cheap to call again: it returns the same world group. Under a launcher
 (``python -m nuvec.launch -n 4 script.py``) it joins the MPI world instead.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -24,6 +25,7 @@ class Group:
 
     Made by ``init`` (the world) or ``split``; the collectives take one as ``group=``.
     """
+
     __slots__ = ("_comm", "__weakref__")
 
     def __init__(self, comm: Communicator) -> None:
@@ -72,17 +74,24 @@ _world: dict[str, Group] = {}
 
 def _mpi_group(strict: bool, launched: int | None) -> Group | None:
     from .backends import mpi
+
     try:
         return Group(mpi.MPICommunicator())
     except ImportError as e:
-        msg = (f"nv.distributed.init: the MPI backend needs mpi4py ({e}); install it with "
-               "`pip install mpi4py` (or `pip install -e .[mpi]`) and an MPI library such as "
-               "Open MPI (`apt-get install openmpi-bin libopenmpi-dev`)")
+        msg = (
+            f"nv.distributed.init: the MPI backend needs mpi4py ({e}); install it with "
+            "`pip install mpi4py` (or `pip install -e .[mpi]`) and an MPI library such as "
+            "Open MPI (`apt-get install openmpi-bin libopenmpi-dev`)"
+        )
         if strict:
             raise RuntimeError(msg) from None
         if launched is not None:
-            warnings.warn(f"{msg}. This process was started by an MPI launcher but runs alone "
-                          "(a group of one)", RuntimeWarning, stacklevel=4)
+            warnings.warn(
+                f"{msg}. This process was started by an MPI launcher but runs alone "
+                "(a group of one)",
+                RuntimeWarning,
+                stacklevel=4,
+            )
         return None
 
 
@@ -99,16 +108,18 @@ def init(strict: bool = False, backend: str = "any") -> Group:
     1
     """
     if not isinstance(backend, str) or backend not in ("any",) + BACKENDS:
-        raise ValueError(f"nv.distributed.init: backend must be 'any' or one of {BACKENDS}, "
-                         f"got {backend!r}")
+        raise ValueError(
+            f"nv.distributed.init: backend must be 'any' or one of {BACKENDS}, got {backend!r}"
+        )
     from .backends.mpi import launched_size
+
     launched = launched_size()
     with _lock:
         key = f"{backend}:{bool(strict)}"
         g = _world.get(key)
         if g is not None:
             return g
-        g = _world.get("mpi")        # MPI initialises once per process: share its world
+        g = _world.get("mpi")  # MPI initialises once per process: share its world
         if g is None and (backend == "mpi" or launched is not None or strict):
             g = _mpi_group(strict, launched)
             if g is not None:
@@ -116,7 +127,8 @@ def init(strict: bool = False, backend: str = "any") -> Group:
         if g is None:
             if strict:
                 raise RuntimeError(
-                    "nv.distributed.init(strict=True): no distributed backend is available")
+                    "nv.distributed.init(strict=True): no distributed backend is available"
+                )
             g = _world.setdefault("singleton", Group(SingletonCommunicator()))
         _world[key] = g
         return g
@@ -130,10 +142,11 @@ def is_available() -> bool:
     True
     """
     import importlib.util
+
     return importlib.util.find_spec("mpi4py") is not None
 
 
-_default: list = [None]     # the world group the collectives use when given none
+_default: list = [None]  # the world group the collectives use when given none
 
 
 def resolve_group(group, name: str) -> Group:

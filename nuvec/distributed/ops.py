@@ -10,6 +10,7 @@ Every process of the group must evaluate the same collectives in the same order.
 of one process ``all_sum``, ``all_max``, ``all_min`` and ``all_gather`` return their input
 (``all_gather`` of a 0-d array gives shape ``(1,)``, as it gives ``(size,)`` elsewhere).
 """
+
 from __future__ import annotations
 
 import numbers
@@ -82,6 +83,7 @@ def all_gather(x, /, *, group: Group | None = None, stream=None) -> Array:
     if g.size() == 1:
         if x.ndim == 0:
             from ..ops.shape import reshape
+
             return reshape(x, (1,), stream=s)
         return x
     return Array.make(AllGather(g), [x], s)
@@ -92,8 +94,10 @@ def _peer(v, g: Group, name: str, what: str) -> int:
         raise TypeError(f"{name}: {what} must be an int, got {type(v).__name__}")
     v = int(v)
     if g.size() == 1:
-        raise ValueError(f"{name}: the group has one process, there is no other process to "
-                         f"{'send to' if name == 'send' else 'receive from'}")
+        raise ValueError(
+            f"{name}: the group has one process, there is no other process to "
+            f"{'send to' if name == 'send' else 'receive from'}"
+        )
     if not 0 <= v < g.size():
         raise ValueError(f"{name}: {what} {v} is not a rank of a group of {g.size()} processes")
     if v == g.rank():
@@ -114,8 +118,9 @@ def send(x, /, dst: int, *, group: Group | None = None, stream=None) -> Array:
     return Array.make(Send(dst, g), [x], resolve_stream(stream))
 
 
-def recv(shape: Sequence[int], dtype, src: int, *, group: Group | None = None,
-         stream=None) -> Array:
+def recv(
+    shape: Sequence[int], dtype, src: int, *, group: Group | None = None, stream=None
+) -> Array:
     """An array of ``shape`` and ``dtype`` received from the process of rank ``src``
     (which sends one of that shape and dtype).
 
@@ -127,8 +132,9 @@ def recv(shape: Sequence[int], dtype, src: int, *, group: Group | None = None,
     try:
         shape = tuple(shape)
     except TypeError:
-        raise TypeError(f"recv: shape must be a sequence of ints, got {type(shape).__name__}") \
-            from None
+        raise TypeError(
+            f"recv: shape must be a sequence of ints, got {type(shape).__name__}"
+        ) from None
     for d in shape:
         if not isinstance(d, numbers.Integral) or isinstance(d, bool) or d < 0:
             raise ValueError(f"recv: shape must hold ints >= 0, got {shape}")

@@ -19,6 +19,7 @@ holds the bounded reads and the atomic writes.
 >>> nv.load(path)["w"].shape
 (2, 3)
 """
+
 from __future__ import annotations
 
 import os
@@ -31,8 +32,17 @@ from ..core.dtypes import from_numpy
 from . import gguf, npy, npz, safetensors
 from ._source import Source, is_path, write_file
 
-__all__ = ["save", "savez", "savez_compressed", "save_safetensors", "save_gguf", "load",
-           "load_safetensors", "save_arrays", "load_arrays"]
+__all__ = [
+    "save",
+    "savez",
+    "savez_compressed",
+    "save_safetensors",
+    "save_gguf",
+    "load",
+    "load_safetensors",
+    "save_arrays",
+    "load_arrays",
+]
 
 _FORMATS = ("npy", "npz", "safetensors", "gguf")
 
@@ -57,6 +67,7 @@ def _wrap(a: np.ndarray, stream) -> Array:
 
 
 # ---- saving ------------------------------------------------------------------------------
+
 
 def save(file, arr) -> None:
     """Saves one array to a NumPy ``.npy`` file (``.npy`` is appended to a path without it)
@@ -94,16 +105,23 @@ def savez(file, /, *args, **kwargs) -> None:
 
 def savez_compressed(file, /, *args, **kwargs) -> None:
     """As ``savez``, compressed."""
-    save_npz(_with_ext(file, ".npz"), _named(args, kwargs, "savez_compressed"),
-             what="savez_compressed", compressed=True)
+    save_npz(
+        _with_ext(file, ".npz"),
+        _named(args, kwargs, "savez_compressed"),
+        what="savez_compressed",
+        compressed=True,
+    )
 
 
-def save_safetensors(file, arrays: dict, metadata: dict | None = None, *,
-                     what: str = "save_safetensors") -> None:
+def save_safetensors(
+    file, arrays: dict, metadata: dict | None = None, *, what: str = "save_safetensors"
+) -> None:
     """Writes ``arrays`` (name -> array) in the safetensors format, with an optional
     ``metadata`` dict of strings, to a path or an open binary file."""
-    if metadata is not None and (not isinstance(metadata, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):
+    if metadata is not None and (
+        not isinstance(metadata, dict)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())
+    ):
         raise ValueError(f"{what}: metadata must be a dict mapping strings to strings")
     if not isinstance(arrays, dict):
         raise TypeError(f"{what}: arrays must be a dict of name -> array")
@@ -113,8 +131,7 @@ def save_safetensors(file, arrays: dict, metadata: dict | None = None, *,
             raise ValueError(f"{what}: invalid tensor name {name!r}")
         h = _host(arrays[name], name, what)
         if safetensors.code_of(h.dtype) is None:
-            raise TypeError(f"{what}: {name!r} has dtype {h.dtype}, which safetensors cannot "
-                            "store")
+            raise TypeError(f"{what}: {name!r} has dtype {h.dtype}, which safetensors cannot store")
         host[name] = h
     write_file(file, lambda f: safetensors.write(f, host, metadata), what)
 
@@ -139,8 +156,9 @@ def save_gguf(file, arrays: dict, metadata: dict | None = None) -> None:
             raise ValueError(f"save_gguf: invalid tensor name {name!r}")
         h = _host(a, name, "save_gguf")
         if gguf.tensor_type(h.dtype) is None:
-            raise ValueError(f"save_gguf: {name!r} has dtype {h.dtype}, which GGUF tensors "
-                             "cannot store")
+            raise ValueError(
+                f"save_gguf: {name!r} has dtype {h.dtype}, which GGUF tensors cannot store"
+            )
         host[name] = h
     meta = {}
     for key, v in (metadata or {}).items():
@@ -150,15 +168,20 @@ def save_gguf(file, arrays: dict, metadata: dict | None = None) -> None:
             meta[key] = v
             continue
         if not isinstance(v, (Array, np.ndarray)):
-            raise ValueError(f"save_gguf: metadata {key!r} is a {type(v).__name__}; expected "
-                             "a string, a list of strings or an array")
+            raise ValueError(
+                f"save_gguf: metadata {key!r} is a {type(v).__name__}; expected "
+                "a string, a list of strings or an array"
+            )
         h = _host(v, key, "save_gguf")
         if h.ndim > 1 or h.size == 0:
-            raise ValueError(f"save_gguf: metadata {key!r} must be a 0-d or 1-d non-empty "
-                             f"array, not shape {h.shape}")
+            raise ValueError(
+                f"save_gguf: metadata {key!r} must be a 0-d or 1-d non-empty "
+                f"array, not shape {h.shape}"
+            )
         if gguf.value_type(h) is None:
-            raise ValueError(f"save_gguf: metadata {key!r} has dtype {h.dtype}, which GGUF "
-                             "metadata cannot store")
+            raise ValueError(
+                f"save_gguf: metadata {key!r} has dtype {h.dtype}, which GGUF metadata cannot store"
+            )
         meta[key] = h
     write_file(_with_ext(file, ".gguf"), lambda f: gguf.write(f, host, meta), "save_gguf")
 
@@ -170,14 +193,17 @@ def save_arrays(file: str, arrays: dict, what: str) -> None:
     elif file.endswith(".safetensors"):
         save_safetensors(file, arrays, what=what)
     else:
-        raise ValueError(f"{what}: unsupported file extension in {file!r}; use .npz or "
-                         ".safetensors")
+        raise ValueError(
+            f"{what}: unsupported file extension in {file!r}; use .npz or .safetensors"
+        )
 
 
 # ---- loading -----------------------------------------------------------------------------
 
-def load_safetensors(file, *, what: str = "load_safetensors", return_metadata: bool = False,
-                     stream=None):
+
+def load_safetensors(
+    file, *, what: str = "load_safetensors", return_metadata: bool = False, stream=None
+):
     """Reads a safetensors file: a dict name -> array (and the metadata dict if asked)."""
     arrays, meta = safetensors.read(Source.open(file, what))
     s = resolve_stream(stream)
@@ -189,12 +215,17 @@ def load_arrays(file: str, what: str) -> dict:
     """Loads by extension: ``.npz`` or ``.safetensors`` (``Module.load_weights``)."""
     if file.endswith(".npz") or file.endswith(".safetensors"):
         return load(file, what=what)
-    raise ValueError(f"{what}: unsupported file extension in {file!r}; use .npz or "
-                     ".safetensors")
+    raise ValueError(f"{what}: unsupported file extension in {file!r}; use .npz or .safetensors")
 
 
-def load(file, format: str | None = None, return_metadata: bool = False, *, stream=None,
-         what: str = "load"):
+def load(
+    file,
+    format: str | None = None,
+    return_metadata: bool = False,
+    *,
+    stream=None,
+    what: str = "load",
+):
     """Loads a ``.npy`` file (an array), a ``.npz`` file (a dict of arrays), a
     ``.safetensors`` or a ``.gguf`` file (a dict; with ``return_metadata``, also its
     metadata dict), from a path or an open binary file. The format comes from the extension
@@ -209,15 +240,19 @@ def load(file, format: str | None = None, return_metadata: bool = False, *, stre
     if format is None:
         name = os.fspath(file) if is_path(file) else getattr(file, "name", None)
         if not isinstance(name, str):
-            raise ValueError(f"{what}: cannot tell the format of a file object without a "
-                             "name; pass format=")
+            raise ValueError(
+                f"{what}: cannot tell the format of a file object without a name; pass format="
+            )
         format = os.path.splitext(name)[1].lstrip(".")
     if format not in _FORMATS:
-        raise ValueError(f"{what}: unknown format {format!r} for {file!r}; expected one of "
-                         f"{', '.join(_FORMATS)} (by extension or format=)")
+        raise ValueError(
+            f"{what}: unknown format {format!r} for {file!r}; expected one of "
+            f"{', '.join(_FORMATS)} (by extension or format=)"
+        )
     if return_metadata and format in ("npy", "npz"):
-        raise ValueError(f"{what}: return_metadata is only supported for safetensors and "
-                         f"gguf, not {format}")
+        raise ValueError(
+            f"{what}: return_metadata is only supported for safetensors and gguf, not {format}"
+        )
     s = resolve_stream(stream)
     src = Source.open(file, what)
     if format == "npy":

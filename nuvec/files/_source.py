@@ -8,6 +8,7 @@ file holds before anything is allocated (``Source.take``, ``Source.array``).
     magic = src.take(0, 6)                     # ValueError naming the file if it is too short
     a = src.array(128, np.dtype("<f4"), (4, 4))
 """
+
 from __future__ import annotations
 
 import mmap
@@ -29,8 +30,7 @@ class Source:
     system would fault on the missing pages); nuvec's own writers replace files by renaming
     a new one into place, which leaves the mapped one intact."""
 
-    def __init__(self, label: str, what: str, size: int, mapped=None, fileobj=None,
-                 base: int = 0):
+    def __init__(self, label: str, what: str, size: int, mapped=None, fileobj=None, base: int = 0):
         self.label, self.what, self.size = label, what, size
         self._map, self._file, self._base = mapped, fileobj, base
 
@@ -50,15 +50,16 @@ class Source:
     def of_fileobj(f, what: str) -> "Source":
         label = label_of(f)
         if not callable(getattr(f, "read", None)):
-            raise TypeError(f"{what}: expected a path or a binary file object, not "
-                            f"{type(f).__name__}")
+            raise TypeError(
+                f"{what}: expected a path or a binary file object, not {type(f).__name__}"
+            )
         try:
             start = f.tell()
             f.seek(0, os.SEEK_END)
             size = f.tell() - start
             f.seek(start)
         except (OSError, AttributeError, ValueError):
-            data = f.read()       # not seekable: what it yields is what there is
+            data = f.read()  # not seekable: what it yields is what there is
             if not isinstance(data, (bytes, bytearray)):
                 raise TypeError(f"{what}: {label} is not opened in binary mode") from None
             return Source.of_bytes(bytes(data), label, what)
@@ -73,14 +74,16 @@ class Source:
 
     def check(self, offset: int, n: int, what: str) -> None:
         if n < 0 or offset < 0 or offset + n > self.size:
-            raise self.error(f"{what} ({n} bytes at offset {offset}) extends past the end of "
-                             f"the file ({self.size} bytes): truncated or damaged")
+            raise self.error(
+                f"{what} ({n} bytes at offset {offset}) extends past the end of "
+                f"the file ({self.size} bytes): truncated or damaged"
+            )
 
     def take(self, offset: int, n: int, what: str = "the header") -> bytes:
         """``n`` bytes at ``offset`` (they must all be there)."""
         self.check(offset, n, what)
         if self._map is not None:
-            return bytes(self._map[offset:offset + n])
+            return bytes(self._map[offset : offset + n])
         if n == 0:
             return b""
         self._file.seek(self._base + offset)
@@ -100,7 +103,7 @@ class Source:
         self.check(offset, nbytes, what)
         if self._map is not None and nbytes:
             a = np.frombuffer(self._map, dtype=dtype, count=count, offset=offset)
-            if not a.flags.aligned:    # kernels assume naturally aligned elements
+            if not a.flags.aligned:  # kernels assume naturally aligned elements
                 a = a.copy()
             return a.reshape(shape)
         a = np.empty(count, dtype=dtype)
@@ -115,10 +118,9 @@ class Source:
                 else:
                     chunk = self._file.read(min(nbytes - got, 1 << 26))
                     n = len(chunk)
-                    view[got:got + n] = chunk
+                    view[got : got + n] = chunk
                 if not n:
-                    raise self.error(f"{what} could not be read whole ({got} of {nbytes} "
-                                     "bytes)")
+                    raise self.error(f"{what} could not be read whole ({got} of {nbytes} bytes)")
                 got += n
         return a.reshape(shape)
 
@@ -130,13 +132,16 @@ def label_of(f) -> str:
 
 def checked_shape(src: Source, dims, what: str) -> tuple[int, ...]:
     """A shape read from a header: a list of non-negative ints, at most MAX_NDIM of them."""
-    if not isinstance(dims, (list, tuple)) or len(dims) > MAX_NDIM or \
-            not all(type(d) is int and d >= 0 for d in dims):
+    if (
+        not isinstance(dims, (list, tuple))
+        or len(dims) > MAX_NDIM
+        or not all(type(d) is int and d >= 0 for d in dims)
+    ):
         raise src.error(f"{what} has an invalid shape {_short(dims)}")
     size = 1
     for d in dims:
         size *= max(d, 1)
-    if size >= 1 << 62:     # beyond any array (NumPy's own limit), even with a zero in it
+    if size >= 1 << 62:  # beyond any array (NumPy's own limit), even with a zero in it
         raise src.error(f"{what} has a shape too large for any array {_short(dims)}")
     return tuple(dims)
 
@@ -164,8 +169,9 @@ def write_file(file, write, what: str) -> None:
     removed and the old file is left as it was."""
     if not is_path(file):
         if not callable(getattr(file, "write", None)):
-            raise TypeError(f"{what}: expected a path or a binary file object, not "
-                            f"{type(file).__name__}")
+            raise TypeError(
+                f"{what}: expected a path or a binary file object, not {type(file).__name__}"
+            )
         write(file)
         return
     path = os.fspath(file)

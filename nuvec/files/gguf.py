@@ -12,6 +12,7 @@ strings, lists of strings, and 0-d or 1-d arrays (float64 values as float32, as 
     tensors, metadata = read(Source.open("m.gguf", "load"))
     write(f, {"w": host_array}, {"name": "tiny"})
 """
+
 from __future__ import annotations
 
 import struct
@@ -23,12 +24,31 @@ from ._source import MAX_NDIM, Source, checked_shape
 
 MAGIC = b"GGUF"
 ALIGNMENT = 32
-MAX_STRING = 1 << 24            # a key, name or string value; the format's own tools use less
+MAX_STRING = 1 << 24  # a key, name or string value; the format's own tools use less
 _STRING, _ARRAY = 8, 9
-_SCALARS = {0: "<u1", 1: "<i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4", 7: "|b1",
-            10: "<u8", 11: "<i8", 12: "<f8"}
-_TENSORS = {0: "<f4", 1: "<f2", 24: "<i1", 25: "<i2", 26: "<i4", 27: "<i8", 28: "<f8",
-            30: ml_dtypes.bfloat16}
+_SCALARS = {
+    0: "<u1",
+    1: "<i1",
+    2: "<u2",
+    3: "<i2",
+    4: "<u4",
+    5: "<i4",
+    6: "<f4",
+    7: "|b1",
+    10: "<u8",
+    11: "<i8",
+    12: "<f8",
+}
+_TENSORS = {
+    0: "<f4",
+    1: "<f2",
+    24: "<i1",
+    25: "<i2",
+    26: "<i4",
+    27: "<i8",
+    28: "<f8",
+    30: ml_dtypes.bfloat16,
+}
 # quantized types: (bytes per block of 32 weights, bits per weight in MLX's packing)
 _QUANT = {2: (18, 4), 3: (20, 4), 8: (34, 8)}
 
@@ -73,7 +93,7 @@ def _value(c: _Cursor, vtype: int, key: str):
             v = np.frombuffer(c.take(n * dt.itemsize, f"the array {key!r}"), dt)
             return v.astype(np.float32) if etype == 12 else v.astype(dt.newbyteorder("="))
         if etype == _STRING:
-            c.src.check(c.pos, 8 * n, f"the array {key!r}")   # each string has a length
+            c.src.check(c.pos, 8 * n, f"the array {key!r}")  # each string has a length
             return [c.string(f"an element of {key!r}") for _ in range(n)]
         if etype == _ARRAY:
             raise c.src.error(f"{key!r} is an array of arrays, which is not supported")
@@ -91,8 +111,9 @@ def read(src: Source) -> tuple[dict, dict]:
         raise src.error(f"unsupported GGUF version {version} (2 and 3 are read)")
     n_tensors, n_kv = c.u64("the tensor count"), c.u64("the key-value count")
     # each pair needs at least 12 bytes and each tensor info 24: a lying count fails here
-    src.check(c.pos, 12 * n_kv + 24 * n_tensors, f"{n_kv} key-value pairs and {n_tensors} "
-              "tensor infos")
+    src.check(
+        c.pos, 12 * n_kv + 24 * n_tensors, f"{n_kv} key-value pairs and {n_tensors} tensor infos"
+    )
     meta: dict = {}
     for _ in range(n_kv):
         key = c.string("a metadata key")
@@ -111,9 +132,14 @@ def read(src: Source) -> tuple[dict, dict]:
         if ndim > MAX_NDIM:
             raise src.error(f"{name!r} claims {ndim} dimensions")
         dims = struct.unpack(f"<{ndim}Q", c.take(8 * ndim, f"the shape of {name!r}"))
-        infos.append((name, checked_shape(src, list(reversed(dims)), repr(name)),
-                      c.u32(f"the type of {name!r}"),
-                      c.u64(f"the offset of {name!r}")))
+        infos.append(
+            (
+                name,
+                checked_shape(src, list(reversed(dims)), repr(name)),
+                c.u32(f"the type of {name!r}"),
+                c.u64(f"the offset of {name!r}"),
+            )
+        )
     data_at = c.pos + (-c.pos % align)
     out: dict = {}
     for name, shape, gtype, offset in infos:
@@ -141,8 +167,10 @@ def _dequantizable(src: Source, name: str, shape: tuple, gtype: int, at: int) ->
     """A Q4_0 / Q4_1 / Q8_0 tensor as MLX's (weight, scales, biases) with groups of 32."""
     block, bits = _QUANT[gtype]
     if not shape or shape[-1] % 32:
-        raise src.error(f"the quantized tensor {name!r} has shape {shape}, whose last "
-                        "dimension is not a multiple of 32")
+        raise src.error(
+            f"the quantized tensor {name!r} has shape {shape}, whose last "
+            "dimension is not a multiple of 32"
+        )
     n_blocks = 1
     for d in shape:
         n_blocks *= d
@@ -150,20 +178,22 @@ def _dequantizable(src: Source, name: str, shape: tuple, gtype: int, at: int) ->
     blocks = src.array(at, np.dtype(np.uint8), (n_blocks, block), f"the data of {name!r}")
     d = blocks[:, 0:2].copy().view("<f2").reshape(-1)
     if gtype == 8:
-        q = blocks[:, 2:34] ^ np.uint8(0x80)             # int8 + 128, as uint8
+        q = blocks[:, 2:34] ^ np.uint8(0x80)  # int8 + 128, as uint8
         biases = d * np.float16(-128)
     else:
         first = 4 if gtype == 3 else 2
-        qs = blocks[:, first:first + 16]
+        qs = blocks[:, first : first + 16]
         q = np.concatenate([qs & 0x0F, qs >> 4], axis=1)  # GGML: low nibbles first
-        q = q[:, 0::2] | (q[:, 1::2] << 4)               # MLX: two per byte, low first
-        biases = blocks[:, 2:4].copy().view("<f2").reshape(-1) if gtype == 3 \
-            else d * np.float16(-8)
-    prefix = name[:-len(".weight")] if name.endswith(".weight") else name
+        q = q[:, 0::2] | (q[:, 1::2] << 4)  # MLX: two per byte, low first
+        biases = blocks[:, 2:4].copy().view("<f2").reshape(-1) if gtype == 3 else d * np.float16(-8)
+    prefix = name[: -len(".weight")] if name.endswith(".weight") else name
     groups = shape[:-1] + (shape[-1] // 32,)
     weight = np.ascontiguousarray(q).view("<u4").reshape(shape[:-1] + (shape[-1] * bits // 32,))
-    return {name: weight, prefix + ".scales": d.reshape(groups),
-            prefix + ".biases": biases.astype(np.float16).reshape(groups)}
+    return {
+        name: weight,
+        prefix + ".scales": d.reshape(groups),
+        prefix + ".biases": biases.astype(np.float16).reshape(groups),
+    }
 
 
 def value_type(v: np.ndarray) -> int | None:
@@ -194,22 +224,29 @@ def write(f, host: dict, metadata: dict) -> None:
         if isinstance(v, str):
             kv.append(_pack_string(key) + struct.pack("<I", _STRING) + _pack_string(v))
         elif isinstance(v, list):
-            kv.append(_pack_string(key) + struct.pack("<IIQ", _ARRAY, _STRING, len(v)) +
-                      b"".join(_pack_string(s) for s in v))
+            kv.append(
+                _pack_string(key)
+                + struct.pack("<IIQ", _ARRAY, _STRING, len(v))
+                + b"".join(_pack_string(s) for s in v)
+            )
         else:
             code = value_type(v)
             data = np.ascontiguousarray(v.astype(v.dtype.newbyteorder("<"), copy=False))
             if v.ndim == 0:
                 kv.append(_pack_string(key) + struct.pack("<I", code) + data.tobytes())
             else:
-                kv.append(_pack_string(key) + struct.pack("<IIQ", _ARRAY, code, v.size) +
-                          data.tobytes())
+                kv.append(
+                    _pack_string(key) + struct.pack("<IIQ", _ARRAY, code, v.size) + data.tobytes()
+                )
     infos, offset = [], 0
     for name, h in host.items():
         offset += -offset % ALIGNMENT
-        infos.append(_pack_string(name) + struct.pack("<I", h.ndim) +
-                     struct.pack(f"<{h.ndim}Q", *reversed(h.shape)) +
-                     struct.pack("<IQ", tensor_type(h.dtype), offset))
+        infos.append(
+            _pack_string(name)
+            + struct.pack("<I", h.ndim)
+            + struct.pack(f"<{h.ndim}Q", *reversed(h.shape))
+            + struct.pack("<IQ", tensor_type(h.dtype), offset)
+        )
         offset += h.nbytes
     head = MAGIC + struct.pack("<IQQ", 3, len(host), len(kv)) + b"".join(kv) + b"".join(infos)
     f.write(head + b"\0" * (-len(head) % ALIGNMENT))

@@ -8,6 +8,7 @@ machine's); bfloat16 is stored as MLX and ml_dtypes store it, ``V2``.
 
     arr = read(Source.open("x.npy", "load"))
 """
+
 from __future__ import annotations
 
 import ast
@@ -20,8 +21,8 @@ from ..core.dtypes import from_numpy
 from ._source import Source, checked_shape, to_native
 
 MAGIC = b"\x93NUMPY"
-MAX_HEADER = 65536          # NumPy itself refuses headers over 10,000 bytes by default
-_MAX_NESTING = 4            # {'shape': (...)}: two levels; room for a little more
+MAX_HEADER = 65536  # NumPy itself refuses headers over 10,000 bytes by default
+_MAX_NESTING = 4  # {'shape': (...)}: two levels; room for a little more
 _BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
@@ -104,8 +105,10 @@ def read(src: Source, start: int = 0, end: int | None = None) -> np.ndarray:
     for d in shape:
         count *= d
     if data_at + count * dtype.itemsize > end:
-        raise src.error(f"the header declares {count * dtype.itemsize} bytes of data for shape "
-                        f"{shape} ({dtype}), but {end - data_at} follow: truncated or damaged")
+        raise src.error(
+            f"the header declares {count * dtype.itemsize} bytes of data for shape "
+            f"{shape} ({dtype}), but {end - data_at} follow: truncated or damaged"
+        )
     if fortran:
         a = src.array(data_at, dtype, shape[::-1], "the data").T
         a = np.ascontiguousarray(to_native(a))

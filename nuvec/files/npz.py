@@ -8,6 +8,7 @@ actually comes out, never with what a header claims; its CRC is checked at the e
     arrays = read(Source.open("w.npz", "load"), "w.npz")
     write(f, {"w": host_array}, compressed=False)
 """
+
 from __future__ import annotations
 
 import struct
@@ -21,9 +22,20 @@ from ._source import Source
 
 _CHUNK = 1 << 22
 _MAX_TRAILING = 4096
-_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError,
-               zlib.error, struct.error, UnicodeDecodeError, OverflowError, KeyError,
-               RuntimeError, ValueError, OSError)
+_ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    NotImplementedError,
+    EOFError,
+    zlib.error,
+    struct.error,
+    UnicodeDecodeError,
+    OverflowError,
+    KeyError,
+    RuntimeError,
+    ValueError,
+    OSError,
+)
 
 
 def read(src: Source, file) -> dict:
@@ -72,8 +84,7 @@ def _member(src: Source, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarr
             data += _read_upto(f, count * dtype.itemsize)
         if len(_read_upto(f, _MAX_TRAILING + 1)) > _MAX_TRAILING:
             raise src.error(f"the member {info.filename!r} has data beyond its array")
-    return npy.read(Source.of_bytes(data, f"{src.label} (member {info.filename!r})",
-                                    src.what))
+    return npy.read(Source.of_bytes(data, f"{src.label} (member {info.filename!r})", src.what))
 
 
 def _read_upto(f, n: int) -> bytearray:

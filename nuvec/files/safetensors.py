@@ -9,6 +9,7 @@ bytes, row-major and little-endian, the offsets counted from the end of the head
     arrays, metadata = read(Source.open("w.safetensors", "load"))
     write(f, {"w": host_array}, {"format": "mlx"})
 """
+
 from __future__ import annotations
 
 import json
@@ -20,11 +21,20 @@ import numpy as np
 from ._source import MAX_HEADER, Source, checked_shape
 
 TO_NP = {
-    "BOOL": np.dtype(np.bool_), "U8": np.dtype(np.uint8), "I8": np.dtype(np.int8),
-    "U16": np.dtype("<u2"), "I16": np.dtype("<i2"), "U32": np.dtype("<u4"),
-    "I32": np.dtype("<i4"), "U64": np.dtype("<u8"), "I64": np.dtype("<i8"),
-    "F16": np.dtype("<f2"), "BF16": np.dtype(ml_dtypes.bfloat16), "F32": np.dtype("<f4"),
-    "F64": np.dtype("<f8"), "C64": np.dtype("<c8"),
+    "BOOL": np.dtype(np.bool_),
+    "U8": np.dtype(np.uint8),
+    "I8": np.dtype(np.int8),
+    "U16": np.dtype("<u2"),
+    "I16": np.dtype("<i2"),
+    "U32": np.dtype("<u4"),
+    "I32": np.dtype("<i4"),
+    "U64": np.dtype("<u8"),
+    "I64": np.dtype("<i8"),
+    "F16": np.dtype("<f2"),
+    "BF16": np.dtype(ml_dtypes.bfloat16),
+    "F32": np.dtype("<f4"),
+    "F64": np.dtype("<f8"),
+    "C64": np.dtype("<c8"),
 }
 FROM_NP = {v: k for k, v in TO_NP.items()}
 _FP8 = ("F8_E4M3", "F8_E5M2", "F8_E4M3FN", "F8_E5M2FNUZ", "F8_E4M3FNUZ", "F8_E8M0")
@@ -36,8 +46,10 @@ def read(src: Source) -> tuple[dict, dict]:
         raise src.error(f"{src.size} bytes are too few for a safetensors file: truncated")
     (n,) = struct.unpack("<Q", src.take(0, 8))
     if n > min(MAX_HEADER, src.size - 8):
-        raise src.error(f"a header length ({n}) beyond the file's size ({src.size} bytes) "
-                        f"or the format's limit ({MAX_HEADER})")
+        raise src.error(
+            f"a header length ({n}) beyond the file's size ({src.size} bytes) "
+            f"or the format's limit ({MAX_HEADER})"
+        )
     try:
         header = json.loads(src.take(8, n).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -61,17 +73,20 @@ def read(src: Source) -> tuple[dict, dict]:
         if dtype is None:
             raise src.error(f"{name!r} has an unknown dtype {str(code)[:20]!r}")
         shape = checked_shape(src, info["shape"], repr(name))
-        if not (isinstance(offsets, list) and len(offsets) == 2 and
-                all(type(o) is int for o in offsets)):
+        if not (
+            isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)
+        ):
             raise src.error(f"{name!r} has invalid data offsets")
         begin, end = offsets
         count = 1
         for d in shape:
             count *= d
         if not 0 <= begin <= end <= src.size - start or end - begin != count * dtype.itemsize:
-            raise src.error(f"the data offsets of {name!r} ({begin}, {end}) do not fit its "
-                            f"shape {shape} and dtype {code} within the "
-                            f"{src.size - start} bytes of data")
+            raise src.error(
+                f"the data offsets of {name!r} ({begin}, {end}) do not fit its "
+                f"shape {shape} and dtype {code} within the "
+                f"{src.size - start} bytes of data"
+            )
         out[name] = src.array(start + begin, dtype, shape, f"the data of {name!r}")
     return out, meta
 
@@ -83,8 +98,11 @@ def write(f, host: dict, metadata: dict | None) -> None:
         header["__metadata__"] = dict(metadata)
     offset = 0
     for name, h in host.items():
-        header[name] = {"dtype": code_of(h.dtype),
-                        "shape": list(h.shape), "data_offsets": [offset, offset + h.nbytes]}
+        header[name] = {
+            "dtype": code_of(h.dtype),
+            "shape": list(h.shape),
+            "data_offsets": [offset, offset + h.nbytes],
+        }
         offset += h.nbytes
     text = json.dumps(header, separators=(",", ":")).encode("utf-8")
     text += b" " * (-len(text) % 8)

@@ -6,6 +6,7 @@
 >>> model(nv.ones((2, 4))).shape
 (2, 3)
 """
+
 from . import init, losses  # noqa: F401
 from .layers import *  # noqa: F401,F403
 from .layers import Module  # noqa: F401

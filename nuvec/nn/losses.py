@@ -7,6 +7,7 @@
 >>> round(nn.losses.cross_entropy(logits, nv.array([0, 1]), reduction="mean").item(), 4)
 0.1269
 """
+
 from __future__ import annotations
 
 import math
@@ -29,16 +30,20 @@ def _reduce(loss, reduction: str, name: str):
 
 def _same_shape(a, b, what_a: str, what_b: str, name: str) -> None:
     if tuple(a.shape) != tuple(b.shape):
-        raise ValueError(f"{name}: {what_a} shape {tuple(a.shape)} does not match {what_b} "
-                         f"shape {tuple(b.shape)}")
+        raise ValueError(
+            f"{name}: {what_a} shape {tuple(a.shape)} does not match {what_b} "
+            f"shape {tuple(b.shape)}"
+        )
 
 
 def _weighted(loss, weights, name: str):
     if weights is None:
         return loss
     if tuple(weights.shape) != tuple(loss.shape):
-        raise ValueError(f"{name}: weights of shape {tuple(weights.shape)} do not match the "
-                         f"loss's shape {tuple(loss.shape)}")
+        raise ValueError(
+            f"{name}: weights of shape {tuple(weights.shape)} do not match the "
+            f"loss's shape {tuple(loss.shape)}"
+        )
     return loss * weights
 
 
@@ -47,9 +52,16 @@ def _gather(x, idx, axis: int):
     return nv.squeeze(nv.take_along_axis(x, nv.expand_dims(idx, axis), axis=axis), axis)
 
 
-def cross_entropy(logits, targets, weights=None, axis: int = -1,
-                  label_smoothing: float = 0.0, reduction: Reduction = "none", *,
-                  class_weights=None):
+def cross_entropy(
+    logits,
+    targets,
+    weights=None,
+    axis: int = -1,
+    label_smoothing: float = 0.0,
+    reduction: Reduction = "none",
+    *,
+    class_weights=None,
+):
     """Cross entropy between ``logits`` and ``targets``: class indices (``logits``'s shape
     without ``axis``) or probabilities (``logits``'s shape).
 
@@ -64,29 +76,35 @@ def cross_entropy(logits, targets, weights=None, axis: int = -1,
         raise ValueError(f"{name}: label_smoothing must be in [0, 1), got {label_smoothing}")
     ax = axis % logits.ndim if -logits.ndim <= axis < logits.ndim else None
     if ax is None:
-        raise ValueError(f"{name}: axis {axis} is out of range for logits of shape "
-                         f"{tuple(logits.shape)}")
+        raise ValueError(
+            f"{name}: axis {axis} is out of range for logits of shape {tuple(logits.shape)}"
+        )
     probs = targets.ndim == logits.ndim
-    reduced = tuple(logits.shape[:ax]) + tuple(logits.shape[ax + 1:])
+    reduced = tuple(logits.shape[:ax]) + tuple(logits.shape[ax + 1 :])
     if probs:
         _same_shape(targets, logits, "targets", "logits", name)
     elif tuple(targets.shape) != reduced:
-        raise ValueError(f"{name}: class-index targets must have shape {reduced} (the logits' "
-                         f"shape without axis {axis}), got {tuple(targets.shape)}")
+        raise ValueError(
+            f"{name}: class-index targets must have shape {reduced} (the logits' "
+            f"shape without axis {axis}), got {tuple(targets.shape)}"
+        )
     num_classes = logits.shape[ax]
     # subtract the max (no gradient) so logsumexp and the scores share one safe shift
     z = logits - nv.stop_gradient(nv.max(logits, axis=ax, keepdims=True))
     lse = nv.logsumexp(z, axis=ax)
     if class_weights is not None:
         if tuple(class_weights.shape) != (num_classes,):
-            raise ValueError(f"{name}: class_weights must have shape ({num_classes},), got "
-                             f"{tuple(class_weights.shape)}")
+            raise ValueError(
+                f"{name}: class_weights must have shape ({num_classes},), got "
+                f"{tuple(class_weights.shape)}"
+            )
         cw = nv.reshape(class_weights, (num_classes,) + (1,) * (logits.ndim - 1 - ax))
         wnll = cw * (nv.expand_dims(lse, ax) - z)  # weighted per-class -log p
         loss = nv.sum(targets * wnll, axis=ax) if probs else _gather(wnll, targets, ax)
         if label_smoothing > 0:
-            loss = ((1 - label_smoothing) * loss
-                    + (label_smoothing / num_classes) * nv.sum(wnll, axis=ax))
+            loss = (1 - label_smoothing) * loss + (label_smoothing / num_classes) * nv.sum(
+                wnll, axis=ax
+            )
     else:
         score = nv.sum(z * targets, axis=ax) if probs else _gather(z, targets, ax)
         if label_smoothing > 0:
@@ -97,8 +115,9 @@ def cross_entropy(logits, targets, weights=None, axis: int = -1,
     return _reduce(loss, reduction, name)
 
 
-def binary_cross_entropy(inputs, targets, weights=None, with_logits: bool = True,
-                         reduction: Reduction = "mean"):
+def binary_cross_entropy(
+    inputs, targets, weights=None, with_logits: bool = True, reduction: Reduction = "mean"
+):
     """Binary cross entropy. ``inputs`` are logits (``with_logits``, computed stably) or
     probabilities (log terms clipped at -100, as PyTorch and MLX do)."""
     name = "binary_cross_entropy"
@@ -116,8 +135,10 @@ def nll_loss(inputs, targets, axis: int = -1, reduction: Reduction = "none"):
     """Negative log-likelihood: ``-inputs[target]`` along ``axis`` (``inputs`` are
     log-probabilities)."""
     if targets.ndim != inputs.ndim - 1:
-        raise ValueError(f"nll_loss: targets must have one dimension less than inputs, got "
-                         f"shapes {tuple(targets.shape)} and {tuple(inputs.shape)}")
+        raise ValueError(
+            f"nll_loss: targets must have one dimension less than inputs, got "
+            f"shapes {tuple(targets.shape)} and {tuple(inputs.shape)}"
+        )
     return _reduce(-_gather(inputs, targets, axis), reduction, "nll_loss")
 
 
@@ -158,8 +179,7 @@ def kl_div_loss(inputs, targets, axis: int = -1, reduction: Reduction = "none"):
     return _reduce(loss, reduction, "kl_div_loss")
 
 
-def cosine_similarity_loss(x1, x2, axis: int = 1, eps: float = 1e-8,
-                           reduction: Reduction = "none"):
+def cosine_similarity_loss(x1, x2, axis: int = 1, eps: float = 1e-8, reduction: Reduction = "none"):
     """Cosine similarity ``sum(x1 * x2) / max(|x1| |x2|, eps)`` along ``axis``."""
     _same_shape(x1, x2, "x1", "x2", "cosine_similarity_loss")
     n1 = nv.sqrt(nv.sum(nv.square(x1), axis=axis))
@@ -179,8 +199,9 @@ def log_cosh_loss(inputs, targets, reduction: Reduction = "none"):
     return _reduce(nv.logaddexp(e, -e) - math.log(2), reduction, "log_cosh_loss")
 
 
-def gaussian_nll_loss(inputs, targets, vars, full: bool = False, eps: float = 1e-6,
-                      reduction: Reduction = "mean"):
+def gaussian_nll_loss(
+    inputs, targets, vars, full: bool = False, eps: float = 1e-6, reduction: Reduction = "mean"
+):
     """Gaussian negative log-likelihood with predicted means ``inputs`` and variances
     ``vars`` (clamped to ``eps``); ``full`` adds the constant ``0.5 log(2 pi)``."""
     name = "gaussian_nll_loss"
@@ -193,8 +214,9 @@ def gaussian_nll_loss(inputs, targets, vars, full: bool = False, eps: float = 1e
     return _reduce(loss, reduction, name)
 
 
-def margin_ranking_loss(inputs1, inputs2, targets, margin: float = 0.0,
-                        reduction: Reduction = "none"):
+def margin_ranking_loss(
+    inputs1, inputs2, targets, margin: float = 0.0, reduction: Reduction = "none"
+):
     """``max(0, -targets * (inputs1 - inputs2) + margin)``."""
     name = "margin_ranking_loss"
     _same_shape(inputs1, inputs2, "inputs1", "inputs2", name)
@@ -202,17 +224,39 @@ def margin_ranking_loss(inputs1, inputs2, targets, margin: float = 0.0,
     return _reduce(nv.maximum(0, -targets * (inputs1 - inputs2) + margin), reduction, name)
 
 
-def triplet_loss(anchors, positives, negatives, axis: int = -1, p: int = 2,
-                 margin: float = 1.0, eps: float = 1e-6, reduction: Reduction = "none"):
+def triplet_loss(
+    anchors,
+    positives,
+    negatives,
+    axis: int = -1,
+    p: int = 2,
+    margin: float = 1.0,
+    eps: float = 1e-6,
+    reduction: Reduction = "none",
+):
     """``max(d(a, p) - d(a, n) + margin, 0)`` with ``d`` the ``p``-norm distance along
     ``axis`` (``eps`` added inside the root)."""
+
     def dist(u, v):
         return nv.power(nv.sum(nv.power(nv.abs(u - v), p), axis=axis) + eps, 1.0 / p)
+
     loss = nv.maximum(dist(anchors, positives) - dist(anchors, negatives) + margin, 0)
     return _reduce(loss, reduction, "triplet_loss")
 
 
-__all__ = ["cross_entropy", "binary_cross_entropy", "nll_loss", "mse_loss", "l1_loss",
-           "smooth_l1_loss", "huber_loss", "kl_div_loss", "cosine_similarity_loss",
-           "hinge_loss", "log_cosh_loss", "gaussian_nll_loss", "margin_ranking_loss",
-           "triplet_loss"]
+__all__ = [
+    "cross_entropy",
+    "binary_cross_entropy",
+    "nll_loss",
+    "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "kl_div_loss",
+    "cosine_similarity_loss",
+    "hinge_loss",
+    "log_cosh_loss",
+    "gaussian_nll_loss",
+    "margin_ranking_loss",
+    "triplet_loss",
+]

@@ -11,6 +11,7 @@ gradient helpers for distributed training (``average_gradients``,
 >>> sorted(grads)
 ['bias', 'weight']
 """
+
 from __future__ import annotations
 
 from functools import wraps
@@ -30,8 +31,9 @@ def value_and_grad(model: Module, fn: Callable) -> Callable:
     ``grads`` a tree like ``model.trainable_parameters()``. While it runs, the model holds the
     parameters being differentiated; afterwards it holds them again as before."""
     if not isinstance(model, Module):
-        raise TypeError(f"nn.value_and_grad: model must be an nn.Module, got "
-                        f"{type(model).__name__}")
+        raise TypeError(
+            f"nn.value_and_grad: model must be an nn.Module, got {type(model).__name__}"
+        )
 
     def with_params(params, *args, **kwargs):
         model.update(params)
@@ -47,6 +49,7 @@ def value_and_grad(model: Module, fn: Callable) -> Callable:
         finally:
             # the model must not keep the transform's tracers as its parameters
             model.update(params)
+
     return wrapped
 
 
@@ -58,6 +61,7 @@ def checkpoint(module: Module, fn: Callable | None = None) -> Callable:
     @wraps(target)
     def call(*args, **kwargs):
         return target(*args, **kwargs)
+
     return call
 
 

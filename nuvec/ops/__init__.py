@@ -1,4 +1,5 @@
 """The public operations (MLX's ``mlx.core`` functions), by family."""
+
 from ..core import array as _array_module
 from .creation import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403

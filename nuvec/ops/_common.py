@@ -1,4 +1,5 @@
 """Helpers shared by the op modules: turning inputs into arrays, weak scalar typing."""
+
 from __future__ import annotations
 
 import numbers
@@ -21,7 +22,7 @@ def scalar_dtype(v) -> dt.Dtype:
     if isinstance(v, bool):
         return dt.bool_
     if isinstance(v, int):
-        return dt.int32 if -2**31 <= v < 2**31 else dt.int64
+        return dt.int32 if -(2**31) <= v < 2**31 else dt.int64
     if isinstance(v, float):
         return dt.float32
     return dt.complex64
@@ -52,6 +53,7 @@ def as_array(x, name: str = "operation") -> Array:
         return constant(x, scalar_dtype(x))
     if isinstance(x, (np.ndarray, np.generic, list, tuple)) or hasattr(x, "__array__"):
         from .creation import array
+
         return array(x)
     raise TypeError(f"{name}: unsupported input type {type(x).__name__}")
 
@@ -66,8 +68,12 @@ def scalar_operand(v, dtype: dt.Dtype, like: Array) -> Array:
     (the op broadcasts it). Compile reads a zero-stride constant as the scalar it is. These
     arrays are operands only, never returned to the user, so sharing them is safe."""
     stream = like._stream
-    if stream.device.type.value != "cpu" or isinstance(v, complex) or v != v or \
-            shapeless.relative(like):
+    if (
+        stream.device.type.value != "cpu"
+        or isinstance(v, complex)
+        or v != v
+        or shapeless.relative(like)
+    ):
         return constant(v, dtype, stream)
     key = (repr(v) if isinstance(v, float) else v, dtype.name, like._shape, stream)
     c = _SCALAR_VIEWS.get(key)
@@ -89,8 +95,10 @@ def operands(a, b, name: str) -> tuple[Array, Array]:
         if type(v) is int and isinstance(other, Array) and other._dtype.kind in "iu":
             info = np.iinfo(other._dtype.np)
             if not info.min <= v <= info.max:
-                raise ValueError(f"{name}: the Python int {v} does not fit in the array's dtype "
-                                 f"{other._dtype.name}")
+                raise ValueError(
+                    f"{name}: the Python int {v} does not fit in the array's dtype "
+                    f"{other._dtype.name}"
+                )
     if sa and not sb:
         b = as_array(b, name)
         a = scalar_operand(a, weak_dtype(a, b._dtype), b)
@@ -102,6 +110,7 @@ def operands(a, b, name: str) -> tuple[Array, Array]:
     if a._dtype != b._dtype:
         d = dt.promote_types(a._dtype, b._dtype)
         from .elementwise import astype
+
         a, b = astype(a, d), astype(b, d)
     return a, b
 
@@ -127,8 +136,10 @@ def dim_arg(d, name: str, what: str = "shape") -> int:
     except TypeError:
         raise TypeError(f"{name}: {what} must hold ints, got {type(d).__name__}") from None
     if not -_DIM_MAX - 1 <= d <= _DIM_MAX:
-        raise OverflowError(f"{name}: dimension {d} of the {what} is outside the supported range "
-                            f"[{-_DIM_MAX - 1}, {_DIM_MAX}]")
+        raise OverflowError(
+            f"{name}: dimension {d} of the {what} is outside the supported range "
+            f"[{-_DIM_MAX - 1}, {_DIM_MAX}]"
+        )
     return d
 
 
@@ -142,8 +153,9 @@ def shape_arg(shape, name: str, allow_minus_one: bool = False) -> tuple[int, ...
     elif isinstance(shape, (Array, np.ndarray)) and shape.ndim == 1:
         shape = shape.tolist()
     elif isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
-        raise TypeError(f"{name}: shape must be an int or a sequence of ints, got "
-                        f"{type(shape).__name__}")
+        raise TypeError(
+            f"{name}: shape must be an int or a sequence of ints, got {type(shape).__name__}"
+        )
     out = tuple(dim_arg(d, name) for d in shape)
     for d in out:
         if d < 0 and not (allow_minus_one and d == -1):

@@ -6,13 +6,24 @@ both names: ``nv.acos is nv.arccos``), and the dtype queries ``result_type``, ``
 >>> nv.pow(nv.array([2.0]), 3).tolist()
 [8.0]
 """
+
 from __future__ import annotations
 
 from ..core import dtypes as dt
 from ..core.array import Array
 from .creation import zeros, zeros_like
-from .elementwise import (arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh, left_shift,
-                          power, right_shift)
+from .elementwise import (
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctan2,
+    arctanh,
+    left_shift,
+    power,
+    right_shift,
+)
 from .reduction import cumprod, cumsum
 from .shape import concatenate, transpose
 
@@ -27,17 +38,35 @@ bitwise_left_shift = left_shift
 bitwise_right_shift = right_shift
 cumulative_prod = cumprod
 cumulative_sum = cumsum
-empty = zeros            # MLX's empty arrays are zero-filled
+empty = zeros  # MLX's empty arrays are zero-filled
 empty_like = zeros_like
 matrix_transpose = transpose
 pow = power
 concat = concatenate
 permute_dims = transpose
 
-__all__ = ["acos", "acosh", "asin", "asinh", "atan", "atanh", "atan2", "bitwise_left_shift",
-           "bitwise_right_shift", "cumulative_prod", "cumulative_sum", "empty", "empty_like",
-           "matrix_transpose", "pow", "concat", "permute_dims", "result_type", "can_cast",
-           "isdtype"]
+__all__ = [
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atan",
+    "atanh",
+    "atan2",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "cumulative_prod",
+    "cumulative_sum",
+    "empty",
+    "empty_like",
+    "matrix_transpose",
+    "pow",
+    "concat",
+    "permute_dims",
+    "result_type",
+    "can_cast",
+    "isdtype",
+]
 
 
 def _dtype_of(v, name: str, arg: str) -> dt.Dtype:

@@ -7,6 +7,7 @@ conversions ``to_fp8``/``from_fp8``.
 >>> nv.from_fp8(nv.to_fp8(nv.array([3.0, -448.0])), nv.float32).tolist()
 [3.0, -448.0]
 """
+
 from __future__ import annotations
 
 from ..core import dtypes as dt

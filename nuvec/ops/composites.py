@@ -7,6 +7,7 @@ from_dlpack, contiguous, einsum_path, depends, as_strided.
 >>> nv.diff(nv.array([1, 4, 9, 16])).tolist()
 [3, 5, 7]
 """
+
 from __future__ import annotations
 
 import builtins
@@ -26,9 +27,26 @@ from .reduction import sum
 from .shape import reshape, split, squeeze, transpose, flatten
 from .sort import sort
 
-__all__ = ["logical_xor", "trunc", "positive", "flip", "unstack", "diff", "kron", "trace",
-           "median", "count_nonzero", "vecdot", "searchsorted", "asarray", "from_dlpack",
-           "contiguous", "einsum_path", "depends", "as_strided"]
+__all__ = [
+    "logical_xor",
+    "trunc",
+    "positive",
+    "flip",
+    "unstack",
+    "diff",
+    "kron",
+    "trace",
+    "median",
+    "count_nonzero",
+    "vecdot",
+    "searchsorted",
+    "asarray",
+    "from_dlpack",
+    "contiguous",
+    "einsum_path",
+    "depends",
+    "as_strided",
+]
 
 
 def _int(v, name: str, arg: str) -> int:
@@ -72,13 +90,18 @@ def trunc(a, /, *, stream=None) -> Array:
         raise ValueError("trunc: complex64 is not supported")
     if not dt.issubdtype(a.dtype, dt.inexact):
         return a
-    return ew.where(ew.less(a, 0, stream=stream), ew.ceil(a, stream=stream),
-                    ew.floor(a, stream=stream), stream=stream)
+    return ew.where(
+        ew.less(a, 0, stream=stream),
+        ew.ceil(a, stream=stream),
+        ew.floor(a, stream=stream),
+        stream=stream,
+    )
 
 
 def positive(a, /, *, stream=None) -> Array:
     """Element-wise unary plus: a copy of ``a``."""
     from ..primitives.misc import Copy
+
     return Array.make(Copy(), [as_array(a, "positive")], resolve_stream(stream))
 
 
@@ -93,8 +116,9 @@ def flip(a, /, axis: int | Sequence[int] | None = None, *, stream=None) -> Array
     axes = set(_axes(axis, a.ndim, "flip"))
     if not axes:
         return a
-    index = tuple(builtins.slice(None, None, -1) if i in axes else builtins.slice(None)
-                  for i in range(a.ndim))
+    index = tuple(
+        builtins.slice(None, None, -1) if i in axes else builtins.slice(None) for i in range(a.ndim)
+    )
     return getitem(a, index, stream=stream)
 
 
@@ -131,12 +155,14 @@ def diff(a, /, n: int = 1, axis: int = -1, *, stream=None) -> Array:
     ax = normalize_axis(axis, a.ndim, "diff")
     for _ in range(n):
         m = a.shape[ax]
-        hi = tuple(builtins.slice(1, None) if i == ax else builtins.slice(None)
-                   for i in range(a.ndim))
-        lo = tuple(builtins.slice(0, builtins.max(m - 1, 0)) if i == ax else builtins.slice(None)
-                   for i in range(a.ndim))
-        a = ew.subtract(getitem(a, hi, stream=stream), getitem(a, lo, stream=stream),
-                        stream=stream)
+        hi = tuple(
+            builtins.slice(1, None) if i == ax else builtins.slice(None) for i in range(a.ndim)
+        )
+        lo = tuple(
+            builtins.slice(0, builtins.max(m - 1, 0)) if i == ax else builtins.slice(None)
+            for i in range(a.ndim)
+        )
+        a = ew.subtract(getitem(a, hi, stream=stream), getitem(a, lo, stream=stream), stream=stream)
     return a
 
 
@@ -156,13 +182,13 @@ def kron(a, b, *, stream=None) -> Array:
     ea = [d for s in sa for d in (s, 1)]
     eb = [d for s in sb for d in (1, s)]
     out = tuple(x * y for x, y in zip(sa, sb))
-    prod = ew.multiply(reshape(a, ea, stream=stream), reshape(b, eb, stream=stream),
-                       stream=stream)
+    prod = ew.multiply(reshape(a, ea, stream=stream), reshape(b, eb, stream=stream), stream=stream)
     return reshape(prod, out, stream=stream)
 
 
-def trace(a, /, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, *,
-          stream=None) -> Array:
+def trace(
+    a, /, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, *, stream=None
+) -> Array:
     """The sum along diagonal ``offset`` of the planes on ``axis1``/``axis2``, as ``dtype``
     (the input's when None).
 
@@ -179,8 +205,9 @@ def trace(a, /, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, *,
     return sum(d, axis=-1, stream=stream)
 
 
-def median(a, /, axis: int | Sequence[int] | None = None, keepdims: bool = False, *,
-           stream=None) -> Array:
+def median(
+    a, /, axis: int | Sequence[int] | None = None, keepdims: bool = False, *, stream=None
+) -> Array:
     """The median over ``axis`` (all axes when None): the middle of the sorted values, the
     mean of the two middle ones for an even count; integers give float32.
 
@@ -203,21 +230,26 @@ def median(a, /, axis: int | Sequence[int] | None = None, keepdims: bool = False
     s = sort(x, -1, stream=stream)
     mid = ew.astype(getitem(s, (Ellipsis, n // 2), stream=stream), out_dtype, stream=stream)
     if n % 2 == 0:
-        low = ew.astype(getitem(s, (Ellipsis, n // 2 - 1), stream=stream), out_dtype,
-                        stream=stream)
+        low = ew.astype(getitem(s, (Ellipsis, n // 2 - 1), stream=stream), out_dtype, stream=stream)
         mid = ew.multiply(ew.add(mid, low, stream=stream), 0.5, stream=stream)
     if dt.issubdtype(a.dtype, dt.inexact):  # sorting puts NaNs last; any NaN gives NaN
         from .reduction import any as _any
-        mid = ew.where(_any(ew.isnan(x, stream=stream), axis=-1, stream=stream),
-                       float("nan"), mid, stream=stream)
+
+        mid = ew.where(
+            _any(ew.isnan(x, stream=stream), axis=-1, stream=stream),
+            float("nan"),
+            mid,
+            stream=stream,
+        )
     if keepdims:
         shape = tuple(1 if i in axes else d for i, d in enumerate(a.shape))
         mid = reshape(mid, shape, stream=stream)
     return mid
 
 
-def count_nonzero(a, /, *, axis: int | Sequence[int] | None = None, keepdims: bool = False,
-                  stream=None) -> Array:
+def count_nonzero(
+    a, /, *, axis: int | Sequence[int] | None = None, keepdims: bool = False, stream=None
+) -> Array:
     """The number of non-zero elements over ``axis`` (all when None), as int32.
 
     >>> import nuvec as nv
@@ -242,11 +274,14 @@ def vecdot(a, b, /, *, axis: int = -1, stream=None) -> Array:
         raise ValueError("vecdot: the inputs must be at least 1-D")
     _int(axis, "vecdot", "axis")
     if not (-a.ndim <= axis < a.ndim and -b.ndim <= axis < b.ndim) or (
-            axis >= 0 and a.ndim != b.ndim):
+        axis >= 0 and a.ndim != b.ndim
+    ):
         raise ValueError(f"vecdot: axis {axis} is out of bounds for shapes {a.shape}, {b.shape}")
     if a.shape[axis] != b.shape[axis]:
-        raise ValueError(f"vecdot: a and b must have the same size along axis {axis}, got "
-                         f"{a.shape[axis]} and {b.shape[axis]}")
+        raise ValueError(
+            f"vecdot: a and b must have the same size along axis {axis}, got "
+            f"{a.shape[axis]} and {b.shape[axis]}"
+        )
     if a.dtype == dt.complex64:
         a = ew.conjugate(a, stream=stream)
     return sum(ew.multiply(a, b, stream=stream), axis=axis, stream=stream)
@@ -276,8 +311,9 @@ def searchsorted(sorted_sequence, values, /, side: str = "left", *, stream=None)
     if dt.issubdtype(common, dt.inexact):  # sort order: NaN after every number
         v_nan = ew.isnan(col, stream=stream)
         if side == "left":
-            v_nan = ew.logical_and(v_nan, ew.logical_not(ew.isnan(seq, stream=stream),
-                                                         stream=stream), stream=stream)
+            v_nan = ew.logical_and(
+                v_nan, ew.logical_not(ew.isnan(seq, stream=stream), stream=stream), stream=stream
+            )
         hits = ew.logical_or(hits, v_nan, stream=stream)
     return ew.astype(sum(hits, axis=-1, stream=stream), dt.uint32, stream=stream)
 
@@ -310,8 +346,10 @@ def asarray(a, dtype=None, *, copy: bool | None = None) -> Array:
             raise ValueError(f"asarray: copy=False, but a {type(a).__name__} must be copied")
         src = dt.from_numpy(host.dtype)
         if (d is not None and d != src) or not host.flags.c_contiguous:
-            raise ValueError("asarray: copy=False, but the input needs a copy "
-                             "(another dtype or a non-contiguous layout)")
+            raise ValueError(
+                "asarray: copy=False, but the input needs a copy "
+                "(another dtype or a non-contiguous layout)"
+            )
         return Array.constant(host, resolve_stream(None), src)
     return array(a, d)
 
@@ -340,6 +378,7 @@ def contiguous(a, /, allow_col_major: bool = False, *, stream=None) -> Array:
     """``a`` with the same values in a new array node; nuvec lays results out as it needs
     (host conversions are row-contiguous), so this is a copy that keeps ``a``'s graph."""
     from ..primitives.misc import Copy
+
     if not isinstance(allow_col_major, bool):
         raise TypeError("contiguous: allow_col_major must be a bool")
     return Array.make(Copy(), [as_array(a, "contiguous")], resolve_stream(stream))
@@ -374,10 +413,14 @@ def depends(inputs, dependencies):
     True
     """
     from ..primitives.depends import Depends
+
     single = isinstance(inputs, Array)
     ins = [inputs] if single else [as_array(x, "depends") for x in inputs]
-    deps = [dependencies] if isinstance(dependencies, Array) else \
-        [as_array(x, "depends") for x in dependencies]
+    deps = (
+        [dependencies]
+        if isinstance(dependencies, Array)
+        else [as_array(x, "depends") for x in dependencies]
+    )
     if not ins:
         raise ValueError("depends: at least one input is required")
     stream = ins[0]._stream
@@ -385,8 +428,15 @@ def depends(inputs, dependencies):
     return outs[0] if single else outs
 
 
-def as_strided(a, /, shape: Sequence[int] | None = None, strides: Sequence[int] | None = None,
-               offset: int = 0, *, stream=None) -> Array:
+def as_strided(
+    a,
+    /,
+    shape: Sequence[int] | None = None,
+    strides: Sequence[int] | None = None,
+    offset: int = 0,
+    *,
+    stream=None,
+) -> Array:
     """A ``shape`` array whose element ``i`` is ``a.flatten()[offset + sum(i_k * strides_k)]``
     (strides in elements; row-major ones for ``shape`` by default). Built as a gather, so
     every position must fall inside ``a``.
@@ -397,6 +447,7 @@ def as_strided(a, /, shape: Sequence[int] | None = None, strides: Sequence[int] 
     """
     from .creation import arange
     from .indexing import take
+
     a = as_array(a, "as_strided")
     shape = tuple(a.shape if shape is None else shape)
     if any(isinstance(d, bool) or not isinstance(d, numbers.Integral) for d in shape):
@@ -417,12 +468,14 @@ def as_strided(a, /, shape: Sequence[int] | None = None, strides: Sequence[int] 
         lo = off + builtins.sum(s * (d - 1) for s, d in zip(strides, shape) if s < 0)
         hi = off + builtins.sum(s * (d - 1) for s, d in zip(strides, shape) if s > 0)
         if lo < 0 or hi >= size:
-            raise ValueError(f"as_strided: positions {lo}..{hi} fall outside the array's "
-                             f"{size} elements")
+            raise ValueError(
+                f"as_strided: positions {lo}..{hi} fall outside the array's {size} elements"
+            )
     flat = np.full(shape, off, dtype=np.int64)
     for k, (d, s) in enumerate(zip(shape, strides)):
-        grid = (np.arange(d, dtype=np.int64) * s).reshape((1,) * k + (d,) +
-                                                        (1,) * (len(shape) - k - 1))
+        grid = (np.arange(d, dtype=np.int64) * s).reshape(
+            (1,) * k + (d,) + (1,) * (len(shape) - k - 1)
+        )
         flat = flat + grid
-    index = array(flat.astype(np.int32 if size < 2 ** 31 else np.int64))
+    index = array(flat.astype(np.int32 if size < 2**31 else np.int64))
     return take(reshape(a, (-1,), stream=stream), index, axis=0, stream=stream)

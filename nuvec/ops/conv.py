@@ -15,6 +15,7 @@ tile the input exactly, reduces a reshaped view.
 >>> nv.conv2d(x, w, padding=1).shape
 (1, 5, 5, 3)
 """
+
 from __future__ import annotations
 
 import itertools
@@ -44,8 +45,10 @@ def _window_slices(x, kernel, stride, dilation, op: str):
     spatial = x.shape[1:-1]
     out = [_out_size(n, k, s, d) for n, k, s, d in zip(spatial, kernel, stride, dilation)]
     if any(o <= 0 for o in out):
-        raise ValueError(f"{op}: the (padded) input of spatial shape {tuple(spatial)} is "
-                         f"smaller than the (dilated) kernel {tuple(kernel)}")
+        raise ValueError(
+            f"{op}: the (padded) input of spatial shape {tuple(spatial)} is "
+            f"smaller than the (dilated) kernel {tuple(kernel)}"
+        )
     slices = []
     for offs in itertools.product(*(range(k) for k in kernel)):
         idx = [slice(None)]
@@ -64,27 +67,41 @@ def _pad_spatial(x, padding, value=0.0):
     return nv.pad(x, widths, constant_values=value)
 
 
-def conv_general(x, weight, stride: IntOrTuple = 1, padding: IntOrTuple = 0,
-                 dilation: IntOrTuple = 1, groups: int = 1, *, op: str = "conv"):
+def conv_general(
+    x,
+    weight,
+    stride: IntOrTuple = 1,
+    padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+    groups: int = 1,
+    *,
+    op: str = "conv",
+):
     """An N-d convolution (cross-correlation, as in MLX) of channels-last ``x``
     ``(N, *spatial, C_in)`` with ``weight`` ``(C_out, *kernel, C_in / groups)``."""
     nd = weight.ndim - 2
     if nd < 1:
         raise ValueError(f"{op}: weight must have at least 3 dimensions, got {weight.ndim}")
     if x.ndim != nd + 2:
-        raise ValueError(f"{op}: input must be {nd + 2}-d (batch, {nd} spatial, channels), "
-                         f"got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"{op}: input must be {nd + 2}-d (batch, {nd} spatial, channels), "
+            f"got shape {tuple(x.shape)}"
+        )
     kernel = tuple(weight.shape[1:-1])
     stride = _tuple(stride, nd, "stride", op, 1)
     padding = _tuple(padding, nd, "padding", op, 0)
     dilation = _tuple(dilation, nd, "dilation", op, 1)
     c_in, c_out, cg = x.shape[-1], weight.shape[0], weight.shape[-1]
     if groups < 1 or c_in % groups or c_out % groups:
-        raise ValueError(f"{op}: groups ({groups}) must divide the input channels ({c_in}) "
-                         f"and the output channels ({c_out})")
+        raise ValueError(
+            f"{op}: groups ({groups}) must divide the input channels ({c_in}) "
+            f"and the output channels ({c_out})"
+        )
     if cg * groups != c_in:
-        raise ValueError(f"{op}: the weight's last dimension ({cg}) times groups ({groups}) "
-                         f"must equal the input channels ({c_in})")
+        raise ValueError(
+            f"{op}: the weight's last dimension ({cg}) times groups ({groups}) "
+            f"must equal the input channels ({c_in})"
+        )
     if x.dtype != weight.dtype:
         d = nv.promote_types(x.dtype, weight.dtype)
         x, weight = nv.astype(x, d), nv.astype(weight, d)
@@ -101,25 +118,30 @@ def conv_general(x, weight, stride: IntOrTuple = 1, padding: IntOrTuple = 0,
     og = c_out // groups
     ys = []
     for g in range(groups):
-        part = [s[..., g * cg:(g + 1) * cg] for s in slices]
+        part = [s[..., g * cg : (g + 1) * cg] for s in slices]
         cols = part[0] if k == 1 else nv.concatenate(part, axis=-1)
         cols = nv.reshape(cols, (-1, k * cg))
-        w2 = nv.reshape(weight[g * og:(g + 1) * og], (og, k * cg))
+        w2 = nv.reshape(weight[g * og : (g + 1) * og], (og, k * cg))
         ys.append(nv.matmul(cols, nv.transpose(w2)))
     y = nv.concatenate(ys, axis=-1)
     return nv.reshape(y, (n, *out, c_out))
 
 
-def conv1d(x, weight, stride: int = 1, padding: int = 0, dilation: int = 1,
-           groups: int = 1):
+def conv1d(x, weight, stride: int = 1, padding: int = 0, dilation: int = 1, groups: int = 1):
     """1-d convolution: ``x`` ``(N, L, C_in)``, ``weight`` ``(C_out, K, C_in / groups)``."""
     if weight.ndim != 3:
         raise ValueError(f"conv1d: weight must be 3-d, got shape {tuple(weight.shape)}")
     return conv_general(x, weight, stride, padding, dilation, groups, op="conv1d")
 
 
-def conv2d(x, weight, stride: IntOrTuple = 1, padding: IntOrTuple = 0,
-           dilation: IntOrTuple = 1, groups: int = 1):
+def conv2d(
+    x,
+    weight,
+    stride: IntOrTuple = 1,
+    padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+    groups: int = 1,
+):
     """2-d convolution: ``x`` ``(N, H, W, C_in)``, ``weight``
     ``(C_out, KH, KW, C_in / groups)``."""
     if weight.ndim != 4:
@@ -127,8 +149,14 @@ def conv2d(x, weight, stride: IntOrTuple = 1, padding: IntOrTuple = 0,
     return conv_general(x, weight, stride, padding, dilation, groups, op="conv2d")
 
 
-def conv3d(x, weight, stride: IntOrTuple = 1, padding: IntOrTuple = 0,
-           dilation: IntOrTuple = 1, groups: int = 1):
+def conv3d(
+    x,
+    weight,
+    stride: IntOrTuple = 1,
+    padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+    groups: int = 1,
+):
     """3-d convolution: ``x`` ``(N, D, H, W, C_in)``, ``weight``
     ``(C_out, KD, KH, KW, C_in / groups)``."""
     if weight.ndim != 5:
@@ -136,17 +164,21 @@ def conv3d(x, weight, stride: IntOrTuple = 1, padding: IntOrTuple = 0,
     return conv_general(x, weight, stride, padding, dilation, groups, op="conv3d")
 
 
-def pool(x, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int], kind: str,
-         op: str):
+def pool(
+    x, kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int], kind: str, op: str
+):
     """Max (``kind="max"``) or average pooling of channels-last ``x`` over its spatial axes.
     Max pooling pads with ``-inf``, average pooling with zeros (counted in the average)."""
     nd = len(kernel)
     if x.ndim != nd + 2:
-        raise ValueError(f"{op}: input must be {nd + 2}-d (batch, {nd} spatial, channels), "
-                         f"got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"{op}: input must be {nd + 2}-d (batch, {nd} spatial, channels), "
+            f"got shape {tuple(x.shape)}"
+        )
     if any(p * 2 > k for p, k in zip(padding, kernel)):
-        raise ValueError(f"{op}: padding {tuple(padding)} must be at most half the kernel "
-                         f"size {tuple(kernel)}")
+        raise ValueError(
+            f"{op}: padding {tuple(padding)} must be at most half the kernel size {tuple(kernel)}"
+        )
     if any(padding):
         x = _pad_spatial(x, padding, float("-inf") if kind == "max" else 0.0)
     spatial = x.shape[1:-1]

@@ -7,6 +7,7 @@ matmul), so gradients and vmap come from those ops.
 >>> nv.convolve(nv.array([1.0, 2.0, 3.0]), nv.array([0.0, 1.0, 0.5])).tolist()
 [0.0, 1.0, 2.5, 4.0, 1.5]
 """
+
 from __future__ import annotations
 
 import builtins
@@ -22,13 +23,13 @@ from .creation import zeros
 from .indexing import getitem
 from .shape import concatenate, expand_dims, pad, reshape
 
-__all__ = ["conv_general", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-           "convolve"]
+__all__ = ["conv_general", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolve"]
 
 
 def _ints(v, nd: int, arg: str, op: str) -> list[int]:
     def is_int(x) -> bool:
         return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
     if is_int(v):
         return [int(v)] * nd
     if not isinstance(v, (tuple, list)) or not all(is_int(x) for x in v):
@@ -41,8 +42,11 @@ def _ints(v, nd: int, arg: str, op: str) -> list[int]:
 def _padding(padding, nd: int, op: str) -> tuple[list[int], list[int]]:
     """``padding`` as (low, high) per spatial axis: an int, one int per axis, or a pair of
     sequences (low, high)."""
-    if (isinstance(padding, (tuple, list)) and len(padding) == 2
-            and all(isinstance(p, (tuple, list)) for p in padding)):
+    if (
+        isinstance(padding, (tuple, list))
+        and len(padding) == 2
+        and all(isinstance(p, (tuple, list)) for p in padding)
+    ):
         return _ints(padding[0], nd, "padding", op), _ints(padding[1], nd, "padding", op)
     p = _ints(padding, nd, "padding", op)
     return p, list(p)
@@ -80,11 +84,19 @@ def _pad_or_crop(x: Array, lo: list[int], hi: list[int]) -> Array:
     return x
 
 
-def conv_general(input, weight, /, stride: int | Sequence[int] = 1,
-                 padding: int | Sequence[int] | tuple[Sequence[int], Sequence[int]] = 0,
-                 kernel_dilation: int | Sequence[int] = 1,
-                 input_dilation: int | Sequence[int] = 1, groups: int = 1, flip: bool = False,
-                 *, stream=None) -> Array:
+def conv_general(
+    input,
+    weight,
+    /,
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] | tuple[Sequence[int], Sequence[int]] = 0,
+    kernel_dilation: int | Sequence[int] = 1,
+    input_dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+    flip: bool = False,
+    *,
+    stream=None,
+) -> Array:
     """An N-d convolution of ``input`` ``(N, *spatial, C_in)`` with ``weight``
     ``(C_out, *kernel, C_in / groups)``: ``padding`` per side as ``(low, high)`` sequences,
     ``input_dilation`` inserts zeros between input elements, ``flip=True`` is a true
@@ -101,8 +113,9 @@ def conv_general(input, weight, /, stride: int | Sequence[int] = 1,
     if nd < 1:
         raise ValueError(f"{op}: weight must have at least 3 dimensions, got {w.ndim}")
     if x.ndim != nd + 2:
-        raise ValueError(f"{op}: input must be {nd + 2}-d (batch, {nd} spatial, channels), "
-                         f"got shape {x.shape}")
+        raise ValueError(
+            f"{op}: input must be {nd + 2}-d (batch, {nd} spatial, channels), got shape {x.shape}"
+        )
     strides = _ints(stride, nd, "stride", op)
     kdil = _ints(kernel_dilation, nd, "kernel_dilation", op)
     idil = _ints(input_dilation, nd, "input_dilation", op)
@@ -118,12 +131,14 @@ def conv_general(input, weight, /, stride: int | Sequence[int] = 1,
         return _conv.conv_general(x, w, strides, 0, kdil, int(groups), op=op)
 
 
-def _transpose(input, weight, nd: int, stride, padding, dilation, output_padding, groups,
-               stream, op: str) -> Array:
+def _transpose(
+    input, weight, nd: int, stride, padding, dilation, output_padding, groups, stream, op: str
+) -> Array:
     x, w = as_array(input, op), as_array(weight, op)
     if w.ndim != nd + 2 or x.ndim != nd + 2:
-        raise ValueError(f"{op}: input and weight must be {nd + 2}-d, got shapes {x.shape} "
-                         f"and {w.shape}")
+        raise ValueError(
+            f"{op}: input and weight must be {nd + 2}-d, got shapes {x.shape} and {w.shape}"
+        )
     s = _ints(stride, nd, "stride", op)
     p = _ints(padding, nd, "padding", op)
     d = _ints(dilation, nd, "dilation", op)
@@ -133,29 +148,89 @@ def _transpose(input, weight, nd: int, stride, padding, dilation, output_padding
     return conv_general(x, w, 1, (lo, hi), d, s, groups, True, stream=stream)
 
 
-def conv_transpose1d(input, weight, /, stride: int = 1, padding: int = 0, dilation: int = 1,
-                     output_padding: int = 0, groups: int = 1, *, stream=None) -> Array:
+def conv_transpose1d(
+    input,
+    weight,
+    /,
+    stride: int = 1,
+    padding: int = 0,
+    dilation: int = 1,
+    output_padding: int = 0,
+    groups: int = 1,
+    *,
+    stream=None,
+) -> Array:
     """1-D transposed convolution: ``input`` ``(N, L, C_in)``, ``weight``
     ``(C_out, K, C_in)``; the output length is
     ``(L - 1) * stride - 2 * padding + dilation * (K - 1) + output_padding + 1``."""
-    return _transpose(input, weight, 1, stride, padding, dilation, output_padding, groups,
-                      stream, "conv_transpose1d")
+    return _transpose(
+        input,
+        weight,
+        1,
+        stride,
+        padding,
+        dilation,
+        output_padding,
+        groups,
+        stream,
+        "conv_transpose1d",
+    )
 
 
-def conv_transpose2d(input, weight, /, stride=1, padding=0, dilation=1, output_padding=0,
-                     groups: int = 1, *, stream=None) -> Array:
+def conv_transpose2d(
+    input,
+    weight,
+    /,
+    stride=1,
+    padding=0,
+    dilation=1,
+    output_padding=0,
+    groups: int = 1,
+    *,
+    stream=None,
+) -> Array:
     """2-D transposed convolution: ``input`` ``(N, H, W, C_in)``, ``weight``
     ``(C_out, KH, KW, C_in)``; each argument an int or a pair."""
-    return _transpose(input, weight, 2, stride, padding, dilation, output_padding, groups,
-                      stream, "conv_transpose2d")
+    return _transpose(
+        input,
+        weight,
+        2,
+        stride,
+        padding,
+        dilation,
+        output_padding,
+        groups,
+        stream,
+        "conv_transpose2d",
+    )
 
 
-def conv_transpose3d(input, weight, /, stride=1, padding=0, dilation=1, output_padding=0,
-                     groups: int = 1, *, stream=None) -> Array:
+def conv_transpose3d(
+    input,
+    weight,
+    /,
+    stride=1,
+    padding=0,
+    dilation=1,
+    output_padding=0,
+    groups: int = 1,
+    *,
+    stream=None,
+) -> Array:
     """3-D transposed convolution: ``input`` ``(N, D, H, W, C_in)``, ``weight``
     ``(C_out, KD, KH, KW, C_in)``; each argument an int or a triple."""
-    return _transpose(input, weight, 3, stride, padding, dilation, output_padding, groups,
-                      stream, "conv_transpose3d")
+    return _transpose(
+        input,
+        weight,
+        3,
+        stride,
+        padding,
+        dilation,
+        output_padding,
+        groups,
+        stream,
+        "conv_transpose3d",
+    )
 
 
 def convolve(a, v, /, mode: str = "full", *, stream=None) -> Array:

@@ -1,4 +1,5 @@
 """Creating arrays: from data, constants, ranges."""
+
 from __future__ import annotations
 
 import math
@@ -58,6 +59,7 @@ def array(obj, dtype=None) -> Array:
     d = dt.to_dtype(dtype) if dtype is not None else None
     if isinstance(obj, Array):
         from .elementwise import astype
+
         return astype(obj, d) if d is not None and d != obj.dtype else obj
     if isinstance(obj, (np.ndarray, np.generic)):
         src = numpy_default_dtype(obj.dtype)
@@ -110,14 +112,17 @@ def full(shape, vals, dtype=None, *, stream=None) -> Array:
         v = array(vals, d)
     if d is not None and v.dtype != d:
         from .elementwise import astype
+
         v = astype(v, d)
     return _fill(v, shape, "full", stream)
 
 
 def _fill(v: Array, shape: tuple, name: str, stream) -> Array:
     from .shape import broadcast_shapes, broadcast_to
-    if v._shape != shape and (len(shape) < v.ndim or
-                              broadcast_shapes(v._shape, shape, name=name) != shape):
+
+    if v._shape != shape and (
+        len(shape) < v.ndim or broadcast_shapes(v._shape, shape, name=name) != shape
+    ):
         raise ValueError(f"{name}: cannot broadcast values of shape {v._shape} to {shape}")
     return broadcast_to(v, shape, stream=stream)
 
@@ -145,6 +150,7 @@ def _constant_fill(shape, value, dtype, name: str, stream) -> Array:
     if not shape:
         return scalar
     from ..primitives.shape import Broadcast
+
     return Array.make(Broadcast(shape), [scalar], st)
 
 
@@ -164,13 +170,15 @@ def full_like(a, /, vals, dtype=None, *, stream=None) -> Array:
     """``vals`` broadcast to the shape of ``a``, with ``a``'s dtype unless ``dtype`` is given.
     Under a shapeless trace ``a`` is an operand of the broadcast, so the shape follows it."""
     from ..core import shapeless
+
     a = as_array(a, "full_like")
     if shapeless.relative(a):
         from ..primitives.shape import Broadcast
         from .elementwise import astype
+
         v = array(vals) if not isinstance(vals, Array) else vals
         v = astype(v, dt.to_dtype(dtype or a.dtype))
-        _fill(v, a._shape, "full_like", stream)     # the same checks as the eager form
+        _fill(v, a._shape, "full_like", stream)  # the same checks as the eager form
         return Array.make(Broadcast(a._shape), [v, a], resolve_stream(stream))
     return full(a.shape, vals, dtype or a.dtype, stream=stream)
 
@@ -183,8 +191,7 @@ def _finite(name: str, **vals) -> None:
             raise ValueError(f"{name}: {k} must be finite, got {v}")
 
 
-def arange(first=None, /, stop=None, step=None, dtype=None, *, start=None,
-           stream=None) -> Array:
+def arange(first=None, /, stop=None, step=None, dtype=None, *, start=None, stream=None) -> Array:
     """Evenly spaced values in ``[start, stop)``: ``nv.arange(5)`` (one positional argument
     is ``stop``), ``nv.arange(0, 1, 0.25)``, ``nv.arange(stop=3)``, ``nv.arange(-3, step=-1)``.
 
@@ -210,10 +217,11 @@ def arange(first=None, /, stop=None, step=None, dtype=None, *, start=None,
     for k, v in (("start", start), ("stop", stop), ("step", step)):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
             raise TypeError(f"arange: {k} must be a real number, got {type(v).__name__}")
-    if any(math.isnan(v) for v in (start, stop, step)) or math.isinf(start) \
-            or math.isinf(stop):
-        raise ValueError("arange: cannot compute the length (start, stop and step must be "
-                         "finite numbers; step may be infinite)")
+    if any(math.isnan(v) for v in (start, stop, step)) or math.isinf(start) or math.isinf(stop):
+        raise ValueError(
+            "arange: cannot compute the length (start, stop and step must be "
+            "finite numbers; step may be infinite)"
+        )
     if step == 0:
         raise ValueError("arange: step must not be zero")
     is_int = all(isinstance(v, (int, np.integer)) for v in (start, stop, step))
@@ -246,8 +254,9 @@ def arange(first=None, /, stop=None, step=None, dtype=None, *, start=None,
     return Array.constant(data, resolve_stream(stream), d)
 
 
-def linspace(start, stop, num: int = 50, endpoint: bool = True, dtype=dt.float32, *,
-             stream=None) -> Array:
+def linspace(
+    start, stop, num: int = 50, endpoint: bool = True, dtype=dt.float32, *, stream=None
+) -> Array:
     """``num`` evenly spaced values from ``start`` to ``stop`` (included unless ``endpoint``
     is False, then the step is ``(stop - start) / num``), as NumPy's ``np.linspace``.
 
@@ -262,8 +271,7 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, dtype=dt.float32
     if not isinstance(endpoint, (bool, np.bool_)):
         raise TypeError(f"linspace: endpoint must be a bool, got {type(endpoint).__name__}")
     d = dt.to_dtype(dtype)
-    values = np.linspace(float(start), float(stop), num, endpoint=bool(endpoint),
-                         dtype=np.float64)
+    values = np.linspace(float(start), float(stop), num, endpoint=bool(endpoint), dtype=np.float64)
     return Array.constant(values.astype(d.np), resolve_stream(stream), d)
 
 
@@ -317,6 +325,7 @@ def tri(n: int, m: int | None = None, k: int = 0, dtype=dt.float32, *, stream=No
 
 def _triangle(name: str, x, k: int, lower: bool, stream) -> Array:
     from .elementwise import where
+
     x = as_array(x, name)
     if x.ndim < 2:
         raise ValueError(f"{name}: the array must have at least 2 dimensions, got shape {x.shape}")
@@ -337,8 +346,7 @@ def triu(x, /, k: int = 0, *, stream=None) -> Array:
     return _triangle("triu", x, _diagonal(k, "triu"), False, stream)
 
 
-def meshgrid(*arrays, sparse: bool = False, indexing: str = "xy",
-             stream=None) -> tuple[Array, ...]:
+def meshgrid(*arrays, sparse: bool = False, indexing: str = "xy", stream=None) -> tuple[Array, ...]:
     """Coordinate grids from 1-D coordinate arrays (``indexing`` "xy": Cartesian, the first
     two outputs' axes swapped; "ij": matrix indexing). ``sparse`` keeps size-1 axes.
 
@@ -347,6 +355,7 @@ def meshgrid(*arrays, sparse: bool = False, indexing: str = "xy",
     [(2, 3), (2, 3)]
     """
     from .shape import broadcast_arrays, reshape
+
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     arrays = [as_array(a, "meshgrid") for a in arrays]
@@ -363,5 +372,21 @@ def meshgrid(*arrays, sparse: bool = False, indexing: str = "xy",
         outs = broadcast_arrays(*outs, name="meshgrid", stream=stream)
     return tuple(outs)
 
-__all__ = ["array", "full", "zeros", "ones", "zeros_like", "ones_like", "full_like", "arange",
-           "linspace", "eye", "identity", "tri", "tril", "triu", "meshgrid"]
+
+__all__ = [
+    "array",
+    "full",
+    "zeros",
+    "ones",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "arange",
+    "linspace",
+    "eye",
+    "identity",
+    "tri",
+    "tril",
+    "triu",
+    "meshgrid",
+]

@@ -6,6 +6,7 @@ nuvec.float16
 >>> nv.divide(nv.array([1, 2]), 2).tolist()
 [0.5, 1.0]
 """
+
 from __future__ import annotations
 
 import builtins
@@ -55,8 +56,13 @@ def _binary(op: str, a, b, stream, *, result: str = "promote") -> Array:
     if prim is None:
         prim = _BINARY_PRIMS[op] = Binary(op)
     # Fast path: two arrays of one dtype and shape need no promotion nor broadcast.
-    if (type(a) is Array and type(b) is Array and a._dtype is b._dtype and a._shape == b._shape
-            and (result == "promote" or (result == "float" and a._dtype.kind in "fc"))):
+    if (
+        type(a) is Array
+        and type(b) is Array
+        and a._dtype is b._dtype
+        and a._shape == b._shape
+        and (result == "promote" or (result == "float" and a._dtype.kind in "fc"))
+    ):
         return Array.make(prim, (a, b), resolve_stream(stream))
     if result == "bool":
         a, b = as_array(a, op), as_array(b, op)
@@ -75,6 +81,7 @@ def _binary(op: str, a, b, stream, *, result: str = "promote") -> Array:
 def _make_unary(op: str, doc: str, **kw):
     def f(a, /, *, stream=None) -> Array:
         return _unary(op, a, stream, **kw)
+
     f.__name__ = f.__qualname__ = op
     f.__doc__ = doc
     return f
@@ -83,17 +90,42 @@ def _make_unary(op: str, doc: str, **kw):
 def _make_binary(op: str, doc: str, **kw):
     def f(a, b, /, *, stream=None) -> Array:
         return _binary(op, a, b, stream, **kw)
+
     f.__name__ = f.__qualname__ = op
     f.__doc__ = doc
     return f
 
 
-_FLOAT_UNARY = ["sqrt", "rsqrt", "reciprocal", "exp", "expm1", "log", "log1p", "log2", "log10",
-                "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
-                "arcsinh", "arccosh", "arctanh", "sigmoid", "erf", "erfinv"]
+_FLOAT_UNARY = [
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "exp",
+    "expm1",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "sin",
+    "cos",
+    "tan",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "sigmoid",
+    "erf",
+    "erfinv",
+]
 for _op in _FLOAT_UNARY:
-    globals()[_op] = _make_unary(_op, f"Element-wise {_op} (integer inputs become float32).",
-                                 floating=True)
+    globals()[_op] = _make_unary(
+        _op, f"Element-wise {_op} (integer inputs become float32).", floating=True
+    )
 
 abs = _make_unary("abs", "Element-wise absolute value.")
 negative = _make_unary("negative", "Element-wise negation.", kinds="uifc")
@@ -101,8 +133,9 @@ sign = _make_unary("sign", "Element-wise sign (-1, 0 or 1).", kinds="uifc")
 square = _make_unary("square", "Element-wise square.")
 conjugate = _make_unary("conjugate", "Complex conjugate.")
 conj = conjugate
-bitwise_invert = _make_unary("bitwise_invert", "Bitwise NOT of integers (logical NOT of bools).",
-                             kinds="uib")
+bitwise_invert = _make_unary(
+    "bitwise_invert", "Bitwise NOT of integers (logical NOT of bools).", kinds="uib"
+)
 
 
 def floor(a, /, *, stream=None) -> Array:
@@ -130,13 +163,12 @@ def round(a, /, decimals: int = 0, *, stream=None) -> Array:
         if decimals >= 0 or a._dtype.kind == "b":
             return a
         # to a multiple of 10**-decimals, half to even, in float32 as MLX
-        s = float(10 ** -decimals)
+        s = float(10**-decimals)
         f = astype(a, dt.float32)
-        return astype(multiply(_unary("round", divide(f, s), stream), s), a._dtype,
-                      stream=stream)
+        return astype(multiply(_unary("round", divide(f, s), stream), s), a._dtype, stream=stream)
     if decimals == 0:
         return _unary("round", a, stream)
-    s = 10.0 ** decimals
+    s = 10.0**decimals
     return divide(_unary("round", multiply(a, s), stream), s)
 
 
@@ -150,12 +182,14 @@ def _predicate(op: str, default: bool):
         a = as_array(a, op)
         if a._dtype.kind not in "fc":
             from .creation import full_like
+
             return full_like(a, default, dt.bool_)
         if a._dtype.kind == "c" and op in ("isposinf", "isneginf"):
             # MLX: equality with +inf or -inf (a complex number equals it when its real part
             # does and its imaginary part is zero)
             return equal(a, float("inf") if op == "isposinf" else float("-inf"), stream=stream)
         return Array.make(Unary(op), [a], resolve_stream(stream))
+
     f.__name__ = f.__qualname__ = op
     f.__doc__ = f"Element-wise {op} (always {default} for integers)."
     return f
@@ -179,6 +213,7 @@ def imag(a, /, *, stream=None) -> Array:
     a = as_array(a, "imag")
     if a._dtype.kind != "c":
         from .creation import zeros_like
+
         return zeros_like(a)
     return _unary("imag", a, stream)
 
@@ -186,18 +221,22 @@ def imag(a, /, *, stream=None) -> Array:
 add = _make_binary("add", "Element-wise sum.")
 subtract = _make_binary("subtract", "Element-wise difference.")
 multiply = _make_binary("multiply", "Element-wise product.")
-divide = _make_binary("divide", "Element-wise true division (integers become float32).",
-                      result="float")
+divide = _make_binary(
+    "divide", "Element-wise true division (integers become float32).", result="float"
+)
 floor_divide = _make_binary("floor_divide", "Element-wise floor division.")
 _remainder = _make_binary("remainder", "Element-wise remainder with the divisor's sign.")
 
 
 def remainder(a, b, /, *, stream=None) -> Array:
     """Element-wise remainder with the divisor's sign (real inputs only, as MLX)."""
-    if any(isinstance(x, complex) or (isinstance(x, Array) and x._dtype.kind == "c")
-           for x in (a, b)):
+    if any(
+        isinstance(x, complex) or (isinstance(x, Array) and x._dtype.kind == "c") for x in (a, b)
+    ):
         raise ValueError("remainder: complex inputs are not supported")
     return _remainder(a, b, stream=stream)
+
+
 _power = _make_binary("power", "Element-wise power.")
 
 
@@ -214,6 +253,8 @@ def power(a, b, /, *, stream=None) -> Array:
         if exponent._dtype.kind == "i" or isinstance(b, int):
             out = where(less(exponent, 0), 0, out, stream=stream)
     return out
+
+
 maximum = _make_binary("maximum", "Element-wise maximum (NaN propagates).")
 minimum = _make_binary("minimum", "Element-wise minimum (NaN propagates).")
 equal = _make_binary("equal", "Element-wise ==.")
@@ -225,8 +266,9 @@ greater_equal = _make_binary("greater_equal", "Element-wise >=.")
 logical_and = _make_binary("logical_and", "Element-wise AND (inputs become bool).", result="bool")
 logical_or = _make_binary("logical_or", "Element-wise OR (inputs become bool).", result="bool")
 logaddexp = _make_binary("logaddexp", "log(exp(a) + exp(b)), computed stably.", result="float")
-arctan2 = _make_binary("arctan2", "Element-wise arctan(a / b) in the right quadrant.",
-                       result="float")
+arctan2 = _make_binary(
+    "arctan2", "Element-wise arctan(a / b) in the right quadrant.", result="float"
+)
 bitwise_and = _make_binary("bitwise_and", "Element-wise bitwise AND.", result="integer")
 bitwise_or = _make_binary("bitwise_or", "Element-wise bitwise OR.", result="integer")
 bitwise_xor = _make_binary("bitwise_xor", "Element-wise bitwise XOR.", result="integer")
@@ -264,8 +306,9 @@ def clip(a, /, a_min, a_max, *, stream=None) -> Array:
     return out
 
 
-def nan_to_num(a, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None,
-               *, stream=None) -> Array:
+def nan_to_num(
+    a, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None, *, stream=None
+) -> Array:
     """Replaces NaN and infinities with finite numbers (the dtype's extremes by default)."""
     a = as_array(a, "nan_to_num")
     if a._dtype.kind not in "f":
@@ -296,13 +339,59 @@ def _float(a) -> Array:
 def stop_gradient(a, /, *, stream=None) -> Array:
     """``a`` with no gradient flowing back through it."""
     from ..primitives.misc import StopGradient
+
     return Array.make(StopGradient(), [as_array(a)], resolve_stream(stream))
 
+
 __all__ = _FLOAT_UNARY + [
-    "astype", "abs", "negative", "sign", "square", "conjugate", "conj", "bitwise_invert", "floor",
-    "ceil", "round", "logical_not", "isnan", "isinf", "isposinf", "isneginf", "isfinite", "real",
-    "imag", "add", "subtract", "multiply", "divide", "floor_divide", "remainder", "power",
-    "maximum", "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-    "logical_and", "logical_or", "logaddexp", "arctan2", "bitwise_and", "bitwise_or",
-    "bitwise_xor", "left_shift", "right_shift", "divmod", "where", "clip", "nan_to_num",
-    "degrees", "radians", "stop_gradient"]
+    "astype",
+    "abs",
+    "negative",
+    "sign",
+    "square",
+    "conjugate",
+    "conj",
+    "bitwise_invert",
+    "floor",
+    "ceil",
+    "round",
+    "logical_not",
+    "isnan",
+    "isinf",
+    "isposinf",
+    "isneginf",
+    "isfinite",
+    "real",
+    "imag",
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "floor_divide",
+    "remainder",
+    "power",
+    "maximum",
+    "minimum",
+    "equal",
+    "not_equal",
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+    "logical_and",
+    "logical_or",
+    "logaddexp",
+    "arctan2",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "left_shift",
+    "right_shift",
+    "divmod",
+    "where",
+    "clip",
+    "nan_to_num",
+    "degrees",
+    "radians",
+    "stop_gradient",
+]

@@ -19,6 +19,7 @@ which ``Array.__setitem__`` rebinds to the indexed name (arrays are never writte
 >>> x[0].tolist()
 [0, 0, 0, 3]
 """
+
 from __future__ import annotations
 
 import builtins
@@ -30,12 +31,19 @@ import numpy as np
 from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.device import resolve_stream
-from ..primitives.indexing import (Gather, GatherAxis, IndexOutOfBounds, Scatter,
-                                   ScatterAxis)
+from ..primitives.indexing import Gather, GatherAxis, IndexOutOfBounds, Scatter, ScatterAxis
 from ..primitives.shape import ExpandDims, SliceUpdate, Squeeze, slice_shape
 from ._common import SCALARS, as_array, constant, weak_dtype
-from .shape import (broadcast_arrays, broadcast_to, flatten, norm_axes, norm_axis, reshape,
-                    slice_axes, transpose)
+from .shape import (
+    broadcast_arrays,
+    broadcast_to,
+    flatten,
+    norm_axes,
+    norm_axis,
+    reshape,
+    slice_axes,
+    transpose,
+)
 
 _pyslice = builtins.slice
 _INTS = (int, np.integer)
@@ -43,8 +51,10 @@ _INTS = (int, np.integer)
 
 # -- parsing an index --------------------------------------------------------------------
 def _bool_error(name: str):
-    return TypeError(f"{name}: boolean indices (masks) are not supported, as in MLX; use "
-                     "nv.where(mask, x, y) or integer indices instead")
+    return TypeError(
+        f"{name}: boolean indices (masks) are not supported, as in MLX; use "
+        "nv.where(mask, x, y) or integer indices instead"
+    )
 
 
 def _index_array(x, name: str) -> Array:
@@ -60,6 +70,7 @@ def _index_array(x, name: str) -> Array:
         if arr.dtype.kind not in "ui":
             raise TypeError(f"{name}: index arrays must be integers, not {arr.dtype}")
         from .creation import array
+
         x = array(arr.astype(np.int32) if arr.dtype == np.int64 and _fits32(arr) else arr)
     if x._dtype == dt.bool_:
         raise _bool_error(name)
@@ -69,7 +80,7 @@ def _index_array(x, name: str) -> Array:
 
 
 def _fits32(arr: np.ndarray) -> bool:
-    return arr.size == 0 or (int(arr.min()) >= -2 ** 31 and int(arr.max()) < 2 ** 31)
+    return arr.size == 0 or (int(arr.min()) >= -(2**31) and int(arr.max()) < 2**31)
 
 
 def _norm_int(i: int, n: int, ax: int, name: str) -> int:
@@ -80,6 +91,7 @@ def _norm_int(i: int, n: int, ax: int, name: str) -> int:
 
 class _Index:
     """A parsed index: per input axis a kind and value, plus where ``None`` axes go."""
+
     __slots__ = ("kinds", "vals", "order", "has_array")
 
     def __init__(self, a: Array, index, name: str) -> None:
@@ -108,14 +120,14 @@ class _Index:
                 used += 1
                 has_array = True
             else:
-                raise TypeError(f"{name}: cannot index with an object of type "
-                                f"{type(x).__name__}")
+                raise TypeError(f"{name}: cannot index with an object of type {type(x).__name__}")
         if n_ell > 1:
             raise ValueError(f"{name}: an index can only have a single ellipsis ('...')")
         nd = a.ndim
         if used > nd:
-            raise IndexOutOfBounds(f"{name}: too many indices ({used}) for an array of "
-                                   f"dimension {nd}")
+            raise IndexOutOfBounds(
+                f"{name}: too many indices ({used}) for an array of dimension {nd}"
+            )
         if not n_ell:
             entries.append(("ell", None))
         # kinds/vals per input axis; order: the entry sequence with ellipsis expanded,
@@ -177,8 +189,9 @@ def _basic_fast(a: Array, index: tuple, name: str, stream) -> Array | None:
         n = shape[ax]
         if t is int:
             if not -n <= ix < n:
-                raise IndexOutOfBounds(f"{name}: index {ix} is out of bounds for axis {ax} "
-                                       f"with size {n}")
+                raise IndexOutOfBounds(
+                    f"{name}: index {ix} is out of bounds for axis {ax} with size {n}"
+                )
             if ix < 0:
                 ix += n
             start.append(ix)
@@ -192,9 +205,14 @@ def _basic_fast(a: Array, index: tuple, name: str, stream) -> Array | None:
             strides.append(s)
         else:
             return None
-    rest = shape[len(index):]
-    v = slice_axes(a, tuple(start) + (0,) * len(rest), tuple(stop) + rest,
-                   tuple(strides) + (1,) * len(rest), stream=stream)
+    rest = shape[len(index) :]
+    v = slice_axes(
+        a,
+        tuple(start) + (0,) * len(rest),
+        tuple(stop) + rest,
+        tuple(strides) + (1,) * len(rest),
+        stream=stream,
+    )
     if drop:
         v = Array.make(Squeeze(tuple(drop)), [v], resolve_stream(stream))
     return v
@@ -244,7 +262,7 @@ def _advanced_plan(ix: _Index, a: Array, stream):
     axes, idx = [], []
     for ax, (kind, val) in enumerate(zip(ix.kinds, ix.vals)):
         if kind == "int" and not adjacent:
-            idx.append(constant(val, dt.int32 if val < 2 ** 31 else dt.int64))
+            idx.append(constant(val, dt.int32 if val < 2**31 else dt.int64))
             axes.append(ax)
         elif kind == "array":
             idx.append(val)
@@ -255,10 +273,13 @@ def _advanced_plan(ix: _Index, a: Array, stream):
     rest = [ax for ax in range(a.ndim) if ax not in taken]
     before = 0
     if adjacent:
-        before = sum(1 for kind, ax in ix.order[:pos[0]] if kind == "slice")
+        before = sum(1 for kind, ax in ix.order[: pos[0]] if kind == "slice")
     ns = len(s)
-    perm = tuple(ns + i for i in range(before)) + tuple(range(ns)) + \
-        tuple(ns + i for i in range(before, len(rest)))
+    perm = (
+        tuple(ns + i for i in range(before))
+        + tuple(range(ns))
+        + tuple(ns + i for i in range(before, len(rest)))
+    )
     final = []
     placed_s = False
     for i, (kind, ax) in enumerate(ix.order):
@@ -288,8 +309,7 @@ def _getitem(a: Array, index, name: str, stream) -> Array:
             raise IndexOutOfBounds(f"{name}: too many indices (1) for an array of dimension 0")
         i = _norm_int(index, n, 0, name)
         nd = a.ndim
-        v = slice_axes(a, (i,) + (0,) * (nd - 1), (i + 1,) + a._shape[1:], (1,) * nd,
-                       stream=stream)
+        v = slice_axes(a, (i,) + (0,) * (nd - 1), (i + 1,) + a._shape[1:], (1,) * nd, stream=stream)
         return Array.make(Squeeze((0,)), [v], resolve_stream(stream))
     t = type(index)
     if t is Array and index._dtype.kind in "ui" and a._shape:  # a[indices]: one Gather
@@ -315,6 +335,7 @@ def _getitem(a: Array, index, name: str, stream) -> Array:
 def _value(value, a: Array, name: str) -> Array:
     """``value`` as an array of ``a``'s dtype (Python scalars weakly typed)."""
     from .elementwise import astype
+
     if isinstance(value, SCALARS):
         value = constant(value, weak_dtype(value, a._dtype))
     return astype(as_array(value, name), a._dtype)
@@ -323,16 +344,19 @@ def _value(value, a: Array, name: str) -> Array:
 def _fit(value: Array, shape: tuple, name: str, stream) -> Array:
     """``value`` broadcast to ``shape`` (extra leading size-1 axes dropped, as NumPy)."""
     if value.ndim > len(shape):
-        lead = value._shape[:value.ndim - len(shape)]
+        lead = value._shape[: value.ndim - len(shape)]
         if any(d != 1 for d in lead):
-            raise ValueError(f"{name}: cannot broadcast a value of shape {value._shape} to the "
-                             f"indexed shape {shape}")
-        value = reshape(value, value._shape[len(lead):], stream=stream)
+            raise ValueError(
+                f"{name}: cannot broadcast a value of shape {value._shape} to the "
+                f"indexed shape {shape}"
+            )
+        value = reshape(value, value._shape[len(lead) :], stream=stream)
     try:
         return broadcast_to(value, shape, stream=stream)
     except ValueError:
-        raise ValueError(f"{name}: cannot broadcast a value of shape {value._shape} to the "
-                         f"indexed shape {shape}") from None
+        raise ValueError(
+            f"{name}: cannot broadcast a value of shape {value._shape} to the indexed shape {shape}"
+        ) from None
 
 
 _COMBINE = {"add": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}
@@ -341,6 +365,7 @@ _COMBINE = {"add": "add", "prod": "multiply", "max": "maximum", "min": "minimum"
 def _update(a: Array, index, value, mode: str, name: str, stream) -> Array:
     """A copy of ``a`` with ``value`` written (mode "set") or combined into ``a[index]``."""
     from .. import ops
+
     a = as_array(a, name)
     value = _value(value, a, name)
     ix = _Index(a, index, name)
@@ -386,6 +411,7 @@ class ArrayAt:
     >>> nv.zeros(2).at[nv.array([0, 0, 1])].add(1).tolist()
     [2.0, 1.0]
     """
+
     __slots__ = ("_a", "_index")
 
     def __init__(self, a: Array) -> None:
@@ -404,18 +430,18 @@ class ArrayAt:
 
     def subtract(self, value) -> Array:
         from .elementwise import negative
-        return self._apply("add", negative(_value(value, self._a, "at.subtract")),
-                           "at.subtract")
+
+        return self._apply("add", negative(_value(value, self._a, "at.subtract")), "at.subtract")
 
     def multiply(self, value) -> Array:
         return self._apply("prod", value, "at.multiply")
 
     def divide(self, value) -> Array:
         from .elementwise import reciprocal
+
         if self._a.dtype.kind not in "fc":
             raise TypeError(f"at.divide: not defined for {self._a.dtype.name} arrays")
-        return self._apply("prod", reciprocal(_value(value, self._a, "at.divide")),
-                           "at.divide")
+        return self._apply("prod", reciprocal(_value(value, self._a, "at.divide")), "at.divide")
 
     def maximum(self, value) -> Array:
         return self._apply("max", value, "at.maximum")
@@ -455,11 +481,13 @@ def take(a, /, indices, axis: int | None = None, *, stream=None) -> Array:
 
 def _along_shapes(a: Array, idx: Array, ax: int, name: str):
     if idx.ndim != a.ndim:
-        raise ValueError(f"{name}: indices of dimension {idx.ndim} do not match an array of "
-                         f"dimension {a.ndim}")
-    sa = a._shape[:ax] + (1,) + a._shape[ax + 1:]
-    si = idx._shape[:ax] + (1,) + idx._shape[ax + 1:]
+        raise ValueError(
+            f"{name}: indices of dimension {idx.ndim} do not match an array of dimension {a.ndim}"
+        )
+    sa = a._shape[:ax] + (1,) + a._shape[ax + 1 :]
+    si = idx._shape[:ax] + (1,) + idx._shape[ax + 1 :]
     from .shape import broadcast_shapes
+
     return broadcast_shapes(sa, si, name=name)
 
 
@@ -479,8 +507,8 @@ def take_along_axis(a, /, indices, axis: int | None = None, *, stream=None) -> A
         axis = 0
     ax = norm_axis(axis, a.ndim, "take_along_axis")
     common = _along_shapes(a, idx, ax, "take_along_axis")
-    a = broadcast_to(a, common[:ax] + (a._shape[ax],) + common[ax + 1:], stream=stream)
-    idx = broadcast_to(idx, common[:ax] + (idx._shape[ax],) + common[ax + 1:], stream=stream)
+    a = broadcast_to(a, common[:ax] + (a._shape[ax],) + common[ax + 1 :], stream=stream)
+    idx = broadcast_to(idx, common[:ax] + (idx._shape[ax],) + common[ax + 1 :], stream=stream)
     if a._shape[ax] == 0 and idx.size:
         raise IndexOutOfBounds(f"take_along_axis: cannot take from axis {ax} of size 0")
     return Array.make(GatherAxis(ax), [a, idx], resolve_stream(stream))
@@ -502,11 +530,13 @@ def put_along_axis(a, /, indices, values, axis: int | None = None, *, stream=Non
         axis = 0
     ax = norm_axis(axis, a.ndim, "put_along_axis")
     common = _along_shapes(a, idx, ax, "put_along_axis")
-    target = a._shape[:ax] + (1,) + a._shape[ax + 1:]
+    target = a._shape[:ax] + (1,) + a._shape[ax + 1 :]
     if common != target:
-        raise ValueError(f"put_along_axis: indices of shape {idx.shape} do not broadcast to "
-                         f"the array's shape {a.shape} outside axis {ax}")
-    ishape = a._shape[:ax] + (idx._shape[ax],) + a._shape[ax + 1:]
+        raise ValueError(
+            f"put_along_axis: indices of shape {idx.shape} do not broadcast to "
+            f"the array's shape {a.shape} outside axis {ax}"
+        )
+    ishape = a._shape[:ax] + (idx._shape[ax],) + a._shape[ax + 1 :]
     idx = broadcast_to(idx, ishape, stream=stream)
     v = _fit(_value(values, a, "put_along_axis"), ishape, "put_along_axis", stream)
     if a.size == 0:
@@ -520,12 +550,14 @@ def _dynamic_grid(a: Array, start, axes, sizes, name: str, stream):
     """Index arrays for a box of ``sizes`` on ``axes`` at the runtime ``start`` (negative
     starts count from the end; starts are clamped so that the box fits, as XLA's)."""
     from .. import ops
+
     start = as_array(start, name)
     if start._dtype.kind not in "ui":
         raise TypeError(f"{name}: start indices must be integers, not {start.dtype.name}")
     if start.ndim > 1:
-        raise ValueError(f"{name}: start indices must be 0- or 1-dimensional, got shape "
-                         f"{start.shape}")
+        raise ValueError(
+            f"{name}: start indices must be 0- or 1-dimensional, got shape {start.shape}"
+        )
     if isinstance(axes, _INTS):
         axes = (axes,)
     axes = norm_axes(axes, a.ndim, name)
@@ -552,8 +584,9 @@ def _grid_perm(axes, ndim: int) -> tuple[int, ...]:
     return tuple(axes.index(d) if d in axes else k + rest.index(d) for d in range(ndim))
 
 
-def slice(a, /, start_indices, axes: Sequence[int], slice_size: Sequence[int], *,
-          stream=None) -> Array:
+def slice(
+    a, /, start_indices, axes: Sequence[int], slice_size: Sequence[int], *, stream=None
+) -> Array:
     """A box of ``a`` of shape ``slice_size`` (one size per axis of ``a``) that starts at
     ``start_indices`` (an array, known only when the graph runs) on ``axes`` and at 0 on the
     other axes.
@@ -570,8 +603,7 @@ def slice(a, /, start_indices, axes: Sequence[int], slice_size: Sequence[int], *
     if any(not 0 <= s <= n for s, n in zip(sizes, a._shape)):
         raise ValueError(f"slice: slice size {tuple(sizes)} does not fit shape {a.shape}")
     axes = norm_axes(axes, a.ndim, "slice")
-    axes, grid = _dynamic_grid(a, start_indices, axes, [sizes[ax] for ax in axes], "slice",
-                               stream)
+    axes, grid = _dynamic_grid(a, start_indices, axes, [sizes[ax] for ax in axes], "slice", stream)
     nd = a.ndim
     stop = tuple(a._shape[d] if d in axes else sizes[d] for d in range(nd))
     v = slice_axes(a, (0,) * nd, stop, (1,) * nd, stream=stream)
@@ -591,17 +623,18 @@ def slice_update(a, /, update, start_indices, axes: Sequence[int], *, stream=Non
     u = _value(update, a, "slice_update")
     nd = a.ndim
     if u.ndim > nd:
-        raise ValueError(f"slice_update: an update of dimension {u.ndim} for an array of "
-                         f"dimension {nd}")
+        raise ValueError(
+            f"slice_update: an update of dimension {u.ndim} for an array of dimension {nd}"
+        )
     ax_list = norm_axes(axes, nd, "slice_update")
     lead = nd - u.ndim
     ushape = tuple((1 if d in ax_list else a._shape[d]) for d in range(lead)) + u._shape
     if any(s > n for s, n in zip(ushape, a._shape)):
-        raise ValueError(f"slice_update: an update of shape {u.shape} does not fit shape "
-                         f"{a.shape}")
+        raise ValueError(f"slice_update: an update of shape {u.shape} does not fit shape {a.shape}")
     u = broadcast_to(u, ushape, stream=stream)
-    axes_t, grid = _dynamic_grid(a, start_indices, ax_list, [ushape[d] for d in ax_list],
-                                 "slice_update", stream)
+    axes_t, grid = _dynamic_grid(
+        a, start_indices, ax_list, [ushape[d] for d in ax_list], "slice_update", stream
+    )
     stop = tuple(a._shape[d] if d in axes_t else ushape[d] for d in range(nd))
     v = slice_axes(a, (0,) * nd, stop, (1,) * nd, stream=stream)
     # the update in gather order: grid dims first, then the other axes
@@ -625,6 +658,7 @@ def diagonal(a, /, offset: int = 0, axis1: int = 0, axis2: int = 1, *, stream=No
     [1, 5]
     """
     from .. import ops
+
     a = as_array(a, "diagonal")
     if a.ndim < 2:
         raise ValueError(f"diagonal: the array must have at least 2 dimensions, got {a.shape}")
@@ -650,6 +684,7 @@ def diag(a, /, k: int = 0, *, stream=None) -> Array:
     [[1, 0], [0, 2]]
     """
     from .. import ops
+
     a = as_array(a, "diag")
     k = _int_arg(k, "diag", "k")
     if a.ndim == 2:
@@ -670,5 +705,14 @@ def _int_arg(v, name: str, what: str) -> int:
     return int(v)
 
 
-__all__ = ["diagonal", "diag", "take", "take_along_axis", "put_along_axis", "slice", "slice_update", "getitem",
-           "setitem"]
+__all__ = [
+    "diagonal",
+    "diag",
+    "take",
+    "take_along_axis",
+    "put_along_axis",
+    "slice",
+    "slice_update",
+    "getitem",
+    "setitem",
+]

@@ -14,6 +14,7 @@ reshapes and matmul, so their gradients come from those primitives' rules.
 >>> nv.einsum("ij,jk->ik", a, a).tolist()
 [[7.0, 10.0], [15.0, 22.0]]
 """
+
 from __future__ import annotations
 
 import numbers
@@ -28,21 +29,25 @@ from ._common import as_array, operands
 
 def _check_matmul(a: Array, b: Array, name: str) -> None:
     if a.ndim == 0 or b.ndim == 0:
-        raise ValueError(f"{name}: inputs must have at least one dimension, got shapes "
-                         f"{a._shape} and {b._shape}")
+        raise ValueError(
+            f"{name}: inputs must have at least one dimension, got shapes {a._shape} and {b._shape}"
+        )
     if a._dtype == dt.bool_:
         raise TypeError(f"{name}: not defined for bool inputs")
     k_a = a._shape[-1]
     k_b = b._shape[0] if b.ndim == 1 else b._shape[-2]
     if k_a != k_b:
-        raise ValueError(f"{name}: last dimension of the first input (shape {a._shape}) must "
-                         f"match the {'first' if b.ndim == 1 else 'second-to-last'} dimension "
-                         f"of the second input (shape {b._shape})")
+        raise ValueError(
+            f"{name}: last dimension of the first input (shape {a._shape}) must "
+            f"match the {'first' if b.ndim == 1 else 'second-to-last'} dimension "
+            f"of the second input (shape {b._shape})"
+        )
 
 
 def _as_matrices(a: Array, b: Array):
     """1-D operands as a row / a column, with the axes to drop from the product."""
     from .shape import expand_dims
+
     drop = []
     if a.ndim == 1:
         a = expand_dims(a, 0)
@@ -55,6 +60,7 @@ def _as_matrices(a: Array, b: Array):
 
 def _drop(out: Array, drop: list) -> Array:
     from .shape import squeeze
+
     if not drop:
         return out
     return squeeze(out, tuple(out.ndim + ax for ax in drop))
@@ -68,6 +74,7 @@ def matmul(a, b, /, *, stream=None) -> Array:
     (2, 3)
     """
     from .shape import broadcast_shapes
+
     a, b = operands(a, b, "matmul")
     _check_matmul(a, b, "matmul")
     a, b, drop = _as_matrices(a, b)
@@ -85,6 +92,7 @@ def addmm(c, a, b, /, alpha: float = 1.0, beta: float = 1.0, *, stream=None) -> 
     """
     from .elementwise import add, astype, multiply
     from .shape import broadcast_shapes
+
     a, b = operands(a, b, "addmm")
     c = as_array(c, "addmm")
     d = dt.promote_types(a._dtype, c._dtype)
@@ -93,17 +101,23 @@ def addmm(c, a, b, /, alpha: float = 1.0, beta: float = 1.0, *, stream=None) -> 
     if d.kind not in "fc" or a.ndim == 1 or b.ndim == 1:
         # integer results or vector operands: the plain composition
         prod = matmul(a, b, stream=stream)
-        return add(multiply(prod, alpha) if alpha != 1 else prod,
-                   multiply(c, beta) if beta != 1 else c, stream=stream)
+        return add(
+            multiply(prod, alpha) if alpha != 1 else prod,
+            multiply(c, beta) if beta != 1 else c,
+            stream=stream,
+        )
     shape = broadcast_shapes(a._shape[:-2], b._shape[:-2], name="addmm") + (
-        a._shape[-2], b._shape[-1])
+        a._shape[-2],
+        b._shape[-1],
+    )
     try:
         fits = broadcast_shapes(c._shape, shape, name="addmm") == shape
     except ValueError:
         fits = False
     if not fits:
-        raise ValueError(f"addmm: c of shape {c._shape} does not broadcast to the product's "
-                         f"shape {shape}")
+        raise ValueError(
+            f"addmm: c of shape {c._shape} does not broadcast to the product's shape {shape}"
+        )
     if beta == 0:
         out = Array.make(Matmul(), [a, b], resolve_stream(stream))
         return multiply(out, alpha, stream=stream) if alpha != 1 else out
@@ -113,6 +127,7 @@ def addmm(c, a, b, /, alpha: float = 1.0, beta: float = 1.0, *, stream=None) -> 
 def _contract(a: Array, b: Array, axes_a: list, axes_b: list, stream) -> Array:
     """Sums a * b over the paired axes: free axes of a, then free axes of b."""
     from .shape import reshape, transpose
+
     free_a = [i for i in range(a.ndim) if i not in axes_a]
     free_b = [i for i in range(b.ndim) if i not in axes_b]
     k = 1
@@ -133,6 +148,7 @@ def _contract(a: Array, b: Array, axes_a: list, axes_b: list, stream) -> Array:
 
 def _axis_list(axes, ndim: int, name: str) -> list:
     from .reduction import check_axis
+
     if isinstance(axes, numbers.Integral):
         axes = [axes]
     return [check_axis(ax, ndim, name) for ax in axes]
@@ -160,14 +176,17 @@ def tensordot(a, b, /, axes: int | Sequence = 2, *, stream=None) -> Array:
         axes_a = _axis_list(xa, a.ndim, "tensordot")
         axes_b = _axis_list(xb, b.ndim, "tensordot")
         if len(axes_a) != len(axes_b):
-            raise ValueError(f"tensordot: {len(axes_a)} axes of a cannot pair with "
-                             f"{len(axes_b)} axes of b")
+            raise ValueError(
+                f"tensordot: {len(axes_a)} axes of a cannot pair with {len(axes_b)} axes of b"
+            )
         if len(set(axes_a)) != len(axes_a) or len(set(axes_b)) != len(axes_b):
             raise ValueError("tensordot: repeated axis")
     for i, j in zip(axes_a, axes_b):
         if a._shape[i] != b._shape[j]:
-            raise ValueError(f"tensordot: axis {i} of a (size {a._shape[i]}) does not match "
-                             f"axis {j} of b (size {b._shape[j]})")
+            raise ValueError(
+                f"tensordot: axis {i} of a (size {a._shape[i]}) does not match "
+                f"axis {j} of b (size {b._shape[j]})"
+            )
     if a._dtype == dt.bool_:
         raise TypeError("tensordot: not defined for bool inputs")
     return _contract(a, b, axes_a, axes_b, stream)
@@ -181,6 +200,7 @@ def inner(a, b, /, *, stream=None) -> Array:
     11
     """
     from .elementwise import multiply
+
     a, b = operands(a, b, "inner")
     if a.ndim == 0 or b.ndim == 0:
         return multiply(a, b, stream=stream)
@@ -200,11 +220,13 @@ def outer(a, b, /, *, stream=None) -> Array:
     """
     from .elementwise import multiply
     from .shape import reshape
+
     a, b = operands(a, b, "outer")
     return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)), stream=stream)
 
 
 # -- einsum -------------------------------------------------------------------------------
+
 
 def _parse_term(term: str, ndim: int | None, n_ell: int, where: str):
     """Labels of one einsum term: letters, and ('...', j) for broadcast (ellipsis) dims,
@@ -217,19 +239,23 @@ def _parse_term(term: str, ndim: int | None, n_ell: int, where: str):
             raise ValueError(f"einsum: invalid character {ch!r} in {where} {term!r}")
     if not ell:
         if ndim is not None and len(head) != ndim:
-            raise ValueError(f"einsum: {where} {term!r} has {len(head)} labels for an operand of "
-                             f"{ndim} dimensions")
+            raise ValueError(
+                f"einsum: {where} {term!r} has {len(head)} labels for an operand of "
+                f"{ndim} dimensions"
+            )
         return list(head)
     k = (ndim - len(head) - len(tail)) if ndim is not None else n_ell
     if k < 0:
-        raise ValueError(f"einsum: {where} {term!r} has more labels than the operand's "
-                         f"{ndim} dimensions")
+        raise ValueError(
+            f"einsum: {where} {term!r} has more labels than the operand's {ndim} dimensions"
+        )
     return list(head) + [("...", j) for j in range(n_ell - k, n_ell)] + list(tail)
 
 
 def _diagonal(x: Array, labels: list, stream):
     """Takes diagonals over repeated labels of one operand."""
     from .shape import reshape, slice_axes, transpose
+
     while True:
         seen = {}
         pair = None
@@ -242,8 +268,9 @@ def _diagonal(x: Array, labels: list, stream):
             return x, labels
         p, q = pair
         if x._shape[p] != x._shape[q]:
-            raise ValueError(f"einsum: repeated label {labels[p]!r} has sizes {x._shape[p]} "
-                             f"and {x._shape[q]}")
+            raise ValueError(
+                f"einsum: repeated label {labels[p]!r} has sizes {x._shape[p]} and {x._shape[q]}"
+            )
         n = x._shape[p]
         rest = [i for i in range(x.ndim) if i not in (p, q)]
         perm = rest + [p, q]
@@ -256,6 +283,7 @@ def _diagonal(x: Array, labels: list, stream):
 
 def _sum_out(x: Array, labels: list, keep: set):
     from .reduction import sum as rsum
+
     axes = [i for i, lab in enumerate(labels) if lab not in keep]
     if not axes:
         return x, labels
@@ -265,6 +293,7 @@ def _sum_out(x: Array, labels: list, keep: set):
 def _pair(a: Array, la: list, b: Array, lb: list, keep: set, stream):
     """Contracts two labelled operands; the result's labels are batch, a's, then b's."""
     from .shape import reshape, transpose
+
     sb = set(lb)
     sa = set(la)
     a, la = _sum_out(a, la, keep | sb)
@@ -292,8 +321,11 @@ def _pair(a: Array, la: list, b: Array, lb: list, keep: set, stream):
     at = reshape(at, bshape_a + (m, k))
     bt = reshape(bt, bshape_b + (k, n))
     out = Array.make(Matmul(), [at, bt], resolve_stream(stream))
-    shape = out._shape[:len(batch)] + tuple(a._shape[la.index(lab)] for lab in a_only) + tuple(
-        b._shape[lb.index(lab)] for lab in b_only)
+    shape = (
+        out._shape[: len(batch)]
+        + tuple(a._shape[la.index(lab)] for lab in a_only)
+        + tuple(b._shape[lb.index(lab)] for lab in b_only)
+    )
     return reshape(out, shape), batch + a_only + b_only
 
 
@@ -308,6 +340,7 @@ def einsum(subscripts: str, *operands, stream=None) -> Array:
     """
     from .elementwise import astype
     from .shape import broadcast_to, transpose
+
     if not isinstance(subscripts, str):
         raise TypeError("einsum: subscripts must be a string")
     if not operands:
@@ -316,8 +349,9 @@ def einsum(subscripts: str, *operands, stream=None) -> Array:
     lhs, arrow, rhs = spec.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(operands):
-        raise ValueError(f"einsum: {len(terms)} input terms in {subscripts!r} for "
-                         f"{len(operands)} operands")
+        raise ValueError(
+            f"einsum: {len(terms)} input terms in {subscripts!r} for {len(operands)} operands"
+        )
     xs = [as_array(x, "einsum") for x in operands]
     d = xs[0]._dtype
     for x in xs[1:]:
@@ -353,7 +387,8 @@ def einsum(subscripts: str, *operands, stream=None) -> Array:
             for lab in labs:
                 counts[lab] = counts.get(lab, 0) + 1
         out = [("...", j) for j in range(n_ell)] + sorted(
-            lab for lab, c in counts.items() if isinstance(lab, str) and c == 1)
+            lab for lab, c in counts.items() if isinstance(lab, str) and c == 1
+        )
     # broadcast size-1 ellipsis dims that meet a larger size
     for i, (x, labs) in enumerate(zip(xs, labels)):
         target = tuple(sizes[lab] for lab in labs)
@@ -374,7 +409,7 @@ def einsum(subscripts: str, *operands, stream=None) -> Array:
     acc, la = ops_[0]
     for i in range(1, len(ops_)):
         later = set(outset)
-        for _, lj in ops_[i + 1:]:
+        for _, lj in ops_[i + 1 :]:
             later |= set(lj)
         acc, la = _pair(acc, la, ops_[i][0], ops_[i][1], later, stream)
     acc, la = _sum_out(acc, la, outset)
@@ -384,8 +419,10 @@ def einsum(subscripts: str, *operands, stream=None) -> Array:
 
 # -- closeness and equality ---------------------------------------------------------------
 
-def isclose(a, b, /, rtol: float = 1e-05, atol: float = 1e-08, *, equal_nan: bool = False,
-            stream=None) -> Array:
+
+def isclose(
+    a, b, /, rtol: float = 1e-05, atol: float = 1e-08, *, equal_nan: bool = False, stream=None
+) -> Array:
     """``|a - b| <= atol + rtol * |b|`` element-wise (infinities close only to themselves;
     NaNs close to each other when ``equal_nan``). Integers are compared in float32.
 
@@ -393,8 +430,20 @@ def isclose(a, b, /, rtol: float = 1e-05, atol: float = 1e-08, *, equal_nan: boo
     >>> nv.isclose(nv.array([1.0, 2.0]), nv.array([1.0 + 1e-9, 2.1])).tolist()
     [True, False]
     """
-    from .elementwise import (abs, add, astype, equal, isfinite, isnan, less_equal,
-                              logical_and, logical_or, multiply, subtract)
+    from .elementwise import (
+        abs,
+        add,
+        astype,
+        equal,
+        isfinite,
+        isnan,
+        less_equal,
+        logical_and,
+        logical_or,
+        multiply,
+        subtract,
+    )
+
     a, b = operands(a, b, "isclose")
     if a._dtype.kind not in "fc":
         a, b = astype(a, dt.float32), astype(b, dt.float32)
@@ -406,10 +455,12 @@ def isclose(a, b, /, rtol: float = 1e-05, atol: float = 1e-08, *, equal_nan: boo
     return logical_or(close, same, stream=stream)
 
 
-def allclose(a, b, /, rtol: float = 1e-05, atol: float = 1e-08, *, equal_nan: bool = False,
-             stream=None) -> Array:
+def allclose(
+    a, b, /, rtol: float = 1e-05, atol: float = 1e-08, *, equal_nan: bool = False, stream=None
+) -> Array:
     """True when every element pair is close (see ``isclose``); inputs broadcast."""
     from .reduction import all as rall
+
     return rall(isclose(a, b, rtol, atol, equal_nan=equal_nan), stream=stream)
 
 
@@ -423,6 +474,7 @@ def array_equal(a, b, /, equal_nan: bool = False, *, stream=None) -> Array:
     from .creation import array
     from .elementwise import equal, isnan, logical_and, logical_or
     from .reduction import all as rall
+
     a, b = as_array(a, "array_equal"), as_array(b, "array_equal")
     if a._shape != b._shape:
         return array(False)
@@ -433,5 +485,14 @@ def array_equal(a, b, /, equal_nan: bool = False, *, stream=None) -> Array:
     return rall(eq, stream=stream)
 
 
-__all__ = ["matmul", "addmm", "tensordot", "inner", "outer", "einsum", "isclose", "allclose",
-           "array_equal"]
+__all__ = [
+    "matmul",
+    "addmm",
+    "tensordot",
+    "inner",
+    "outer",
+    "einsum",
+    "isclose",
+    "allclose",
+    "array_equal",
+]

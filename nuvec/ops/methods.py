@@ -11,6 +11,7 @@ argument, looked up when called (so operations defined after this module still b
 >>> x.at[0, 1].add(10.0).tolist()
 [[1.0, 12.0], [3.0, 4.0]]
 """
+
 from __future__ import annotations
 
 import sys
@@ -22,17 +23,52 @@ _OPS = sys.modules[__package__]  # nuvec.ops (being imported when this runs)
 
 #: MLX's array methods that forward to the operation of the same name.
 FORWARDED = (
-    "abs", "all", "any", "argmax", "argmin", "conj", "cos", "cummax", "cummin", "cumprod",
-    "cumsum", "diag", "diagonal", "exp", "flatten", "log", "log10", "log1p", "log2",
-    "logcumsumexp", "logsumexp", "max", "mean", "min", "moveaxis", "prod", "reciprocal",
-    "round", "rsqrt", "sin", "split", "sqrt", "square", "squeeze", "std", "sum", "swapaxes",
-    "var", "view",
+    "abs",
+    "all",
+    "any",
+    "argmax",
+    "argmin",
+    "conj",
+    "cos",
+    "cummax",
+    "cummin",
+    "cumprod",
+    "cumsum",
+    "diag",
+    "diagonal",
+    "exp",
+    "flatten",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "logcumsumexp",
+    "logsumexp",
+    "max",
+    "mean",
+    "min",
+    "moveaxis",
+    "prod",
+    "reciprocal",
+    "round",
+    "rsqrt",
+    "sin",
+    "split",
+    "sqrt",
+    "square",
+    "squeeze",
+    "std",
+    "sum",
+    "swapaxes",
+    "var",
+    "view",
 )
 
 
 def _forward(name: str):
     def method(self, *args, **kwargs):
         return getattr(_OPS, name)(self, *args, **kwargs)
+
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"See :func:`nuvec.{name}`."
     return method
@@ -75,6 +111,7 @@ def _copy(self) -> Array:
     """A new array object with the same value (so that ``__setitem__`` on one leaves the
     other alone)."""
     from ..primitives.misc import Copy
+
     return Array.make(Copy(), [self], self._stream)
 
 
@@ -84,6 +121,7 @@ def _deepcopy(self, memo) -> Array:
 
 def _getstate(self):
     import numpy as np
+
     return np.array(self._host())
 
 

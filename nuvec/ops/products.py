@@ -6,6 +6,7 @@ Walsh-Hadamard transform as its butterfly of adds and subtracts.
 >>> nv.hadamard_transform(nv.array([1.0, 0.0, 0.0, 0.0]), scale=1.0).tolist()
 [1.0, 1.0, 1.0, 1.0]
 """
+
 from __future__ import annotations
 
 import builtins
@@ -35,12 +36,14 @@ def _float_operands(a, b, op: str) -> tuple[Array, Array, bool, bool]:
     if b1:
         b = expand_dims(b, 1)
     if a.shape[-1] != b.shape[-2]:
-        raise ValueError(f"{op}: the last dimension of a {a.shape} must match the second to "
-                         f"last of b {b.shape}")
+        raise ValueError(
+            f"{op}: the last dimension of a {a.shape} must match the second to last of b {b.shape}"
+        )
     out = dt.promote_types(a.dtype, b.dtype)
     if not dt.issubdtype(out, dt.floating):
-        raise ValueError(f"{op}: only real floating point types are supported, got {a.dtype} "
-                         f"and {b.dtype}")
+        raise ValueError(
+            f"{op}: only real floating point types are supported, got {a.dtype} and {b.dtype}"
+        )
     return ew.astype(a, out), ew.astype(b, out), a1, b1
 
 
@@ -56,8 +59,9 @@ def _batch_indices(idx, x: Array, op: str, arg: str) -> Array:
     return idx
 
 
-def gather_mm(a, b, /, lhs_indices=None, rhs_indices=None, *, sorted_indices: bool = False,
-              stream=None) -> Array:
+def gather_mm(
+    a, b, /, lhs_indices=None, rhs_indices=None, *, sorted_indices: bool = False, stream=None
+) -> Array:
     """``a[lhs_indices] @ b[rhs_indices]``, where the indices are flat positions in the batch
     axes (all but the last two) of ``a`` and ``b``; the index arrays broadcast together and
     give the output's batch shape. ``sorted_indices`` is a hint only.
@@ -99,8 +103,9 @@ def _apply_mask(x: Array, mask: Array) -> Array:
     return ew.multiply(x, ew.astype(mask, x.dtype))
 
 
-def block_masked_mm(a, b, /, block_size: int = 64, mask_out=None, mask_lhs=None,
-                    mask_rhs=None, *, stream=None) -> Array:
+def block_masked_mm(
+    a, b, /, block_size: int = 64, mask_out=None, mask_lhs=None, mask_rhs=None, *, stream=None
+) -> Array:
     """``a @ b`` with ``block_size x block_size`` blocks masked: boolean masks drop blocks
     (a dropped block adds nothing, whatever it holds), float masks scale them. ``mask_lhs``
     covers ``a``'s (M, K) blocks, ``mask_rhs`` ``b``'s (K, N), ``mask_out`` the output's.
@@ -120,15 +125,14 @@ def block_masked_mm(a, b, /, block_size: int = 64, mask_out=None, mask_lhs=None,
         m, k = a.shape[-2:]
         n = b.shape[-1]
         if mask_lhs is not None:
-            a = _apply_mask(a, _expand_mask(mask_lhs, m, k, block_size, a.dtype, op,
-                                            "mask_lhs"))
+            a = _apply_mask(a, _expand_mask(mask_lhs, m, k, block_size, a.dtype, op, "mask_lhs"))
         if mask_rhs is not None:
-            b = _apply_mask(b, _expand_mask(mask_rhs, k, n, block_size, b.dtype, op,
-                                            "mask_rhs"))
+            b = _apply_mask(b, _expand_mask(mask_rhs, k, n, block_size, b.dtype, op, "mask_rhs"))
         out = matmul(a, b)
         if mask_out is not None:
-            out = _apply_mask(out, _expand_mask(mask_out, m, n, block_size, out.dtype, op,
-                                                "mask_out"))
+            out = _apply_mask(
+                out, _expand_mask(mask_out, m, n, block_size, out.dtype, op, "mask_out")
+            )
         axes = ([out.ndim - 2] if a1 else []) + ([out.ndim - 1] if b1 else [])
         return squeeze(out, axes) if axes else out
 
@@ -188,8 +192,10 @@ def hadamard_transform(a, scale: float | None = None, stream=None) -> Array:
         h = 1
         while h < n:
             y = reshape(x, lead + (n // (2 * h), 2, h))
-            lo, hi = getitem(y, (Ellipsis, 0, builtins.slice(None))), \
-                getitem(y, (Ellipsis, 1, builtins.slice(None)))
+            lo, hi = (
+                getitem(y, (Ellipsis, 0, builtins.slice(None))),
+                getitem(y, (Ellipsis, 1, builtins.slice(None))),
+            )
             x = reshape(stack([ew.add(lo, hi), ew.subtract(lo, hi)], axis=-2), lead + (n,))
             h *= 2
         if a.ndim == 0:

@@ -8,6 +8,7 @@ argument checks and dtypes here, the packed layouts in ``primitives.quant_format
 >>> y.shape, nv.dequantize(wq, scales, biases, group_size=64, bits=4).shape
 ((2, 32), (32, 64))
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -24,28 +25,35 @@ __all__ = ["quantize", "dequantize", "quantized_matmul", "gather_qmm"]
 
 def _ops():
     from .. import ops
+
     return ops
 
 
 def _params(op: str, mode: str, group_size, bits) -> tuple[int, int]:
     """(group_size, bits) of ``mode``, with MLX's defaults and checks."""
     if mode not in qf.MODES:
-        raise ValueError(f"{op}: unknown quantization mode {mode!r}; expected one of "
-                         f"{', '.join(repr(m) for m in qf.MODES)}")
+        raise ValueError(
+            f"{op}: unknown quantization mode {mode!r}; expected one of "
+            f"{', '.join(repr(m) for m in qf.MODES)}"
+        )
     dg, db = qf.MODES[mode]
     group_size = dg if group_size is None else int(group_size)
     bits = db if bits is None else int(bits)
     if mode == "affine":
         if group_size not in qf.AFFINE_GROUPS:
-            raise ValueError(f"{op}: the group size {group_size} is not supported; the "
-                             "supported group sizes are 32, 64 and 128")
+            raise ValueError(
+                f"{op}: the group size {group_size} is not supported; the "
+                "supported group sizes are 32, 64 and 128"
+            )
         if bits not in qf.AFFINE_BITS:
-            raise ValueError(f"{op}: {bits} bits are not supported; the supported bits are "
-                             "2, 3, 4, 5, 6 and 8")
+            raise ValueError(
+                f"{op}: {bits} bits are not supported; the supported bits are 2, 3, 4, 5, 6 and 8"
+            )
     else:
         if group_size != dg:
-            raise ValueError(f"{op}: {mode} quantization requires group size {dg}, got "
-                             f"{group_size}")
+            raise ValueError(
+                f"{op}: {mode} quantization requires group size {dg}, got {group_size}"
+            )
         if bits != db:
             raise ValueError(f"{op}: {mode} quantization requires {db} bits, got {bits}")
     return group_size, bits
@@ -59,16 +67,24 @@ def _global_scale(op: str, mode: str, global_scale) -> list:
         raise ValueError(f"{op}: a global scale is only supported for 'nvfp4' quantization")
     global_scale = as_array(global_scale)
     if global_scale.size != 1:
-        raise ValueError(f"{op}: the global scale must be a scalar, got shape "
-                         f"{tuple(global_scale.shape)}")
+        raise ValueError(
+            f"{op}: the global scale must be a scalar, got shape {tuple(global_scale.shape)}"
+        )
     if global_scale.dtype != dtypes.float32:
         raise ValueError(f"{op}: the global scale must be float32, got {global_scale.dtype}")
     return [global_scale]
 
 
-def quantize(w: Array, /, group_size: Optional[int] = None, bits: Optional[int] = None,
-             mode: str = "affine", *, global_scale: Optional[Array] = None,
-             stream=None) -> tuple:
+def quantize(
+    w: Array,
+    /,
+    group_size: Optional[int] = None,
+    bits: Optional[int] = None,
+    mode: str = "affine",
+    *,
+    global_scale: Optional[Array] = None,
+    stream=None,
+) -> tuple:
     """Quantize ``w`` (at least 2-D) along its last axis in groups of ``group_size``.
 
     Affine (default: groups of 64, 4 bits): returns ``(w_q, scales, biases)`` with
@@ -81,31 +97,44 @@ def quantize(w: Array, /, group_size: Optional[int] = None, bits: Optional[int] 
     if not dtypes.issubdtype(w.dtype, dtypes.floating):
         raise ValueError(f"quantize: only real floating types can be quantized, got {w.dtype}")
     if w.ndim < 2:
-        raise ValueError(f"quantize: the matrix to quantize must have at least 2 dimensions, "
-                         f"got shape {tuple(w.shape)}")
+        raise ValueError(
+            f"quantize: the matrix to quantize must have at least 2 dimensions, "
+            f"got shape {tuple(w.shape)}"
+        )
     if w.shape[-1] % group_size:
-        raise ValueError(f"quantize: the last dimension ({w.shape[-1]}) must be divisible by "
-                         f"the group size {group_size}; got shape {tuple(w.shape)}")
-    return tuple(Array.make_multi(Quantize(group_size, bits, mode), [w] + extra,
-                                  resolve_stream(stream)))
+        raise ValueError(
+            f"quantize: the last dimension ({w.shape[-1]}) must be divisible by "
+            f"the group size {group_size}; got shape {tuple(w.shape)}"
+        )
+    return tuple(
+        Array.make_multi(Quantize(group_size, bits, mode), [w] + extra, resolve_stream(stream))
+    )
 
 
 def _check_packed(op: str, w, scales, biases, group_size: int, bits: int) -> None:
     if w.dtype != dtypes.uint32:
         raise ValueError(f"{op}: the quantized weight must be uint32, got {w.dtype}")
     if w.ndim < 2:
-        raise ValueError(f"{op}: the quantized weight must have at least 2 dimensions, got "
-                         f"shape {tuple(w.shape)}")
+        raise ValueError(
+            f"{op}: the quantized weight must have at least 2 dimensions, got "
+            f"shape {tuple(w.shape)}"
+        )
     if biases is not None and tuple(scales.shape) != tuple(biases.shape):
-        raise ValueError(f"{op}: scales and biases must have the same shape, got "
-                         f"{tuple(scales.shape)} and {tuple(biases.shape)}")
+        raise ValueError(
+            f"{op}: scales and biases must have the same shape, got "
+            f"{tuple(scales.shape)} and {tuple(biases.shape)}"
+        )
     if scales.ndim != w.ndim or tuple(scales.shape[:-1]) != tuple(w.shape[:-1]):
-        raise ValueError(f"{op}: the shape of the scales {tuple(scales.shape)} does not match "
-                         f"the quantized weight {tuple(w.shape)}")
+        raise ValueError(
+            f"{op}: the shape of the scales {tuple(scales.shape)} does not match "
+            f"the quantized weight {tuple(w.shape)}"
+        )
     if w.shape[-1] * 32 // bits != scales.shape[-1] * group_size:
-        raise ValueError(f"{op}: the quantized weight {tuple(w.shape)} and the scales "
-                         f"{tuple(scales.shape)} do not match with group_size={group_size} "
-                         f"and bits={bits}")
+        raise ValueError(
+            f"{op}: the quantized weight {tuple(w.shape)} and the scales "
+            f"{tuple(scales.shape)} do not match with group_size={group_size} "
+            f"and bits={bits}"
+        )
 
 
 def _scales_dtype(op: str, mode: str, scales, biases):
@@ -116,8 +145,9 @@ def _scales_dtype(op: str, mode: str, scales, biases):
             raise ValueError(f"{op}: biases must be given for affine quantization")
         d = dtypes.promote_types(scales.dtype, biases.dtype)
         if not dtypes.issubdtype(d, dtypes.floating):
-            raise ValueError(f"{op}: scales and biases must be floating, got {scales.dtype} "
-                             f"and {biases.dtype}")
+            raise ValueError(
+                f"{op}: scales and biases must be floating, got {scales.dtype} and {biases.dtype}"
+            )
         return d
     if scales.dtype != dtypes.uint8:
         raise ValueError(f"{op}: {mode} scales must be uint8, got {scales.dtype}")
@@ -126,10 +156,19 @@ def _scales_dtype(op: str, mode: str, scales, biases):
     return None
 
 
-def dequantize(w: Array, /, scales: Array, biases: Optional[Array] = None,
-               group_size: Optional[int] = None, bits: Optional[int] = None,
-               mode: str = "affine", global_scale: Optional[Array] = None, dtype=None, *,
-               stream=None) -> Array:
+def dequantize(
+    w: Array,
+    /,
+    scales: Array,
+    biases: Optional[Array] = None,
+    group_size: Optional[int] = None,
+    bits: Optional[int] = None,
+    mode: str = "affine",
+    global_scale: Optional[Array] = None,
+    dtype=None,
+    *,
+    stream=None,
+) -> Array:
     """The floats a quantized matrix stands for (``scales * q + biases`` per group, or the
     float modes' values times their scales); ``dtype`` defaults to the scales' (affine) or
     bfloat16 (the float modes)."""
@@ -146,10 +185,19 @@ def dequantize(w: Array, /, scales: Array, biases: Optional[Array] = None,
     return Array.make(Dequantize(group_size, bits, mode, out), args, resolve_stream(stream))
 
 
-def quantized_matmul(x: Array, w: Array, /, scales: Array, biases: Optional[Array] = None,
-                     transpose: bool = True, group_size: Optional[int] = None,
-                     bits: Optional[int] = None, mode: str = "affine", *,
-                     stream=None) -> Array:
+def quantized_matmul(
+    x: Array,
+    w: Array,
+    /,
+    scales: Array,
+    biases: Optional[Array] = None,
+    transpose: bool = True,
+    group_size: Optional[int] = None,
+    bits: Optional[int] = None,
+    mode: str = "affine",
+    *,
+    stream=None,
+) -> Array:
     """``x @ dequantize(w).T`` (``transpose``) or ``x @ dequantize(w)``, with the weight
     decoded inside the product (never expanded as a whole). The result has ``x``'s dtype
     promoted with the scales' (affine) or ``x``'s (the float modes)."""
@@ -162,10 +210,12 @@ def quantized_matmul(x: Array, w: Array, /, scales: Array, biases: Optional[Arra
     inner = w.shape[-1] * 32 // bits if transpose else w.shape[-2]
     outer = w.shape[-2] if transpose else w.shape[-1] * 32 // bits
     if x.ndim < 1 or x.shape[-1] != inner:
-        raise ValueError(f"{op}: the last dimension of x {tuple(x.shape)} does not match the "
-                         f"expanded quantized matrix ({inner}, {outer}) of shape "
-                         f"{tuple(w.shape)} with group_size={group_size}, bits={bits} and "
-                         f"transpose={transpose}")
+        raise ValueError(
+            f"{op}: the last dimension of x {tuple(x.shape)} does not match the "
+            f"expanded quantized matrix ({inner}, {outer}) of shape "
+            f"{tuple(w.shape)} with group_size={group_size}, bits={bits} and "
+            f"transpose={transpose}"
+        )
     out = dtypes.promote_types(x.dtype, sd) if sd is not None else x.dtype
     if not dtypes.issubdtype(out, dtypes.floating):
         raise ValueError(f"{op}: only real floating types are supported, got x of {x.dtype}")
@@ -179,30 +229,42 @@ def quantized_matmul(x: Array, w: Array, /, scales: Array, biases: Optional[Arra
         args += [ops.astype(scales, out), ops.astype(biases, out)]
     else:
         args += [scales]
-    y = Array.make(QuantizedMatmul(group_size, bits, mode, transpose), args,
-                   resolve_stream(stream))
+    y = Array.make(QuantizedMatmul(group_size, bits, mode, transpose), args, resolve_stream(stream))
     return ops.squeeze(y, 0) if vector else y
 
 
-def gather_qmm(x: Array, w: Array, /, scales: Array, biases: Optional[Array] = None,
-               lhs_indices: Optional[Array] = None, rhs_indices: Optional[Array] = None,
-               transpose: bool = True, group_size: Optional[int] = None,
-               bits: Optional[int] = None, mode: str = "affine", *,
-               sorted_indices: bool = False, stream=None) -> Array:
+def gather_qmm(
+    x: Array,
+    w: Array,
+    /,
+    scales: Array,
+    biases: Optional[Array] = None,
+    lhs_indices: Optional[Array] = None,
+    rhs_indices: Optional[Array] = None,
+    transpose: bool = True,
+    group_size: Optional[int] = None,
+    bits: Optional[int] = None,
+    mode: str = "affine",
+    *,
+    sorted_indices: bool = False,
+    stream=None,
+) -> Array:
     """``quantized_matmul`` of ``x[lhs_indices]`` with the quantized matrices
     ``w[rhs_indices]`` (indices over the batch axes of each, broadcast together; None: all
     in order): a mixture of experts' products. The result has shape
     ``indices.shape + (M, N)``."""
     ops = _ops()
     if lhs_indices is None and rhs_indices is None:
-        return quantized_matmul(x, w, scales, biases, transpose, group_size, bits, mode,
-                                stream=stream)
+        return quantized_matmul(
+            x, w, scales, biases, transpose, group_size, bits, mode, stream=stream
+        )
     x, w, scales = as_array(x), as_array(w), as_array(scales)
     biases = None if biases is None else as_array(biases)
     for name, a in (("x", x), ("w", w)):
         if a.ndim < 2:
-            raise ValueError(f"gather_qmm: {name} must have at least 2 dimensions, got shape "
-                             f"{tuple(a.shape)}")
+            raise ValueError(
+                f"gather_qmm: {name} must have at least 2 dimensions, got shape {tuple(a.shape)}"
+            )
 
     def indices(idx, a):
         if idx is None:
@@ -214,11 +276,13 @@ def gather_qmm(x: Array, w: Array, /, scales: Array, biases: Optional[Array] = N
         if not dtypes.issubdtype(idx.dtype, dtypes.integer):
             raise ValueError(f"gather_qmm: indices must be integral, got {idx.dtype}")
         return idx
+
     li, ri = ops.broadcast_arrays(indices(lhs_indices, x), indices(rhs_indices, w))
 
     def pick(a, idx):
         flat = ops.reshape(a, (-1,) + tuple(a.shape[-2:]))
         return ops.take(flat, ops.flatten(idx) if idx.ndim else ops.reshape(idx, (1,)), axis=0)
+
     xs = pick(x, li)
     ws, ss = pick(w, ri), pick(scales, ri)
     bs = None if biases is None else pick(biases, ri)

@@ -13,6 +13,7 @@ once.
 >>> nv.cumsum(x, axis=1, reverse=True).tolist()
 [[3, 2], [7, 4]]
 """
+
 from __future__ import annotations
 
 import numbers
@@ -45,8 +46,9 @@ def reduction_axes(axis: Axis, ndim: int, name: str) -> tuple[int, ...]:
     try:
         items = list(axis)
     except TypeError:
-        raise TypeError(f"{name}: axis must be an int, a sequence of ints or None, "
-                        f"got {type(axis).__name__}") from None
+        raise TypeError(
+            f"{name}: axis must be an int, a sequence of ints or None, got {type(axis).__name__}"
+        ) from None
     axes = [check_axis(a, ndim, name) for a in items]
     if len(set(axes)) != len(axes):
         raise ValueError(f"{name}: repeated axis in {tuple(items)}")
@@ -73,11 +75,20 @@ def _make(prim, x: Array, stream) -> Array:
 def _reduce(op: str, a, axis: Axis, keepdims: bool, stream, out_dtype=None) -> Array:
     a = as_array(a, op)
     axes = reduction_axes(axis, a.ndim, op)
-    d = out_dtype if out_dtype is not None else (
-        sum_dtype(a._dtype) if op in ("sum", "prod") else
-        dt.bool_ if op in ("all", "any") else a._dtype)
+    d = (
+        out_dtype
+        if out_dtype is not None
+        else (
+            sum_dtype(a._dtype)
+            if op in ("sum", "prod")
+            else dt.bool_
+            if op in ("all", "any")
+            else a._dtype
+        )
+    )
     if not axes:
         from .elementwise import astype, not_equal
+
         if op in ("all", "any") and a._dtype != dt.bool_:
             return not_equal(a, 0, stream=stream)
         return astype(a, d, stream=stream)
@@ -123,6 +134,7 @@ def _count(a: Array, axes, ddof: int = 0, dtype=dt.float32):
     """The element count of ``a`` along ``axes`` less ``ddof`` (at least 0): a Python int, or
     under a shapeless trace a node that reads it from the shape at each replay."""
     from ..core import shapeless
+
     if shapeless.relative(a):
         return Array.make(NumberOfElements(axes, ddof, dtype), [a])
     n = 1
@@ -140,6 +152,7 @@ def mean(a, /, axis: Axis = None, keepdims: bool = False, *, stream=None) -> Arr
     2.3333332538604736
     """
     from .elementwise import astype, divide
+
     a = as_array(a, "mean")
     axes = reduction_axes(axis, a.ndim, "mean")
     out = _float_dtype(a._dtype)
@@ -161,11 +174,15 @@ def var(a, /, axis: Axis = None, keepdims: bool = False, ddof: int = 0, *, strea
 
 def _var(a, axis: Axis, keepdims: bool, ddof: int, name: str, stream) -> Array:
     from .elementwise import astype, conjugate, divide, multiply, real, subtract
+
     a = as_array(a, name)
     axes = reduction_axes(axis, a.ndim, name)
     out = a._dtype if a._dtype.kind == "f" else dt.float32
-    work = dt.float32 if a._dtype.kind not in "fc" or a._dtype in (dt.float16, dt.bfloat16) \
+    work = (
+        dt.float32
+        if a._dtype.kind not in "fc" or a._dtype in (dt.float16, dt.bfloat16)
         else a._dtype
+    )
     x = astype(a, work)
     d = subtract(x, mean(x, axes, keepdims=True))
     sq = real(multiply(d, conjugate(d))) if work.kind == "c" else multiply(d, d)
@@ -176,11 +193,13 @@ def _var(a, axis: Axis, keepdims: bool, ddof: int, name: str, stream) -> Array:
 def std(a, /, axis: Axis = None, keepdims: bool = False, ddof: int = 0, *, stream=None) -> Array:
     """Standard deviation over ``axis`` (the square root of ``var``)."""
     from .elementwise import sqrt
+
     return sqrt(_var(a, axis, keepdims, ddof, "std", None), stream=stream)
 
 
 def _float_input(a, name: str) -> Array:
     from .elementwise import astype
+
     a = as_array(a, name)
     if a._dtype.kind == "c":
         raise TypeError(f"{name}: complex inputs are not supported")
@@ -217,6 +236,7 @@ def softmax(a, /, axis: Axis = None, *, precise: bool = False, stream=None) -> A
 
 def _argreduce(op: str, a, axis, keepdims: bool, stream) -> Array:
     from .shape import reshape
+
     a = as_array(a, op)
     if axis is None:
         flat = reshape(a, (-1,))
@@ -240,6 +260,7 @@ def argmin(a, /, axis: int | None = None, keepdims: bool = False, *, stream=None
 
 def _scan(op: str, name: str, a, axis, reverse: bool, inclusive: bool, stream) -> Array:
     from .shape import reshape
+
     a = as_array(a, name)
     if op == "logaddexp":
         a = _float_input(a, name)
@@ -251,8 +272,9 @@ def _scan(op: str, name: str, a, axis, reverse: bool, inclusive: bool, stream) -
     return _make(Scan(op, ax, reverse, inclusive), a, stream)
 
 
-def cumsum(a, /, axis: int | None = None, *, reverse: bool = False, inclusive: bool = True,
-           stream=None) -> Array:
+def cumsum(
+    a, /, axis: int | None = None, *, reverse: bool = False, inclusive: bool = True, stream=None
+) -> Array:
     """Running sum along ``axis`` (of the flattened array when None); bool gives int32.
 
     >>> import nuvec as nv
@@ -262,30 +284,51 @@ def cumsum(a, /, axis: int | None = None, *, reverse: bool = False, inclusive: b
     return _scan("sum", "cumsum", a, axis, reverse, inclusive, stream)
 
 
-def cumprod(a, /, axis: int | None = None, *, reverse: bool = False, inclusive: bool = True,
-            stream=None) -> Array:
+def cumprod(
+    a, /, axis: int | None = None, *, reverse: bool = False, inclusive: bool = True, stream=None
+) -> Array:
     """Running product along ``axis`` (of the flattened array when None)."""
     return _scan("prod", "cumprod", a, axis, reverse, inclusive, stream)
 
 
-def cummax(a, /, axis: int | None = None, *, reverse: bool = False, inclusive: bool = True,
-           stream=None) -> Array:
+def cummax(
+    a, /, axis: int | None = None, *, reverse: bool = False, inclusive: bool = True, stream=None
+) -> Array:
     """Running maximum along ``axis`` (exclusive scans start at the dtype's lowest value)."""
     return _scan("max", "cummax", a, axis, reverse, inclusive, stream)
 
 
-def cummin(a, /, axis: int | None = None, *, reverse: bool = False, inclusive: bool = True,
-           stream=None) -> Array:
+def cummin(
+    a, /, axis: int | None = None, *, reverse: bool = False, inclusive: bool = True, stream=None
+) -> Array:
     """Running minimum along ``axis`` (exclusive scans start at the dtype's highest value)."""
     return _scan("min", "cummin", a, axis, reverse, inclusive, stream)
 
 
-def logcumsumexp(a, /, axis: int | None = None, *, reverse: bool = False,
-                 inclusive: bool = True, stream=None) -> Array:
+def logcumsumexp(
+    a, /, axis: int | None = None, *, reverse: bool = False, inclusive: bool = True, stream=None
+) -> Array:
     """Running ``log(sum(exp(a)))`` along ``axis`` (integers give float32)."""
     return _scan("logaddexp", "logcumsumexp", a, axis, reverse, inclusive, stream)
 
 
-__all__ = ["sum", "prod", "max", "min", "all", "any", "mean", "var", "std", "logsumexp",
-           "softmax", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin",
-           "logcumsumexp"]
+__all__ = [
+    "sum",
+    "prod",
+    "max",
+    "min",
+    "all",
+    "any",
+    "mean",
+    "var",
+    "std",
+    "logsumexp",
+    "softmax",
+    "argmax",
+    "argmin",
+    "cumsum",
+    "cumprod",
+    "cummax",
+    "cummin",
+    "logcumsumexp",
+]

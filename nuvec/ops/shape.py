@@ -10,6 +10,7 @@ an operation that would not change its input returns the input itself (no graph 
 >>> [p.tolist() for p in nv.split(nv.arange(4), 2)]
 [[0, 1], [2, 3]]
 """
+
 from __future__ import annotations
 
 import operator
@@ -20,8 +21,18 @@ import numpy as np
 from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.device import resolve_stream
-from ..primitives.shape import (Broadcast, Concatenate, ExpandDims, Flatten, Pad, Reshape,
-                                Slice, Squeeze, Transpose, reshape_shape)
+from ..primitives.shape import (
+    Broadcast,
+    Concatenate,
+    ExpandDims,
+    Flatten,
+    Pad,
+    Reshape,
+    Slice,
+    Squeeze,
+    Transpose,
+    reshape_shape,
+)
 from ..core import shapeless
 from ._common import as_array, dim_arg, shape_arg
 
@@ -68,8 +79,12 @@ def slice_axes(a: Array, start, stop, strides, *, stream=None) -> Array:
     """``a`` sliced by one normalised ``(start, stop, stride)`` per axis (a view; no node for
     the whole array). Used by indexing and split."""
     start, stop, strides = tuple(start), tuple(stop), tuple(strides)
-    if all(s == 1 for s in strides) and all(b == 0 for b in start) and stop == a._shape \
-            and not shapeless.relative(a):
+    if (
+        all(s == 1 for s in strides)
+        and all(b == 0 for b in start)
+        and stop == a._shape
+        and not shapeless.relative(a)
+    ):
         return a
     return Array.make(Slice(start, stop, strides), [a], resolve_stream(stream))
 
@@ -113,8 +128,11 @@ def broadcast_to(a, /, shape: Sequence[int], *, stream=None) -> Array:
     rel = shapeless.relative(a)
     if a._shape == shape and not rel:
         return a
-    if any(d < 0 for d in shape) or len(shape) < a.ndim or \
-            broadcast_shapes(a._shape, shape, name="broadcast_to") != shape:
+    if (
+        any(d < 0 for d in shape)
+        or len(shape) < a.ndim
+        or broadcast_shapes(a._shape, shape, name="broadcast_to") != shape
+    ):
         raise ValueError(f"broadcast_to: cannot broadcast shape {a._shape} to {shape}")
     return Array.make(Broadcast(shape, a._shape if rel else None), [a], resolve_stream(stream))
 
@@ -137,8 +155,10 @@ def broadcast_arrays(*arrays, name: str = "broadcast_arrays", stream=None) -> li
     if any(shapeless.relative(a) for a in arrays):
         # each one broadcast against all the others, re-inferred at a shapeless replay
         st = resolve_stream(stream)
-        return [Array.make(Broadcast(shape), [a] + [b for b in arrays if b is not a], st)
-                for a in arrays]
+        return [
+            Array.make(Broadcast(shape), [a] + [b for b in arrays if b is not a], st)
+            for a in arrays
+        ]
     return [broadcast_to(a, shape, stream=stream) for a in arrays]
 
 
@@ -152,7 +172,7 @@ def reshape(a, /, shape: Sequence[int], *, stream=None) -> Array:
     """
     a = as_array(a, "reshape")
     shape = _shape_arg(shape, "reshape")
-    if shapeless.relative(a):    # keeps its -1; the size is checked at each replay
+    if shapeless.relative(a):  # keeps its -1; the size is checked at each replay
         if shape.count(-1) > 1:
             raise ValueError("reshape: only one dimension can be -1")
         if any(d < -1 for d in shape):
@@ -168,8 +188,9 @@ def reshape(a, /, shape: Sequence[int], *, stream=None) -> Array:
             if d != -1:
                 known *= d
         if known == 0 or size % known:
-            raise ValueError(f"reshape: cannot reshape an array of shape {a._shape} to "
-                             f"{tuple(shape)}")
+            raise ValueError(
+                f"reshape: cannot reshape an array of shape {a._shape} to {tuple(shape)}"
+            )
         shape[shape.index(-1)] = size // known
     shape = tuple(shape)
     n = 1
@@ -219,8 +240,9 @@ def unflatten(a, /, axis: int, shape: Sequence[int], *, stream=None) -> Array:
     n = a._shape[ax]
     if shape.count(-1) > 1:
         raise ValueError("unflatten: only one dimension can be -1")
-    if shapeless.relative(a):     # the axis split again at each replay
+    if shapeless.relative(a):  # the axis split again at each replay
         from ..primitives.shape import Unflatten
+
         if any(d < -1 for d in shape):
             raise ValueError(f"unflatten: negative dimension in {tuple(shape)}")
         prim = Unflatten(ax, tuple(shape))
@@ -232,13 +254,13 @@ def unflatten(a, /, axis: int, shape: Sequence[int], *, stream=None) -> Array:
             known *= d
     if -1 in shape:
         if known == 0 or n % known:
-            raise ValueError(f"unflatten: cannot unflatten axis {axis} of size {n} into "
-                             f"{tuple(shape)}")
+            raise ValueError(
+                f"unflatten: cannot unflatten axis {axis} of size {n} into {tuple(shape)}"
+            )
         shape[shape.index(-1)] = n // known
     elif known != n or any(d < 0 for d in shape):
-        raise ValueError(f"unflatten: cannot unflatten axis {axis} of size {n} into "
-                         f"{tuple(shape)}")
-    return reshape(a, a._shape[:ax] + tuple(shape) + a._shape[ax + 1:], stream=stream)
+        raise ValueError(f"unflatten: cannot unflatten axis {axis} of size {n} into {tuple(shape)}")
+    return reshape(a, a._shape[:ax] + tuple(shape) + a._shape[ax + 1 :], stream=stream)
 
 
 def expand_dims(a, /, axis, *, stream=None) -> Array:
@@ -272,8 +294,9 @@ def squeeze(a, /, axis=None, *, stream=None) -> Array:
         axes = tuple(sorted(norm_axes(axis, a.ndim, "squeeze")))
         for ax in axes:
             if a._shape[ax] != 1:
-                raise ValueError(f"squeeze: cannot squeeze axis {ax} of size {a._shape[ax]} "
-                                 f"(shape {a._shape})")
+                raise ValueError(
+                    f"squeeze: cannot squeeze axis {ax} of size {a._shape[ax]} (shape {a._shape})"
+                )
     if not axes and not every:
         return a
     return Array.make(Squeeze(axes, every), [a], resolve_stream(stream))
@@ -392,8 +415,11 @@ def concatenate(arrays: Sequence, axis: int | None = 0, *, stream=None) -> Array
     ax = norm_axis(axis, nd, "concatenate")
     for x in arrays:
         s = x._shape
-        if len(s) != nd or s[:ax] != arrays[0]._shape[:ax] or \
-                s[ax + 1:] != arrays[0]._shape[ax + 1:]:
+        if (
+            len(s) != nd
+            or s[:ax] != arrays[0]._shape[:ax]
+            or s[ax + 1 :] != arrays[0]._shape[ax + 1 :]
+        ):
             shapes = ", ".join(str(y._shape) for y in arrays)
             raise ValueError(f"concatenate: shapes {shapes} must match except on axis {axis}")
     dim_arg(sum(x._shape[ax] for x in arrays), "concatenate", "result's shape")
@@ -402,6 +428,7 @@ def concatenate(arrays: Sequence, axis: int | None = 0, *, stream=None) -> Array
         return arrays[0]
     if any(x._dtype != d for x in arrays):
         from .elementwise import astype
+
         arrays = [astype(x, d, stream=stream) for x in arrays]
     return Array.make(Concatenate(ax), arrays, resolve_stream(stream))
 
@@ -443,8 +470,9 @@ def split(a, /, indices_or_sections, axis: int = 0, *, stream=None) -> list[Arra
         if k <= 0:
             raise ValueError(f"split: the number of sections must be positive, got {k}")
         if n % k:
-            raise ValueError(f"split: axis {axis} of size {n} cannot be split into {k} equal "
-                             "sections")
+            raise ValueError(
+                f"split: axis {axis} of size {n} cannot be split into {k} equal sections"
+            )
         bounds = [i * (n // k) for i in range(1, k)]
     else:
         bounds = [_int(i, "split", "an index") for i in indices_or_sections]
@@ -455,7 +483,7 @@ def split(a, /, indices_or_sections, axis: int = 0, *, stream=None) -> list[Arra
         b, e, _ = slice(lo, hi).indices(n)
         e = max(e, b)
         start = (0,) * ax + (b,) + (0,) * (nd - ax - 1)
-        stop = a._shape[:ax] + (e,) + a._shape[ax + 1:]
+        stop = a._shape[:ax] + (e,) + a._shape[ax + 1 :]
         out.append(slice_axes(a, start, stop, (1,) * nd, stream=stream))
     return out
 
@@ -511,8 +539,8 @@ def repeat(array, repeats: int, axis: int | None = None, *, stream=None) -> Arra
     s = a._shape
     dim_arg(s[ax] * r, "repeat", "result's shape")
     x = expand_dims(a, ax + 1, stream=stream)
-    x = broadcast_to(x, s[:ax + 1] + (r,) + s[ax + 1:], stream=stream)
-    return reshape(x, s[:ax] + (s[ax] * r,) + s[ax + 1:], stream=stream)
+    x = broadcast_to(x, s[: ax + 1] + (r,) + s[ax + 1 :], stream=stream)
+    return reshape(x, s[:ax] + (s[ax] * r,) + s[ax + 1 :], stream=stream)
 
 
 def _pad_widths(pad_width, ndim: int) -> list[tuple[int, int]]:
@@ -526,8 +554,10 @@ def _pad_widths(pad_width, ndim: int) -> list[tuple[int, int]]:
             return []
         w = np.broadcast_to(w, (ndim, 2))
     except ValueError:
-        raise ValueError(f"pad: pad_width {pad_width!r} is not an int, a (before, after) pair "
-                         f"or one pair per axis of a {ndim}-dimensional array") from None
+        raise ValueError(
+            f"pad: pad_width {pad_width!r} is not an int, a (before, after) pair "
+            f"or one pair per axis of a {ndim}-dimensional array"
+        ) from None
     pairs = [(int(lo), int(hi)) for lo, hi in w]
     if any(lo < 0 or hi < 0 for lo, hi in pairs):
         raise ValueError(f"pad: padding sizes must not be negative, got {pad_width!r}")
@@ -547,8 +577,9 @@ def pad(a, pad_width, mode: str = "constant", constant_values=0, *, stream=None)
     a = as_array(a, "pad")
     pairs = _pad_widths(pad_width, a.ndim)
     if mode not in ("constant", "edge", "reflect", "symmetric"):
-        raise ValueError(f"pad: mode must be 'constant', 'edge', 'reflect' or 'symmetric', got "
-                         f"{mode!r}")
+        raise ValueError(
+            f"pad: mode must be 'constant', 'edge', 'reflect' or 'symmetric', got {mode!r}"
+        )
     if all(lo == 0 and hi == 0 for lo, hi in pairs):
         return a
     if mode == "edge":
@@ -556,6 +587,7 @@ def pad(a, pad_width, mode: str = "constant", constant_values=0, *, stream=None)
     if mode in ("reflect", "symmetric"):
         return _mirror_pad(a, pairs, mode, stream)
     from .elementwise import astype
+
     v = as_array(constant_values, "pad")
     if v.size != 1:
         raise ValueError(f"pad: constant_values must be a scalar, got shape {v.shape}")
@@ -571,6 +603,7 @@ def _mirror_pad(a: Array, pairs, mode: str, stream) -> Array:
     """Reflect or symmetric padding as a gather along each padded axis; the source index of
     every output position is NumPy's own padding of ``arange(n)``."""
     from .indexing import take
+
     for ax, (lo, hi) in enumerate(pairs):
         if not lo and not hi:
             continue
@@ -593,16 +626,20 @@ def _edge_pad(a: Array, pairs, stream) -> Array:
         nd = a.ndim
         unit = (1,) * nd
         if lo:
-            first = slice_axes(a, (0,) * nd, a._shape[:ax] + (1,) + a._shape[ax + 1:], unit,
-                               stream=stream)
-            parts.append(broadcast_to(first, a._shape[:ax] + (lo,) + a._shape[ax + 1:],
-                                      stream=stream))
+            first = slice_axes(
+                a, (0,) * nd, a._shape[:ax] + (1,) + a._shape[ax + 1 :], unit, stream=stream
+            )
+            parts.append(
+                broadcast_to(first, a._shape[:ax] + (lo,) + a._shape[ax + 1 :], stream=stream)
+            )
         parts.append(a)
         if hi:
-            last = slice_axes(a, (0,) * ax + (n - 1,) + (0,) * (nd - ax - 1), a._shape, unit,
-                              stream=stream)
-            parts.append(broadcast_to(last, a._shape[:ax] + (hi,) + a._shape[ax + 1:],
-                                      stream=stream))
+            last = slice_axes(
+                a, (0,) * ax + (n - 1,) + (0,) * (nd - ax - 1), a._shape, unit, stream=stream
+            )
+            parts.append(
+                broadcast_to(last, a._shape[:ax] + (hi,) + a._shape[ax + 1 :], stream=stream)
+            )
         a = concatenate(parts, ax, stream=stream)
     return a
 
@@ -616,8 +653,10 @@ def roll(a, shift, axis=None, *, stream=None) -> Array:
     [3, 4, 0, 1, 2]
     """
     a = as_array(a, "roll")
-    shifts = [_int(s, "roll", "shift") for s in
-              ((shift,) if isinstance(shift, (int, np.integer)) else shift)]
+    shifts = [
+        _int(s, "roll", "shift")
+        for s in ((shift,) if isinstance(shift, (int, np.integer)) else shift)
+    ]
     if axis is None:
         flat = flatten(a, stream=stream) if a.ndim != 1 else a
         return reshape(_roll_axes(flat, [sum(shifts)], [0], stream), a._shape, stream=stream)
@@ -643,15 +682,34 @@ def _roll_axes(a: Array, shifts, axes, stream) -> Array:
             continue
         k = n - s % n  # the first k elements move to the end
         unit = (1,) * nd
-        head = slice_axes(a, (0,) * nd, a._shape[:ax] + (k,) + a._shape[ax + 1:], unit,
-                          stream=stream)
-        tail = slice_axes(a, (0,) * ax + (k,) + (0,) * (nd - ax - 1), a._shape, unit,
-                          stream=stream)
+        head = slice_axes(
+            a, (0,) * nd, a._shape[:ax] + (k,) + a._shape[ax + 1 :], unit, stream=stream
+        )
+        tail = slice_axes(a, (0,) * ax + (k,) + (0,) * (nd - ax - 1), a._shape, unit, stream=stream)
         a = concatenate([tail, head], ax, stream=stream)
     return a
 
 
-__all__ = ["broadcast_shapes", "broadcast_to", "broadcast_arrays", "reshape", "flatten",
-           "unflatten", "expand_dims", "squeeze", "atleast_1d", "atleast_2d", "atleast_3d",
-           "transpose", "moveaxis", "swapaxes", "concatenate", "stack", "split", "tile",
-           "repeat", "pad", "roll"]
+__all__ = [
+    "broadcast_shapes",
+    "broadcast_to",
+    "broadcast_arrays",
+    "reshape",
+    "flatten",
+    "unflatten",
+    "expand_dims",
+    "squeeze",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "transpose",
+    "moveaxis",
+    "swapaxes",
+    "concatenate",
+    "stack",
+    "split",
+    "tile",
+    "repeat",
+    "pad",
+    "roll",
+]

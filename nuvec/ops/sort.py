@@ -9,6 +9,7 @@
 >>> sorted(nv.topk(x, 2).tolist())
 [2, 3]
 """
+
 from __future__ import annotations
 
 import numbers
@@ -22,6 +23,7 @@ from .reduction import check_axis
 
 def _prepare(a, axis, name: str) -> tuple[Array, int]:
     from .shape import reshape
+
     a = as_array(a, name)
     if axis is None:
         return reshape(a, (-1,)), 0
@@ -82,6 +84,7 @@ def topk(a, /, k: int, axis: int | None = -1, *, stream=None) -> Array:
     [4, 5, 9]
     """
     from .shape import slice_axes
+
     a, ax = _prepare(a, axis, "topk")
     n = a._shape[ax]
     if not isinstance(k, numbers.Integral) or isinstance(k, bool):

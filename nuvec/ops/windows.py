@@ -4,6 +4,7 @@
 >>> nv.bartlett(3).tolist()
 [0.0, 1.0, 0.0]
 """
+
 from __future__ import annotations
 
 import math
@@ -36,8 +37,9 @@ def hanning(M: int, *, stream=None) -> Array:
     n, M = _points(M, "hanning", stream)
     if n is None:
         return _trivial(M, stream)
-    return ew.square(ew.sin(ew.multiply(n, math.pi / (M - 1), stream=stream), stream=stream),
-                     stream=stream)
+    return ew.square(
+        ew.sin(ew.multiply(n, math.pi / (M - 1), stream=stream), stream=stream), stream=stream
+    )
 
 
 def hamming(M: int, *, stream=None) -> Array:

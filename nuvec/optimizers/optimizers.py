@@ -15,6 +15,7 @@ parameters. That dict is what a compiled step lists among its inputs and outputs
 >>> int(opt.step), sorted(opt.state["weight"])
 (1, ['v'])
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence, Union
@@ -179,13 +180,16 @@ class MultiOptimizer(Optimizer):
     (['learning_rate', 'step', 'weight'], ['bias', 'learning_rate', 'step'])
     """
 
-    def __init__(self, optimizers: Sequence[Optimizer],
-                 filters: Sequence[Callable[[str, Any], bool]] = ()) -> None:
+    def __init__(
+        self, optimizers: Sequence[Optimizer], filters: Sequence[Callable[[str, Any], bool]] = ()
+    ) -> None:
         super().__init__()
         self._state = {}
         if len(filters) != len(optimizers) - 1:
-            raise ValueError(f"MultiOptimizer: {len(optimizers)} optimizers need "
-                             f"{len(optimizers) - 1} filters, got {len(filters)}")
+            raise ValueError(
+                f"MultiOptimizer: {len(optimizers)} optimizers need "
+                f"{len(optimizers) - 1} filters, got {len(filters)}"
+            )
         self.optimizers = list(optimizers)
         self.filters = list(filters) + [lambda path, weight: True]
 
@@ -217,8 +221,10 @@ class MultiOptimizer(Optimizer):
     @state.setter
     def state(self, state: dict) -> None:
         if not isinstance(state, dict) or len(state.get("states", ())) != len(self.optimizers):
-            raise ValueError(f"MultiOptimizer: the state needs a 'states' list of "
-                             f"{len(self.optimizers)} optimizer states")
+            raise ValueError(
+                f"MultiOptimizer: the state needs a 'states' list of "
+                f"{len(self.optimizers)} optimizer states"
+            )
         for opt, s in zip(self.optimizers, state["states"]):
             opt.state = s
 
@@ -256,8 +262,14 @@ class SGD(Optimizer):
     (with ``momentum`` 0: :math:`p \leftarrow p - \eta g'`).
     """
 
-    def __init__(self, learning_rate: LR, momentum: float = 0.0, weight_decay: float = 0.0,
-                 dampening: float = 0.0, nesterov: bool = False) -> None:
+    def __init__(
+        self,
+        learning_rate: LR,
+        momentum: float = 0.0,
+        weight_decay: float = 0.0,
+        dampening: float = 0.0,
+        nesterov: bool = False,
+    ) -> None:
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("SGD: Nesterov momentum needs momentum > 0 and dampening 0")
         super().__init__()
@@ -356,8 +368,13 @@ class Adam(Optimizer):
     :math:`\eta / (1-\beta_1^t)\, m / (\sqrt{v} / \sqrt{1-\beta_2^t} + \epsilon)`.
     """
 
-    def __init__(self, learning_rate: LR, betas: Sequence[float] = (0.9, 0.999),
-                 eps: float = 1e-8, bias_correction: bool = False) -> None:
+    def __init__(
+        self,
+        learning_rate: LR,
+        betas: Sequence[float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        bias_correction: bool = False,
+    ) -> None:
         super().__init__()
         self.betas = _check_betas(betas, type(self).__name__)
         _check_positive(eps, "eps", type(self).__name__, allow_zero=True)
@@ -378,8 +395,8 @@ class Adam(Optimizer):
         if not self.bias_correction:
             return parameter - lr * m / (nv.sqrt(v) + self.eps)
         t = self.step
-        c1 = nv.astype(lr / (1 - b1 ** t), gradient.dtype)
-        c2 = nv.astype(nv.rsqrt(1 - b2 ** t), gradient.dtype)
+        c1 = nv.astype(lr / (1 - b1**t), gradient.dtype)
+        c2 = nv.astype(nv.rsqrt(1 - b2**t), gradient.dtype)
         return parameter - c1 * m / (nv.sqrt(v) * c2 + self.eps)
 
 
@@ -387,9 +404,14 @@ class AdamW(Adam):
     r"""Adam with decoupled weight decay: first :math:`p \leftarrow p (1 - \eta \lambda)`,
     then the Adam step."""
 
-    def __init__(self, learning_rate: LR, betas: Sequence[float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.01,
-                 bias_correction: bool = False) -> None:
+    def __init__(
+        self,
+        learning_rate: LR,
+        betas: Sequence[float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.01,
+        bias_correction: bool = False,
+    ) -> None:
         super().__init__(learning_rate, betas, eps, bias_correction)
         self.weight_decay = weight_decay
 
@@ -402,8 +424,9 @@ class Adamax(Adam):
     r"""Adamax: :math:`m \leftarrow \beta_1 m + (1-\beta_1) g,\;
     v \leftarrow \max(\beta_2 v, |g|),\; p \leftarrow p - \eta m / (v + \epsilon)`."""
 
-    def __init__(self, learning_rate: LR, betas: Sequence[float] = (0.9, 0.999),
-                 eps: float = 1e-8) -> None:
+    def __init__(
+        self, learning_rate: LR, betas: Sequence[float] = (0.9, 0.999), eps: float = 1e-8
+    ) -> None:
         super().__init__(learning_rate, betas, eps)
 
     def apply_single(self, gradient, parameter, state: dict):
@@ -418,8 +441,9 @@ class Lion(Optimizer):
     r"""Lion: :math:`c = \beta_1 m + (1-\beta_1) g,\; m \leftarrow \beta_2 m + (1-\beta_2) g,
     \; p \leftarrow p (1 - \eta\lambda) - \eta\, \mathrm{sign}(c)`."""
 
-    def __init__(self, learning_rate: LR, betas: Sequence[float] = (0.9, 0.99),
-                 weight_decay: float = 0.0) -> None:
+    def __init__(
+        self, learning_rate: LR, betas: Sequence[float] = (0.9, 0.99), weight_decay: float = 0.0
+    ) -> None:
         super().__init__()
         self.betas = _check_betas(betas, "Lion")
         self._maybe_schedule("learning_rate", learning_rate)
@@ -446,11 +470,18 @@ class Adafactor(Optimizer):
     scaled by the parameter's RMS (``scale_parameter``); ``learning_rate`` is used when
     ``relative_step`` is off. ``beta_1`` adds a first moment of the update."""
 
-    def __init__(self, learning_rate: Optional[LR] = None,
-                 eps: tuple[float, float] = (1e-30, 1e-3), clip_threshold: float = 1.0,
-                 decay_rate: float = -0.8, beta_1: Optional[float] = None,
-                 weight_decay: float = 0.0, scale_parameter: bool = True,
-                 relative_step: bool = True, warmup_init: bool = False) -> None:
+    def __init__(
+        self,
+        learning_rate: Optional[LR] = None,
+        eps: tuple[float, float] = (1e-30, 1e-3),
+        clip_threshold: float = 1.0,
+        decay_rate: float = -0.8,
+        beta_1: Optional[float] = None,
+        weight_decay: float = 0.0,
+        scale_parameter: bool = True,
+        relative_step: bool = True,
+        warmup_init: bool = False,
+    ) -> None:
         super().__init__()
         if learning_rate is not None:
             self._maybe_schedule("learning_rate", learning_rate)
@@ -502,8 +533,7 @@ class Adafactor(Optimizer):
         t = self.step
         p_rms = self._rms(parameter)
         lr = self._step_size(t, p_rms)
-        beta2 = 1.0 - nv.astype(nv.power(nv.astype(t, nv.float32), self.decay_rate),
-                                p_rms.dtype)
+        beta2 = 1.0 - nv.astype(nv.power(nv.astype(t, nv.float32), self.decay_rate), p_rms.dtype)
         sq = nv.square(gradient) + self.eps[0]
         if gradient.ndim >= 2:
             row = beta2 * state["exp_avg_sq_row"] + (1 - beta2) * nv.mean(sq, axis=-1)
@@ -542,8 +572,14 @@ class Muon(Optimizer):
     # every singular value towards 1 in a few steps.
     _NS_COEFFS = (3.4445, -4.7750, 2.0315)
 
-    def __init__(self, learning_rate: LR, momentum: float = 0.95, weight_decay: float = 0.01,
-                 nesterov: bool = True, ns_steps: int = 5) -> None:
+    def __init__(
+        self,
+        learning_rate: LR,
+        momentum: float = 0.95,
+        weight_decay: float = 0.01,
+        nesterov: bool = True,
+        ns_steps: int = 5,
+    ) -> None:
         super().__init__()
         self._maybe_schedule("learning_rate", learning_rate)
         self.momentum = momentum
@@ -608,11 +644,29 @@ def clip_grad_norm(grads: Any, max_norm: float):
     total = nv.sqrt(sq)
     scale = nv.minimum(max_norm / (total + 1e-6), 1.0)
     # Floating gradients keep their dtype; integer ones are scaled in float32.
-    clipped = _map_state(lambda g, p, s: g * (nv.astype(scale, g.dtype)
-                                              if nv.issubdtype(g.dtype, nv.floating) else scale),
-                         grads, grads, grads)
+    clipped = _map_state(
+        lambda g, p, s: (
+            g * (nv.astype(scale, g.dtype) if nv.issubdtype(g.dtype, nv.floating) else scale)
+        ),
+        grads,
+        grads,
+        grads,
+    )
     return clipped, total
 
 
-__all__ = ["Optimizer", "MultiOptimizer", "SGD", "RMSprop", "Adagrad", "AdaDelta", "Adam", "AdamW", "Adamax",
-           "Lion", "Adafactor", "Muon", "clip_grad_norm"]
+__all__ = [
+    "Optimizer",
+    "MultiOptimizer",
+    "SGD",
+    "RMSprop",
+    "Adagrad",
+    "AdaDelta",
+    "Adam",
+    "AdamW",
+    "Adamax",
+    "Lion",
+    "Adafactor",
+    "Muon",
+    "clip_grad_norm",
+]

@@ -6,6 +6,7 @@ scheduled value is computed inside a compiled step instead of being baked into i
 >>> round(lr(nv.array(50)).item(), 6)
 0.05
 """
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,10 @@ def _float_step(step):
 
 def exponential_decay(init: float, decay_rate: float) -> Schedule:
     """``init * decay_rate ** step``."""
+
     def schedule(step):
         return init * nv.power(decay_rate, _float_step(step))
+
     return schedule
 
 
@@ -35,6 +38,7 @@ def step_decay(init: float, decay_rate: float, step_size: int) -> Schedule:
 
     def schedule(step):
         return init * nv.power(decay_rate, nv.floor(_float_step(step) / step_size))
+
     return schedule
 
 
@@ -47,6 +51,7 @@ def cosine_decay(init: float, decay_steps: int, end: float = 0.0) -> Schedule:
         s = nv.minimum(_float_step(step), float(decay_steps))
         decay = 0.5 * (1.0 + nv.cos((math.pi / decay_steps) * s))
         return end + decay * (init - end)
+
     return schedule
 
 
@@ -58,6 +63,7 @@ def linear_schedule(init: float, end: float, steps: int) -> Schedule:
     def schedule(step):
         s = nv.minimum(_float_step(step), float(steps))
         return s * ((end - init) / steps) + init
+
     return schedule
 
 
@@ -73,8 +79,10 @@ def join_schedules(schedules: Sequence[Schedule], boundaries: Sequence[int]) -> 
     if not schedules:
         raise ValueError("join_schedules: needs at least one schedule")
     if len(boundaries) != len(schedules) - 1:
-        raise ValueError(f"join_schedules: {len(schedules)} schedules need "
-                         f"{len(schedules) - 1} boundaries, got {len(boundaries)}")
+        raise ValueError(
+            f"join_schedules: {len(schedules)} schedules need "
+            f"{len(schedules) - 1} boundaries, got {len(boundaries)}"
+        )
 
     def schedule(step):
         s = _float_step(step)
@@ -82,8 +90,8 @@ def join_schedules(schedules: Sequence[Schedule], boundaries: Sequence[int]) -> 
         for b, sch in zip(boundaries, schedules[1:]):
             out = nv.where(s < b, out, sch(s - b))
         return out
+
     return schedule
 
 
-__all__ = ["exponential_decay", "step_decay", "cosine_decay", "linear_schedule",
-           "join_schedules"]
+__all__ = ["exponential_decay", "step_decay", "cosine_decay", "linear_schedule", "join_schedules"]

@@ -1,4 +1,5 @@
 """Helpers the primitive families share in their transform rules."""
+
 from __future__ import annotations
 
 from ..core.primitive import Primitive
@@ -7,6 +8,7 @@ from ..core.primitive import Primitive
 def ops():
     """The public ops module (imported late: the ops import the primitives)."""
     from .. import ops as module
+
     return module
 
 
@@ -40,14 +42,19 @@ def on_cpu_rows(x, axes) -> bool:
     """Whether a row primitive of the CPU (one pass per row of the last axis) applies: float32
     or float64 ``x`` reduced along its last axis only, on a CPU stream."""
     from ..core.device import current_stream
-    return (x._dtype.name in ("float32", "float64") and x.ndim >= 1
-            and tuple(axes) == (x.ndim - 1,)
-            and current_stream().device.type.value == "cpu")
+
+    return (
+        x._dtype.name in ("float32", "float64")
+        and x.ndim >= 1
+        and tuple(axes) == (x.ndim - 1,)
+        and current_stream().device.type.value == "cpu"
+    )
 
 
 class Expanding(Primitive):
     """A primitive that stands for a composite of other operations (``expand``, as graph
     nodes): its transform rules are the composite's."""
+
     __slots__ = ()
 
     def expand(self, inputs) -> list:
@@ -55,11 +62,13 @@ class Expanding(Primitive):
 
     def vjp(self, primals, cotangents, argnums, outputs):
         from ..transforms import vjp
+
         _, grads = vjp(lambda *xs: self.expand(list(xs)), list(primals), list(cotangents))
         return [grads[i] for i in argnums]
 
     def jvp(self, primals, tangents, argnums):
         from ..transforms import jvp
+
         ts = [ops().zeros_like(p) for p in primals]
         for i, t in zip(argnums, tangents):
             ts[i] = t
@@ -68,5 +77,6 @@ class Expanding(Primitive):
 
     def vmap(self, inputs, axes):
         from ..transforms import vmap
+
         outs = vmap(lambda *xs: tuple(self.expand(list(xs))), in_axes=tuple(axes))(*inputs)
         return list(outs), [0] * len(outs)

@@ -1,5 +1,6 @@
 """Primitives that reinterpret or re-encode bits: ``View`` (the same bytes as another dtype)
 and ``ConvertFP8`` (floats to and from fp8 e4m3 codes held in uint8, MLX's encoding)."""
+
 from __future__ import annotations
 
 from ..core import dtypes as dt
@@ -16,13 +17,16 @@ def view_shape(shape: tuple[int, ...], src: dt.Dtype, dst: dt.Dtype) -> tuple[in
     if not shape:
         raise ValueError("view: a scalar can only be viewed as a dtype of the same size")
     if a < b and (shape[-1] * a) % b:
-        raise ValueError(f"view: the last axis ({shape[-1]} x {a} bytes) is not a multiple of "
-                         f"{dst}'s size ({b} bytes)")
+        raise ValueError(
+            f"view: the last axis ({shape[-1]} x {a} bytes) is not a multiple of "
+            f"{dst}'s size ({b} bytes)"
+        )
     return shape[:-1] + (shape[-1] * a // b,)
 
 
 class View(Primitive):
     """The input's bytes as ``dtype`` (row-major order). Not differentiable, as in MLX."""
+
     __slots__ = ("dtype",)
     name = "view"
     differentiable = False
@@ -46,6 +50,7 @@ class View(Primitive):
 
     def vmap(self, inputs, axes):
         from .. import ops
+
         x, ax = inputs[0], axes[0]
         if ax is None:
             return [Array.make(self, [x])], [None]
@@ -59,6 +64,7 @@ class View(Primitive):
 class ConvertFP8(Primitive):
     """Floats to fp8 e4m3 codes (``to_fp8``: round to nearest even, magnitudes from 464 up,
     infinities and NaN saturate to 448) or codes to ``dtype`` (``from_fp8``)."""
+
     __slots__ = ("to_fp8", "dtype")
     name = "convert_fp8"
     differentiable = False

@@ -12,6 +12,7 @@ their rules.
 A member argument is ``("in", i)`` (kernel input i), ``("node", j)`` (member j's value) or
 ``("const", k)`` (the literal ``spec.constants[k]``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,13 +32,14 @@ def literal_array(dtype_name: str, bits: int) -> Array:
 
 class Compiled(Expanding):
     """A fused element-wise kernel (see the module docstring)."""
+
     __slots__ = ("spec", "members")
     name = "compiled"
     elementwise = True
 
     def __init__(self, spec, members: tuple) -> None:
         self.spec = spec
-        self.members = tuple(members)     # ((primitive, (arg, ...)), ...) in node order
+        self.members = tuple(members)  # ((primitive, (arg, ...)), ...) in node order
 
     @property
     def params(self) -> tuple:
@@ -52,8 +54,9 @@ class Compiled(Expanding):
 
     def infer(self, inputs):
         if len(inputs) != len(self.spec.inputs):
-            raise ValueError(f"compiled: the kernel takes {len(self.spec.inputs)} inputs, got "
-                             f"{len(inputs)}")
+            raise ValueError(
+                f"compiled: the kernel takes {len(self.spec.inputs)} inputs, got {len(inputs)}"
+            )
         shape = broadcast_shape([x._shape for x in inputs], "compiled")
         return [(shape, dt.from_name(self.spec.nodes[o].dtype)) for o in self.spec.outputs]
 
@@ -61,6 +64,7 @@ class Compiled(Expanding):
     def expand(self, inputs) -> list[Array]:
         """The outputs computed by the original operations (graph nodes, as uncompiled)."""
         from .. import ops
+
         vals: list[Array] = []
         lits: dict[int, Array] = {}
         for prim, args in self.members:
@@ -74,7 +78,7 @@ class Compiled(Expanding):
                     if i not in lits:
                         lits[i] = literal_array(*self.spec.constants[i])
                     xs.append(lits[i])
-            if len({x._shape for x in xs}) > 1:   # operands the kernel broadcasts
+            if len({x._shape for x in xs}) > 1:  # operands the kernel broadcasts
                 shape = broadcast_shape([x._shape for x in xs], prim.name)
                 xs = [ops.broadcast_to(x, shape) for x in xs]
             vals.append(Array.make(prim, xs))

@@ -1,24 +1,41 @@
 """``CustomKernel``: a user's kernel source (``nv.fast.cuda_kernel``) as a graph node; its
 parameters are the full source and launch, so equal kernels share a compiled module and CSE
 merges equal calls. Only the CUDA backend runs it; it has no derivative rules."""
+
 from __future__ import annotations
 
 from ..core.primitive import Primitive
 
 
 class CustomKernel(Primitive):
-    __slots__ = ("name_", "source", "output_specs", "grid", "threadgroup", "init_value",
-                 "shared_memory", "contiguous")
+    __slots__ = (
+        "name_",
+        "source",
+        "output_specs",
+        "grid",
+        "threadgroup",
+        "init_value",
+        "shared_memory",
+        "contiguous",
+    )
     name = "custom_kernel"
     differentiable = False
-    effectful = True          # user code may do anything: never folded or merged
+    effectful = True  # user code may do anything: never folded or merged
 
-    def __init__(self, name: str, source: str, output_specs: tuple, grid: tuple,
-                 threadgroup: tuple, init_value, shared_memory: int,
-                 contiguous: bool = True) -> None:
+    def __init__(
+        self,
+        name: str,
+        source: str,
+        output_specs: tuple,
+        grid: tuple,
+        threadgroup: tuple,
+        init_value,
+        shared_memory: int,
+        contiguous: bool = True,
+    ) -> None:
         self.name_ = name
         self.source = source
-        self.output_specs = output_specs          # ((shape, dtype), ...)
+        self.output_specs = output_specs  # ((shape, dtype), ...)
         self.grid = grid
         self.threadgroup = threadgroup
         self.init_value = init_value
@@ -27,19 +44,30 @@ class CustomKernel(Primitive):
 
     @property
     def params(self) -> tuple:
-        return (self.name_, self.source, self.output_specs, self.grid, self.threadgroup,
-                self.init_value, self.shared_memory, self.contiguous)
+        return (
+            self.name_,
+            self.source,
+            self.output_specs,
+            self.grid,
+            self.threadgroup,
+            self.init_value,
+            self.shared_memory,
+            self.contiguous,
+        )
 
     def infer(self, inputs):
         return [(tuple(s), d) for s, d in self.output_specs]
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        raise ValueError(f"cuda_kernel {self.name_}: a user kernel has no gradient (wrap it "
-                         "in nv.custom_function to give it one)")
+        raise ValueError(
+            f"cuda_kernel {self.name_}: a user kernel has no gradient (wrap it "
+            "in nv.custom_function to give it one)"
+        )
 
     def jvp(self, primals, tangents, argnums):
         raise ValueError(f"cuda_kernel {self.name_}: a user kernel has no derivative")
 
     def vmap(self, inputs, axes):
-        raise ValueError(f"cuda_kernel {self.name_}: a user kernel cannot be vmapped (its "
-                         "grid is fixed)")
+        raise ValueError(
+            f"cuda_kernel {self.name_}: a user kernel cannot be vmapped (its grid is fixed)"
+        )

@@ -1,5 +1,6 @@
 """``Depends``: the first ``n`` inputs unchanged, evaluated only after the other inputs (MLX's
 ``depends``: an ordering edge in the graph)."""
+
 from __future__ import annotations
 
 from ..core.array import Array
@@ -18,10 +19,11 @@ class Depends(Primitive):
         return (self.n,)
 
     def infer(self, inputs):
-        return [(x._shape, x._dtype) for x in inputs[:self.n]]
+        return [(x._shape, x._dtype) for x in inputs[: self.n]]
 
     def vjp(self, primals, cotangents, argnums, outputs):
         from .. import ops
+
         out = []
         for k in argnums:
             c = cotangents[k] if k < self.n else None
@@ -30,8 +32,9 @@ class Depends(Primitive):
 
     def jvp(self, primals, tangents, argnums):
         from .. import ops
+
         given = dict(zip(argnums, tangents))
         return [given[i] if i in given else ops.zeros_like(primals[i]) for i in range(self.n)]
 
     def vmap(self, inputs, axes):
-        return Array.make_multi(self, inputs), list(axes[:self.n])
+        return Array.make_multi(self, inputs), list(axes[: self.n])

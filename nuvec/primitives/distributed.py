@@ -18,6 +18,7 @@ Gradients follow MLX, where MLX defines them:
   the extreme (averaged over ties);
 - ``send``: vmap only; ``recv`` has no inputs, so nothing to differentiate.
 """
+
 from __future__ import annotations
 
 from ..core import dtypes as dt
@@ -29,6 +30,7 @@ REDUCE_OPS = ("sum", "max", "min")
 
 class _Collective(Primitive):
     """Base of the communicating primitives (holds the group; always effectful)."""
+
     __slots__ = ("group",)
     effectful = True
 
@@ -42,6 +44,7 @@ class _Collective(Primitive):
 
 class AllReduce(_Collective):
     """The element-wise ``op`` ("sum", "max" or "min") of ``x`` over the group's processes."""
+
     __slots__ = ("op",)
 
     def __init__(self, op: str, group) -> None:
@@ -69,6 +72,7 @@ class AllReduce(_Collective):
         if self.op == "sum":
             return [g]
         from .. import ops
+
         mask = ops.equal(primals[0], outputs[0])
         return [ops.where(mask, g, ops.zeros_like(g))]
 
@@ -78,6 +82,7 @@ class AllReduce(_Collective):
         if self.op == "sum":
             return [Array.make(AllReduce("sum", self.group), [t], s)]
         from .. import ops
+
         x = primals[0]
         y = Array.make(AllReduce(self.op, self.group), [x], s)
         mask = ops.equal(x, y)
@@ -93,6 +98,7 @@ class AllReduce(_Collective):
 class AllGather(_Collective):
     """The processes' ``x`` concatenated along axis 0 in rank order (a 0-d ``x`` gives a
     vector of ``size`` values)."""
+
     __slots__ = ()
     name = "all_gather"
 
@@ -105,25 +111,27 @@ class AllGather(_Collective):
 
     def vjp(self, primals, cotangents, argnums, outputs):
         from .. import ops
+
         (g,) = cotangents
         x = primals[0]
         r = self.group.rank()
         if not x._shape:
-            return [ops.reshape(g[r:r + 1], ())]
+            return [ops.reshape(g[r : r + 1], ())]
         d = x._shape[0]
-        return [g[r * d:(r + 1) * d]]
+        return [g[r * d : (r + 1) * d]]
 
     def jvp(self, primals, tangents, argnums):
         return [Array.make(AllGather(self.group), [tangents[0]], primals[0]._stream)]
 
     def vmap(self, inputs, axes):
         from .. import ops
+
         (x,), (ax,) = inputs, axes
         if ax is None:
             return [Array.make(self, [x], x._stream)], [None]
         # gather concatenates each example's axis 0: put the batch axis behind it
         if x.ndim == 1:
-            x = ops.expand_dims(x, 0)      # 0-d examples: one row each
+            x = ops.expand_dims(x, 0)  # 0-d examples: one row each
         else:
             x = ops.moveaxis(x, ax, 1)
         return [Array.make(AllGather(self.group), [x], x._stream)], [1]
@@ -131,6 +139,7 @@ class AllGather(_Collective):
 
 class Send(_Collective):
     """Sends ``x`` to process ``dst``; the output is ``x`` (evaluate it to send)."""
+
     __slots__ = ("dst",)
     name = "send"
 
@@ -158,6 +167,7 @@ class Send(_Collective):
 
 class Recv(_Collective):
     """An array of ``shape`` and ``dtype`` received from process ``src`` (no inputs)."""
+
     __slots__ = ("shape", "dtype", "src")
     name = "recv"
     fixes_shape = True
@@ -181,8 +191,11 @@ class Recv(_Collective):
 
     def jvp(self, primals, tangents, argnums):
         from .. import ops
+
         return [ops.zeros(self.shape, self.dtype)]  # a received value does not depend on inputs
 
     def vmap(self, inputs, axes):
-        raise NotImplementedError("recv: cannot be vmapped (it has no input to map over; "
-                                  "receive the batched array instead)")
+        raise NotImplementedError(
+            "recv: cannot be vmapped (it has no input to map over; "
+            "receive the batched array instead)"
+        )

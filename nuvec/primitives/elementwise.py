@@ -5,6 +5,7 @@ and fused by ``nv.compile``. Operands have one shape (the ops broadcast them fir
 dtype (the ops insert AsType first), except Select's condition, which is bool. The ops'
 names are the engine's op names.
 """
+
 from __future__ import annotations
 
 from ..core import dtypes as dt
@@ -13,20 +14,37 @@ from ..core.primitive import Primitive
 from ._common import align_batch
 
 #: Ops whose result is bool.
-PREDICATES = frozenset({"logical_not", "isnan", "isinf", "isposinf", "isneginf", "isfinite",
-                        "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-                        "logical_and", "logical_or"})
+PREDICATES = frozenset(
+    {
+        "logical_not",
+        "isnan",
+        "isinf",
+        "isposinf",
+        "isneginf",
+        "isfinite",
+        "equal",
+        "not_equal",
+        "less",
+        "less_equal",
+        "greater",
+        "greater_equal",
+        "logical_and",
+        "logical_or",
+    }
+)
 #: Ops that map complex64 to float32.
 COMPLEX_TO_REAL = frozenset({"real", "imag", "abs"})
 
 
 def _rules():
     from . import elementwise_rules
+
     return elementwise_rules
 
 
 class _ElementwiseOp(Primitive):
     """An element-wise primitive identified by its engine op name (its only parameter)."""
+
     __slots__ = ("op",)
     elementwise = True
 
@@ -47,8 +65,13 @@ class Unary(_ElementwiseOp):
 
     @property
     def differentiable(self) -> bool:  # type: ignore[override]
-        return self.op not in PREDICATES and self.op not in ("bitwise_invert", "floor", "ceil",
-                                                             "round", "sign")
+        return self.op not in PREDICATES and self.op not in (
+            "bitwise_invert",
+            "floor",
+            "ceil",
+            "round",
+            "sign",
+        )
 
     def infer(self, inputs):
         (x,) = inputs
@@ -73,14 +96,17 @@ class Binary(_ElementwiseOp):
 
     @property
     def differentiable(self) -> bool:  # type: ignore[override]
-        return self.op not in PREDICATES and not self.op.startswith(("bitwise", "left_shift",
-                                                                     "right_shift"))
+        return self.op not in PREDICATES and not self.op.startswith(
+            ("bitwise", "left_shift", "right_shift")
+        )
 
     def infer(self, inputs):
         a, b = inputs
         if a._shape != b._shape:
-            raise ValueError(f"{self.op}: operand shapes {a._shape} and {b._shape} differ "
-                             "(the ops broadcast them first)")
+            raise ValueError(
+                f"{self.op}: operand shapes {a._shape} and {b._shape} differ "
+                "(the ops broadcast them first)"
+            )
         if a._dtype != b._dtype:
             raise TypeError(f"{self.op}: operand dtypes {a._dtype.name} and {b._dtype.name} differ")
         return [(a._shape, dt.bool_ if self.op in PREDICATES else a._dtype)]
@@ -98,6 +124,7 @@ class Binary(_ElementwiseOp):
 
 class Select(Primitive):
     """``where(cond, a, b)``: cond is bool, a and b share a dtype; all one shape."""
+
     __slots__ = ()
     name = "select"
     elementwise = True

@@ -7,6 +7,7 @@ follow the convention of holomorphic functions: ``vjp(g) = g * f'(x)`` (no conju
 The operands of a Binary primitive share one shape (the ops broadcast first), so no rule here
 reduces: the Broadcast primitive's own rule sums the cotangent back.
 """
+
 from __future__ import annotations
 
 import math
@@ -83,6 +84,7 @@ ZERO_DERIVATIVE_UNARY = frozenset({"floor", "ceil", "round", "sign"})
 
 def _complex(g):
     from ..core import dtypes as dt
+
     return ops.astype(g, dt.complex64)
 
 
@@ -94,9 +96,9 @@ def unary_vjp(op: str, x, g, out) -> list:
         return [ops.conjugate(g)]
     if op == "copy":
         return [g]
-    if op == "real":   # complex -> float: the cotangent enters the real part
+    if op == "real":  # complex -> float: the cotangent enters the real part
         return [_complex(g)]
-    if op == "imag":   # transpose of dz -> Im(dz)
+    if op == "imag":  # transpose of dz -> Im(dz)
         return [_complex(g) * complex(0.0, -1.0)]
     if op == "abs" and x._dtype.kind == "c":
         return [_complex(g) * x / _complex(out)]
@@ -118,8 +120,17 @@ def unary_jvp(op: str, x, t) -> list:
     if op == "abs" and x._dtype.kind == "c":
         return [ops.real(ops.conjugate(x) * t) / ops.abs(x)]
     # rules that use the output recompute it here (the forward walk does not pass it)
-    needs_out = op in ("sqrt", "rsqrt", "reciprocal", "exp", "expm1", "tan", "tanh", "sigmoid",
-                       "erfinv")
+    needs_out = op in (
+        "sqrt",
+        "rsqrt",
+        "reciprocal",
+        "exp",
+        "expm1",
+        "tan",
+        "tanh",
+        "sigmoid",
+        "erfinv",
+    )
     out = getattr(ops, op)(x) if needs_out else None
     return [t * _derivative(op, x, out)]
 

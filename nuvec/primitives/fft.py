@@ -13,6 +13,7 @@ The rules are MLX's: the transform is linear, so its jvp is the same transform o
 and its vjp the adjoint: the opposite transform, scaled, with the real transforms' halved or
 doubled interior frequencies (each stands for itself and its mirror) weighted by a mask.
 """
+
 from __future__ import annotations
 
 from ..core import dtypes as dt
@@ -23,6 +24,7 @@ from ._common import ops as _ops
 
 class FFT(Primitive):
     """The DFT over ``axes`` (non-negative, distinct); see the module docstring."""
+
     __slots__ = ("axes", "inverse", "real", "odd")
     name = "fft"
 
@@ -41,8 +43,11 @@ class FFT(Primitive):
         want = dt.float32 if self.real and not self.inverse else dt.complex64
         if x._dtype != want:
             raise TypeError(f"fft: the primitive takes {want.name} input, got {x._dtype.name}")
-        if not self.axes or len(set(self.axes)) != len(self.axes) or not all(
-                0 <= a < x.ndim for a in self.axes):
+        if (
+            not self.axes
+            or len(set(self.axes)) != len(self.axes)
+            or not all(0 <= a < x.ndim for a in self.axes)
+        ):
             raise ValueError(f"fft: invalid axes {self.axes} for an array of dimension {x.ndim}")
         shape = list(x._shape)
         if self.real:
@@ -70,6 +75,7 @@ class FFT(Primitive):
 
     def vjp(self, primals, cotangents, argnums, outputs):
         from .. import fft
+
         ops = _ops()
         (x,), (g,) = primals, cotangents
         axes = list(self.axes)
@@ -79,17 +85,28 @@ class FFT(Primitive):
             n *= sizes[a]
         if self.real and self.inverse:
             m = x.shape[axes[-1]]
-            mask = self._interior_mask(m, g.shape[axes[-1]] % 2 == 1, x.ndim,
-                                       ops.array(2 / n, dt.complex64),
-                                       ops.array(1 / n, dt.complex64))
+            mask = self._interior_mask(
+                m,
+                g.shape[axes[-1]] % 2 == 1,
+                x.ndim,
+                ops.array(2 / n, dt.complex64),
+                ops.array(1 / n, dt.complex64),
+            )
             return [ops.multiply(fft.rfftn(ops.astype(g, dt.float32), axes=axes), mask)]
         if self.real:
             m = g.shape[axes[-1]]
-            mask = self._interior_mask(m, x.shape[axes[-1]] % 2 == 1, x.ndim,
-                                       ops.array(0.5, dt.complex64),
-                                       ops.array(1.0, dt.complex64))
-            back = fft.irfftn(ops.multiply(ops.astype(g, dt.complex64), mask),
-                              s=[x.shape[a] for a in axes], axes=axes)
+            mask = self._interior_mask(
+                m,
+                x.shape[axes[-1]] % 2 == 1,
+                x.ndim,
+                ops.array(0.5, dt.complex64),
+                ops.array(1.0, dt.complex64),
+            )
+            back = fft.irfftn(
+                ops.multiply(ops.astype(g, dt.complex64), mask),
+                s=[x.shape[a] for a in axes],
+                axes=axes,
+            )
             return [ops.multiply(back, ops.array(n, dt.float32))]
         g = ops.astype(g, dt.complex64)
         if self.inverse:

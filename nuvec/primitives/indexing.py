@@ -13,6 +13,7 @@ matching Gather's output; writes (``mode="set"``) or combines (``"add"``, ``"pro
 Negative indices count from the end; an index out of range is an error when the graph runs.
 Integer index inputs get no gradient (their cotangents are zeros).
 """
+
 from __future__ import annotations
 
 from ..core.array import Array
@@ -56,8 +57,10 @@ class Gather(Primitive):
         s = idx[0]._shape
         for i in idx:
             if i._shape != s:
-                raise ValueError("gather: index arrays of different shapes "
-                                 f"{s} and {i._shape} (the ops broadcast them first)")
+                raise ValueError(
+                    "gather: index arrays of different shapes "
+                    f"{s} and {i._shape} (the ops broadcast them first)"
+                )
             if i._dtype.kind not in "ui":
                 raise TypeError(f"gather: indices must be integers, not {i._dtype.name}")
         taken = set(self.axes)
@@ -181,6 +184,7 @@ class Scatter(Primitive):
 
 class GatherAxis(Primitive):
     """``take_along_axis``: inputs ``[a, indices]`` of one shape except on ``axis``."""
+
     __slots__ = ("axis",)
     name = "gather_axis"
 
@@ -194,10 +198,15 @@ class GatherAxis(Primitive):
     def infer(self, inputs):
         a, i = inputs
         ax = self.axis
-        if (a.ndim != i.ndim or a._shape[:ax] != i._shape[:ax]
-                or a._shape[ax + 1:] != i._shape[ax + 1:]):
-            raise ValueError(f"take_along_axis: index shape {i._shape} does not match "
-                             f"{a._shape} outside axis {ax}")
+        if (
+            a.ndim != i.ndim
+            or a._shape[:ax] != i._shape[:ax]
+            or a._shape[ax + 1 :] != i._shape[ax + 1 :]
+        ):
+            raise ValueError(
+                f"take_along_axis: index shape {i._shape} does not match "
+                f"{a._shape} outside axis {ax}"
+            )
         if i._dtype.kind not in "ui":
             raise TypeError(f"take_along_axis: indices must be integers, not {i._dtype.name}")
         return [(i._shape, a._dtype)]
@@ -225,6 +234,7 @@ class GatherAxis(Primitive):
 class ScatterAxis(Primitive):
     """``put_along_axis`` (``mode="set"``) and its additive form: inputs ``[a, indices,
     update]``, indices and update of one shape, equal to ``a``'s except on ``axis``."""
+
     __slots__ = ("axis", "mode")
     name = "scatter_axis"
 
@@ -241,11 +251,13 @@ class ScatterAxis(Primitive):
         a, i, u = inputs
         GatherAxis(self.axis).infer([a, i])
         if u._shape != i._shape:
-            raise ValueError(f"put_along_axis: update shape {u._shape} differs from the index "
-                             f"shape {i._shape}")
+            raise ValueError(
+                f"put_along_axis: update shape {u._shape} differs from the index shape {i._shape}"
+            )
         if u._dtype != a._dtype:
-            raise TypeError(f"put_along_axis: update dtype {u._dtype.name} differs from "
-                            f"{a._dtype.name}")
+            raise TypeError(
+                f"put_along_axis: update dtype {u._dtype.name} differs from {a._dtype.name}"
+            )
         return [(a._shape, a._dtype)]
 
     def vjp(self, primals, cotangents, argnums, outputs):

@@ -9,6 +9,7 @@ bias row, typically), in one output buffer.
 The vjp rules are matmuls with a transposed view of the other operand (no copy: BLAS reads
 transposed layouts), summed over batch dimensions that were broadcast.
 """
+
 from __future__ import annotations
 
 from ..core.array import Array
@@ -19,16 +20,21 @@ from .shape import Transpose
 
 def _bshape(*shapes: tuple) -> tuple:
     from ..ops.shape import broadcast_shapes
+
     return broadcast_shapes(*shapes, name="matmul")
 
 
 def matmul_shape(a, b, name: str = "matmul") -> tuple:
     if a.ndim < 2 or b.ndim < 2:
-        raise ValueError(f"{name}: the primitive needs operands of at least 2 dimensions, got "
-                         f"shapes {a._shape} and {b._shape}")
+        raise ValueError(
+            f"{name}: the primitive needs operands of at least 2 dimensions, got "
+            f"shapes {a._shape} and {b._shape}"
+        )
     if a._shape[-1] != b._shape[-2]:
-        raise ValueError(f"{name}: last dimension of the first operand (shape {a._shape}) must "
-                         f"match the second-to-last dimension of the second (shape {b._shape})")
+        raise ValueError(
+            f"{name}: last dimension of the first operand (shape {a._shape}) must "
+            f"match the second-to-last dimension of the second (shape {b._shape})"
+        )
     if a._dtype != b._dtype:
         raise TypeError(f"{name}: operand dtypes {a._dtype.name} and {b._dtype.name} differ")
     return _bshape(a._shape[:-2], b._shape[:-2]) + (a._shape[-2], b._shape[-1])
@@ -41,7 +47,8 @@ def unbroadcast(g: Array, shape: tuple) -> Array:
         return g
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
-        lead + i for i, d in enumerate(shape) if d == 1 and g._shape[lead + i] != 1)
+        lead + i for i, d in enumerate(shape) if d == 1 and g._shape[lead + i] != 1
+    )
     if axes:
         g = ops.sum(g, axis=axes, keepdims=True)
     return ops.reshape(g, shape)
@@ -109,6 +116,7 @@ def _align(x: Array, ax, nbatch: int) -> Array:
 
 class Matmul(Primitive):
     """``a @ b`` for operands of at least 2 dimensions, batch dimensions broadcast."""
+
     __slots__ = ()
     name = "matmul"
 
@@ -137,6 +145,7 @@ class PermutedMatmul(Expanding):
     layout (nv.compile makes it on the CPU for a product read only through transposes that
     keep the last axis last, e.g. attention heads merged back: the transposed copy a reshape
     would make is gone). Its rules are those of that composite."""
+
     __slots__ = ("axes",)
     name = "permuted_matmul"
 
@@ -159,6 +168,7 @@ class PermutedMatmul(Expanding):
 class AddMM(Primitive):
     """``alpha * (a @ b) + beta * c``; inputs ``[c, a, b]`` of one dtype, ``c`` broadcastable
     to the product's shape (the product's shape is the result's)."""
+
     __slots__ = ("alpha", "beta")
     name = "addmm"
 
@@ -176,9 +186,11 @@ class AddMM(Primitive):
         if c._dtype != a._dtype:
             raise TypeError(f"addmm: c's dtype {c._dtype.name} differs from {a._dtype.name}")
         from ..ops.shape import broadcast_shapes
+
         if broadcast_shapes(c._shape, shape, name="addmm") != shape:
-            raise ValueError(f"addmm: c of shape {c._shape} does not broadcast to the product's "
-                             f"shape {shape}")
+            raise ValueError(
+                f"addmm: c of shape {c._shape} does not broadcast to the product's shape {shape}"
+            )
         return [(shape, a._dtype)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
@@ -230,6 +242,7 @@ class AddMM(Primitive):
 # reads one triangle of its input (tri_inv, cholesky, eigh) has a zero derivative with
 # respect to the other triangle.
 
+
 def _square(name: str, a) -> None:
     if a.ndim < 2:
         raise ValueError(f"{name}: arrays must have at least 2 dimensions, got {a.ndim}")
@@ -239,8 +252,7 @@ def _square(name: str, a) -> None:
 
 def _check_dtype(name: str, a, allowed: tuple) -> None:
     if a._dtype.name not in allowed:
-        raise ValueError(f"{name}: arrays must have type {', '.join(allowed)}; got "
-                         f"{a._dtype.name}")
+        raise ValueError(f"{name}: arrays must have type {', '.join(allowed)}; got {a._dtype.name}")
 
 
 _REAL = ("float32", "float64")
@@ -249,6 +261,7 @@ _REAL_OR_COMPLEX = ("float32", "float64", "complex64")
 
 def _real_of(d):
     from ..core import dtypes as dt
+
     return dt.float32 if d == dt.complex64 else d
 
 
@@ -279,6 +292,7 @@ def _triangle_grad(g: Array, lower: bool) -> Array:
 
 def _dt():
     from ..core import dtypes
+
     return dtypes
 
 
@@ -293,6 +307,7 @@ def _no_rule(name: str, why: str):
 
 class _Batched(Primitive):
     """A primitive over the matrices of the last two axes of its one input."""
+
     __slots__ = ()
 
     def vmap(self, inputs, axes):
@@ -312,6 +327,7 @@ def _apply(prim: Primitive, x: Array, stream=None) -> list:
 class QRF(_Batched):
     """``a = q @ r``: ``q`` (..., m, k) with orthonormal columns, ``r`` (..., k, n) upper
     triangular, ``k = min(m, n)``."""
+
     __slots__ = ()
     name = "qr"
 
@@ -362,6 +378,7 @@ class SVD(_Batched):
     """``a = u[..., :k] * s @ vt[..., :k, :]``: ``u`` (..., m, m), ``s`` (..., k) descending
     (real: float32 for complex64 input), ``vt`` (..., n, n); only ``s`` without
     ``compute_uv``."""
+
     __slots__ = ("compute_uv",)
     name = "svd"
 
@@ -394,8 +411,11 @@ class SVD(_Batched):
         # only the singular values (distinct, non-zero) differentiate: ds = diag(u_k^T da v_k)
         (a,) = primals
         if self.compute_uv:
-            _no_rule("svd", "the singular vectors are differentiated only through "
-                     "compute_uv=False (the singular values)")
+            _no_rule(
+                "svd",
+                "the singular vectors are differentiated only through "
+                "compute_uv=False (the singular values)",
+            )
         _real_only("svd", a, "vjp")
         u, v = self._singular_vectors(a)
         g = _ops().expand_dims(cotangents[0], -2)
@@ -404,8 +424,11 @@ class SVD(_Batched):
     def jvp(self, primals, tangents, argnums):
         (a,), (t,) = primals, tangents
         if self.compute_uv:
-            _no_rule("svd", "the singular vectors are differentiated only through "
-                     "compute_uv=False (the singular values)")
+            _no_rule(
+                "svd",
+                "the singular vectors are differentiated only through "
+                "compute_uv=False (the singular values)",
+            )
         _real_only("svd", a, "jvp")
         u, v = self._singular_vectors(a)
         return [_ops().sum(_ops().multiply(_mm2(_mT(u), t), _mT(v)), axis=-1)]
@@ -414,6 +437,7 @@ class SVD(_Batched):
 class Inverse(_Batched):
     """The inverse of each square matrix; with ``tri``, of its ``upper`` (or lower) triangle,
     the other triangle of the result being zero."""
+
     __slots__ = ("tri", "upper")
     name = "inverse"
 
@@ -448,6 +472,7 @@ class Inverse(_Batched):
 class Cholesky(_Batched):
     """The lower (or ``upper``) triangular factor of each symmetric positive-definite matrix
     (``a = l @ l.T``); the other triangle is zero."""
+
     __slots__ = ("upper",)
     name = "cholesky"
 
@@ -499,6 +524,7 @@ class Cholesky(_Batched):
 class Eig(_Batched):
     """Eigenvalues (..., n) and, with ``vectors``, right eigenvectors (..., n, n; column j
     for value j) of general square matrices, both complex64."""
+
     __slots__ = ("vectors",)
     name = "eig"
 
@@ -511,6 +537,7 @@ class Eig(_Batched):
 
     def infer(self, inputs):
         from ..core import dtypes as dt
+
         (a,) = inputs
         name = "eig" if self.vectors else "eigvals"
         _square(name, a)
@@ -519,17 +546,24 @@ class Eig(_Batched):
         return [vals, (a._shape, dt.complex64)] if self.vectors else [vals]
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        _no_rule("eig", "complex eigenvectors of a general matrix are defined only up to a "
-                 "phase; use eigh for symmetric matrices")
+        _no_rule(
+            "eig",
+            "complex eigenvectors of a general matrix are defined only up to a "
+            "phase; use eigh for symmetric matrices",
+        )
 
     def jvp(self, primals, tangents, argnums):
-        _no_rule("eig", "complex eigenvectors of a general matrix are defined only up to a "
-                 "phase; use eigh for symmetric matrices")
+        _no_rule(
+            "eig",
+            "complex eigenvectors of a general matrix are defined only up to a "
+            "phase; use eigh for symmetric matrices",
+        )
 
 
 class Eigh(_Batched):
     """Eigenvalues (ascending, real) and, with ``vectors``, orthonormal eigenvectors of
     symmetric (Hermitian) matrices, read from the ``uplo`` ("L" or "U") triangle."""
+
     __slots__ = ("uplo", "vectors")
     name = "eigh"
 
@@ -561,7 +595,7 @@ class Eigh(_Batched):
     @staticmethod
     def _gaps(w: Array) -> Array:
         ops = _ops()
-        diff = ops.subtract(ops.expand_dims(w, -2), ops.expand_dims(w, -1))   # w_j - w_i
+        diff = ops.subtract(ops.expand_dims(w, -2), ops.expand_dims(w, -1))  # w_j - w_i
         eye = ops.eye(w.shape[-1], dtype=w.dtype)
         return ops.multiply(ops.reciprocal(ops.add(diff, eye)), ops.subtract(1.0, eye))
 
@@ -594,18 +628,23 @@ class LUF(_Batched):
     (``l`` below the unit diagonal, ``u`` on and above it), the pivots (..., min(m, n))
     (row i was swapped with row ``pivots[i]``, uint32) and the row permutation (..., m)
     (uint32) such that ``a = l[perm] @ u``."""
+
     __slots__ = ()
     name = "lu_factor"
 
     def infer(self, inputs):
         from ..core import dtypes as dt
+
         (a,) = inputs
         if a.ndim < 2:
             raise ValueError(f"lu: arrays must have at least 2 dimensions, got {a.ndim}")
         _check_dtype("lu", a, _REAL)
         m, n = a._shape[-2:]
-        return [(a._shape, a._dtype), (a._shape[:-2] + (min(m, n),), dt.uint32),
-                (a._shape[:-1], dt.uint32)]
+        return [
+            (a._shape, a._dtype),
+            (a._shape[:-2] + (min(m, n),), dt.uint32),
+            (a._shape[:-1], dt.uint32),
+        ]
 
     # For square a with the pivoting held fixed: b = a[order] = l u (order the inverse of
     # perm); with x = l^-1 db u^-1, dl = l tril(x, -1) and du = triu(x) u, packed as one
@@ -633,8 +672,9 @@ class LUF(_Batched):
         packed, _, perm = outputs
         low, up, li, ui = self._factors(packed)
         g = cotangents[0]
-        inner = ops.add(ops.tril(_mm2(_mT(low), ops.tril(g, k=-1)), k=-1),
-                        ops.triu(_mm2(ops.triu(g), _mT(up))))
+        inner = ops.add(
+            ops.tril(_mm2(_mT(low), ops.tril(g, k=-1)), k=-1), ops.triu(_mm2(ops.triu(g), _mT(up)))
+        )
         gb = _mm2(_mm2(_mT(li), inner), _mT(ui))
         rows = ops.expand_dims(ops.astype(perm, _dt().int32), -1)
         return [ops.take_along_axis(gb, ops.broadcast_to(rows, gb.shape), axis=-2)]

@@ -1,4 +1,5 @@
 """Primitives outside the families: gradient stops, explicit copies, dependencies."""
+
 from __future__ import annotations
 
 from ..core.array import Array
@@ -7,6 +8,7 @@ from ..core.primitive import Primitive
 
 class StopGradient(Primitive):
     """The identity, with a zero gradient. Compile keeps it (an outer transform must see it)."""
+
     __slots__ = ()
     name = "stop_gradient"
 
@@ -15,10 +17,12 @@ class StopGradient(Primitive):
 
     def vjp(self, primals, cotangents, argnums, outputs):
         from .. import ops
+
         return [ops.zeros_like(primals[0])]
 
     def jvp(self, primals, tangents, argnums):
         from .. import ops
+
         return [ops.zeros_like(primals[0])]
 
     def vmap(self, inputs, axes):
@@ -31,6 +35,7 @@ StopGradient.differentiable = False  # transforms skip it: no cotangent or tange
 class Copy(Primitive):
     """The identity as a node of its own: transforms make their tracer copies of inputs with it
     (so a copy of an unevaluated array stays connected to that array's graph)."""
+
     __slots__ = ()
     name = "copy"
     view = True
@@ -57,12 +62,13 @@ class CustomFunction(Primitive):
     ``custom_function`` object) for the rules: the user's overrides, or the transform of the
     function itself.
     """
+
     __slots__ = ("fn", "call", "n_in")
     name = "custom_function"
 
     def __init__(self, fn, call, n_in: int) -> None:
-        self.fn = fn          # the custom_function object (its overrides and its function)
-        self.call = call      # (arguments TreeDef, keyword arguments) of this call
+        self.fn = fn  # the custom_function object (its overrides and its function)
+        self.call = call  # (arguments TreeDef, keyword arguments) of this call
         self.n_in = n_in
 
     @property
@@ -76,7 +82,7 @@ class CustomFunction(Primitive):
         return (id(self.fn), id(self.call))
 
     def infer(self, inputs):
-        return [(x._shape, x._dtype) for x in inputs[self.n_in:]]
+        return [(x._shape, x._dtype) for x in inputs[self.n_in :]]
 
     def vjp(self, primals, cotangents, argnums, outputs):
         return self.fn._rule_vjp(self, primals, cotangents, argnums, outputs)

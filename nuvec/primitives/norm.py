@@ -12,6 +12,7 @@ the CPU makes such an ``x`` contiguous first); the backward pass recomputes the 
 Higher derivatives, forward mode and vmap go through the composite form (``expand``), whose
 rules the element-wise and reduction primitives already have.
 """
+
 from __future__ import annotations
 
 from ..core.array import Array
@@ -20,6 +21,7 @@ from ._common import Expanding
 
 def _ops():
     from .. import ops
+
     return ops
 
 
@@ -70,6 +72,7 @@ def composite_vjp(x: Array, w: Array | None, g: Array, eps: float, has_bias: boo
 class _Norm(Expanding):
     """The parameters layer norm's primitives share: eps, and whether there are a weight and a
     bias."""
+
     __slots__ = ("eps", "has_weight", "has_bias")
 
     def __init__(self, eps: float, has_weight: bool, has_bias: bool) -> None:
@@ -85,6 +88,7 @@ class _Norm(Expanding):
 class LayerNorm(_Norm):
     """Layer norm over the last axis of ``x`` (float32 or float64), with an optional weight and
     bias of that axis's length and dtype."""
+
     __slots__ = ()
     name = "layer_norm"
 
@@ -105,14 +109,18 @@ class LayerNorm(_Norm):
 class LayerNormVJP(_Norm):
     """The backward pass of ``LayerNorm``: inputs ``[x, w?, g]``, outputs ``[dx, dw?, db?]``
     (``dw``, ``db`` summed over every axis but the last)."""
+
     __slots__ = ()
     name = "layer_norm_vjp"
 
     def infer(self, inputs):
         x = inputs[0]
         n = x._shape[-1:]
-        return ([(x._shape, x._dtype)] + [(n, x._dtype)] * self.has_weight
-                + [(n, x._dtype)] * self.has_bias)
+        return (
+            [(x._shape, x._dtype)]
+            + [(n, x._dtype)] * self.has_weight
+            + [(n, x._dtype)] * self.has_bias
+        )
 
     def expand(self, inputs) -> list:
         w = inputs[1] if self.has_weight else None

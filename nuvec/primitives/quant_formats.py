@@ -16,6 +16,7 @@ scales).
 >>> wq.shape, wq.dtype, s.shape
 ((1, 8), dtype('uint32'), (1, 1))
 """
+
 from __future__ import annotations
 
 import ml_dtypes
@@ -25,8 +26,10 @@ MODES = {"affine": (64, 4), "mxfp4": (32, 4), "mxfp8": (32, 8), "nvfp4": (16, 4)
 AFFINE_GROUPS = (32, 64, 128)
 AFFINE_BITS = (2, 3, 4, 5, 6, 8)
 
-FP4_VALUES = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
-                       -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0], np.float32)
+FP4_VALUES = np.array(
+    [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0],
+    np.float32,
+)
 E4M3_VALUES = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float32)
 
 
@@ -52,14 +55,14 @@ def pack(codes: np.ndarray, bits: int) -> np.ndarray:
     """Codes (..., n) of ``bits`` bits each (n * bits a multiple of 32) to uint32 words."""
     codes = codes.astype(np.uint8)
     lead, n = codes.shape[:-1], codes.shape[-1]
-    if 32 % bits == 0:                   # whole codes per word: shifted and or-ed
+    if 32 % bits == 0:  # whole codes per word: shifted and or-ed
         per = 32 // bits
         shifts = np.arange(0, 32, bits, dtype=np.uint32)
         words = codes.reshape(*lead, n // per, per).astype(np.uint32) << shifts
         return np.bitwise_or.reduce(words, axis=-1)
-    stream = (codes[..., None] >> np.arange(bits, dtype=np.uint8)) & 1     # (..., n, bits)
+    stream = (codes[..., None] >> np.arange(bits, dtype=np.uint8)) & 1  # (..., n, bits)
     stream = stream.reshape(*lead, n * bits)
-    packed = np.packbits(stream, axis=-1, bitorder="little")               # bytes, LE bits
+    packed = np.packbits(stream, axis=-1, bitorder="little")  # bytes, LE bits
     return np.ascontiguousarray(packed).view(np.uint32).reshape(*lead, n * bits // 32)
 
 
@@ -96,7 +99,7 @@ def quantize_affine(w: np.ndarray, group_size: int, bits: int):
 def _e8m0(scale: np.ndarray) -> np.ndarray:
     """The least power-of-two exponents not below positive scales (ceil(log2), exactly:
     no code overflows its range; 0 stays 0), as int32."""
-    m, e = np.frexp(scale.astype(np.float32))            # scale = m * 2^e, m in [0.5, 1)
+    m, e = np.frexp(scale.astype(np.float32))  # scale = m * 2^e, m in [0.5, 1)
     return np.where(scale == 0, 0, np.where(m == 0.5, e - 1, e)).astype(np.int32)
 
 
@@ -111,7 +114,7 @@ def _nearest_fp4(x: np.ndarray) -> np.ndarray:
     return np.argmin(np.abs(x[..., None] - FP4_VALUES.astype(x.dtype)), axis=-1)
 
 
-NVFP4_RANGE = np.float32(448.0 * 6.0)      # nvfp4's global scale maps amax to this
+NVFP4_RANGE = np.float32(448.0 * 6.0)  # nvfp4's global scale maps amax to this
 
 
 def quantize_float(w: np.ndarray, mode: str, global_scale=None):

@@ -9,6 +9,7 @@ Gradients are MLX's: ``QuantizedMatmul`` has them for ``x`` (a product with the 
 the other way round) and, in the affine mode, for the scales and the biases; none for the
 codes. Quantize and Dequantize have none.
 """
+
 from __future__ import annotations
 
 from ..core import dtypes
@@ -18,11 +19,13 @@ from ..core.primitive import Primitive
 
 def _ops():
     from .. import ops
+
     return ops
 
 
 class _Quant(Primitive):
     """The parameters the quantization primitives share."""
+
     __slots__ = ("group_size", "bits", "mode")
 
     def __init__(self, group_size: int, bits: int, mode: str) -> None:
@@ -42,6 +45,7 @@ class _Quant(Primitive):
 class _RowWise(_Quant):
     """Quantize and Dequantize work on the last axis only: vmap moves the batch axis to the
     front and applies the same operation; neither has a derivative (as in MLX)."""
+
     __slots__ = ()
 
     def vjp(self, primals, cotangents, argnums, outputs):
@@ -55,23 +59,26 @@ class _RowWise(_Quant):
         size = next(x.shape[a] for x, a in zip(inputs, axes) if a is not None)
         moved = []
         for x, a in zip(inputs, axes):
-            if x.ndim == 0:                          # the global scale: never batched per row
+            if x.ndim == 0:  # the global scale: never batched per row
                 if a is not None:
-                    raise ValueError(f"{self.name}: vmap over the global scale is not "
-                                     "supported")
+                    raise ValueError(f"{self.name}: vmap over the global scale is not supported")
                 moved.append(x)
             elif a is None:
                 moved.append(ops.broadcast_to(ops.expand_dims(x, 0), (size,) + tuple(x.shape)))
             else:
                 moved.append(ops.moveaxis(x, a, 0))
-        outs = Array.make_multi(self, moved) if isinstance(self, Quantize) \
+        outs = (
+            Array.make_multi(self, moved)
+            if isinstance(self, Quantize)
             else [Array.make(self, moved)]
+        )
         return list(outs), [0] * len(outs)
 
 
 class Quantize(_RowWise):
     """``w`` (..., K) to codes (..., K * bits / 32) uint32 and scales (..., K / group_size)
     (and biases, affine)."""
+
     __slots__ = ()
     name = "quantize"
     differentiable = False
@@ -89,6 +96,7 @@ class Quantize(_RowWise):
 
 class Dequantize(_RowWise):
     """Codes, scales (and biases) back to floats of ``dtype``."""
+
     __slots__ = ("dtype",)
     name = "dequantize"
     differentiable = False
@@ -110,6 +118,7 @@ class QuantizedMatmul(_Quant):
     """``x @ W.T`` (``transpose``; W (..., N, K)) or ``x @ W`` (W (..., K, N)) with W the
     decoded weight; inputs ``[x, w, scales, biases?]``, x and the scales already of the
     output dtype, batch axes of x and w broadcast."""
+
     __slots__ = ("transpose",)
     name = "quantized_matmul"
 
@@ -126,16 +135,27 @@ class QuantizedMatmul(_Quant):
 
     def infer(self, inputs):
         import numpy as np
+
         x, w = inputs[0], inputs[1]
-        lead = np.broadcast_shapes(tuple(x.shape[:-2]), tuple(w.shape[:-2])) \
-            if w.ndim > 2 else tuple(x.shape[:-2])
+        lead = (
+            np.broadcast_shapes(tuple(x.shape[:-2]), tuple(w.shape[:-2]))
+            if w.ndim > 2
+            else tuple(x.shape[:-2])
+        )
         return [(tuple(lead) + (x.shape[-2], self.out_features(w)), x.dtype)]
 
     def _again(self, x, inputs, transpose: bool):
         ops = _ops()
-        return ops.quantized_matmul(x, inputs[1], inputs[2],
-                                    inputs[3] if self.affine else None, transpose=transpose,
-                                    group_size=self.group_size, bits=self.bits, mode=self.mode)
+        return ops.quantized_matmul(
+            x,
+            inputs[1],
+            inputs[2],
+            inputs[3] if self.affine else None,
+            transpose=transpose,
+            group_size=self.group_size,
+            bits=self.bits,
+            mode=self.mode,
+        )
 
     def vjp(self, primals, cotangents, argnums, outputs):
         ops = _ops()
@@ -146,44 +166,55 @@ class QuantizedMatmul(_Quant):
                 dx = self._again(g, primals, not self.transpose)
                 out.append(_sum_to(dx, primals[0].shape))
             elif i == 1:
-                raise ValueError("quantized_matmul: no gradient with respect to the quantized "
-                                 "weights (argument w)")
+                raise ValueError(
+                    "quantized_matmul: no gradient with respect to the quantized "
+                    "weights (argument w)"
+                )
             elif not self.affine:
-                raise ValueError(f"quantized_matmul: no gradient with respect to the scales "
-                                 f"in {self.mode} quantization")
+                raise ValueError(
+                    f"quantized_matmul: no gradient with respect to the scales "
+                    f"in {self.mode} quantization"
+                )
             else:
-                if dsb is None:             # dL/dW, grouped along the packed axis
+                if dsb is None:  # dL/dW, grouped along the packed axis
                     x = primals[0]
                     nd = primals[1].ndim
                     fc = _flatten_lead(g, nd)
                     fx = _flatten_lead(x, nd)
-                    dw = (ops.matmul(ops.swapaxes(fc, -1, -2), fx) if self.transpose
-                          else ops.matmul(ops.swapaxes(fx, -1, -2), fc))
-                    dsb = ops.reshape(dw, (*dw.shape[:-1], dw.shape[-1] // self.group_size,
-                                           self.group_size))
+                    dw = (
+                        ops.matmul(ops.swapaxes(fc, -1, -2), fx)
+                        if self.transpose
+                        else ops.matmul(ops.swapaxes(fx, -1, -2), fc)
+                    )
+                    dsb = ops.reshape(
+                        dw, (*dw.shape[:-1], dw.shape[-1] // self.group_size, self.group_size)
+                    )
                 if i == 3:
                     out.append(ops.sum(dsb, axis=-1))
                 else:
-                    codes = ops.dequantize(primals[1], ops.ones_like(primals[2]),
-                                           ops.zeros_like(primals[3]), self.group_size,
-                                           self.bits, dtype=primals[2].dtype)
+                    codes = ops.dequantize(
+                        primals[1],
+                        ops.ones_like(primals[2]),
+                        ops.zeros_like(primals[3]),
+                        self.group_size,
+                        self.bits,
+                        dtype=primals[2].dtype,
+                    )
                     codes = ops.reshape(codes, dsb.shape)
                     out.append(ops.sum(dsb * codes, axis=-1))
         return out
 
     def jvp(self, primals, tangents, argnums):
         if tuple(argnums) != (0,):
-            raise ValueError("quantized_matmul: forward-mode derivatives only with respect "
-                             "to x")
+            raise ValueError("quantized_matmul: forward-mode derivatives only with respect to x")
         return [self._again(tangents[0], primals, self.transpose)]
 
     def vmap(self, inputs, axes):
         ops = _ops()
         if any(a is not None for a in axes[1:]):
-            raise ValueError("quantized_matmul: vmap over the quantized weights is not "
-                             "supported")
+            raise ValueError("quantized_matmul: vmap over the quantized weights is not supported")
         x = ops.moveaxis(inputs[0], axes[0], 0)
-        if x.ndim == 2:                      # a batch of vectors: rows of one product
+        if x.ndim == 2:  # a batch of vectors: rows of one product
             x = ops.expand_dims(x, 1)
             y = self._again(x, inputs, self.transpose)
             return [ops.squeeze(y, 1)], [0]
@@ -195,7 +226,7 @@ def _flatten_lead(a, nd: int):
     ops = _ops()
     if a.ndim <= nd:
         return a
-    return ops.reshape(a, (-1,) + tuple(a.shape[a.ndim - nd + 1:]))
+    return ops.reshape(a, (-1,) + tuple(a.shape[a.ndim - nd + 1 :]))
 
 
 def _sum_to(a, shape):

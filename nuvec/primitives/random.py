@@ -5,6 +5,7 @@ unsigned integers of ``width`` bytes per key: a pure function of the key, so equ
 equal bits everywhere. A draw made from the global key (``stateful``) is flagged effectful, so
 that compile never folds it into a constant nor merges it with another draw.
 """
+
 from __future__ import annotations
 
 from ..core import dtypes as dt
@@ -38,8 +39,10 @@ class RandomBits(Primitive):
     def infer(self, inputs):
         (key,) = inputs
         if key._dtype != dt.uint32 or not key._shape or key._shape[-1] != 2:
-            raise ValueError(f"random_bits: a key is a uint32 array of shape (..., 2), got "
-                             f"{key._dtype.name} {key._shape}")
+            raise ValueError(
+                f"random_bits: a key is a uint32 array of shape (..., 2), got "
+                f"{key._dtype.name} {key._shape}"
+            )
         return [(key._shape[:-1] + self.shape, WIDTH_DTYPES[self.width])]
 
     def vjp(self, primals, cotangents, argnums, outputs):
@@ -50,6 +53,7 @@ class RandomBits(Primitive):
 
     def vmap(self, inputs, axes):
         from .. import ops
+
         (key,), (ax,) = inputs, axes
         if ax is None:
             return [Array.make(self, [key])], [None]

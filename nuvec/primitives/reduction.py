@@ -16,6 +16,7 @@ Gradients:
   each output's cotangent to the last position (in scan order) that reached the running
   extreme, as MLX; ``logcumsumexp`` through signed log-space scans (no overflow).
 """
+
 from __future__ import annotations
 
 from ..core import dtypes as dt
@@ -24,11 +25,17 @@ from ..core.primitive import Primitive
 from ._common import Expanding, on_cpu_rows, ops as _ops, zeros as _zeros
 
 REDUCE_OPS = ("sum", "prod", "max", "min", "all", "any")
-SCAN_OPS = {"sum": "cumsum", "prod": "cumprod", "max": "cummax", "min": "cummin",
-            "logaddexp": "logcumsumexp"}
+SCAN_OPS = {
+    "sum": "cumsum",
+    "prod": "cumprod",
+    "max": "cummax",
+    "min": "cummin",
+    "logaddexp": "logcumsumexp",
+}
 
 
 # -- shared helpers -----------------------------------------------------------------------
+
 
 def kept_shape(shape: tuple, axes: tuple) -> tuple:
     """``shape`` with the reduced ``axes`` set to 1 (the keepdims shape)."""
@@ -64,9 +71,11 @@ def _batched_axes(axes: tuple, b: int) -> tuple:
 
 # -- Reduce -------------------------------------------------------------------------------
 
+
 class Reduce(Primitive):
     """``op`` in sum, prod, max, min, all, any over ``axes``; the result has ``dtype``
     (float16/bfloat16 sums and products accumulate in float32 and round once)."""
+
     __slots__ = ("op", "axes", "keepdims", "dtype")
 
     def __init__(self, op: str, axes: tuple, keepdims: bool, dtype: dt.Dtype) -> None:
@@ -95,8 +104,9 @@ class Reduce(Primitive):
         if self.op in ("max", "min"):
             for ax in self.axes:
                 if x._shape[ax] == 0:
-                    raise ValueError(f"{self.op}: cannot reduce over axis {ax} of size 0 "
-                                     f"(shape {x._shape})")
+                    raise ValueError(
+                        f"{self.op}: cannot reduce over axis {ax} of size 0 (shape {x._shape})"
+                    )
         return [(reduced_shape(x._shape, self.axes, self.keepdims), self.dtype)]
 
     def _same(self, x: Array, keepdims: bool | None = None, op: str | None = None) -> Array:
@@ -170,10 +180,12 @@ def _prod_partials(x: Array, axes: tuple) -> Array:
 
 # -- ArgReduce ----------------------------------------------------------------------------
 
+
 class NumberOfElements(Primitive):
     """How many elements of input 0 lie along ``axes``, less ``ddof`` (at least 0), as a 0-d
     array of ``dtype``: the normaliser of mean, var and std under a shapeless trace, read from
     the input's shape at each call (MLX's NumberOfElements)."""
+
     __slots__ = ("axes", "ddof", "dtype")
     name = "number_of_elements"
     differentiable = False
@@ -207,13 +219,15 @@ class NumberOfElements(Primitive):
         if ax is None:
             return [Array.make(self, inputs)], [None]
         x = _ops().moveaxis(x, ax, 0)
-        n = Array.make(NumberOfElements(tuple(a + 1 for a in self.axes), self.ddof,
-                                        self.dtype), [x])
+        n = Array.make(
+            NumberOfElements(tuple(a + 1 for a in self.axes), self.ddof, self.dtype), [x]
+        )
         return [_ops().broadcast_to(n, (x.shape[0],))], [0]
 
 
 class ArgReduce(Primitive):
     """Index (uint32) of the first maximum/minimum along ``axis``; NaN counts as the extreme."""
+
     __slots__ = ("op", "axis", "keepdims")
     differentiable = False
 
@@ -236,8 +250,9 @@ class ArgReduce(Primitive):
         (x,) = inputs
         _check_axes(self.op, (self.axis,), x.ndim)
         if x._shape[self.axis] == 0:
-            raise ValueError(f"{self.op}: cannot reduce over axis {self.axis} of size 0 "
-                             f"(shape {x._shape})")
+            raise ValueError(
+                f"{self.op}: cannot reduce over axis {self.axis} of size 0 (shape {x._shape})"
+            )
         return [(reduced_shape(x._shape, (self.axis,), self.keepdims), dt.uint32)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
@@ -258,9 +273,11 @@ class ArgReduce(Primitive):
 
 # -- Softmax and LogSumExp ----------------------------------------------------------------
 
+
 class Softmax(Primitive):
     """``exp(x - max) / sum(exp(x - max))`` over ``axes`` (float inputs; float16/bfloat16
     computed in float32 and rounded once, whatever ``precise`` says)."""
+
     __slots__ = ("axes", "precise")
     name = "softmax"
 
@@ -304,6 +321,7 @@ class SoftmaxProduct(Expanding):
     """``(g * y - y * sum(g * y, -1)) * scale`` for a softmax output ``y`` (float32 / float64,
     the last axis; no scaling when ``scale`` is 1): the CPU runs it as one pass per row with
     the bits of the composite form."""
+
     __slots__ = ("scale",)
     name = "softmax_product"
 
@@ -334,6 +352,7 @@ class ScaledSoftmax(Expanding):
     """``softmax(x * scale + mask)`` over the last axis (attention's weights; ``mask``, if
     given, additive and broadcast to ``x``, with ``x``'s last dimension): one pass per row on
     the CPU, float32. Its gradients are ``SoftmaxProduct``s, scaled for ``x``."""
+
     __slots__ = ("scale", "has_mask")
     name = "scaled_softmax"
 
@@ -357,13 +376,14 @@ class ScaledSoftmax(Expanding):
 
     def vjp(self, primals, cotangents, argnums, outputs):
         from .shape import Broadcast
+
         y, g = outputs[0], cotangents[0]
         axes = (y.ndim - 1,)
         out = []
         for i in argnums:
             if i == 0:
                 out.append(softmax_product(y, g, axes, self.scale))
-            else:                           # the mask: its broadcast's rule reduces it
+            else:  # the mask: its broadcast's rule reduces it
                 p = softmax_product(y, g, axes)
                 out.append(Broadcast(y.shape).vjp([primals[1]], [p], [0], [p])[0])
         return out
@@ -381,6 +401,7 @@ class ScaledSoftmax(Expanding):
 class LogSumExp(Primitive):
     """``log(sum(exp(x)))`` over ``axes``, computed with the maximum taken out (float
     inputs; float16/bfloat16 in float32, rounded once; an empty reduction gives -inf)."""
+
     __slots__ = ("axes", "keepdims")
     name = "logsumexp"
 
@@ -426,6 +447,7 @@ class LogSumExp(Primitive):
 
 # -- Scan ---------------------------------------------------------------------------------
 
+
 def scan_dtype(op: str, d: dt.Dtype) -> dt.Dtype:
     """MLX: cumsum of bool is int32; every other scan keeps the dtype."""
     return dt.int32 if op == "sum" and d == dt.bool_ else d
@@ -434,6 +456,7 @@ def scan_dtype(op: str, d: dt.Dtype) -> dt.Dtype:
 class Scan(Primitive):
     """Inclusive or exclusive running ``op`` (sum, prod, max, min, logaddexp) along ``axis``,
     from the end when ``reverse``. Exclusive scans start from the op's identity."""
+
     __slots__ = ("op", "axis", "reverse", "inclusive")
 
     def __init__(self, op: str, axis: int, reverse: bool = False, inclusive: bool = True) -> None:
@@ -463,10 +486,13 @@ class Scan(Primitive):
             raise TypeError(f"logcumsumexp: expects a floating-point input, got {x._dtype.name}")
         return [(x._shape, scan_dtype(self.op, x._dtype))]
 
-    def _scan(self, x: Array, op: str | None = None, reverse: bool | None = None,
-              inclusive: bool = True) -> Array:
-        return Array.make(Scan(op or self.op, self.axis,
-                               self.reverse if reverse is None else reverse, inclusive), [x])
+    def _scan(
+        self, x: Array, op: str | None = None, reverse: bool | None = None, inclusive: bool = True
+    ) -> Array:
+        return Array.make(
+            Scan(op or self.op, self.axis, self.reverse if reverse is None else reverse, inclusive),
+            [x],
+        )
 
     def vjp(self, primals, cotangents, argnums, outputs):
         ops = _ops()
@@ -515,10 +541,11 @@ def _shift(x: Array, axis: int, toward_end: bool) -> Array:
     """``x`` moved one step along ``axis`` (toward the end or the start), zero-filled."""
     ops = _ops()
     from ..ops.shape import slice_axes
+
     n = x._shape[axis]
     if n == 0:
         return x
-    pad_shape = x._shape[:axis] + (1,) + x._shape[axis + 1:]
+    pad_shape = x._shape[:axis] + (1,) + x._shape[axis + 1 :]
     z = ops.zeros(pad_shape, x._dtype)
     start, stop = [0] * x.ndim, list(x._shape)
     if toward_end:
@@ -531,6 +558,7 @@ def _shift(x: Array, axis: int, toward_end: bool) -> Array:
 def take_along(x: Array, idx: Array, axis: int) -> Array:
     """``take_along_axis`` through its primitive (indices of x's shape)."""
     from .indexing import GatherAxis
+
     return Array.make(GatherAxis(axis), [x, idx])
 
 
@@ -628,8 +656,10 @@ def _signed_logsum(s: Scan, w: Array, shift: Array, reverse: bool):
     neg = ops.less(w, 0)
     lp = ops.where(pos, ops.add(ops.log(ops.where(pos, w, 1)), shift), ninf)
     ln = ops.where(neg, ops.add(ops.log(ops.where(neg, ops.negative(w), 1)), shift), ninf)
-    return (s._scan(lp, op="logaddexp", reverse=reverse),
-            s._scan(ln, op="logaddexp", reverse=reverse))
+    return (
+        s._scan(lp, op="logaddexp", reverse=reverse),
+        s._scan(ln, op="logaddexp", reverse=reverse),
+    )
 
 
 def _logcumsumexp_vjp(s: Scan, x, g, y):

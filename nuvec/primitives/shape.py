@@ -9,6 +9,7 @@ cotangent; its jvp applies the primitive to the tangent; its vmap applies the pr
 the batch axis added to its parameters. Rules that need operations import ``nuvec.ops``
 lazily (the ops import this module).
 """
+
 from __future__ import annotations
 
 from ..core.array import Array
@@ -19,6 +20,7 @@ from ._common import ops as _ops, zeros as _zeros
 
 class _View(Primitive):
     """A single-input rearrangement; unbatched input stays unbatched under vmap."""
+
     __slots__ = ()
     view = True
 
@@ -28,6 +30,7 @@ class _View(Primitive):
 
 class _ToShape(_View):
     """A view whose one parameter is its output shape (a traced size: shapeless refuses it)."""
+
     __slots__ = ("shape",)
     fixes_shape = True
 
@@ -65,6 +68,7 @@ class Broadcast(_ToShape):
     ``broadcast_arrays`` and ``*_like`` record), re-inferred at each replay; with one input
     and ``expect`` (the traced input shape), a target that may have come from that shape, so
     a replay on another input shape is refused rather than guessed."""
+
     __slots__ = ("expect",)
     name = "broadcast_to"
     fixes_shape = False
@@ -89,7 +93,8 @@ class Broadcast(_ToShape):
             raise ValueError(
                 f"broadcast_to: traced (shapeless) for an input of shape {self.expect} "
                 f"broadcast to {self.shape}; this target does not follow from the inputs, so "
-                f"it cannot be replayed on an input of shape {x._shape}")
+                f"it cannot be replayed on an input of shape {x._shape}"
+            )
         if broadcast_shape([x._shape, self.shape], "broadcast_to") != self.shape:
             raise ValueError(f"broadcast_to: cannot broadcast shape {x._shape} to {self.shape}")
         return [(self.shape, x._dtype)]
@@ -105,10 +110,11 @@ class Broadcast(_ToShape):
         x, g = primals[0], cotangents[0]
         lead = g.ndim - x.ndim
         axes = tuple(range(lead)) + tuple(
-            lead + i for i, d in enumerate(x.shape) if d == 1 and g.shape[lead + i] != 1)
+            lead + i for i, d in enumerate(x.shape) if d == 1 and g.shape[lead + i] != 1
+        )
         if axes:
             g = ops.sum(g, axis=axes, keepdims=True)
-        if lead:   # squeezed, not reshaped: the shape follows from x's at a shapeless replay
+        if lead:  # squeezed, not reshaped: the shape follows from x's at a shapeless replay
             g = ops.squeeze(g, tuple(range(lead)))
         return [g if i == 0 else ops.zeros_like(primals[i]) for i in argnums]
 
@@ -116,6 +122,7 @@ class Broadcast(_ToShape):
         ops = _ops()
         if len(inputs) > 1:
             from ._common import align_batch
+
             if all(ax is None for ax in axes):
                 return [Array.make(self, inputs)], [None]
             xs = align_batch(inputs, axes)
@@ -146,12 +153,14 @@ def reshape_shape(shape, spec, name: str = "reshape") -> tuple[int, ...]:
     out = list(spec)
     if infer is not None:
         if known == 0 or size % known:
-            raise ValueError(f"{name}: cannot reshape an array of shape {tuple(shape)} to "
-                             f"{tuple(spec)}")
+            raise ValueError(
+                f"{name}: cannot reshape an array of shape {tuple(shape)} to {tuple(spec)}"
+            )
         out[infer] = size // known
     elif known != size:
-        raise ValueError(f"{name}: cannot reshape an array of shape {tuple(shape)} to "
-                         f"{tuple(spec)}")
+        raise ValueError(
+            f"{name}: cannot reshape an array of shape {tuple(shape)} to {tuple(spec)}"
+        )
     return tuple(out)
 
 
@@ -159,6 +168,7 @@ class Reshape(_ToShape):
     """A new shape of the same size (a view where the layout allows, else a copy). Under a
     shapeless trace ``shape`` may keep one -1, inferred from the input's size at each replay;
     every form checks the size."""
+
     __slots__ = ()
     name = "reshape"
     fixes_shape = False
@@ -189,6 +199,7 @@ class Reshape(_ToShape):
 class Unflatten(_View):
     """Splits axis ``axis`` into ``shape`` (one entry may be -1, inferred from the axis's size
     at each call): what ``unflatten`` records under a shapeless trace."""
+
     __slots__ = ("axis", "shape")
     name = "unflatten"
     relative = True
@@ -203,7 +214,7 @@ class Unflatten(_View):
     def infer(self, inputs):
         s, ax = inputs[0]._shape, self.axis
         split = reshape_shape((s[ax],), self.shape, "unflatten")
-        return [(s[:ax] + split + s[ax + 1:], inputs[0]._dtype)]
+        return [(s[:ax] + split + s[ax + 1 :], inputs[0]._dtype)]
 
     def resolve(self, inputs):
         ((shape, _),) = self.infer(inputs)
@@ -224,6 +235,7 @@ class Unflatten(_View):
 class ExpandDims(_View):
     """Inserts size-1 axes at ``axes`` (sorted positions in the output). Holds no size, so
     shapeless compilation accepts it."""
+
     __slots__ = ("axes",)
     name = "expand_dims"
 
@@ -254,6 +266,7 @@ class ExpandDims(_View):
 class Squeeze(_View):
     """Removes the size-1 axes ``axes`` (sorted). Holds no size. ``every``: they were all the
     size-1 axes (``squeeze()`` under a shapeless trace), which a replay checks."""
+
     __slots__ = ("axes", "every")
     name = "squeeze"
 
@@ -271,7 +284,8 @@ class Squeeze(_View):
         if self.every and [i for i, d in enumerate(s) if d == 1] != list(self.axes):
             raise ValueError(
                 f"squeeze: traced (shapeless) with the size-1 axes {self.axes}; shape {s} has "
-                "other ones, and squeezing them would change the rank the trace relied on")
+                "other ones, and squeezing them would change the rank the trace relied on"
+            )
         for ax in self.axes:
             if ax >= len(s) or s[ax] != 1:
                 raise ValueError(f"squeeze: cannot squeeze axis {ax} of shape {s}")
@@ -291,6 +305,7 @@ class Squeeze(_View):
 
 class Flatten(_View):
     """Merges axes ``start..end`` (inclusive) into one. Holds no size."""
+
     __slots__ = ("start", "end")
     name = "flatten"
 
@@ -304,9 +319,9 @@ class Flatten(_View):
     def infer(self, inputs):
         s = inputs[0]._shape
         n = 1
-        for d in s[self.start:self.end + 1]:
+        for d in s[self.start : self.end + 1]:
             n *= d
-        return [(s[:self.start] + (n,) + s[self.end + 1:], inputs[0]._dtype)]
+        return [(s[: self.start] + (n,) + s[self.end + 1 :], inputs[0]._dtype)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
         return [_ops().reshape(cotangents[0], primals[0].shape)]
@@ -321,6 +336,7 @@ class Flatten(_View):
 
 class Transpose(_View):
     """Permutes the axes: output axis ``i`` is input axis ``axes[i]`` (a strided view)."""
+
     __slots__ = ("axes",)
     name = "transpose"
 
@@ -366,6 +382,7 @@ class Slice(_View):
     """A strided box of the input, one ``(start, stop, stride)`` per axis, normalised as
     ``slice.indices`` gives them (a negative stride may have ``stop == -1``: "before 0").
     A view on the CPU."""
+
     __slots__ = ("start", "stop", "strides")
     name = "slice"
     fixes_shape = True
@@ -378,8 +395,9 @@ class Slice(_View):
         return (self.start, self.stop, self.strides)
 
     def infer(self, inputs):
-        return [(slice_shape(inputs[0]._shape, self.start, self.stop, self.strides),
-                 inputs[0]._dtype)]
+        return [
+            (slice_shape(inputs[0]._shape, self.start, self.stop, self.strides), inputs[0]._dtype)
+        ]
 
     def vjp(self, primals, cotangents, argnums, outputs):
         x, g = primals[0], cotangents[0]
@@ -391,15 +409,18 @@ class Slice(_View):
         if ax is None:
             return [Array.make(self, inputs)], [None]
         b = x.shape[ax]
-        prim = Slice(self.start[:ax] + (0,) + self.start[ax:],
-                     self.stop[:ax] + (b,) + self.stop[ax:],
-                     self.strides[:ax] + (1,) + self.strides[ax:])
+        prim = Slice(
+            self.start[:ax] + (0,) + self.start[ax:],
+            self.stop[:ax] + (b,) + self.stop[ax:],
+            self.strides[:ax] + (1,) + self.strides[ax:],
+        )
         return [Array.make(prim, [x])], [ax]
 
 
 class SliceUpdate(Primitive):
     """A copy of input 0 with the box of ``Slice(start, stop, strides)`` replaced by input 1
     (which has the box's shape and input 0's dtype)."""
+
     __slots__ = ("start", "stop", "strides")
     name = "slice_update"
     fixes_shape = True
@@ -417,8 +438,9 @@ class SliceUpdate(Primitive):
         if u._shape != box:
             raise ValueError(f"slice_update: the update has shape {u._shape}, the slice {box}")
         if u._dtype != a._dtype:
-            raise TypeError(f"slice_update: update dtype {u._dtype.name} differs from "
-                            f"{a._dtype.name}")
+            raise TypeError(
+                f"slice_update: update dtype {u._dtype.name} differs from {a._dtype.name}"
+            )
         return [(a._shape, a._dtype)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
@@ -451,6 +473,7 @@ class SliceUpdate(Primitive):
 
 class Concatenate(Primitive):
     """Joins the inputs (one dtype, shapes equal but on ``axis``) along ``axis``."""
+
     __slots__ = ("axis",)
     name = "concatenate"
 
@@ -467,11 +490,14 @@ class Concatenate(Primitive):
         n = 0
         for x in inputs:
             s = x._shape
-            if len(s) != len(first) or s[:ax] != first[:ax] or s[ax + 1:] != first[ax + 1:]:
-                raise ValueError("concatenate: shapes " + ", ".join(str(y._shape) for y in inputs)
-                                 + f" differ outside axis {ax}")
+            if len(s) != len(first) or s[:ax] != first[:ax] or s[ax + 1 :] != first[ax + 1 :]:
+                raise ValueError(
+                    "concatenate: shapes "
+                    + ", ".join(str(y._shape) for y in inputs)
+                    + f" differ outside axis {ax}"
+                )
             n += s[ax]
-        return [(first[:ax] + (n,) + first[ax + 1:], inputs[0]._dtype)]
+        return [(first[:ax] + (n,) + first[ax + 1 :], inputs[0]._dtype)]
 
     def _offsets(self, primals):
         offs = [0]
@@ -505,6 +531,7 @@ class Concatenate(Primitive):
 class Pad(Primitive):
     """Input 0 padded with ``low[i]`` / ``high[i]`` copies of input 1 (a 0-d array of the
     same dtype) before / after axis ``i``."""
+
     __slots__ = ("low", "high")
     name = "pad"
     fixes_shape = True
@@ -559,7 +586,6 @@ class Pad(Primitive):
         # a value per batch element: pad with zeros, then fill the border from a mask
         zero = _zeros((), a.dtype)
         padded = Array.make(Pad(low, high), [a, zero])
-        inside = Array.make(Pad(low, high), [ops.ones(a.shape, "bool"),
-                                             ops.zeros((), "bool")])
+        inside = Array.make(Pad(low, high), [ops.ones(a.shape, "bool"), ops.zeros((), "bool")])
         v = ops.reshape(_batch_front(v, av, b), (b,) + (1,) * (a.ndim - 1))
         return [ops.where(inside, padded, v)], [0]

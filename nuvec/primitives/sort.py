@@ -5,6 +5,7 @@ not differentiable. Sort and Partition permute their input, so their vjp sends e
 cotangent back through the inverse permutation (``take_along_axis`` with the argsort of the
 permutation: no scatter needed) and their jvp gathers the tangent with the permutation.
 """
+
 from __future__ import annotations
 
 from ..core import dtypes as dt
@@ -21,6 +22,7 @@ def _check(name: str, x, axis: int) -> None:
 
 class _AlongAxis(Primitive):
     """A primitive that works along one axis and keeps the input's shape."""
+
     __slots__ = ("axis",)
     out_index = False
 
@@ -77,6 +79,7 @@ class Sort(_AlongAxis):
 
 class ArgSort(_AlongAxis):
     """Indices that sort along ``axis``; stable (equal elements keep their order)."""
+
     __slots__ = ()
     name = "argsort"
     out_index = True
@@ -85,6 +88,7 @@ class ArgSort(_AlongAxis):
 
 class _Partitioned(_AlongAxis):
     """Element ``kth`` in its sorted place, smaller ones before it, larger ones after."""
+
     __slots__ = ("kth",)
 
     def __init__(self, kth: int, axis: int) -> None:
@@ -100,8 +104,9 @@ class _Partitioned(_AlongAxis):
         _check(self.name, x, self.axis)
         n = x._shape[self.axis]
         if not 0 <= self.kth < n:
-            raise ValueError(f"{self.name}: kth={self.kth} is out of range for axis {self.axis} "
-                             f"of size {n}")
+            raise ValueError(
+                f"{self.name}: kth={self.kth} is out of range for axis {self.axis} of size {n}"
+            )
         return [(x._shape, dt.uint32 if self.out_index else x._dtype)]
 
     def _with_axis(self, axis: int):

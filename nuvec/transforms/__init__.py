@@ -8,10 +8,19 @@ an array is being traced by a running transform (nv.compile uses it to step asid
 >>> nv.grad(nv.grad(lambda x: x * x * x))(nv.array(2.0)).item()
 12.0
 """
+
 from ._trace import is_tracer, tracing
 from .autodiff import grad, jvp, value_and_grad, vjp
 from .custom import custom_function
 from .vmap import vmap
 
-__all__ = ["grad", "value_and_grad", "vjp", "jvp", "vmap", "custom_function", "is_tracer",
-           "tracing"]
+__all__ = [
+    "grad",
+    "value_and_grad",
+    "vjp",
+    "jvp",
+    "vmap",
+    "custom_function",
+    "is_tracer",
+    "tracing",
+]

@@ -7,6 +7,7 @@ so a function may evaluate inside a transform and still be differentiated. When 
 returns, ``release`` recomputes the flag of everything it made, so those arrays detach on
 their next evaluation like any other.
 """
+
 from __future__ import annotations
 
 import threading

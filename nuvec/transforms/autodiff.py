@@ -9,6 +9,7 @@ so the results are graphs too: they can be differentiated again, batched, or com
 >>> nv.grad(lambda x: x * x)(nv.array(3.0)).item()
 6.0
 """
+
 from __future__ import annotations
 
 import functools
@@ -35,8 +36,10 @@ def _accumulate(table: dict, keep: dict, a: Array, g: Array, where: str) -> None
     if g is None or not _inexact(a):
         return  # integer and boolean arrays carry no gradient
     if g._shape != a._shape:
-        raise ValueError(f"{where}: a cotangent of shape {g._shape} was produced for an array of "
-                         f"shape {a._shape} (a vjp rule is wrong)")
+        raise ValueError(
+            f"{where}: a cotangent of shape {g._shape} was produced for an array of "
+            f"shape {a._shape} (a vjp rule is wrong)"
+        )
     if g._dtype != a._dtype:
         g = ops.astype(g, a._dtype)
     k = id(a)
@@ -48,8 +51,9 @@ def _accumulate(table: dict, keep: dict, a: Array, g: Array, where: str) -> None
         table[k] = prev + g
 
 
-def backward(outputs: Sequence[Array], cotangents: Sequence[Array | None],
-             inputs: Sequence[Array]) -> list[Array | None]:
+def backward(
+    outputs: Sequence[Array], cotangents: Sequence[Array | None], inputs: Sequence[Array]
+) -> list[Array | None]:
     """The cotangents of ``inputs`` (None where no gradient reaches one) given those of
     ``outputs``: the reverse walk. The caller made ``inputs`` tracers."""
     order, active = active_order(outputs, inputs)
@@ -75,15 +79,18 @@ def backward(outputs: Sequence[Array], cotangents: Sequence[Array | None],
         cts = [c if c is not None else _zeros_like(s) for c, s in zip(cts, sibs)]
         grads = prim.vjp(ins, cts, argnums, list(sibs))
         if len(grads) != len(argnums):
-            raise ValueError(f"vjp: the {prim.name} rule returned {len(grads)} cotangents for "
-                             f"{len(argnums)} inputs")
+            raise ValueError(
+                f"vjp: the {prim.name} rule returned {len(grads)} cotangents for "
+                f"{len(argnums)} inputs"
+            )
         for i, g in zip(argnums, grads):
             _accumulate(ct, keep, ins[i], g, prim.name)
     return [ct.get(id(x)) for x in inputs]
 
 
-def forward(outputs: Sequence[Array], inputs: Sequence[Array],
-            tangents: Sequence[Array | None]) -> list[Array | None]:
+def forward(
+    outputs: Sequence[Array], inputs: Sequence[Array], tangents: Sequence[Array | None]
+) -> list[Array | None]:
     """The tangents of ``outputs`` (None where none reaches one) given those of ``inputs``:
     the forward walk."""
     order, _ = active_order(outputs, inputs)
@@ -119,8 +126,10 @@ def _as_list(x: Any, name: str, what: str) -> list:
         return [x]
     if isinstance(x, (list, tuple)):
         return list(x)
-    raise TypeError(f"{name}: {what} must be a list or tuple of arrays (or trees of arrays), got "
-                    f"{type(x).__name__}")
+    raise TypeError(
+        f"{name}: {what} must be a list or tuple of arrays (or trees of arrays), got "
+        f"{type(x).__name__}"
+    )
 
 
 def _trace(fun: Callable, args: list, kwargs: dict | None = None):
@@ -154,14 +163,17 @@ def vjp(fun: Callable, primals: Sequence[Any], cotangents: Sequence[Any]) -> tup
     try:
         ct_leaves, _ = flatten(cts_in)
         if len(ct_leaves) != len(out_leaves):
-            raise ValueError(f"vjp: {len(ct_leaves)} cotangents given for {len(out_leaves)} "
-                             "outputs")
+            raise ValueError(
+                f"vjp: {len(ct_leaves)} cotangents given for {len(out_leaves)} outputs"
+            )
         for o, c in zip(out_leaves, ct_leaves):
             if not isinstance(o, Array):
                 raise TypeError(f"vjp: the function must return arrays, got {type(o).__name__}")
             if c.shape != o.shape:
-                raise ValueError(f"vjp: a cotangent of shape {c.shape} was given for an output of "
-                                 f"shape {o.shape}")
+                raise ValueError(
+                    f"vjp: a cotangent of shape {c.shape} was given for an output of "
+                    f"shape {o.shape}"
+                )
         gs = backward(out_leaves, ct_leaves, copies)
         grads = [g if g is not None else _zeros_like(c) for g, c in zip(gs, copies)]
     finally:
@@ -187,17 +199,24 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any]) -> tuple
         raise ValueError(f"jvp: {len(t_leaves)} tangents given for {len(leaves)} primals")
     for x, t in zip(leaves, t_leaves):
         if not isinstance(t, Array) or t.shape != x.shape:
-            raise ValueError(f"jvp: a tangent of shape {getattr(t, 'shape', None)} was given for "
-                             f"a primal of shape {x.shape}")
+            raise ValueError(
+                f"jvp: a tangent of shape {getattr(t, 'shape', None)} was given for "
+                f"a primal of shape {x.shape}"
+            )
     copies, td, out, out_leaves, out_td = _trace(fun, primals)
     tans: list = []
     try:
         ts = forward(out_leaves, copies, t_leaves)
         # an output without a tangent has zeros; a bool or integer one (a comparison) has
         # float32 zeros, as MLX
-        tans = [t if t is not None else
-                _zeros_like(o) if _inexact(o) else ops.zeros(o.shape, dt.float32)
-                for t, o in zip(ts, out_leaves)]
+        tans = [
+            t
+            if t is not None
+            else _zeros_like(o)
+            if _inexact(o)
+            else ops.zeros(o.shape, dt.float32)
+            for t, o in zip(ts, out_leaves)
+        ]
     finally:
         release(list(out_leaves) + tans, copies)
     outs = [out] if isinstance(out, Array) else _as_list(out, "jvp", "the function's result")
@@ -222,8 +241,9 @@ def _normalize_args(argnums, argnames, name: str) -> tuple[list[int], list[str]]
     return nums, argnames
 
 
-def value_and_grad(fun: Callable, argnums: int | Sequence[int] | None = None,
-                   argnames: str | Sequence[str] = ()) -> Callable:
+def value_and_grad(
+    fun: Callable, argnums: int | Sequence[int] | None = None, argnames: str | Sequence[str] = ()
+) -> Callable:
     """A function returning ``(fun(*args, **kwargs), gradient)``.
 
     ``fun`` returns a scalar array, or a tuple/list whose first item is the scalar loss (the rest
@@ -242,11 +262,13 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] | None = None,
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
         return _value_and_grad(fun, nums, names, args, kwargs, "value_and_grad")
+
     return wrapped
 
 
-def grad(fun: Callable, argnums: int | Sequence[int] | None = None,
-         argnames: str | Sequence[str] = ()) -> Callable:
+def grad(
+    fun: Callable, argnums: int | Sequence[int] | None = None, argnames: str | Sequence[str] = ()
+) -> Callable:
     """A function returning the gradient of scalar-valued ``fun`` (see ``value_and_grad``).
 
     >>> import nuvec as nv
@@ -258,19 +280,22 @@ def grad(fun: Callable, argnums: int | Sequence[int] | None = None,
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
         return _value_and_grad(fun, nums, names, args, kwargs, "grad")[1]
+
     return wrapped
 
 
 def _value_and_grad(fun, nums, names, args, kwargs, name):
     for n in nums:
         if not -len(args) <= n < len(args):
-            raise ValueError(f"{name}: argnums {n} is out of range for {len(args)} positional "
-                             "arguments")
+            raise ValueError(
+                f"{name}: argnums {n} is out of range for {len(args)} positional arguments"
+            )
     nums = [n % len(args) for n in nums]
     for k in names:
         if k not in kwargs:
-            raise ValueError(f"{name}: argname {k!r} is not among the keyword arguments "
-                             f"{sorted(kwargs)}")
+            raise ValueError(
+                f"{name}: argname {k!r} is not among the keyword arguments {sorted(kwargs)}"
+            )
     diff = [args[n] for n in nums] + [kwargs[k] for k in names]
     leaves, td = flatten(diff)
     _check_static(diff, name, nums, names)
@@ -292,18 +317,27 @@ def _value_and_grad(fun, nums, names, args, kwargs, name):
             out = fun(*call_args, **call_kwargs)
         copies = [original(c, rebound) for c in copies]  # ``x[i] = v`` rebinds an input
         if name == "grad" and not isinstance(out, Array):
-            raise ValueError(f"grad: the function must return a scalar array, got "
-                             f"{type(out).__name__} (value_and_grad accepts a tuple whose first "
-                             "item is the loss)")
+            raise ValueError(
+                f"grad: the function must return a scalar array, got "
+                f"{type(out).__name__} (value_and_grad accepts a tuple whose first "
+                "item is the loss)"
+            )
         loss = out[0] if isinstance(out, (tuple, list)) and out else out
         if not isinstance(loss, Array) or loss.size != 1:
-            what = (f"an array of shape {loss.shape}" if isinstance(loss, Array)
-                    else type(loss).__name__)
-            raise ValueError(f"{name}: the function must return a scalar array (or a tuple whose "
-                             f"first item is one), got {what}")
+            what = (
+                f"an array of shape {loss.shape}"
+                if isinstance(loss, Array)
+                else type(loss).__name__
+            )
+            raise ValueError(
+                f"{name}: the function must return a scalar array (or a tuple whose "
+                f"first item is one), got {what}"
+            )
         if not _inexact(loss):
-            raise ValueError(f"{name}: the function's output has dtype {loss.dtype.name}; only "
-                             "floating-point outputs have a gradient")
+            raise ValueError(
+                f"{name}: the function's output has dtype {loss.dtype.name}; only "
+                "floating-point outputs have a gradient"
+            )
         out_leaves, _ = flatten(out)
         gs = backward([loss], [ops.ones_like(loss)], copies)
         grads = [g if g is not None else _zeros_like(c) for g, c in zip(gs, copies)]
@@ -312,7 +346,7 @@ def _value_and_grad(fun, nums, names, args, kwargs, name):
             _set_item(container, key, old)
         release(list(out_leaves) + grads, copies)
     gtree = unflatten(td, grads)
-    pos = gtree[:len(nums)]
+    pos = gtree[: len(nums)]
     if not nums:
         positional = None  # only keyword gradients (as MLX)
     else:
@@ -330,9 +364,12 @@ def _swap_in_place(diff: list, diff_t: list, copies: list) -> list:
     start = 0
     for j, item in enumerate(diff):
         n = len(flatten(item)[0])
-        if (isinstance(item, dict) and type(item) is not dict
-                and getattr(type(item), "_tree_unflatten", None) is None):
-            _put_leaves(item, iter(copies[start:start + n]), undo)
+        if (
+            isinstance(item, dict)
+            and type(item) is not dict
+            and getattr(type(item), "_tree_unflatten", None) is None
+        ):
+            _put_leaves(item, iter(copies[start : start + n]), undo)
             diff_t[j] = item
         start += n
     return undo
@@ -344,7 +381,7 @@ def _put_leaves(tree: Any, arrays, undo: list) -> Any:
     if isinstance(tree, Array):
         return next(arrays)
     if isinstance(tree, (dict, list)):
-        for k in (list(tree) if isinstance(tree, dict) else range(len(tree))):
+        for k in list(tree) if isinstance(tree, dict) else range(len(tree)):
             old = tree[k]
             new = _put_leaves(old, arrays, undo)
             if new is not old:
@@ -378,5 +415,7 @@ def _check_static(diff: list, name: str, nums: list, names: list) -> None:
             elif isinstance(t, dict):
                 stack.extend(t.values())
             elif t is not None:
-                raise TypeError(f"{name}: {label} holds a {type(t).__name__}; only arrays (in "
-                                "lists, tuples and dicts) can be differentiated")
+                raise TypeError(
+                    f"{name}: {label} holds a {type(t).__name__}; only arrays (in "
+                    "lists, tuples and dicts) can be differentiated"
+                )

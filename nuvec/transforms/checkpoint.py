@@ -6,6 +6,7 @@ inputs (MLX's gradient checkpointing) instead of from the forward pass's interme
 >>> round(nv.grad(f)(nv.array(1.0)).item(), 5)
 1.38177
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -24,11 +25,13 @@ def checkpoint(fun: Callable) -> Callable:
 
     def recompute_vjp(args, cotangents, outputs):
         from . import vjp
+
         cts = [cotangents] if isinstance(cotangents, Array) else list(cotangents)
 
         def again(*a):
             out = fun(*a)
             return [out] if isinstance(out, Array) else list(out)
+
         _, grads = vjp(again, list(args), cts)
         return list(grads)
 

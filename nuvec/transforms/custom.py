@@ -16,6 +16,7 @@ function's traced outputs: evaluation runs the function's graph, while transform
 arguments and ask this object for the rules. A rule without an override transforms the
 function itself.
 """
+
 from __future__ import annotations
 
 import functools
@@ -50,8 +51,7 @@ class custom_function:
     # The rules are stored taking the arguments as a tuple; as in MLX, the user's rule gets
     # the argument itself (not a 1-tuple) when the function has one argument.
     def vjp(self, f: Callable) -> "custom_function":
-        self._vjp = lambda primals, cotangents, outputs: f(_single(primals), cotangents,
-                                                           outputs)
+        self._vjp = lambda primals, cotangents, outputs: f(_single(primals), cotangents, outputs)
         return self
 
     def jvp(self, f: Callable) -> "custom_function":
@@ -87,19 +87,25 @@ class custom_function:
         ins = primals[:n]
         if self._vjp is None:
             from .autodiff import backward
+
             res = backward(primals[n:], cotangents, ins)
         else:
             args = unflatten(td, ins)
             cts = unflatten(out_td, cotangents)
             outs = unflatten(out_td, outputs)
             r = self._vjp(args, cts, outs)
-            if len(args) == 1 and not (isinstance(r, (tuple, list)) and len(r) == 1
-                                       and not isinstance(args[0], (tuple, list))):
+            if len(args) == 1 and not (
+                isinstance(r, (tuple, list))
+                and len(r) == 1
+                and not isinstance(args[0], (tuple, list))
+            ):
                 r = (r,)
             res, _ = _flatten_with_none(r)
             if len(res) != n:
-                raise ValueError(f"custom_function: the vjp of {self.__name__} returned "
-                                 f"{len(res)} cotangents for {n} input arrays")
+                raise ValueError(
+                    f"custom_function: the vjp of {self.__name__} returned "
+                    f"{len(res)} cotangents for {n} input arrays"
+                )
         return [res[i] for i in argnums]
 
     def _rule_jvp(self, prim, primals, tangents, argnums):
@@ -111,14 +117,18 @@ class custom_function:
             full[i] = t
         if self._jvp is None:
             from .autodiff import forward
+
             return forward(primals[n:], ins, full)
         from ..ops import zeros_like
+
         full = [t if t is not None else zeros_like(x) for t, x in zip(full, ins)]
         r = self._jvp(unflatten(td, ins), unflatten(td, full))
         res, _ = flatten(r)
         if len(res) != len(primals) - n:
-            raise ValueError(f"custom_function: the jvp of {self.__name__} returned {len(res)} "
-                             f"tangents for {len(primals) - n} outputs")
+            raise ValueError(
+                f"custom_function: the jvp of {self.__name__} returned {len(res)} "
+                f"tangents for {len(primals) - n} outputs"
+            )
         return res
 
     def _rule_vmap(self, prim, inputs, axes):
@@ -138,6 +148,7 @@ class custom_function:
         function whose overrides are the vmapped overrides: a transform of the batched call
         (grad of vmap) still uses the user's rules."""
         from .vmap import vmap
+
         fun = functools.partial(self.fun, **kwargs)
         batched = custom_function(lambda *a: vmap(fun, in_axes=in_axes)(*a))
         batched.__name__ = f"vmap({self.__name__})"
@@ -145,14 +156,17 @@ class custom_function:
             user_vjp = self._vjp
 
             def bvjp(primals, cotangents, outputs):
-                per = vmap(lambda p, c, o: _per_arg(user_vjp(p, c, o), p),
-                           in_axes=(in_axes, 0, 0))(primals, cotangents, outputs)
+                per = vmap(lambda p, c, o: _per_arg(user_vjp(p, c, o), p), in_axes=(in_axes, 0, 0))(
+                    primals, cotangents, outputs
+                )
                 return tuple(_unbatch(g, ax, x) for g, ax, x in zip(per, in_axes, primals))
+
             batched._vjp = bvjp
         if self._jvp is not None:
             user_jvp = self._jvp
-            batched._jvp = lambda primals, tangents: vmap(
-                user_jvp, in_axes=(in_axes, in_axes))(primals, tangents)
+            batched._jvp = lambda primals, tangents: vmap(user_jvp, in_axes=(in_axes, in_axes))(
+                primals, tangents
+            )
         return batched
 
 
@@ -164,8 +178,10 @@ def _single(args: Any) -> Any:
 def _per_arg(r: Any, primals: tuple) -> tuple:
     """A vjp override's result as one cotangent tree per argument, with zeros for None."""
     from ..ops import zeros_like
-    if len(primals) == 1 and not (isinstance(r, (tuple, list)) and len(r) == 1
-                                  and not isinstance(primals[0], (tuple, list))):
+
+    if len(primals) == 1 and not (
+        isinstance(r, (tuple, list)) and len(r) == 1 and not isinstance(primals[0], (tuple, list))
+    ):
         r = (r,)
     out = []
     for g, p in zip(r, primals):
@@ -180,6 +196,7 @@ def _unbatch(g: Any, ax: Any, primal: Any) -> Any:
     """A per-example cotangent tree (batch on axis 0) laid out like its batched primal: the
     batch axis moved to the primal's, or summed where the primal is not batched."""
     from .. import ops
+
     leaves, td = flatten(g)
     axes = broadcast_prefix(ax, primal, "custom_function vmap")
     out = []
@@ -204,6 +221,8 @@ def _flatten_with_none(tree: Any) -> tuple[list, Any]:
         elif isinstance(t, dict):
             stack.extend(reversed(list(t.values())))
         else:
-            raise TypeError(f"custom_function: a vjp returned a {type(t).__name__} where an "
-                            "array (or None) was expected")
+            raise TypeError(
+                f"custom_function: a vjp returned a {type(t).__name__} where an "
+                "array (or None) was expected"
+            )
     return out, None

@@ -9,6 +9,7 @@ with their batch axes (an int, or None for an unbatched input) and returns outpu
 >>> f(nv.array([1.0, 2.0, 3.0]), nv.array(10.0)).tolist()
 [10.0, 20.0, 30.0]
 """
+
 from __future__ import annotations
 
 import functools
@@ -32,8 +33,10 @@ def _check_axes(spec: Any, name: str, what: str) -> None:
         elif isinstance(s, dict):
             stack.extend(s.values())
         else:
-            raise TypeError(f"{name}: {what} must be ints, None, or lists/tuples/dicts of them; "
-                            f"got {type(s).__name__}")
+            raise TypeError(
+                f"{name}: {what} must be ints, None, or lists/tuples/dicts of them; "
+                f"got {type(s).__name__}"
+            )
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
@@ -54,12 +57,15 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
         return _vmap_call(fun, in_axes, out_axes, args, kwargs)
+
     return wrapped
 
 
 def _norm(ax: int, ndim: int, what: str) -> int:
     if not -ndim <= ax < ndim:
-        raise ValueError(f"vmap: {what} axis {ax} is out of bounds for an array of dimension {ndim}")
+        raise ValueError(
+            f"vmap: {what} axis {ax} is out of bounds for an array of dimension {ndim}"
+        )
     return ax % ndim
 
 
@@ -67,8 +73,7 @@ def _vmap_call(fun, in_axes, out_axes, args, kwargs):
     if isinstance(in_axes, (list, tuple)) and len(in_axes) != len(args):
         raise ValueError(f"vmap: in_axes has {len(in_axes)} entries for {len(args)} arguments")
     leaves, td = flatten(args)
-    axes = broadcast_prefix(tuple(in_axes) if isinstance(in_axes, list) else in_axes,
-                            args, "vmap")
+    axes = broadcast_prefix(tuple(in_axes) if isinstance(in_axes, list) else in_axes, args, "vmap")
     size = None
     for x, ax in zip(leaves, axes):
         if ax is None:
@@ -78,19 +83,20 @@ def _vmap_call(fun, in_axes, out_axes, args, kwargs):
         if size is None:
             size = n
         elif n != size:
-            raise ValueError(f"vmap: inputs have different sizes along their mapped axes "
-                             f"({size} and {n})")
+            raise ValueError(
+                f"vmap: inputs have different sizes along their mapped axes ({size} and {n})"
+            )
     if size is None:
         raise ValueError("vmap: at least one input must be mapped (in_axes are all None)")
     holders = []
-    bound: dict = {}   # id(placeholder or traced array) -> (batched array, its batch axis)
+    bound: dict = {}  # id(placeholder or traced array) -> (batched array, its batch axis)
     keep = []
     for x, ax in zip(leaves, axes):
         if ax is None:
             holders.append(x)
             continue
         ax = ax % x.ndim
-        p = Array.placeholder(x.shape[:ax] + x.shape[ax + 1:], x.dtype, x.stream)
+        p = Array.placeholder(x.shape[:ax] + x.shape[ax + 1 :], x.dtype, x.stream)
         holders.append(p)
         bound[id(p)] = (x, ax)
         keep.append(p)
@@ -130,12 +136,14 @@ def replay(outputs, placeholders, bound: dict) -> None:
         try:
             outs, oaxes = prim.vmap(vals, axes)
         except NotImplementedError as e:
-            raise NotImplementedError(f"vmap: the {prim.name} primitive has no vmap rule "
-                                      f"({e})") from None
+            raise NotImplementedError(
+                f"vmap: the {prim.name} primitive has no vmap rule ({e})"
+            ) from None
         sibs = node.siblings
         if len(outs) != len(sibs):
-            raise ValueError(f"vmap: the {prim.name} rule returned {len(outs)} outputs for "
-                             f"{len(sibs)}")
+            raise ValueError(
+                f"vmap: the {prim.name} rule returned {len(outs)} outputs for {len(sibs)}"
+            )
         for s, o, oax in zip(sibs, outs, oaxes):
             bound[id(s)] = (o, oax)
 
@@ -144,15 +152,17 @@ def _place(v: Array, ax, oax, size: int) -> Array:
     """``v`` with its batch axis ``ax`` moved to ``oax`` (broadcast along a new axis when it
     is unbatched)."""
     from .. import ops
+
     if not isinstance(v, Array):
         if oax is None:
             return v
-        raise ValueError(f"vmap: the function returned a {type(v).__name__}; outputs must be "
-                         "arrays (or use out_axes None)")
+        raise ValueError(
+            f"vmap: the function returned a {type(v).__name__}; outputs must be "
+            "arrays (or use out_axes None)"
+        )
     if oax is None:
         if ax is not None:
-            raise ValueError("vmap: out_axes is None for an output that depends on a mapped "
-                             "input")
+            raise ValueError("vmap: out_axes is None for an output that depends on a mapped input")
         return v
     if ax is None:
         nd = v.ndim + 1

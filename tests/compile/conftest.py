@@ -1,4 +1,5 @@
 """Helpers shared by the nv.compile tests."""
+
 from __future__ import annotations
 
 import contextlib
@@ -28,8 +29,11 @@ def bits(a) -> np.ndarray:
     h = np.asarray(a)
     if h.dtype == np.bool_:
         return h.view(np.uint8)
-    return np.ascontiguousarray(h).view(f"u{h.dtype.itemsize}") if h.dtype.kind in "fcV" \
-        or h.dtype == BF16 else h
+    return (
+        np.ascontiguousarray(h).view(f"u{h.dtype.itemsize}")
+        if h.dtype.kind in "fcV" or h.dtype == BF16
+        else h
+    )
 
 
 def assert_same(got, want) -> None:
@@ -76,6 +80,7 @@ def kernels_in_the_call():
     """Tests look at fused tapes right after the first call: build kernels in the call (one
     test checks the background mode itself)."""
     from nuvec.compile import background
+
     prev = background.set_background_kernels(False)
     yield
     background.wait_for_kernels()

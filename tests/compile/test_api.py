@@ -1,5 +1,6 @@
 """The API: nv.compile as a function, a decorator and through functools.partial; wrapping;
 the cache capacity option; disable_compile / enable_compile / NUVEC_DISABLE_COMPILE."""
+
 import functools
 import inspect
 import os
@@ -23,7 +24,7 @@ def test_call_decorator_and_partial_forms_give_the_same_results():
         return x * y + 1.0
 
     part = functools.partial(nv.compile, shapeless=True)(f)
-    opts = nv.compile(shapeless=True)(f)   # options without the function: a decorator
+    opts = nv.compile(shapeless=True)(f)  # options without the function: a decorator
     for g in (direct, deco, part, opts):
         assert g(x, y).tolist() == [4.0, 9.0]
     assert part.shapeless and opts.shapeless and not direct.shapeless
@@ -52,8 +53,10 @@ def test_rejects_a_non_function_and_bad_options():
 def test_cache_keeps_the_most_recently_used_signatures():
     f = nv.compile(lambda x: x + 1, cache_capacity=2)
     a, b, c = nv.ones((1,)), nv.ones((2,)), nv.ones((3,))
-    f(a); f(b); f(a)          # a is now the most recently used
-    f(c)                      # evicts b
+    f(a)
+    f(b)
+    f(a)  # a is now the most recently used
+    f(c)  # evicts b
     assert f.stats()["traces"] == 3 and f.stats()["entries"] == 2
     f(a)
     assert f.stats()["traces"] == 3
@@ -84,26 +87,30 @@ def test_disable_and_enable_compile():
 
     g = nv.compile(f)
     x = nv.ones((2,))
-    g(x); g(x)
+    g(x)
+    g(x)
     assert len(calls) == 1
     nv.disable_compile()
     try:
         assert g(x).tolist() == [2.0, 2.0]
         g(x)
-        assert len(calls) == 3          # runs the function itself every call
+        assert len(calls) == 3  # runs the function itself every call
     finally:
         nv.enable_compile()
     g(x)
-    assert len(calls) == 3              # cached again
+    assert len(calls) == 3  # cached again
 
 
 def test_environment_variable_disables_compile():
-    code = ("import nuvec as nv\n"
-            "n = []\n"
-            "f = nv.compile(lambda x: (n.append(1), x + 1)[1])\n"
-            "x = nv.ones((2,)); f(x); f(x)\n"
-            "print(len(n), nv.compile(lambda x: x).stats()['traces'])\n")
+    code = (
+        "import nuvec as nv\n"
+        "n = []\n"
+        "f = nv.compile(lambda x: (n.append(1), x + 1)[1])\n"
+        "x = nv.ones((2,)); f(x); f(x)\n"
+        "print(len(n), nv.compile(lambda x: x).stats()['traces'])\n"
+    )
     env = dict(os.environ, NUVEC_DISABLE_COMPILE="1")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out == ["2", "0"]

@@ -1,5 +1,6 @@
 """``nv.compile(..., fast_math=True)`` changes only CUDA kernels: elsewhere the results stay
 equal to the uncompiled ones bit for bit (GPU behaviour: tests/cuda/test_gpu_fast_math.py)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,11 +28,16 @@ def test_fast_math_is_ignored_on_the_cpu(dtype):
             np.testing.assert_array_equal(got, want)
 
 
-BF16_CHAIN = KernelSpec(inputs=("bfloat16",), constants=(("bfloat16", 0x3f00),),
-                        nodes=(Node("exp", (("in", 0),), "bfloat16"),
-                               Node("multiply", (("node", 0), ("const", 0)), "bfloat16"),
-                               Node("tanh", (("node", 1),), "bfloat16")),
-                        outputs=(2,))
+BF16_CHAIN = KernelSpec(
+    inputs=("bfloat16",),
+    constants=(("bfloat16", 0x3F00),),
+    nodes=(
+        Node("exp", (("in", 0),), "bfloat16"),
+        Node("multiply", (("node", 0), ("const", 0)), "bfloat16"),
+        Node("tanh", (("node", 1),), "bfloat16"),
+    ),
+    outputs=(2,),
+)
 
 
 def test_fast_kernels_use_the_gpu_functions_and_round_only_when_storing():
@@ -41,6 +47,6 @@ def test_fast_kernels_use_the_gpu_functions_and_round_only_when_storing():
     quick, _ = source.kernel_source(fast, "vec", "i32", (0,))
     assert "nv_round_bf16" in exact and "nv_exp_f32" in exact
     assert "nv_round_bf16" not in quick and "__expf(" in quick and "tanhf(" in quick
-    assert "nv_f32_to_bf16" in quick                 # rounded once, where it is stored
+    assert "nv_f32_to_bf16" in quick  # rounded once, where it is stored
     assert "--fmad=true" in source.nvrtc_options(True)
     assert "--fmad=false" in source.nvrtc_options(False)

@@ -3,6 +3,7 @@ optimizer's fused update writes the new parameters and moments into the old stat
 when nothing but the state refers to them, with the same bits as an uncompiled step; a
 buffer that anything else can see (a reference to the old array, a NumPy view of it, a view
 read after the update, the function's own return value) is never written."""
+
 import functools
 
 import numpy as np
@@ -29,13 +30,15 @@ def setup(compiled: bool):
     nv.eval(model.parameters())
     opt = optim.Adam(learning_rate=1e-2)
     opt.init(model.trainable_parameters())
-    lg = nn.value_and_grad(model, lambda m, x, y: nn.losses.cross_entropy(m(x), y,
-                                                                          reduction="mean"))
+    lg = nn.value_and_grad(
+        model, lambda m, x, y: nn.losses.cross_entropy(m(x), y, reduction="mean")
+    )
 
     def step(x, y):
         loss, grads = lg(model, x, y)
         opt.update(model, grads)
         return loss
+
     state = [model.state, opt.state]
     if compiled:
         step = functools.partial(nv.compile, inputs=state, outputs=state)(step)
@@ -80,7 +83,7 @@ def test_adam_updates_in_place_with_the_uncompiled_bits():
 @pytest.mark.parametrize("hold", ["array", "numpy_view"])
 def test_a_state_array_seen_elsewhere_keeps_its_value(hold):
     model, opt, state, comp = setup(True)
-    run(comp, state, 4)                       # the fused tape is in use and proven
+    run(comp, state, 4)  # the fused tape is in use and proven
     old = model.layers[0].weight
     kept = old if hold == "array" else np.asarray(old)
     before = np.array(kept)
@@ -89,7 +92,7 @@ def test_a_state_array_seen_elsewhere_keeps_its_value(hold):
     run(comp, state, 2)
     np.testing.assert_array_equal(np.asarray(kept), before)
     assert not np.array_equal(np.array(model.layers[0].weight), before)
-    assert pl.donations > n                  # the other parameters still update in place
+    assert pl.donations > n  # the other parameters still update in place
 
 
 @pytest.mark.parametrize("returns_old", [False, True])
@@ -104,6 +107,7 @@ def test_a_state_input_read_after_its_update_or_returned_is_not_written(returns_
         # a matmul after the update reads a view of the old value
         out = nv.reshape(old, (2, 3)) @ nv.reshape(p["w"], (3, 2))
         return (out, old) if returns_old else out
+
     for i in range(5):
         prev = np.array(p["w"])
         res = step(nv.array(1.0))
@@ -123,7 +127,8 @@ def test_an_error_after_the_update_leaves_the_state_unchanged():
     @functools.partial(nv.compile, inputs=state, outputs=state)
     def step(i):
         p["w"] = p["w"] * 0.5 + 1.0
-        return nv.take(p["w"], i)             # checks its indices after the update ran
+        return nv.take(p["w"], i)  # checks its indices after the update ran
+
     for _ in range(4):
         nv.eval(step(nv.array([1], nv.int32)), state)
     before = np.array(p["w"])

@@ -2,6 +2,7 @@
 generated source); per-function statistics with the reason of the last miss; an opt-in
 warning when one function traces more than N times; errors naming the argument path of a bad
 input."""
+
 import io
 import re
 import warnings
@@ -38,12 +39,12 @@ def test_inspect_shows_steps_groups_and_kernel_sources():
     x, y = nv.ones((3,)), nv.ones((3,))
     f(x, y)
     rep = f.inspect(x, y)
-    assert f.stats()["traces"] == 1                 # the cached trace is described
+    assert f.stats()["traces"] == 1  # the cached trace is described
     assert any("sum" in s for s in rep.steps)
     assert [g.ops for g in rep.groups] == [("exp", "multiply", "add")]
     src = rep.groups[0].source
     assert "void nv_k_" in src and "nv_exp_f32" in src
-    text = str(rep)                                 # kernel names, no sources
+    text = str(rep)  # kernel names, no sources
     assert "fused group 0" in text and "argument 0" in text
     assert rep.groups[0].name in text and rep.groups[0].name in src and "nv_exp_f32" not in text
     full = rep.format(source=True)
@@ -73,6 +74,7 @@ def test_statistics_and_the_reason_of_the_last_miss():
 def test_an_opt_in_warning_when_a_function_keeps_retracing():
     def step(x):
         return x + 1
+
     quiet = nv.compile(step)
     loud = nv.compile(step, warn_traces=2)
     with warnings.catch_warnings(record=True) as w:
@@ -99,11 +101,12 @@ def test_inspect_a_stateful_step_without_changing_the_state():
     def step(x):
         state["w"] = state["w"] * 0.5 + nv.exp(x)
         return state["w"].sum()
+
     f = nv.compile(step, inputs=state, outputs=state)
     w0 = state["w"]
     rep = f.inspect(nv.array([0.0, 1.0]))
-    assert state["w"] is w0                         # inspecting runs nothing
+    assert state["w"] is w0  # inspecting runs nothing
     assert [g.ops for g in rep.groups] == [("multiply", "exp", "add")]
     assert "state" in rep.signature and f.stats()["traces"] == 1
     f(nv.array([0.0, 1.0]))
-    assert f.stats()["traces"] == 1                 # the call uses the inspected trace
+    assert f.stats()["traces"] == 1  # the call uses the inspected trace

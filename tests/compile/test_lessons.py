@@ -3,6 +3,7 @@ function objects; CSE and constant merging are linear (a scalar used by 40,000 o
 a failing C compiler falls back to unfused execution with one warning carrying its message;
 every call returns fresh outputs; a compiled step that mutates state gives exactly the
 uncompiled step's results."""
+
 import gc
 import random
 import stat
@@ -23,21 +24,23 @@ def test_a_new_function_at_a_reused_address_never_gets_another_ones_trace():
     x = nv.array([1.0, 2.0])
     ids = set()
     for i in range(300):
-        c = nv.array([float(i), i + 0.5])                  # captured: a different constant
-        f = nv.compile(lambda x, c=c: x * 2.0 + c)        # ... in the same code each time
+        c = nv.array([float(i), i + 0.5])  # captured: a different constant
+        f = nv.compile(lambda x, c=c: x * 2.0 + c)  # ... in the same code each time
         ids.add(id(f))
         assert f(x).tolist() == [2.0 + i, 4.5 + i]
-        del f                                              # freed at once (no cycle)
-    assert len(ids) < 300      # addresses were reused, and every function was still right
+        del f  # freed at once (no cycle)
+    assert len(ids) < 300  # addresses were reused, and every function was still right
 
 
 def test_merging_and_cse_stay_linear_for_a_scalar_used_40000_times():
     def chain(n):
         def f(x):
             for _ in range(n):
-                x = x * 2.0 + 2.0          # 2n operations on one scalar constant
+                x = x * 2.0 + 2.0  # 2n operations on one scalar constant
             return x
+
         return f
+
     cpu = {}
     # Python's collector is off while timing: in the full suite (a large heap) its
     # collections made the ratio 8-9x, against 4.3x alone; this checks nuvec's passes.
@@ -53,25 +56,25 @@ def test_merging_and_cse_stay_linear_for_a_scalar_used_40000_times():
                     out = g(nv.zeros((2,)))
                     tape = entry_of(g).tape
                     assert len(tape.steps) == 2 * n and len(tape.consts) == 1
-                    st = g.stats()   # CPU time of this thread: other processes' load does not count
+                    st = g.stats()  # CPU time of this thread: other processes' load does not count
                     t = st["simplify_cpu_s"] + st["finalize_cpu_s"]
                     cpu[n] = min(cpu.get(n, t), t)
     finally:
         gc.enable()
     assert np.isinf(np.asarray(out)).all()
-    assert cpu[20_000] < 1.0, cpu                  # 40,000 operations: well under a second
-    assert cpu[20_000] < 8 * cpu[5_000], cpu       # 4x the operations: about 4x the time
+    assert cpu[20_000] < 1.0, cpu  # 40,000 operations: well under a second
+    assert cpu[20_000] < 8 * cpu[5_000], cpu  # 4x the operations: about 4x the time
 
 
-@pytest.mark.usefixtures("cpu_device")   # CPU-only behaviour (see tests/conftest.py)
+@pytest.mark.usefixtures("cpu_device")  # CPU-only behaviour (see tests/conftest.py)
 def test_a_failing_c_compiler_means_unfused_execution_and_one_warning(monkeypatch, tmp_path):
     cc = tmp_path / "broken-cc"
     cc.write_text("#!/bin/sh\necho 'broken-cc: this compiler is out of order' >&2\nexit 3\n")
     cc.chmod(cc.stat().st_mode | stat.S_IEXEC)
-    k1, k2 = random.random(), random.random()          # kernels no run has built before
+    k1, k2 = random.random(), random.random()  # kernels no run has built before
     fns = [lambda x: nv.tanh(x * k1) + 1.0, lambda x: nv.exp(x - k2) * 3.0]
     x = nv.array([0.5, 1.5])
-    want = [np.asarray(f(x)) for f in fns]              # single ops, loaded before the switch
+    want = [np.asarray(f(x)) for f in fns]  # single ops, loaded before the switch
     monkeypatch.setenv("CC", str(cc))
     monkeypatch.setenv("NUVEC_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(trace, "_warned_compiler", [False])
@@ -110,11 +113,13 @@ def test_a_mutating_step_gives_the_uncompiled_results():
             state["ema"] = state["ema"] * 0.9 + x * 0.1
             state["hist"][0] = nv.maximum(state["hist"][0], state["ema"])
             return state["ema"].sum()
+
         if compiled:
             step = nv.compile(step, inputs=state, outputs=state)
         outs = [step(nv.array([1.0, 2.0, 3.0]) * k) for k in range(1, 6)]
         nv.eval(outs, state)
         return outs, state, step
+
     plain, comp = run(False), run(True)
     for a, b in zip(plain[0], comp[0]):
         assert_same(np.asarray(a), np.asarray(b))

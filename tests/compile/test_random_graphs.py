@@ -1,6 +1,7 @@
 """Compiled against uncompiled, bit for bit, on random graphs: element-wise ops over every
 dtype family, scalar constants, broadcasts, reductions, reshapes and matmuls; shaped and
 shapeless (replayed on a second set of shapes)."""
+
 import ml_dtypes
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -35,6 +36,7 @@ def make_inputs(rng, dtypes, rows):
 
 def build(program, shapeless):
     """The function a program describes: a list of (op, operand indices, extra)."""
+
     def f(*xs):
         vals = list(xs)
         for op, args, extra in program:
@@ -60,7 +62,8 @@ def build(program, shapeless):
                     a = [x if x.dtype.kind in "iub" else nv.astype(x, nv.int32) for x in a]
                 v = getattr(nv, op)(a[0], a[1])
             vals.append(v)
-        return vals[len(xs):]
+        return vals[len(xs) :]
+
     return f
 
 
@@ -73,8 +76,11 @@ def programs(draw, shapeless):
         dtypes = [draw(st.sampled_from(INTS))] * 3
     else:
         dtypes = [draw(st.sampled_from(FLOATS)), draw(st.sampled_from(INTS)), "float32"]
-    ops = F_UNARY + F_BINARY + ["scalar", "where", "sum", "cast"] if kind != "int" else \
-        I_BINARY + ["scalar", "where", "sum", "cast", "exp"]
+    ops = (
+        F_UNARY + F_BINARY + ["scalar", "where", "sum", "cast"]
+        if kind != "int"
+        else I_BINARY + ["scalar", "where", "sum", "cast", "exp"]
+    )
     if not shapeless:
         ops = ops + ["reshape", "matmul"]
     program = []
@@ -83,8 +89,11 @@ def programs(draw, shapeless):
         args = (draw(st.integers(0, 30)), draw(st.integers(0, 30)))
         extra = None
         if op == "scalar":
-            extra = draw(st.sampled_from([2, 3, 5])) if kind == "int" else \
-                draw(st.sampled_from([1.5, -0.25, 3.0]))
+            extra = (
+                draw(st.sampled_from([2, 3, 5]))
+                if kind == "int"
+                else draw(st.sampled_from([1.5, -0.25, 3.0]))
+            )
         elif op == "cast":
             extra = draw(st.sampled_from(["float32", "int32", "float16", "bool"]))
         program.append((op, args, extra))
@@ -128,6 +137,7 @@ def test_inner_values_read_by_later_steps_compile_equal_uncompiled(case, keep):
     def f(*xs):
         vals = full(*xs)
         return [vals[k % len(vals)] for k in keep] + [vals[-1]]
+
     xs = make_inputs(np.random.default_rng(seed), dtypes, 4)
     g = nv.compile(f)
     check(f, g, xs)

@@ -3,6 +3,7 @@ again and element-wise steps broadcast their operands as the uncompiled ones do 
 the shaped compile's bit for bit); operations whose parameters hold a traced size fail the
 trace with an error naming the operation; a function output is never an inner member of a
 fused group."""
+
 import numpy as np
 import pytest
 
@@ -35,7 +36,8 @@ def test_one_trace_serves_every_shape_of_the_same_ranks(fused):
 
 def test_the_key_holds_dtypes_and_ranks():
     f = nv.compile(lambda x: x * 2.0, shapeless=True)
-    f(rand(3)); f(rand(9))
+    f(rand(3))
+    f(rand(9))
     assert f.stats()["traces"] == 1
     f(rand(3, 3))
     assert f.stats()["traces"] == 2 and f.stats()["last_miss"] == "argument 0: ndim 1 -> 2"
@@ -47,6 +49,7 @@ def test_the_key_holds_dtypes_and_ranks():
 def test_element_wise_steps_broadcast_their_operands_again(fused):
     def f(x, b, s):
         return nv.exp(x + b) * 2.0 - b * s + nv.zeros(x.shape)
+
     with unfused() if not fused else _nothing():
         g = nv.compile(f, shapeless=True)
         for n, m in ((3, 4), (5, 4), (1, 4), (6, 1)):
@@ -57,19 +60,22 @@ def test_element_wise_steps_broadcast_their_operands_again(fused):
 
 
 def test_an_operation_that_fixes_a_traced_size_fails_the_trace_naming_it_and_the_line():
-    fn = lambda x: nv.pad(x, ((1, 1), (0, 2))) * 2     # noqa: E731  (the line named)
+    fn = lambda x: nv.pad(x, ((1, 1), (0, 2))) * 2  # noqa: E731  (the line named)
     g = nv.compile(fn, shapeless=True)
-    with pytest.raises(ValueError, match=r"'pad' \(at .*test_shapeless.py:\d+\).*without "
-                                         "shapeless=True"):
+    with pytest.raises(
+        ValueError,
+        match=r"'pad' \(at .*test_shapeless.py:\d+\).*without "
+        "shapeless=True",
+    ):
         g(rand(2, 3))
-    assert nv.compile(fn)(rand(2, 3)).shape == fn(rand(2, 3)).shape   # shaped compile is fine
+    assert nv.compile(fn)(rand(2, 3)).shape == fn(rand(2, 3)).shape  # shaped compile is fine
 
 
 def test_a_broadcast_to_a_traced_target_replays_only_on_the_traced_input_shape():
-    fn = lambda x: nv.broadcast_to(x, (4,) + x.shape) * 2     # noqa: E731
+    fn = lambda x: nv.broadcast_to(x, (4,) + x.shape) * 2  # noqa: E731
     g = nv.compile(fn, shapeless=True)
     assert_same(np.asarray(g(x := rand(2, 3))), np.asarray(fn(x)))
-    for shape in ((5, 3), (1, 3)):    # (1, 3) would broadcast to the traced target silently
+    for shape in ((5, 3), (1, 3)):  # (1, 3) would broadcast to the traced target silently
         with pytest.raises(ValueError, match=r"broadcast_to: traced \(shapeless\).*\(2, 3\)"):
             g(rand(*shape))
 
@@ -79,14 +85,15 @@ def test_random_draws_with_a_shape_fail_the_shapeless_trace():
     key = nv.random.state[0]
     with pytest.raises(ValueError, match="'random_bits'.*without shapeless=True"):
         g(rand(3))
-    assert nv.random.state[0] is key        # the failed trace did not advance the key
+    assert nv.random.state[0] is key  # the failed trace did not advance the key
 
 
 def test_a_function_output_is_never_an_inner_member():
     def f(x, y):
-        a = nv.exp(x) * 3.0           # (n,) ... returned, and broadcast into b
-        b = nv.tanh(a + y) - 1.0      # (m, n)
+        a = nv.exp(x) * 3.0  # (n,) ... returned, and broadcast into b
+        b = nv.tanh(a + y) - 1.0  # (m, n)
         return a, b
+
     g = nv.compile(f, shapeless=True)
     for m, n in ((2, 3), (4, 5)):
         x, y = rand(n), rand(m, n)

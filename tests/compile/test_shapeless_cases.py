@@ -1,6 +1,7 @@
 """Shapeless replays re-infer what depends on shapes (element counts, -1 sizes, *_like shapes,
 scalar broadcasts, squeezes, vector products) and refuse, naming the operation, what they
 cannot replay; one test per case that once gave a wrong result silently."""
+
 import os
 import sys
 
@@ -31,16 +32,21 @@ def same_as_uncompiled(fn, *inputs_per_call):
     return g
 
 
-f32 = lambda *v: nv.array(np.array(v, np.float32))   # noqa: E731
-i32 = lambda *v: nv.array(np.array(v, np.int32))     # noqa: E731
+f32 = lambda *v: nv.array(np.array(v, np.float32))  # noqa: E731
+i32 = lambda *v: nv.array(np.array(v, np.int32))  # noqa: E731
 
 
-@pytest.mark.parametrize("fn", [
-    nv.mean, nv.var, nv.std,
-    lambda x: nv.mean(x, keepdims=True),
-    lambda x: nv.var(x, ddof=1),
-    lambda x: nv.mean(nv.take(x, nv.arange(1))),
-])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        nv.mean,
+        nv.var,
+        nv.std,
+        lambda x: nv.mean(x, keepdims=True),
+        lambda x: nv.var(x, ddof=1),
+        lambda x: nv.mean(nv.take(x, nv.arange(1))),
+    ],
+)
 def test_normalisers_count_the_replayed_elements(fn):
     g = same_as_uncompiled(fn, (f32(1, 2),), (f32(1, 2, 3),), (f32(5),), (f32(4, 5, 6, 7),))
     assert g.stats()["traces"] == 1
@@ -48,13 +54,14 @@ def test_normalisers_count_the_replayed_elements(fn):
 
 def test_mean_after_take_counts_the_taken_elements():
     buf = f32(10, 20, 30, 40, 50)
-    same_as_uncompiled(lambda b, i: nv.mean(nv.take(b, i, axis=0)),
-                       *[(buf, nv.arange(n)) for n in (1, 2, 3, 4)])
+    same_as_uncompiled(
+        lambda b, i: nv.mean(nv.take(b, i, axis=0)), *[(buf, nv.arange(n)) for n in (1, 2, 3, 4)]
+    )
 
 
 def test_a_slice_that_is_whole_at_the_traced_shape_is_not_dropped():
     g = nv.compile(lambda x: x[:2], shapeless=True)
-    for x in (f32(1, 2), f32(1, 2, 3, 4, 5)):    # refused by name, never the whole (5,)
+    for x in (f32(1, 2), f32(1, 2, 3, 4, 5)):  # refused by name, never the whole (5,)
         with pytest.raises(ValueError, match=r"'slice' \(at .*test_shapeless_cases.py"):
             g(x)
 
@@ -64,14 +71,23 @@ def test_a_reshape_to_the_traced_shape_still_checks_the_size():
 
 
 def test_a_reshape_keeps_its_minus_one():
-    same_as_uncompiled(lambda x: nv.reshape(x, (-1,)) + 1,
-                       (nv.zeros((2, 3)),), (nv.zeros((3, 4)),), (nv.zeros((0, 4)),))
-    same_as_uncompiled(lambda x: nv.unflatten(x, -1, (4, -1)),
-                       (nv.zeros((1, 1, 128)),), (nv.zeros((2, 3, 64)),), (nv.zeros((1, 1, 6)),))
+    same_as_uncompiled(
+        lambda x: nv.reshape(x, (-1,)) + 1,
+        (nv.zeros((2, 3)),),
+        (nv.zeros((3, 4)),),
+        (nv.zeros((0, 4)),),
+    )
+    same_as_uncompiled(
+        lambda x: nv.unflatten(x, -1, (4, -1)),
+        (nv.zeros((1, 1, 128)),),
+        (nv.zeros((2, 3, 64)),),
+        (nv.zeros((1, 1, 6)),),
+    )
 
 
-@pytest.mark.parametrize("fn", [lambda x: x / 2, lambda x: nv.logaddexp(x, -1),
-                                lambda x: 2 - x * 3])
+@pytest.mark.parametrize(
+    "fn", [lambda x: x / 2, lambda x: nv.logaddexp(x, -1), lambda x: 2 - x * 3]
+)
 def test_python_scalars_broadcast_at_each_replay(fn):
     same_as_uncompiled(fn, (i32(1, 2),), (i32(1, 2, 3),), (i32(4),))
 
@@ -89,27 +105,32 @@ def test_like_creations_take_the_replayed_shape(fn):
 def test_squeeze_of_every_size1_axis_refuses_another_pattern():
     g = same_as_uncompiled(nv.squeeze, (nv.zeros((2, 2, 1)),), (nv.zeros((5, 3, 1)),))
     with pytest.raises(ValueError, match=r"squeeze: traced \(shapeless\)"):
-        g(nv.zeros((5, 1, 1)))        # uncompiled: (5,); never the traced rank's (5, 1)
+        g(nv.zeros((5, 1, 1)))  # uncompiled: (5,); never the traced rank's (5, 1)
 
 
 def test_a_trace_on_a_zero_size_shape_serves_later_calls():
-    fn = lambda x: nv.sum(x, axis=1) * 3 + nv.mean(x, axis=0)   # noqa: E731
+    fn = lambda x: nv.sum(x, axis=1) * 3 + nv.mean(x, axis=0)  # noqa: E731
     same_as_uncompiled(fn, (nv.zeros((1, 0)),), (nv.ones((2, 3)),), (nv.ones((3, 3)),))
 
 
 def test_vector_products_of_any_length():
     same_as_uncompiled(lambda a, b: a @ b, (f32(0, 1, 2), f32(0, 1, 2)), (f32(1, 2), f32(3, 4)))
-    same_as_uncompiled(lambda a, b: a @ b, (nv.ones((2, 3)), f32(1, 2, 3)),
-                       (nv.ones((4, 2)), f32(1, 2)))
+    same_as_uncompiled(
+        lambda a, b: a @ b, (nv.ones((2, 3)), f32(1, 2, 3)), (nv.ones((4, 2)), f32(1, 2))
+    )
 
 
 def test_broadcast_arrays_follows_the_inputs():
-    fn = lambda a, b: nv.broadcast_arrays(a, b)[0] * 1   # noqa: E731
-    same_as_uncompiled(fn, (nv.zeros((2, 1)), nv.ones((3,))), (nv.zeros((4, 1)), nv.ones((5,))),
-                       (nv.zeros((2, 2)), nv.ones((3,))))
+    fn = lambda a, b: nv.broadcast_arrays(a, b)[0] * 1  # noqa: E731
+    same_as_uncompiled(
+        fn,
+        (nv.zeros((2, 1)), nv.ones((3,))),
+        (nv.zeros((4, 1)), nv.ones((5,))),
+        (nv.zeros((2, 2)), nv.ones((3,))),
+    )
 
 
 def test_random_programs_replay_exactly_or_refuse_by_name():
     outcomes = [check(seed) for seed in range(200)]
     assert outcomes.count("mismatch") == 0 and outcomes.count("one-sided") == 0
-    assert outcomes.count("ok") > 120        # most programs replay on every shape
+    assert outcomes.count("ok") > 120  # most programs replay on every shape

@@ -2,6 +2,7 @@
 stop_gradient, folds input-independent sub-graphs into constants, merges equal scalar
 constants (never a tracer), computes equal operations once, never folds or merges effectful
 primitives, and walks the graph iteratively."""
+
 import numpy as np
 
 import pytest
@@ -21,6 +22,7 @@ TICKS: list = []
 
 class Tick(Primitive):
     """An effectful test primitive: adds one and counts its runs."""
+
     __slots__ = ()
     name = "tick"
     effectful = True
@@ -42,6 +44,7 @@ def test_identities_and_same_dtype_casts_are_removed(no_fusion):
         c = Array.make(Transpose((0, 1)), [b])
         d = Array.make(AsType(x.dtype), [c])
         return nv.exp(d)
+
     g = nv.compile(f)
     x = nv.array([[1.0, 2.0]])
     assert g(x).tolist() == f(x).tolist()
@@ -51,6 +54,7 @@ def test_identities_and_same_dtype_casts_are_removed(no_fusion):
 def test_copies_and_stop_gradient_are_kept(no_fusion):
     def f(x):
         return nv.exp(Array.make(Copy(), [Array.make(StopGradient(), [x])]))
+
     g = nv.compile(f)
     x = nv.array([0.0, 1.0])
     assert g(x).tolist() == f(x).tolist()
@@ -58,10 +62,12 @@ def test_copies_and_stop_gradient_are_kept(no_fusion):
 
 
 def test_input_independent_subgraphs_become_constants(no_fusion):
-    w = nv.exp(nv.arange(3).astype(nv.float32))     # lazy, captured
+    w = nv.exp(nv.arange(3).astype(nv.float32))  # lazy, captured
+
     def f(x):
-        table = nv.sin(nv.arange(3).astype(nv.float32)) * 2.0   # built inside, no input
+        table = nv.sin(nv.arange(3).astype(nv.float32)) * 2.0  # built inside, no input
         return x * w + table
+
     g = nv.compile(f)
     x = nv.ones((3,))
     np.testing.assert_array_equal(np.asarray(g(x)), np.asarray(f(x)))
@@ -73,12 +79,13 @@ def test_input_independent_subgraphs_become_constants(no_fusion):
 def test_equal_scalar_constants_are_merged(no_fusion):
     def f(x, y):
         return x * 2.0 + y * 2.0 + x * nv.array(2.0) + y * 3.0
+
     g = nv.compile(f)
     x, y = nv.array([1.0, 2.0]), nv.array([3.0, 4.0])
     assert g(x, y).tolist() == f(x, y).tolist()
     tape = entry_of(g).tape
     vals = sorted(float(np.asarray(c).reshape(-1)[0]) for c in tape.consts)
-    assert vals == [2.0, 3.0]          # three 2.0 constants became one
+    assert vals == [2.0, 3.0]  # three 2.0 constants became one
     # ... so x * 2.0 and x * nv.array(2.0) are one multiply (CSE after merging)
     assert step_names(g, x, y).count("multiply") == 3
 
@@ -86,9 +93,10 @@ def test_equal_scalar_constants_are_merged(no_fusion):
 def test_a_tracer_is_never_merged_with_an_equal_constant():
     x = nv.array([1.0, 2.0, 3.0])
 
-    def loss(w):                    # w == 2.0, traced by grad and captured by the trace
+    def loss(w):  # w == 2.0, traced by grad and captured by the trace
         g = nv.compile(lambda x: x * w + x * 2.0)
         return nv.sum(g(x))
+
     # d/dw sum(x * w + 2 x) = sum(x); were w merged with the constant 2.0 it would be 0
     assert nv.grad(loss)(nv.array(2.0)).item() == 6.0
 
@@ -96,6 +104,7 @@ def test_a_tracer_is_never_merged_with_an_equal_constant():
 def test_equal_operations_on_equal_inputs_are_computed_once(no_fusion):
     def f(x, y):
         return nv.exp(x) * nv.exp(x) + nv.exp(y), nv.exp(x)
+
     g = nv.compile(f)
     x, y = nv.array([0.5]), nv.array([0.25])
     a, b = g(x, y)
@@ -103,18 +112,19 @@ def test_equal_operations_on_equal_inputs_are_computed_once(no_fusion):
     assert step_names(g, x, y) == ["exp", "multiply", "exp", "add"]
 
 
-@pytest.mark.usefixtures("cpu_device")   # CPU-only behaviour (see tests/conftest.py)
+@pytest.mark.usefixtures("cpu_device")  # CPU-only behaviour (see tests/conftest.py)
 def test_effectful_primitives_are_never_folded_or_merged():
     def f(x):
-        k = Array.make(Tick(), [nv.zeros((2,))])     # input-independent, but effectful
+        k = Array.make(Tick(), [nv.zeros((2,))])  # input-independent, but effectful
         return Array.make(Tick(), [x]) + Array.make(Tick(), [x]) + k
+
     g = nv.compile(f)
     x = nv.ones((2,))
     TICKS.clear()
     assert g(x).tolist() == [5.0, 5.0]
     assert len(TICKS) == 3
     assert g(x).tolist() == [5.0, 5.0]
-    assert len(TICKS) == 6              # every call runs all three
+    assert len(TICKS) == 6  # every call runs all three
     assert step_names(g, x).count("tick") == 3
 
 
@@ -125,6 +135,7 @@ def test_deep_graphs_need_no_recursion(no_fusion):
         for _ in range(depth):
             x = x + 1.0
         return x
+
     g = nv.compile(f)
     assert g(nv.zeros((2,))).tolist() == [float(depth)] * 2
     assert len(entry_of(g).tape.steps) == depth

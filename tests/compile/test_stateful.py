@@ -3,6 +3,7 @@ random key are traced inputs; the state is rebuilt from the tape after each call
 advances the key exactly as uncompiled; a structure change retraces once; a change on two
 consecutive calls is an error saying to initialise the optimizer; on any error the state is
 unchanged."""
+
 import functools
 
 import numpy as np
@@ -22,8 +23,9 @@ XS = nv.array(rng.standard_normal((16, 6)).astype(np.float32))
 YS = nv.array(rng.integers(0, 3, 16).astype(np.int32))
 
 
-def training(compiled: bool, init: bool, steps: int = 3, dropout: float = 0.25,
-             explicit_key: bool = False):
+def training(
+    compiled: bool, init: bool, steps: int = 3, dropout: float = 0.25, explicit_key: bool = False
+):
     nv.random.seed(7)
     model = nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Dropout(dropout), nn.Linear(12, 3))
     nv.eval(model.parameters())
@@ -31,12 +33,14 @@ def training(compiled: bool, init: bool, steps: int = 3, dropout: float = 0.25,
     if init:
         opt.init(model.trainable_parameters())
     loss_and_grad = nn.value_and_grad(
-        model, lambda m, x, y: nn.losses.cross_entropy(m(x), y, reduction="mean"))
+        model, lambda m, x, y: nn.losses.cross_entropy(m(x), y, reduction="mean")
+    )
 
     def step(x, y):
         loss, grads = loss_and_grad(model, x, y)
         opt.update(model, grads)
         return loss
+
     state = [model.state, opt.state] + ([nv.random.state] if explicit_key else [])
     if compiled:
         step = functools.partial(nv.compile, inputs=state, outputs=state)(step)
@@ -66,7 +70,7 @@ def test_a_training_step_with_dropout_matches_uncompiled_and_threads_the_key():
     comp = training(compiled=True, init=True)
     key_comp = np.asarray(nv.random.state[0])
     assert_same_training(plain, comp)
-    np.testing.assert_array_equal(key_plain, key_comp)    # dropout advanced it the same way
+    np.testing.assert_array_equal(key_plain, key_comp)  # dropout advanced it the same way
     assert comp[3].stats()["traces"] == 1
     assert comp[3].stats()["hits"] == 2
 
@@ -105,17 +109,18 @@ def test_a_structure_changing_on_two_consecutive_calls_is_an_error():
 
     def step(x):
         n[0] += 1
-        state[f"slot{n[0]}"] = state["w"] * 0.0      # a new entry every call
+        state[f"slot{n[0]}"] = state["w"] * 0.0  # a new entry every call
         state["w"] = state["w"] + x
         return state["w"].sum()
+
     f = nv.compile(step, inputs=state, outputs=state)
     x = nv.array([1.0, 1.0])
-    f(x)                                            # first change: fine (retraces once)
+    f(x)  # first change: fine (retraces once)
     assert sorted(state) == ["slot1", "w"]
     before = dict(state)
     with pytest.raises(ValueError, match="initialise the optimizer"):
         f(x)
-    assert state == before                          # same keys, same array objects
+    assert state == before  # same keys, same array objects
 
 
 BOOM = [False]
@@ -123,6 +128,7 @@ BOOM = [False]
 
 class Boom(Primitive):
     """A test primitive that fails at run time when BOOM[0] is set."""
+
     __slots__ = ()
     name = "boom"
 
@@ -137,7 +143,7 @@ def _boom(prim, ins, node):
     return [ins[0]]
 
 
-@pytest.mark.usefixtures("cpu_device")   # CPU-only behaviour (see tests/conftest.py)
+@pytest.mark.usefixtures("cpu_device")  # CPU-only behaviour (see tests/conftest.py)
 def test_on_any_error_the_state_is_unchanged():
     state = [{"w": nv.array([1.0, 2.0]), "n": nv.array(0)}]
 
@@ -149,20 +155,21 @@ def test_on_any_error_the_state_is_unchanged():
         if fail:
             raise KeyError("failure inside the step")
         return s["w"]
+
     f = nv.compile(step, inputs=state, outputs=state)
     snapshot = (state[0]["w"], state[0]["n"], sorted(state[0]))
     key = nv.random.state[0]
-    with pytest.raises(KeyError):                   # an error while tracing
+    with pytest.raises(KeyError):  # an error while tracing
         f(nv.array([2.0, 2.0]), fail=True)
     assert (state[0]["w"], state[0]["n"], sorted(state[0])) == snapshot
     assert nv.random.state[0] is key
-    f(nv.array([2.0, 2.0]))                         # traced and run: the state moves on
+    f(nv.array([2.0, 2.0]))  # traced and run: the state moves on
     nv.eval(state)
     assert state[0]["w"].tolist() == [2.0, 4.0] and sorted(state[0]) == ["extra", "n", "w"]
     snapshot = (state[0]["w"], state[0]["n"], state[0]["extra"])
     BOOM[0] = True
     try:
-        with pytest.raises(RuntimeError, match="boom"):   # an error while replaying
+        with pytest.raises(RuntimeError, match="boom"):  # an error while replaying
             f(nv.array([2.0, 2.0]))
     finally:
         BOOM[0] = False
@@ -171,6 +178,7 @@ def test_on_any_error_the_state_is_unchanged():
 
 class Fragile(dict):
     """A state container whose stores can be made to fail (after the first ``ok`` of them)."""
+
     ok = None
 
     def __setitem__(self, k, v):
@@ -184,6 +192,7 @@ class Fragile(dict):
 def test_the_write_back_stores_into_the_containers_of_this_call():
     from conftest import entry_of
     from nuvec.compile.state import WriteBack
+
     state = [Fragile(a=nv.array([1.0]), b=nv.array([10.0])), {"c": nv.array([0.5])}]
 
     def step(x):
@@ -192,24 +201,25 @@ def test_the_write_back_stores_into_the_containers_of_this_call():
         s["b"] = s["b"] * 2.0
         t["c"] = t["c"] - x
         return s["a"]
+
     f = nv.compile(step, inputs=state, outputs=state)
     f(nv.array([1.0]))
     f(nv.array([1.0]))
-    assert isinstance(entry_of(f).info["writeback"], WriteBack)    # stores, no rebuild
+    assert isinstance(entry_of(f).info["writeback"], WriteBack)  # stores, no rebuild
     assert [state[0]["a"].item(), state[0]["b"].item(), state[1]["c"].item()] == [3.0, 40.0, -1.5]
     old = state[1]
-    state[1] = {"c": nv.array([7.0])}          # a new container of the same structure
+    state[1] = {"c": nv.array([7.0])}  # a new container of the same structure
     f(nv.array([1.0]))
-    assert state[1]["c"].item() == 6.0 and old["c"].item() == -1.5   # the new one moved on
+    assert state[1]["c"].item() == 6.0 and old["c"].item() == -1.5  # the new one moved on
     assert f.stats()["traces"] == 1
     before = [state[0]["a"], state[0]["b"], state[1]["c"]]
-    Fragile.ok = 1                             # the second store into state[0] fails
+    Fragile.ok = 1  # the second store into state[0] fails
     try:
         with pytest.raises(RuntimeError, match="store refused"):
             f(nv.array([1.0]))
     finally:
         Fragile.ok = None
-    assert [state[0]["a"], state[0]["b"], state[1]["c"]] == before   # all put back
+    assert [state[0]["a"], state[0]["b"], state[1]["c"]] == before  # all put back
 
 
 def test_called_on_tracers_a_stateful_step_runs_the_function():

@@ -6,6 +6,7 @@ replaying that tape (inside a kernel, with the GIL released), the call must own 
 to it, or it runs on a freed object (it used to crash in ``Tape._outputs``). Each case runs in
 a subprocess, so a crash fails the test instead of killing pytest.
 """
+
 from __future__ import annotations
 
 import os
@@ -62,12 +63,18 @@ print("ok")
 
 
 def _run(code: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-X", "faulthandler", "-c", code], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-X", "faulthandler", "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
-@pytest.mark.parametrize("fuse,single", [(False, False), (True, True)],
-                         ids=["steps", "single_kernel"])
+@pytest.mark.parametrize(
+    "fuse,single", [(False, False), (True, True)], ids=["steps", "single_kernel"]
+)
 def test_replay_survives_its_tape_being_swapped_mid_call(fuse, single):
     r = _run(textwrap.dedent(_SWAP_MID_CALL).format(fuse=fuse, single=single))
     assert r.returncode == 0, f"rc={r.returncode}\n{r.stdout}\n{r.stderr[-3000:]}"

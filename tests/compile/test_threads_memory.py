@@ -1,5 +1,6 @@
 """Promise 8: a compiled function may be called from many threads at once; its cache is freed
 when the function is garbage collected; 100,000 calls do not grow memory."""
+
 import gc
 import threading
 import weakref
@@ -11,8 +12,10 @@ import nuvec as nv
 
 def test_concurrent_calls_from_many_threads():
     g = nv.compile(lambda x, y: nv.tanh(x * y) + x * 0.5)
-    inputs = [(nv.array(np.full(n, 0.25 * n, np.float32)), nv.array(np.full(n, 2.0, np.float32)))
-              for n in (3, 4, 5, 6)]
+    inputs = [
+        (nv.array(np.full(n, 0.25 * n, np.float32)), nv.array(np.full(n, 2.0, np.float32)))
+        for n in (3, 4, 5, 6)
+    ]
     want = [np.asarray(nv.tanh(x * y) + x * 0.5) for x, y in inputs]
     errors, start = [], threading.Barrier(8)
 
@@ -24,8 +27,9 @@ def test_concurrent_calls_from_many_threads():
                 got = np.asarray(g(*inputs[j]))
                 if not np.array_equal(got, want[j]):
                     errors.append((k, i, got))
-        except Exception as e:          # noqa: BLE001 - reported below
+        except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
+
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
     for t in threads:
         t.start()
@@ -33,18 +37,19 @@ def test_concurrent_calls_from_many_threads():
         t.join()
     assert not errors, errors[:3]
     st = g.stats()
-    assert st["traces"] == 4                       # one per signature, never twice
+    assert st["traces"] == 4  # one per signature, never twice
     assert st["hits"] + st["misses"] == 8 * 300 and st["misses"] == 4
 
 
 def test_the_cache_is_freed_with_the_function():
     def make():
-        w = nv.array(np.arange(4, dtype=np.float32)) * 3.0   # captured: held by the tape
+        w = nv.array(np.arange(4, dtype=np.float32)) * 3.0  # captured: held by the tape
         nv.eval(w)
         f = nv.compile(lambda x: x * w + 1.0)
         f(nv.ones((4,)))
         (const,) = [c for c in next(iter(f.cache.values())).tape.consts if c.shape == (4,)]
         return weakref.ref(f), weakref.ref(const), f
+
     fref, cref, f = make()
     assert cref() is not None
     del f

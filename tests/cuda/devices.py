@@ -14,6 +14,7 @@
 backend's own (``nv.cuda.unavailable_reason()``, "CuPy is not installed ...", "no CUDA
 device ...").
 """
+
 from __future__ import annotations
 
 import contextlib

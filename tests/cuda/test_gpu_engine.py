@@ -9,6 +9,7 @@ compared) and float64 functions that call the C library on the CPU and libdevice
 (compared within 4 ulp). Then each entry point (vec / contig / scalar / strided, 32- and 64-bit
 indices) over each layout it serves.
 """
+
 from __future__ import annotations
 
 import zlib
@@ -34,10 +35,33 @@ except ImportError:  # no GPU: the module is skipped by the mark above
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 SPECS = prebuilt_specs("cuda")
-LIBM_F64 = {"exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "arcsin",
-            "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "erf",
-            "erfinv", "power", "arctan2", "sigmoid", "logaddexp"}
-N = 4099   # not a multiple of any vector width: the tail path runs too
+LIBM_F64 = {
+    "exp",
+    "expm1",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "sin",
+    "cos",
+    "tan",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "erf",
+    "erfinv",
+    "power",
+    "arctan2",
+    "sigmoid",
+    "logaddexp",
+}
+N = 4099  # not a multiple of any vector width: the tail path runs too
 
 
 def npdtype(name: str) -> np.dtype:
@@ -56,10 +80,16 @@ def _values(name: str, n: int, rng: np.random.Generator) -> np.ndarray:
         return rng.integers(0, 2, n).astype(bool)
     if d.kind in "ui":
         info = np.iinfo(d)
-        special = np.array([v for v in (0, 1, info.max, info.min, info.max - 1, 2, 7)
-                            if info.min <= v <= info.max], dtype=d)
+        special = np.array(
+            [
+                v
+                for v in (0, 1, info.max, info.min, info.max - 1, 2, 7)
+                if info.min <= v <= info.max
+            ],
+            dtype=d,
+        )
         rnd = rng.integers(info.min, info.max, n, dtype=d, endpoint=True)
-        if d.itemsize >= 4:   # small magnitudes too (shifts, powers, divisions)
+        if d.itemsize >= 4:  # small magnitudes too (shifts, powers, divisions)
             rnd[::3] = rng.integers(-40 if d.kind == "i" else 0, 40, rnd[::3].size).astype(d)
         rnd[: special.size] = special
         return rnd
@@ -68,15 +98,33 @@ def _values(name: str, n: int, rng: np.random.Generator) -> np.ndarray:
         im = values("float32", n, np.random.default_rng(rng.integers(1 << 30)))
         return (re + 1j * np.roll(im, 5)).astype(np.complex64)
     work = np.float64 if name == "float64" else np.float32
-    fin = np.finfo(np.float16 if name == "float16" else (np.float32 if name != "float64" else np.float64))
+    fin = np.finfo(
+        np.float16 if name == "float16" else (np.float32 if name != "float64" else np.float64)
+    )
     if name == "bfloat16":
         fin = ml_dtypes.finfo(BF16)
-    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, float(fin.tiny),
-                        float(fin.tiny) / 4, float(fin.max), -float(fin.max), 3.0, -2.5],
-                       dtype=work)
+    special = np.array(
+        [
+            0.0,
+            -0.0,
+            np.inf,
+            -np.inf,
+            np.nan,
+            1.0,
+            -1.0,
+            0.5,
+            float(fin.tiny),
+            float(fin.tiny) / 4,
+            float(fin.max),
+            -float(fin.max),
+            3.0,
+            -2.5,
+        ],
+        dtype=work,
+    )
     mag = np.exp(rng.uniform(-12, 12, n)).astype(work)
     rnd = mag * rng.choice([-1.0, 1.0], n).astype(work)
-    rnd[::4] = rng.uniform(-4, 4, rnd[::4].size).astype(work)    # the interesting range
+    rnd[::4] = rng.uniform(-4, 4, rnd[::4].size).astype(work)  # the interesting range
     rnd[: special.size] = special
     return rnd.astype(d)
 
@@ -124,7 +172,7 @@ def assert_same(got: np.ndarray, want: np.ndarray, op: str, out: str, inputs=())
     of the result and the operands, since a composition like logaddexp's max + log1p(...)
     cancels down to values far smaller than its terms)."""
     assert got.dtype == want.dtype and got.shape == want.shape
-    gn, wn = _nan(got), _nan(want)        # per component for complex
+    gn, wn = _nan(got), _nan(want)  # per component for complex
     assert np.array_equal(gn, wn), f"{op} -> {out}: NaN at different places"
     g, w = _bits(got).reshape(-1), _bits(want).reshape(-1)
     keep = ~gn.reshape(-1)
@@ -138,13 +186,17 @@ def assert_same(got: np.ndarray, want: np.ndarray, op: str, out: str, inputs=())
             scale = np.maximum(scale, np.where(np.isfinite(xf), xf, 0))
         err = np.abs(gf[fin] - wf[fin])
         bad = err > 4 * np.spacing(scale)
-        assert not bad.any(), (f"{op} float64: {bad.sum()} results beyond 4 ulp of their scale; "
-                               f"first gpu {gf[fin][bad][0]!r} cpu {wf[fin][bad][0]!r}")
+        assert not bad.any(), (
+            f"{op} float64: {bad.sum()} results beyond 4 ulp of their scale; "
+            f"first gpu {gf[fin][bad][0]!r} cpu {wf[fin][bad][0]!r}"
+        )
         return
     bad = np.flatnonzero(g[keep] != w[keep])
-    assert bad.size == 0, (f"{op} -> {out}: {bad.size} of {keep.sum()} elements differ; first: "
-                           f"gpu bits {g[keep][bad[0]]!r}, cpu bits {w[keep][bad[0]]!r} "
-                           f"(element {np.flatnonzero(keep)[bad[0]]})")
+    assert bad.size == 0, (
+        f"{op} -> {out}: {bad.size} of {keep.sum()} elements differ; first: "
+        f"gpu bits {g[keep][bad[0]]!r}, cpu bits {w[keep][bad[0]]!r} "
+        f"(element {np.flatnonzero(keep)[bad[0]]})"
+    )
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -164,12 +216,16 @@ def test_single_op_matches_cpu(name, spec):
 
 # -- entry points and layouts ---------------------------------------------------------------
 
-FUSED = KernelSpec(   # exp(x) * y + 0.5, and exp(x) as a second output
-    inputs=("float32", "float32"), constants=(("float32", 0x3F000000),),
-    nodes=(Node("exp", (("in", 0),), "float32"),
-           Node("multiply", (("node", 0), ("in", 1)), "float32"),
-           Node("add", (("node", 1), ("const", 0)), "float32")),
-    outputs=(0, 2))
+FUSED = KernelSpec(  # exp(x) * y + 0.5, and exp(x) as a second output
+    inputs=("float32", "float32"),
+    constants=(("float32", 0x3F000000),),
+    nodes=(
+        Node("exp", (("in", 0),), "float32"),
+        Node("multiply", (("node", 0), ("in", 1)), "float32"),
+        Node("add", (("node", 1), ("const", 0)), "float32"),
+    ),
+    outputs=(0, 2),
+)
 LAYOUT_SPECS = {
     "add_f32": KernelSpec.single("add", ("float32", "float32"), "float32"),
     "mul_bf16": KernelSpec.single("multiply", ("bfloat16", "bfloat16"), "bfloat16"),
@@ -188,21 +244,25 @@ def _layout(kind: str, base: np.ndarray, shape=(37, 53)):
         return base[:n].reshape(shape), dev[:n].reshape(shape)
     if kind == "scalar":
         return base[:1].reshape(()), dev[:1].reshape(())
-    if kind == "offset":               # contiguous but misaligned for vector loads
-        return base[1:n + 1].reshape(shape), dev[1:n + 1].reshape(shape)
+    if kind == "offset":  # contiguous but misaligned for vector loads
+        return base[1 : n + 1].reshape(shape), dev[1 : n + 1].reshape(shape)
     if kind == "transposed":
         return base[:n].reshape(shape[::-1]).T, dev[:n].reshape(shape[::-1]).T
-    if kind == "row":                  # broadcast along the first axis (a bias)
-        return base[:shape[1]], dev[:shape[1]]
+    if kind == "row":  # broadcast along the first axis (a bias)
+        return base[: shape[1]], dev[: shape[1]]
     if kind == "reversed":
         return base[:n][::-1].reshape(shape), dev[:n][::-1].reshape(shape)
     raise AssertionError(kind)
 
 
 LAYOUTS = ["contiguous", "scalar", "offset", "transposed", "row", "reversed"]
-SERVES = {   # which forced entry point can serve which layouts (others fall back: see kernels)
-    "vec": {"contiguous", "scalar"}, "contig": {"contiguous", "offset"},
-    "scalar": {"contiguous", "scalar", "offset"}, "strided": set(LAYOUTS), None: set(LAYOUTS)}
+SERVES = {  # which forced entry point can serve which layouts (others fall back: see kernels)
+    "vec": {"contiguous", "scalar"},
+    "contig": {"contiguous", "offset"},
+    "scalar": {"contiguous", "scalar", "offset"},
+    "strided": set(LAYOUTS),
+    None: set(LAYOUTS),
+}
 
 
 @pytest.mark.parametrize("variant", ["vec", "contig", "scalar", "strided", None])
@@ -248,7 +308,7 @@ def test_zero_size_and_one_element():
 def test_large_array_uses_every_thread_block():
     """More elements than one grid pass of the strided kernel covers (grid-stride loop)."""
     spec = LAYOUT_SPECS["add_f32"]
-    n = (1 << 20) * 256 + 12345          # beyond _GRID_CAP blocks of 256 threads
+    n = (1 << 20) * 256 + 12345  # beyond _GRID_CAP blocks of 256 threads
     a = cp.arange(n, dtype=cp.float32)
     b = cp.ones(n, dtype=cp.float32)
     with gpu_kernels.forced("strided", None):

@@ -1,4 +1,5 @@
 """``nv.compile(..., fast_math=True)`` on a CUDA GPU: close to the exact results, not equal."""
+
 from __future__ import annotations
 
 import ml_dtypes
@@ -31,11 +32,14 @@ def test_fast_chains_are_close_to_the_exact_ones(name, dtype):
         f = nv.compile(fn, fast_math=True)
         fast = np.asarray(f(xa).astype(nv.float32))
         again = np.asarray(f(xa).astype(nv.float32))
-        assert all(s.prim.spec.fast for s in f.lookup(f.key_of((xa,), {}, [], 0)).tape.steps
-                   if type(s.prim).__name__ == "Compiled")
+        assert all(
+            s.prim.spec.fast
+            for s in f.lookup(f.key_of((xa,), {}, [], 0)).tape.steps
+            if type(s.prim).__name__ == "Compiled"
+        )
     np.testing.assert_array_equal(fast, again)
     if dtype == "float32":
         np.testing.assert_allclose(fast, exact, rtol=2e-6, atol=2e-6)
-    else:   # float32 intermediates, one rounding: within a couple of bfloat16 ulps
+    else:  # float32 intermediates, one rounding: within a couple of bfloat16 ulps
         eps = float(ml_dtypes.finfo(ml_dtypes.bfloat16).eps)
         np.testing.assert_allclose(fast, exact, rtol=2 * eps, atol=2 * eps)

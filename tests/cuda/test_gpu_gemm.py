@@ -1,4 +1,5 @@
 """nuvec's own cuBLAS path (nuvec/backends/cuda/gemm.py) against CuPy's matmul and NumPy."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,22 +16,33 @@ RNG = np.random.default_rng(5)
 def _views(shape_a, shape_b, ta, tb, dtype):
     """Operands of the given shapes; ``ta``/``tb``: made as the transpose of a contiguous array
     (F-contiguous matrices)."""
+
     def make(shape, t):
         if t:
             base = RNG.standard_normal(shape[:-2] + (shape[-1], shape[-2])).astype(dtype)
             return cp.asarray(base).swapaxes(-1, -2)
         return cp.asarray(RNG.standard_normal(shape).astype(dtype))
+
     return make(shape_a, ta), make(shape_b, tb)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("ta", [False, True])
 @pytest.mark.parametrize("tb", [False, True])
-@pytest.mark.parametrize("shapes", [((5, 7), (7, 3)), ((1, 9), (9, 4)), ((6, 1), (1, 8)),
-                                    ((3, 4, 5), (3, 5, 2)), ((2, 3, 4, 5), (5, 6)),
-                                    ((256, 784), (784, 512))])
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        ((5, 7), (7, 3)),
+        ((1, 9), (9, 4)),
+        ((6, 1), (1, 8)),
+        ((3, 4, 5), (3, 5, 2)),
+        ((2, 3, 4, 5), (5, 6)),
+        ((256, 784), (784, 512)),
+    ],
+)
 def test_layouts_match_numpy(dtype, ta, tb, shapes):
     from nuvec.backends.cuda import gemm
+
     a, b = _views(*shapes, ta, tb, dtype)
     got = gemm.matmul(a, b)
     assert got is not None, (shapes, ta, tb)
@@ -42,26 +54,30 @@ def test_layouts_match_numpy(dtype, ta, tb, shapes):
 
 def test_other_cases_are_left_to_cupy():
     from nuvec.backends.cuda import gemm
+
     a = cp.ones((4, 6), np.float32)
     assert gemm.matmul(a.astype(np.int32), cp.ones((6, 2), np.int32)) is None
     assert gemm.matmul(a.astype(np.complex64), cp.ones((6, 2), np.complex64)) is None
-    assert gemm.matmul(a[:, ::2], cp.ones((3, 2), np.float32)) is None      # strided columns
-    assert gemm.matmul(a, cp.ones((6, 0), np.float32)) is None              # empty
+    assert gemm.matmul(a[:, ::2], cp.ones((3, 2), np.float32)) is None  # strided columns
+    assert gemm.matmul(a, cp.ones((6, 0), np.float32)) is None  # empty
     assert gemm.matmul(cp.ones((2, 4, 6), np.float32), cp.ones((3, 6, 2), np.float32)) is None
 
 
 def test_gemm_can_be_recorded_in_a_graph():
     from nuvec.backends.cuda import gemm
+
     s = cp.cuda.Stream(non_blocking=True)
-    a, b = cp.asarray(RNG.standard_normal((64, 32)).astype(np.float32)), \
-        cp.asarray(RNG.standard_normal((32, 16)).astype(np.float32))
+    a, b = (
+        cp.asarray(RNG.standard_normal((64, 32)).astype(np.float32)),
+        cp.asarray(RNG.standard_normal((32, 16)).astype(np.float32)),
+    )
     with s:
-        gemm.matmul(a, b)                          # the handle and its workspace exist now
+        gemm.matmul(a, b)  # the handle and its workspace exist now
         s.synchronize()
         s.begin_capture()
         c = gemm.matmul(a, b)
         graph = s.end_capture()
-        a[...] = a * 2                             # the graph reads a's buffer when launched
+        a[...] = a * 2  # the graph reads a's buffer when launched
         graph.launch(s)
         s.synchronize()
     np.testing.assert_allclose(cp.asnumpy(c), cp.asnumpy(a) @ cp.asnumpy(b), rtol=1e-5, atol=1e-4)

@@ -5,6 +5,7 @@ once under ``nv.stream(nv.gpu)``, and compares: element-wise work and everything
 moves data must agree exactly; float reductions, matmul, softmax and gradients within rounding
 (a different summation order).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -46,7 +47,7 @@ def run_both(fn, *arrays):
             r = fn(*[_exact(a) for a in arrays])
             nv.eval(r)
             if dev == nv.gpu:
-                for leaf in (r if isinstance(r, (list, tuple)) else [r]):
+                for leaf in r if isinstance(r, (list, tuple)) else [r]:
                     if isinstance(leaf, nv.array):
                         assert leaf.stream.device == nv.gpu
                         assert isinstance(leaf._data, cp.ndarray), type(leaf._data)
@@ -58,8 +59,10 @@ def same(a, b):
     a, b = np.asarray(a), np.asarray(b)
     assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, b.dtype, a.shape, b.shape)
     if a.dtype.kind in "fc" or a.dtype == BF16:
-        af, bf = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64), \
-            b.astype(np.complex128 if b.dtype.kind == "c" else np.float64)
+        af, bf = (
+            a.astype(np.complex128 if a.dtype.kind == "c" else np.float64),
+            b.astype(np.complex128 if b.dtype.kind == "c" else np.float64),
+        )
         np.testing.assert_array_equal(np.isnan(af), np.isnan(bf))
         ok = ~np.isnan(af)
         np.testing.assert_array_equal(af[ok], bf[ok])
@@ -82,6 +85,7 @@ def randn(*shape, dtype=np.float32):
 
 # -- element-wise through the ops (promotion, weak scalars, broadcasting) --------------------
 
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16, np.float64])
 def test_elementwise_chain_matches_cpu_exactly(dtype):
     x, y = randn(64, 33, dtype=dtype), randn(33, dtype=dtype)
@@ -94,7 +98,7 @@ def test_elementwise_chain_matches_cpu_exactly(dtype):
     c, g = run_both(f, x, y)
     for u, v in zip(c, g):
         if np.dtype(dtype) == np.float64 and u.dtype == np.float64:
-            close(v, u, rtol=1e-14, atol=0)     # float64 exp/tanh/erf: the C library vs CUDA's
+            close(v, u, rtol=1e-14, atol=0)  # float64 exp/tanh/erf: the C library vs CUDA's
         else:
             same(v, u)
 
@@ -114,23 +118,46 @@ def test_bfloat16_is_stored_as_uint16_bits():
 def test_integer_and_bool_ops():
     a = RNG.integers(-100, 100, (50,)).astype(np.int32)
     b = RNG.integers(1, 7, (50,)).astype(np.int32)
-    c, g = run_both(lambda x, y: [x // y, x % y, x << 2, x >> 1, x & y, ~x, x == y,
-                                  nv.logical_and(x > 0, y > 2)], a, b)
+    c, g = run_both(
+        lambda x, y: [
+            x // y,
+            x % y,
+            x << 2,
+            x >> 1,
+            x & y,
+            ~x,
+            x == y,
+            nv.logical_and(x > 0, y > 2),
+        ],
+        a,
+        b,
+    )
     for u, v in zip(c, g):
         same(v, u)
 
 
 # -- shape, indexing --------------------------------------------------------------------------
 
+
 def test_shape_ops():
     x = randn(4, 6, 5)
 
     def f(a):
-        return [nv.transpose(a, (2, 0, 1)) + 0, a[1:3, ::2, ::-1] * 1, nv.reshape(a, (24, 5)),
-                nv.concatenate([a, a * 2], axis=1), nv.pad(a, ((1, 0), (0, 2), (1, 1))),
-                nv.expand_dims(a, 1), nv.squeeze(a[:, :1], 1), nv.flatten(a, 1),
-                nv.broadcast_to(a[:, :1], (4, 6, 5)) + 0, nv.stack([a, a]), nv.tile(a, (1, 2, 1)),
-                nv.stop_gradient(a)]
+        return [
+            nv.transpose(a, (2, 0, 1)) + 0,
+            a[1:3, ::2, ::-1] * 1,
+            nv.reshape(a, (24, 5)),
+            nv.concatenate([a, a * 2], axis=1),
+            nv.pad(a, ((1, 0), (0, 2), (1, 1))),
+            nv.expand_dims(a, 1),
+            nv.squeeze(a[:, :1], 1),
+            nv.flatten(a, 1),
+            nv.broadcast_to(a[:, :1], (4, 6, 5)) + 0,
+            nv.stack([a, a]),
+            nv.tile(a, (1, 2, 1)),
+            nv.stop_gradient(a),
+        ]
+
     c, g = run_both(f, x)
     for u, v in zip(c, g):
         same(v, u)
@@ -142,14 +169,26 @@ def test_indexing_gather_and_scatter():
     along = RNG.integers(0, 5, (8, 3)).astype(np.int32)
 
     def f(a, i, j):
-        b = a.at[i].add(1.0)            # repeated index 3: both additions count
+        b = a.at[i].add(1.0)  # repeated index 3: both additions count
         m = a.at[i].maximum(0.5)
         p = a.at[nv.array([1, 2, 2], dtype=nv.int32)].multiply(2.0)
         s = a.astype(nv.int32).at[i].add(1)
         t = (a > 0).at[i].add(True)
-        return [a[i], a[:, 2], nv.take(a, i, axis=0), nv.take_along_axis(a, j, 1),
-                nv.put_along_axis(a, j[:, :1], -1.0, 1), b, m, p, s, t, a[i, 1:3],
-                a[nv.array([-1, -8], dtype=nv.int32)]]
+        return [
+            a[i],
+            a[:, 2],
+            nv.take(a, i, axis=0),
+            nv.take_along_axis(a, j, 1),
+            nv.put_along_axis(a, j[:, :1], -1.0, 1),
+            b,
+            m,
+            p,
+            s,
+            t,
+            a[i, 1:3],
+            a[nv.array([-1, -8], dtype=nv.int32)],
+        ]
+
     c, g = run_both(f, x, idx, along)
     for u, v in zip(c, g):
         same(v, u)
@@ -161,11 +200,12 @@ def test_scatter_modes_with_repeated_and_scalar_indices(mode, dtype):
     x = (RNG.standard_normal((3, 4)) * 4).astype(dtype)
     v = (RNG.standard_normal(3) * 4).astype(dtype)
     idx = np.array([2, 0, 2], dtype=np.int32)
-    c, g = run_both(lambda a, u, i: [getattr(a.at[i, 2], mode)(u), getattr(a.at[i], mode)(u[0])],
-                    x, v, idx)
+    c, g = run_both(
+        lambda a, u, i: [getattr(a.at[i, 2], mode)(u), getattr(a.at[i], mode)(u[0])], x, v, idx
+    )
     for u, w in zip(c, g):
         if mode in ("add", "multiply") and np.dtype(dtype) == BF16:
-            close(w, u, rtol=1e-2, atol=1e-2)   # one rounding on the GPU, one per update on the CPU
+            close(w, u, rtol=1e-2, atol=1e-2)  # one rounding on the GPU, one per update on the CPU
         else:
             same(w, u)
 
@@ -179,6 +219,7 @@ def test_row_scatter_add_has_the_cpus_bits_every_run(dtype):
 
     def f(a, i, u):
         return a.at[i].add(u)
+
     c, g = run_both(f, x, idx, upd)
     same(g, c)
     _, g2 = run_both(f, x, idx, upd)
@@ -199,6 +240,7 @@ def test_setitem_on_gpu():
 
 # -- reductions, scans, sort, linalg, random -----------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", [np.float32, BF16, np.int32, np.bool_])
 def test_reductions(dtype):
     if dtype == np.bool_:
@@ -209,15 +251,35 @@ def test_reductions(dtype):
         x = randn(7, 9, 4, dtype=dtype)
 
     def f(a):
-        r = [nv.sum(a), nv.sum(a, axis=1), nv.max(a, axis=(0, 2)), nv.min(a, axis=2, keepdims=True),
-             nv.all(a, axis=0), nv.any(a), nv.argmax(a, axis=1), nv.argmin(a, axis=0, keepdims=True)]
+        r = [
+            nv.sum(a),
+            nv.sum(a, axis=1),
+            nv.max(a, axis=(0, 2)),
+            nv.min(a, axis=2, keepdims=True),
+            nv.all(a, axis=0),
+            nv.any(a),
+            nv.argmax(a, axis=1),
+            nv.argmin(a, axis=0, keepdims=True),
+        ]
         if dtype != np.bool_:
-            r += [nv.prod(a[:2, :2], axis=1), nv.cumsum(a, axis=1), nv.cummax(a, axis=2),
-                  nv.cummin(a, axis=0, reverse=True), nv.cumsum(a, axis=2, inclusive=False)]
+            r += [
+                nv.prod(a[:2, :2], axis=1),
+                nv.cumsum(a, axis=1),
+                nv.cummax(a, axis=2),
+                nv.cummin(a, axis=0, reverse=True),
+                nv.cumsum(a, axis=2, inclusive=False),
+            ]
         if dtype in (np.float32, BF16):
-            r += [nv.mean(a, axis=0), nv.var(a, axis=1), nv.logsumexp(a, axis=2),
-                  nv.softmax(a, axis=1), nv.logcumsumexp(a, axis=1), nv.cumprod(a[:, :3], axis=1)]
+            r += [
+                nv.mean(a, axis=0),
+                nv.var(a, axis=1),
+                nv.logsumexp(a, axis=2),
+                nv.softmax(a, axis=1),
+                nv.logcumsumexp(a, axis=1),
+                nv.cumprod(a[:, :3], axis=1),
+            ]
         return r
+
     c, g = run_both(f, x)
     for u, v in zip(c, g):
         if u.dtype.kind in "fV" and u.dtype != np.bool_:
@@ -232,8 +294,15 @@ def test_sorting(dtype):
     x = (RNG.integers(-20, 20, (6, 40)) if dtype == np.int32 else randn(6, 40)).astype(dtype)
     if dtype != np.int32:
         x[0, 3] = np.nan
-    c, g = run_both(lambda a: [nv.sort(a, axis=1), nv.sort(a, axis=0), nv.argsort(a, axis=1),
-                               nv.topk(a, 5, axis=1)], x)
+    c, g = run_both(
+        lambda a: [
+            nv.sort(a, axis=1),
+            nv.sort(a, axis=0),
+            nv.argsort(a, axis=1),
+            nv.topk(a, 5, axis=1),
+        ],
+        x,
+    )
     for u, v in zip(c[:2], g[:2]):
         same(v, u)
     # stable argsort: equal keys keep their order, so the permutation itself matches
@@ -258,25 +327,42 @@ def test_matmul(dtype):
     else:
         a, b = randn(3, 20, 30, dtype=dtype), randn(30, 17, dtype=dtype)
     bias = randn(17, dtype=dtype) if dtype != np.int32 else np.arange(17, dtype=np.int32)
-    c, g = run_both(lambda x, y, z: [x @ y, nv.addmm(z, x, y, alpha=2.0, beta=0.5)
-                                     if dtype != np.int32 else x @ y + z, x[0] @ y[:, 0]],
-                    a, b, bias)
+    c, g = run_both(
+        lambda x, y, z: [
+            x @ y,
+            nv.addmm(z, x, y, alpha=2.0, beta=0.5) if dtype != np.int32 else x @ y + z,
+            x[0] @ y[:, 0],
+        ],
+        a,
+        b,
+        bias,
+    )
     for u, v in zip(c, g):
         if dtype == np.int32:
             same(v, u)
         else:
-            tol = {np.dtype(np.float32): 1e-5, BF16: 1e-2, np.dtype(np.float16): 1e-3,
-                   np.dtype(np.float64): 1e-12}[np.dtype(dtype)]
+            tol = {
+                np.dtype(np.float32): 1e-5,
+                BF16: 1e-2,
+                np.dtype(np.float16): 1e-3,
+                np.dtype(np.float64): 1e-12,
+            }[np.dtype(dtype)]
             close(v, u, rtol=tol, atol=tol * 10)
 
 
 def test_random_bits_match_the_cpu():
     def f(k):
         k1, k2 = nv.random.split(k)
-        return [nv.random.bits((5, 7), key=k1), nv.random.bits((9,), width=1, key=k2),
-                nv.random.uniform(shape=(1000,), key=k1), nv.random.normal((33,), key=k2),
-                nv.random.randint(0, 10, (50,), key=k1), nv.random.split(k, 4),
-                nv.random.bits((3,), width=2, key=k2)]
+        return [
+            nv.random.bits((5, 7), key=k1),
+            nv.random.bits((9,), width=1, key=k2),
+            nv.random.uniform(shape=(1000,), key=k1),
+            nv.random.normal((33,), key=k2),
+            nv.random.randint(0, 10, (50,), key=k1),
+            nv.random.split(k, 4),
+            nv.random.bits((3,), width=2, key=k2),
+        ]
+
     with nv.stream(nv.cpu):
         key = np.asarray(nv.random.key(1234))
     c, g = run_both(f, key)
@@ -285,6 +371,7 @@ def test_random_bits_match_the_cpu():
 
 
 # -- transforms and compile -------------------------------------------------------------------
+
 
 def _loss(w, x):
     h = nv.tanh(x @ w["a"] + w["b"])
@@ -329,7 +416,7 @@ def test_compiled_equals_uncompiled_bit_for_bit(dtype):
         first = host(f(xa, ya))
         again = host(f(xa, ya))
     for p, a, b in zip(plain, first, again):
-        same(a, p)   # the sum too: the same reduction runs on the same data
+        same(a, p)  # the sum too: the same reduction runs on the same data
         same(b, p)
     with nv.stream(nv.cpu):
         cpu = host(compile_(_chain)(nv.array(x), nv.array(y)))
@@ -340,6 +427,7 @@ def test_compiled_equals_uncompiled_bit_for_bit(dtype):
 @needs_compile
 def test_compile_fuses_into_gpu_kernels():
     from nuvec.backends.cuda import kernels
+
     x = randn(1000)
     f = compile_(lambda a: nv.tanh(nv.exp(a) * 2 + 1) - a * a)
     with nv.stream(nv.gpu):
@@ -370,8 +458,10 @@ def test_compiled_grad_step_on_gpu():
 
 # -- streams, synchronisation, transfers --------------------------------------------------
 
+
 def test_evaluation_does_not_wait_for_the_device():
     from nuvec.backends.cuda import runtime
+
     with nv.stream(nv.gpu):
         a = nv.random.normal((4096, 4096), key=nv.random.key(0))
         nv.eval(a)
@@ -400,7 +490,7 @@ def test_streams_order_dependent_work():
         for _ in range(4):
             a = nv.tanh(a @ a * 1e-2) + 1
     with nv.stream(s2):
-        b = a * 2             # made on s2 from s1's result: s2 must wait for s1
+        b = a * 2  # made on s2 from s1's result: s2 must wait for s1
     nv.eval(b)
     with nv.stream(nv.cpu):
         ac = nv.array(x)
@@ -414,10 +504,11 @@ def test_streams_order_dependent_work():
 def test_explicit_transfers_between_devices():
     from nuvec.backends.cuda.misc import transfer
     from nuvec.primitives.misc import Copy
+
     with nv.stream(nv.cpu):
         h = nv.arange(10).astype(nv.float32)
         nv.eval(h)
-    d = transfer(h, nv.gpu)                      # a node: nothing moved yet
+    d = transfer(h, nv.gpu)  # a node: nothing moved yet
     assert isinstance(d.primitive, Copy) and d.stream.device == nv.gpu
     with nv.stream(nv.gpu):
         e = d * 3
@@ -439,16 +530,21 @@ def test_every_primitive_runs_on_the_gpu():
     from nuvec.core.primitive import Primitive
     import nuvec.backends.cpu  # noqa: F401  (the CPU backend registers host-staged collectives)
     import nuvec.primitives as P
+
     missing = []
     for info in pkgutil.iter_modules(P.__path__):
         mod = importlib.import_module(f"nuvec.primitives.{info.name}")
         for name, cls in inspect.getmembers(mod, inspect.isclass):
             if not issubclass(cls, Primitive):
                 continue
-            concrete = cls.infer is not Primitive.infer     # abstract bases define no infer
-            if (concrete and not name.startswith("_") and name not in CPU_ONLY
-                    and cls.__module__ == mod.__name__
-                    and registry.implementation(cls, "gpu") is None):
+            concrete = cls.infer is not Primitive.infer  # abstract bases define no infer
+            if (
+                concrete
+                and not name.startswith("_")
+                and name not in CPU_ONLY
+                and cls.__module__ == mod.__name__
+                and registry.implementation(cls, "gpu") is None
+            ):
                 missing.append(f"{mod.__name__}.{name}")
     assert not missing, f"primitives without a GPU implementation: {missing}"
 
@@ -457,6 +553,7 @@ def test_the_cpu_only_primitives_stay_off_the_gpu():
     # on a GPU stream layer norm and the softmax's gradient are the composite forms
     from nuvec.primitives.norm import LayerNorm
     from nuvec.primitives.reduction import SoftmaxProduct
+
     with nv.stream(nv.gpu):
         x = nv.array(np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32))
         w = nv.ones((8,))

@@ -1,5 +1,6 @@
 """Quantization and nv.fast.cuda_kernel on a CUDA GPU against the CPU (run on the GPU
 machine; skipped elsewhere)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,12 +45,22 @@ def test_float_modes_match_the_cpu(mode):
 
 
 def test_cuda_kernel_runs_a_user_kernel():
-    k = nv.fast.cuda_kernel("nv_test_exp", ["inp"], ["out"], """
+    k = nv.fast.cuda_kernel(
+        "nv_test_exp",
+        ["inp"],
+        ["out"],
+        """
         auto i = cg::this_grid().thread_rank();
-        if (i < inp_shape[0]) out[i] = exp(inp[i]) * (T)N;""")
+        if (i < inp_shape[0]) out[i] = exp(inp[i]) * (T)N;""",
+    )
     x = RNG.standard_normal(100).astype(np.float32)
     with nv.stream(nv.gpu):
-        (y,) = k(inputs=[nv.array(x)], output_shapes=[(100,)], output_dtypes=[nv.float32],
-                 grid=(100, 1, 1), threadgroup=(64, 1, 1),
-                 template=[("T", nv.float32), ("N", 2)])
+        (y,) = k(
+            inputs=[nv.array(x)],
+            output_shapes=[(100,)],
+            output_dtypes=[nv.float32],
+            grid=(100, 1, 1),
+            threadgroup=(64, 1, 1),
+            template=[("T", nv.float32), ("N", 2)],
+        )
     np.testing.assert_allclose(np.asarray(y), np.exp(x) * 2, rtol=1e-6)

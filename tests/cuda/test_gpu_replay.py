@@ -1,6 +1,7 @@
 """A compiled function replays directly on CuPy data (nuvec/backends/cuda/replay.py): no graph
 nodes, constants uploaded once, the tape's stream ordered after the inputs' streams, and the
 same bits as the uncompiled operations."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,7 +25,7 @@ def randn(*shape):
 def on_gpu(x):
     with nv.stream(nv.gpu):
         a = nv.array(x)
-        nv.eval(a * 1)          # uploads: the data is a CuPy array from now on
+        nv.eval(a * 1)  # uploads: the data is a CuPy array from now on
     assert isinstance(a._data, cp.ndarray)
     return a
 
@@ -34,7 +35,7 @@ def _entry(f, *args):
 
 
 def test_replay_returns_evaluated_gpu_arrays_with_the_uncompiled_bits():
-    c = nv.array(np.linspace(-1, 1, 300, dtype=np.float32))   # a captured NumPy constant
+    c = nv.array(np.linspace(-1, 1, 300, dtype=np.float32))  # a captured NumPy constant
 
     def fn(x, y):
         z = nv.tanh(x * 1.5 + y) * c - nv.exp(-y * y)
@@ -44,13 +45,13 @@ def test_replay_returns_evaluated_gpu_arrays_with_the_uncompiled_bits():
     f = nv.compile(fn)
     with nv.stream(nv.gpu):
         want = [np.asarray(v) for v in fn(x, y)]
-        f(x, y)                                    # traces
+        f(x, y)  # traces
         tape = _entry(f, x, y).tape
         assert tape.eager_ok and tape.device_scope is not None
         assert all(isinstance(d, cp.ndarray) for d in tape.const_data)
         out = f(x, y)
     for o, w in zip(out, want):
-        assert o._prim is None and isinstance(o._data, cp.ndarray)   # computed, not a node
+        assert o._prim is None and isinstance(o._data, cp.ndarray)  # computed, not a node
         assert o.stream.device == nv.gpu
         np.testing.assert_array_equal(np.asarray(o), w)
 
@@ -60,13 +61,13 @@ def test_replay_waits_for_inputs_made_on_another_stream():
     x = randn(1024, 1024)
     with nv.stream(s1):
         a = nv.array(x)
-        for _ in range(6):                       # long enough to be still running below
+        for _ in range(6):  # long enough to be still running below
             a = nv.tanh(a @ a * 1e-2) + 1
         nv.eval(a)
     f = nv.compile(lambda t: nv.exp(-t) * 2)
     with nv.stream(nv.gpu):
         warm = on_gpu(x)
-        f(warm)                                   # trace on the default GPU stream
+        f(warm)  # trace on the default GPU stream
         r = f(a)
         got = np.asarray(r)
     with nv.stream(nv.cpu):
@@ -100,8 +101,8 @@ def test_compiled_training_step_on_gpu_equals_eager():
 
             def step(x, y):
                 loss, g = nn.value_and_grad(
-                    model, lambda m, a, b: nn.losses.cross_entropy(m(a), b, reduction="mean"))(
-                    model, x, y)
+                    model, lambda m, a, b: nn.losses.cross_entropy(m(a), b, reduction="mean")
+                )(model, x, y)
                 opt.update(model, g)
                 return loss
 
@@ -123,7 +124,7 @@ def _mlp(w1, w2, x):
     return out, nv.sum(out * out), out.T
 
 
-def _norm(w1, w2, x):       # element-wise steps and a reduction
+def _norm(w1, w2, x):  # element-wise steps and a reduction
     h = nv.maximum(x * w1, 0.0)
     out = nv.tanh(h - nv.mean(h, axis=1, keepdims=True)) * w2 + 1
     return out, nv.sum(out * out), out.T
@@ -135,7 +136,7 @@ def _replay_against_plain(fn, w1, w2, xs):
     f = nv.compile(fn)
     with nv.stream(nv.gpu):
         want = [[np.asarray(v) for v in fn(w1, w2, x)] for x in xs]
-        got = [f(w1, w2, x) for x in xs]          # calls 3.. launch the recorded graph
+        got = [f(w1, w2, x) for x in xs]  # calls 3.. launch the recorded graph
         hook = _entry(f, w1, w2, xs[0]).tape.device_replay
         assert hook.graph is not None and not hook.failed, hook.error
     return got, want, hook
@@ -143,11 +144,12 @@ def _replay_against_plain(fn, w1, w2, xs):
 
 def test_graph_replay_gives_the_plain_bits_and_never_overwrites_earlier_results():
     from nuvec.backends.cuda import graphs
+
     w1, w2 = on_gpu(randn(8, 32)), on_gpu(randn(8, 32))
     xs = [on_gpu(randn(8, 32)) for _ in range(6)]
     got, want, hook = _replay_against_plain(_norm, w1, w2, xs)
     assert isinstance(hook, graphs.GraphReplay)
-    for g, w in zip(got, want):                   # read after every call was queued
+    for g, w in zip(got, want):  # read after every call was queued
         for a, b in zip(g, w):
             assert a._prim is None
             np.testing.assert_array_equal(np.asarray(a), b)
@@ -169,7 +171,7 @@ def test_graph_replay_falls_back_for_strided_inputs():
         for _ in range(4):
             f(w1, w2, on_gpu(randn(8, 32)))
         assert _entry(f, w1, w2, w1).tape.device_replay.graph is not None
-        xt = on_gpu(randn(32, 8)).T                # same shape, not contiguous
+        xt = on_gpu(randn(32, 8)).T  # same shape, not contiguous
         nv.eval(xt)
         got = f(w1, w2, xt)
         for a, b in zip(got, _norm(w1, w2, xt)):

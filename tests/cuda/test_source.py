@@ -3,6 +3,7 @@
 Where NVRTC can be loaded (CuPy, or the nvidia-cuda-nvrtc wheel) the sources are also
 compiled for sm_90, which needs no GPU.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -21,10 +22,15 @@ BF16_ADD = KernelSpec.single("add", ("bfloat16", "bfloat16"), "bfloat16")
 F64_LESS = KernelSpec.single("less", ("float64", "float64"), "bool")
 SELECT = KernelSpec.single("select", ("bool", "float16", "float16"), "float16")
 # exp(x) * 2 with both nodes as outputs (a fused group of two)
-FUSED = KernelSpec(inputs=("float32",), constants=(("float32", 0x40000000),),
-                   nodes=(Node("exp", (("in", 0),), "float32"),
-                          Node("multiply", (("node", 0), ("const", 0)), "float32")),
-                   outputs=(0, 1))
+FUSED = KernelSpec(
+    inputs=("float32",),
+    constants=(("float32", 0x40000000),),
+    nodes=(
+        Node("exp", (("in", 0),), "float32"),
+        Node("multiply", (("node", 0), ("const", 0)), "float32"),
+    ),
+    outputs=(0, 1),
+)
 
 
 def test_vec_width_is_16_bytes_of_the_widest_array():
@@ -42,10 +48,10 @@ def test_vec_kernel_loads_vectors_and_hoists_scalars():
     m = re.search(r'extern "C" __global__ void nvk_vec_i32\(([^)]*)\)', src)
     assert m is not None
     assert m.group(1).startswith("int nvec, int n, const uint16_t *__restrict__ a0")
-    assert "nv_vec<uint16_t, 8> r0" in src            # the full input: one vector load
-    assert "r1" not in src.split("nvk_vec_i32")[1]      # the scalar input: no vector
+    assert "nv_vec<uint16_t, 8> r0" in src  # the full input: one vector load
+    assert "r1" not in src.split("nvk_vec_i32")[1]  # the scalar input: no vector
     assert "const float x1 = nv_bf16_to_f32(a1[0]);" in src
-    assert "nv_f32_to_bf16" in src                      # stored back as bf16 bits
+    assert "nv_f32_to_bf16" in src  # stored back as bf16 bits
 
 
 def test_index_width_and_variants_name_their_entry_points():
@@ -66,8 +72,11 @@ def test_fused_spec_writes_every_output():
 
 
 def test_batch_source_names_each_kernel_once():
-    keys = [(F32, "vec", "i32", (0,)), (BF16_ADD, "strided", "i64", ()),
-            (SELECT, "scalar", "i32", ())]
+    keys = [
+        (F32, "vec", "i32", (0,)),
+        (BF16_ADD, "strided", "i64", ()),
+        (SELECT, "scalar", "i32", ()),
+    ]
     src, names = source.batch_source(keys)
     assert names == ["nvk0_vec_i32", "nvk1_strided_i64", "nvk2_scalar_i32"]
     for n in names:
@@ -116,23 +125,28 @@ NVRTC = _nvrtc()
 
 
 @pytest.mark.skipif(NVRTC is None, reason="NVRTC is not installed here (CuPy or nvidia-cuda-nvrtc)")
-@pytest.mark.parametrize("spec", [F32, BF16_ADD, F64_LESS, SELECT, FUSED,
-                                  dataclasses.replace(FUSED, fast=True)],
-                         ids=["exp_f32", "add_bf16", "less_f64", "select_f16", "fused",
-                              "fused_fast"])
+@pytest.mark.parametrize(
+    "spec",
+    [F32, BF16_ADD, F64_LESS, SELECT, FUSED, dataclasses.replace(FUSED, fast=True)],
+    ids=["exp_f32", "add_bf16", "less_f64", "select_f16", "fused", "fused_fast"],
+)
 def test_sources_compile_with_nvrtc(spec):
     _compile_all_variants(spec)
 
 
 def _compile_all_variants(spec) -> bytes:
     """The PTX of every variant of ``spec`` in one module (asserts that NVRTC accepts it)."""
-    keys = [(spec, v, i, (0,) * len(spec.inputs) if v == "vec" else ())
-            for v in source.VARIANTS for i in source.INDEX]
+    keys = [
+        (spec, v, i, (0,) * len(spec.inputs) if v == "vec" else ())
+        for v in source.VARIANTS
+        for i in source.INDEX
+    ]
     src, names = source.batch_source(keys)
     prog = ctypes.c_void_p()
     assert NVRTC.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"k.cu", 0, None, None) == 0
-    opts = [o.encode() for o in source.nvrtc_options(spec.fast)] + \
-        [b"--gpu-architecture=compute_90"]
+    opts = [o.encode() for o in source.nvrtc_options(spec.fast)] + [
+        b"--gpu-architecture=compute_90"
+    ]
     arr = (ctypes.c_char_p * len(opts))(*opts)
     rc = NVRTC.nvrtcCompileProgram(prog, len(opts), arr)
     n = ctypes.c_size_t()
@@ -152,14 +166,19 @@ def _compile_all_variants(spec) -> bytes:
     return ptx
 
 
-MUL_ADD = KernelSpec(inputs=("float32",) * 3, constants=(),
-                     nodes=(Node("multiply", (("in", 0), ("in", 1)), "float32"),
-                            Node("add", (("node", 0), ("in", 2)), "float32")),
-                     outputs=(1,))
+MUL_ADD = KernelSpec(
+    inputs=("float32",) * 3,
+    constants=(),
+    nodes=(
+        Node("multiply", (("in", 0), ("in", 1)), "float32"),
+        Node("add", (("node", 0), ("in", 2)), "float32"),
+    ),
+    outputs=(1,),
+)
 
 
 @pytest.mark.skipif(NVRTC is None, reason="NVRTC is not installed here (CuPy or nvidia-cuda-nvrtc)")
 def test_no_contraction_of_multiply_then_add():
     ptx = _compile_all_variants(MUL_ADD)
     assert b"mul.rn.f32" in ptx and b"add.rn.f32" in ptx
-    assert b"fma.rn.f32" not in ptx     # a * b + c stays two roundings, as on the CPU
+    assert b"fma.rn.f32" not in ptx  # a * b + c stays two roundings, as on the CPU

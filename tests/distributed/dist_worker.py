@@ -8,6 +8,7 @@ can compute what every other one holds and check a collective's result against N
 each check the processes compare (over mpi4py, outside nuvec) what they got where all must
 agree bit for bit.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,6 +34,7 @@ def check(fn):
 class Ctx:
     def __init__(self, group) -> None:
         from mpi4py import MPI
+
         self.g = group
         self.rank = group.rank()
         self.size = group.size()
@@ -67,8 +69,7 @@ def all_data(ctx: Ctx, shape, dtype, salt: int = 0) -> list[np.ndarray]:
     return [data(r, shape, dtype, salt) for r in range(ctx.size)]
 
 
-TOL = {"float16": 5e-3, "bfloat16": 3e-2, "float32": 1e-6, "float64": 1e-13,
-       "complex64": 1e-6}
+TOL = {"float16": 5e-3, "bfloat16": 3e-2, "float32": 1e-6, "float64": 1e-13, "complex64": 1e-6}
 
 
 def close(got: np.ndarray, want: np.ndarray, what: str) -> None:
@@ -76,17 +77,29 @@ def close(got: np.ndarray, want: np.ndarray, what: str) -> None:
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, want {want.dtype}"
     if got.dtype.kind in "fc" or got.dtype == BF16:
         rtol = TOL[got.dtype.name]
-        np.testing.assert_allclose(got.astype(np.complex128 if got.dtype.kind == "c"
-                                              else np.float64),
-                                   want.astype(np.complex128 if want.dtype.kind == "c"
-                                               else np.float64),
-                                   rtol=rtol, atol=rtol * 4, err_msg=what)
+        np.testing.assert_allclose(
+            got.astype(np.complex128 if got.dtype.kind == "c" else np.float64),
+            want.astype(np.complex128 if want.dtype.kind == "c" else np.float64),
+            rtol=rtol,
+            atol=rtol * 4,
+            err_msg=what,
+        )
     else:
         np.testing.assert_array_equal(got, want, err_msg=what)
 
 
-DTYPES = ["float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "int8",
-          "bool", "complex64"]
+DTYPES = [
+    "float32",
+    "float64",
+    "float16",
+    "bfloat16",
+    "int32",
+    "int64",
+    "uint8",
+    "int8",
+    "bool",
+    "complex64",
+]
 
 
 def np_dtype(name: str) -> np.dtype:
@@ -125,10 +138,12 @@ def all_max_min_dtypes(ctx):
         x = _exact(xs[ctx.rank], name)
         hi, lo = np.asarray(D.all_max(x)), np.asarray(D.all_min(x))
         stack = np.stack([v.astype(np.float64) if d == BF16 else v for v in xs])
-        np.testing.assert_array_equal(hi.astype(np.float64) if d == BF16 else hi,
-                                      stack.max(axis=0), err_msg=f"all_max {name}")
-        np.testing.assert_array_equal(lo.astype(np.float64) if d == BF16 else lo,
-                                      stack.min(axis=0), err_msg=f"all_min {name}")
+        np.testing.assert_array_equal(
+            hi.astype(np.float64) if d == BF16 else hi, stack.max(axis=0), err_msg=f"all_max {name}"
+        )
+        np.testing.assert_array_equal(
+            lo.astype(np.float64) if d == BF16 else lo, stack.min(axis=0), err_msg=f"all_min {name}"
+        )
         assert hi.dtype == d and lo.dtype == d, (name, hi.dtype, lo.dtype)
     try:
         D.all_max(nv.array([1 + 1j]))
@@ -145,15 +160,18 @@ def reductions_of_views_and_scalars(ctx):
     t = nv.array(xs[ctx.rank]).T
     close(np.asarray(D.all_sum(t)), np.sum(xs, axis=0, dtype=np.float32).T, "strided all_sum")
     b = nv.broadcast_to(nv.array(float(ctx.rank + 1)), (2, 3))
-    close(np.asarray(D.all_sum(b)), np.full((2, 3), ctx.size * (ctx.size + 1) / 2, np.float32),
-          "broadcast all_sum")
+    close(
+        np.asarray(D.all_sum(b)),
+        np.full((2, 3), ctx.size * (ctx.size + 1) / 2, np.float32),
+        "broadcast all_sum",
+    )
     s = D.all_max(nv.array(ctx.rank * 2, dtype=nv.int32))
     assert s.shape == () and s.item() == 2 * (ctx.size - 1), s
     e = D.all_sum(nv.zeros((0, 3)))
     assert e.shape == (0, 3), e.shape
     nv.eval(e)
-    big = all_data(ctx, (700, 1000), np.float32, salt=60)    # 2.8 MB: an output placed off
-    x = nv.array(big[ctx.rank])                              # the input's page offset
+    big = all_data(ctx, (700, 1000), np.float32, salt=60)  # 2.8 MB: an output placed off
+    x = nv.array(big[ctx.rank])  # the input's page offset
     y = D.all_sum(x)
     close(np.asarray(y), np.sum(big, axis=0, dtype=np.float32), "2.8 MB all_sum")
     assert (np.asarray(y).ctypes.data - np.asarray(x).ctypes.data) % 4096 != 0
@@ -225,15 +243,20 @@ def messages_cut_into_pieces(ctx):
     """With a 4 KiB limit per MPI call, reductions, sends and receives of 40 KB still arrive
     whole; a gather above the limit says so."""
     from nuvec.distributed.backends import mpi
+
     saved = mpi.CHUNK
     mpi.CHUNK = 4096
     try:
         xs = all_data(ctx, (10_001,), np.float32, salt=50)
-        close(np.asarray(D.all_sum(nv.array(xs[ctx.rank]))), np.sum(xs, axis=0, dtype=np.float32),
-              "chunked all_sum")
+        close(
+            np.asarray(D.all_sum(nv.array(xs[ctx.rank]))),
+            np.sum(xs, axis=0, dtype=np.float32),
+            "chunked all_sum",
+        )
         hs = all_data(ctx, (5_000,), np.float16, salt=51)
-        np.testing.assert_array_equal(np.asarray(D.all_max(nv.array(hs[ctx.rank]))),
-                                      np.max(hs, axis=0))
+        np.testing.assert_array_equal(
+            np.asarray(D.all_max(nv.array(hs[ctx.rank]))), np.max(hs, axis=0)
+        )
         if ctx.size % 2 == 0:
             peer = ctx.rank ^ 1
             if ctx.rank % 2 == 0:
@@ -254,7 +277,7 @@ def messages_cut_into_pieces(ctx):
 @check
 def split_groups(ctx):
     color = ctx.rank % 2
-    sub = ctx.g.split(color, key=ctx.size - ctx.rank)     # reversed order inside each half
+    sub = ctx.g.split(color, key=ctx.size - ctx.rank)  # reversed order inside each half
     members = [r for r in range(ctx.size) if r % 2 == color]
     assert sub.size() == len(members), (sub.size(), members)
     assert sub.rank() == sorted(members, reverse=True).index(ctx.rank), sub.rank()
@@ -263,7 +286,7 @@ def split_groups(ctx):
         assert got == [float(sum(members))], got
     gathered = D.all_gather(nv.array([ctx.rank]), group=sub).tolist()
     assert gathered == (sorted(members, reverse=True) if sub.size() > 1 else [ctx.rank]), gathered
-    same = ctx.g.split(0)                       # everyone, ranked as before
+    same = ctx.g.split(0)  # everyone, ranked as before
     assert (same.rank(), same.size()) == (ctx.rank, ctx.size)
     assert D.all_sum(nv.array(1), group=same).item() == ctx.size
 
@@ -273,28 +296,34 @@ def average_gradients_trees(ctx):
     shapes = {"w": (4, 3), "b": (3,), "layers": [(2, 2), (5,)]}
 
     def tree(r):
-        return {"w": data(r, (4, 3), np.float32, 8), "b": data(r, (3,), np.float32, 9),
-                "layers": [data(r, (2, 2), np.float32, 10), data(r, (5,), np.float32, 11)]}
+        return {
+            "w": data(r, (4, 3), np.float32, 8),
+            "b": data(r, (3,), np.float32, 9),
+            "layers": [data(r, (2, 2), np.float32, 10), data(r, (5,), np.float32, 11)],
+        }
 
     trees = [tree(r) for r in range(ctx.size)]
-    want = {"w": np.mean([t["w"] for t in trees], axis=0),
-            "b": np.mean([t["b"] for t in trees], axis=0),
-            "layers": [np.mean([t["layers"][i] for t in trees], axis=0) for i in range(2)]}
+    want = {
+        "w": np.mean([t["w"] for t in trees], axis=0),
+        "b": np.mean([t["b"] for t in trees], axis=0),
+        "layers": [np.mean([t["layers"][i] for t in trees], axis=0) for i in range(2)],
+    }
     mine = nv.utils.tree_map(nv.array, trees[ctx.rank])
-    for size, ctype in ((32 * 1024 ** 2, None), (16, None), (0, None), (1 << 20, nv.float16)):
+    for size, ctype in ((32 * 1024**2, None), (16, None), (0, None), (1 << 20, nv.float16)):
         before = ctx.calls("all_sum")
         got = D.average_gradients(mine, all_reduce_size=size, communication_type=ctype)
         nv.eval(got)
         n_calls = ctx.calls("all_sum") - before
-        expected_calls = {32 * 1024 ** 2: 1, 16: 3, 0: 4, 1 << 20: 1}[size]
+        expected_calls = {32 * 1024**2: 1, 16: 3, 0: 4, 1 << 20: 1}[size]
         assert n_calls == expected_calls, (size, n_calls)
         rtol = 2e-3 if ctype is not None else 1e-6
         for k in ("w", "b"):
             np.testing.assert_allclose(np.asarray(got[k]), want[k], rtol=rtol, atol=rtol)
             assert got[k].dtype == nv.float32 and got[k].shape == shapes[k]
         for i in range(2):
-            np.testing.assert_allclose(np.asarray(got["layers"][i]), want["layers"][i],
-                                       rtol=rtol, atol=rtol)
+            np.testing.assert_allclose(
+                np.asarray(got["layers"][i]), want["layers"][i], rtol=rtol, atol=rtol
+            )
 
 
 # -- gradients and vmap -------------------------------------------------------------------------
@@ -309,7 +338,7 @@ def gradients_follow_mlx(ctx):
     # all_gather: this process's block of the cotangent
     c = np.arange(3 * n, dtype=np.float32)
     g = nv.grad(lambda v: nv.sum(D.all_gather(v) * nv.array(c)))(nv.array(x))
-    np.testing.assert_array_equal(np.asarray(g), c[3 * r:3 * r + 3])
+    np.testing.assert_array_equal(np.asarray(g), c[3 * r : 3 * r + 3])
     g0 = nv.grad(lambda v: nv.sum(D.all_gather(v) * nv.array(c[:n])))(nv.array(float(r)))
     assert g0.shape == () and g0.item() == c[r]
     # all_max / all_min: the cotangent where this process holds the extreme
@@ -320,11 +349,15 @@ def gradients_follow_mlx(ctx):
     # jvp of all_sum: the sum of every process's tangent
     t = data(r, (3,), np.float32, 14)
     _, (tan,) = nv.jvp(lambda v: D.all_sum(v * 2), [nv.array(x)], [nv.array(t)])
-    close(np.asarray(tan), 2 * np.sum(all_data(ctx, (3,), np.float32, 14), axis=0,
-                                      dtype=np.float32), "jvp all_sum")
+    close(
+        np.asarray(tan),
+        2 * np.sum(all_data(ctx, (3,), np.float32, 14), axis=0, dtype=np.float32),
+        "jvp all_sum",
+    )
     _, (tan,) = nv.jvp(D.all_gather, [nv.array(x)], [nv.array(t)])
-    np.testing.assert_array_equal(np.asarray(tan),
-                                  np.concatenate(all_data(ctx, (3,), np.float32, 14)))
+    np.testing.assert_array_equal(
+        np.asarray(tan), np.concatenate(all_data(ctx, (3,), np.float32, 14))
+    )
     # jvp of all_max: the tangent of the process holding the maximum
     _, (tan,) = nv.jvp(D.all_max, [nv.array(x)], [nv.array(t)])
     ts = all_data(ctx, (3,), np.float32, 14)
@@ -335,14 +368,14 @@ def gradients_follow_mlx(ctx):
 @check
 def vmap_matches_loop(ctx):
     r = ctx.rank
-    xb = data(r, (4, 3), np.float32, 15)          # batch of 4 along axis 0
+    xb = data(r, (4, 3), np.float32, 15)  # batch of 4 along axis 0
     allb = all_data(ctx, (4, 3), np.float32, 15)
     got = np.asarray(nv.vmap(D.all_sum)(nv.array(xb)))
     close(got, np.sum(allb, axis=0, dtype=np.float32), "vmap all_sum")
-    got = np.asarray(nv.vmap(D.all_gather, in_axes=1)(nv.array(xb)))   # examples of shape (4,)
+    got = np.asarray(nv.vmap(D.all_gather, in_axes=1)(nv.array(xb)))  # examples of shape (4,)
     loop = np.stack([np.concatenate([b[:, j] for b in allb]) for j in range(3)])
     np.testing.assert_array_equal(got, loop)
-    got = np.asarray(nv.vmap(D.all_gather)(nv.array(xb[:, 0])))          # 0-d examples
+    got = np.asarray(nv.vmap(D.all_gather)(nv.array(xb[:, 0])))  # 0-d examples
     np.testing.assert_array_equal(got, np.stack([b[:, 0] for b in allb], axis=1))
 
 
@@ -382,8 +415,9 @@ def compiled_collective_of_constant_not_folded(ctx):
     assert (ctx.calls("all_sum") - before[0], ctx.calls("all_max") - before[1]) == (3, 3)
     # fused elsewhere, never the collective: the output is element-wise over the reductions
     steps = [s.split(" = ")[1] for s in cf.inspect(nv.full((3,), 0.0)).steps]
-    assert any(s.startswith("all_sum") for s in steps) and any(s.startswith("all_max")
-                                                                for s in steps), steps
+    assert any(s.startswith("all_sum") for s in steps) and any(
+        s.startswith("all_max") for s in steps
+    ), steps
 
 
 @check
@@ -411,15 +445,19 @@ def compiled_shapeless(ctx):
     before = ctx.calls("all_sum")
     for n in (3, 7, 2):
         xs = all_data(ctx, (n,), np.float32, 17 + n)
-        close(np.asarray(f(nv.array(xs[ctx.rank]))), np.sum(xs, axis=0, dtype=np.float32) * 1.5,
-              f"shapeless all_sum n={n}")
+        close(
+            np.asarray(f(nv.array(xs[ctx.rank]))),
+            np.sum(xs, axis=0, dtype=np.float32) * 1.5,
+            f"shapeless all_sum n={n}",
+        )
     assert f.stats()["traces"] == 1, f.stats()
     assert ctx.calls("all_sum") - before == 6
     gth = nv.compile(lambda x: D.all_gather(x * 2), shapeless=True)
     for n in (1, 3):
         xs = all_data(ctx, (n, 2), np.float32, 30 + n)
-        np.testing.assert_array_equal(np.asarray(gth(nv.array(xs[ctx.rank]))),
-                                      np.concatenate(xs) * 2)
+        np.testing.assert_array_equal(
+            np.asarray(gth(nv.array(xs[ctx.rank]))), np.concatenate(xs) * 2
+        )
     assert gth.stats()["traces"] == 1
     if ctx.size % 2 == 0:
         peer = ctx.rank ^ 1

@@ -9,6 +9,7 @@ such differences forward without amplifying them much in 44 steps. ``RTOL = 1e-4
 step to the next (~8%): a run that skips the gradient average (checked below) or feeds a
 process the wrong share of the batch misses it by orders of magnitude.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,10 @@ RTOL = 1e-4
 EPOCHS = "2"
 
 pytest.importorskip("sklearn", reason="the digits data set ships with scikit-learn")
-needs_mpi = pytest.mark.skipif(bool(MISSING), reason=f"{' and '.join(MISSING)} not installed "
-                                                     "(.ci/run installs Open MPI and mpi4py)")
+needs_mpi = pytest.mark.skipif(
+    bool(MISSING),
+    reason=f"{' and '.join(MISSING)} not installed (.ci/run installs Open MPI and mpi4py)",
+)
 _runs: dict = {}
 
 
@@ -39,10 +42,18 @@ def run(n: int, tmp_path_factory, *flags: str) -> dict:
         out = tmp_path_factory.mktemp("dp") / "losses.json"
         args = ["--epochs", EPOCHS, "--quiet", "--losses-out", str(out), *flags]
         if n == 1:
-            env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep +
-                   os.environ.get("PYTHONPATH", "")}
-            p = subprocess.run([sys.executable, str(EXAMPLE), *args], cwd=ROOT, env=env,
-                               capture_output=True, text=True, timeout=120)
+            env = {
+                **os.environ,
+                "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+            }
+            p = subprocess.run(
+                [sys.executable, str(EXAMPLE), *args],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
         else:
             p = launch(n, str(EXAMPLE), args, timeout=120)
         assert p.returncode == 0, f"{p.stdout[-2000:]}\n{p.stderr[-3000:]}"
@@ -64,8 +75,8 @@ def test_same_loss_curve_on_n_processes(n, tmp_path_factory):
     one, many = run(1, tmp_path_factory), run(n, tmp_path_factory)
     assert many["size"] == n
     np.testing.assert_allclose(many["losses"], one["losses"], rtol=RTOL)
-    assert many["parameter_spread"] == 0.0        # every process holds the same model
-    assert abs(many["accuracy"] - one["accuracy"]) <= 1 / 359   # at most one test image
+    assert many["parameter_spread"] == 0.0  # every process holds the same model
+    assert abs(many["accuracy"] - one["accuracy"]) <= 1 / 359  # at most one test image
 
 
 @needs_mpi

@@ -1,6 +1,7 @@
 """nv.distributed in one process: the group of one (no MPI needed), argument errors, the
 launcher's command line and errors, and compile's treatment of collectives over an
 in-process communicator (every process holding the same data)."""
+
 from __future__ import annotations
 
 import os
@@ -25,13 +26,23 @@ NO_MPI4PY = "import sys; sys.modules['mpi4py'] = None\n"
 
 
 def run_py(code: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    e = {k: v for k, v in os.environ.items()
-         if k not in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS",
-                      "MV2_COMM_WORLD_SIZE")}
+    e = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in (
+            "OMPI_COMM_WORLD_SIZE",
+            "PMI_SIZE",
+            "PMIX_RANK",
+            "MPI_LOCALNRANKS",
+            "MV2_COMM_WORLD_SIZE",
+        )
+    }
     e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
     e.update(env or {})
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=e, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=60
+    )
 
 
 # -- the group of one ---------------------------------------------------------------------------
@@ -54,19 +65,23 @@ def test_strict_init_without_mpi4py_says_what_to_install():
 
 
 def test_mpi_backend_without_mpi4py_falls_back_to_one_process():
-    p = run_py(NO_MPI4PY + "import nuvec as nv\n"
-               "g = nv.distributed.init(backend='mpi'); print(g.size(), g.backend)")
+    p = run_py(
+        NO_MPI4PY + "import nuvec as nv\n"
+        "g = nv.distributed.init(backend='mpi'); print(g.size(), g.backend)"
+    )
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["1", "singleton"]
 
 
 def test_launched_without_mpi4py_warns_and_runs_alone():
-    p = run_py(NO_MPI4PY + "import warnings, nuvec as nv\n"
-               "with warnings.catch_warnings(record=True) as w:\n"
-               "    warnings.simplefilter('always')\n"
-               "    g = nv.distributed.init()\n"
-               "print(g.size(), len(w), w[0].category.__name__ if w else '')\n",
-               env={"OMPI_COMM_WORLD_SIZE": "2"})
+    p = run_py(
+        NO_MPI4PY + "import warnings, nuvec as nv\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    g = nv.distributed.init()\n"
+        "print(g.size(), len(w), w[0].category.__name__ if w else '')\n",
+        env={"OMPI_COMM_WORLD_SIZE": "2"},
+    )
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["1", "1", "RuntimeWarning"]
 
@@ -77,7 +92,7 @@ def test_collectives_of_one_process_return_their_input():
         assert fn(x) is x
     z = D.all_gather(nv.array(5))
     assert z.shape == (1,) and z.tolist() == [5]
-    assert D.all_sum([1, 2]).tolist() == [1, 2]      # array-likes are converted
+    assert D.all_sum([1, 2]).tolist() == [1, 2]  # array-likes are converted
 
 
 def test_send_and_recv_need_another_process():
@@ -122,10 +137,15 @@ def test_average_gradients_of_one_process_is_the_tree():
 
 def test_collective_primitives_are_effectful():
     g = D.init()
-    for p in (AllReduce("sum", g), AllReduce("max", g), AllGather(g), Send(1, g),
-              Recv((2,), nv.float32, 1, g)):
+    for p in (
+        AllReduce("sum", g),
+        AllReduce("max", g),
+        AllGather(g),
+        Send(1, g),
+        Recv((2,), nv.float32, 1, g),
+    ):
         assert p.effectful, p
-    assert Recv((2,), nv.float32, 1, g).fixes_shape     # its shape is a parameter
+    assert Recv((2,), nv.float32, 1, g).fixes_shape  # its shape is a parameter
     with pytest.raises(ValueError, match="op must be one of"):
         AllReduce("prod", g)
 
@@ -134,6 +154,7 @@ def test_collective_primitives_are_effectful():
 class MirrorCommunicator(Communicator):
     """A group of ``n`` processes that all hold this process's data (so results are known:
     a sum is ``n * x``, a gather ``n`` copies)."""
+
     name = "mirror"
 
     def __init__(self, n: int) -> None:
@@ -169,13 +190,17 @@ def test_mirror_group_results(mirror):
 def test_compile_keeps_every_collective(mirror, shapeless):
     comm = mirror._comm
     c = nv.array([1.0, 2.0, 3.0])
-    f = nv.compile(lambda x: D.all_sum(x, group=mirror) * 2 + D.all_sum(x, group=mirror)
-                   + D.all_max(c, group=mirror), shapeless=shapeless)
+    f = nv.compile(
+        lambda x: (
+            D.all_sum(x, group=mirror) * 2 + D.all_sum(x, group=mirror) + D.all_max(c, group=mirror)
+        ),
+        shapeless=shapeless,
+    )
     x = nv.array([1.0, 2.0, 3.0])
     for _ in range(4):
         assert f(x).tolist() == [10.0, 20.0, 30.0]
     assert f.stats()["traces"] == 1
-    assert comm.calls["all_sum"] == 8 and comm.calls["all_max"] == 4   # none folded or merged
+    assert comm.calls["all_sum"] == 8 and comm.calls["all_max"] == 4  # none folded or merged
     steps = [s.split(" = ")[1] for s in f.inspect(x).steps]
     assert sum(s.startswith("all_sum") for s in steps) == 2
     assert sum(s.startswith("all_max") for s in steps) == 1
@@ -205,34 +230,49 @@ def no_thread_vars(monkeypatch):
 
 
 def test_command_for_open_mpi_as_root_with_more_processes_than_cores(no_thread_vars):
-    cmd, env = launch.build_command(4, ["train.py", "--x"], "/usr/bin/mpirun", "openmpi",
-                                    python="/py", cpus=2, euid=0)
-    assert cmd[:5] == ["/usr/bin/mpirun", "--allow-run-as-root", "--oversubscribe",
-                       "--bind-to", "none"]
+    cmd, env = launch.build_command(
+        4, ["train.py", "--x"], "/usr/bin/mpirun", "openmpi", python="/py", cpus=2, euid=0
+    )
+    assert cmd[:5] == [
+        "/usr/bin/mpirun",
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "--bind-to",
+        "none",
+    ]
     assert cmd[-5:] == ["-n", "4", "/py", "train.py", "--x"]
-    assert env == {"OMPI_MCA_mpi_yield_when_idle": "1",
-                   **{var: "1" for var in launch.THREAD_VARS}}
+    assert env == {"OMPI_MCA_mpi_yield_when_idle": "1", **{var: "1" for var in launch.THREAD_VARS}}
 
 
 def test_command_for_open_mpi_as_user_within_the_cores(no_thread_vars, monkeypatch):
-    monkeypatch.setenv("OMP_NUM_THREADS", "3")      # the user's choice is kept
-    cmd, env = launch.build_command(2, ["t.py"], "mpirun", "openmpi", python="/py", cpus=8,
-                                    euid=1000)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's choice is kept
+    cmd, env = launch.build_command(
+        2, ["t.py"], "mpirun", "openmpi", python="/py", cpus=8, euid=1000
+    )
     assert "--allow-run-as-root" not in cmd and "--oversubscribe" not in cmd
     assert env == {var: "4" for var in launch.THREAD_VARS if var != "OMP_NUM_THREADS"}
 
 
 def test_command_for_mpich_with_hosts(no_thread_vars):
-    cmd, env = launch.build_command(4, ["t.py"], "mpiexec", "mpich", hosts="a,b", python="/py",
-                                    cpus=1, euid=0)
+    cmd, env = launch.build_command(
+        4, ["t.py"], "mpiexec", "mpich", hosts="a,b", python="/py", cpus=1, euid=0
+    )
     assert cmd == ["mpiexec", "-hosts", "a,b", "-n", "4", "/py", "t.py"] and env == {}
 
 
 def test_launcher_without_mpirun_says_what_to_install(tmp_path):
-    env = {**os.environ, "PATH": str(tmp_path),
-           "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    p = subprocess.run([sys.executable, "-m", "nuvec.launch", "-n", "2", "x.py"],
-                       capture_output=True, text=True, env=env, timeout=60)
+    env = {
+        **os.environ,
+        "PATH": str(tmp_path),
+        "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
+    p = subprocess.run(
+        [sys.executable, "-m", "nuvec.launch", "-n", "2", "x.py"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert p.returncode == 2
     assert "mpirun was not found" in p.stderr and "openmpi-bin" in p.stderr
 
@@ -243,8 +283,11 @@ def test_launcher_without_mpi4py_says_what_to_install(monkeypatch, capsys, tmp_p
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
     real = launch.importlib.util.find_spec
-    monkeypatch.setattr(launch.importlib.util, "find_spec",
-                        lambda name, *a: None if name == "mpi4py" else real(name, *a))
+    monkeypatch.setattr(
+        launch.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "mpi4py" else real(name, *a),
+    )
     assert launch.main(["-n", "2", "x.py"]) == 2
     assert "mpi4py is not installed" in capsys.readouterr().err
 
@@ -267,10 +310,12 @@ def test_launcher_rejects_zero_processes(capsys):
 
 
 def test_one_process_script_runs_unchanged_without_a_launcher():
-    p = run_py("import nuvec as nv\n"
-               "g = nv.distributed.init()\n"
-               "x = nv.distributed.all_sum(nv.array([1.0, 2.0]))\n"
-               "print(g.size(), x.tolist())")
+    p = run_py(
+        "import nuvec as nv\n"
+        "g = nv.distributed.init()\n"
+        "x = nv.distributed.all_sum(nv.array([1.0, 2.0]))\n"
+        "print(g.size(), x.tolist())"
+    )
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "1 [1.0, 2.0]"
     with warnings.catch_warnings():
@@ -279,10 +324,13 @@ def test_one_process_script_runs_unchanged_without_a_launcher():
 
 
 # -- GPU arrays: copied through the host ----------------------------------------------------------
-@pytest.mark.skipif(nv.core.device.gpu_backend_name() != "cuda",
-                    reason="no CUDA GPU here (the GPU path ran on the accelerator machine)")
+@pytest.mark.skipif(
+    nv.core.device.gpu_backend_name() != "cuda",
+    reason="no CUDA GPU here (the GPU path ran on the accelerator machine)",
+)
 def test_collectives_of_gpu_arrays_go_through_the_host(mirror):
     import cupy
+
     with nv.stream(nv.gpu):
         x = nv.array(np.arange(6, dtype=np.float32).reshape(2, 3))
         y = D.all_sum(x * 2, group=mirror) + 1

@@ -1,4 +1,5 @@
 """Shared helpers of the element-wise engine tests: running single ops, inputs, ulp distances."""
+
 from __future__ import annotations
 
 import warnings
@@ -61,8 +62,10 @@ def assert_same(got: np.ndarray, ref: np.ndarray, what: str = "") -> None:
         bad = np.nonzero(d)[0] if got.ndim == 1 else np.nonzero(d.ravel())[0]
         if bad.size:
             i = bad[0]
-            raise AssertionError(f"{what}: {bad.size} differ, first at {i}: got "
-                                 f"{got.ravel()[i]!r} want {ref.ravel()[i]!r}")
+            raise AssertionError(
+                f"{what}: {bad.size} differ, first at {i}: got "
+                f"{got.ravel()[i]!r} want {ref.ravel()[i]!r}"
+            )
     elif got.dtype.kind == "c":
         assert_same(got.real.copy(), ref.real.copy(), what + " (real)")
         assert_same(got.imag.copy(), ref.imag.copy(), what + " (imag)")
@@ -70,12 +73,15 @@ def assert_same(got: np.ndarray, ref: np.ndarray, what: str = "") -> None:
         if not np.array_equal(got, ref):
             bad = np.nonzero(got.ravel() != ref.ravel())[0]
             i = bad[0]
-            raise AssertionError(f"{what}: {bad.size} differ, first at {i}: got "
-                                 f"{got.ravel()[i]!r} want {ref.ravel()[i]!r}")
+            raise AssertionError(
+                f"{what}: {bad.size} differ, first at {i}: got "
+                f"{got.ravel()[i]!r} want {ref.ravel()[i]!r}"
+            )
 
 
-def assert_bits_equal(a: np.ndarray, b: np.ndarray, what: str = "",
-                      nan_payloads: bool = True) -> None:
+def assert_bits_equal(
+    a: np.ndarray, b: np.ndarray, what: str = "", nan_payloads: bool = True
+) -> None:
     """Bit-for-bit equality (NaN payloads included unless ``nan_payloads=False``: then a NaN
     equals any NaN, every other value is compared bit for bit)."""
     assert a.dtype == b.dtype and a.shape == b.shape, (what, a.dtype, b.dtype, a.shape, b.shape)
@@ -94,8 +100,31 @@ def assert_bits_equal(a: np.ndarray, b: np.ndarray, what: str = "",
         raise AssertionError(f"{what}: not bit-for-bit equal")
 
 
-_FLOAT_SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5,
-                   3.0, -7.0, 1e-3, 65504.0, 1e10, -1e10, 1e-40, 1e-310, 3.4e38, 0.9999, 1.0001]
+_FLOAT_SPECIALS = [
+    0.0,
+    -0.0,
+    np.inf,
+    -np.inf,
+    np.nan,
+    1.0,
+    -1.0,
+    0.5,
+    -0.5,
+    1.5,
+    2.5,
+    -2.5,
+    3.0,
+    -7.0,
+    1e-3,
+    65504.0,
+    1e10,
+    -1e10,
+    1e-40,
+    1e-310,
+    3.4e38,
+    0.9999,
+    1.0001,
+]
 
 
 def values(dtype: str, n: int, rng: np.random.Generator, kind: str = "any") -> np.ndarray:
@@ -114,7 +143,7 @@ def values(dtype: str, n: int, rng: np.random.Generator, kind: str = "any") -> n
         r = rng.integers(lo, hi, n, dtype=dt, endpoint=True)
         if kind in ("any",):
             edges = edges[:n]
-            r[:len(edges)] = np.array([e % (1 << info.bits) for e in edges], np.uint64).astype(dt)
+            r[: len(edges)] = np.array([e % (1 << info.bits) for e in edges], np.uint64).astype(dt)
         return r
     if dtype == "complex64":
         re = values("float32", n, rng, kind)
@@ -129,7 +158,7 @@ def values(dtype: str, n: int, rng: np.random.Generator, kind: str = "any") -> n
         else:
             r = rng.standard_normal(n) * np.exp(rng.uniform(-6, 6, n))
         sp = np.array(_FLOAT_SPECIALS, dtype=np.float64)[:n]
-        r[:len(sp)] = sp
+        r[: len(sp)] = sp
         return r.astype(dt)
 
 
@@ -140,5 +169,19 @@ def spec_single(op: str, dtype: str, out: str | None = None) -> KernelSpec:
 
 from nuvec.codegen.ops import BINARY, UNARY  # noqa: E402
 
-__all__ = ["BF16", "FLOATS", "INTS", "DTYPES", "npdtype", "run1", "ulp_distance", "assert_same",
-           "assert_bits_equal", "values", "supports", "spec_single", "BINARY", "UNARY"]
+__all__ = [
+    "BF16",
+    "FLOATS",
+    "INTS",
+    "DTYPES",
+    "npdtype",
+    "run1",
+    "ulp_distance",
+    "assert_same",
+    "assert_bits_equal",
+    "values",
+    "supports",
+    "spec_single",
+    "BINARY",
+    "UNARY",
+]

@@ -4,6 +4,7 @@
 
 The same check runs under pytest with NUVEC_EXHAUSTIVE=1 (test_accuracy.py), serially.
 """
+
 from __future__ import annotations
 
 import sys
@@ -19,8 +20,15 @@ def sweep(op: str) -> tuple[str, int, float]:
     from nuvec.backends.cpu import kernels
     from nuvec.codegen.ir import KernelSpec
 
-    refs = {"exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
-            "sigmoid": sps.expit, "erf": sps.erf}
+    refs = {
+        "exp": np.exp,
+        "log": np.log,
+        "sin": np.sin,
+        "cos": np.cos,
+        "tanh": np.tanh,
+        "sigmoid": sps.expit,
+        "erf": sps.erf,
+    }
     kernels.set_num_threads(1)
     k = kernels.get_kernel(KernelSpec.single(op, ("float32",), "float32"))
     worst, at = 0, 0.0
@@ -48,6 +56,7 @@ def sweep(op: str) -> tuple[str, int, float]:
 def main(ops: list[str]) -> None:
     ops = ops or ["exp", "log", "sin", "cos", "tanh", "sigmoid", "erf"]
     from concurrent.futures import as_completed
+
     with ProcessPoolExecutor(len(ops)) as ex:
         for fut in as_completed([ex.submit(sweep, op) for op in ops]):
             op, worst, at = fut.result()

@@ -11,6 +11,7 @@ float64: sampled, within 2 ulp of NumPy / SciPy (which use the C library).
 Run with ``-s`` to see the measured maxima (``python tests/engine/test_accuracy.py`` prints a
 table).
 """
+
 from __future__ import annotations
 
 import os
@@ -23,14 +24,30 @@ import scipy.special as sps
 from engine_util import BF16, run1, ulp_distance
 
 F32_UNARY = {
-    "exp": (np.exp, 2), "log": (np.log, 2), "sin": (np.sin, 2), "cos": (np.cos, 2),
-    "tanh": (np.tanh, 2), "sigmoid": (sps.expit, 2), "erf": (sps.erf, 2),
-    "expm1": (np.expm1, 4), "log1p": (np.log1p, 4), "log2": (np.log2, 4),
-    "log10": (np.log10, 4), "tan": (np.tan, 4), "arcsin": (np.arcsin, 4),
-    "arccos": (np.arccos, 4), "arctan": (np.arctan, 4), "sinh": (np.sinh, 4),
-    "cosh": (np.cosh, 4), "arcsinh": (np.arcsinh, 4), "arccosh": (np.arccosh, 4),
-    "arctanh": (np.arctanh, 4), "erfinv": (sps.erfinv, 4), "sqrt": (np.sqrt, 0),
-    "rsqrt": (lambda x: 1 / np.sqrt(x), 1), "reciprocal": (lambda x: 1 / x, 0),
+    "exp": (np.exp, 2),
+    "log": (np.log, 2),
+    "sin": (np.sin, 2),
+    "cos": (np.cos, 2),
+    "tanh": (np.tanh, 2),
+    "sigmoid": (sps.expit, 2),
+    "erf": (sps.erf, 2),
+    "expm1": (np.expm1, 4),
+    "log1p": (np.log1p, 4),
+    "log2": (np.log2, 4),
+    "log10": (np.log10, 4),
+    "tan": (np.tan, 4),
+    "arcsin": (np.arcsin, 4),
+    "arccos": (np.arccos, 4),
+    "arctan": (np.arctan, 4),
+    "sinh": (np.sinh, 4),
+    "cosh": (np.cosh, 4),
+    "arcsinh": (np.arcsinh, 4),
+    "arccosh": (np.arccosh, 4),
+    "arctanh": (np.arctanh, 4),
+    "erfinv": (sps.erfinv, 4),
+    "sqrt": (np.sqrt, 0),
+    "rsqrt": (lambda x: 1 / np.sqrt(x), 1),
+    "reciprocal": (lambda x: 1 / x, 0),
 }
 F32_BINARY = {"power": (np.power, 4), "arctan2": (np.arctan2, 4)}
 
@@ -39,22 +56,51 @@ RNG = np.random.default_rng(2024)
 
 def _f32_samples(n_bits: int = 1 << 20) -> np.ndarray:
     bits = RNG.integers(0, 1 << 32, n_bits, dtype=np.uint64).astype(np.uint32)
-    parts = [bits.view(np.float32),
-             RNG.uniform(-10, 10, 1 << 18).astype(np.float32),
-             RNG.uniform(-1, 1, 1 << 18).astype(np.float32),
-             RNG.uniform(-100, 100, 1 << 16).astype(np.float32),
-             # near multiples of pi/2, small and huge: the hardest argument reductions
-             (np.arange(1, 1 << 14) * (np.pi / 2)).astype(np.float32),
-             (RNG.integers(1, 1 << 40, 1 << 14) * (np.pi / 2)).astype(np.float32),
-             # around the branch points of the approximations
-             np.linspace(0.8, 1.05, 1 << 14, dtype=np.float32),
-             np.linspace(3.8, 4.0, 1 << 12, dtype=np.float32),
-             np.linspace(88.0, 89.5, 1 << 12, dtype=np.float32),
-             np.linspace(-104.0, -85.0, 1 << 12, dtype=np.float32),
-             np.array([0, -0.0, np.inf, -np.inf, np.nan, 1, -1, 0.5, -0.5, 1e-45, -1e-45,
-                       1.1754942e-38, 3.4028235e38, -3.4028235e38, 0.875, 3.92, 2 ** -12,
-                       4096, 88.72283, 88.7228394, -87.33654, -103.97208, 1 - 2 ** -24,
-                       -(1 - 2 ** -24), 2 ** 23, 2 ** 24 + 2], np.float32)]
+    parts = [
+        bits.view(np.float32),
+        RNG.uniform(-10, 10, 1 << 18).astype(np.float32),
+        RNG.uniform(-1, 1, 1 << 18).astype(np.float32),
+        RNG.uniform(-100, 100, 1 << 16).astype(np.float32),
+        # near multiples of pi/2, small and huge: the hardest argument reductions
+        (np.arange(1, 1 << 14) * (np.pi / 2)).astype(np.float32),
+        (RNG.integers(1, 1 << 40, 1 << 14) * (np.pi / 2)).astype(np.float32),
+        # around the branch points of the approximations
+        np.linspace(0.8, 1.05, 1 << 14, dtype=np.float32),
+        np.linspace(3.8, 4.0, 1 << 12, dtype=np.float32),
+        np.linspace(88.0, 89.5, 1 << 12, dtype=np.float32),
+        np.linspace(-104.0, -85.0, 1 << 12, dtype=np.float32),
+        np.array(
+            [
+                0,
+                -0.0,
+                np.inf,
+                -np.inf,
+                np.nan,
+                1,
+                -1,
+                0.5,
+                -0.5,
+                1e-45,
+                -1e-45,
+                1.1754942e-38,
+                3.4028235e38,
+                -3.4028235e38,
+                0.875,
+                3.92,
+                2**-12,
+                4096,
+                88.72283,
+                88.7228394,
+                -87.33654,
+                -103.97208,
+                1 - 2**-24,
+                -(1 - 2**-24),
+                2**23,
+                2**24 + 2,
+            ],
+            np.float32,
+        ),
+    ]
     x = np.concatenate(parts)
     return np.concatenate([x, -x])
 
@@ -77,8 +123,13 @@ def test_float32_unary(op: str) -> None:
     ref, bound = F32_UNARY[op]
     x = X32
     if op == "erfinv":
-        x = np.concatenate([x[np.abs(x) <= 1], RNG.uniform(-1, 1, 1 << 20).astype(np.float32),
-                            (1 - np.float32(2.0) ** -np.arange(1, 25)).astype(np.float32)])
+        x = np.concatenate(
+            [
+                x[np.abs(x) <= 1],
+                RNG.uniform(-1, 1, 1 << 20).astype(np.float32),
+                (1 - np.float32(2.0) ** -np.arange(1, 25)).astype(np.float32),
+            ]
+        )
     worst, at, got, want = _max_ulp(op, ref, x)
     print(f"{op}: max {worst} ulp at {at}")
     assert worst <= bound, f"{op}: {worst} ulp at {at}: got {got!r}, want {want!r}"
@@ -90,7 +141,7 @@ def test_float32_binary(op: str) -> None:
     x = X32
     y = RNG.permutation(X32)
     worst, at, got, want = _max_ulp(op, ref, x, y)
-    if op == "power":   # and the usual range, where results are finite and nonzero
+    if op == "power":  # and the usual range, where results are finite and nonzero
         a = np.abs(RNG.standard_normal(1 << 20) * 10).astype(np.float32)
         b = (RNG.standard_normal(1 << 20) * 10).astype(np.float32)
         w2 = _max_ulp(op, ref, a, b)
@@ -107,8 +158,9 @@ def test_float32_logaddexp() -> None:
     x, y = x.astype(np.float32), y.astype(np.float32)
     got = run1("logaddexp", x, y).astype(np.float64)
     want = np.logaddexp(x.astype(np.float64), y.astype(np.float64))
-    tol = 4 * np.spacing(np.abs(want).astype(np.float32)).astype(np.float64) + \
-        np.spacing(np.maximum(np.abs(x), np.abs(y))).astype(np.float64)
+    tol = 4 * np.spacing(np.abs(want).astype(np.float32)).astype(np.float64) + np.spacing(
+        np.maximum(np.abs(x), np.abs(y))
+    ).astype(np.float64)
     err = np.abs(got - want)
     assert (err <= tol).all(), f"worst at {x[np.argmax(err / tol)]}, {y[np.argmax(err / tol)]}"
     # away from cancellation (|result| >= max|input| / 2) the plain 4-ulp bound holds
@@ -120,14 +172,25 @@ def test_float32_logaddexp() -> None:
 
 def test_float32_exact_ops_on_all_exponents() -> None:
     x, y = X32, RNG.permutation(X32)
-    for op, f in [("add", np.add), ("subtract", np.subtract), ("multiply", np.multiply),
-                  ("divide", np.divide), ("maximum", np.maximum), ("minimum", np.minimum)]:
+    for op, f in [
+        ("add", np.add),
+        ("subtract", np.subtract),
+        ("multiply", np.multiply),
+        ("divide", np.divide),
+        ("maximum", np.maximum),
+        ("minimum", np.minimum),
+    ]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             d = ulp_distance(run1(op, x, y), f(x, y))
         assert d.max() == 0, op
-    for op, f in [("sqrt", np.sqrt), ("floor", np.floor), ("ceil", np.ceil),
-                  ("round", np.rint), ("square", np.square)]:
+    for op, f in [
+        ("sqrt", np.sqrt),
+        ("floor", np.floor),
+        ("ceil", np.ceil),
+        ("round", np.rint),
+        ("square", np.square),
+    ]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             d = ulp_distance(run1(op, x), f(x))
@@ -157,6 +220,7 @@ def test_narrow_every_input(op: str, dtype: str) -> None:
 
 # ---- float64 ---------------------------------------------------------------------------------
 
+
 def _mp(fn):
     import mpmath as mp
 
@@ -169,39 +233,65 @@ def _mp(fn):
                 except (ValueError, ZeroDivisionError):
                     out.append(float("nan"))
             return np.array(out)
+
     return ref
 
 
 def _mp_sigmoid(v):
     import mpmath as mp
+
     return 1 / (1 + mp.exp(-v))
 
 
-F64 = {"exp": "exp", "log": "log", "sin": "sin", "tanh": "tanh", "erf": "erf",
-       "erfinv": "erfinv", "sigmoid": _mp_sigmoid, "log1p": "log1p", "arcsinh": "asinh",
-       "power": "power"}
+F64 = {
+    "exp": "exp",
+    "log": "log",
+    "sin": "sin",
+    "tanh": "tanh",
+    "erf": "erf",
+    "erfinv": "erfinv",
+    "sigmoid": _mp_sigmoid,
+    "log1p": "log1p",
+    "arcsinh": "asinh",
+    "power": "power",
+}
 
 
 @pytest.mark.parametrize("op", list(F64))
 def test_float64(op: str) -> None:
     """Within 2 ulp of the correctly rounded value (mpmath at 40 digits)."""
     import mpmath as mp
+
     fn = F64[op] if callable(F64[op]) else getattr(mp, F64[op])
-    x = np.concatenate([RNG.standard_normal(1000) * 10, RNG.uniform(-1, 1, 1000),
-                        RNG.integers(0, 1 << 63, 200, dtype=np.uint64).view(np.float64)])
+    x = np.concatenate(
+        [
+            RNG.standard_normal(1000) * 10,
+            RNG.uniform(-1, 1, 1000),
+            RNG.integers(0, 1 << 63, 200, dtype=np.uint64).view(np.float64),
+        ]
+    )
     x = x[np.isfinite(x)]
     if op in ("log", "log1p"):
         x = np.abs(x)
     if op == "erfinv":
-        x = np.concatenate([RNG.uniform(-1, 1, 1500), 1 - 2.0 ** -np.arange(1, 53),
-                            -(1 - 2.0 ** -np.arange(1, 53))])
+        x = np.concatenate(
+            [
+                RNG.uniform(-1, 1, 1500),
+                1 - 2.0 ** -np.arange(1, 53),
+                -(1 - 2.0 ** -np.arange(1, 53)),
+            ]
+        )
     if op == "power":
         y = RNG.standard_normal(x.size) * 8
         x = np.abs(x)
         got = run1(op, x, y)
         with mp.workdps(40):
-            want = np.array([float(mp.power(mp.mpf(a), mp.mpf(b))) if a else 0.0
-                             for a, b in zip(x.tolist(), y.tolist())])
+            want = np.array(
+                [
+                    float(mp.power(mp.mpf(a), mp.mpf(b))) if a else 0.0
+                    for a, b in zip(x.tolist(), y.tolist())
+                ]
+            )
         ok = np.isfinite(want) & (want != 0)
         d = ulp_distance(got[ok], want[ok])
     else:
@@ -215,6 +305,7 @@ def test_float64(op: str) -> None:
 
 
 # ---- opt-in: every float32 input ----------------------------------------------------------------
+
 
 @pytest.mark.skipif(not os.environ.get("NUVEC_EXHAUSTIVE"), reason="set NUVEC_EXHAUSTIVE=1")
 @pytest.mark.parametrize("op", ["exp", "log", "sin", "cos", "tanh", "sigmoid", "erf"])

@@ -1,4 +1,5 @@
 """The buffer cache: reuse, alignment, statistics, limits, and user memory left alone."""
+
 from __future__ import annotations
 
 import gc
@@ -29,7 +30,7 @@ def test_same_memory_comes_back() -> None:
     gc.collect()
     b = memory.empty((1000, 1000), np.float32)
     assert b.ctypes.data == addr
-    c = memory.empty((1000, 1000), np.float32)        # b is alive: a different block
+    c = memory.empty((1000, 1000), np.float32)  # b is alive: a different block
     assert c.ctypes.data != addr
 
 
@@ -52,7 +53,7 @@ def test_views_keep_the_buffer() -> None:
     addr = a.ctypes.data
     del a
     gc.collect()
-    b = memory.empty(4096, np.int32)                  # must not reuse v's memory
+    b = memory.empty(4096, np.int32)  # must not reuse v's memory
     b[:] = -1
     assert b.ctypes.data != addr
     assert v.tolist() == list(range(100, 200))
@@ -89,28 +90,28 @@ def test_cache_limit() -> None:
     assert prev == 1 << 34
     a = memory.empty(1 << 16, np.uint8)
     del a
-    assert memory.get_cache_memory() == 0              # caching disabled
+    assert memory.get_cache_memory() == 0  # caching disabled
     assert memory.set_cache_limit(3 << 16) == 0
     bufs = [memory.empty(1 << 16, np.uint8) for _ in range(5)]
     del bufs
-    assert memory.get_cache_memory() <= 3 << 16       # oldest released beyond the limit
+    assert memory.get_cache_memory() <= 3 << 16  # oldest released beyond the limit
     assert memory.get_cache_memory() > 0
 
 
 def test_cache_evicts_least_recently_freed() -> None:
     c8, c20 = A.size_class_of(8192), A.size_class_of(20000)
-    memory.set_cache_limit(2 * c8 + c20 - 1)           # room for all three but one byte
+    memory.set_cache_limit(2 * c8 + c20 - 1)  # room for all three but one byte
     a = memory.empty(8192, np.uint8)
     b = memory.empty(8192, np.uint8)
     c = memory.empty(20000, np.uint8)
     pb = b.ctypes.data
-    del a                                               # freed first: the one to go
+    del a  # freed first: the one to go
     del b
-    del c                                               # over the limit by a byte
+    del c  # over the limit by a byte
     assert memory.get_cache_memory() == c8 + c20
     st = A.cache_stats()
-    d = memory.empty(8192, np.uint8)                    # b is still cached
-    e = memory.empty(8192, np.uint8)                    # a was released: a miss
+    d = memory.empty(8192, np.uint8)  # b is still cached
+    e = memory.empty(8192, np.uint8)  # a was released: a miss
     st2 = A.cache_stats()
     assert d.ctypes.data == pb
     assert st2["hits"] == st["hits"] + 1 and st2["misses"] == st["misses"] + 1
@@ -122,9 +123,9 @@ def test_memory_limit_releases_cache() -> None:
     del a
     assert memory.get_cache_memory() > 0
     assert memory.set_memory_limit(memory.get_active_memory() + (1 << 20)) == 1 << 40
-    b = memory.empty(3 << 20, np.uint8)                 # over the limit: cache released
+    b = memory.empty(3 << 20, np.uint8)  # over the limit: cache released
     assert memory.get_cache_memory() == 0
-    assert b.nbytes == 3 << 20                          # and the allocation still proceeds
+    assert b.nbytes == 3 << 20  # and the allocation still proceeds
 
 
 def test_user_memory_is_never_recycled() -> None:
@@ -137,7 +138,7 @@ def test_user_memory_is_never_recycled() -> None:
     assert memory.get_cache_memory() > before
     for _ in range(3):
         kernels.run(spec, [user], user.shape)
-    assert user[5] == 5.0                               # the input is untouched
+    assert user[5] == 5.0  # the input is untouched
     wrapped = np.frombuffer(bytearray(64), np.uint8)
     assert not memory.is_cached_array(wrapped)
 

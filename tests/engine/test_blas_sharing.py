@@ -1,5 +1,6 @@
 """Element-wise launches leave the cores of a spinning BLAS library alone for its spin window
 (nuvec/backends/cpu/blas.py), and only after a BLAS product; results never depend on it."""
+
 import subprocess
 import sys
 import time
@@ -14,7 +15,7 @@ from nuvec.backends.cpu import _eltwise, blas, kernels
 @pytest.fixture
 def two_threads():
     prev = kernels.set_num_threads(2)
-    _eltwise.share_cores(0.0, 1)           # no window open
+    _eltwise.share_cores(0.0, 1)  # no window open
     time.sleep(0.001)
     yield
     kernels.set_num_threads(prev)
@@ -27,7 +28,7 @@ def test_a_window_limits_threads_until_it_ends(two_threads):
     assert _eltwise.threads_now() == 1
     time.sleep(0.06)
     assert _eltwise.threads_now() == 2
-    _eltwise.share_cores(1.0, 0)           # at least one thread is always left
+    _eltwise.share_cores(1.0, 0)  # at least one thread is always left
     assert _eltwise.threads_now() == 1
 
 
@@ -36,7 +37,7 @@ def test_only_blas_products_open_the_window(two_threads, monkeypatch, cpu_device
     monkeypatch.setattr(blas, "_SECONDS", 10.0)
     monkeypatch.setattr(blas, "_LEFT", 1)
     i = nv.ones((8, 8), dtype=nv.int32)
-    nv.eval(i @ i)                          # NumPy's integer loops: no BLAS threads
+    nv.eval(i @ i)  # NumPy's integer loops: no BLAS threads
     assert _eltwise.threads_now() == 2
     f = nv.ones((8, 8))
     nv.eval(f @ f)
@@ -54,7 +55,7 @@ def test_the_window_does_not_change_results(two_threads, cpu_device):
 
 
 def test_spin_window_reads_the_blas_settings(monkeypatch):
-    monkeypatch.setattr(blas, "_MKL", None)             # NumPy's BLAS multiplies
+    monkeypatch.setattr(blas, "_MKL", None)  # NumPy's BLAS multiplies
     monkeypatch.setattr(blas, "_TEAM", False)
     monkeypatch.setattr(blas, "_numpy_blas_name", lambda: "scipy-openblas")
     monkeypatch.setattr(blas, "_cpu_count", lambda: 4)
@@ -62,9 +63,9 @@ def test_spin_window_reads_the_blas_settings(monkeypatch):
     monkeypatch.delenv("GOTO_NUM_THREADS", raising=False)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "20")
-    assert blas.spin_window() == (2 ** 20 / blas._CYCLES_PER_S, 3)
+    assert blas.spin_window() == (2**20 / blas._CYCLES_PER_S, 3)
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
-    assert blas.spin_window() == (0.0, 0)    # one BLAS thread: nothing spins
+    assert blas.spin_window() == (0.0, 0)  # one BLAS thread: nothing spins
     monkeypatch.setattr(blas, "_numpy_blas_name", lambda: "accelerate")
     assert blas.spin_window() == (0.0, 0)
 
@@ -75,8 +76,10 @@ def test_spin_window_of_mkl_follows_its_openmp(monkeypatch):
     for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(blas, "_MKL", ("gnu", 4))
+
     def pauses(n):
         return n * blas._PAUSE_CYCLES / blas._CYCLES_PER_S
+
     assert blas.spin_window() == (pauses(300_000), 3)
     monkeypatch.setenv("GOMP_SPINCOUNT", "1000")
     assert blas.spin_window() == (pauses(1000), 3)
@@ -114,15 +117,21 @@ print(after - before, np.asarray(y).view(np.int32).sum(dtype=np.int64))
 """
 
 
-@pytest.mark.skipif(not blas._TEAM or blas._cpu_count() < 2,
-                    reason="needs MKL on GNU OpenMP and two CPUs")
+@pytest.mark.skipif(
+    not blas._TEAM or blas._cpu_count() < 2, reason="needs MKL on GNU OpenMP and two CPUs"
+)
 def test_element_wise_launches_join_the_matmuls_threads():
     def probe(own: bool):
-        out = subprocess.run([sys.executable, "-c", TEAM_PROBE.format(own=own)],
-                             capture_output=True, text=True, check=True).stdout.split()
+        out = subprocess.run(
+            [sys.executable, "-c", TEAM_PROBE.format(own=own)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
         return int(out[0]), out[1]
+
     on_team, bits_team = probe(False)
     own_pool, bits_own = probe(True)
-    assert on_team == 0          # no thread of nuvec's own: the launch ran on the team
-    assert own_pool == 1         # nuvec's pool starts its worker
+    assert on_team == 0  # no thread of nuvec's own: the launch ran on the team
+    assert own_pool == 1  # nuvec's pool starts its worker
     assert bits_team == bits_own

@@ -7,6 +7,7 @@ point (contig / scalar / strided x i32 / i64) is compared with the CPU engine: b
 functions, where CUDA's libdevice stands in for the C library (within 2 ulp). Skipped
 without CuPy, cuda.bindings and a GPU.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,28 +24,71 @@ from test_fusion import random_spec
 cp = pytest.importorskip("cupy")
 try:
     HAVE_GPU = cp.cuda.runtime.getDeviceCount() > 0
-except Exception:                                   # no driver
+except Exception:  # no driver
     HAVE_GPU = False
 pytestmark = pytest.mark.skipif(not HAVE_GPU, reason="needs a CUDA GPU")
 
 # float64 ops that call CUDA's libdevice instead of glibc: equal within 2 ulp, not bitwise
-_LIBM64 = frozenset((
-    "exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "arcsin", "arccos",
-    "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "erf", "erfinv",
-    "sigmoid", "power", "arctan2", "logaddexp"))
+_LIBM64 = frozenset(
+    (
+        "exp",
+        "expm1",
+        "log",
+        "log1p",
+        "log2",
+        "log10",
+        "sin",
+        "cos",
+        "tan",
+        "arcsin",
+        "arccos",
+        "arctan",
+        "sinh",
+        "cosh",
+        "tanh",
+        "arcsinh",
+        "arccosh",
+        "arctanh",
+        "erf",
+        "erfinv",
+        "sigmoid",
+        "power",
+        "arctan2",
+        "logaddexp",
+    )
+)
 
 
 def _specs() -> list[tuple[str, KernelSpec]]:
     out = []
     for op, ar in ARITY.items():
-        for d in ("float32", "float16", "bfloat16", "float64", "int8", "int32", "uint64",
-                  "complex64", "bool"):
+        for d in (
+            "float32",
+            "float16",
+            "bfloat16",
+            "float64",
+            "int8",
+            "int32",
+            "uint64",
+            "complex64",
+            "bool",
+        ):
             if not supports(op, d, "cuda"):
                 continue
             if op == "astype":
-                out += [KernelSpec.single("astype", (d,), t) for t in
-                        ("bool", "uint8", "int64", "float16", "bfloat16", "float32", "float64",
-                         "complex64")]
+                out += [
+                    KernelSpec.single("astype", (d,), t)
+                    for t in (
+                        "bool",
+                        "uint8",
+                        "int64",
+                        "float16",
+                        "bfloat16",
+                        "float32",
+                        "float64",
+                        "complex64",
+                    )
+                ]
                 continue
             ins = ("bool", d, d) if op == "select" else (d,) * ar
             out.append(KernelSpec.single(op, ins, result_dtype(op, ins)))
@@ -106,20 +150,23 @@ def test_cuda_matches_cpu() -> None:
         ins = [values(d, n, rng).reshape(shape) for d in spec.inputs]
         want = kernels.run(spec, ins, shape)
         outs_dt = [spec.nodes[o].dtype for o in spec.outputs]
-        libm = any(nd.op in _LIBM64 and "float64" in (nd.dtype, spec.arg_dtype(nd.args[0]))
-                   for nd in spec.nodes)
+        libm = any(
+            nd.op in _LIBM64 and "float64" in (nd.dtype, spec.arg_dtype(nd.args[0]))
+            for nd in spec.nodes
+        )
         for variant in ("contig", "scalar", "strided"):
             if variant == "scalar":
                 dins = [_dev(ins[0].reshape(-1)[:1])] + [_dev(x) for x in ins[1:]]
                 ref = kernels.run(spec, [ins[0].reshape(-1)[0:1].reshape(())] + ins[1:], shape)
             elif variant == "strided":
-                dins = [_dev(x.T.copy()) for x in ins]         # read through strides (1, 3)
+                dins = [_dev(x.T.copy()) for x in ins]  # read through strides (1, 3)
                 ref = want
             else:
                 dins = [_dev(x) for x in ins]
                 ref = want
-            meta = cp.asarray(np.array([3, 41] + [1, 3] * len(ins) + [41, 1] * len(outs_dt),
-                                       np.int64))
+            meta = cp.asarray(
+                np.array([3, 41] + [1, 3] * len(ins) + [41, 1] * len(outs_dt), np.int64)
+            )
             for idx, I in (("i32", np.int32), ("i64", np.int64)):
                 douts = [cp.zeros(n * np.dtype(npdtype(d)).itemsize, cp.uint8) for d in outs_dt]
                 args = [I(n)]

@@ -5,6 +5,7 @@ strided; 32- and 64-bit indices).
 What this does not show: that NVRTC and the Metal compiler accept the source (no GPU here);
 the shims only stand in for the handful of names each dialect documents.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -83,8 +84,9 @@ def _specs(dialect: str) -> list[tuple[str, KernelSpec]]:
             out.append(KernelSpec.single(op, ins, result_dtype(op, ins)))
     for seed in range(6):
         s = random_spec(500 + seed)
-        if dialect == "metal" and "float64" in (list(s.inputs) + [n.dtype for n in s.nodes]
-                                                + [c[0] for c in s.constants]):
+        if dialect == "metal" and "float64" in (
+            list(s.inputs) + [n.dtype for n in s.nodes] + [c[0] for c in s.constants]
+        ):
             continue
         out.append(s)
     return [(f"g{i}", s) for i, s in enumerate(out)]
@@ -152,10 +154,21 @@ extern "C" void drv_{name}_{variant}(long long n, char **p, const long *meta, un
 
 
 def _mtype(dtype: str) -> str:
-    return {"bool": "uchar", "uint8": "uchar", "int8": "char", "int16": "short",
-            "uint16": "ushort", "int32": "int", "uint32": "uint", "int64": "long",
-            "uint64": "ulong", "float16": "ushort", "bfloat16": "ushort", "float32": "float",
-            "complex64": "nv_c64"}[dtype]
+    return {
+        "bool": "uchar",
+        "uint8": "uchar",
+        "int8": "char",
+        "int16": "short",
+        "uint16": "ushort",
+        "int32": "int",
+        "uint32": "uint",
+        "int64": "long",
+        "uint64": "ulong",
+        "float16": "ushort",
+        "bfloat16": "ushort",
+        "float32": "float",
+        "complex64": "nv_c64",
+    }[dtype]
 
 
 def _build(tmp: Path, dialect: str, specs) -> ctypes.CDLL:
@@ -170,8 +183,19 @@ def _build(tmp: Path, dialect: str, specs) -> ctypes.CDLL:
     f = tmp / f"k_{dialect}.cpp"
     f.write_text(text)
     so = tmp / f"k_{dialect}.so"
-    cmd = [CXX, "-std=c++17", "-O0", "-ffp-contract=off", "-fno-math-errno", "-fPIC", "-shared",
-           "-w", "-o", str(so), str(f)]
+    cmd = [
+        CXX,
+        "-std=c++17",
+        "-O0",
+        "-ffp-contract=off",
+        "-fno-math-errno",
+        "-fPIC",
+        "-shared",
+        "-w",
+        "-o",
+        str(so),
+        str(f),
+    ]
     if dialect == "metal":
         cmd.insert(1, f"-I{tmp / 'inc'}")
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -224,8 +248,15 @@ def test_dialect_matches_c(tmp_path, dialect) -> None:
                     for o in outs:
                         o[...] = 0
                     fn = getattr(lib, f"drv_{name}_{variant}_{idx}")
-                    fn(ctypes.c_longlong(n), p, meta, ctypes.c_int(2), sc, ctypes.c_int(3),
-                       ctypes.c_int(5))
+                    fn(
+                        ctypes.c_longlong(n),
+                        p,
+                        meta,
+                        ctypes.c_int(2),
+                        sc,
+                        ctypes.c_int(3),
+                        ctypes.c_int(5),
+                    )
                     for o, w in zip(outs, ref):
                         assert_bits_equal(o, w, f"{dialect} {name} {variant}_{idx} {spec}")
             else:
@@ -268,10 +299,11 @@ def test_generated_sources_shape() -> None:
     for v in ("contig", "scalar", "strided"):
         for i in ("i32", "i64"):
             assert f'extern "C" __global__ void k_{v}_{i}(' in cu
-    assert "#include" not in cu                          # NVRTC needs no headers
+    assert "#include" not in cu  # NVRTC needs no headers
     msl = generate(spec, "metal", "k")
     assert "#include <metal_stdlib>" in msl and "kernel void k_strided(" in msl
     import re
+
     assert not re.search(r"0x[0-9a-f]+\.[0-9a-f]*p", msl), "hex float literal left in MSL"
     with pytest.raises(ValueError, match="float64 is not available in the metal dialect"):
         generate(KernelSpec.single("exp", ("float64",), "float64"), "metal")

@@ -4,6 +4,7 @@ Each random spec mixes dtypes (astype nodes join them), literal constants (NaN, 
 subnormals included), broadcast inputs and several outputs, and is compiled by the JIT; the
 chain runs every node as its own prebuilt kernel, rounding each intermediate to its dtype.
 """
+
 from __future__ import annotations
 
 import random
@@ -17,19 +18,38 @@ from nuvec.codegen.ir import ITEMSIZE, KernelSpec, Node
 from nuvec.codegen.ops import ARITY, result_dtype, supports
 from nuvec.backends.cpu import kernels
 
-_SPECIAL_F32 = [0x7FC00000, 0x7F800000, 0xFF800000, 0x80000000, 0x00000001, 0x3F800000,
-                0x40490FDB, 0xC0000000]
+_SPECIAL_F32 = [
+    0x7FC00000,
+    0x7F800000,
+    0xFF800000,
+    0x80000000,
+    0x00000001,
+    0x3F800000,
+    0x40490FDB,
+    0xC0000000,
+]
 
 
 def _const_bits(dtype: str, rnd: random.Random) -> int:
     if dtype == "float32":
-        return rnd.choice(_SPECIAL_F32 + [struct.unpack("<I", struct.pack("<f", rnd.uniform(-4, 4)))[0]])
+        return rnd.choice(
+            _SPECIAL_F32 + [struct.unpack("<I", struct.pack("<f", rnd.uniform(-4, 4)))[0]]
+        )
     if dtype in ("float16", "bfloat16"):
-        return rnd.choice([0x7E00 if dtype == "float16" else 0x7FC0, 0x3C00 if dtype == "float16"
-                           else 0x3F80, 0x8000, 0x0001, rnd.getrandbits(14)])
+        return rnd.choice(
+            [
+                0x7E00 if dtype == "float16" else 0x7FC0,
+                0x3C00 if dtype == "float16" else 0x3F80,
+                0x8000,
+                0x0001,
+                rnd.getrandbits(14),
+            ]
+        )
     if dtype == "float64":
-        return struct.unpack("<Q", struct.pack("<d", rnd.choice([-0.0, 2.5, 1e-310, float("inf"),
-                                                                  rnd.uniform(-3, 3)])))[0]
+        return struct.unpack(
+            "<Q",
+            struct.pack("<d", rnd.choice([-0.0, 2.5, 1e-310, float("inf"), rnd.uniform(-3, 3)])),
+        )[0]
     if dtype == "complex64":
         return rnd.choice(_SPECIAL_F32) | (rnd.choice(_SPECIAL_F32) << 32)
     if dtype == "bool":
@@ -43,7 +63,7 @@ def random_spec(seed: int) -> KernelSpec:
     inputs = tuple(rnd.choice(dts) for _ in range(rnd.randint(1, 4)))
     constants = []
     nodes: list[Node] = []
-    vals = [("in", i, d) for i, d in enumerate(inputs)]      # (kind, index, dtype)
+    vals = [("in", i, d) for i, d in enumerate(inputs)]  # (kind, index, dtype)
 
     def pick(dtype: str):
         have = [v for v in vals if v[2] == dtype]
@@ -53,7 +73,7 @@ def random_spec(seed: int) -> KernelSpec:
         if rnd.random() < 0.4:
             constants.append((dtype, _const_bits(dtype, rnd)))
             return ("const", len(constants) - 1)
-        src = rnd.choice(vals)                              # bring another value over
+        src = rnd.choice(vals)  # bring another value over
         nodes.append(Node("astype", ((src[0], src[1]),), dtype))
         vals.append(("node", len(nodes) - 1, dtype))
         return ("node", len(nodes) - 1)
@@ -66,8 +86,14 @@ def random_spec(seed: int) -> KernelSpec:
             args = (pick("bool"), pick(d), pick(d))
         else:
             args = tuple(pick(d) for _ in range(ARITY[op]))
-        adt = tuple({"in": lambda i: inputs[i], "node": lambda i: nodes[i].dtype,
-                     "const": lambda i: constants[i][0]}[k](i) for k, i in args)
+        adt = tuple(
+            {
+                "in": lambda i: inputs[i],
+                "node": lambda i: nodes[i].dtype,
+                "const": lambda i: constants[i][0],
+            }[k](i)
+            for k, i in args
+        )
         nodes.append(Node(op, args, result_dtype(op, adt)))
         vals.append(("node", len(nodes) - 1, nodes[-1].dtype))
     outs = sorted({len(nodes) - 1} | {rnd.randrange(len(nodes)) for _ in range(rnd.randint(0, 2))})
@@ -106,7 +132,7 @@ def test_fused_equals_chain(seed: int) -> None:
     ins = []
     for k, d in enumerate(spec.inputs):
         x = values(d, 3 * 37, rng).reshape(shape)
-        ins.append(x[:1] if k == 1 else x)                   # one broadcast input
+        ins.append(x[:1] if k == 1 else x)  # one broadcast input
     fused = kernels.run(spec, ins, shape)
     chain = run_chain(spec, ins, shape)
     assert len(fused) == len(spec.outputs)

@@ -1,5 +1,6 @@
 """The JIT's disk cache: hits across processes, damaged entries, unwritable directories,
 missing or failing compilers, concurrent processes compiling the same kernel."""
+
 from __future__ import annotations
 
 import os
@@ -22,9 +23,15 @@ ROOT = Path(__file__).resolve().parents[2]
 def _unique_spec() -> KernelSpec:
     """A spec no cache has seen: its constant is random."""
     c = int.from_bytes(os.urandom(2), "little") | 0x3F800000
-    return KernelSpec(("float32",), (("float32", c),),
-                      (Node("multiply", (("in", 0), ("const", 0)), "float32"),
-                       Node("exp", (("node", 0),), "float32")), (1,))
+    return KernelSpec(
+        ("float32",),
+        (("float32", c),),
+        (
+            Node("multiply", (("in", 0), ("const", 0)), "float32"),
+            Node("exp", (("node", 0),), "float32"),
+        ),
+        (1,),
+    )
 
 
 @pytest.fixture()
@@ -39,8 +46,9 @@ def fresh_cache(tmp_path, monkeypatch):
 
 def _entries(d: Path) -> list[str]:
     """Kernel entries of a cache directory (not the compiler-probe memo)."""
-    return sorted(p.name for p in d.iterdir() if not p.name.startswith("probe-")) \
-        if d.exists() else []
+    return (
+        sorted(p.name for p in d.iterdir() if not p.name.startswith("probe-")) if d.exists() else []
+    )
 
 
 def test_compile_then_disk_hit(fresh_cache) -> None:
@@ -76,7 +84,7 @@ def _replace(path, data: bytes) -> None:
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "no_digest", "truncate_resealed"])
 def test_damaged_entry_is_rebuilt(fresh_cache, damage) -> None:
     spec = _unique_spec()
-    src = generate(spec)                       # the source kernels.run compiles for it
+    src = generate(spec)  # the source kernels.run compiles for it
     jit.load(src, kernel_name(spec))
     so = next(p for p in fresh_cache.iterdir() if p.suffix == ".so")
     # The library is mapped into this process: damage a new file put in its place (as another
@@ -85,13 +93,13 @@ def test_damaged_entry_is_rebuilt(fresh_cache, damage) -> None:
         _replace(so, so.read_bytes()[:100])
     elif damage == "garbage":
         data = bytearray(so.read_bytes())
-        data[len(data) // 2: len(data) // 2 + 64] = os.urandom(64)
+        data[len(data) // 2 : len(data) // 2 + 64] = os.urandom(64)
         _replace(so, bytes(data))
     elif damage == "no_digest":
         _replace(so, so.read_bytes()[:-40])
-    else:     # cut short, then given a digest that matches (a copied or synced cache can be)
+    else:  # cut short, then given a digest that matches (a copied or synced cache can be)
         body = so.read_bytes()[:-40]
-        _replace(so, jit._seal(body[:len(body) // 2]))
+        _replace(so, jit._seal(body[: len(body) // 2]))
     assert not jit.valid_entry(so.read_bytes())
     jit.clear_memory_cache()
     before = jit.stats()["rebuilt_damaged"]
@@ -127,18 +135,21 @@ def test_missing_compiler_raises(fresh_cache, monkeypatch) -> None:
     info = kernels.cache_info()
     if info["prebuilt"] == "loaded":
         x = np.ones(3, np.float32)
-        assert kernels.run(KernelSpec.single("add", ("float32", "float32"), "float32"),
-                           [x, x], (3,))[0].tolist() == [2, 2, 2]
+        assert kernels.run(
+            KernelSpec.single("add", ("float32", "float32"), "float32"), [x, x], (3,)
+        )[0].tolist() == [2, 2, 2]
 
 
 def test_failing_compiler_message_is_carried(fresh_cache, monkeypatch, tmp_path) -> None:
     fake = tmp_path / "fakecc"
-    fake.write_text(textwrap.dedent("""\
+    fake.write_text(
+        textwrap.dedent("""\
         #!/bin/sh
         for a in "$@"; do [ "$a" = "--version" ] && { echo "fakecc 1.0"; exit 0; }; done
         echo "fakecc: error: this compiler refuses everything" >&2
         exit 1
-        """))
+        """)
+    )
     fake.chmod(0o755)
     monkeypatch.setenv("CC", str(fake))
     jit.clear_memory_cache()
@@ -165,12 +176,19 @@ _WORKER = textwrap.dedent("""
 
 
 def _spawn(c: int, env: dict) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", _WORKER, str(c)], env=env, cwd=str(ROOT),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", _WORKER, str(c)],
+        env=env,
+        cwd=str(ROOT),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_concurrent_processes_share_one_entry(tmp_path) -> None:
     import json
+
     env = dict(os.environ, NUVEC_CACHE_DIR=str(tmp_path / "cache"))
     c = 0x3F000000 | int.from_bytes(os.urandom(2), "little")
     procs = [_spawn(c, env) for _ in range(4)]

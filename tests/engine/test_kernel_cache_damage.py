@@ -2,6 +2,7 @@
 missing compiler or a damaged compiler-probe memo leave compiled calls running unfused (same
 bits) with one warning naming the cause and the setting; valid entries of a cache that cannot
 be written are used; no temporary folder is left behind. Each case runs in a child process."""
+
 from __future__ import annotations
 
 import json
@@ -45,9 +46,14 @@ def _child(tmp_path, *, background=False, fsize=-1, c=0.75, **env):
     e = dict(os.environ, TMPDIR=str(tmpdir), NUVEC_CACHE_DIR=str(tmp_path / "cache"))
     e.pop("NUVEC_COMPILE_SYNC", None)
     e.update(env)
-    r = subprocess.run([sys.executable, "-c", _CHILD, "bg" if background else "sync",
-                        str(fsize), repr(c)], capture_output=True, text=True, timeout=300,
-                       cwd=str(ROOT), env=e)
+    r = subprocess.run(
+        [sys.executable, "-c", _CHILD, "bg" if background else "sync", str(fsize), repr(c)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=str(ROOT),
+        env=e,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
     out["tmp_left"] = sorted(os.listdir(tmpdir))
@@ -55,7 +61,7 @@ def _child(tmp_path, *, background=False, fsize=-1, c=0.75, **env):
 
 
 def _fresh_c() -> float:
-    return 0.5 + int.from_bytes(os.urandom(3), "little") / 2 ** 26
+    return 0.5 + int.from_bytes(os.urandom(3), "little") / 2**26
 
 
 def test_full_disk_runs_unfused_with_one_warning(tmp_path):
@@ -71,8 +77,9 @@ def test_unwritable_cache_runs_unfused_naming_the_setting(tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("")
     for background in (False, True):
-        out = _child(tmp_path, background=background, c=_fresh_c(),
-                     NUVEC_CACHE_DIR=str(blocker / "cache"))
+        out = _child(
+            tmp_path, background=background, c=_fresh_c(), NUVEC_CACHE_DIR=str(blocker / "cache")
+        )
         assert out["same"] and len(out["warnings"]) == 1, out
         assert "NUVEC_CACHE_DIR" in out["warnings"][0], out
         assert out["tmp_left"] == [], out
@@ -111,11 +118,12 @@ def test_a_damaged_probe_memo_is_probed_again(tmp_path):
 
 def test_a_truncated_entry_with_a_matching_digest_is_rebuilt_not_loaded(tmp_path):
     from nuvec.backends.cpu import jit
+
     c = _fresh_c()
     assert _child(tmp_path, c=c)["same"]
     for so in (tmp_path / "cache" / "kernels").glob("*.so"):
         body = so.read_bytes()[:-40]
-        so.write_bytes(jit._seal(body[:len(body) * 2 // 3]))
+        so.write_bytes(jit._seal(body[: len(body) * 2 // 3]))
     out = _child(tmp_path, c=c)
     assert out["same"] and not out["warnings"], out
     assert out["stats"]["rebuilt_damaged"] == 2 and out["stats"]["compiled"] == 2, out
@@ -123,9 +131,10 @@ def test_a_truncated_entry_with_a_matching_digest_is_rebuilt_not_loaded(tmp_path
 
 def test_clear_kernel_cache(tmp_path, monkeypatch):
     import nuvec as nv
+
     assert _child(tmp_path, c=_fresh_c())["same"]
     d = tmp_path / "cache" / "kernels"
     n = len(list(d.iterdir()))
-    assert n == 3          # two kernels and the probe memo
+    assert n == 3  # two kernels and the probe memo
     monkeypatch.setenv("NUVEC_CACHE_DIR", str(tmp_path / "cache"))
     assert nv.clear_kernel_cache() == n and list(d.iterdir()) == []

@@ -3,6 +3,7 @@
 Every case is compared bit for bit with the same kernel run on contiguous copies of the
 inputs broadcast to the full shape (the plain vector loop), and exact ops with NumPy too.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,11 +45,11 @@ def test_views_match_contiguous(op, ins, out) -> None:
     spec = KernelSpec.single(op, ins, out)
     shape = (5, 7, 6)
     makers = [
-        lambda d: _base(d, (12, 16, 15))[::2, 1:15:2, ::-2][:5, :7, :6],   # steps, reversed
-        lambda d: _base(d, (6, 7, 5)).transpose(2, 1, 0),                  # transposed
-        lambda d: _base(d, (3, 7, 6))[:1],                                 # broadcast axis 0
-        lambda d: _base(d, (2, 3))[1, 2],                                  # 0-d scalar
-        lambda d: _base(d, (5, 2, 3))[:, :1, 1:2],                         # broadcast 1 and 2
+        lambda d: _base(d, (12, 16, 15))[::2, 1:15:2, ::-2][:5, :7, :6],  # steps, reversed
+        lambda d: _base(d, (6, 7, 5)).transpose(2, 1, 0),  # transposed
+        lambda d: _base(d, (3, 7, 6))[:1],  # broadcast axis 0
+        lambda d: _base(d, (2, 3))[1, 2],  # 0-d scalar
+        lambda d: _base(d, (5, 2, 3))[:, :1, 1:2],  # broadcast 1 and 2
     ]
     for start in range(5):
         views = [np.asarray(makers[(start + k) % 5](d)) for k, d in enumerate(ins)]
@@ -57,8 +58,6 @@ def test_views_match_contiguous(op, ins, out) -> None:
         for g, w in zip(got, want):
             assert g.flags.c_contiguous and g.shape == shape
             assert_bits_equal(g, w, f"{op}{ins} layout {start}")
-
-
 
 
 @pytest.mark.parametrize("shape", [(0,), (3, 0, 2), (0, 5), ()])
@@ -81,13 +80,22 @@ def test_scalar_broadcast_blocks() -> None:
     got = run1("add", col, row)
     assert_bits_equal(got, col + row, "col + row")
     got = run1("exp", np.broadcast_to(col, (300, 1000)))
-    want = _contig_reference(KernelSpec.single("exp", ("float32",), "float32"), [col],
-                             (300, 1000))[0]
+    want = _contig_reference(KernelSpec.single("exp", ("float32",), "float32"), [col], (300, 1000))[
+        0
+    ]
     assert_bits_equal(got, want, "exp of a broadcast column")
 
 
-@pytest.mark.parametrize("op,dt", [("add", "float32"), ("sin", "float32"), ("erf", "float16"),
-                                   ("power", "float64"), ("floor_divide", "int16")])
+@pytest.mark.parametrize(
+    "op,dt",
+    [
+        ("add", "float32"),
+        ("sin", "float32"),
+        ("erf", "float16"),
+        ("power", "float64"),
+        ("floor_divide", "int16"),
+    ],
+)
 def test_threads_do_not_change_bits(op, dt) -> None:
     n = 1_000_003
     ins = [values(dt, n, RNG, "small" if dt.startswith("int") else "any")]
@@ -107,6 +115,7 @@ def test_threads_do_not_change_bits(op, dt) -> None:
 
 
 # ---- hypothesis: random shapes, broadcasting and strides --------------------------------------
+
 
 @st.composite
 def layouts(draw):
@@ -157,11 +166,15 @@ def test_random_layouts(case) -> None:
     # picked for that loop (IEEE leaves it open): NaN equals NaN here, all else bit for bit
     assert_bits_equal(got, want, f"{op} {dtype} {shape}", nan_payloads=False)
     ref = np.add(*arrs) if op == "add" else np.bitwise_xor(*arrs)
-    assert_same(got, np.array(np.broadcast_to(ref.astype(got.dtype), shape), order="C"),
-                f"{op} {dtype} {shape} vs NumPy")
+    assert_same(
+        got,
+        np.array(np.broadcast_to(ref.astype(got.dtype), shape), order="C"),
+        f"{op} {dtype} {shape} vs NumPy",
+    )
 
 
 # ---- errors ----------------------------------------------------------------------------------
+
 
 def test_bad_inputs_raise_clearly() -> None:
     spec = KernelSpec.single("add", ("float32", "float32"), "float32")
@@ -175,7 +188,7 @@ def test_bad_inputs_raise_clearly() -> None:
     with pytest.raises(TypeError, match="expected a NumPy array"):
         kernels.run(spec, [a, [1.0, 2.0, 3.0]], (3,))
     with pytest.raises(TypeError, match="expected"):
-        kernels.run(spec, [a, a.astype(">f4")], (3,))       # byte-swapped is another dtype
+        kernels.run(spec, [a, a.astype(">f4")], (3,))  # byte-swapped is another dtype
 
 
 def test_outputs_are_fresh() -> None:
@@ -192,25 +205,32 @@ def test_every_prebuilt_kernel_is_position_independent() -> None:
     every single-op kernel: a compiler that fused or reordered only in vector code would
     show here."""
     from nuvec.codegen.prebuilt import prebuilt_specs
+
     rng = np.random.default_rng(11)
     n = 37
     for name, spec in prebuilt_specs():
         ins = [values(d, n, rng) for d in spec.inputs]
         full = kernels.run(spec, ins, (n,))
         for k in range(n):
-            one = kernels.run(spec, [x[k:k + 1] for x in ins], (1,))
+            one = kernels.run(spec, [x[k : k + 1] for x in ins], (1,))
             for f, o in zip(full, one):
-                assert_bits_equal(f[k:k + 1], o, f"{name} element {k}")
+                assert_bits_equal(f[k : k + 1], o, f"{name} element {k}")
 
 
 def test_broadcast_views_match_numpys():
     # the CPU's Broadcast: a view made in C, with np.broadcast_to's shape, strides and values
     from nuvec.backends.cpu._views import broadcast_view
+
     rng = np.random.default_rng(2)
     x = rng.standard_normal((3, 1, 4)).astype(np.float32)
-    for src, shape in [(x, (3, 5, 4)), (x, (2, 3, 5, 4)), (x[:, :, ::2], (7, 3, 2, 2)),
-                       (x.transpose(2, 1, 0), (4, 6, 3)), (np.float32(2.5), (2, 3)),
-                       (x[:0], (2, 0, 1, 4))]:
+    for src, shape in [
+        (x, (3, 5, 4)),
+        (x, (2, 3, 5, 4)),
+        (x[:, :, ::2], (7, 3, 2, 2)),
+        (x.transpose(2, 1, 0), (4, 6, 3)),
+        (np.float32(2.5), (2, 3)),
+        (x[:0], (2, 0, 1, 4)),
+    ]:
         got, want = broadcast_view(src, shape), np.broadcast_to(src, shape)
         assert got.shape == want.shape and got.strides == want.strides
         np.testing.assert_array_equal(got, want)

@@ -5,6 +5,7 @@ Exact where IEEE-754 defines the result (arithmetic, sqrt, rounding, comparisons
 the integer ops whose edge cases the engine defines as NumPy does); bounded ulp distances for
 the transcendental functions (the full-range float32 accuracy lives in test_accuracy.py).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -13,8 +14,19 @@ import numpy as np
 import pytest
 import scipy.special as sps
 
-from engine_util import (BF16, DTYPES, FLOATS, INTS, assert_same, npdtype, run1, spec_single,
-                         supports, ulp_distance, values)
+from engine_util import (
+    BF16,
+    DTYPES,
+    FLOATS,
+    INTS,
+    assert_same,
+    npdtype,
+    run1,
+    spec_single,
+    supports,
+    ulp_distance,
+    values,
+)
 from nuvec.codegen.ops import ARITY
 from nuvec.backends.cpu import kernels
 
@@ -27,40 +39,135 @@ def _sigmoid(x):
 
 
 REF = {
-    "abs": np.abs, "negative": np.negative, "sign": np.sign, "sqrt": np.sqrt,
-    "rsqrt": lambda x: 1 / np.sqrt(x), "square": np.square, "reciprocal": np.reciprocal,
-    "exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p, "log2": np.log2,
-    "log10": np.log10, "sin": np.sin, "cos": np.cos, "tan": np.tan, "arcsin": np.arcsin,
-    "arccos": np.arccos, "arctan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
-    "arcsinh": np.arcsinh, "arccosh": np.arccosh, "arctanh": np.arctanh, "sigmoid": _sigmoid,
-    "erf": sps.erf, "erfinv": sps.erfinv, "floor": np.floor, "ceil": np.ceil, "round": np.rint,
-    "logical_not": np.logical_not, "bitwise_invert": np.invert, "isnan": np.isnan,
-    "isinf": np.isinf, "isposinf": np.isposinf, "isneginf": np.isneginf,
-    "isfinite": np.isfinite, "real": np.real, "imag": np.imag, "conjugate": np.conjugate,
-    "copy": np.copy, "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
-    "divide": np.divide, "floor_divide": np.floor_divide, "remainder": np.remainder,
-    "power": np.power, "maximum": np.maximum, "minimum": np.minimum, "equal": np.equal,
-    "not_equal": np.not_equal, "less": np.less, "less_equal": np.less_equal,
-    "greater": np.greater, "greater_equal": np.greater_equal, "logical_and": np.logical_and,
-    "logical_or": np.logical_or, "logaddexp": np.logaddexp, "arctan2": np.arctan2,
-    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
-    "left_shift": np.left_shift, "right_shift": np.right_shift,
+    "abs": np.abs,
+    "negative": np.negative,
+    "sign": np.sign,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1 / np.sqrt(x),
+    "square": np.square,
+    "reciprocal": np.reciprocal,
+    "exp": np.exp,
+    "expm1": np.expm1,
+    "log": np.log,
+    "log1p": np.log1p,
+    "log2": np.log2,
+    "log10": np.log10,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "arcsin": np.arcsin,
+    "arccos": np.arccos,
+    "arctan": np.arctan,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "tanh": np.tanh,
+    "arcsinh": np.arcsinh,
+    "arccosh": np.arccosh,
+    "arctanh": np.arctanh,
+    "sigmoid": _sigmoid,
+    "erf": sps.erf,
+    "erfinv": sps.erfinv,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round": np.rint,
+    "logical_not": np.logical_not,
+    "bitwise_invert": np.invert,
+    "isnan": np.isnan,
+    "isinf": np.isinf,
+    "isposinf": np.isposinf,
+    "isneginf": np.isneginf,
+    "isfinite": np.isfinite,
+    "real": np.real,
+    "imag": np.imag,
+    "conjugate": np.conjugate,
+    "copy": np.copy,
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "divide": np.divide,
+    "floor_divide": np.floor_divide,
+    "remainder": np.remainder,
+    "power": np.power,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "equal": np.equal,
+    "not_equal": np.not_equal,
+    "less": np.less,
+    "less_equal": np.less_equal,
+    "greater": np.greater,
+    "greater_equal": np.greater_equal,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+    "logaddexp": np.logaddexp,
+    "arctan2": np.arctan2,
+    "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or,
+    "bitwise_xor": np.bitwise_xor,
+    "left_shift": np.left_shift,
+    "right_shift": np.right_shift,
 }
 
 # results IEEE-754 (or the engine's documented rule, which is NumPy's) fixes exactly
-EXACT = frozenset((
-    "abs", "negative", "sign", "sqrt", "rsqrt", "square", "reciprocal", "floor", "ceil",
-    "round", "logical_not", "bitwise_invert", "isnan", "isinf", "isposinf", "isneginf",
-    "isfinite", "real", "imag", "conjugate", "copy", "add", "subtract", "multiply", "divide",
-    "floor_divide", "remainder", "maximum", "minimum", "equal", "not_equal", "less",
-    "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "bitwise_and",
-    "bitwise_or", "bitwise_xor", "left_shift", "right_shift"))
+EXACT = frozenset(
+    (
+        "abs",
+        "negative",
+        "sign",
+        "sqrt",
+        "rsqrt",
+        "square",
+        "reciprocal",
+        "floor",
+        "ceil",
+        "round",
+        "logical_not",
+        "bitwise_invert",
+        "isnan",
+        "isinf",
+        "isposinf",
+        "isneginf",
+        "isfinite",
+        "real",
+        "imag",
+        "conjugate",
+        "copy",
+        "add",
+        "subtract",
+        "multiply",
+        "divide",
+        "floor_divide",
+        "remainder",
+        "maximum",
+        "minimum",
+        "equal",
+        "not_equal",
+        "less",
+        "less_equal",
+        "greater",
+        "greater_equal",
+        "logical_and",
+        "logical_or",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+        "left_shift",
+        "right_shift",
+    )
+)
 
 # float32 bounds (ulp of the correctly rounded result); the rest of the transcendental ops: 4
 TIGHT = {"exp": 2, "log": 2, "sin": 2, "cos": 2, "tanh": 2, "sigmoid": 2, "erf": 2}
 
-DOMAIN = {"arcsin": "unit", "arccos": "unit", "arctanh": "unit", "erfinv": "unit",
-          "log": "positive", "log2": "positive", "log10": "positive", "arccosh": "positive"}
+DOMAIN = {
+    "arcsin": "unit",
+    "arccos": "unit",
+    "arctanh": "unit",
+    "erfinv": "unit",
+    "log": "positive",
+    "log2": "positive",
+    "log10": "positive",
+    "arccosh": "positive",
+}
 
 
 def _inputs(op: str, dtype: str) -> list[np.ndarray]:
@@ -96,7 +203,7 @@ def _reference(op: str, dtype: str, ins: list[np.ndarray], out: str) -> np.ndarr
             r = REF[op](*[x.astype(np.float32) for x in ins])
             return np.asarray(r).astype(npdtype(out))
         if dtype in INTS and op in ("floor", "ceil", "round"):
-            return ins[0].copy()                    # identity on integers (documented)
+            return ins[0].copy()  # identity on integers (documented)
         if dtype in FLOATS and op not in EXACT:
             r = REF[op](*[x.astype(np.float64) for x in ins])
             if dtype == "float64":
@@ -129,8 +236,9 @@ def test_op_against_numpy(op: str, dtype: str) -> None:
     if op in EXACT or dtype in INTS or dtype == "bool" or op in ("select",):
         if dtype == "complex64" and op in ("multiply", "divide", "square", "abs", "sqrt"):
             # exact formulas without contraction (NumPy's build may contract): judged by error
-            _check_complex_close(got, np.asarray(REF[op](*[x.astype(np.complex128)
-                                                           for x in ins])), ins, 4, what)
+            _check_complex_close(
+                got, np.asarray(REF[op](*[x.astype(np.complex128) for x in ins])), ins, 4, what
+            )
             return
         assert_same(got, ref, what)
         return
@@ -152,7 +260,8 @@ def test_op_against_numpy(op: str, dtype: str) -> None:
     d = ulp_distance(got[mask], ref[mask].astype(got.dtype))
     assert d.max(initial=0) <= bound, (
         f"{what}: {d.max()} ulp at {[x[mask][np.argmax(d)] for x in ins]}: "
-        f"got {got[mask][np.argmax(d)]!r} want {ref[mask][np.argmax(d)]!r}")
+        f"got {got[mask][np.argmax(d)]!r} want {ref[mask][np.argmax(d)]!r}"
+    )
 
 
 def _check_mixed(got, ref, ins, what):
@@ -183,12 +292,17 @@ def _check_complex_close(got, ref, ins, k, what):
 
 # ---- casts ---------------------------------------------------------------------------------
 
+
 def _cast_inputs(src: str) -> np.ndarray:
     x = values(src, N, RNG)
     if src in FLOATS or src == "complex64":
         # add integers of every size so that conversions to wide ints are exercised
-        ints = np.concatenate([RNG.integers(-2**62, 2**62, 200).astype(np.float64),
-                               RNG.integers(0, 300, 200).astype(np.float64) - 150])
+        ints = np.concatenate(
+            [
+                RNG.integers(-(2**62), 2**62, 200).astype(np.float64),
+                RNG.integers(0, 300, 200).astype(np.float64) - 150,
+            ]
+        )
         x = np.concatenate([x, ints.astype(npdtype(src))])
     return x
 
@@ -199,8 +313,7 @@ def _in_range(x: np.ndarray, dst: str) -> np.ndarray:
         return np.ones(x.shape, bool)
     v = x.real.astype(np.float64) if x.dtype.kind == "c" else x.astype(np.float64)
     info = np.iinfo(dst)
-    return np.isfinite(v) & (v > info.min - 1.0) & (v < info.max + 1.0) & \
-        (np.abs(v) < 2.0**62)
+    return np.isfinite(v) & (v > info.min - 1.0) & (v < info.max + 1.0) & (np.abs(v) < 2.0**62)
 
 
 @pytest.mark.parametrize("src", DTYPES)
@@ -212,7 +325,7 @@ def test_astype_against_numpy(src: str, dst: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if dst == "bfloat16" and src in ("float64", "int32", "uint32", "int64", "uint64"):
-            ref = _exact_round(x, dst)          # ml_dtypes rounds twice; the engine once
+            ref = _exact_round(x, dst)  # ml_dtypes rounds twice; the engine once
         elif src == "complex64" and dst != "complex64":
             ref = x.real.astype(npdtype(dst)) if dst != "bool" else (x != 0)
         elif dst == "complex64" and src == "bfloat16":
@@ -227,6 +340,7 @@ def _exact_round(x: np.ndarray, dst: str) -> np.ndarray:
     """Correct rounding to float16/bfloat16 by exact rational comparison with the neighbours
     of a first guess (ties to the even bit pattern; beyond max + half an ulp: infinity)."""
     from fractions import Fraction
+
     dt = npdtype(dst)
     top = 0x7F7F if dst == "bfloat16" else 0x7BFF
     mx = Fraction(float(np.array([top], np.uint16).view(dt).astype(np.float64)[0]))
@@ -253,8 +367,28 @@ def _exact_round(x: np.ndarray, dst: str) -> np.ndarray:
 
 
 def test_float_to_int_saturates() -> None:
-    x = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 1e30, -1e30, 2.5, -2.5, -0.7, 255.9,
-                  256.0, -1.0, 4294967296.0, 9.3e18, -9.3e18, 1.9e19], np.float32)
+    x = np.array(
+        [
+            np.nan,
+            np.inf,
+            -np.inf,
+            3e9,
+            -3e9,
+            1e30,
+            -1e30,
+            2.5,
+            -2.5,
+            -0.7,
+            255.9,
+            256.0,
+            -1.0,
+            4294967296.0,
+            9.3e18,
+            -9.3e18,
+            1.9e19,
+        ],
+        np.float32,
+    )
     for src in ("float16", "bfloat16", "float32", "float64"):
         xs = x.astype(npdtype(src))
         v = xs.astype(np.float64)
@@ -262,17 +396,28 @@ def test_float_to_int_saturates() -> None:
             info = np.iinfo(dst)
             with np.errstate(invalid="ignore"):
                 t = np.trunc(v)
-            want = np.where(np.isnan(v), 0, np.clip(np.nan_to_num(t, posinf=1e300,
-                                                                   neginf=-1e300),
-                                                     float(info.min), float(info.max)))
+            want = np.where(
+                np.isnan(v),
+                0,
+                np.clip(
+                    np.nan_to_num(t, posinf=1e300, neginf=-1e300), float(info.min), float(info.max)
+                ),
+            )
             got = run1("astype", xs, out=dst)
             # compare as Python ints: float64 cannot hold 2**63 - 1 exactly
-            want_i = [int(info.max) if w >= float(info.max) else int(info.min)
-                      if w <= float(info.min) else int(w) for w in want.tolist()]
+            want_i = [
+                int(info.max)
+                if w >= float(info.max)
+                else int(info.min)
+                if w <= float(info.min)
+                else int(w)
+                for w in want.tolist()
+            ]
             assert got.tolist() == want_i, (src, dst, got.tolist(), want_i)
 
 
 # ---- integer edge cases the engine defines --------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", INTS)
 def test_integer_edges(dtype: str) -> None:
@@ -284,7 +429,7 @@ def test_integer_edges(dtype: str) -> None:
     assert run1("remainder", a, zero).tolist() == [0] * 5
     if info.min < 0:
         m1 = np.full_like(a, -1)
-        assert run1("floor_divide", a, m1).tolist()[2] == info.min      # MIN // -1 wraps
+        assert run1("floor_divide", a, m1).tolist()[2] == info.min  # MIN // -1 wraps
         assert run1("remainder", a, m1).tolist() == [0] * 5
         assert run1("abs", a).tolist()[2] == info.min
         neg = np.array([1, -1, 2, -2, 0], dt)
@@ -308,6 +453,7 @@ def test_bool_inputs_are_normalised() -> None:
 
 def test_supports_and_results() -> None:
     from nuvec.codegen.ops import result_dtype
+
     assert supports("exp", "float16") and not supports("exp", "int32")
     assert supports("left_shift", "uint8") and not supports("left_shift", "float32")
     assert not supports("float64", "float64") and not supports("exp", "float64", "metal")

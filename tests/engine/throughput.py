@@ -7,6 +7,7 @@ the same output memory back (as an eager loop over large arrays would); NumPy al
 output per call, as it does in eager code. NumPy has no erf: SciPy's stands in; sigmoid is
 NumPy's 1 / (1 + exp(-x)) and SciPy's expit. Also the per-op cost on 4 elements.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,6 +32,7 @@ def best(fn, reps: int = 9) -> float:
 
 def main() -> None:
     import scipy.special as sps
+
     n = 1 << 24
     rng = np.random.default_rng(0)
     x = rng.standard_normal(n).astype(np.float32)
@@ -43,8 +45,10 @@ def main() -> None:
         ("erf", (x,), lambda: sps.erf(x)),
         ("sigmoid", (x,), lambda: 1 / (1 + np.exp(-x))),
     ]
-    print(f"16M float32, {kernels.get_num_threads()} threads (nproc {os.cpu_count()}); "
-          "ms per call, best of 9")
+    print(
+        f"16M float32, {kernels.get_num_threads()} threads (nproc {os.cpu_count()}); "
+        "ms per call, best of 9"
+    )
     print(f"{'op':10s} {'nuvec':>8s} {'numpy':>8s} {'ratio':>7s}")
     for op, ins, ref in cases:
         spec = KernelSpec.single(op, ("float32",) * len(ins), "float32")

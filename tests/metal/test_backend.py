@@ -10,6 +10,7 @@ same graphs on the CPU backend.
 
 What does not run here: Apple's Metal compiler, the shim's Metal code paths, an Apple GPU.
 """
+
 from __future__ import annotations
 
 import struct
@@ -40,8 +41,9 @@ def _shim_loads() -> bool:
         return False
 
 
-needs_shim = pytest.mark.skipif(not _shim_loads(), reason="the shim library is not built "
-                                "(make install where swift is present)")
+needs_shim = pytest.mark.skipif(
+    not _shim_loads(), reason="the shim library is not built (make install where swift is present)"
+)
 
 
 class Layout:
@@ -63,6 +65,7 @@ def add_spec(k: int = 2, dtype: str = "float32") -> KernelSpec:
 
 # ----------------------------------------------------------------------------- layout
 
+
 def test_variant_choice():
     spec = add_spec()
     a = np.zeros((3, 4), np.float32)
@@ -70,10 +73,10 @@ def test_variant_choice():
     s = np.zeros((), np.float32)
     plan = layout.elementwise(spec, "k", [s, a], (3, 4))
     assert plan.kernel == "k_scalar"
-    assert plan.args[4] == struct.pack("<II", 0, 1)             # s[k]: 0 scalar, 1 contiguous
-    one = np.zeros((1, 1), np.float32)                          # size 1, any shape: scalar
+    assert plan.args[4] == struct.pack("<II", 0, 1)  # s[k]: 0 scalar, 1 contiguous
+    one = np.zeros((1, 1), np.float32)  # size 1, any shape: scalar
     assert layout.elementwise(spec, "k", [a, one], (3, 4)).variant == "scalar"
-    bs = np.broadcast_to(np.float32(2), (3, 4))                 # a broadcast scalar (Broadcast)
+    bs = np.broadcast_to(np.float32(2), (3, 4))  # a broadcast scalar (Broadcast)
     assert layout.elementwise(spec, "k", [a, bs], (3, 4)).variant == "scalar"
     assert layout.elementwise(spec, "k", [a.T, a.T], (4, 3)).variant == "strided"
     row = np.zeros((4,), np.float32)
@@ -88,26 +91,37 @@ def test_variant_choice():
 
 
 def test_contig_arguments_and_grid():
-    spec = KernelSpec(("float16", "float16"), (), (Node("less", (("in", 0), ("in", 1)), "bool"),
-                                                   Node("add", (("in", 0), ("in", 1)), "float16")),
-                      (0, 1))
+    spec = KernelSpec(
+        ("float16", "float16"),
+        (),
+        (
+            Node("less", (("in", 0), ("in", 1)), "bool"),
+            Node("add", (("in", 0), ("in", 1)), "float16"),
+        ),
+        (0, 1),
+    )
     a = np.zeros(1000, np.float16)
     plan = layout.elementwise(spec, "k", [a, a], (1000,))
     # a0 a1 o0 o1, then n: the order of the dialect's [[buffer(i)]] parameters
-    assert plan.args == {0: layout.ArrayRef(0), 1: layout.ArrayRef(1), 2: layout.ArrayRef(2),
-                         3: layout.ArrayRef(3), 4: struct.pack("<I", 1000)}
+    assert plan.args == {
+        0: layout.ArrayRef(0),
+        1: layout.ArrayRef(1),
+        2: layout.ArrayRef(2),
+        3: layout.ArrayRef(3),
+        4: struct.pack("<I", 1000),
+    }
     assert plan.grid == (1000, 1, 1) and plan.threadgroup == (0, 0, 0) and plan.mode == "threads"
 
 
 def test_strided_meta_merges_and_keeps_signs():
     spec = add_spec()
     base = np.zeros((6, 8), np.float32)
-    a = base[::-2, 1::2]                      # (3, 4), strides (-64, 8) bytes
-    b = np.zeros((4, 3), np.float32).T        # (3, 4), strides (4, 12)
+    a = base[::-2, 1::2]  # (3, 4), strides (-64, 8) bytes
+    b = np.zeros((4, 3), np.float32).T  # (3, 4), strides (4, 12)
     plan = layout.elementwise(spec, "k", [a, b], (3, 4))
     assert plan.variant == "strided" and plan.args[4] == struct.pack("<I", 2)
     meta = np.frombuffer(plan.args[5], "<i8").tolist()
-    assert meta == [3, 4, -16, 2, 1, 3, 4, 1]   # shape, then a, b, out strides in elements
+    assert meta == [3, 4, -16, 2, 1, 3, 4, 1]  # shape, then a, b, out strides in elements
     # a broadcast row over contiguous memory merges nothing; size-1 axes drop out
     c = np.zeros((2, 1, 5), np.float32)
     r = np.zeros((5,), np.float32)
@@ -124,24 +138,26 @@ def test_strided_meta_merges_and_keeps_signs():
 
 
 def test_merge_dims():
-    assert layout.merge_dims((2, 3, 1, 4), [[12, 4, 0, 1], [0, 0, 0, 1]]) == \
-        ([6, 4], [[4, 1], [0, 1]])
+    assert layout.merge_dims((2, 3, 1, 4), [[12, 4, 0, 1], [0, 0, 0, 1]]) == (
+        [6, 4],
+        [[4, 1], [0, 1]],
+    )
     assert layout.merge_dims((2, 3), [[3, 1], [1, 2]]) == ([2, 3], [[3, 1], [1, 2]])
     assert layout.merge_dims((1, 1), [[0, 0]]) == ([], [[]])
 
 
 def test_plans_metal_cannot_run_are_refused():
-    spec = add_spec(29)                                   # 29 inputs + 1 output + n > 29
+    spec = add_spec(29)  # 29 inputs + 1 output + n > 29
     a = np.zeros(4, np.float32)
     with pytest.raises(layout.PlanError, match="buffer arguments"):
         layout.elementwise(spec, "k", [a] * 29, (4,), max_buffers=29)
-    layout.elementwise(spec, "k", [a] * 29, (4,))         # 31 fit Metal's table
+    layout.elementwise(spec, "k", [a] * 29, (4,))  # 31 fit Metal's table
     big = Layout((1 << 32,), (4,), 4, True)
     with pytest.raises(layout.PlanError, match="32-bit"):
         layout.elementwise(add_spec(), "k", [big, big], (1 << 32,))
     with pytest.raises(layout.PlanError, match="empty"):
         layout.elementwise(add_spec(), "k", [a[:0], a[:0]], (0,))
-    odd = Layout((4,), (6,), 4)                           # a stride between elements
+    odd = Layout((4,), (6,), 4)  # a stride between elements
     with pytest.raises(layout.PlanError, match="whole number"):
         layout.elementwise(add_spec(), "k", [odd, a], (4,))
     with pytest.raises(layout.PlanError, match="inputs expected"):
@@ -150,18 +166,18 @@ def test_plans_metal_cannot_run_are_refused():
 
 def test_matmul_plan():
     a = np.zeros((2, 1, 5, 3), np.float32)
-    b = np.zeros((3, 3, 4), np.float32)                           # batch (3,) vs a's (2, 1)
+    b = np.zeros((3, 3, 4), np.float32)  # batch (3,) vs a's (2, 1)
     plan = layout.matmul(a, b, (2, 3, 5, 4), "float32")
     assert plan.kernel == "nv_mm_float32" and plan.mode == "threadgroups"
     assert plan.grid == (1, 1, 6) and plan.threadgroup == (16, 16, 1)
     p = np.frombuffer(plan.args[3], "<i8").tolist()
-    assert p == [5, 4, 3, 3, 1, 4, 1, 0, 0, 0]                     # M N K, strides, no c
+    assert p == [5, 4, 3, 3, 1, 4, 1, 0, 0, 0]  # M N K, strides, no c
     boff = np.frombuffer(plan.args[4], "<i8").reshape(6, 3)
-    assert boff[:, 0].tolist() == [0, 0, 0, 15, 15, 15]           # a: batch 2 x broadcast 3
-    assert boff[:, 1].tolist() == [0, 12, 24, 0, 12, 24]          # b: broadcast 2 x batch 3
-    assert plan.args[6] == layout.ArrayRef(2)                     # no c: the output stands in
+    assert boff[:, 0].tolist() == [0, 0, 0, 15, 15, 15]  # a: batch 2 x broadcast 3
+    assert boff[:, 1].tolist() == [0, 12, 24, 0, 12, 24]  # b: broadcast 2 x batch 3
+    assert plan.args[6] == layout.ArrayRef(2)  # no c: the output stands in
     # a transposed operand needs no copy: its strides go to the kernel
-    at = np.zeros((3, 40), np.float32).T[:17]                      # (17, 3), strides (4, 160)
+    at = np.zeros((3, 40), np.float32).T[:17]  # (17, 3), strides (4, 160)
     plan = layout.matmul(at, np.zeros((3, 20), np.float32), (17, 20), "float32")
     assert np.frombuffer(plan.args[3], "<i8").tolist()[:7] == [17, 20, 3, 1, 40, 20, 1]
     assert plan.grid == (2, 2, 1)
@@ -174,14 +190,20 @@ def test_matmul_plan():
     assert np.frombuffer(plan.args[5], "<f4").tolist() == [0.5, 2.0]
     assert np.frombuffer(plan.args[4], "<i8").reshape(2, 3)[:, 2].tolist() == [0, 0]
     # K == 0: the empty operands are never read; the output is bound in their place
-    plan = layout.matmul(np.zeros((4, 0), np.float32), np.zeros((0, 5), np.float32), (4, 5),
-                         "float32")
+    plan = layout.matmul(
+        np.zeros((4, 0), np.float32), np.zeros((0, 5), np.float32), (4, 5), "float32"
+    )
     assert plan.args[0] == plan.args[1] == layout.ArrayRef(2)
     with pytest.raises(layout.PlanError, match="int64"):
         layout.matmul(np.zeros((2, 2), np.int64), np.zeros((2, 2), np.int64), (2, 2), "int64")
     with pytest.raises(layout.PlanError, match="addmm"):
-        layout.matmul(np.zeros((2, 2), np.int32), np.zeros((2, 2), np.int32), (2, 2), "int32",
-                      c=np.zeros(2, np.int32))
+        layout.matmul(
+            np.zeros((2, 2), np.int32),
+            np.zeros((2, 2), np.int32),
+            (2, 2),
+            "int32",
+            c=np.zeros(2, np.int32),
+        )
     with pytest.raises(layout.PlanError, match="broadcast"):
         layout.matmul(a16[0], b16, (17, 20), "float16", c=np.zeros(3, np.float16))
 
@@ -194,6 +216,7 @@ def test_matmul_source_has_a_kernel_per_dtype():
 
 
 # ----------------------------------------------------------------------------- memory
+
 
 @pytest.fixture()
 def host():
@@ -210,7 +233,7 @@ def test_empty_wraps_a_shared_buffer(host):
     buf, off = memory.locate(x)
     assert off == 0 and buf.nbytes == 30
     x[...] = 1.5
-    assert buf.as_array(np.uint16).tolist() == [0x3FC0] * 15      # the same memory
+    assert buf.as_array(np.uint16).tolist() == [0x3FC0] * 15  # the same memory
     assert memory.empty(host, (0, 4), np.float32).shape == (0, 4)  # no buffer for nothing
 
 
@@ -219,12 +242,12 @@ def test_locate_views(host):
     buf, _ = memory.locate(x)
     v = x[1:, ::-2].T
     b2, off = memory.locate(v)
-    assert b2 is buf and off == (1 * 6 + 5) * 4                    # the view's first element
+    assert b2 is buf and off == (1 * 6 + 5) * 4  # the view's first element
     assert memory.locate(np.zeros(3)) is None
     assert memory.locate(x[:0]) is None
     assert memory.is_addressable(v)
     raw = memory.empty(host, (17,), np.uint8)
-    odd = np.ndarray((4,), np.float32, buffer=raw, offset=1)       # misaligned floats
+    odd = np.ndarray((4,), np.float32, buffer=raw, offset=1)  # misaligned floats
     assert memory.locate(odd)[1] == 1 and not memory.is_addressable(odd)
 
 
@@ -240,6 +263,7 @@ def test_to_shared_keeps_broadcasts_compact(host):
 
 
 # ----------------------------------------------------------------------------- queues
+
 
 class FakeStream:
     def __init__(self):
@@ -267,11 +291,11 @@ def test_queue_waits_once_per_ticket():
     assert a.shape == (2,) and a.size == 2 and s.calls.count(("synchronize",)) == 0
     np.testing.assert_array_equal(a.get(), [0, 0])
     assert s.calls.count(("synchronize",)) == 1 and a.pending is None
-    b.get()                                   # the first wait covered ticket 2 too
+    b.get()  # the first wait covered ticket 2 too
     assert s.calls.count(("synchronize",)) == 1
     t3 = q.dispatch("k3", {}, (1, 1, 1))
     c = MetalArray(np.ones(2), q, t3)
-    assert registry.to_host(c).tolist() == [1, 1]       # what item/tolist/print go through
+    assert registry.to_host(c).tolist() == [1, 1]  # what item/tolist/print go through
     assert s.calls.count(("synchronize",)) == 2
     assert c.tobytes() == np.ones(2).tobytes() and np.asarray(c).tolist() == [1, 1]
 
@@ -299,7 +323,7 @@ def test_resolve_args_binds_buffers_and_large_constants(host):
     assert args[0] == (buf, (8) * 4) and args[1] == (buf, (4 * 8) * 4)
     assert args[2][0] is memory.locate(out)[0] and args[2][1] == 0
     assert args[3] == plan.args[3] and args[5] == plan.args[5]
-    args = runtime.resolve_args(plan, ins + [out], host, 16)       # meta is 48 bytes
+    args = runtime.resolve_args(plan, ins + [out], host, 16)  # meta is 48 bytes
     big, off = args[5]
     assert off == 0 and big.as_array(np.uint8).tobytes() == plan.args[5]
     with pytest.raises(ValueError, match="shared buffer"):
@@ -311,40 +335,55 @@ def test_as_input_uploads_once_and_waits_for_other_queues(host):
     with runtime.use_device(host):
         s1, s2 = FakeStream(), FakeStream()
         q1, q2 = runtime.Queue(s1), runtime.Queue(s2)
-        m = runtime.as_input(np.arange(3.0), q1)                 # host data: a shared copy
+        m = runtime.as_input(np.arange(3.0), q1)  # host data: a shared copy
         assert memory.locate(m.array) is not None and m.pending is None
-        assert runtime.as_input(m, q1) is m                      # already shared: as is
+        assert runtime.as_input(m, q1) is m  # already shared: as is
         shared = memory.empty(host, (3,), np.float32)
         pend = MetalArray(shared, q2, q2.dispatch("k", {}, (1, 1, 1)))
-        assert runtime.as_input(pend, q2).pending is q2          # same queue: ordered, no wait
+        assert runtime.as_input(pend, q2).pending is q2  # same queue: ordered, no wait
         assert ("synchronize",) not in s2.calls
         assert runtime.as_input(pend, q1) is pend and pend.pending is None
-        assert ("synchronize",) in s2.calls                      # another queue: waited
+        assert ("synchronize",) in s2.calls  # another queue: waited
 
 
 def test_register_fallbacks_covers_every_cpu_primitive():
-    class A: pass     # noqa: E701
-    class B: pass     # noqa: E701
-    class C: pass     # noqa: E701
-    impls = {("cpu", A): lambda p, d, n: [d[0] + 1], ("cpu", B): lambda p, d, n: d,
-             ("cpu", C): lambda p, d, n: d, ("gpu", C): "host-staged for CUDA"}
+    class A:
+        pass  # noqa: E701
+
+    class B:
+        pass  # noqa: E701
+
+    class C:
+        pass  # noqa: E701
+
+    impls = {
+        ("cpu", A): lambda p, d, n: [d[0] + 1],
+        ("cpu", B): lambda p, d, n: d,
+        ("cpu", C): lambda p, d, n: d,
+        ("gpu", C): "host-staged for CUDA",
+    }
     got = {}
     done = runtime.register_fallbacks(impls, got.__setitem__, metal={B: "metal kernel"})
     assert set(done) == {A, C} and set(got) == {A, C}
     q = runtime.Queue(FakeStream())
     x = MetalArray(np.zeros(2), q, q.dispatch("k", {}, (1, 1, 1)))
-    (out,) = got[A](None, [x], None)                 # waits for x, runs on the CPU, wraps
+    (out,) = got[A](None, [x], None)  # waits for x, runs on the CPU, wraps
     assert isinstance(out, MetalArray) and out.pending is None and x.pending is None
     np.testing.assert_array_equal(out.get(), [1, 1])
 
 
 def test_importing_the_backend_registers_nothing_without_metal():
     from nuvec.backends.metal import compiled, elementwise, linalg  # noqa: F401
-    assert not [k for k, fn in registry._IMPLS.items()
-                if k[0] == "gpu" and getattr(fn, "__name__", "").startswith("metal_")]
+
+    assert not [
+        k
+        for k, fn in registry._IMPLS.items()
+        if k[0] == "gpu" and getattr(fn, "__name__", "").startswith("metal_")
+    ]
     from nuvec.primitives.elementwise import Unary
     from nuvec.primitives.linalg import Matmul
-    assert Unary in runtime.IMPLS and Matmul in runtime.IMPLS      # recorded, not registered
+
+    assert Unary in runtime.IMPLS and Matmul in runtime.IMPLS  # recorded, not registered
 
 
 def test_linux_reports_why_there_is_no_metal():
@@ -360,11 +399,13 @@ def test_linux_reports_why_there_is_no_metal():
 
 # ----------------------------------------------------------------------------- end to end
 
+
 @pytest.fixture(scope="module")
 def emulated(tmp_path_factory):
     """The backend on EmulatedDevice (shim host buffers, emulated compile and dispatch)."""
     from msl_emulation import emulate
     from msl_emulation.fake_device import EmulatedDevice
+
     if emulate.compiler() is None or not _shim_loads():
         pytest.skip("needs g++ and the built shim library")
     dev = EmulatedDevice(tmp_path_factory.mktemp("metal_backend_emu"))
@@ -391,6 +432,7 @@ def evaluate_on_metal(outputs: list) -> None:
 
     def placeholder():
         raise AssertionError("placeholder evaluated")
+
     run_nodes(topo_order(list(outputs)), {}, lookup, placeholder)
 
 
@@ -400,11 +442,16 @@ def prepare_specs(outputs: list) -> None:
     from nuvec.backends.metal import elementwise
     from nuvec.core._graph import topo_order
     from nuvec.primitives.elementwise import AsType, Binary, Select, Unary
+
     specs = []
     for node in topo_order(list(outputs)):
         p = node._prim
-        op = {Unary: lambda: p.op, Binary: lambda: p.op, Select: lambda: "select",
-              AsType: lambda: "astype"}.get(type(p))
+        op = {
+            Unary: lambda: p.op,
+            Binary: lambda: p.op,
+            Select: lambda: "select",
+            AsType: lambda: "astype",
+        }.get(type(p))
         if op is not None:
             s = elementwise.spec_of(op(), node)
             if s is not None:
@@ -416,12 +463,13 @@ def graph(x, y, m, stream):
     """Element-wise work over views and CPU-fallback primitives in between."""
     a = nv.exp(nv.multiply(x, 0.5, stream=stream), stream=stream)
     b = nv.where(nv.greater(x, y, stream=stream), a, nv.tanh(y, stream=stream), stream=stream)
-    t = nv.transpose(b, stream=stream)                        # a view (CPU), read in place
-    c = nv.multiply(t, nv.astype(m, nv.float32, stream=stream), stream=stream)   # broadcast
-    s = nv.sum(c, axis=0, keepdims=True, stream=stream)        # CPU reduction over GPU memory
+    t = nv.transpose(b, stream=stream)  # a view (CPU), read in place
+    c = nv.multiply(t, nv.astype(m, nv.float32, stream=stream), stream=stream)  # broadcast
+    s = nv.sum(c, axis=0, keepdims=True, stream=stream)  # CPU reduction over GPU memory
     d = nv.subtract(c, s, stream=stream)
-    h = nv.astype(nv.erf(nv.astype(d, nv.bfloat16, stream=stream), stream=stream),
-                  nv.float16, stream=stream)
+    h = nv.astype(
+        nv.erf(nv.astype(d, nv.bfloat16, stream=stream), stream=stream), nv.float16, stream=stream
+    )
     k = nv.floor_divide(nv.astype(h, nv.int32, stream=stream), 3, stream=stream)
     return [b, c, d, h, k, nv.logical_not(nv.isnan(d, stream=stream), stream=stream)]
 
@@ -451,11 +499,11 @@ def test_graph_on_emulated_metal_matches_cpu(emulated):
     evaluate_on_metal(outs)
     kernels = [d[0] for d in emulated.dispatches[before:]]
     assert len(kernels) >= 12
-    assert any(k.endswith("_strided") for k in kernels)        # the transposed view
-    assert any(k.endswith("_scalar") for k in kernels)         # the weak scalars
+    assert any(k.endswith("_strided") for k in kernels)  # the transposed view
+    assert any(k.endswith("_scalar") for k in kernels)  # the weak scalars
     for got, want in zip(outs, ref):
         assert isinstance(got._data, MetalArray)
-        g, w = np.asarray(got), np.asarray(want)                # waits for the "GPU"
+        g, w = np.asarray(got), np.asarray(want)  # waits for the "GPU"
         assert g.dtype == w.dtype and g.shape == w.shape
         assert same_bits(g, w)
 
@@ -468,7 +516,7 @@ def test_reads_wait_for_the_gpu(emulated):
     evaluate_on_metal([y])
     data = y._data
     assert data.pending is not None
-    raw = data.array                                            # not waited for: still zeros
+    raw = data.array  # not waited for: still zeros
     assert raw.tolist() == [0.0] * 6
     assert y.tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
     assert data.pending is None and raw.tolist() == y.tolist()  # the same memory, no copy
@@ -477,12 +525,19 @@ def test_reads_wait_for_the_gpu(emulated):
 def test_fused_kernel_on_emulated_metal(emulated):
     from nuvec.primitives.compiled import Compiled
     from nuvec.core.array import Array
-    spec = KernelSpec(("float16", "float16"), (("float16", 0x3C00),),
-                      (Node("sigmoid", (("in", 0),), "float16"),
-                       Node("multiply", (("in", 0), ("node", 0)), "float16"),
-                       Node("multiply", (("node", 1), ("in", 1)), "float16"),
-                       Node("add", (("node", 2), ("const", 0)), "float16"),
-                       Node("greater", (("node", 3), ("in", 1)), "bool")), (3, 4))
+
+    spec = KernelSpec(
+        ("float16", "float16"),
+        (("float16", 0x3C00),),
+        (
+            Node("sigmoid", (("in", 0),), "float16"),
+            Node("multiply", (("in", 0), ("node", 0)), "float16"),
+            Node("multiply", (("node", 1), ("in", 1)), "float16"),
+            Node("add", (("node", 2), ("const", 0)), "float16"),
+            Node("greater", (("node", 3), ("in", 1)), "bool"),
+        ),
+        (3, 4),
+    )
     rng = np.random.default_rng(2)
     a = rng.standard_normal((8, 40)).astype(np.float16)
     b = rng.standard_normal((40,)).astype(np.float16)
@@ -490,10 +545,11 @@ def test_fused_kernel_on_emulated_metal(emulated):
     assert runtime.prepare([spec]) == 1 and runtime.prepare([spec]) == 0
     evaluate_on_metal(outs)
     from nuvec.backends.cpu import kernels
+
     refs = kernels.run(spec, [a, b], (8, 40))
     for got, want in zip(outs, refs):
         assert same_bits(np.asarray(got), want)
-    assert emulated.dispatches[-1][0].endswith("_strided")     # b broadcast along rows
+    assert emulated.dispatches[-1][0].endswith("_strided")  # b broadcast along rows
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32", "int64"])
@@ -507,19 +563,20 @@ def test_matmul_on_emulated_metal(emulated, dtype):
         a = rng.standard_normal((3, 21, 18)).astype(np.float32).astype(npd)
         b = rng.standard_normal((18, 35)).astype(np.float32).astype(npd)
     before = len(emulated.dispatches)
-    bt = nv.transpose(nv.array(np.ascontiguousarray(b.T)), stream=FAKE_GPU)   # a view
+    bt = nv.transpose(nv.array(np.ascontiguousarray(b.T)), stream=FAKE_GPU)  # a view
     out = nv.matmul(nv.array(a), bt, stream=FAKE_GPU)
     ref = nv.matmul(nv.array(a), nv.array(b), stream=nv.cpu)
     evaluate_on_metal([out])
     got, want = np.asarray(out), np.asarray(ref)
     mm = [d for d in emulated.dispatches[before:] if d[0].startswith("nv_mm_")]
     if dtype == "int64":
-        assert mm == [] and np.array_equal(got, want)           # no kernel: the CPU's result
+        assert mm == [] and np.array_equal(got, want)  # no kernel: the CPU's result
         return
     assert mm == [(f"nv_mm_{dtype}", (3, 2, 3), (16, 16, 1), "threadgroups")]
     tol = {"float32": 1e-5, "float16": 1e-3, "bfloat16": 8e-3, "int32": 0}[dtype]
-    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol,
-                               atol=tol * 8)
+    np.testing.assert_allclose(
+        got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol * 8
+    )
 
 
 def test_addmm_on_emulated_metal(emulated):

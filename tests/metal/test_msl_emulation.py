@@ -41,6 +41,7 @@ What it does not prove (needs an Apple GPU, which this project does not have):
   * dispatch through the Swift shim, threadgroup sizes chosen by Metal, memory ordering on
     the GPU.
 """
+
 from __future__ import annotations
 
 import struct
@@ -60,18 +61,29 @@ from nuvec.backends.metal import layout  # noqa: E402
 from nuvec.codegen import KernelSpec, Node, generate_many  # noqa: E402
 from nuvec.codegen.ops import ARITY, result_dtype  # noqa: E402
 
-pytestmark = pytest.mark.skipif(emulate.compiler() is None, reason="needs g++ for the MSL emulation")
+pytestmark = pytest.mark.skipif(
+    emulate.compiler() is None, reason="needs g++ for the MSL emulation"
+)
 
-NP = {"float32": np.dtype(np.float32), "float16": np.dtype(np.float16),
-      "bfloat16": np.dtype(ml_dtypes.bfloat16), "int32": np.dtype(np.int32),
-      "bool": np.dtype(np.bool_), "uint8": np.dtype(np.uint8), "int8": np.dtype(np.int8),
-      "uint16": np.dtype(np.uint16), "int16": np.dtype(np.int16),
-      "uint32": np.dtype(np.uint32), "int64": np.dtype(np.int64),
-      "uint64": np.dtype(np.uint64)}
+NP = {
+    "float32": np.dtype(np.float32),
+    "float16": np.dtype(np.float16),
+    "bfloat16": np.dtype(ml_dtypes.bfloat16),
+    "int32": np.dtype(np.int32),
+    "bool": np.dtype(np.bool_),
+    "uint8": np.dtype(np.uint8),
+    "int8": np.dtype(np.int8),
+    "uint16": np.dtype(np.uint16),
+    "int16": np.dtype(np.int16),
+    "uint32": np.dtype(np.uint32),
+    "int64": np.dtype(np.int64),
+    "uint64": np.dtype(np.uint64),
+}
 FLOATS = ("float32", "float16", "bfloat16")
 
 
 # ----------------------------------------------------------------------------- graphs
+
 
 class Graph:
     """Builds a KernelSpec: ``g.x(0)``, ``g.c(0.5)``, ``g.op("add", a, b)``, ``g.spec(out...)``."""
@@ -83,8 +95,11 @@ class Graph:
 
     def dtype_of(self, ref) -> str:
         kind, i = ref
-        return {"in": self.inputs, "const": [c[0] for c in self.consts],
-                "node": [n.dtype for n in self.nodes]}[kind][i]
+        return {
+            "in": self.inputs,
+            "const": [c[0] for c in self.consts],
+            "node": [n.dtype for n in self.nodes],
+        }[kind][i]
 
     def x(self, i: int):
         return ("in", i)
@@ -100,8 +115,9 @@ class Graph:
         return ("node", len(self.nodes) - 1)
 
     def spec(self, *outs) -> KernelSpec:
-        s = KernelSpec(tuple(self.inputs), tuple(self.consts), tuple(self.nodes),
-                       tuple(o[1] for o in outs))
+        s = KernelSpec(
+            tuple(self.inputs), tuple(self.consts), tuple(self.nodes), tuple(o[1] for o in outs)
+        )
         s.validate()
         return s
 
@@ -117,8 +133,11 @@ def gelu_tanh(t: str) -> KernelSpec:
     g = Graph(t)
     x = g.x(0)
     cube = g.op("multiply", g.op("square", x), x)
-    inner = g.op("multiply", g.op("add", x, g.op("multiply", cube, g.c(0.044715, t))),
-                 g.c(0.7978845608028654, t))
+    inner = g.op(
+        "multiply",
+        g.op("add", x, g.op("multiply", cube, g.c(0.044715, t))),
+        g.c(0.7978845608028654, t),
+    )
     half_x = g.op("multiply", x, g.c(0.5, t))
     return g.spec(g.op("multiply", half_x, g.op("add", g.op("tanh", inner), g.c(1.0, t))))
 
@@ -127,7 +146,7 @@ def swiglu(t: str) -> KernelSpec:
     g = Graph(t, t)
     a, b = g.x(0), g.x(1)
     s = g.op("sigmoid", a)
-    return g.spec(g.op("multiply", g.op("multiply", a, s), b), s)   # two outputs
+    return g.spec(g.op("multiply", g.op("multiply", a, s), b), s)  # two outputs
 
 
 def chain10(t: str) -> KernelSpec:
@@ -168,55 +187,195 @@ def compare_select(t: str) -> KernelSpec:
 def casts(t: str) -> KernelSpec:
     g = Graph(t)
     x = g.x(0)
-    targets = ["int32", "uint8", "int8", "int16", "uint16", "float16", "bfloat16", "float32",
-               "bool", "int64", "uint64", "uint32"]
+    targets = [
+        "int32",
+        "uint8",
+        "int8",
+        "int16",
+        "uint16",
+        "float16",
+        "bfloat16",
+        "float32",
+        "bool",
+        "int64",
+        "uint64",
+        "uint32",
+    ]
     outs = [g.op("astype", x, to=d) for d in targets if d != t]
-    if t != "float16":   # a double hop through two narrow formats
+    if t != "float16":  # a double hop through two narrow formats
         outs.append(g.op("astype", g.op("astype", x, to="float16"), to="bfloat16"))
     back = g.op("astype", g.op("astype", x, to="bfloat16"), to=t)
     outs.append(g.op("add", back, x))
     return g.spec(*outs)
 
 
-_UNARY_F = ("abs", "negative", "sign", "sqrt", "rsqrt", "square", "reciprocal", "exp", "expm1",
-            "log", "log1p", "log2", "log10", "sin", "cos", "tan", "arcsin", "arccos", "arctan",
-            "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "sigmoid", "erf", "erfinv",
-            "floor", "ceil", "round", "logical_not", "isnan", "isinf", "isposinf", "isneginf",
-            "isfinite", "real", "imag", "conjugate", "copy")
-_BINARY_F = ("add", "subtract", "multiply", "divide", "floor_divide", "remainder", "power",
-             "maximum", "minimum", "equal", "not_equal", "less", "less_equal", "greater",
-             "greater_equal", "logical_and", "logical_or", "logaddexp", "arctan2")
-_INT_OPS = ("negative", "sign", "square", "abs", "bitwise_invert", "logical_not", "add",
-            "subtract", "multiply", "floor_divide", "remainder", "power", "bitwise_and",
-            "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "maximum", "minimum",
-            "equal", "less", "greater_equal", "logical_or")
+_UNARY_F = (
+    "abs",
+    "negative",
+    "sign",
+    "sqrt",
+    "rsqrt",
+    "square",
+    "reciprocal",
+    "exp",
+    "expm1",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "sin",
+    "cos",
+    "tan",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "sigmoid",
+    "erf",
+    "erfinv",
+    "floor",
+    "ceil",
+    "round",
+    "logical_not",
+    "isnan",
+    "isinf",
+    "isposinf",
+    "isneginf",
+    "isfinite",
+    "real",
+    "imag",
+    "conjugate",
+    "copy",
+)
+_BINARY_F = (
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "floor_divide",
+    "remainder",
+    "power",
+    "maximum",
+    "minimum",
+    "equal",
+    "not_equal",
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+    "logical_and",
+    "logical_or",
+    "logaddexp",
+    "arctan2",
+)
+_INT_OPS = (
+    "negative",
+    "sign",
+    "square",
+    "abs",
+    "bitwise_invert",
+    "logical_not",
+    "add",
+    "subtract",
+    "multiply",
+    "floor_divide",
+    "remainder",
+    "power",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "left_shift",
+    "right_shift",
+    "maximum",
+    "minimum",
+    "equal",
+    "less",
+    "greater_equal",
+    "logical_or",
+)
 
 
 def zoo(ops):
     """Every op of ``ops`` applied to the inputs, one output each (a wide multi-output kernel:
     each op's code path through the Metal dialect, in one kernel)."""
+
     def make(t: str) -> KernelSpec:
         g = Graph(t, t)
         return g.spec(*[g.op(o, *[g.x(i) for i in range(ARITY[o])]) for o in ops])
+
     return make
 
 
-GRAPHS = {"unary_a": zoo(_UNARY_F[:21]), "unary_b": zoo(_UNARY_F[21:]),
-          "binary": zoo(_BINARY_F), "int_ops": zoo(_INT_OPS),
-          "gelu_erf": gelu_erf, "gelu_tanh": gelu_tanh, "swiglu": swiglu, "chain10": chain10,
-          "compare_select": compare_select, "casts": casts}
+GRAPHS = {
+    "unary_a": zoo(_UNARY_F[:21]),
+    "unary_b": zoo(_UNARY_F[21:]),
+    "binary": zoo(_BINARY_F),
+    "int_ops": zoo(_INT_OPS),
+    "gelu_erf": gelu_erf,
+    "gelu_tanh": gelu_tanh,
+    "swiglu": swiglu,
+    "chain10": chain10,
+    "compare_select": compare_select,
+    "casts": casts,
+}
 INT_GRAPHS = ("int_ops", "chain10", "compare_select", "casts")
-CASES = ([(name, t) for name in GRAPHS if name != "int_ops" for t in FLOATS]
-         + [(name, "int32") for name in INT_GRAPHS])
+CASES = [(name, t) for name in GRAPHS if name != "int_ops" for t in FLOATS] + [
+    (name, "int32") for name in INT_GRAPHS
+]
 LAYOUTS = ("contig", "scalar", "strided", "strided_forced")
 
 
 # ----------------------------------------------------------------------------- inputs
 
-_SPECIAL_F = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -3e-39, 1e-8, 65504.0, 65520.0,
-              7e4, -1e30, 3.4e38, 0.5, -0.5, 1.5, 2.5, 2.0, -2.0, 1.0, -1.0]
-_SPECIAL_I = [0, 1, -1, 2, -2, 31, 32, 33, -32, 2**31 - 1, -2**31, 65504, 131072, -131073,
-              2**24 + 1, 16777217, 3, -3, 1000000007]
+_SPECIAL_F = [
+    0.0,
+    -0.0,
+    np.inf,
+    -np.inf,
+    np.nan,
+    1e-40,
+    -3e-39,
+    1e-8,
+    65504.0,
+    65520.0,
+    7e4,
+    -1e30,
+    3.4e38,
+    0.5,
+    -0.5,
+    1.5,
+    2.5,
+    2.0,
+    -2.0,
+    1.0,
+    -1.0,
+]
+_SPECIAL_I = [
+    0,
+    1,
+    -1,
+    2,
+    -2,
+    31,
+    32,
+    33,
+    -32,
+    2**31 - 1,
+    -(2**31),
+    65504,
+    131072,
+    -131073,
+    2**24 + 1,
+    16777217,
+    3,
+    -3,
+    1000000007,
+]
 
 
 def values(t: str, n: int, rng: np.random.Generator, salt: int) -> np.ndarray:
@@ -224,9 +383,9 @@ def values(t: str, n: int, rng: np.random.Generator, salt: int) -> np.ndarray:
     if t == "int32":
         v = rng.integers(-2000, 2000, size=n).astype(np.int64)
         special = np.array(_SPECIAL_I, dtype=np.int64)
-        if salt == 1:      # a second operand: small shift counts / divisors, some out of range
+        if salt == 1:  # a second operand: small shift counts / divisors, some out of range
             v = rng.integers(-4, 36, size=n)
-            special = np.array([0, -1, 1, 31, 32, -32, 2**31 - 1, -2**31], dtype=np.int64)
+            special = np.array([0, -1, 1, 31, 32, -32, 2**31 - 1, -(2**31)], dtype=np.int64)
         idx = rng.choice(n, size=min(n, len(special)), replace=False)
         v[idx] = special[: len(idx)]
         return v.astype(np.int32)
@@ -234,36 +393,36 @@ def values(t: str, n: int, rng: np.random.Generator, salt: int) -> np.ndarray:
     special = np.array(_SPECIAL_F)
     idx = rng.choice(n, size=min(n, len(special)), replace=False)
     v[idx] = special[rng.permutation(len(special))[: len(idx)]]
-    with np.errstate(over="ignore"):          # 7e4 and beyond are inf in float16, on purpose
+    with np.errstate(over="ignore"):  # 7e4 and beyond are inf in float16, on purpose
         return v.astype(np.float32).astype(NP[t])
 
 
 @dataclass
 class Case:
     shape: tuple
-    ins: list            # NumPy views, in the spec's dtypes
+    ins: list  # NumPy views, in the spec's dtypes
     force: str | None
-    expect: str          # the variant the backend must choose
+    expect: str  # the variant the backend must choose
 
 
 def make_case(spec: KernelSpec, layout_name: str, rng: np.random.Generator) -> Case:
     k = len(spec.inputs)
-    if layout_name == "contig":       # 1031 elements: two threadgroups of 1024, 1017 idle
+    if layout_name == "contig":  # 1031 elements: two threadgroups of 1024, 1017 idle
         shape = (1031,)
         ins = [values(t, 1031, rng, i) for i, t in enumerate(spec.inputs)]
         return Case(shape, ins, None, "contig")
-    if layout_name == "scalar":       # input 0 a 0-d scalar, the rest contiguous
+    if layout_name == "scalar":  # input 0 a 0-d scalar, the rest contiguous
         shape = (4, 33)
         ins = [values(spec.inputs[0], 1, rng, 0).reshape(())]
         ins += [values(t, 132, rng, i + 1).reshape(shape) for i, t in enumerate(spec.inputs[1:])]
         return Case(shape, ins, None, "scalar")
-    if layout_name == "strided":      # reversed, stepped and transposed views, a broadcast row
+    if layout_name == "strided":  # reversed, stepped and transposed views, a broadcast row
         shape = (3, 5, 7)
         ins = []
         for i, t in enumerate(spec.inputs):
             if i % 2 == 0:
                 base = values(t, 4 * 5 * 14, rng, i).reshape(4, 5, 14)
-                ins.append(base[:0:-1, :, ::-2])                       # (3, 5, 7), negative steps
+                ins.append(base[:0:-1, :, ::-2])  # (3, 5, 7), negative steps
             else:
                 row = values(t, 35, rng, i).reshape(7, 1, 5)
                 ins.append(np.broadcast_to(row.transpose(1, 2, 0), (3, 5, 7))[::-1])
@@ -276,6 +435,7 @@ def make_case(spec: KernelSpec, layout_name: str, rng: np.random.Generator) -> C
 
 
 # ----------------------------------------------------------------------------- fixtures
+
 
 @pytest.fixture(scope="session")
 def emu_cache(tmp_path_factory) -> Path:
@@ -297,14 +457,17 @@ def fused_module(emu_cache):
 
 def node_specs(spec: KernelSpec) -> list[KernelSpec]:
     """The single-op spec of each node of ``spec`` (what ``cpu_reference`` runs)."""
-    return [KernelSpec.single(n.op, tuple(spec.arg_dtype(a) for a in n.args), n.dtype)
-            for n in spec.nodes]
+    return [
+        KernelSpec.single(n.op, tuple(spec.arg_dtype(a) for a in n.args), n.dtype)
+        for n in spec.nodes
+    ]
 
 
 def ensure_cpu_kernels(specs) -> None:
     """Single-op CPU kernels come prebuilt; if that library is stale (the generator changed
     since install), build all the reference needs in one compiler run, not one per op."""
     from nuvec.backends.cpu import compiled, kernels
+
     if kernels.cache_info()["prebuilt"] != "loaded":
         compiled.prepare(list(dict.fromkeys(s for spec in specs for s in node_specs(spec))))
 
@@ -314,6 +477,7 @@ def cpu_reference(spec: KernelSpec, ins: list, shape: tuple) -> list[np.ndarray]
     (``kernels.run``; the install-time kernels, no compiler), its value rounded to its dtype
     in memory. What eager nuvec computes; the CPU's fused kernel equals it by design."""
     from nuvec.backends.cpu import kernels
+
     vals = []
     for node, single in zip(spec.nodes, node_specs(spec)):
         args = []
@@ -332,10 +496,13 @@ def cpu_reference(spec: KernelSpec, ins: list, shape: tuple) -> list[np.ndarray]
 
 
 def emulate_launch(plan: layout.Launch, arrays: list, nin: int) -> emulate.Job:
-    args = {slot: arrays[v.index] if isinstance(v, layout.ArrayRef) else v
-            for slot, v in plan.args.items()}
-    writes = {slot for slot, v in plan.args.items()
-              if isinstance(v, layout.ArrayRef) and v.index >= nin}
+    args = {
+        slot: arrays[v.index] if isinstance(v, layout.ArrayRef) else v
+        for slot, v in plan.args.items()
+    }
+    writes = {
+        slot for slot, v in plan.args.items() if isinstance(v, layout.ArrayRef) and v.index >= nin
+    }
     return emulate.Job(plan.kernel, args, plan.grid, plan.threadgroup, plan.mode, writes)
 
 
@@ -348,16 +515,21 @@ def _sentinel(shape, dtype) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- tests
 
+
 def test_emulation_header_rejects_what_metal_lacks(emu_cache):
     """The header is strict: double arithmetic and non-float math overloads do not compile
     (so the checks below cannot pass by computing in double or through int overloads)."""
-    base = ("#include <metal_stdlib>\nusing namespace metal;\n"
-            "kernel void k(device float *o [[buffer(0)]], uint i [[thread_position_in_grid]])\n")
+    base = (
+        "#include <metal_stdlib>\nusing namespace metal;\n"
+        "kernel void k(device float *o [[buffer(0)]], uint i [[thread_position_in_grid]])\n"
+    )
     with pytest.raises(emulate.CompileError, match="double-promotion"):
         emulate.build(base + "{ float x = o[i]; o[i] = x * 0.1; }\n", emu_cache)
     with pytest.raises(emulate.CompileError, match="for float only"):
         emulate.build(base + "{ o[i] = (float)fabs((int)i); }\n", emu_cache)
-    mod = emulate.build(base + "{ if (i < 4) o[i] = sqrt(o[i]) + as_type<float>(0x3f800000u); }\n", emu_cache)
+    mod = emulate.build(
+        base + "{ if (i < 4) o[i] = sqrt(o[i]) + as_type<float>(0x3f800000u); }\n", emu_cache
+    )
     o = np.array([4.0, 2.0, 0.0, 9.0], np.float32)
     emulate.run(mod, [emulate.Job("k", {0: o}, (4, 1, 1), writes={0})])
     np.testing.assert_array_equal(o, np.sqrt(np.array([4.0, 2.0, 0.0, 9.0], np.float32)) + 1)
@@ -385,7 +557,8 @@ def test_fused_graphs_match_cpu_bit_for_bit(fused_module, layout_name):
             assert bad.size == 0, (
                 f"{key} ({layout_name}) output {k}: {bad.size} of {got.size} elements differ, "
                 f"first at {bad[0]}: metal {got.reshape(-1)[bad[0]]!r} vs cpu "
-                f"{ref.reshape(-1)[bad[0]]!r}")
+                f"{ref.reshape(-1)[bad[0]]!r}"
+            )
             compared += got.size
     assert compared == sum(len(s.outputs) for s in specs.values()) * int(np.prod(case.shape))
 
@@ -421,7 +594,7 @@ def test_broken_kernels_are_caught(emu_cache):
     case = make_case(spec, "strided", rng)
     out = _sentinel(case.shape, np.float32)
     plan = layout.elementwise(spec, "k", case.ins, case.shape)
-    try:        # wrong strides read other elements, or outside the input (AddressSanitizer)
+    try:  # wrong strides read other elements, or outside the input (AddressSanitizer)
         emulate.run(module, [emulate_launch(plan, case.ins + [out], 1)])
     except emulate.RunError as e:
         assert "AddressSanitizer" in str(e)
@@ -438,16 +611,17 @@ def test_packing_errors_are_caught(fused_module):
     plan = layout.elementwise(spec, "swiglu_float32", [x, x], (8,))
     arrays = [x, x, np.empty(8, np.float32), np.empty(8, np.float32)]
     job = emulate_launch(plan, arrays, 2)
-    job.args[plan.buffer_count] = b"\0\0\0\0"      # one slot too many
+    job.args[plan.buffer_count] = b"\0\0\0\0"  # one slot too many
     with pytest.raises(emulate.RunError, match="declares"):
         emulate.run(module, [job])
     job = emulate_launch(plan, arrays, 2)
-    job.args[4] = struct.pack("<Q", 8)              # n is a 32-bit uint
+    job.args[4] = struct.pack("<Q", 8)  # n is a 32-bit uint
     with pytest.raises(emulate.RunError, match="needs 4 bytes"):
         emulate.run(module, [job])
 
 
 # ----------------------------------------------------------------------------- matmul
+
 
 def _mm_reference(a: np.ndarray, b: np.ndarray, dtype: str, c=None, alpha=1.0, beta=0.0):
     """The kernel's arithmetic in NumPy: k-ordered float32 sums of float32 products (one
@@ -459,9 +633,9 @@ def _mm_reference(a: np.ndarray, b: np.ndarray, dtype: str, c=None, alpha=1.0, b
     b2 = np.broadcast_to(b2, shape[:-2] + b.shape[-2:])
     acc = np.zeros(shape, f)
     for k in range(a.shape[-1]):
-        acc = acc + a2[..., :, k:k + 1] * b2[..., k:k + 1, :]
+        acc = acc + a2[..., :, k : k + 1] * b2[..., k : k + 1, :]
     if dtype == "int32":
-        return acc.astype(np.int32)                 # wraps as 32-bit arithmetic
+        return acc.astype(np.int32)  # wraps as 32-bit arithmetic
     if alpha != 1.0:
         acc = acc * np.float32(alpha)
     if c is not None and beta != 0.0:
@@ -486,14 +660,16 @@ def test_matmul_kernel_emulated(mm_module, dtype):
         return (rng.standard_normal(shape) * 2).astype(np.float32).astype(NP[dtype])
 
     cases = [
-        (operand((19, 23)), operand((23, 17)), None),                  # edges of a tile
-        (operand((2, 1, 33, 5)), operand((3, 5, 18)), None),          # broadcast batches
-        (operand((20, 3)).T, operand((9, 40))[::-1].T[::2], None),    # transposed, stepped
-        (operand((4, 0)), operand((0, 5)), None),                     # K = 0: zeros
+        (operand((19, 23)), operand((23, 17)), None),  # edges of a tile
+        (operand((2, 1, 33, 5)), operand((3, 5, 18)), None),  # broadcast batches
+        (operand((20, 3)).T, operand((9, 40))[::-1].T[::2], None),  # transposed, stepped
+        (operand((4, 0)), operand((0, 5)), None),  # K = 0: zeros
     ]
     if dtype != "int32":
-        cases += [(operand((2, 17, 16)), operand((16, 31)), operand((31,))),       # bias row
-                  (operand((5, 7)), operand((7, 3)), operand((5, 1))[::-1])]     # column
+        cases += [
+            (operand((2, 17, 16)), operand((16, 31)), operand((31,))),  # bias row
+            (operand((5, 7)), operand((7, 3)), operand((5, 1))[::-1]),
+        ]  # column
     for i, (a, b, c) in enumerate(cases):
         shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
         alpha, beta = (1.0, 0.0) if c is None else ((0.5, 1.0) if i % 2 else (1.0, -0.75))
@@ -515,5 +691,10 @@ def test_matmul_kernel_emulated(mm_module, dtype):
         if dtype == "int32":
             assert np.array_equal(out, prod.astype(np.int64).astype(np.int32))
         else:
-            scale = np.abs(a.astype(np.float64)).max(initial=0) * np.abs(b.astype(np.float64)).max(initial=0) * a.shape[-1] + 1
+            scale = (
+                np.abs(a.astype(np.float64)).max(initial=0)
+                * np.abs(b.astype(np.float64)).max(initial=0)
+                * a.shape[-1]
+                + 1
+            )
             np.testing.assert_allclose(out.astype(np.float64), prod, atol=tol * scale, rtol=tol)

@@ -32,10 +32,13 @@ def lib() -> ctypes.CDLL:
     """The loaded shim; builds it when swift is present and no build is found."""
     if shim.find_library() is None:
         if shutil.which("swift") is None:
-            pytest.skip("swift is not installed and no built shim library was found "
-                        "(NUVEC_SHIM_LIB, swift/.build/release, swift/.build/debug)")
-        subprocess.run(["swift", "build", "--package-path", str(ROOT / "swift"), "-c", "release"],
-                       check=True)
+            pytest.skip(
+                "swift is not installed and no built shim library was found "
+                "(NUVEC_SHIM_LIB, swift/.build/release, swift/.build/debug)"
+            )
+        subprocess.run(
+            ["swift", "build", "--package-path", str(ROOT / "swift"), "-c", "release"], check=True
+        )
         shim._State.loaded = False  # look again now that it exists
     return shim.library()
 
@@ -110,8 +113,13 @@ def test_reports_no_metal_on_linux(lib):
 @pytest.fixture()
 def fresh_state(monkeypatch):
     """Forgets the loaded library for one test; monkeypatch restores every field after it."""
-    for field, value in (("loaded", False), ("lib", None), ("path", None), ("load_error", None),
-                         ("metal_reason", None)):
+    for field, value in (
+        ("loaded", False),
+        ("lib", None),
+        ("path", None),
+        ("load_error", None),
+        ("metal_reason", None),
+    ):
         monkeypatch.setattr(shim._State, field, value)
     return monkeypatch
 
@@ -125,7 +133,8 @@ def test_unavailable_reason_without_library(fresh_state, tmp_path):
     monkeypatch.setattr(shim, "candidate_paths", lambda: [tmp_path / "libNuvecShim.so"])
     monkeypatch.setattr(shim._State, "loaded", False)
     assert shim.unavailable_reason().startswith(
-        "shim library not built: run `make install` where swift is present")
+        "shim library not built: run `make install` where swift is present"
+    )
 
 
 def test_wrong_library_is_refused(lib, fresh_state):
@@ -152,8 +161,9 @@ def test_error_strings_are_freed(lib, host):
     out = ctypes.c_uint64()
 
     def fail() -> tuple[int, str]:
-        return call_raw(lib.nv_library_compile, host.handle, b"src", ctypes.byref(options),
-                        ctypes.byref(out))
+        return call_raw(
+            lib.nv_library_compile, host.handle, b"src", ctypes.byref(options), ctypes.byref(out)
+        )
 
     for _ in range(500):  # warm up allocator pools
         fail()
@@ -180,23 +190,33 @@ def test_bad_calls_return_errors(lib, host):
     assert call_raw(lib.nv_release, 0)[0] == shim.NV_ERR_INVALID_HANDLE
     assert call_raw(lib.nv_release, 0xFFFF_FFFF_FFFF_FFFF)[0] == shim.NV_ERR_INVALID_HANDLE
     assert call_raw(lib.nv_buffer_new, host.handle, 16, None) == (
-        shim.NV_ERR_INVALID_ARGUMENT, "nv_buffer_new: out is NULL")
+        shim.NV_ERR_INVALID_ARGUMENT,
+        "nv_buffer_new: out is NULL",
+    )
     assert call_raw(lib.nv_buffer_new_with_bytes, host.handle, None, 4, ctypes.byref(out)) == (
-        shim.NV_ERR_INVALID_ARGUMENT, "nv_buffer_new_with_bytes: bytes is NULL")
+        shim.NV_ERR_INVALID_ARGUMENT,
+        "nv_buffer_new_with_bytes: bytes is NULL",
+    )
     status, message = call_raw(lib.nv_buffer_length, host.handle, ctypes.byref(out))
     assert status == shim.NV_ERR_INVALID_HANDLE
     assert "is a device handle, expected a buffer handle" in message
     assert call_raw(lib.nv_library_compile, host.handle, None, None, ctypes.byref(out)) == (
-        shim.NV_ERR_INVALID_ARGUMENT, "nv_library_compile: source is NULL")
+        shim.NV_ERR_INVALID_ARGUMENT,
+        "nv_library_compile: source is NULL",
+    )
     status, message = call_raw(lib.nv_buffer_new, host.handle, 1 << 40, ctypes.byref(out))
     assert status == shim.NV_ERR_OUT_OF_MEMORY and "exceeds" in message
     grid = (ctypes.c_uint64 * 3)(1, 1, 1)
     group = (ctypes.c_uint32 * 3)(0, 0, 0)
     stream = host.stream()
     status, message = call_raw(lib.nv_stream_dispatch, stream.handle, 999, None, 0, grid, group, 0)
-    assert status == shim.NV_ERR_INVALID_HANDLE and message.startswith("nv_stream_dispatch: handle 0x3e7")
-    assert call_raw(lib.nv_stream_dispatch, stream.handle, 999, None, 0, None, group, 0)[0] \
-        == shim.NV_ERR_INVALID_HANDLE  # the kernel handle is checked first
+    assert status == shim.NV_ERR_INVALID_HANDLE and message.startswith(
+        "nv_stream_dispatch: handle 0x3e7"
+    )
+    assert (
+        call_raw(lib.nv_stream_dispatch, stream.handle, 999, None, 0, None, group, 0)[0]
+        == shim.NV_ERR_INVALID_HANDLE
+    )  # the kernel handle is checked first
     assert stream.pending == 0
 
 
@@ -278,8 +298,10 @@ def test_source_hash_is_sha256_of_documented_key(lib):
         assert shim.source_hash(source) == expected, n
     fast = "math=fast\nlanguage=310\nmacro A=1\nmacro B=x\n"
     expected = hashlib.sha256(f"nuvec-shim library v1\0{fast}\0src".encode()).digest()
-    assert shim.source_hash("src", math_mode="fast", language_version=310,
-                            macros={"B": "x", "A": 1}) == expected
+    assert (
+        shim.source_hash("src", math_mode="fast", language_version=310, macros={"B": "x", "A": 1})
+        == expected
+    )
 
 
 def test_host_stream_and_dispatch_checks(lib, host):
@@ -342,8 +364,9 @@ def test_metal_add_dispatch(metal):
     kernel = dev.compile(ADD).kernel("add")
     assert kernel.info["max_total_threads_per_threadgroup"] >= 32
     stream = dev.stream()
-    stream.dispatch(kernel, {0: dev.buffer_from(a), 1: dev.buffer_from(b), 2: out, 3: np.uint32(n)},
-                    grid=(n,))
+    stream.dispatch(
+        kernel, {0: dev.buffer_from(a), 1: dev.buffer_from(b), 2: out, 3: np.uint32(n)}, grid=(n,)
+    )
     stream.synchronize()
     np.testing.assert_array_equal(out.as_array(np.float32), a + b)
     assert dev.compile(ADD).kernel("add").info == kernel.info
@@ -396,8 +419,22 @@ def test_header_serves_c_and_cpp_programs(lib, tmp_path, compiler):
     src.write_text(C_PROGRAM)
     lib_dir = shim.library_path().parent
     link = shim.library_path().name[3:].rsplit(".", 1)[0]  # libNuvecShim.so -> NuvecShim
-    cmd = [exe, "-Wall", "-Wextra", "-Werror", "-pedantic", "-I", str(HEADER.parent), str(src),
-           "-L", str(lib_dir), f"-l{link}", f"-Wl,-rpath,{lib_dir}", "-o", str(tmp_path / "main")]
+    cmd = [
+        exe,
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-pedantic",
+        "-I",
+        str(HEADER.parent),
+        str(src),
+        "-L",
+        str(lib_dir),
+        f"-l{link}",
+        f"-Wl,-rpath,{lib_dir}",
+        "-o",
+        str(tmp_path / "main"),
+    ]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     run = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True)
     assert run.returncode == 0, (run.returncode, run.stderr)

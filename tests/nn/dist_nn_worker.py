@@ -6,6 +6,7 @@
 Every process builds the same full layers (same seed) and checks its sharded layer against
 the full one in NumPy; it writes ``OUT_DIR/rank<r>.json``: check name -> "ok" or the traceback.
 """
+
 from __future__ import annotations
 
 import json
@@ -71,7 +72,7 @@ def fused_segments(g):
     full = nn.Linear(2, 3 * 2 * n)  # a fused QKV of three blocks of 2n rows
     lin = shard_linear(full, "all-to-sharded", segments=3, group=g)
     w = npa(full.weight)
-    want = np.concatenate([blk[2 * r:2 * r + 2] for blk in np.split(w, 3)])
+    want = np.concatenate([blk[2 * r : 2 * r + 2] for blk in np.split(w, 3)])
     close(lin.weight, want, "each segment sharded")
 
 
@@ -84,10 +85,10 @@ def quantized_sharded_linears(g):
     full = npa(q(nv.array(x)))
     a = shard_linear(q, "all-to-sharded", group=g)
     assert isinstance(a, nn.QuantizedAllToShardedLinear)
-    close(a(nv.array(x)), full[:, 8 * r:8 * r + 8], "quantized output shard")
+    close(a(nv.array(x)), full[:, 8 * r : 8 * r + 8], "quantized output shard")
     b = shard_linear(q, "sharded-to-all", group=g)
     assert isinstance(b, nn.QuantizedShardedToAllLinear)
-    close(b(nv.array(x[:, 64 * r:64 * r + 64])), full, "quantized whole output")
+    close(b(nv.array(x[:, 64 * r : 64 * r + 64])), full, "quantized whole output")
     assert not nv.utils.tree_flatten(b.trainable_parameters())
 
 
@@ -103,22 +104,25 @@ def fully_sharded_module(g):
     assert isinstance(sharded, nn.FullyShardedModule)
     for k, v in nv.utils.tree_flatten(sharded.module.parameters()):
         rows = full[k].shape[0] // n
-        close(v, full[k][r * rows:(r + 1) * rows], f"shard of {k}")
+        close(v, full[k][r * rows : (r + 1) * rows], f"shard of {k}")
     # each process's own batch; the shards' gradients are the batch-mean's shards
-    xs = [np.random.default_rng(10 + q).standard_normal((4, 3)).astype(np.float32)
-          for q in range(n)]
+    xs = [
+        np.random.default_rng(10 + q).standard_normal((4, 3)).astype(np.float32) for q in range(n)
+    ]
     close(sharded(nv.array(xs[r])), npa(ref(nv.array(xs[r]))), "forward with gathered weights")
 
     def loss(m, v):
         return (m(v) ** 2).mean()
+
     _, grads = nn.value_and_grad(sharded, loss)(sharded, nv.array(xs[r]))
-    ref_grads = [dict(nv.utils.tree_flatten(nn.value_and_grad(ref, loss)(ref, nv.array(x))[1]))
-                 for x in xs]
+    ref_grads = [
+        dict(nv.utils.tree_flatten(nn.value_and_grad(ref, loss)(ref, nv.array(x))[1])) for x in xs
+    ]
     for k, v in nv.utils.tree_flatten(grads):
-        key = k[len("module."):]
+        key = k[len("module.") :]
         mean = np.mean([npa(rg[key]) for rg in ref_grads], axis=0)
         rows = mean.shape[0] // n
-        close(v, mean[r * rows:(r + 1) * rows], f"gradient shard of {key}")
+        close(v, mean[r * rows : (r + 1) * rows], f"gradient shard of {key}")
     # clipping with the norm over all the shards
     clipped, norm = nn.utils.clip_grad_norm_sharded(grads, 1e-3, group=g)
     total = sum(float((npa(v) ** 2).sum()) for _, v in nv.utils.tree_flatten(grads))

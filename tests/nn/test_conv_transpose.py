@@ -1,4 +1,5 @@
 """ConvTranspose1d/2d/3d against the scatter-add definition of a transposed convolution."""
+
 import itertools
 
 import numpy as np
@@ -15,8 +16,10 @@ def conv_transpose_ref(x, w, stride, padding, dilation, output_padding):
     (accumulated uncropped, then the first and last p positions cut)."""
     n, *spatial, cin = x.shape
     cout, *kernel, _ = w.shape
-    full = [(i - 1) * s + d * (k - 1) + 1 + op
-            for i, s, d, k, op in zip(spatial, stride, dilation, kernel, output_padding)]
+    full = [
+        (i - 1) * s + d * (k - 1) + 1 + op
+        for i, s, d, k, op in zip(spatial, stride, dilation, kernel, output_padding)
+    ]
     out = np.zeros([n] + full + [cout])
     for pos in itertools.product(*[range(i) for i in spatial]):
         for off in itertools.product(*[range(k) for k in kernel]):
@@ -28,8 +31,7 @@ def conv_transpose_ref(x, w, stride, padding, dilation, output_padding):
 
 CASES = [
     (nn.ConvTranspose1d, (2, 5, 3), dict(kernel_size=3, stride=2, padding=1)),
-    (nn.ConvTranspose1d, (1, 4, 2), dict(kernel_size=2, dilation=2, output_padding=1,
-                                         stride=2)),
+    (nn.ConvTranspose1d, (1, 4, 2), dict(kernel_size=2, dilation=2, output_padding=1, stride=2)),
     (nn.ConvTranspose2d, (2, 3, 4, 3), dict(kernel_size=(2, 3), stride=(2, 1), padding=(0, 1))),
     (nn.ConvTranspose3d, (1, 2, 3, 2, 2), dict(kernel_size=2, stride=2)),
 ]
@@ -40,8 +42,14 @@ def test_conv_transpose_against_scatter_add(cls, shape, kw):
     x = RNG.standard_normal(shape).astype(np.float32)
     m = cls(shape[-1], 4, **kw)
     m.bias = nv.array(RNG.standard_normal(4).astype(np.float32))
-    want = conv_transpose_ref(x.astype(np.float64), np.asarray(m.weight, np.float64), m.stride,
-                              m.padding, m.dilation, m.output_padding) + np.asarray(m.bias)
+    want = conv_transpose_ref(
+        x.astype(np.float64),
+        np.asarray(m.weight, np.float64),
+        m.stride,
+        m.padding,
+        m.dilation,
+        m.output_padding,
+    ) + np.asarray(m.bias)
     np.testing.assert_allclose(np.asarray(m(nv.array(x))), want, rtol=1e-5, atol=1e-5)
 
 

@@ -1,4 +1,5 @@
 """Layers against NumPy references (forward, and gradients where a layer has its own math)."""
+
 import math
 
 import numpy as np
@@ -100,7 +101,7 @@ def test_layer_norm_and_rms_norm():
     assert "bias" not in nn.LayerNorm(8, bias=False)
     rms = nn.RMSNorm(8, eps=1e-6)
     rms.weight = nv.array(rand(8))
-    ref = x / np.sqrt((x ** 2).mean(-1, keepdims=True) + 1e-6) * npa(rms.weight)
+    ref = x / np.sqrt((x**2).mean(-1, keepdims=True) + 1e-6) * npa(rms.weight)
     close(rms(nv.array(x)), ref, atol=2e-5)
     with pytest.raises(ValueError, match="LayerNorm"):
         ln(nv.ones((2, 7)))
@@ -115,7 +116,7 @@ def test_group_norm(torch_layout):
     if torch_layout:  # groups are contiguous blocks of channels
         g = x.reshape(n, -1, 3, 2)
         y = ln_ref(g, (1, 3), 1e-5).reshape(x.shape)
-    else:             # channel c is in group c % 3
+    else:  # channel c is in group c % 3
         g = x.reshape(n, -1, 3)
         y = ln_ref(g, 1, 1e-5).reshape(x.shape)
     close(gn(nv.array(x)), y * npa(gn.weight) + npa(gn.bias), atol=3e-5)
@@ -147,20 +148,21 @@ def conv_ref(x, w, stride, pad, dil, groups):
     y = np.zeros((x.shape[0], *out, cout))
     og = cout // groups
     for offs in np.ndindex(*kernel):
-        sl = tuple(slice(o * d, o * d + (n - 1) * s + 1, s)
-                   for o, d, n, s in zip(offs, dil, out, stride))
+        sl = tuple(
+            slice(o * d, o * d + (n - 1) * s + 1, s) for o, d, n, s in zip(offs, dil, out, stride)
+        )
         patch = x[(slice(None),) + sl]
         for g in range(groups):
-            wg = w[g * og:(g + 1) * og][(slice(None),) + offs].astype(np.float64)  # (og, cg)
-            y[..., g * og:(g + 1) * og] += patch[..., g * cg:(g + 1) * cg] @ wg.T
+            wg = w[g * og : (g + 1) * og][(slice(None),) + offs].astype(np.float64)  # (og, cg)
+            y[..., g * og : (g + 1) * og] += patch[..., g * cg : (g + 1) * cg] @ wg.T
     return y
 
 
-@pytest.mark.parametrize("stride,pad,dil,groups", [
-    (1, 0, 1, 1), (2, 1, 1, 1), (1, 2, 2, 1), (2, 1, 1, 2), (1, 1, 1, 4)])
+@pytest.mark.parametrize(
+    "stride,pad,dil,groups", [(1, 0, 1, 1), (2, 1, 1, 1), (1, 2, 2, 1), (2, 1, 1, 2), (1, 1, 1, 4)]
+)
 def test_conv2d_forward(stride, pad, dil, groups):
-    conv = nn.Conv2d(4, 8, kernel_size=3, stride=stride, padding=pad, dilation=dil,
-                     groups=groups)
+    conv = nn.Conv2d(4, 8, kernel_size=3, stride=stride, padding=pad, dilation=dil, groups=groups)
     conv.bias = nv.array(rand(8))
     x = rand(2, 9, 8, 4)
     ref = conv_ref(x, npa(conv.weight), (stride,) * 2, (pad,) * 2, (dil,) * 2, groups)
@@ -170,12 +172,20 @@ def test_conv2d_forward(stride, pad, dil, groups):
 def test_conv2d_rectangular_and_conv1d():
     conv = nn.Conv2d(3, 5, kernel_size=(2, 3), stride=(1, 2), padding=(1, 0), bias=False)
     x = rand(1, 6, 7, 3)
-    close(conv(nv.array(x)), conv_ref(x, npa(conv.weight), (1, 2), (1, 0), (1, 1), 1),
-          rtol=1e-4, atol=1e-4)
+    close(
+        conv(nv.array(x)),
+        conv_ref(x, npa(conv.weight), (1, 2), (1, 0), (1, 1), 1),
+        rtol=1e-4,
+        atol=1e-4,
+    )
     c1 = nn.Conv1d(3, 6, kernel_size=3, stride=2, padding=1, groups=3)
     x1 = rand(2, 11, 3)
-    close(c1(nv.array(x1)), conv_ref(x1, npa(c1.weight), (2,), (1,), (1,), 3)
-          + npa(c1.bias), rtol=1e-4, atol=1e-4)
+    close(
+        c1(nv.array(x1)),
+        conv_ref(x1, npa(c1.weight), (2,), (1,), (1,), 3) + npa(c1.bias),
+        rtol=1e-4,
+        atol=1e-4,
+    )
     assert c1.weight.shape == (6, 3, 1)
     with pytest.raises(ValueError, match="conv2d"):
         nn.conv2d(nv.ones((1, 2, 2, 3)), nv.ones((4, 3, 3, 3)))
@@ -198,13 +208,15 @@ def test_conv2d_gradients():
     gxp = np.zeros(xp.shape)
     for kh in range(3):
         for kw in range(3):
-            patch = xp[:, kh:kh + 5:2, kw:kw + 5:2, :]
+            patch = xp[:, kh : kh + 5 : 2, kw : kw + 5 : 2, :]
             for g in range(2):
-                Rg = R[..., g * 3:(g + 1) * 3]
-                gw_ref[g * 3:(g + 1) * 3, kh, kw] = np.einsum(
-                    "nhwo,nhwc->oc", Rg, patch[..., g * 2:(g + 1) * 2])
-                gxp[:, kh:kh + 5:2, kw:kw + 5:2, g * 2:(g + 1) * 2] += np.einsum(
-                    "nhwo,oc->nhwc", Rg, w[g * 3:(g + 1) * 3, kh, kw])
+                Rg = R[..., g * 3 : (g + 1) * 3]
+                gw_ref[g * 3 : (g + 1) * 3, kh, kw] = np.einsum(
+                    "nhwo,nhwc->oc", Rg, patch[..., g * 2 : (g + 1) * 2]
+                )
+                gxp[:, kh : kh + 5 : 2, kw : kw + 5 : 2, g * 2 : (g + 1) * 2] += np.einsum(
+                    "nhwo,oc->nhwc", Rg, w[g * 3 : (g + 1) * 3, kh, kw]
+                )
     close(gw, gw_ref, rtol=1e-4, atol=1e-4)
     close(gx, gxp[:, 1:-1, 1:-1], rtol=1e-4, atol=1e-4)
 
@@ -217,7 +229,7 @@ def pool_ref(x, k, s, p, kind):
     y = np.zeros((x.shape[0], oh, ow, x.shape[3]), np.float32)
     for i in range(oh):
         for j in range(ow):
-            win = x[:, i * s[0]:i * s[0] + k[0], j * s[1]:j * s[1] + k[1]]
+            win = x[:, i * s[0] : i * s[0] + k[0], j * s[1] : j * s[1] + k[1]]
             y[:, i, j] = win.max((1, 2)) if kind == "max" else win.mean((1, 2))
     return y
 
@@ -236,8 +248,11 @@ def test_pool2d(k, s, p, kind):
 def test_pool1d_and_max_pool_gradient():
     x = rand(2, 8, 3)
     close(nn.MaxPool1d(2)(nv.array(x)), x.reshape(2, 4, 2, 3).max(2))
-    close(nn.AvgPool1d(3, 2)(nv.array(x)),
-          np.stack([x[:, i:i + 3].mean(1) for i in range(0, 6, 2)], 1), atol=1e-6)
+    close(
+        nn.AvgPool1d(3, 2)(nv.array(x)),
+        np.stack([x[:, i : i + 3].mean(1) for i in range(0, 6, 2)], 1),
+        atol=1e-6,
+    )
     xs = rand(1, 4, 4, 2)
     g = nv.grad(lambda a: nv.sum(nn.MaxPool2d(2)(a)))(nv.array(xs))
     blocks = xs.reshape(1, 2, 2, 2, 2, 2).transpose(0, 1, 3, 5, 2, 4).reshape(1, 2, 2, 2, 4)
@@ -275,8 +290,7 @@ def mha_ref(m, q, k, v, mask):
 def test_multi_head_attention_and_masks():
     m = nn.MultiHeadAttention(16, 4, key_input_dims=12, bias=True)
     q, k = rand(2, 5, 16), rand(2, 7, 12)
-    close(m(nv.array(q), nv.array(k), nv.array(k)), mha_ref(m, q, k, k, None),
-          rtol=1e-4, atol=1e-5)
+    close(m(nv.array(q), nv.array(k), nv.array(k)), mha_ref(m, q, k, k, None), rtol=1e-4, atol=1e-5)
     mask = nn.MultiHeadAttention.create_additive_causal_mask(5)
     mnp = npa(mask)
     assert mnp[0, 1] < -1e30 and mnp[1, 0] == 0 and mnp[2, 2] == 0
@@ -294,8 +308,7 @@ def test_multi_head_attention_and_masks():
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_transformer_encoder(norm_first):
     nv.random.seed(5)
-    enc = nn.TransformerEncoder(2, 8, 2, mlp_dims=16, norm_first=norm_first,
-                                activation=nn.gelu)
+    enc = nn.TransformerEncoder(2, 8, 2, mlp_dims=16, norm_first=norm_first, activation=nn.gelu)
     x = rand(3, 4, 8)
     mask = np.where(np.triu(np.ones((4, 4)), 1) > 0, -1e9, 0.0).astype(np.float32)
 
@@ -340,15 +353,19 @@ def rope_ref(x, dims, traditional, base, scale, offset):
 def test_rope(traditional, dims):
     x = rand(2, 3, 5, 8)
     r = nn.RoPE(dims, traditional=traditional, base=100, scale=0.5)
-    close(r(nv.array(x), offset=3), rope_ref(x, dims, traditional, 100, 0.5, 3),
-          rtol=1e-4, atol=1e-5)
+    close(
+        r(nv.array(x), offset=3), rope_ref(x, dims, traditional, 100, 0.5, 3), rtol=1e-4, atol=1e-5
+    )
 
 
 def test_sinusoidal_positional_encoding():
     pe = nn.SinusoidalPositionalEncoding(8, min_freq=1e-3, max_freq=1.0)
     pos = np.arange(6, dtype=np.float32)
-    sig = np.exp(np.log(1.0) + (1 - np.arange(4) / 3) * (np.log(1.0) - np.log(1e-3))
-                 + (np.log(1e-3) - np.log(1.0)) * 0)
+    sig = np.exp(
+        np.log(1.0)
+        + (1 - np.arange(4) / 3) * (np.log(1.0) - np.log(1e-3))
+        + (np.log(1e-3) - np.log(1.0)) * 0
+    )
     sig = np.exp((1 - np.arange(4) / 3) * (0 - np.log(1e-3)) + np.log(1e-3))
     y = pos[:, None] * sig
     ref = np.concatenate([np.sin(y), np.cos(y)], -1) * math.sqrt(2 / 8)
@@ -374,17 +391,32 @@ def softplus_ref(x):
 ACTS = {
     "relu": (nn.relu, nn.ReLU(), lambda x: np.maximum(x, 0)),
     "relu6": (nn.relu6, nn.ReLU6(), lambda x: np.clip(x, 0, 6)),
-    "leaky_relu": (lambda x: nn.leaky_relu(x, 0.1), nn.LeakyReLU(0.1),
-                   lambda x: np.where(x > 0, x, 0.1 * x)),
-    "elu": (lambda x: nn.elu(x, 0.5), nn.ELU(0.5),
-            lambda x: np.where(x > 0, x, 0.5 * (np.exp(x) - 1))),
-    "selu": (nn.selu, nn.SELU(), lambda x: 1.0507009873554805 * np.where(
-        x > 0, x, 1.6732632423543772 * (np.exp(x) - 1))),
-    "celu": (lambda x: nn.celu(x, 2.0), nn.CELU(2.0),
-             lambda x: np.maximum(x, 0) + 2.0 * (np.exp(np.minimum(x, 0) / 2.0) - 1)),
+    "leaky_relu": (
+        lambda x: nn.leaky_relu(x, 0.1),
+        nn.LeakyReLU(0.1),
+        lambda x: np.where(x > 0, x, 0.1 * x),
+    ),
+    "elu": (
+        lambda x: nn.elu(x, 0.5),
+        nn.ELU(0.5),
+        lambda x: np.where(x > 0, x, 0.5 * (np.exp(x) - 1)),
+    ),
+    "selu": (
+        nn.selu,
+        nn.SELU(),
+        lambda x: 1.0507009873554805 * np.where(x > 0, x, 1.6732632423543772 * (np.exp(x) - 1)),
+    ),
+    "celu": (
+        lambda x: nn.celu(x, 2.0),
+        nn.CELU(2.0),
+        lambda x: np.maximum(x, 0) + 2.0 * (np.exp(np.minimum(x, 0) / 2.0) - 1),
+    ),
     "gelu": (nn.gelu, nn.GELU(), lambda x: 0.5 * x * (1 + ERF(x / math.sqrt(2)))),
-    "gelu_approx": (nn.gelu_approx, nn.GELU("tanh"), lambda x: 0.5 * x * (1 + np.tanh(
-        math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))),
+    "gelu_approx": (
+        nn.gelu_approx,
+        nn.GELU("tanh"),
+        lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3))),
+    ),
     "gelu_fast_approx": (nn.gelu_fast_approx, nn.GELU("fast"), lambda x: x * sigm(1.702 * x)),
     "silu": (nn.silu, nn.SiLU(), lambda x: x * sigm(x)),
     "sigmoid": (nn.sigmoid, nn.Sigmoid(), sigm),
@@ -396,8 +428,11 @@ ACTS = {
     "log_sigmoid": (nn.log_sigmoid, nn.LogSigmoid(), lambda x: -softplus_ref(-x)),
     "glu": (nn.glu, nn.GLU(), lambda x: x[..., :4] * sigm(x[..., 4:])),
     "softmax": (nn.softmax, nn.Softmax(), softmax_ref),
-    "log_softmax": (nn.log_softmax, nn.LogSoftmax(),
-                    lambda x: x - np.log(np.exp(x).sum(-1, keepdims=True))),
+    "log_softmax": (
+        nn.log_softmax,
+        nn.LogSoftmax(),
+        lambda x: x - np.log(np.exp(x).sum(-1, keepdims=True)),
+    ),
 }
 
 

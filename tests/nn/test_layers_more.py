@@ -1,6 +1,7 @@
 """The newer layers and MLX's behaviours against NumPy references: shrink activations,
 step's boundary, log_softmax of huge logits, InstanceNorm, GroupNorm's checks, 3-d conv,
 pooling and dropout, ALiBi, init.sparse/orthogonal, set_dtype, grad of a Module."""
+
 import math
 
 import numpy as np
@@ -93,7 +94,7 @@ def test_conv3d_against_numpy():
     for d in range(4):
         for h in range(2):
             for k in range(3):
-                patch = x[:, d:d + 2, h:h + 3, 2 * k:2 * k + 2, :]
+                patch = x[:, d : d + 2, h : h + 3, 2 * k : 2 * k + 2, :]
                 out[:, d, h, k, :] = np.einsum("ndhwc,odhwc->no", patch, w) + b
     close(y, out, atol=1e-4)
 
@@ -104,8 +105,15 @@ def test_pool3d_and_dropout3d():
     close(nn.MaxPool3d(2)(nv.array(x)), blocks.max((2, 4, 6)))
     close(nn.AvgPool3d(2)(nv.array(x)), blocks.mean((2, 4, 6)))
     y = nn.AvgPool3d(kernel_size=3, stride=1)(nv.array(x))
-    ref = np.stack([x[:, i:i + 3, j:j + 3, k:k + 3].mean((1, 2, 3))
-                    for i in range(2) for j in range(2) for k in range(2)], 1)
+    ref = np.stack(
+        [
+            x[:, i : i + 3, j : j + 3, k : k + 3].mean((1, 2, 3))
+            for i in range(2)
+            for j in range(2)
+            for k in range(2)
+        ],
+        1,
+    )
     close(y, ref.reshape(1, 2, 2, 2, 2))
     nv.random.seed(3)
     d = nn.Dropout3d(0.5)
@@ -125,13 +133,16 @@ def test_alibi_against_formula():
         y = np.asarray(nn.ALiBi()(nv.array(scores), offset=2))
         n = 1 << (heads.bit_length() - 1)
         slopes = [2 ** (-8 * i / n) for i in range(1, n + 1)]
-        slopes += [2 ** (-8 * i / (2 * n)) for i in range(1, 2 * n + 1)][0::2][:heads - n]
+        slopes += [2 ** (-8 * i / (2 * n)) for i in range(1, 2 * n + 1)][0::2][: heads - n]
         dist = -np.abs(np.arange(2, 5)[:, None] - np.arange(5)[None, :])
         close(y, scores + np.array(slopes)[None, :, None, None] * dist, atol=1e-6)
     assert nn.ALiBi()(nv.zeros((1, 4, 2, 2), nv.float16)).dtype == nv.float16
     mask = nv.array(rand(3, 5))
-    close(nn.ALiBi()(nv.zeros((1, 2, 3, 5)), mask=mask) - nn.ALiBi()(nv.zeros((1, 2, 3, 5))),
-          np.broadcast_to(np.asarray(mask), (1, 2, 3, 5)), atol=1e-6)
+    close(
+        nn.ALiBi()(nv.zeros((1, 2, 3, 5)), mask=mask) - nn.ALiBi()(nv.zeros((1, 2, 3, 5))),
+        np.broadcast_to(np.asarray(mask), (1, 2, 3, 5)),
+        atol=1e-6,
+    )
 
 
 def test_init_sparse_zeros_per_row_and_orthogonal_error():

@@ -1,4 +1,5 @@
 """nn.Module: the tree views, update, freezing, modes, weights files, nn.value_and_grad."""
+
 import json
 import struct
 
@@ -16,8 +17,8 @@ class Block(nn.Module):
         self.lin = nn.Linear(3, 4)
         self.norm = nn.LayerNorm(4)
         self.extra = [nv.ones((2,)), {"a": nv.zeros((1,))}]
-        self.hidden_count = 7            # a plain attribute
-        self._private = nv.ones((5,))   # never a parameter
+        self.hidden_count = 7  # a plain attribute
+        self._private = nv.ones((5,))  # never a parameter
 
     def __call__(self, x):
         return self.norm(self.lin(x))
@@ -39,9 +40,9 @@ def test_attributes_go_to_the_dict_or_stay_plain():
     b = Block()
     assert "lin" in b and "extra" in b and "_private" in b
     assert "hidden_count" not in b and b.hidden_count == 7
-    b.hidden_count = nv.ones((1,))     # becomes a tree member
+    b.hidden_count = nv.ones((1,))  # becomes a tree member
     assert "hidden_count" in b and b.hidden_count.shape == (1,)
-    b.hidden_count = 3                 # back to a plain attribute
+    b.hidden_count = 3  # back to a plain attribute
     assert "hidden_count" not in b and b.hidden_count == 3
     with pytest.raises(AttributeError):
         b.missing
@@ -53,9 +54,13 @@ def test_parameters_children_and_modules():
     net = Net()
     p = keys(net.parameters())
     assert p == sorted(
-        [f"blocks.{i}.{k}" for i in range(2) for k in
-         ("lin.weight", "lin.bias", "norm.weight", "norm.bias", "extra.0", "extra.1.a")]
-        + ["head.weight"])
+        [
+            f"blocks.{i}.{k}"
+            for i in range(2)
+            for k in ("lin.weight", "lin.bias", "norm.weight", "norm.bias", "extra.0", "extra.1.a")
+        ]
+        + ["head.weight"]
+    )
     assert not any("_private" in k for k in p)
     assert net.state is net
     ch = net.children()
@@ -65,8 +70,16 @@ def test_parameters_children_and_modules():
     assert leaves["head"] is net.head and leaves["blocks"][1]["lin"] is net.blocks[1].lin
     names = [k for k, _ in net.named_modules()]
     assert names[0] == "" and set(names) == {
-        "", "blocks.0", "blocks.1", "blocks.0.lin", "blocks.0.norm", "blocks.1.lin",
-        "blocks.1.norm", "head", "drop"}
+        "",
+        "blocks.0",
+        "blocks.1",
+        "blocks.0.lin",
+        "blocks.0.norm",
+        "blocks.1.lin",
+        "blocks.1.norm",
+        "head",
+        "drop",
+    }
     assert len(net.modules()) == 9
 
 
@@ -102,7 +115,11 @@ def test_freeze_unfreeze_with_keys():
     assert len(keys(net.parameters())) == 13
     net.unfreeze(keys="bias")
     assert keys(net.trainable_parameters()) == [
-        "blocks.0.lin.bias", "blocks.0.norm.bias", "blocks.1.lin.bias", "blocks.1.norm.bias"]
+        "blocks.0.lin.bias",
+        "blocks.0.norm.bias",
+        "blocks.1.lin.bias",
+        "blocks.1.norm.bias",
+    ]
     net.unfreeze()
     net.blocks[0].freeze(keys=["lin"], recurse=False)
     assert not any(k.startswith("blocks.0.lin") for k in keys(net.trainable_parameters()))
@@ -152,18 +169,22 @@ def test_save_load_round_trip(tmp_path, ext):
 
 def test_safetensors_layout_is_the_standard_one(tmp_path):
     from nuvec.files import load_safetensors, save_safetensors
+
     path = str(tmp_path / "t.safetensors")
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    save_safetensors(path, {"x": nv.array(x), "i": nv.array(np.array([1, 2], np.int64))},
-                     metadata={"format": "np"})
+    save_safetensors(
+        path,
+        {"x": nv.array(x), "i": nv.array(np.array([1, 2], np.int64))},
+        metadata={"format": "np"},
+    )
     raw = open(path, "rb").read()
     (n,) = struct.unpack("<Q", raw[:8])
     assert n % 8 == 0
-    header = json.loads(raw[8:8 + n])
+    header = json.loads(raw[8 : 8 + n])
     assert header["__metadata__"] == {"format": "np"}
     assert header["x"]["dtype"] == "F32" and header["x"]["shape"] == [2, 3]
     b, e = header["x"]["data_offsets"]
-    assert np.array_equal(np.frombuffer(raw[8 + n + b:8 + n + e], "<f4").reshape(2, 3), x)
+    assert np.array_equal(np.frombuffer(raw[8 + n + b : 8 + n + e], "<f4").reshape(2, 3), x)
     assert header["i"]["dtype"] == "I64"
     out, meta = load_safetensors(path, return_metadata=True)
     assert meta == {"format": "np"} and np.array_equal(np.asarray(out["x"]), x)
@@ -172,10 +193,19 @@ def test_safetensors_layout_is_the_standard_one(tmp_path):
 def test_safetensors_dtypes_round_trip(tmp_path):
     import ml_dtypes
     from nuvec.files import load_safetensors, save_safetensors
+
     path = str(tmp_path / "d.safetensors")
-    arrays = {name: np.arange(4).astype(d) for name, d in [
-        ("f16", np.float16), ("bf16", ml_dtypes.bfloat16), ("u8", np.uint8),
-        ("i32", np.int32), ("b", np.bool_), ("u32", np.uint32)]}
+    arrays = {
+        name: np.arange(4).astype(d)
+        for name, d in [
+            ("f16", np.float16),
+            ("bf16", ml_dtypes.bfloat16),
+            ("u8", np.uint8),
+            ("i32", np.int32),
+            ("b", np.bool_),
+            ("u32", np.uint32),
+        ]
+    }
     save_safetensors(path, {k: nv.array(v) for k, v in arrays.items()})
     back = load_safetensors(path)
     for k, v in arrays.items():
@@ -185,8 +215,9 @@ def test_safetensors_dtypes_round_trip(tmp_path):
 
 def test_corrupt_safetensors_is_a_clear_error(tmp_path):
     from nuvec.files import load_safetensors
+
     bad = tmp_path / "bad.safetensors"
-    bad.write_bytes(struct.pack("<Q", 10 ** 6) + b"{}")
+    bad.write_bytes(struct.pack("<Q", 10**6) + b"{}")
     with pytest.raises(ValueError, match="header length"):
         load_safetensors(str(bad))
     hdr = json.dumps({"x": {"dtype": "F32", "shape": [4], "data_offsets": [0, 8]}}).encode()
@@ -200,8 +231,9 @@ def test_load_weights_strict_errors(tmp_path):
     with pytest.raises(ValueError, match=r"missing: bias"):
         m.load_weights([("weight", nv.zeros((2, 3)))])
     with pytest.raises(ValueError, match=r"not in the model: extra"):
-        m.load_weights([("weight", nv.zeros((2, 3))), ("bias", nv.zeros((2,))),
-                        ("extra", nv.zeros((1,)))])
+        m.load_weights(
+            [("weight", nv.zeros((2, 3))), ("bias", nv.zeros((2,))), ("extra", nv.zeros((1,)))]
+        )
     with pytest.raises(ValueError, match=r"weight has shape \(3, 3\), the model has \(2, 3\)"):
         m.load_weights([("weight", nv.zeros((3, 3))), ("bias", nv.zeros((2,)))])
     # non-strict: loads what matches, ignores the rest
@@ -229,7 +261,7 @@ def test_value_and_grad_matches_the_analytic_gradient():
     loss, grads = nn.value_and_grad(model, loss_fn)(model, nv.array(x), nv.array(y))
     W, b = np.asarray(model.weight), np.asarray(model.bias)
     r = x @ W.T + b - y
-    assert np.allclose(loss.item(), np.mean(r ** 2), rtol=1e-5)
+    assert np.allclose(loss.item(), np.mean(r**2), rtol=1e-5)
     assert np.allclose(np.asarray(grads["weight"]), 2 * r.T @ x / r.size, rtol=1e-4, atol=1e-6)
     assert np.allclose(np.asarray(grads["bias"]), 2 * r.sum(0) / r.size, rtol=1e-4, atol=1e-6)
     assert np.array_equal(W, before)  # the model keeps its own parameters
@@ -240,7 +272,7 @@ def test_value_and_grad_matches_the_analytic_gradient():
 
 def test_set_dtype_repr_and_checkpoint():
     net = Net()
-    net.blocks[0].extra[0] = nv.array([1, 2])          # an int parameter stays int
+    net.blocks[0].extra[0] = nv.array([1, 2])  # an int parameter stays int
     net.set_dtype(nv.bfloat16)
     dts = {k: v.dtype for k, v in tree_flatten(net.parameters())}
     assert dts["head.weight"] == nv.bfloat16 and dts["blocks.0.extra.0"] == nv.int32

@@ -1,4 +1,5 @@
 """RNN, GRU, LSTM, the transformer decoder and Upsample against NumPy references."""
+
 import math
 
 import numpy as np
@@ -89,9 +90,11 @@ def test_lstm_against_numpy_and_gradient():
     got_h, got_c = m(nv.array(x), hidden=nv.array(h0), cell=nv.array(c0))
     close(got_h, np.stack(hs, 1))
     close(got_c, np.stack(cs, 1))
+
     # the gradient flows through every step: finite differences on one input
     def loss(v):
         return m(v)[0][:, -1].sum()
+
     g = np.asarray(nv.grad(loss)(nv.array(x)))
     eps = 1e-2
     xp, xm = x.copy(), x.copy()
@@ -125,15 +128,17 @@ def test_transformer_decoder_layer_is_its_composition(norm_first):
 
 def test_transformer_wires_encoder_into_decoder():
     nv.random.seed(2)
-    model = nn.Transformer(dims=8, num_heads=2, num_encoder_layers=1, num_decoder_layers=2,
-                           mlp_dims=16)
+    model = nn.Transformer(
+        dims=8, num_heads=2, num_encoder_layers=1, num_decoder_layers=2, mlp_dims=16
+    )
     src, tgt = nv.array(rand(2, 5, 8)), nv.array(rand(2, 3, 8))
     mask = nn.MultiHeadAttention.create_additive_causal_mask(3)
     want = model.decoder(tgt, model.encoder(src, None), mask, None)
     close(model(src, tgt, None, mask, None), np.asarray(want), atol=1e-6)
     assert len(model.decoder.layers) == 2
-    ident = nn.Transformer(dims=8, num_heads=2, custom_encoder=nn.Identity(),
-                           custom_decoder=nn.Identity())
+    ident = nn.Transformer(
+        dims=8, num_heads=2, custom_encoder=nn.Identity(), custom_decoder=nn.Identity()
+    )
     assert isinstance(ident.encoder, nn.Identity) and isinstance(ident.decoder, nn.Identity)
 
 
@@ -162,15 +167,20 @@ def test_upsample_linear_against_np_interp(align):
 def test_upsample_cubic_against_the_2d_formula():
     # the weights sum to 1: a constant stays constant
     const = np.full((1, 5, 3, 2), 2.5, np.float32)
-    close(nn.Upsample(2, mode="cubic", align_corners=True)(nv.array(const)),
-          np.full((1, 10, 6, 2), 2.5))
+    close(
+        nn.Upsample(2, mode="cubic", align_corners=True)(nv.array(const)),
+        np.full((1, 10, 6, 2), 2.5),
+    )
     # the separable evaluation equals the 2-d sum of the 16 products of 1-d weights
     x = rand(1, 3, 4, 1)
 
     def keys(d, a=-0.75):
         d = abs(d)
-        return ((a + 2) * d - (a + 3)) * d * d + 1 if d <= 1 else \
-            ((((d - 5) * d + 8) * d - 4) * a if d <= 2 else 0.0)
+        return (
+            ((a + 2) * d - (a + 3)) * d * d + 1
+            if d <= 1
+            else ((((d - 5) * d + 8) * d - 4) * a if d <= 2 else 0.0)
+        )
 
     def coords(n, s):
         return (np.arange(int(n * s)) + 0.5) / s - 0.5
@@ -182,8 +192,11 @@ def test_upsample_cubic_against_the_2d_formula():
             for a in range(-1, 3):
                 for b in range(-1, 3):
                     ri, rj = math.floor(ci) + a, math.floor(cj) + b
-                    acc += keys(ci - ri) * keys(cj - rj) * x[0, min(max(ri, 0), 2),
-                                                              min(max(rj, 0), 3), 0]
+                    acc += (
+                        keys(ci - ri)
+                        * keys(cj - rj)
+                        * x[0, min(max(ri, 0), 2), min(max(rj, 0), 3), 0]
+                    )
             ref[0, i, j, 0] = acc
     close(nn.Upsample(2, mode="cubic")(nv.array(x)), ref)
 
@@ -192,8 +205,12 @@ def test_upsample_nearest():
     x = nv.arange(1, 5).reshape((1, 2, 2, 1))
     y = nn.Upsample(2)(x)
     assert y.dtype == nv.int32
-    assert np.asarray(y)[0, :, :, 0].tolist() == [[1, 1, 2, 2], [1, 1, 2, 2], [3, 3, 4, 4],
-                                                  [3, 3, 4, 4]]
+    assert np.asarray(y)[0, :, :, 0].tolist() == [
+        [1, 1, 2, 2],
+        [1, 1, 2, 2],
+        [3, 3, 4, 4],
+        [3, 3, 4, 4],
+    ]
     v = rand(1, 7, 1)
     # downsampling picks floor(i * n / m); upsampling rounds the centred coordinate
     close(nn.Upsample(3 / 7)(nv.array(v)), v[:, np.floor(np.arange(3) * 7 / 3).astype(int)])
@@ -206,20 +223,24 @@ def test_upsample_antialias_downscale_by_two():
     y = nn.Upsample(0.5, mode="linear", antialias=True)(nv.array(v))
     w = np.array([1, 3, 3, 1]) / 8
     pad = np.concatenate([v[:, :1] * 0, v, v[:, :1] * 0], 1)  # taps outside are dropped
-    ref = np.stack([(pad[:, 2 * i:2 * i + 4] * w[None, :, None]).sum(1) for i in range(4)], 1)
+    ref = np.stack([(pad[:, 2 * i : 2 * i + 4] * w[None, :, None]).sum(1) for i in range(4)], 1)
     ref[:, 0] = (v[:, :3] * (w[1:] / w[1:].sum())[None, :, None]).sum(1)
     ref[:, -1] = (v[:, -3:] * (w[:3] / w[:3].sum())[None, :, None]).sum(1)
     close(y, ref)
     # upscaling with antialias is plain interpolation for linear
-    close(nn.Upsample(2, mode="linear", antialias=True)(nv.array(v)),
-          np.asarray(nn.Upsample(2, mode="linear")(nv.array(v))))
+    close(
+        nn.Upsample(2, mode="linear", antialias=True)(nv.array(v)),
+        np.asarray(nn.Upsample(2, mode="linear")(nv.array(v))),
+    )
 
 
 def test_upsample_dtypes_repr_and_errors():
     assert nn.Upsample(2, mode="linear")(nv.ones((1, 2, 2, 1), nv.float16)).dtype == nv.float16
     assert nn.Upsample(2, mode="linear")(nv.ones((1, 2, 1), nv.int32)).dtype == nv.float32
-    assert repr(nn.Upsample((2, 3))) == \
-        "Upsample(scale_factor=(2.0, 3.0), mode='nearest', align_corners=False)"
+    assert (
+        repr(nn.Upsample((2, 3)))
+        == "Upsample(scale_factor=(2.0, 3.0), mode='nearest', align_corners=False)"
+    )
     with pytest.raises(ValueError, match="mode"):
         nn.Upsample(2, mode="area")
     with pytest.raises(ValueError, match="antialias"):

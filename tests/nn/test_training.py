@@ -1,6 +1,7 @@
 """Training loops: a compiled step over [model.state, optimizer.state, nv.random.state] gives
 the eager step's losses and parameters bit for bit (dropout included), traces once even with
 a learning-rate schedule, and learns."""
+
 from functools import partial
 
 import numpy as np
@@ -96,7 +97,7 @@ def test_compiled_and_eager_training_agree_bit_for_bit(norm):
 
     m1, o1, l1, t1 = run(make_model, make_opt, data, compiled=False)
     m2, o2, l2, t2 = run(make_model, make_opt, data, compiled=True)
-    assert t1 == 20 and t2 == 1   # the scheduled learning rate did not retrace
+    assert t1 == 20 and t2 == 1  # the scheduled learning rate did not retrace
     assert [bits(a) for a in l1] == [bits(a) for a in l2]
     p1, p2 = dict(tree_flatten(m1.parameters())), dict(tree_flatten(m2.parameters()))
     assert p1.keys() == p2.keys()
@@ -113,13 +114,13 @@ def test_dropout_masks_differ_between_steps_and_follow_the_seed():
         return MLP([12, 32, 5], 0.5)
 
     def make_opt():
-        return optim.SGD(0.0)   # parameters stay put: only the masks change the loss
+        return optim.SGD(0.0)  # parameters stay put: only the masks change the loss
 
     _, _, a, _ = run(make_model, make_opt, [data[0]] * 3, compiled=True, seed=1)
     _, _, b, _ = run(make_model, make_opt, [data[0]] * 3, compiled=True, seed=1)
     _, _, c, _ = run(make_model, make_opt, [data[0]] * 3, compiled=True, seed=2)
     va, vc = [x.item() for x in a], [x.item() for x in c]
-    assert len(set(va)) == 3                      # a new mask each step
+    assert len(set(va)) == 3  # a new mask each step
     assert [bits(x) for x in a] == [bits(x) for x in b]
     assert va != vc
 

@@ -1,6 +1,7 @@
 """Shared helpers for the reduction, sort and linalg tests: random data per dtype, layouts
 (contiguous, transposed, strided), tolerance checks, finite-difference gradient checks and
 vmap-against-a-loop checks."""
+
 from __future__ import annotations
 
 import ml_dtypes
@@ -9,19 +10,37 @@ from hypothesis import strategies as st
 
 import nuvec as nv
 
-ALL = ["bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
-       "float16", "bfloat16", "float32", "float64", "complex64"]
+ALL = [
+    "bool",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+]
 INTS = ["uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64"]
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
 REAL = ["bool"] + INTS + FLOATS
 
 #: relative tolerance of one rounding, with room for an accumulation in float32
-RTOL = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 2e-5, "float64": 1e-12,
-        "complex64": 2e-5}
+RTOL = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 2e-5, "float64": 1e-12, "complex64": 2e-5}
 # Results that round into a dtype's subnormal range lose relative precision: allow one
 # smallest subnormal of absolute error there.
-ATOL = {"float16": 2 ** -24, "bfloat16": 2.0 ** -133, "float32": 2.0 ** -149,
-        "float64": 5e-324, "complex64": 2.0 ** -149}
+ATOL = {
+    "float16": 2**-24,
+    "bfloat16": 2.0**-133,
+    "float32": 2.0**-149,
+    "float64": 5e-324,
+    "complex64": 2.0**-149,
+}
 
 
 def exact(x, dtype=None) -> nv.array:
@@ -116,8 +135,16 @@ def assert_close(actual: nv.array, expected: np.ndarray, dtype: str, mag=None) -
 
 # -- gradients ------------------------------------------------------------------------------
 
-def fd_vjp_check(f, xs: list, seed: int = 0, eps: float = 1e-6, rtol: float = 1e-6,
-                 atol: float = 1e-8, argnums=None) -> None:
+
+def fd_vjp_check(
+    f,
+    xs: list,
+    seed: int = 0,
+    eps: float = 1e-6,
+    rtol: float = 1e-6,
+    atol: float = 1e-8,
+    argnums=None,
+) -> None:
     """nv.vjp of ``f`` (float64 arrays) against central finite differences of
     sum(f(x) * w) for a random cotangent w."""
     rng = np.random.default_rng(seed)
@@ -140,12 +167,14 @@ def fd_vjp_check(f, xs: list, seed: int = 0, eps: float = 1e-6, rtol: float = 1e
             num[idx] = (scalar(*p) - scalar(*m)) / (2 * eps)
         got = np.asarray(grads[k])
         assert got.shape == num.shape
-        np.testing.assert_allclose(got, num, rtol=rtol, atol=atol,
-                                   err_msg=f"vjp w.r.t. argument {k}")
+        np.testing.assert_allclose(
+            got, num, rtol=rtol, atol=atol, err_msg=f"vjp w.r.t. argument {k}"
+        )
 
 
-def fd_jvp_check(f, xs: list, seed: int = 0, eps: float = 1e-6, rtol: float = 1e-6,
-                 atol: float = 1e-8) -> None:
+def fd_jvp_check(
+    f, xs: list, seed: int = 0, eps: float = 1e-6, rtol: float = 1e-6, atol: float = 1e-8
+) -> None:
     """nv.jvp of ``f`` against central finite differences along random tangents."""
     rng = np.random.default_rng(seed + 1)
     xs = [np.asarray(x, dtype=np.float64) for x in xs]
@@ -163,8 +192,10 @@ def vmap_check(f, xs: list, in_axes: tuple) -> None:
     n = next(x.shape[ax] for x, ax in zip(xs, in_axes) if ax is not None)
     rows = []
     for i in range(n):
-        args = [exact(np.take(x, i, axis=ax)) if ax is not None else exact(x)
-                for x, ax in zip(xs, in_axes)]
+        args = [
+            exact(np.take(x, i, axis=ax)) if ax is not None else exact(x)
+            for x, ax in zip(xs, in_axes)
+        ]
         rows.append(np.asarray(f(*args)))
     want = np.stack(rows)
     assert got.shape == want.shape, (got.shape, want.shape)

@@ -1,4 +1,5 @@
 """view, to_fp8 and from_fp8 against NumPy and ml_dtypes."""
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -26,8 +27,10 @@ def test_view_matches_numpy(t):
 
 def test_view_of_strided_inputs_and_errors():
     base = RNG.integers(-100, 100, (2, 4)).astype(np.int32)
-    for x, ref in [(nv.broadcast_to(nv.array(base), (3, 2, 4)), np.broadcast_to(base, (3, 2, 4))),
-                   (nv.array(base).T, base.T)]:
+    for x, ref in [
+        (nv.broadcast_to(nv.array(base), (3, 2, 4)), np.broadcast_to(base, (3, 2, 4))),
+        (nv.array(base).T, base.T),
+    ]:
         out = x.view(nv.int16)
         np.testing.assert_array_equal(np.array(out), np.ascontiguousarray(ref).view(np.int16))
     assert nv.array(1, nv.int8).view(nv.uint8).item() == 1
@@ -51,7 +54,7 @@ def mlx_value(code):
     """e4m3 with MLX's reading: 0x7F is 480 (no NaN code)."""
     s = -1.0 if code & 0x80 else 1.0
     e, m = (code >> 3) & 0xF, code & 0x7
-    return s * (m / 8 * 2.0 ** -6 if e == 0 else (1 + m / 8) * 2.0 ** (e - 7))
+    return s * (m / 8 * 2.0**-6 if e == 0 else (1 + m / 8) * 2.0 ** (e - 7))
 
 
 def test_from_fp8_decodes_every_code():
@@ -64,10 +67,14 @@ def test_from_fp8_decodes_every_code():
 
 
 def test_to_fp8_rounds_to_nearest_even_and_saturates():
-    x = np.concatenate([RNG.standard_normal(400) * 10.0 ** RNG.uniform(-4, 2.6, 400),
-                        [0.0, -0.0, 448.0, 463.9, 464.0, 1e6, np.inf, -np.inf, np.nan],
-                        # ties between neighbours: 1 + 1/16 lies between 1 and 1.125
-                        [1.0625, 1.1875, 2 ** -9 * 1.5, 2 ** -10]]).astype(np.float32)
+    x = np.concatenate(
+        [
+            RNG.standard_normal(400) * 10.0 ** RNG.uniform(-4, 2.6, 400),
+            [0.0, -0.0, 448.0, 463.9, 464.0, 1e6, np.inf, -np.inf, np.nan],
+            # ties between neighbours: 1 + 1/16 lies between 1 and 1.125
+            [1.0625, 1.1875, 2**-9 * 1.5, 2**-10],
+        ]
+    ).astype(np.float32)
     codes = np.array(nv.to_fp8(nv.array(x)))
     finite = np.array([mlx_value(int(c)) for c in ALL_CODES[:127]])  # 0..0x7E, positive
     for v, c in zip(x, codes):

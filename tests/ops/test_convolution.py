@@ -1,4 +1,5 @@
 """conv_general, conv_transpose1d/2d/3d and convolve against NumPy definitions."""
+
 import itertools
 
 import numpy as np
@@ -24,8 +25,14 @@ def ref_conv_general(x, w, stride, lo, hi, kdil, idil, groups, flip):
         x = y
     width = [(0, 0)] + [(max(a, 0), max(b, 0)) for a, b in zip(lo, hi)] + [(0, 0)]
     x = np.pad(x, width)
-    idx = [slice(None)] + [slice(-a if a < 0 else 0, x.shape[1 + i] + b if b < 0 else None)
-                           for i, (a, b) in enumerate(zip(lo, hi))] + [slice(None)]
+    idx = (
+        [slice(None)]
+        + [
+            slice(-a if a < 0 else 0, x.shape[1 + i] + b if b < 0 else None)
+            for i, (a, b) in enumerate(zip(lo, hi))
+        ]
+        + [slice(None)]
+    )
     x = x[tuple(idx)]
     if flip:
         w = np.flip(w, axis=tuple(range(1, nd + 1)))
@@ -40,7 +47,7 @@ def ref_conv_general(x, w, stride, lo, hi, kdil, idil, groups, flip):
             src = tuple(p * s + k * d for p, s, k, d in zip(pos, stride, kp, kdil))
             xv = x[(slice(None),) + src]  # (N, C_in)
             for g in range(groups):
-                xs = xv[:, g * cg:(g + 1) * cg]
+                xs = xv[:, g * cg : (g + 1) * cg]
                 ws = w[(slice(g * og, (g + 1) * og),) + kp]  # (og, cg)
                 out[(slice(None),) + pos + (slice(g * og, (g + 1) * og),)] += xs @ ws.T
     return out
@@ -53,8 +60,10 @@ def ref_conv_transpose(x, w, stride, padding, dilation, output_padding, groups):
     kern = w.shape[1:-1]
     c_out, cg = w.shape[0], w.shape[-1]
     og = c_out // groups
-    full = [(x.shape[1 + i] - 1) * stride[i] + dilation[i] * (kern[i] - 1) + 1 + output_padding[i]
-            for i in range(nd)]
+    full = [
+        (x.shape[1 + i] - 1) * stride[i] + dilation[i] * (kern[i] - 1) + 1 + output_padding[i]
+        for i in range(nd)
+    ]
     out = np.zeros((x.shape[0], *full, c_out), np.float64)
     for pos in itertools.product(*[range(n) for n in x.shape[1:-1]]):
         xv = x[(slice(None),) + pos]
@@ -62,8 +71,9 @@ def ref_conv_transpose(x, w, stride, padding, dilation, output_padding, groups):
             dst = tuple(p * s + k * d for p, s, k, d in zip(pos, stride, kp, dilation))
             for g in range(groups):
                 ws = w[(slice(g * og, (g + 1) * og),) + kp]  # (og, cg): C_in of group g
-                out[(slice(None),) + dst + (slice(g * og, (g + 1) * og),)] += \
-                    xv[:, g * cg:(g + 1) * cg] @ ws.T
+                out[(slice(None),) + dst + (slice(g * og, (g + 1) * og),)] += (
+                    xv[:, g * cg : (g + 1) * cg] @ ws.T
+                )
     crop = tuple(slice(padding[i], full[i] - padding[i]) for i in range(nd))
     return out[(slice(None),) + crop]
 
@@ -88,8 +98,9 @@ def test_conv_general(case):
     x = f32(2, *spatial, 4)
     w = f32(6, *kern, 4 // groups)
     got = nv.conv_general(nv.array(x), nv.array(w), stride, (lo, hi), kdil, idil, groups, flip)
-    want = ref_conv_general(x.astype(np.float64), w.astype(np.float64), stride, lo, hi, kdil,
-                            idil, groups, flip)
+    want = ref_conv_general(
+        x.astype(np.float64), w.astype(np.float64), stride, lo, hi, kdil, idil, groups, flip
+    )
     assert got.shape == want.shape
     np.testing.assert_allclose(np.array(got), want, rtol=1e-4, atol=1e-4)
 
@@ -97,8 +108,9 @@ def test_conv_general(case):
 def test_conv_general_int_padding_and_errors():
     x, w = f32(1, 5, 2), f32(3, 3, 2)
     got = nv.conv_general(nv.array(x), nv.array(w), padding=1)
-    np.testing.assert_allclose(np.array(got), np.array(nv.conv1d(nv.array(x), nv.array(w),
-                                                                 padding=1)), rtol=1e-6)
+    np.testing.assert_allclose(
+        np.array(got), np.array(nv.conv1d(nv.array(x), nv.array(w), padding=1)), rtol=1e-6
+    )
     with pytest.raises(ValueError, match="conv_general"):
         nv.conv_general(nv.array(x), nv.array(w), stride=(1, 1))
     with pytest.raises(ValueError, match="conv_general"):
@@ -107,11 +119,19 @@ def test_conv_general_int_padding_and_errors():
         nv.conv_general(nv.array(x), nv.array(w), stride="2")
 
 
-@pytest.mark.parametrize("nd,stride,padding,dilation,output_padding,groups", [
-    (1, 1, 0, 1, 0, 1), (1, 2, 1, 1, 1, 1), (1, 3, 0, 2, 2, 2), (1, 2, 2, 1, 0, 1),
-    (2, 1, 0, 1, 0, 1), (2, (2, 1), (1, 0), (1, 2), (1, 0), 1), (2, 2, 1, 1, 0, 2),
-    (3, (1, 2, 1), 0, 1, (0, 1, 0), 1),
-])
+@pytest.mark.parametrize(
+    "nd,stride,padding,dilation,output_padding,groups",
+    [
+        (1, 1, 0, 1, 0, 1),
+        (1, 2, 1, 1, 1, 1),
+        (1, 3, 0, 2, 2, 2),
+        (1, 2, 2, 1, 0, 1),
+        (2, 1, 0, 1, 0, 1),
+        (2, (2, 1), (1, 0), (1, 2), (1, 0), 1),
+        (2, 2, 1, 1, 0, 2),
+        (3, (1, 2, 1), 0, 1, (0, 1, 0), 1),
+    ],
+)
 def test_conv_transpose(nd, stride, padding, dilation, output_padding, groups):
     tup = lambda v: (v,) * nd if isinstance(v, int) else v  # noqa: E731
     spatial = (5, 4, 3)[:nd]
@@ -120,8 +140,15 @@ def test_conv_transpose(nd, stride, padding, dilation, output_padding, groups):
     w = f32(6, *kern, 4 // groups)
     fn = {1: nv.conv_transpose1d, 2: nv.conv_transpose2d, 3: nv.conv_transpose3d}[nd]
     got = fn(nv.array(x), nv.array(w), stride, padding, dilation, output_padding, groups)
-    want = ref_conv_transpose(x.astype(np.float64), w.astype(np.float64), tup(stride),
-                              tup(padding), tup(dilation), tup(output_padding), groups)
+    want = ref_conv_transpose(
+        x.astype(np.float64),
+        w.astype(np.float64),
+        tup(stride),
+        tup(padding),
+        tup(dilation),
+        tup(output_padding),
+        groups,
+    )
     assert got.shape == want.shape
     np.testing.assert_allclose(np.array(got), want, rtol=1e-4, atol=1e-4)
 
@@ -129,8 +156,9 @@ def test_conv_transpose(nd, stride, padding, dilation, output_padding, groups):
 def test_conv_transpose_gradient_and_stream():
     x = np.arange(6.0).reshape(1, 3, 2) / 7
     w = np.arange(8.0).reshape(2, 2, 2) / 5 - 0.5
-    fd_vjp_check(lambda a, b: nv.conv_transpose1d(a, b, stride=2, padding=1), [x, w],
-                 rtol=1e-5, atol=1e-6)
+    fd_vjp_check(
+        lambda a, b: nv.conv_transpose1d(a, b, stride=2, padding=1), [x, w], rtol=1e-5, atol=1e-6
+    )
     a = nv.conv_transpose1d(nv.array(x), nv.array(w), 2, stream=nv.cpu)
     assert a.tolist() == nv.conv_transpose1d(nv.array(x), nv.array(w), 2).tolist()
     with pytest.raises(ValueError, match="conv_transpose2d"):
@@ -154,5 +182,9 @@ def test_convolve_errors_and_gradient():
         nv.convolve(nv.ones((3, 1)), nv.ones((2,)))
     with pytest.raises(ValueError, match="empty"):
         nv.convolve(nv.ones((0,)), nv.ones((2,)))
-    fd_vjp_check(lambda a, b: nv.convolve(a, b, "same"),
-                 [np.array([1.0, -2.0, 0.5, 3.0]), np.array([0.25, 1.5])], rtol=1e-5, atol=1e-6)
+    fd_vjp_check(
+        lambda a, b: nv.convolve(a, b, "same"),
+        [np.array([1.0, -2.0, 0.5, 3.0]), np.array([0.25, 1.5])],
+        rtol=1e-5,
+        atol=1e-6,
+    )

@@ -1,5 +1,6 @@
 """Creation operations against NumPy: constants, ranges, eye/tri, tril/triu, meshgrid; dtypes
 (MLX's defaults), 0-size and scalar shapes, errors."""
+
 from __future__ import annotations
 
 import os
@@ -12,8 +13,22 @@ from hypothesis import given, settings, strategies as st
 import nuvec as nv
 from _helpers import exact
 
-DTYPES = ["bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
-          "float16", "bfloat16", "float32", "float64", "complex64"]
+DTYPES = [
+    "bool",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+]
 FEW = settings(max_examples=int(os.environ.get("NV_EXAMPLES", 30)), deadline=None)
 shapes = st.lists(st.integers(0, 4), max_size=3).map(tuple)
 
@@ -56,8 +71,12 @@ def test_constant_defaults_follow_mlx():
 
 
 @FEW
-@given(st.integers(-6, 6), st.integers(-8, 8), st.integers(-3, 3).filter(bool),
-       st.sampled_from([None, "int32", "int64", "float32", "float16", "uint8"]))
+@given(
+    st.integers(-6, 6),
+    st.integers(-8, 8),
+    st.integers(-3, 3).filter(bool),
+    st.sampled_from([None, "int32", "int64", "float32", "float16", "uint8"]),
+)
 def test_arange_ints(start, stop, step, dtype):
     want = npdt(dtype or "int32")
     e = np.arange(start, stop, step)
@@ -71,18 +90,29 @@ def test_arange_ints(start, stop, step, dtype):
 
 
 @FEW
-@given(st.floats(-5, 5), st.floats(-5, 5), st.sampled_from([0.25, 0.5, -0.75, 1.0, 1.5]),
-       st.sampled_from([None, "float32", "float64", "bfloat16"]))
+@given(
+    st.floats(-5, 5),
+    st.floats(-5, 5),
+    st.sampled_from([0.25, 0.5, -0.75, 1.0, 1.5]),
+    st.sampled_from([None, "float32", "float64", "bfloat16"]),
+)
 def test_arange_floats(start, stop, step, dtype):
     e = np.arange(start, stop, step)
     same(nv.arange(start, stop, step, dtype), e.astype(npdt(dtype or "float32")))
 
 
 @FEW
-@given(st.floats(-10, 10), st.floats(-10, 10), st.integers(0, 9),
-       st.sampled_from(["float32", "float64", "float16", "int32"]))
+@given(
+    st.floats(-10, 10),
+    st.floats(-10, 10),
+    st.integers(0, 9),
+    st.sampled_from(["float32", "float64", "float16", "int32"]),
+)
 def test_linspace(start, stop, num, dtype):
-    same(nv.linspace(start, stop, num, dtype=dtype), np.linspace(start, stop, num).astype(npdt(dtype)))
+    same(
+        nv.linspace(start, stop, num, dtype=dtype),
+        np.linspace(start, stop, num).astype(npdt(dtype)),
+    )
 
 
 def test_range_errors():
@@ -101,8 +131,12 @@ def test_range_errors():
 
 
 @FEW
-@given(st.integers(0, 5), st.one_of(st.none(), st.integers(0, 5)), st.integers(-6, 6),
-       st.sampled_from(DTYPES))
+@given(
+    st.integers(0, 5),
+    st.one_of(st.none(), st.integers(0, 5)),
+    st.integers(-6, 6),
+    st.sampled_from(DTYPES),
+)
 def test_eye_identity_tri(n, m, k, dtype):
     d = npdt(dtype)
     same(nv.eye(n, m, k, dtype), np.eye(n, m, k, dtype=d))
@@ -112,11 +146,18 @@ def test_eye_identity_tri(n, m, k, dtype):
 
 
 @FEW
-@given(st.lists(st.integers(0, 4), min_size=2, max_size=4), st.integers(-4, 4),
-       st.sampled_from(DTYPES), st.sampled_from("cts"))
+@given(
+    st.lists(st.integers(0, 4), min_size=2, max_size=4),
+    st.integers(-4, 4),
+    st.sampled_from(DTYPES),
+    st.sampled_from("cts"),
+)
 def test_tril_triu(shape, k, dtype, kind):
-    x = (np.random.default_rng(0).standard_normal(shape) * 5).astype(npdt(dtype)) \
-        if dtype != "bool" else np.random.default_rng(0).random(shape) < 0.5
+    x = (
+        (np.random.default_rng(0).standard_normal(shape) * 5).astype(npdt(dtype))
+        if dtype != "bool"
+        else np.random.default_rng(0).random(shape) < 0.5
+    )
     if kind == "t":
         a = nv.swapaxes(exact(np.ascontiguousarray(np.swapaxes(x, -1, -2))), -1, -2)
     elif kind == "s":

@@ -1,6 +1,7 @@
 """nv.fft against numpy.fft: every transform with sizes, axes and norms, frequencies and shifts,
 dtypes, errors; vjp as the adjoint of the transform (and against finite differences of a
 nonlinear loss), jvp, vmap against a loop, compiled equal to eager bit for bit."""
+
 import itertools
 
 import numpy as np
@@ -45,8 +46,9 @@ N_D = ["fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn"]
 
 
 @pytest.mark.parametrize("name", N_D)
-@pytest.mark.parametrize("axes,s", [(None, None), ((1, 2), None), ((2, 0), (5, 10)),
-                                    ((0, 2), (7, 3)), ((-1,), (9,))])
+@pytest.mark.parametrize(
+    "axes,s", [(None, None), ((1, 2), None), ((2, 0), (5, 10)), ((0, 2), (7, 3)), ((-1,), (9,))]
+)
 def test_n_dimensional(name, axes, s):
     if axes is None and name.endswith("2"):
         axes = (-2, -1)
@@ -86,14 +88,17 @@ def test_freqs_and_shifts():
         f = nv.fft.fftfreq(n, d=d)
         assert f.dtype == nv.float32
         np.testing.assert_allclose(np.asarray(f), np.fft.fftfreq(n, d), rtol=1e-7)
-        np.testing.assert_allclose(np.asarray(nv.fft.rfftfreq(n, d)), np.fft.rfftfreq(n, d),
-                                   rtol=1e-7)
+        np.testing.assert_allclose(
+            np.asarray(nv.fft.rfftfreq(n, d)), np.fft.rfftfreq(n, d), rtol=1e-7
+        )
     x = rrand(5, 6, 7)
     for axes in (None, 0, -1, [0, 2], (1,)):
-        np.testing.assert_array_equal(np.asarray(nv.fft.fftshift(nv.array(x), axes)),
-                                      np.fft.fftshift(x, axes))
-        np.testing.assert_array_equal(np.asarray(nv.fft.ifftshift(nv.array(x), axes)),
-                                      np.fft.ifftshift(x, axes))
+        np.testing.assert_array_equal(
+            np.asarray(nv.fft.fftshift(nv.array(x), axes)), np.fft.fftshift(x, axes)
+        )
+        np.testing.assert_array_equal(
+            np.asarray(nv.fft.ifftshift(nv.array(x), axes)), np.fft.ifftshift(x, axes)
+        )
     e = nv.array(np.zeros((0,), np.float32))
     assert nv.fft.fftshift(e).shape == (0,)
 
@@ -123,15 +128,20 @@ def test_errors():
 
 # -- transforms ----------------------------------------------------------------------------
 
-CASES = [(nv.fft.fftn, np.fft.fftn, False), (nv.fft.ifftn, np.fft.ifftn, False),
-         (nv.fft.rfftn, np.fft.rfftn, True), (nv.fft.irfftn, np.fft.irfftn, False)]
+CASES = [
+    (nv.fft.fftn, np.fft.fftn, False),
+    (nv.fft.ifftn, np.fft.ifftn, False),
+    (nv.fft.rfftn, np.fft.rfftn, True),
+    (nv.fft.irfftn, np.fft.irfftn, False),
+]
 AXES = [(-1,), (0,), (-2, -1), (-1, -2), (0, 1)]
 
 
 def _inner(a, b):
     """The real inner product Re(sum(conj(a) * b)) that vjp is the adjoint under."""
-    return float(np.real(np.vdot(np.asarray(a, np.complex128).ravel(),
-                                 np.asarray(b, np.complex128).ravel())))
+    return float(
+        np.real(np.vdot(np.asarray(a, np.complex128).ravel(), np.asarray(b, np.complex128).ravel()))
+    )
 
 
 @pytest.mark.parametrize("case", range(len(CASES)))
@@ -147,8 +157,9 @@ def test_vjp_is_the_adjoint(case, axes, shape):
     else:
         kw = {}
     y = f_np(x, axes=axes, **kw)
-    g = (RNG.standard_normal(y.shape) + (0 if np.isrealobj(y) else
-                                         1j * RNG.standard_normal(y.shape))).astype(y.dtype)
+    g = (
+        RNG.standard_normal(y.shape) + (0 if np.isrealobj(y) else 1j * RNG.standard_normal(y.shape))
+    ).astype(y.dtype)
     _, (grad,) = nv.vjp(lambda a: f_nv(a, axes=axes, **kw), [nv.array(x)], [nv.array(g)])
     assert grad.shape == x.shape
     # <g, J t> = <vjp(g), t> for tangents t; for the inverse real transform J reads only the
@@ -194,8 +205,10 @@ def test_jvp_and_vmap(case, axes):
     close(tan, np.asarray(f(nv.array(t))))
     loop = np.stack([np.asarray(f(nv.array(x[i]))) for i in range(3)])
     close(nv.vmap(f)(nv.array(x)), loop)
-    close(nv.vmap(f, in_axes=1, out_axes=1)(nv.array(x)),
-          np.stack([np.asarray(f(nv.array(x[:, i]))) for i in range(8)], axis=1))
+    close(
+        nv.vmap(f, in_axes=1, out_axes=1)(nv.array(x)),
+        np.stack([np.asarray(f(nv.array(x[:, i]))) for i in range(8)], axis=1),
+    )
 
 
 def test_compiled_equals_eager():
@@ -209,8 +222,9 @@ def test_compiled_equals_eager():
         np.testing.assert_array_equal(np.asarray(g(nv.array(x))), np.asarray(f(nv.array(x))))
     grad = nv.compile(nv.grad(lambda a: nv.sum(nv.fft.rfft(a).abs())))
     r = nv.array(rrand(16))
-    np.testing.assert_array_equal(np.asarray(grad(r)),
-                                  np.asarray(nv.grad(lambda a: nv.sum(nv.fft.rfft(a).abs()))(r)))
+    np.testing.assert_array_equal(
+        np.asarray(grad(r)), np.asarray(nv.grad(lambda a: nv.sum(nv.fft.rfft(a).abs()))(r))
+    )
 
 
 def test_stream_keyword():
@@ -221,8 +235,8 @@ def test_stream_keyword():
 
 # -- stft / istft --------------------------------------------------------------------------
 
-def np_stft(x, n_fft, hop, win, center=True, pad_mode="reflect", norm="backward",
-            onesided=True):
+
+def np_stft(x, n_fft, hop, win, center=True, pad_mode="reflect", norm="backward", onesided=True):
     """torch.stft's definition in NumPy: pad, frame, window (centred in the frame), DFT."""
     wl = win.shape[0]
     left = (n_fft - wl) // 2
@@ -231,7 +245,7 @@ def np_stft(x, n_fft, hop, win, center=True, pad_mode="reflect", norm="backward"
         p = n_fft // 2
         x = np.pad(x, [(0, 0)] * (x.ndim - 1) + [(p, p)], mode=pad_mode)
     count = 1 + (x.shape[-1] - n_fft) // hop
-    frames = np.stack([x[..., t * hop: t * hop + n_fft] for t in range(count)], axis=-2) * w
+    frames = np.stack([x[..., t * hop : t * hop + n_fft] for t in range(count)], axis=-2) * w
     spec = (np.fft.rfft if onesided else np.fft.fft)(frames, axis=-1, norm=norm)
     return np.swapaxes(spec, -1, -2)
 
@@ -240,18 +254,36 @@ HANN = lambda n: (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n) / n)).astype(np.fl
 
 
 @pytest.mark.parametrize("n_fft,hop,wl", [(16, 4, 16), (16, 5, 12), (15, 3, 15), (8, 8, 8)])
-@pytest.mark.parametrize("center,pad_mode", [(True, "reflect"), (True, "constant"),
-                                             (True, "edge"), (False, "reflect")])
+@pytest.mark.parametrize(
+    "center,pad_mode", [(True, "reflect"), (True, "constant"), (True, "edge"), (False, "reflect")]
+)
 @pytest.mark.parametrize("norm", ["backward", "ortho"])
 def test_stft_against_numpy(n_fft, hop, wl, center, pad_mode, norm):
     x = rrand(2, 61)
     w = HANN(wl)
-    got = nv.fft.stft(nv.array(x), n_fft, hop_length=hop, win_length=wl, window=nv.array(w),
-                      center=center, pad_mode=pad_mode, norm=norm)
+    got = nv.fft.stft(
+        nv.array(x),
+        n_fft,
+        hop_length=hop,
+        win_length=wl,
+        window=nv.array(w),
+        center=center,
+        pad_mode=pad_mode,
+        norm=norm,
+    )
     assert got.dtype == nv.complex64
     close(got, np_stft(x, n_fft, hop, w, center, pad_mode, norm))
-    two = nv.fft.stft(nv.array(x), n_fft, hop_length=hop, win_length=wl, window=nv.array(w),
-                      center=center, pad_mode=pad_mode, norm=norm, onesided=False)
+    two = nv.fft.stft(
+        nv.array(x),
+        n_fft,
+        hop_length=hop,
+        win_length=wl,
+        window=nv.array(w),
+        center=center,
+        pad_mode=pad_mode,
+        norm=norm,
+        onesided=False,
+    )
     close(two, np_stft(x, n_fft, hop, w, center, pad_mode, norm, onesided=False))
 
 
@@ -260,11 +292,19 @@ def test_stft_against_numpy(n_fft, hop, wl, center, pad_mode, norm):
 @pytest.mark.parametrize("onesided", [True, False])
 def test_istft_inverts_stft(n_fft, hop, center, onesided):
     x = rrand(3, 80)
-    w = nv.array(HANN(n_fft) + 0.1)   # never zero: every sample is recoverable
-    spec = nv.fft.stft(nv.array(x), n_fft, hop_length=hop, window=w, center=center,
-                       onesided=onesided)
-    back = nv.fft.istft(spec, n_fft, hop_length=hop, window=w, center=center,
-                        onesided=onesided, length=80 if center else None)
+    w = nv.array(HANN(n_fft) + 0.1)  # never zero: every sample is recoverable
+    spec = nv.fft.stft(
+        nv.array(x), n_fft, hop_length=hop, window=w, center=center, onesided=onesided
+    )
+    back = nv.fft.istft(
+        spec,
+        n_fft,
+        hop_length=hop,
+        window=w,
+        center=center,
+        onesided=onesided,
+        length=80 if center else None,
+    )
     back = np.asarray(back)
     assert back.dtype == (np.float32 if onesided else np.complex64)
     covered = back.shape[-1]
@@ -273,7 +313,7 @@ def test_istft_inverts_stft(n_fft, hop, center, onesided):
 
 def test_stft_defaults_errors_and_gradient():
     x = rrand(50)
-    got = nv.fft.stft(nv.array(x), 16)   # hop n_fft // 4, rectangular window, reflect pad
+    got = nv.fft.stft(nv.array(x), 16)  # hop n_fft // 4, rectangular window, reflect pad
     close(got, np_stft(x, 16, 4, np.ones(16, np.float32)))
     with pytest.raises(ValueError, match="stft: pad_mode"):
         nv.fft.stft(nv.array(x), 16, pad_mode="wrap")

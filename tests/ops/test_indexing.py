@@ -2,6 +2,7 @@
 Ellipsis and integer arrays in every combination; ``at[]`` updates with repeated indices;
 take, take_along_axis, put_along_axis, dynamic slice / slice_update, diagonal / diag; errors;
 gradients of gather and scatter against finite differences and vmap against a loop."""
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,22 @@ import nuvec as nv
 from _helpers import exact
 from nuvec.primitives.indexing import Gather, GatherAxis, Scatter, ScatterAxis
 
-DTYPES = ["bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
-          "float16", "bfloat16", "float32", "float64", "complex64"]
+DTYPES = [
+    "bool",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+]
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
 FEW = settings(max_examples=int(os.environ.get("NV_EXAMPLES", 40)), deadline=None)
 
@@ -58,7 +73,7 @@ def same(out, expected: np.ndarray) -> None:
 def arrays(draw, min_dims=0, max_dims=4, max_side=4, dtypes=DTYPES):
     shape = draw(st.lists(st.integers(0, max_side), min_size=min_dims, max_size=max_dims))
     dtype = draw(st.sampled_from(dtypes))
-    x = rand(np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1))), shape, dtype)
+    x = rand(np.random.default_rng(draw(st.integers(0, 2**32 - 1))), shape, dtype)
     return x, layout(x, draw(st.sampled_from("cts"))), dtype
 
 
@@ -89,9 +104,8 @@ def index_for(draw, shape, allow_none=True, allow_arrays=True):
             np_ix.append(slice(b, e, s))
         else:
             ishape = tuple(d if draw(st.booleans()) else 1 for d in base)
-            ishape = ishape[draw(st.integers(0, len(ishape))):]
-            vals = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1))).integers(
-                -n, n, ishape)
+            ishape = ishape[draw(st.integers(0, len(ishape))) :]
+            vals = np.random.default_rng(draw(st.integers(0, 2**32 - 1))).integers(-n, n, ishape)
             form = draw(st.sampled_from(["nv", "np", "list", "uint8"]))
             if form == "uint8":
                 vals = (vals % n).astype(np.uint8)
@@ -126,8 +140,7 @@ def test_getitem_matches_numpy(xa, d):
 
 
 @FEW
-@given(arrays(dtypes=["int32", "float32", "bfloat16", "bool", "complex64", "uint64"]),
-       st.data())
+@given(arrays(dtypes=["int32", "float32", "bfloat16", "bool", "complex64", "uint64"]), st.data())
 def test_setitem_matches_numpy(xa, d):
     x, a, dtype = xa
     ix, npix = d.draw(index_for(x.shape))
@@ -136,7 +149,7 @@ def test_setitem_matches_numpy(xa, d):
     unique = len(np.unique(positions)) == positions.size
     e = x.copy()
     if unique and d.draw(st.booleans()):
-        vshape = target.shape[d.draw(st.integers(0, target.ndim)):]
+        vshape = target.shape[d.draw(st.integers(0, target.ndim)) :]
         vshape = tuple(s if d.draw(st.booleans()) else 1 for s in vshape)
         v = rand(np.random.default_rng(3), vshape, dtype)
         e[npix] = v
@@ -174,14 +187,22 @@ def test_setitem_keeps_the_old_value_for_the_update_and_siblings():
     assert parts[0].tolist() == [9, 1] and parts[1].tolist() == [2, 3]
 
 
-AT_MODES = {"add": lambda p, v: p + v, "subtract": lambda p, v: p - v,
-            "multiply": lambda p, v: p * v, "divide": lambda p, v: p / v,
-            "maximum": np.maximum, "minimum": np.minimum}
+AT_MODES = {
+    "add": lambda p, v: p + v,
+    "subtract": lambda p, v: p - v,
+    "multiply": lambda p, v: p * v,
+    "divide": lambda p, v: p / v,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+}
 
 
 @FEW
-@given(arrays(min_dims=1, dtypes=["int32", "uint8", "float32", "float64", "float16", "bool"]),
-       st.sampled_from(list(AT_MODES)), st.data())
+@given(
+    arrays(min_dims=1, dtypes=["int32", "uint8", "float32", "float64", "float16", "bool"]),
+    st.sampled_from(list(AT_MODES)),
+    st.data(),
+)
 def test_at_updates_count_repeated_indices(xa, mode, d):
     x, a, dtype = xa
     ix, npix = d.draw(index_for(x.shape, allow_none=False))
@@ -203,8 +224,12 @@ def test_at_updates_count_repeated_indices(xa, mode, d):
     out = getattr(a.at[ix], mode)(exact(v))
     e = flat.reshape(x.shape)
     if dtype in FLOATS:  # repeated float updates may combine in another order
-        np.testing.assert_allclose(np.asarray(out).astype(np.float64), e.astype(np.float64),
-                                   rtol={"float16": 4e-3}.get(dtype, 1e-5), atol=1e-2)
+        np.testing.assert_allclose(
+            np.asarray(out).astype(np.float64),
+            e.astype(np.float64),
+            rtol={"float16": 4e-3}.get(dtype, 1e-5),
+            atol=1e-2,
+        )
         assert out.dtype.name == dtype
     else:
         same(out, e)
@@ -216,19 +241,20 @@ def test_row_updates_sum_in_add_at_order_bit_for_bit(dtype):
     step): every row sums its updates in their original order, as np.add.at does."""
     rng = np.random.default_rng(9)
     for vocab, shape in [(96, (32, 64)), (7, (200,)), (50, (3, 40)), (300, (2, 2, 33))]:
-        idx = rng.integers(-vocab, vocab, shape).astype(np.int32)     # negatives wrap
+        idx = rng.integers(-vocab, vocab, shape).astype(np.int32)  # negatives wrap
         table = (rng.standard_normal((vocab, 5)) * 100).astype(dtype)
-        upd = (rng.standard_normal(shape + (5,)) * 10.0 ** rng.uniform(-3, 3, shape + (5,)))
+        upd = rng.standard_normal(shape + (5,)) * 10.0 ** rng.uniform(-3, 3, shape + (5,))
         upd = upd.astype(dtype)
         want = table.copy()
         np.add.at(want, (idx,), upd)
         got = exact(table).at[exact(idx)].add(exact(upd))
         assert np.asarray(got).tobytes() == want.tobytes(), (vocab, shape)
     if nv.default_device() != nv.cpu:
-        return      # the GPU wraps a bad index instead (backends/cuda/indexing.py says why)
-    with pytest.raises(IndexError, match="scatter"):        # a bad index is still reported
-        exact(table).at[exact(np.full(70, 300, np.int32))].add(exact(
-            np.ones((70, 5), dtype))).tolist()
+        return  # the GPU wraps a bad index instead (backends/cuda/indexing.py says why)
+    with pytest.raises(IndexError, match="scatter"):  # a bad index is still reported
+        exact(table).at[exact(np.full(70, 300, np.int32))].add(
+            exact(np.ones((70, 5), dtype))
+        ).tolist()
 
 
 def test_at_example_from_mlx_docs():
@@ -265,19 +291,26 @@ def test_take_and_put_along_axis(xa, d):
         return
     rng = np.random.default_rng(2)
     k = d.draw(st.integers(0, 3))
-    ishape = tuple(k if i == ax % x.ndim else (s if d.draw(st.booleans()) else 1)
-                   for i, s in enumerate(x.shape))
+    ishape = tuple(
+        k if i == ax % x.ndim else (s if d.draw(st.booleans()) else 1)
+        for i, s in enumerate(x.shape)
+    )
     idx = rng.integers(-n, n, ishape)
-    same(nv.take_along_axis(a, exact(idx.astype(np.int32)), axis=ax),
-         np.take_along_axis(x, idx, axis=ax))
+    same(
+        nv.take_along_axis(a, exact(idx.astype(np.int32)), axis=ax),
+        np.take_along_axis(x, idx, axis=ax),
+    )
     if x.size:
         flat = idx.reshape(-1)[:3] % x.size
-        same(nv.take_along_axis(a, exact(flat), axis=None),
-             np.take_along_axis(x.reshape(-1), flat, axis=0))
+        same(
+            nv.take_along_axis(a, exact(flat), axis=None),
+            np.take_along_axis(x.reshape(-1), flat, axis=0),
+        )
     # put with distinct indices along the axis, shaped like the array elsewhere
     k = min(k, n)
-    perm = np.argsort(rng.random(x.shape[:ax % x.ndim] + (n,) + x.shape[ax % x.ndim + 1:]),
-                      axis=ax)
+    perm = np.argsort(
+        rng.random(x.shape[: ax % x.ndim] + (n,) + x.shape[ax % x.ndim + 1 :]), axis=ax
+    )
     pidx = np.take(perm, np.arange(k), axis=ax)
     vals = rand(rng, pidx.shape, dtype)
     e = x.copy()
@@ -292,8 +325,7 @@ def test_put_along_axis_broadcasts_values_and_axis_none():
     same(nv.put_along_axis(exact(x), exact([[0], [2]]), 5.0, axis=1), e)
     e = x.copy().reshape(-1)
     e[[1, 4]] = [1, 2]
-    same(nv.put_along_axis(exact(x), exact([1, 4]), exact([1.0, 2.0]), axis=None),
-         e.reshape(2, 3))
+    same(nv.put_along_axis(exact(x), exact([1, 4]), exact([1.0, 2.0]), axis=None), e.reshape(2, 3))
 
 
 @FEW
@@ -310,8 +342,11 @@ def test_dynamic_slice_and_slice_update(xa, d):
         b = st_ + n if st_ < 0 else st_
         b = min(max(b, 0), n - s)
         box[ax] = slice(b, b + s)
-    start = exact(np.array(starts, np.int32)) if k > 1 or d.draw(st.booleans()) \
+    start = (
+        exact(np.array(starts, np.int32))
+        if k > 1 or d.draw(st.booleans())
         else exact(np.int32(starts[0]))
+    )
     same(nv.slice(a, start, axes, sizes), x[tuple(box)])
     upd = rand(np.random.default_rng(4), tuple(sizes), dtype)
     e = x.copy()
@@ -341,7 +376,7 @@ def test_diagonal_and_diag(xa, d):
 
 
 # -- errors ------------------------------------------------------------------------------
-@pytest.mark.usefixtures("cpu_device")   # CPU-only behaviour (see tests/conftest.py)
+@pytest.mark.usefixtures("cpu_device")  # CPU-only behaviour (see tests/conftest.py)
 def test_index_errors_are_clear():
     a = nv.zeros((3, 4))
     for bad in [exact([True, False, True]), True, [True, False, True], np.array([True])]:
@@ -423,8 +458,17 @@ def fd_check(f, xs, eps=1e-6):
 def vmap_check(f, xs, in_axes):
     size = next(np.shape(x)[ax] for x, ax in zip(xs, in_axes) if ax is not None)
     out = nv.vmap(f, in_axes=in_axes)(*[exact(x) for x in xs])
-    rows = [np.asarray(f(*[exact(np.take(x, b, axis=ax)) if ax is not None else exact(x)
-                           for x, ax in zip(xs, in_axes)])) for b in range(size)]
+    rows = [
+        np.asarray(
+            f(
+                *[
+                    exact(np.take(x, b, axis=ax)) if ax is not None else exact(x)
+                    for x, ax in zip(xs, in_axes)
+                ]
+            )
+        )
+        for b in range(size)
+    ]
     np.testing.assert_array_equal(np.asarray(out), np.stack(rows))
 
 
@@ -440,20 +484,28 @@ GATHER_SCATTER = {
     "gather_nonadjacent": (lambda x: x[I_DUP, None, exact([0, 1, 3])], [X]),
     "gather_after_slice": (lambda x: x[None, ::-1, None, I_DUP], [X]),
     "take": (lambda x: nv.take(x, exact([3, 3, 1]), axis=1), [X]),
-    "take_along_axis": (lambda x: nv.take_along_axis(x, exact([[0, 0], [2, 1], [3, 3]]),
-                                                     axis=1), [X]),
+    "take_along_axis": (
+        lambda x: nv.take_along_axis(x, exact([[0, 0], [2, 1], [3, 3]]), axis=1),
+        [X],
+    ),
     "setitem_array": (lambda x, v: nv.setitem(x, exact([2, 0]), v), [X, V2]),
-    "setitem_mixed": (lambda x, v: nv.setitem(x, (slice(1, None), exact([0, 3, 1])), v[0]),
-                      [X, np.stack([V3, V3 - 1])]),
+    "setitem_mixed": (
+        lambda x, v: nv.setitem(x, (slice(1, None), exact([0, 3, 1])), v[0]),
+        [X, np.stack([V3, V3 - 1])],
+    ),
     "at_add": (lambda x, v: x.at[I_DUP, 1:].add(v[:, :3]), [X, R.standard_normal((3, 4))]),
     "at_multiply": (lambda x, v: x.at[I_DUP, 0].multiply(v), [X, V3]),
     "at_maximum": (lambda x, v: x.at[I_DUP, 2].maximum(v), [X, R.standard_normal(3) * 3]),
     "at_minimum": (lambda x, v: x.at[I_DUP, 2].minimum(v), [X, R.standard_normal(3) * 3]),
-    "put_along_axis": (lambda x, v: nv.put_along_axis(x, exact([[1], [3], [0]]), v, axis=1),
-                       [X, V3[:, None]]),
+    "put_along_axis": (
+        lambda x, v: nv.put_along_axis(x, exact([[1], [3], [0]]), v, axis=1),
+        [X, V3[:, None]],
+    ),
     "dynamic_slice": (lambda x: nv.slice(x, exact([1, 2]), (0, 1), (2, 2)), [X]),
-    "dynamic_slice_update": (lambda x, v: nv.slice_update(x, v, exact(1), (1,)),
-                             [X, R.standard_normal((3, 2))]),
+    "dynamic_slice_update": (
+        lambda x, v: nv.slice_update(x, v, exact(1), (1,)),
+        [X, R.standard_normal((3, 2))],
+    ),
     "diagonal": (lambda x: nv.diagonal(x, 1), [X]),
     "diag": (lambda v: nv.diag(v, -1), [V3]),
 }
@@ -479,12 +531,17 @@ def test_vmap_over_indices():
     idx = np.array([[0, 2], [1, 1], [2, 0]])
     vmap_check(lambda i: exact(x)[i], [idx], [0])
     vmap_check(lambda x, i: x[i, 1:], [np.stack([x, x + 1, x * 2]), idx], [0, 0])
-    vmap_check(lambda x, i: nv.take_along_axis(x, i, axis=0), [x, np.array([[0, 2], [1, 1], [2, 0], [1, 2]])], [1, 0])
+    vmap_check(
+        lambda x, i: nv.take_along_axis(x, i, axis=0),
+        [x, np.array([[0, 2], [1, 1], [2, 0], [1, 2]])],
+        [1, 0],
+    )
     vmap_check(lambda i: exact(x).at[i].add(1.0), [idx], [0])
     vmap_check(lambda x, i: nv.put_along_axis(x, i, 0.0, axis=1), [x, idx[:, None, :1]], [None, 0])
     vmap_check(lambda s: nv.slice(exact(x), s, (1,), (3, 2)), [np.array([0, 2, 3])], [0])
-    vmap_check(lambda s: nv.slice_update(exact(x), nv.ones((3, 1)), s, (1,)),
-               [np.array([0, 3])], [0])
+    vmap_check(
+        lambda s: nv.slice_update(exact(x), nv.ones((3, 1)), s, (1,)), [np.array([0, 3])], [0]
+    )
 
 
 def test_integer_indices_get_no_gradient_and_rules_cover_all_inputs():

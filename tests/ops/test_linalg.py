@@ -1,5 +1,6 @@
 """matmul, addmm, tensordot, inner, outer, einsum, isclose, allclose, array_equal against
 NumPy; errors; gradients against finite differences; vmap against a loop."""
+
 import itertools
 import os
 
@@ -8,8 +9,19 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import nuvec as nv
-from _helpers import (exact, FLOATS, INTS, RTOL, assert_close, f64, fd_jvp_check, fd_vjp_check,
-                      layout, rand, vmap_check)
+from _helpers import (
+    exact,
+    FLOATS,
+    INTS,
+    RTOL,
+    assert_close,
+    f64,
+    fd_jvp_check,
+    fd_vjp_check,
+    layout,
+    rand,
+    vmap_check,
+)
 
 FAST = settings(max_examples=int(os.environ.get("NUVEC_TEST_EXAMPLES", 40)), deadline=None)
 NUMERIC = INTS + FLOATS + ["complex64"]
@@ -20,8 +32,9 @@ def int_matmul(a: np.ndarray, b: np.ndarray, name: str) -> np.ndarray:
     r = np.matmul(a.astype(object), b.astype(object))
     info = np.iinfo(name)
     span = int(info.max) - int(info.min) + 1
-    return np.vectorize(lambda v: ((int(v) - int(info.min)) % span) + int(info.min),
-                        otypes=[object])(r).astype(name)
+    return np.vectorize(
+        lambda v: ((int(v) - int(info.min)) % span) + int(info.min), otypes=[object]
+    )(r).astype(name)
 
 
 @st.composite
@@ -29,8 +42,8 @@ def matmul_operands(draw):
     """Shapes that matmul accepts: broadcastable batch dims, maybe 1-D operands, 0 sizes."""
     m, k, n = (draw(st.integers(0, 4)) for _ in range(3))
     batch = draw(st.lists(st.integers(1, 3), max_size=2))
-    a_batch = [d if draw(st.booleans()) else 1 for d in batch][draw(st.integers(0, len(batch))):]
-    b_batch = [d if draw(st.booleans()) else 1 for d in batch][draw(st.integers(0, len(batch))):]
+    a_batch = [d if draw(st.booleans()) else 1 for d in batch][draw(st.integers(0, len(batch))) :]
+    b_batch = [d if draw(st.booleans()) else 1 for d in batch][draw(st.integers(0, len(batch))) :]
     a_shape = (k,) if draw(st.integers(0, 4)) == 0 else tuple(a_batch) + (m, k)
     b_shape = (k,) if draw(st.integers(0, 4)) == 0 else tuple(b_batch) + (k, n)
     name = draw(st.sampled_from(NUMERIC))
@@ -76,8 +89,11 @@ def test_half_matmul_rounds_once_from_float32():
 
 
 def test_matmul_errors():
-    with pytest.raises(ValueError, match=r"matmul: last dimension of the first input \(shape "
-                                         r"\(2, 3\)\) must match the second-to-last dimension"):
+    with pytest.raises(
+        ValueError,
+        match=r"matmul: last dimension of the first input \(shape "
+        r"\(2, 3\)\) must match the second-to-last dimension",
+    ):
         nv.matmul(nv.ones((2, 3)), nv.ones((4, 5)))
     with pytest.raises(ValueError, match="matmul: inputs must have at least one dimension"):
         nv.matmul(exact(1.0), nv.ones(3))
@@ -88,10 +104,14 @@ def test_matmul_errors():
 
 
 @FAST
-@given(seed=st.integers(0, 2**31 - 1), c_kind=st.sampled_from(["full", "row", "col", "scalar"]),
-       alpha=st.sampled_from([1.0, 2.0, -0.5]), beta=st.sampled_from([1.0, 0.0, 0.25]),
-       name=st.sampled_from(["float16", "bfloat16", "float32", "float64", "int32"]),
-       batch=st.sampled_from([(), (2,)]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    c_kind=st.sampled_from(["full", "row", "col", "scalar"]),
+    alpha=st.sampled_from([1.0, 2.0, -0.5]),
+    beta=st.sampled_from([1.0, 0.0, 0.25]),
+    name=st.sampled_from(["float16", "bfloat16", "float32", "float64", "int32"]),
+    batch=st.sampled_from([(), (2,)]),
+)
 def test_addmm_matches_numpy(seed, c_kind, alpha, beta, name, batch):
     rng = np.random.default_rng(seed)
     a, b = rand(rng, batch + (3, 4), name), rand(rng, (4, 5), name)
@@ -111,11 +131,21 @@ def test_addmm_errors():
 
 
 @FAST
-@given(seed=st.integers(0, 2**31 - 1), name=st.sampled_from(["int32", "float32", "float64"]),
-       case=st.sampled_from([
-           ((2, 3, 4), (3, 4, 5), 2), ((2, 3), (3, 4), 1), ((2, 3), (4, 5), 0),
-           ((2, 3, 4), (4, 3, 2), ([1, 2], [1, 0])), ((3, 4), (4, 3), ([0, 1], [1, 0])),
-           ((2, 0, 3), (0, 3), 2), ((3, 2), (3,), ([0], [0]))]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    name=st.sampled_from(["int32", "float32", "float64"]),
+    case=st.sampled_from(
+        [
+            ((2, 3, 4), (3, 4, 5), 2),
+            ((2, 3), (3, 4), 1),
+            ((2, 3), (4, 5), 0),
+            ((2, 3, 4), (4, 3, 2), ([1, 2], [1, 0])),
+            ((3, 4), (4, 3), ([0, 1], [1, 0])),
+            ((2, 0, 3), (0, 3), 2),
+            ((3, 2), (3,), ([0], [0])),
+        ]
+    ),
+)
 def test_tensordot_matches_numpy(seed, name, case):
     rng = np.random.default_rng(seed)
     sa, sb, axes = case
@@ -128,22 +158,26 @@ def test_tensordot_matches_numpy(seed, name, case):
         assert_close(r, want, name, np.tensordot(np.abs(f64(a)), np.abs(f64(b)), axes=axes))
 
 
-@pytest.mark.parametrize("sa,sb", [((3,), (3,)), ((2, 3), (4, 3)), ((), (3,)), ((2, 2, 3), (3,)),
-                                   ((0, 3), (2, 3))])
+@pytest.mark.parametrize(
+    "sa,sb", [((3,), (3,)), ((2, 3), (4, 3)), ((), (3,)), ((2, 2, 3), (3,)), ((0, 3), (2, 3))]
+)
 def test_inner_and_outer_match_numpy(sa, sb):
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal(sa), rng.standard_normal(sb)
-    np.testing.assert_allclose(np.asarray(nv.inner(exact(a), exact(b))), np.inner(a, b),
-                               rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(np.asarray(nv.outer(exact(a), exact(b))), np.outer(a, b),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(nv.inner(exact(a), exact(b))), np.inner(a, b), rtol=1e-12, atol=1e-12
+    )
+    np.testing.assert_allclose(np.asarray(nv.outer(exact(a), exact(b))), np.outer(a, b), rtol=1e-12)
     ai = rng.integers(-5, 5, sa).astype(np.int32)
     assert nv.outer(exact(ai), exact(b)).dtype == nv.float64
 
 
 def test_tensordot_errors():
-    with pytest.raises(ValueError, match=r"tensordot: axis 1 of a \(size 3\) does not match "
-                                         r"axis 0 of b \(size 4\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"tensordot: axis 1 of a \(size 3\) does not match "
+        r"axis 0 of b \(size 4\)",
+    ):
         nv.tensordot(nv.ones((2, 3)), nv.ones((4, 5)), axes=1)
     with pytest.raises(ValueError, match="tensordot: axes=3 is invalid"):
         nv.tensordot(nv.ones((2, 3)), nv.ones((3, 5)), axes=3)
@@ -152,14 +186,27 @@ def test_tensordot_errors():
 
 
 EINSUM = [
-    ("ij,jk->ik", [(2, 3), (3, 4)]), ("ij,jk", [(2, 3), (3, 4)]), ("ii", [(3, 3)]),
-    ("ii->i", [(3, 3)]), ("ij->ji", [(2, 3)]), ("ij->", [(2, 3)]), ("ij->j", [(2, 3)]),
-    ("bij,bjk->bik", [(2, 2, 3), (2, 3, 4)]), ("...ij,...jk", [(2, 3, 3), (3, 3)]),
-    ("...ij,...jk->...ik", [(1, 2, 3), (4, 3, 2)]), ("i,j->ij", [(3,), (4,)]),
-    ("i,i->", [(3,), (3,)]), ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
-    ("iij->j", [(3, 3, 2)]), ("ijk,kj->i", [(2, 3, 4), (4, 3)]), ("ab,ab->ab", [(2, 3), (2, 3)]),
-    ("i...->...", [(3, 2, 2)]), ("ba,ca->bc", [(2, 0), (3, 0)]), ("ij,ij->i", [(0, 3), (0, 3)]),
-    ("jii->ij", [(2, 3, 3)]), ("abc,cd,db->a", [(2, 3, 4), (4, 2), (2, 3)]),
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("ij,jk", [(2, 3), (3, 4)]),
+    ("ii", [(3, 3)]),
+    ("ii->i", [(3, 3)]),
+    ("ij->ji", [(2, 3)]),
+    ("ij->", [(2, 3)]),
+    ("ij->j", [(2, 3)]),
+    ("bij,bjk->bik", [(2, 2, 3), (2, 3, 4)]),
+    ("...ij,...jk", [(2, 3, 3), (3, 3)]),
+    ("...ij,...jk->...ik", [(1, 2, 3), (4, 3, 2)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("i,i->", [(3,), (3,)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+    ("iij->j", [(3, 3, 2)]),
+    ("ijk,kj->i", [(2, 3, 4), (4, 3)]),
+    ("ab,ab->ab", [(2, 3), (2, 3)]),
+    ("i...->...", [(3, 2, 2)]),
+    ("ba,ca->bc", [(2, 0), (3, 0)]),
+    ("ij,ij->i", [(0, 3), (0, 3)]),
+    ("jii->ij", [(2, 3, 3)]),
+    ("abc,cd,db->a", [(2, 3, 4), (4, 2), (2, 3)]),
 ]
 
 
@@ -173,8 +220,9 @@ def test_einsum_matches_numpy(spec, shapes):
     r32 = nv.einsum(spec, *[exact(x) for x in xs32])
     assert r32.dtype == nv.float32
     ints = [rng.integers(-3, 4, s).astype(np.int32) for s in shapes]
-    np.testing.assert_array_equal(np.asarray(nv.einsum(spec, *[exact(i) for i in ints])),
-                                  np.einsum(spec, *ints))
+    np.testing.assert_array_equal(
+        np.asarray(nv.einsum(spec, *[exact(i) for i in ints])), np.einsum(spec, *ints)
+    )
 
 
 def test_einsum_errors():
@@ -192,10 +240,15 @@ def test_einsum_errors():
 
 # -- closeness ------------------------------------------------------------------------------
 
+
 @FAST
-@given(seed=st.integers(0, 2**31 - 1), equal_nan=st.booleans(),
-       name=st.sampled_from(["float32", "float64", "float16", "int32"]),
-       rtol=st.sampled_from([1e-5, 1e-2]), atol=st.sampled_from([1e-8, 0.1]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    equal_nan=st.booleans(),
+    name=st.sampled_from(["float32", "float64", "float16", "int32"]),
+    rtol=st.sampled_from([1e-5, 1e-2]),
+    atol=st.sampled_from([1e-8, 0.1]),
+)
 def test_isclose_allclose_match_numpy(seed, equal_nan, name, rtol, atol):
     rng = np.random.default_rng(seed)
     a = rand(rng, (4, 5), name)
@@ -210,8 +263,9 @@ def test_isclose_allclose_match_numpy(seed, equal_nan, name, rtol, atol):
     if name == "float16":  # NumPy evaluates the bound in float16, nuvec too: compare ok cells
         want = np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
     np.testing.assert_array_equal(np.asarray(got), want)
-    assert nv.allclose(exact(a), exact(b), rtol=rtol, atol=atol,
-                       equal_nan=equal_nan).item() == bool(want.all())
+    assert nv.allclose(
+        exact(a), exact(b), rtol=rtol, atol=atol, equal_nan=equal_nan
+    ).item() == bool(want.all())
 
 
 def test_allclose_broadcasts_and_array_equal():
@@ -233,25 +287,43 @@ def r(*shape):
     return RNG.standard_normal(shape)
 
 
-@pytest.mark.parametrize("f,shapes", [
-    (nv.matmul, [(3, 4), (4, 2)]),
-    (nv.matmul, [(2, 1, 3, 4), (3, 4, 2)]),
-    (nv.matmul, [(4,), (2, 4, 3)]),
-    (nv.matmul, [(2, 3, 4), (4,)]),
-    (nv.matmul, [(4,), (4,)]),
-    (lambda c, a, b: nv.addmm(c, a, b), [(5,), (3, 4), (4, 5)]),
-    (lambda c, a, b: nv.addmm(c, a, b, alpha=0.5, beta=-2.0), [(3, 1), (2, 3, 4), (4, 1)]),
-    (lambda c, a, b: nv.addmm(c, a, nv.swapaxes(b, 0, 1)), [(3, 5), (3, 4), (5, 4)]),
-    (lambda a, b: nv.tensordot(a, b, axes=([1, 2], [1, 0])), [(2, 3, 4), (4, 3, 2)]),
-    (nv.inner, [(2, 3), (4, 3)]),
-    (nv.outer, [(2, 2), (3,)]),
-    (lambda a, b: nv.einsum("bij,bjk->bik", a, b), [(2, 2, 3), (2, 3, 2)]),
-    (lambda a: nv.einsum("ii->i", a), [(3, 3)]),
-    (lambda a, b, c: nv.einsum("ij,jk,kl->il", a, b, c), [(2, 3), (3, 2), (2, 2)]),
-    (lambda a, b: nv.einsum("...ij,...jk", a, b), [(1, 2, 3), (2, 3, 2)]),
-], ids=["mm", "mm_bcast", "mm_vec_mat", "mm_mat_vec", "mm_dot", "addmm", "addmm_scaled",
-        "addmm_transposed", "tensordot", "inner", "outer", "einsum_bmm", "einsum_diag",
-        "einsum_chain", "einsum_ellipsis"])
+@pytest.mark.parametrize(
+    "f,shapes",
+    [
+        (nv.matmul, [(3, 4), (4, 2)]),
+        (nv.matmul, [(2, 1, 3, 4), (3, 4, 2)]),
+        (nv.matmul, [(4,), (2, 4, 3)]),
+        (nv.matmul, [(2, 3, 4), (4,)]),
+        (nv.matmul, [(4,), (4,)]),
+        (lambda c, a, b: nv.addmm(c, a, b), [(5,), (3, 4), (4, 5)]),
+        (lambda c, a, b: nv.addmm(c, a, b, alpha=0.5, beta=-2.0), [(3, 1), (2, 3, 4), (4, 1)]),
+        (lambda c, a, b: nv.addmm(c, a, nv.swapaxes(b, 0, 1)), [(3, 5), (3, 4), (5, 4)]),
+        (lambda a, b: nv.tensordot(a, b, axes=([1, 2], [1, 0])), [(2, 3, 4), (4, 3, 2)]),
+        (nv.inner, [(2, 3), (4, 3)]),
+        (nv.outer, [(2, 2), (3,)]),
+        (lambda a, b: nv.einsum("bij,bjk->bik", a, b), [(2, 2, 3), (2, 3, 2)]),
+        (lambda a: nv.einsum("ii->i", a), [(3, 3)]),
+        (lambda a, b, c: nv.einsum("ij,jk,kl->il", a, b, c), [(2, 3), (3, 2), (2, 2)]),
+        (lambda a, b: nv.einsum("...ij,...jk", a, b), [(1, 2, 3), (2, 3, 2)]),
+    ],
+    ids=[
+        "mm",
+        "mm_bcast",
+        "mm_vec_mat",
+        "mm_mat_vec",
+        "mm_dot",
+        "addmm",
+        "addmm_scaled",
+        "addmm_transposed",
+        "tensordot",
+        "inner",
+        "outer",
+        "einsum_bmm",
+        "einsum_diag",
+        "einsum_chain",
+        "einsum_ellipsis",
+    ],
+)
 def test_linalg_gradients(f, shapes):
     xs = [r(*s) for s in shapes]
     fd_vjp_check(f, xs)
@@ -264,25 +336,41 @@ def test_mlp_layer_gradient_matches_numpy():
     def loss(w, b):
         h = nv.addmm(b, x_nv, nv.swapaxes(w, 0, 1))
         return nv.sum(nv.softmax(h, axis=-1) * exact(target))
+
     x_nv = exact(x)
     target = r(8, 5)
     fd_vjp_check(loss, [w, b])
 
 
-@pytest.mark.parametrize("f,shapes,in_axes", [
-    (nv.matmul, [(3, 2, 4), (4, 5)], (1, None)),
-    (nv.matmul, [(2, 4), (4, 5, 3)], (None, 2)),
-    (nv.matmul, [(3, 2, 4), (4, 3, 5)], (0, 1)),
-    (nv.matmul, [(3, 4), (4, 5)], (0, None)),
-    (nv.matmul, [(2, 3, 4), (4, 3)], (1, 1)),
-    (nv.matmul, [(2, 2, 3, 4), (4, 5)], (2, None)),
-    (lambda c, a, b: nv.addmm(c, a, b), [(5,), (3, 2, 4), (4, 5)], (None, 0, None)),
-    (lambda c, a, b: nv.addmm(c, a, b), [(5, 3), (2, 4), (4, 5)], (1, None, None)),
-    (lambda c, a, b: nv.addmm(c, a, b, beta=0.5), [(3, 5), (2, 4), (3, 4, 5)], (0, None, 0)),
-    (lambda a, b: nv.einsum("ij,jk->ik", a, b), [(2, 3, 4), (4, 2)], (1, None)),
-    (lambda a, b: nv.tensordot(a, b, axes=1), [(2, 3), (3, 3, 4)], (None, 0)),
-], ids=["mm_a", "mm_b", "mm_both", "mm_vec", "mm_vec_both", "mm_batched", "addmm_a",
-        "addmm_c", "addmm_cb", "einsum", "tensordot"])
+@pytest.mark.parametrize(
+    "f,shapes,in_axes",
+    [
+        (nv.matmul, [(3, 2, 4), (4, 5)], (1, None)),
+        (nv.matmul, [(2, 4), (4, 5, 3)], (None, 2)),
+        (nv.matmul, [(3, 2, 4), (4, 3, 5)], (0, 1)),
+        (nv.matmul, [(3, 4), (4, 5)], (0, None)),
+        (nv.matmul, [(2, 3, 4), (4, 3)], (1, 1)),
+        (nv.matmul, [(2, 2, 3, 4), (4, 5)], (2, None)),
+        (lambda c, a, b: nv.addmm(c, a, b), [(5,), (3, 2, 4), (4, 5)], (None, 0, None)),
+        (lambda c, a, b: nv.addmm(c, a, b), [(5, 3), (2, 4), (4, 5)], (1, None, None)),
+        (lambda c, a, b: nv.addmm(c, a, b, beta=0.5), [(3, 5), (2, 4), (3, 4, 5)], (0, None, 0)),
+        (lambda a, b: nv.einsum("ij,jk->ik", a, b), [(2, 3, 4), (4, 2)], (1, None)),
+        (lambda a, b: nv.tensordot(a, b, axes=1), [(2, 3), (3, 3, 4)], (None, 0)),
+    ],
+    ids=[
+        "mm_a",
+        "mm_b",
+        "mm_both",
+        "mm_vec",
+        "mm_vec_both",
+        "mm_batched",
+        "addmm_a",
+        "addmm_c",
+        "addmm_cb",
+        "einsum",
+        "tensordot",
+    ],
+)
 def test_linalg_vmap(f, shapes, in_axes):
     vmap_check(f, [r(*s) for s in shapes], in_axes)
 
@@ -293,6 +381,7 @@ def test_second_order_through_matmul_and_einsum():
 
     def f(x):
         return nv.sum(nv.tanh(nv.matmul(x, exact(b))) ** 2) + nv.einsum("ij,ij->", x, x) ** 2
+
     fd_vjp_check(lambda x: nv.sum(nv.grad(f)(x) * v), [a], rtol=1e-5, atol=1e-6)
 
 
@@ -328,11 +417,10 @@ def test_norm_against_numpy(shape, keepdims):
     x = mats(*shape)
     for nax in range(1, min(2, len(shape)) + 1):
         for axis in itertools.permutations(range(-len(shape), 0), nax):
-            for o in (VECTOR_ORDS if nax == 1 else MATRIX_ORDS):
+            for o in VECTOR_ORDS if nax == 1 else MATRIX_ORDS:
                 got = nv.linalg.norm(exact(x), ord=o, axis=axis, keepdims=keepdims)
                 lclose(got, np.linalg.norm(x, ord=o, axis=axis, keepdims=keepdims), 1e-5)
-    lclose(nv.linalg.norm(exact(x), keepdims=keepdims),
-           np.linalg.norm(x, keepdims=keepdims), 1e-5)
+    lclose(nv.linalg.norm(exact(x), keepdims=keepdims), np.linalg.norm(x, keepdims=keepdims), 1e-5)
     c = (x + 1j * mats(*shape)).astype(np.complex64)
     lclose(nv.linalg.norm(exact(c)), np.linalg.norm(c), 1e-5)
     # integers become float32
@@ -360,15 +448,21 @@ def test_qr_svd(dtype, shape):
     assert q.shape == qn.shape and r.shape == rn.shape
     lclose(np.asarray(q) @ np.asarray(r), a, TOL[dtype])
     k = min(shape[-2:])
-    lclose(np.swapaxes(np.asarray(q), -1, -2) @ np.asarray(q),
-           np.broadcast_to(np.eye(k), shape[:-2] + (k, k)), TOL[dtype])
+    lclose(
+        np.swapaxes(np.asarray(q), -1, -2) @ np.asarray(q),
+        np.broadcast_to(np.eye(k), shape[:-2] + (k, k)),
+        TOL[dtype],
+    )
     np.testing.assert_array_equal(np.asarray(r), np.triu(np.asarray(r)))
     u, s, vt = nv.linalg.svd(exact(a))
     un, sn, vtn = np.linalg.svd(a)
     assert (u.shape, s.shape, vt.shape) == (un.shape, sn.shape, vtn.shape)
     lclose(s, sn, TOL[dtype])
-    lclose((np.asarray(u)[..., :k] * np.asarray(s)[..., None, :]) @ np.asarray(vt)[..., :k, :],
-           a, TOL[dtype])
+    lclose(
+        (np.asarray(u)[..., :k] * np.asarray(s)[..., None, :]) @ np.asarray(vt)[..., :k, :],
+        a,
+        TOL[dtype],
+    )
     lclose(nv.linalg.svd(exact(a), compute_uv=False), sn, TOL[dtype])
 
 
@@ -434,8 +528,11 @@ def test_eig_eigh(dtype):
     assert w.dtype == v.dtype == nv.complex64
     w, v = np.asarray(w), np.asarray(v)
     lclose(a @ v, w[..., None, :] * v, 1e-4)
-    lclose(np.sort_complex(np.asarray(nv.linalg.eigvals(exact(a)))),
-           np.sort_complex(np.linalg.eigvals(a).astype(np.complex64)), 1e-4)
+    lclose(
+        np.sort_complex(np.asarray(nv.linalg.eigvals(exact(a)))),
+        np.sort_complex(np.linalg.eigvals(a).astype(np.complex64)),
+        1e-4,
+    )
     s = a + np.swapaxes(a, -1, -2)
     for uplo in ("L", "U"):
         # only the named triangle is read
@@ -445,8 +542,11 @@ def test_eig_eigh(dtype):
         lclose(w, np.linalg.eigvalsh(s), TOL[dtype] * 10)
         v = np.asarray(v)
         lclose(s @ v, np.asarray(w)[..., None, :] * v, TOL[dtype] * 10)
-        lclose(nv.linalg.eigvalsh(exact(s + garbage), UPLO=uplo), np.linalg.eigvalsh(s),
-               TOL[dtype] * 10)
+        lclose(
+            nv.linalg.eigvalsh(exact(s + garbage), UPLO=uplo),
+            np.linalg.eigvalsh(s),
+            TOL[dtype] * 10,
+        )
     h = (mats(4, 4) + 1j * mats(4, 4)).astype(np.complex64)
     h = h + h.conj().T
     w, v = nv.linalg.eigh(exact(h))
@@ -466,15 +566,18 @@ def test_eig_eigh(dtype):
 @pytest.mark.parametrize("shape", [(4, 4), (3, 5), (5, 3), (2, 3, 4, 4), (4, 0), (0, 3)])
 def test_lu(shape):
     import scipy.linalg as sl
+
     a = mats(*shape)
     p, low, up = nv.linalg.lu(exact(a))
     assert p.dtype == nv.uint32
-    rebuilt = np.take_along_axis(np.asarray(low), np.asarray(p)[..., None].astype(np.int64),
-                                 axis=-2) @ np.asarray(up)
+    rebuilt = np.take_along_axis(
+        np.asarray(low), np.asarray(p)[..., None].astype(np.int64), axis=-2
+    ) @ np.asarray(up)
     lclose(rebuilt, a, 1e-5)
     k = min(shape[-2:])
-    np.testing.assert_array_equal(np.diagonal(np.asarray(low), axis1=-2, axis2=-1),
-                                  np.ones(shape[:-2] + (k,)))
+    np.testing.assert_array_equal(
+        np.diagonal(np.asarray(low), axis1=-2, axis2=-1), np.ones(shape[:-2] + (k,))
+    )
     packed, piv = nv.linalg.lu_factor(exact(a))
     if a.ndim == 2 and a.size:
         lu_ref, piv_ref = sl.lu_factor(a)
@@ -491,17 +594,26 @@ def test_lu_of_a_singular_matrix():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_solve(dtype):
     a = mats(3, 2, 5, 5, dtype=dtype) + 4 * np.eye(5, dtype=dtype)
-    for b in (mats(5, dtype=dtype), mats(5, 1, dtype=dtype), mats(3, 1, 5, 8, dtype=dtype),
-              mats(5, 3, dtype=dtype)):
-        lclose(nv.linalg.solve(exact(a), exact(b)), np.linalg.solve(a, b),
-               TOL[dtype] * 10)
-    lclose(nv.linalg.solve(exact(a[0, 0]), exact(b[:, 0])),
-           np.linalg.solve(a[0, 0], b[:, 0]), TOL[dtype] * 10)
+    for b in (
+        mats(5, dtype=dtype),
+        mats(5, 1, dtype=dtype),
+        mats(3, 1, 5, 8, dtype=dtype),
+        mats(5, 3, dtype=dtype),
+    ):
+        lclose(nv.linalg.solve(exact(a), exact(b)), np.linalg.solve(a, b), TOL[dtype] * 10)
+    lclose(
+        nv.linalg.solve(exact(a[0, 0]), exact(b[:, 0])),
+        np.linalg.solve(a[0, 0], b[:, 0]),
+        TOL[dtype] * 10,
+    )
     for upper in (False, True):
         t = np.triu(a) if upper else np.tril(a)
         b = mats(3, 2, 5, 4, dtype=dtype)
-        lclose(nv.linalg.solve_triangular(exact(t), exact(b), upper=upper),
-               np.linalg.solve(t, b), TOL[dtype] * 10)
+        lclose(
+            nv.linalg.solve_triangular(exact(t), exact(b), upper=upper),
+            np.linalg.solve(t, b),
+            TOL[dtype] * 10,
+        )
 
 
 def test_solve_errors():
@@ -541,15 +653,24 @@ def test_det_errors():
 
 
 def test_cross():
-    for sa, sb, axis in [((3,), (3,), -1), ((4, 3), (3,), -1), ((3, 5), (3, 5), 0),
-                         ((2,), (3,), -1), ((3,), (2,), -1), ((2,), (2,), -1),
-                         ((2, 1, 3), (4, 3), -1)]:
+    for sa, sb, axis in [
+        ((3,), (3,), -1),
+        ((4, 3), (3,), -1),
+        ((3, 5), (3, 5), 0),
+        ((2,), (3,), -1),
+        ((3,), (2,), -1),
+        ((2,), (2,), -1),
+        ((2, 1, 3), (4, 3), -1),
+    ]:
         a, b = mats(*sa), mats(*sb)
         # a 2-vector's third component is zero
-        a3, b3 = (np.concatenate([x, np.zeros(x.shape[:-1] + (1,), x.dtype)], -1)
-                  if x.shape[axis] == 2 else x for x in (a, b))
-        lclose(nv.linalg.cross(exact(a), exact(b), axis=axis),
-               np.cross(a3, b3, axis=axis), 1e-6)
+        a3, b3 = (
+            np.concatenate([x, np.zeros(x.shape[:-1] + (1,), x.dtype)], -1)
+            if x.shape[axis] == 2
+            else x
+            for x in (a, b)
+        )
+        lclose(nv.linalg.cross(exact(a), exact(b), axis=axis), np.cross(a3, b3, axis=axis), 1e-6)
     with pytest.raises(ValueError, match="cross: the axis must have size 2 or 3"):
         nv.linalg.cross(nv.ones((4,)), nv.ones((4,)))
     fd_vjp_check(lambda a, b: nv.linalg.cross(a, b), [mats(2, 3), mats(2, 3)])
@@ -557,11 +678,19 @@ def test_cross():
 
 def test_factorisations_vmap_and_compile():
     a = spd(4, 3, 3, dtype=np.float64)
-    for f in (nv.linalg.inv, nv.linalg.cholesky, lambda x: nv.linalg.qr(x)[1],
-              lambda x: nv.linalg.svd(x)[1], lambda x: nv.linalg.eigh(x)[0],
-              lambda x: nv.linalg.eig(x)[0].abs(), lambda x: nv.linalg.lu(x)[2],
-              lambda x: nv.linalg.tri_inv(x, upper=True), nv.linalg.det, nv.linalg.pinv,
-              lambda x: nv.linalg.solve(x, x[..., :1])):
+    for f in (
+        nv.linalg.inv,
+        nv.linalg.cholesky,
+        lambda x: nv.linalg.qr(x)[1],
+        lambda x: nv.linalg.svd(x)[1],
+        lambda x: nv.linalg.eigh(x)[0],
+        lambda x: nv.linalg.eig(x)[0].abs(),
+        lambda x: nv.linalg.lu(x)[2],
+        lambda x: nv.linalg.tri_inv(x, upper=True),
+        nv.linalg.det,
+        nv.linalg.pinv,
+        lambda x: nv.linalg.solve(x, x[..., :1]),
+    ):
         vmap_check(f, [a], (0,))
         vmap_check(f, [np.moveaxis(a, 0, 2).copy()], (2,))
         g = nv.compile(f)
@@ -571,8 +700,11 @@ def test_factorisations_vmap_and_compile():
 def test_stream_keyword_and_norm_gradient():
     a = spd(3, 3)
     lclose(nv.linalg.inv(exact(a), stream=nv.cpu), np.linalg.inv(a), 1e-4)
-    lclose(nv.linalg.solve(exact(a), nv.ones((3,)), stream=nv.cpu),
-           np.linalg.solve(a, np.ones(3)), 1e-4)
+    lclose(
+        nv.linalg.solve(exact(a), nv.ones((3,)), stream=nv.cpu),
+        np.linalg.solve(a, np.ones(3)),
+        1e-4,
+    )
     fd_vjp_check(lambda x: nv.linalg.norm(x, ord=3, axis=-1), [mats(2, 4)])
     fd_vjp_check(lambda x: nv.linalg.norm(x, ord="fro", axis=(0, 1)), [mats(2, 4)])
     fd_vjp_check(nv.linalg.det, [mats(3, 3)])
@@ -582,30 +714,50 @@ def _spd_fn(f):
     return lambda x: f(x @ nv.swapaxes(x, -1, -2) + 3 * nv.eye(x.shape[-1], dtype=nv.float64))
 
 
-@pytest.mark.parametrize("name,f,shape", [
-    ("inv", lambda x: nv.linalg.inv(x + 3 * nv.eye(3, dtype=nv.float64)), (2, 3, 3)),
-    ("tri_inv", lambda x: nv.linalg.tri_inv(x + 3 * nv.eye(3, dtype=nv.float64)), (3, 3)),
-    ("tri_inv_upper", lambda x: nv.linalg.tri_inv(x + 3 * nv.eye(3, dtype=nv.float64),
-                                                  upper=True), (3, 3)),
-    ("cholesky", _spd_fn(nv.linalg.cholesky), (2, 3, 3)),
-    ("cholesky_upper", _spd_fn(lambda s: nv.linalg.cholesky(s, upper=True)), (3, 3)),
-    ("cholesky_inv", _spd_fn(lambda s: nv.linalg.cholesky_inv(nv.linalg.cholesky(s))), (3, 3)),
-    ("eigvalsh", _spd_fn(nv.linalg.eigvalsh), (2, 4, 4)),
-    ("eigvalsh_upper", _spd_fn(lambda s: nv.linalg.eigvalsh(s, UPLO="U")), (4, 4)),
-    ("eigh_vectors", _spd_fn(lambda s: nv.linalg.eigh(s)[1] ** 2), (3, 3)),
-    ("singular_values", lambda x: nv.linalg.svd(x, compute_uv=False), (2, 3, 4)),
-    ("qr_tall", lambda x: nv.concatenate([nv.reshape(nv.linalg.qr(x)[0], (-1,)),
-                                         nv.reshape(nv.linalg.qr(x)[1] ** 2, (-1,))]), (5, 3)),
-    ("qr_square_batched", lambda x: nv.linalg.qr(x)[0] + nv.linalg.qr(x)[1], (2, 3, 3)),
-    ("lu_factor", lambda x: nv.linalg.lu_factor(x)[0], (2, 4, 4)),
-    ("lu", lambda x: nv.linalg.lu(x)[1] * 2 + nv.linalg.lu(x)[2], (4, 4)),
-    ("det_and_slogdet", lambda x: nv.linalg.det(x) + nv.linalg.slogdet(x)[1], (2, 5, 5)),
-    ("solve", lambda x: nv.linalg.solve(x, x[..., :2] + 1), (2, 4, 4)),
-    ("norm_2_and_nuc", lambda x: nv.linalg.norm(x, ord=2, axis=(-2, -1))
-     + nv.linalg.norm(x, ord="nuc", axis=(-2, -1)), (2, 4, 3)),
-    ("solve_triangular", lambda x: nv.linalg.solve_triangular(
-        x + 3 * nv.eye(3, dtype=nv.float64), x[..., :1]), (3, 3)),
-])
+@pytest.mark.parametrize(
+    "name,f,shape",
+    [
+        ("inv", lambda x: nv.linalg.inv(x + 3 * nv.eye(3, dtype=nv.float64)), (2, 3, 3)),
+        ("tri_inv", lambda x: nv.linalg.tri_inv(x + 3 * nv.eye(3, dtype=nv.float64)), (3, 3)),
+        (
+            "tri_inv_upper",
+            lambda x: nv.linalg.tri_inv(x + 3 * nv.eye(3, dtype=nv.float64), upper=True),
+            (3, 3),
+        ),
+        ("cholesky", _spd_fn(nv.linalg.cholesky), (2, 3, 3)),
+        ("cholesky_upper", _spd_fn(lambda s: nv.linalg.cholesky(s, upper=True)), (3, 3)),
+        ("cholesky_inv", _spd_fn(lambda s: nv.linalg.cholesky_inv(nv.linalg.cholesky(s))), (3, 3)),
+        ("eigvalsh", _spd_fn(nv.linalg.eigvalsh), (2, 4, 4)),
+        ("eigvalsh_upper", _spd_fn(lambda s: nv.linalg.eigvalsh(s, UPLO="U")), (4, 4)),
+        ("eigh_vectors", _spd_fn(lambda s: nv.linalg.eigh(s)[1] ** 2), (3, 3)),
+        ("singular_values", lambda x: nv.linalg.svd(x, compute_uv=False), (2, 3, 4)),
+        (
+            "qr_tall",
+            lambda x: nv.concatenate(
+                [nv.reshape(nv.linalg.qr(x)[0], (-1,)), nv.reshape(nv.linalg.qr(x)[1] ** 2, (-1,))]
+            ),
+            (5, 3),
+        ),
+        ("qr_square_batched", lambda x: nv.linalg.qr(x)[0] + nv.linalg.qr(x)[1], (2, 3, 3)),
+        ("lu_factor", lambda x: nv.linalg.lu_factor(x)[0], (2, 4, 4)),
+        ("lu", lambda x: nv.linalg.lu(x)[1] * 2 + nv.linalg.lu(x)[2], (4, 4)),
+        ("det_and_slogdet", lambda x: nv.linalg.det(x) + nv.linalg.slogdet(x)[1], (2, 5, 5)),
+        ("solve", lambda x: nv.linalg.solve(x, x[..., :2] + 1), (2, 4, 4)),
+        (
+            "norm_2_and_nuc",
+            lambda x: (
+                nv.linalg.norm(x, ord=2, axis=(-2, -1))
+                + nv.linalg.norm(x, ord="nuc", axis=(-2, -1))
+            ),
+            (2, 4, 3),
+        ),
+        (
+            "solve_triangular",
+            lambda x: nv.linalg.solve_triangular(x + 3 * nv.eye(3, dtype=nv.float64), x[..., :1]),
+            (3, 3),
+        ),
+    ],
+)
 def test_factorisation_gradients(name, f, shape):
     x = LRNG.standard_normal(shape)
     fd_vjp_check(f, [x], rtol=1e-5, atol=1e-7)
@@ -614,9 +766,12 @@ def test_factorisation_gradients(name, f, shape):
 
 def test_one_triangle_read_has_zero_gradient_elsewhere():
     s = spd(4, 4, dtype=np.float64)
-    for f, upper in [(nv.linalg.cholesky, False), (nv.linalg.eigvalsh, False),
-                     (lambda a: nv.linalg.eigvalsh(a, UPLO="U"), True),
-                     (lambda a: nv.linalg.tri_inv(a, upper=True), True)]:
+    for f, upper in [
+        (nv.linalg.cholesky, False),
+        (nv.linalg.eigvalsh, False),
+        (lambda a: nv.linalg.eigvalsh(a, UPLO="U"), True),
+        (lambda a: nv.linalg.tri_inv(a, upper=True), True),
+    ]:
         g = np.asarray(nv.grad(lambda a: nv.sum(f(a) ** 2))(exact(s)))
         other = np.tril(g, -1) if upper else np.triu(g, 1)
         np.testing.assert_array_equal(other, 0)
@@ -630,7 +785,9 @@ def test_undefined_derivatives_say_why():
         nv.grad(lambda x: nv.sum(nv.linalg.qr(x)[0]))(wide)
     with pytest.raises(NotImplementedError, match="lu: no derivative"):
         nv.grad(lambda x: nv.sum(nv.linalg.lu(x)[1]))(wide)
-    for f, name in [(lambda x: nv.linalg.eigvals(x).abs(), "eig"),
-                    (lambda x: nv.linalg.svd(x)[0], "svd")]:
+    for f, name in [
+        (lambda x: nv.linalg.eigvals(x).abs(), "eig"),
+        (lambda x: nv.linalg.svd(x)[0], "svd"),
+    ]:
         with pytest.raises(NotImplementedError, match=f"{name}: no derivative"):
             nv.grad(lambda x: nv.sum(f(x)))(a)

@@ -1,4 +1,5 @@
 """MLX's names built from other ops (composites.py, array_api.py, windows.py) against NumPy."""
+
 import numpy as np
 import pytest
 
@@ -13,12 +14,25 @@ def f32(*shape):
 
 
 def test_aliases_are_the_same_functions():
-    pairs = {"acos": "arccos", "acosh": "arccosh", "asin": "arcsin", "asinh": "arcsinh",
-             "atan": "arctan", "atanh": "arctanh", "atan2": "arctan2", "pow": "power",
-             "bitwise_left_shift": "left_shift", "bitwise_right_shift": "right_shift",
-             "cumulative_sum": "cumsum", "cumulative_prod": "cumprod", "concat": "concatenate",
-             "permute_dims": "transpose", "matrix_transpose": "transpose",
-             "empty": "zeros", "empty_like": "zeros_like"}
+    pairs = {
+        "acos": "arccos",
+        "acosh": "arccosh",
+        "asin": "arcsin",
+        "asinh": "arcsinh",
+        "atan": "arctan",
+        "atanh": "arctanh",
+        "atan2": "arctan2",
+        "pow": "power",
+        "bitwise_left_shift": "left_shift",
+        "bitwise_right_shift": "right_shift",
+        "cumulative_sum": "cumsum",
+        "cumulative_prod": "cumprod",
+        "concat": "concatenate",
+        "permute_dims": "transpose",
+        "matrix_transpose": "transpose",
+        "empty": "zeros",
+        "empty_like": "zeros_like",
+    }
     for alias, name in pairs.items():
         assert getattr(nv, alias) is getattr(nv, name), alias
 
@@ -80,8 +94,9 @@ def test_unstack(axis):
 @pytest.mark.parametrize("n,axis", [(0, -1), (1, -1), (2, 0), (3, 1), (5, 1)])
 def test_diff(n, axis):
     x = f32(4, 5)
-    np.testing.assert_allclose(np.array(nv.diff(nv.array(x), n, axis)), np.diff(x, n, axis),
-                               rtol=1e-6, atol=1e-5)
+    np.testing.assert_allclose(
+        np.array(nv.diff(nv.array(x), n, axis)), np.diff(x, n, axis), rtol=1e-6, atol=1e-5
+    )
     xi = RNG.integers(-9, 9, (4, 5)).astype(np.int32)
     np.testing.assert_array_equal(np.array(nv.diff(nv.array(xi), n, axis)), np.diff(xi, n, axis))
 
@@ -95,12 +110,14 @@ def test_diff_errors_and_gradient():
     vmap_check(lambda a: nv.diff(a), [np.arange(12.0).reshape(3, 4) ** 2], in_axes=(0,))
 
 
-@pytest.mark.parametrize("sa,sb", [((2,), (3,)), ((2, 3), (4, 1)), ((3,), (2, 2)),
-                                   ((2, 1, 2), (3, 2)), ((), (3,))])
+@pytest.mark.parametrize(
+    "sa,sb", [((2,), (3,)), ((2, 3), (4, 1)), ((3,), (2, 2)), ((2, 1, 2), (3, 2)), ((), (3,))]
+)
 def test_kron(sa, sb):
     a, b = f32(*sa), f32(*sb)
-    np.testing.assert_allclose(np.array(nv.kron(nv.array(a), nv.array(b))), np.kron(a, b),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        np.array(nv.kron(nv.array(a), nv.array(b))), np.kron(a, b), rtol=1e-6
+    )
 
 
 def test_kron_gradient_and_errors():
@@ -109,12 +126,17 @@ def test_kron_gradient_and_errors():
         nv.kron(nv.zeros((0,)), nv.ones((2,)))
 
 
-@pytest.mark.parametrize("offset,axis1,axis2", [(0, 0, 1), (1, 0, 1), (-1, 0, 1), (0, 1, 2),
-                                                (2, -1, 0), (9, 0, 1)])
+@pytest.mark.parametrize(
+    "offset,axis1,axis2", [(0, 0, 1), (1, 0, 1), (-1, 0, 1), (0, 1, 2), (2, -1, 0), (9, 0, 1)]
+)
 def test_trace(offset, axis1, axis2):
     x = f32(3, 4, 5)
-    np.testing.assert_allclose(np.array(nv.trace(nv.array(x), offset, axis1, axis2)),
-                               np.trace(x, offset, axis1, axis2), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        np.array(nv.trace(nv.array(x), offset, axis1, axis2)),
+        np.trace(x, offset, axis1, axis2),
+        rtol=1e-6,
+        atol=1e-6,
+    )
 
 
 def test_trace_dtype_gradient_errors():
@@ -129,9 +151,17 @@ def test_trace_dtype_gradient_errors():
         nv.trace(nv.ones((2, 2)), axis1=1, axis2=1)
 
 
-@pytest.mark.parametrize("shape,axis,keepdims", [((7,), None, False), ((6,), 0, True),
-                                                 ((3, 4), 1, False), ((3, 4, 5), (0, 2), True),
-                                                 ((3, 4, 2), None, True), ((4, 3), -2, False)])
+@pytest.mark.parametrize(
+    "shape,axis,keepdims",
+    [
+        ((7,), None, False),
+        ((6,), 0, True),
+        ((3, 4), 1, False),
+        ((3, 4, 5), (0, 2), True),
+        ((3, 4, 2), None, True),
+        ((4, 3), -2, False),
+    ],
+)
 def test_median(shape, axis, keepdims):
     x = f32(*shape)
     got = nv.median(nv.array(x), axis=axis, keepdims=keepdims)
@@ -144,8 +174,9 @@ def test_median_dtypes_and_gradient():
     assert nv.median(nv.array([1, 2, 3, 4])).dtype == nv.float32
     assert nv.median(nv.array([1, 2, 3, 4])).item() == 2.5
     assert nv.median(nv.array([1.0, 2.0], dtype=nv.float16)).dtype == nv.float16
-    fd_vjp_check(lambda a: nv.median(a, axis=1), [np.array([[3.0, 1.0, 2.0, 7.0],
-                                                            [0.5, 9.0, 4.0, 2.0]])])
+    fd_vjp_check(
+        lambda a: nv.median(a, axis=1), [np.array([[3.0, 1.0, 2.0, 7.0], [0.5, 9.0, 4.0, 2.0]])]
+    )
     with pytest.raises(ValueError, match="median"):
         nv.median(nv.zeros((0, 2)), axis=0)
     with pytest.raises(ValueError, match="median"):
@@ -158,20 +189,22 @@ def test_count_nonzero(axis, keepdims):
     x[0, 0] = np.nan  # NaN is non-zero
     got = nv.count_nonzero(nv.array(x), axis=axis, keepdims=keepdims)
     assert got.dtype == nv.int32
-    np.testing.assert_array_equal(np.array(got),
-                                  np.count_nonzero(x, axis=axis, keepdims=keepdims))
+    np.testing.assert_array_equal(np.array(got), np.count_nonzero(x, axis=axis, keepdims=keepdims))
 
 
 def test_vecdot():
     a, b = f32(3, 4), f32(4)
-    np.testing.assert_allclose(np.array(nv.vecdot(nv.array(a), nv.array(b))),
-                               np.vecdot(a, b), rtol=1e-5)
-    np.testing.assert_allclose(np.array(nv.vecdot(nv.array(a), nv.array(a), axis=0)),
-                               np.vecdot(a, a, axis=0), rtol=1e-5)
+    np.testing.assert_allclose(
+        np.array(nv.vecdot(nv.array(a), nv.array(b))), np.vecdot(a, b), rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        np.array(nv.vecdot(nv.array(a), nv.array(a), axis=0)), np.vecdot(a, a, axis=0), rtol=1e-5
+    )
     c = (f32(2, 3) + 1j * f32(2, 3)).astype(np.complex64)
     d = (f32(2, 3) + 1j * f32(2, 3)).astype(np.complex64)
-    np.testing.assert_allclose(np.array(nv.vecdot(nv.array(c), nv.array(d))), np.vecdot(c, d),
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        np.array(nv.vecdot(nv.array(c), nv.array(d))), np.vecdot(c, d), rtol=1e-5
+    )
     fd_vjp_check(lambda x, y: nv.vecdot(x, y), [np.ones((2, 3)), np.arange(3.0)])
     with pytest.raises(ValueError, match="vecdot"):
         nv.vecdot(nv.ones((2, 3)), nv.ones((2, 4)))
@@ -182,7 +215,9 @@ def test_vecdot():
 @pytest.mark.parametrize("side", ["left", "right"])
 def test_searchsorted(side):
     seq = np.sort(RNG.integers(0, 10, 12)).astype(np.float32)
-    vals = RNG.integers(-1, 12, (3, 4)).astype(np.float32) + np.float32(0.5) * (RNG.random((3, 4)) > 0.5)
+    vals = RNG.integers(-1, 12, (3, 4)).astype(np.float32) + np.float32(0.5) * (
+        RNG.random((3, 4)) > 0.5
+    )
     got = nv.searchsorted(nv.array(seq), nv.array(vals), side=side)
     assert got.dtype == nv.uint32 and got.shape == (3, 4)
     np.testing.assert_array_equal(np.array(got), np.searchsorted(seq, vals, side=side))
@@ -258,15 +293,21 @@ def test_window_argument_checked():
 
 def test_stream_keyword_accepted():
     x = nv.array([[1.0, 2.0], [3.0, 4.0]])
-    for f in (lambda s: nv.flip(x, stream=s), lambda s: nv.trace(x, stream=s),
-              lambda s: nv.median(x, stream=s), lambda s: nv.hanning(4, stream=s),
-              lambda s: nv.diff(x, stream=s), lambda s: nv.kron(x, x, stream=s)):
+    for f in (
+        lambda s: nv.flip(x, stream=s),
+        lambda s: nv.trace(x, stream=s),
+        lambda s: nv.median(x, stream=s),
+        lambda s: nv.hanning(4, stream=s),
+        lambda s: nv.diff(x, stream=s),
+        lambda s: nv.kron(x, x, stream=s),
+    ):
         assert f(nv.cpu).tolist() == f(None).tolist()
 
 
 def test_composites_jvp():
-    fd_jvp_check(lambda a: nv.median(nv.flip(a, 0), axis=0), [np.array([[1.0, 4.0], [3.0, 2.0],
-                                                                         [0.0, 5.0]])])
+    fd_jvp_check(
+        lambda a: nv.median(nv.flip(a, 0), axis=0), [np.array([[1.0, 4.0], [3.0, 2.0], [0.0, 5.0]])]
+    )
 
 
 def test_from_dlpack():
@@ -286,12 +327,23 @@ def test_contiguous():
     x = nv.transpose(nv.reshape(nv.arange(6), (2, 3)))
     y = nv.contiguous(x)
     assert y is not x and y.tolist() == x.tolist()
-    np.testing.assert_array_equal(np.array(nv.grad(lambda v: nv.contiguous(v * v).sum())(
-        nv.array([1.0, 2.0]))), [2.0, 4.0])
+    np.testing.assert_array_equal(
+        np.array(nv.grad(lambda v: nv.contiguous(v * v).sum())(nv.array([1.0, 2.0]))), [2.0, 4.0]
+    )
 
 
-@pytest.mark.parametrize("case", ["eb,cb,fb->cef", "dd,fb,be,cdb->cef", "bca,cdb,dbf,afc->",
-                                  "dcc,fce,ea,dbf->ab", "ij,jk,kl", "ii", "ij->i"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "eb,cb,fb->cef",
+        "dd,fb,be,cdb->cef",
+        "bca,cdb,dbf,afc->",
+        "dcc,fce,ea,dbf->ab",
+        "ij,jk,kl",
+        "ii",
+        "ij->i",
+    ],
+)
 def test_einsum_path_matches_numpy(case):
     sizes = dict(zip("abcdefijkl", [2, 3, 4, 5, 4, 3, 5, 8, 10, 7]))
     subs = case.split("->")[0].split(",")
@@ -310,24 +362,34 @@ def test_median_and_searchsorted_with_nan():
             assert nv.isnan(nv.median(nv.array(vals, dtype=d))).item()
     x = np.array([[1.0, nan, 3.0], [4.0, 5.0, 6.0]], dtype=np.float32)
     for ax in (0, 1):
-        np.testing.assert_array_equal(np.array(nv.median(nv.array(x), axis=ax)),
-                                      np.median(x, axis=ax))
+        np.testing.assert_array_equal(
+            np.array(nv.median(nv.array(x), axis=ax)), np.median(x, axis=ax)
+        )
     seq = np.array([1, 2, nan], dtype=np.float32)
     for side in ("left", "right"):
         got = nv.searchsorted(nv.array(seq), nv.array([nan, 2.0, 9.0]), side=side)
-        np.testing.assert_array_equal(np.array(got), np.searchsorted(seq, [nan, 2.0, 9.0],
-                                                                     side=side))
+        np.testing.assert_array_equal(
+            np.array(got), np.searchsorted(seq, [nan, 2.0, 9.0], side=side)
+        )
     assert nv.searchsorted(nv.array([1.0, 2.0, 3.0]), nv.array([nan])).tolist() == [3]
     assert nv.searchsorted(nv.array([], dtype=nv.float32), nv.array([1.0, -1.0])).tolist() == [0, 0]
     vs = nv.array(RNG.uniform(0, 10, (3, 5)).astype(np.float32))
     va = nv.arange(8, dtype=nv.float32)
-    assert nv.array_equal(nv.vmap(lambda v: nv.searchsorted(va, v))(vs),
-                          nv.searchsorted(va, vs)).item()
+    assert nv.array_equal(
+        nv.vmap(lambda v: nv.searchsorted(va, v))(vs), nv.searchsorted(va, vs)
+    ).item()
 
 
-@pytest.mark.parametrize("shape,strides,offset", [((10, 10), (3, 3), 0), ((5, 5), (7, 1), 1),
-                                                  ((2, 20), (1, 5), 3), ((10,), (4,), 2),
-                                                  ((3, 0), (1, 1), 0)])
+@pytest.mark.parametrize(
+    "shape,strides,offset",
+    [
+        ((10, 10), (3, 3), 0),
+        ((5, 5), (7, 1), 1),
+        ((2, 20), (1, 5), 3),
+        ((10,), (4,), 2),
+        ((3, 0), (1, 1), 0),
+    ],
+)
 def test_as_strided_matches_numpy(shape, strides, offset):
     x = f32(128)
     want = np.lib.stride_tricks.as_strided(x[offset:], shape, np.multiply(strides, 4))

@@ -1,4 +1,5 @@
 """gather_mm, block_masked_mm, segmented_mm and hadamard_transform against NumPy/SciPy."""
+
 import numpy as np
 import pytest
 from scipy.linalg import hadamard
@@ -13,13 +14,17 @@ def f32(*shape):
     return RNG.standard_normal(shape).astype(np.float32)
 
 
-@pytest.mark.parametrize("li,ri", [(None, [[1, 0], [2, 2]]), ([0, 2, 1], None),
-                                   ([[0], [1]], [2, 0, 1]), ([3], [0])])
+@pytest.mark.parametrize(
+    "li,ri", [(None, [[1, 0], [2, 2]]), ([0, 2, 1], None), ([[0], [1]], [2, 0, 1]), ([3], [0])]
+)
 def test_gather_mm(li, ri):
     a, b = f32(2, 2, 3, 4), f32(3, 4, 5)
-    got = nv.gather_mm(nv.array(a), nv.array(b),
-                       None if li is None else nv.array(li, dtype=nv.uint32),
-                       None if ri is None else nv.array(ri, dtype=nv.uint32))
+    got = nv.gather_mm(
+        nv.array(a),
+        nv.array(b),
+        None if li is None else nv.array(li, dtype=nv.uint32),
+        None if ri is None else nv.array(ri, dtype=nv.uint32),
+    )
     af, bf = a.reshape(-1, 3, 4), b.reshape(-1, 4, 5)
     lidx = np.arange(4).reshape(2, 2) if li is None else np.array(li)
     ridx = np.arange(3) if ri is None else np.array(ri)
@@ -34,11 +39,14 @@ def test_gather_mm_vectors_gradient_errors():
     got = nv.gather_mm(nv.array(a), nv.array(b), None, nv.array([2, 0]))
     np.testing.assert_allclose(np.array(got), np.stack([a @ b[2], a @ b[0]]), rtol=1e-5)
     assert nv.gather_mm(nv.ones((2, 3)), nv.ones((3, 4))).shape == (2, 4)
-    fd_vjp_check(lambda x, w: nv.gather_mm(x, w, None, nv.array([1, 1, 0])),
-                 [np.arange(6.0).reshape(2, 3) / 5, np.arange(12.0).reshape(2, 3, 2) / 7])
+    fd_vjp_check(
+        lambda x, w: nv.gather_mm(x, w, None, nv.array([1, 1, 0])),
+        [np.arange(6.0).reshape(2, 3) / 5, np.arange(12.0).reshape(2, 3, 2) / 7],
+    )
     with pytest.raises(ValueError, match="gather_mm"):
-        nv.gather_mm(nv.ones((2, 3), dtype=nv.int32), nv.ones((3, 2), dtype=nv.int32),
-                     nv.array([0]), None)
+        nv.gather_mm(
+            nv.ones((2, 3), dtype=nv.int32), nv.ones((3, 2), dtype=nv.int32), nv.array([0]), None
+        )
     with pytest.raises(ValueError, match="gather_mm"):
         nv.gather_mm(nv.ones((2, 3)), nv.ones((4, 2)), nv.array([0]), None)
 
@@ -57,15 +65,20 @@ def test_block_masked_mm(block, kind):
     def mask(*s):
         r = RNG.random(s)
         return (r > 0.4) if kind == "bool" else r.astype(np.float32)
+
     mo, ml, mr = mask(2, tm, tn), mask(2, tm, tk), mask(2, tk, tn)
     a[0, :block, :block] = np.inf if kind == "bool" and not ml[0, 0, 0] else a[0, :block, :block]
-    got = nv.block_masked_mm(nv.array(a), nv.array(b), block, nv.array(mo), nv.array(ml),
-                             nv.array(mr))
+    got = nv.block_masked_mm(
+        nv.array(a), nv.array(b), block, nv.array(mo), nv.array(ml), nv.array(mr)
+    )
     aa = np.where(expand(ml, m, k, block), a, 0) if kind == "bool" else a * expand(ml, m, k, block)
     bb = np.where(expand(mr, k, n, block), b, 0) if kind == "bool" else b * expand(mr, k, n, block)
     want = aa.astype(np.float64) @ bb
-    want = np.where(expand(mo, m, n, block), want, 0) if kind == "bool" else \
-        want * expand(mo, m, n, block)
+    want = (
+        np.where(expand(mo, m, n, block), want, 0)
+        if kind == "bool"
+        else want * expand(mo, m, n, block)
+    )
     np.testing.assert_allclose(np.array(got), want, rtol=1e-4, atol=1e-4)
 
 
@@ -99,16 +112,16 @@ def test_hadamard_transform(n):
     want = (x.astype(np.float64) @ hadamard(n).T) / np.sqrt(n)
     np.testing.assert_allclose(np.array(got), want, rtol=1e-5, atol=1e-5)
     got = nv.hadamard_transform(nv.array(x), scale=2.0)
-    np.testing.assert_allclose(np.array(got), 2.0 * x.astype(np.float64) @ hadamard(n).T,
-                               rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(
+        np.array(got), 2.0 * x.astype(np.float64) @ hadamard(n).T, rtol=1e-5, atol=1e-4
+    )
 
 
 def test_hadamard_dtypes_gradient_vmap_errors():
     assert nv.hadamard_transform(nv.array([1, 2])).dtype == nv.float32
     assert nv.hadamard_transform(nv.array([1, 2], dtype=nv.float16)).dtype == nv.float16
     fd_vjp_check(lambda x: nv.hadamard_transform(x), [np.arange(8.0) / 3])
-    vmap_check(lambda x: nv.hadamard_transform(x), [np.arange(16.0).reshape(4, 4)],
-               in_axes=(1,))
+    vmap_check(lambda x: nv.hadamard_transform(x), [np.arange(16.0).reshape(4, 4)], in_axes=(1,))
     with pytest.raises(ValueError, match="power-of-two"):
         nv.hadamard_transform(nv.ones((12,)))
     with pytest.raises(ValueError, match="empty"):

@@ -1,5 +1,6 @@
 """Reductions, scans, softmax and logsumexp against NumPy (float64 references), MLX's dtype
 rules, errors, gradients against finite differences, vmap against a loop."""
+
 import os
 
 import numpy as np
@@ -7,15 +8,36 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import nuvec as nv
-from _helpers import (exact, ALL, FLOATS, INTS, REAL, RTOL, arrays, assert_close, axes_for, f64,
-                      fd_jvp_check, fd_vjp_check, np_axes, npdtype, rand, vmap_check)
+from _helpers import (
+    exact,
+    ALL,
+    FLOATS,
+    INTS,
+    REAL,
+    RTOL,
+    arrays,
+    assert_close,
+    axes_for,
+    f64,
+    fd_jvp_check,
+    fd_vjp_check,
+    np_axes,
+    npdtype,
+    rand,
+    vmap_check,
+)
 
 FAST = settings(max_examples=int(os.environ.get("NUVEC_TEST_EXAMPLES", 40)), deadline=None)
 
 
 def sum_dtype(name):
-    return {"bool": "int32", "int8": "int32", "int16": "int32", "uint8": "uint32",
-            "uint16": "uint32"}.get(name, name)
+    return {
+        "bool": "int32",
+        "int8": "int32",
+        "int16": "int32",
+        "uint8": "uint32",
+        "uint16": "uint32",
+    }.get(name, name)
 
 
 def wrap(v: np.ndarray, name: str) -> np.ndarray:
@@ -27,6 +49,7 @@ def wrap(v: np.ndarray, name: str) -> np.ndarray:
 
 
 # -- sum / prod / max / min / all / any ----------------------------------------------------
+
 
 @FAST
 @given(data=st.data(), keepdims=st.booleans())
@@ -50,8 +73,11 @@ def test_sum_matches_numpy(data, keepdims):
 def test_prod_matches_numpy(data, keepdims):
     x, a, name = data.draw(arrays(ALL, max_side=3))
     if name in FLOATS or name == "complex64":  # keep products in range
-        x = (np.sign(f64(x).real) * (0.5 + np.abs(f64(x).real) % 1)).astype(npdtype(name)) \
-            if name != "complex64" else (x / np.abs(x).max(initial=1)).astype(np.complex64)
+        x = (
+            (np.sign(f64(x).real) * (0.5 + np.abs(f64(x).real) % 1)).astype(npdtype(name))
+            if name != "complex64"
+            else (x / np.abs(x).max(initial=1)).astype(np.complex64)
+        )
         a = exact(x)
     axis = data.draw(axes_for(x.ndim))
     r = nv.prod(a, axis=axis, keepdims=keepdims)
@@ -76,8 +102,11 @@ def test_max_min_match_numpy(data, keepdims, op):
     r = getattr(nv, op)(a, axis=axis, keepdims=keepdims)
     assert r.dtype.name == name
     ref = np.max if op == "max" else np.min
-    want = ref(x.astype(np.float32) if name == "bfloat16" else x, axis=np_axes(axis, x.ndim),
-               keepdims=keepdims)
+    want = ref(
+        x.astype(np.float32) if name == "bfloat16" else x,
+        axis=np_axes(axis, x.ndim),
+        keepdims=keepdims,
+    )
     np.testing.assert_array_equal(np.asarray(r).astype(want.dtype), want)
 
 
@@ -105,6 +134,7 @@ def test_max_propagates_nan_and_empty_axis_is_an_error():
 
 # -- mean / var / std / logsumexp -----------------------------------------------------------
 
+
 def float_out(name):
     return name if name in FLOATS or name == "complex64" else "float32"
 
@@ -123,8 +153,12 @@ def test_mean_matches_numpy(data, keepdims):
 
 
 @FAST
-@given(data=st.data(), keepdims=st.booleans(), ddof=st.integers(0, 1),
-       op=st.sampled_from(["var", "std"]))
+@given(
+    data=st.data(),
+    keepdims=st.booleans(),
+    ddof=st.integers(0, 1),
+    op=st.sampled_from(["var", "std"]),
+)
 def test_var_std_match_numpy(data, keepdims, ddof, op):
     x, a, name = data.draw(arrays(ALL, min_side=2))
     axis = data.draw(axes_for(x.ndim))
@@ -136,10 +170,16 @@ def test_var_std_match_numpy(data, keepdims, ddof, op):
     if n - ddof <= 0:
         return
     want = getattr(np, op)(f64(x), axis=axes, keepdims=keepdims, ddof=ddof)
-    mag = np.var(f64(x), axis=axes, keepdims=keepdims) + np.mean(
-        np.abs(f64(x)) ** 2, axis=axes, keepdims=keepdims) * 4
-    assert_close(r, want, out if out != "float32" or name != "complex64" else "complex64",
-                 np.sqrt(mag) if op == "std" else mag)
+    mag = (
+        np.var(f64(x), axis=axes, keepdims=keepdims)
+        + np.mean(np.abs(f64(x)) ** 2, axis=axes, keepdims=keepdims) * 4
+    )
+    assert_close(
+        r,
+        want,
+        out if out != "float32" or name != "complex64" else "complex64",
+        np.sqrt(mag) if op == "std" else mag,
+    )
 
 
 def test_var_ddof_at_count_is_inf_as_mlx():
@@ -205,6 +245,7 @@ def test_half_precision_reductions_accumulate_in_float32():
 
 # -- argmax / argmin ------------------------------------------------------------------------
 
+
 @FAST
 @given(data=st.data(), keepdims=st.booleans(), op=st.sampled_from(["argmax", "argmin"]))
 def test_argmax_argmin_match_numpy(data, keepdims, op):
@@ -231,8 +272,13 @@ def test_argmax_first_of_ties_and_nan():
 
 # -- scans ----------------------------------------------------------------------------------
 
-SCANS = {"cumsum": "sum", "cumprod": "prod", "cummax": "max", "cummin": "min",
-         "logcumsumexp": "lse"}
+SCANS = {
+    "cumsum": "sum",
+    "cumprod": "prod",
+    "cummax": "max",
+    "cummin": "min",
+    "logcumsumexp": "lse",
+}
 
 
 def ref_scan(x: np.ndarray, op: str, axis: int, reverse: bool, inclusive: bool, out: str):
@@ -249,10 +295,18 @@ def ref_scan(x: np.ndarray, op: str, axis: int, reverse: bool, inclusive: bool, 
         acc = None
         for i in order:
             v = line[i]
-            new = v if acc is None else {
-                "sum": lambda p, q: p + q, "prod": lambda p, q: p * q,
-                "max": max, "min": min, "lse": np.logaddexp,
-                "and": lambda p, q: p and q}[("and" if out == "bool" and op == "prod" else op)](acc, v)
+            new = (
+                v
+                if acc is None
+                else {
+                    "sum": lambda p, q: p + q,
+                    "prod": lambda p, q: p * q,
+                    "max": max,
+                    "min": min,
+                    "lse": np.logaddexp,
+                    "and": lambda p, q: p and q,
+                }[("and" if out == "bool" and op == "prod" else op)](acc, v)
+            )
             if inclusive:
                 res[idx + (i,)] = new
             else:
@@ -283,8 +337,12 @@ def _identity(op, out):
 
 
 @FAST
-@given(data=st.data(), name=st.sampled_from(list(SCANS)), reverse=st.booleans(),
-       inclusive=st.booleans())
+@given(
+    data=st.data(),
+    name=st.sampled_from(list(SCANS)),
+    reverse=st.booleans(),
+    inclusive=st.booleans(),
+)
 def test_scans_match_a_loop(data, name, reverse, inclusive):
     dtypes = FLOATS if name == "logcumsumexp" else REAL
     x, a, dname = data.draw(arrays(dtypes if name != "cumprod" else dtypes, max_side=4))
@@ -324,13 +382,36 @@ def test_scan_details_as_mlx():
 
 # -- errors ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("fn", [nv.sum, nv.prod, nv.max, nv.min, nv.mean, nv.var, nv.std,
-                                nv.all, nv.any, nv.logsumexp, nv.argmax, nv.argmin,
-                                nv.cumsum, nv.cumprod, nv.cummax, nv.cummin,
-                                nv.logcumsumexp, nv.softmax])
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        nv.sum,
+        nv.prod,
+        nv.max,
+        nv.min,
+        nv.mean,
+        nv.var,
+        nv.std,
+        nv.all,
+        nv.any,
+        nv.logsumexp,
+        nv.argmax,
+        nv.argmin,
+        nv.cumsum,
+        nv.cumprod,
+        nv.cummax,
+        nv.cummin,
+        nv.logcumsumexp,
+        nv.softmax,
+    ],
+)
 def test_invalid_axis_names_the_op(fn):
-    with pytest.raises(ValueError, match=rf"^{fn.__name__}: axis 3 is out of bounds for an "
-                                         r"array of dimension 2"):
+    with pytest.raises(
+        ValueError,
+        match=rf"^{fn.__name__}: axis 3 is out of bounds for an "
+        r"array of dimension 2",
+    ):
         fn(nv.ones((2, 3)), axis=3)
     with pytest.raises(ValueError, match=rf"^{fn.__name__}: axis -3 is out of bounds"):
         fn(nv.ones((2, 3)), axis=-3)
@@ -360,21 +441,37 @@ RNG = np.random.default_rng(7)
 X34 = RNG.standard_normal((3, 4))
 
 
-@pytest.mark.parametrize("f", [
-    lambda x: nv.sum(x, axis=1),
-    lambda x: nv.sum(x, axis=(0, 1), keepdims=True),
-    lambda x: nv.prod(x, axis=0),
-    lambda x: nv.max(x, axis=1),
-    lambda x: nv.min(x, axis=(0,), keepdims=True),
-    lambda x: nv.mean(x, axis=-1),
-    lambda x: nv.var(x, axis=0, ddof=1),
-    lambda x: nv.std(x, axis=1, keepdims=True),
-    lambda x: nv.logsumexp(x, axis=1),
-    lambda x: nv.logsumexp(x, keepdims=True),
-    lambda x: nv.softmax(x, axis=-1),
-    lambda x: nv.softmax(x, axis=(0, 1)),
-], ids=["sum", "sum_keep", "prod", "max", "min_keep", "mean", "var", "std", "lse", "lse_all",
-        "softmax", "softmax_all"])
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: nv.sum(x, axis=1),
+        lambda x: nv.sum(x, axis=(0, 1), keepdims=True),
+        lambda x: nv.prod(x, axis=0),
+        lambda x: nv.max(x, axis=1),
+        lambda x: nv.min(x, axis=(0,), keepdims=True),
+        lambda x: nv.mean(x, axis=-1),
+        lambda x: nv.var(x, axis=0, ddof=1),
+        lambda x: nv.std(x, axis=1, keepdims=True),
+        lambda x: nv.logsumexp(x, axis=1),
+        lambda x: nv.logsumexp(x, keepdims=True),
+        lambda x: nv.softmax(x, axis=-1),
+        lambda x: nv.softmax(x, axis=(0, 1)),
+    ],
+    ids=[
+        "sum",
+        "sum_keep",
+        "prod",
+        "max",
+        "min_keep",
+        "mean",
+        "var",
+        "std",
+        "lse",
+        "lse_all",
+        "softmax",
+        "softmax_all",
+    ],
+)
 def test_reduction_gradients(f):
     fd_vjp_check(f, [X34])
     fd_jvp_check(f, [X34])
@@ -391,15 +488,19 @@ def test_scan_gradients(name, reverse, inclusive):
         if not inclusive and name in ("cummax", "cummin", "logcumsumexp"):  # infinite identity
             y = y[:, :-1] if reverse else y[:, 1:]
         return y
+
     fd_vjp_check(f, [X34])
     fd_jvp_check(f, [X34])
 
 
 def test_prod_and_cumprod_gradients_with_zeros():
     x = np.array([[2.0, 0.0, 3.0, 0.0, 4.0], [1.5, -2.0, 0.0, 3.0, 0.5], [1.0, 2.0, 3.0, 4.0, 5.0]])
-    for f in (lambda v: nv.prod(v, axis=1), lambda v: nv.cumprod(v, axis=1),
-              lambda v: nv.cumprod(v, axis=1, reverse=True),
-              lambda v: nv.cumprod(v, axis=1, inclusive=False)):
+    for f in (
+        lambda v: nv.prod(v, axis=1),
+        lambda v: nv.cumprod(v, axis=1),
+        lambda v: nv.cumprod(v, axis=1, reverse=True),
+        lambda v: nv.cumprod(v, axis=1, inclusive=False),
+    ):
         fd_vjp_check(f, [x], atol=1e-6)
         fd_jvp_check(f, [x], atol=1e-6)
 
@@ -436,14 +537,35 @@ def test_integer_outputs_have_no_gradient():
 X234 = RNG.standard_normal((2, 3, 4))
 
 
-@pytest.mark.parametrize("f", [
-    lambda x: nv.sum(x, axis=0), lambda x: nv.max(x, axis=1, keepdims=True),
-    lambda x: nv.mean(x), lambda x: nv.var(x, axis=-1), lambda x: nv.argmax(x, axis=0),
-    lambda x: nv.argmin(x, axis=1, keepdims=True), lambda x: nv.logsumexp(x, axis=0),
-    lambda x: nv.softmax(x, axis=1), lambda x: nv.cumsum(x, axis=0, reverse=True),
-    lambda x: nv.cummax(x, axis=1, inclusive=False), lambda x: nv.all(x > 0, axis=1),
-], ids=["sum", "max", "mean", "var", "argmax", "argmin", "lse", "softmax", "cumsum", "cummax",
-        "all"])
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: nv.sum(x, axis=0),
+        lambda x: nv.max(x, axis=1, keepdims=True),
+        lambda x: nv.mean(x),
+        lambda x: nv.var(x, axis=-1),
+        lambda x: nv.argmax(x, axis=0),
+        lambda x: nv.argmin(x, axis=1, keepdims=True),
+        lambda x: nv.logsumexp(x, axis=0),
+        lambda x: nv.softmax(x, axis=1),
+        lambda x: nv.cumsum(x, axis=0, reverse=True),
+        lambda x: nv.cummax(x, axis=1, inclusive=False),
+        lambda x: nv.all(x > 0, axis=1),
+    ],
+    ids=[
+        "sum",
+        "max",
+        "mean",
+        "var",
+        "argmax",
+        "argmin",
+        "lse",
+        "softmax",
+        "cumsum",
+        "cummax",
+        "all",
+    ],
+)
 @pytest.mark.parametrize("in_axis", [0, 1, 2])
 def test_reduction_vmap(f, in_axis):
     vmap_check(f, [X234], (in_axis,))
@@ -452,17 +574,22 @@ def test_reduction_vmap(f, in_axis):
 def test_grad_of_vmap_of_scan():
     def f(x):
         return nv.sum(nv.vmap(lambda r: nv.cumprod(r, axis=0), in_axes=1)(x) ** 2)
+
     fd_vjp_check(f, [X34])
 
 
-@pytest.mark.parametrize("f", [
-    lambda x: nv.sum(nv.logsumexp(x, axis=1) ** 2),
-    lambda x: nv.sum(nv.softmax(x, axis=0) * x),
-    lambda x: nv.sum(nv.max(x, axis=1) ** 3),
-    lambda x: nv.sum(nv.cumprod(x, axis=1) ** 2),
-    lambda x: nv.sum(nv.logcumsumexp(x, axis=0) ** 2),
-    lambda x: nv.sum(nv.var(x, axis=1) * nv.mean(x, axis=1)),
-], ids=["lse", "softmax", "max", "cumprod", "logcumsumexp", "var_mean"])
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: nv.sum(nv.logsumexp(x, axis=1) ** 2),
+        lambda x: nv.sum(nv.softmax(x, axis=0) * x),
+        lambda x: nv.sum(nv.max(x, axis=1) ** 3),
+        lambda x: nv.sum(nv.cumprod(x, axis=1) ** 2),
+        lambda x: nv.sum(nv.logcumsumexp(x, axis=0) ** 2),
+        lambda x: nv.sum(nv.var(x, axis=1) * nv.mean(x, axis=1)),
+    ],
+    ids=["lse", "softmax", "max", "cumprod", "logcumsumexp", "var_mean"],
+)
 def test_second_order_gradients(f):
     """The gradient's own gradient (a Hessian-vector product) against finite differences."""
     v = exact(np.random.default_rng(11).standard_normal(X34.shape))

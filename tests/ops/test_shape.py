@@ -1,6 +1,7 @@
 """Shape operations against NumPy: every dtype, random shapes (0-size and scalars too),
 contiguous, transposed and strided inputs; views; errors; gradients against finite
 differences, jvp against vjp, vmap against a loop."""
+
 from __future__ import annotations
 
 import os
@@ -14,8 +15,22 @@ import nuvec as nv
 from _helpers import exact
 from nuvec.primitives import shape as P
 
-DTYPES = ["bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
-          "float16", "bfloat16", "float32", "float64", "complex64"]
+DTYPES = [
+    "bool",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+]
 FEW = settings(max_examples=int(os.environ.get("NV_EXAMPLES", 25)), deadline=None)
 
 
@@ -51,7 +66,7 @@ def layout(x: np.ndarray, kind: str):
 def arrays(draw, min_dims=0, max_dims=4, max_side=4, dtypes=DTYPES):
     shape = draw(st.lists(st.integers(0, max_side), min_size=min_dims, max_size=max_dims))
     dtype = draw(st.sampled_from(dtypes))
-    x = rand(np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1))), shape, dtype)
+    x = rand(np.random.default_rng(draw(st.integers(0, 2**32 - 1))), shape, dtype)
     return x, layout(x, draw(st.sampled_from("cts"))), dtype
 
 
@@ -87,12 +102,19 @@ def test_reshape_flatten_unflatten(xa, d):
         e = d.draw(st.integers(-x.ndim, x.ndim - 1))
         if (s % x.ndim) <= (e % x.ndim):
             s_, e_ = s % x.ndim, e % x.ndim
-            same(nv.flatten(a, s, e),
-                 x.reshape(x.shape[:s_] + (-1,) + x.shape[e_ + 1:]) if x.size else
-                 x.reshape(x.shape[:s_] + (int(np.prod(x.shape[s_:e_ + 1])),) + x.shape[e_ + 1:]))
+            same(
+                nv.flatten(a, s, e),
+                x.reshape(x.shape[:s_] + (-1,) + x.shape[e_ + 1 :])
+                if x.size
+                else x.reshape(
+                    x.shape[:s_] + (int(np.prod(x.shape[s_ : e_ + 1])),) + x.shape[e_ + 1 :]
+                ),
+            )
         ax = d.draw(st.integers(0, x.ndim - 1))
-        same(nv.unflatten(a, ax, (1, x.shape[ax])),
-             x.reshape(x.shape[:ax] + (1, x.shape[ax]) + x.shape[ax + 1:]))
+        same(
+            nv.unflatten(a, ax, (1, x.shape[ax])),
+            x.reshape(x.shape[:ax] + (1, x.shape[ax]) + x.shape[ax + 1 :]),
+        )
 
 
 def test_reshape_edge_cases():
@@ -106,16 +128,19 @@ def test_reshape_edge_cases():
     assert nv.reshape(a, (6,)) is a and nv.flatten(nv.reshape(a, (2, 3)), 1, 1).shape == (2, 3)
 
 
-@pytest.mark.parametrize("call, msg", [
-    (lambda a: nv.reshape(a, (4, 2)), r"reshape: cannot reshape .*\(2, 3\) to \(4, 2\)"),
-    (lambda a: nv.reshape(a, (-1, -1)), "reshape: only one"),
-    (lambda a: nv.reshape(a, (-1, 4)), "reshape: cannot"),
-    (lambda a: nv.flatten(a, 1, 0), "flatten: start_axis"),
-    (lambda a: nv.flatten(a, 2), "flatten: axis 2 is out of bounds"),
-    (lambda a: nv.unflatten(a, 1, (2, 2)), "unflatten: cannot unflatten"),
-    (lambda a: nv.unflatten(a, 3, (3,)), "unflatten: axis 3"),
-    (lambda a: nv.unflatten(a, 0, ()), "unflatten: the shape"),
-])
+@pytest.mark.parametrize(
+    "call, msg",
+    [
+        (lambda a: nv.reshape(a, (4, 2)), r"reshape: cannot reshape .*\(2, 3\) to \(4, 2\)"),
+        (lambda a: nv.reshape(a, (-1, -1)), "reshape: only one"),
+        (lambda a: nv.reshape(a, (-1, 4)), "reshape: cannot"),
+        (lambda a: nv.flatten(a, 1, 0), "flatten: start_axis"),
+        (lambda a: nv.flatten(a, 2), "flatten: axis 2 is out of bounds"),
+        (lambda a: nv.unflatten(a, 1, (2, 2)), "unflatten: cannot unflatten"),
+        (lambda a: nv.unflatten(a, 3, (3,)), "unflatten: axis 3"),
+        (lambda a: nv.unflatten(a, 0, ()), "unflatten: the shape"),
+    ],
+)
 def test_reshape_errors(call, msg):
     with pytest.raises(ValueError, match=msg):
         call(nv.zeros((2, 3)))
@@ -142,8 +167,9 @@ def test_expand_dims_squeeze(xa, d):
     x, a, _ = xa
     k = d.draw(st.integers(1, 2))
     nd = x.ndim + k
-    axes = d.draw(st.lists(st.integers(-nd, nd - 1), min_size=k, max_size=k,
-                           unique_by=lambda v: v % nd))
+    axes = d.draw(
+        st.lists(st.integers(-nd, nd - 1), min_size=k, max_size=k, unique_by=lambda v: v % nd)
+    )
     e = np.expand_dims(x, tuple(axes))
     same(nv.expand_dims(a, axes), e)
     same(nv.squeeze(nv.expand_dims(a, axes), axes), x)
@@ -156,15 +182,19 @@ def test_expand_dims_squeeze(xa, d):
 def test_broadcast_and_atleast(xa, d):
     x, a, _ = xa
     lead = d.draw(st.lists(st.integers(0, 3), max_size=2))
-    target = tuple(lead) + tuple(d.draw(st.sampled_from([s, s])) if s != 1 else
-                                 d.draw(st.integers(0, 3)) for s in x.shape)
+    target = tuple(lead) + tuple(
+        d.draw(st.sampled_from([s, s])) if s != 1 else d.draw(st.integers(0, 3)) for s in x.shape
+    )
     same(nv.broadcast_to(a, target), np.broadcast_to(x, target))
     y = rand(np.random.default_rng(0), target[-1:] if target else (), "int32")
     outs = nv.broadcast_arrays(a, exact(y))
     for o, e in zip(outs, np.broadcast_arrays(x, y)):
         same(o, e)
-    for f, g in [(nv.atleast_1d, np.atleast_1d), (nv.atleast_2d, np.atleast_2d),
-                 (nv.atleast_3d, np.atleast_3d)]:
+    for f, g in [
+        (nv.atleast_1d, np.atleast_1d),
+        (nv.atleast_2d, np.atleast_2d),
+        (nv.atleast_3d, np.atleast_3d),
+    ]:
         same(f(a), g(x))
         both = f(a, exact(y))
         assert isinstance(both, list) and len(both) == 2
@@ -173,18 +203,20 @@ def test_broadcast_and_atleast(xa, d):
 
 def test_axis_errors_name_the_op():
     a = nv.zeros((2, 3))
-    for call, name in [(lambda: nv.transpose(a, (0,)), "transpose"),
-                       (lambda: nv.transpose(a, (0, 0)), "transpose"),
-                       (lambda: nv.transpose(a, (0, 2)), "transpose"),
-                       (lambda: nv.moveaxis(a, 2, 0), "moveaxis"),
-                       (lambda: nv.swapaxes(a, 0, -3), "swapaxes"),
-                       (lambda: nv.expand_dims(a, 3), "expand_dims"),
-                       (lambda: nv.expand_dims(a, (0, 0)), "expand_dims"),
-                       (lambda: nv.squeeze(a, 0), "squeeze"),
-                       (lambda: nv.squeeze(a, 5), "squeeze"),
-                       (lambda: nv.broadcast_to(a, (3, 3)), "broadcast_to"),
-                       (lambda: nv.broadcast_to(a, (3,)), "broadcast_to"),
-                       (lambda: nv.broadcast_arrays(a, nv.zeros((4,))), "broadcast_arrays")]:
+    for call, name in [
+        (lambda: nv.transpose(a, (0,)), "transpose"),
+        (lambda: nv.transpose(a, (0, 0)), "transpose"),
+        (lambda: nv.transpose(a, (0, 2)), "transpose"),
+        (lambda: nv.moveaxis(a, 2, 0), "moveaxis"),
+        (lambda: nv.swapaxes(a, 0, -3), "swapaxes"),
+        (lambda: nv.expand_dims(a, 3), "expand_dims"),
+        (lambda: nv.expand_dims(a, (0, 0)), "expand_dims"),
+        (lambda: nv.squeeze(a, 0), "squeeze"),
+        (lambda: nv.squeeze(a, 5), "squeeze"),
+        (lambda: nv.broadcast_to(a, (3, 3)), "broadcast_to"),
+        (lambda: nv.broadcast_to(a, (3,)), "broadcast_to"),
+        (lambda: nv.broadcast_arrays(a, nv.zeros((4,))), "broadcast_arrays"),
+    ]:
         with pytest.raises(ValueError, match=name):
             call()
     with pytest.raises(TypeError, match="moveaxis"):
@@ -247,8 +279,13 @@ def test_pad(xa, d):
     x, a, dtype = xa
     form = d.draw(st.sampled_from(["int", "single", "pair", "pairs", "one-pair-list"]))
     w = lambda: d.draw(st.integers(0, 2))  # noqa: E731
-    pw = {"int": w(), "single": (w(),), "pair": (w(), w()),
-          "pairs": [(w(), w()) for _ in range(x.ndim)], "one-pair-list": [(w(), w())]}[form]
+    pw = {
+        "int": w(),
+        "single": (w(),),
+        "pair": (w(), w()),
+        "pairs": [(w(), w()) for _ in range(x.ndim)],
+        "one-pair-list": [(w(), w())],
+    }[form]
     value = d.draw(st.sampled_from([0, 1, 2]))
     e = np.pad(x, pw, constant_values=np.array(value).astype(x.dtype)) if x.ndim else x
     same(nv.pad(a, pw, constant_values=value), e)
@@ -306,9 +343,15 @@ def test_join_split_errors():
 def test_views_share_memory_and_identities_add_no_node():
     base = exact(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
     nv.eval(base)
-    for view in [nv.transpose(base), nv.moveaxis(base, 0, 2), nv.reshape(base, (6, 4)),
-                 nv.broadcast_to(base, (5, 2, 3, 4)), nv.expand_dims(base, 1),
-                 nv.flatten(base, 1), nv.split(base, 3, axis=1)[1]]:
+    for view in [
+        nv.transpose(base),
+        nv.moveaxis(base, 0, 2),
+        nv.reshape(base, (6, 4)),
+        nv.broadcast_to(base, (5, 2, 3, 4)),
+        nv.expand_dims(base, 1),
+        nv.flatten(base, 1),
+        nv.split(base, 3, axis=1)[1],
+    ]:
         assert np.shares_memory(data(view), base._data)
     a = nv.zeros((2, 3))
     assert nv.transpose(a, (0, 1)) is a and nv.moveaxis(a, 1, -1) is a
@@ -321,8 +364,13 @@ def test_primitive_flags_for_compile():
     assert not P.Reshape((1,)).fixes_shape and not P.Broadcast((1,)).fixes_shape
     assert P.Slice((0,), (1,), (1,)).fixes_shape and P.Pad((0,), (1,)).fixes_shape
     assert P.SliceUpdate((0,), (1,), (1,)).fixes_shape
-    for p in [P.Transpose((1, 0)), P.ExpandDims((0,)), P.Squeeze((0,)), P.Flatten(0, 1),
-              P.Concatenate(0)]:
+    for p in [
+        P.Transpose((1, 0)),
+        P.ExpandDims((0,)),
+        P.Squeeze((0,)),
+        P.Flatten(0, 1),
+        P.Concatenate(0),
+    ]:
         assert not p.fixes_shape
     assert P.Transpose((0, 1, 2)).is_identity and not P.Transpose((1, 0)).is_identity
     assert P.Transpose((1, 0)) == P.Transpose((1, 0)) != P.Transpose((0, 1))
@@ -361,8 +409,10 @@ def vmap_check(f, xs, in_axes):
     out = nv.vmap(f, in_axes=in_axes)(*[exact(x) for x in xs])
     rows = []
     for b in range(size):
-        args = [exact(np.take(x, b, axis=ax)) if ax is not None else exact(x)
-                for x, ax in zip(xs, in_axes)]
+        args = [
+            exact(np.take(x, b, axis=ax)) if ax is not None else exact(x)
+            for x, ax in zip(xs, in_axes)
+        ]
         rows.append(np.asarray(f(*args)))
     np.testing.assert_array_equal(np.asarray(out), np.stack(rows))
 
@@ -382,8 +432,10 @@ SHAPE_FUNCS = {
     "slice_update": (lambda x, y: nv.setitem(x, (slice(None), slice(1, 2)), y), [X, Y]),
     "concatenate": (lambda x, y: nv.concatenate([y, x, y], axis=1), [X, Y]),
     "stack": (lambda x: nv.stack([x, x * 2], axis=1), [X]),
-    "pad": (lambda x, v: nv.pad(x, [(1, 0), (0, 2), (1, 1)], constant_values=v),
-            [X, np.array(0.5)]),
+    "pad": (
+        lambda x, v: nv.pad(x, [(1, 0), (0, 2), (1, 1)], constant_values=v),
+        [X, np.array(0.5)],
+    ),
     "edge_pad": (lambda x: nv.pad(x, ((0, 1), (2, 0), (1, 1)), mode="edge"), [X]),
     "tile": (lambda y: nv.tile(y, (2, 1, 3)), [Y]),
     "repeat": (lambda x: nv.repeat(x, 2, axis=1), [X]),
@@ -407,5 +459,4 @@ def test_vmap_against_a_loop(name):
     if len(xs) > 1:
         both = [np.stack([x, -x], axis=0) for x in xs]
         vmap_check(f, both, [0] * len(xs))
-        vmap_check(f, [xs[0]] + [np.stack([xs[1], xs[1] * 2], axis=-1)],
-                   [None, xs[1].ndim])
+        vmap_check(f, [xs[0]] + [np.stack([xs[1], xs[1] * 2], axis=-1)], [None, xs[1].ndim])

@@ -1,5 +1,6 @@
 """sort, argsort, partition, argpartition, topk against NumPy; errors; gradients against
 finite differences; vmap against a loop."""
+
 import os
 
 import numpy as np
@@ -53,8 +54,8 @@ def _check_partitioned(p: np.ndarray, x: np.ndarray, kth: int, axis: int) -> Non
     s = np.sort(x, axis=-1)
     np.testing.assert_array_equal(np.sort(p, axis=-1), s)  # a permutation of each line
     np.testing.assert_array_equal(p[..., kth], s[..., kth])
-    assert (p[..., :kth] <= p[..., kth:kth + 1]).all()
-    assert (p[..., kth + 1:] >= p[..., kth:kth + 1]).all()
+    assert (p[..., :kth] <= p[..., kth : kth + 1]).all()
+    assert (p[..., kth + 1 :] >= p[..., kth : kth + 1]).all()
 
 
 @FAST
@@ -96,7 +97,9 @@ def test_nan_sorts_last_and_argsort_is_stable():
 
 
 def test_errors_name_the_op():
-    with pytest.raises(ValueError, match="sort: axis 2 is out of bounds for an array of dimension 2"):
+    with pytest.raises(
+        ValueError, match="sort: axis 2 is out of bounds for an array of dimension 2"
+    ):
         nv.sort(nv.ones((2, 3)), axis=2)
     with pytest.raises(ValueError, match="argsort: axis -1 is out of bounds"):
         nv.argsort(nv.array(1.0))
@@ -118,11 +121,19 @@ RNG = np.random.default_rng(3)
 X = RNG.standard_normal((3, 5))
 
 
-@pytest.mark.parametrize("f", [
-    lambda x: nv.sort(x, axis=1), lambda x: nv.sort(x, axis=0), lambda x: nv.sort(x, axis=None),
-    lambda x: nv.partition(x, 2, axis=1), lambda x: nv.partition(x, -1, axis=0),
-    lambda x: nv.topk(x, 2, axis=1), lambda x: nv.topk(x, 3, axis=None),
-], ids=["sort1", "sort0", "sort_flat", "partition", "partition_neg", "topk", "topk_flat"])
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: nv.sort(x, axis=1),
+        lambda x: nv.sort(x, axis=0),
+        lambda x: nv.sort(x, axis=None),
+        lambda x: nv.partition(x, 2, axis=1),
+        lambda x: nv.partition(x, -1, axis=0),
+        lambda x: nv.topk(x, 2, axis=1),
+        lambda x: nv.topk(x, 3, axis=None),
+    ],
+    ids=["sort1", "sort0", "sort_flat", "partition", "partition_neg", "topk", "topk_flat"],
+)
 def test_sort_gradients(f):
     fd_vjp_check(f, [X])
     fd_jvp_check(f, [X])
@@ -139,14 +150,18 @@ def test_index_outputs_are_not_differentiable():
     np.testing.assert_allclose(np.asarray(g), np.argsort(X[0], kind="stable"))
 
 
-@pytest.mark.parametrize("f", [
-    lambda x: nv.sort(x, axis=0),
-    lambda x: nv.argsort(x, axis=1),
-    lambda x: nv.sort(nv.partition(x, 1, axis=1), axis=1),  # each line permuted...
-    lambda x: nv.partition(x, 1, axis=1)[:, 1],  # ...with its kth element in place
-    lambda x: nv.take_along_axis(x, nv.argpartition(x, 0, axis=0), axis=0)[0],
-    lambda x: nv.sort(nv.topk(x, 2, axis=-1), axis=-1),
-], ids=["sort", "argsort", "partition", "partition_kth", "argpartition", "topk"])
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: nv.sort(x, axis=0),
+        lambda x: nv.argsort(x, axis=1),
+        lambda x: nv.sort(nv.partition(x, 1, axis=1), axis=1),  # each line permuted...
+        lambda x: nv.partition(x, 1, axis=1)[:, 1],  # ...with its kth element in place
+        lambda x: nv.take_along_axis(x, nv.argpartition(x, 0, axis=0), axis=0)[0],
+        lambda x: nv.sort(nv.topk(x, 2, axis=-1), axis=-1),
+    ],
+    ids=["sort", "argsort", "partition", "partition_kth", "argpartition", "topk"],
+)
 @pytest.mark.parametrize("in_axis", [0, 1, 2])
 def test_sort_vmap(f, in_axis):
     vmap_check(f, [RNG.standard_normal((3, 4, 5))], (in_axis,))

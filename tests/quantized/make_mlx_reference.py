@@ -6,6 +6,7 @@ once in a scratch environment,
     python -m venv /tmp/mlxenv && /tmp/mlxenv/bin/pip install "mlx[cpu]"
     /tmp/mlxenv/bin/python tests/quantized/make_mlx_reference.py
 """
+
 from pathlib import Path
 
 import mlx.core as mx
@@ -17,7 +18,7 @@ OUT = Path(__file__).parent / "data" / "mlx_quantized.npz"
 def inputs(seed: int, shape, dtype=np.float32) -> np.ndarray:
     """The test input for a seed: normal values with a few exact zeros and ties."""
     w = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
-    w[0, :8] = 0.0                                   # a group edge case: zeros
+    w[0, :8] = 0.0  # a group edge case: zeros
     w[1, :4] = [0.5, -0.5, 0.25, -0.25]
     return w.astype(dtype)
 

@@ -1,4 +1,5 @@
 """nn.QuantizedLinear, nn.QuantizedEmbedding, nn.quantize and the to_quantized hooks."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,12 +18,16 @@ def test_quantize_swaps_linear_and_embedding_layers_in_place():
     lin = model.layers[1]
     nn.quantize(model, group_size=32, bits=8)
     assert [type(m).__name__ for m in model.layers] == [
-        "QuantizedEmbedding", "QuantizedLinear", "ReLU", "QuantizedLinear"]
+        "QuantizedEmbedding",
+        "QuantizedLinear",
+        "ReLU",
+        "QuantizedLinear",
+    ]
     q = model.layers[1]
     assert q.weight.dtype == nv.uint32 and q.weight.shape == (32, 64 * 8 // 32)
     assert np.asarray(q.bias).tobytes() == np.asarray(lin.bias).tobytes()
     np.testing.assert_allclose(np.asarray(model(ids)), before, atol=0.05)
-    assert tree_flatten(model.trainable_parameters()) == []          # frozen
+    assert tree_flatten(model.trainable_parameters()) == []  # frozen
 
 
 def test_quantized_linear_is_quantized_matmul_plus_bias():
@@ -41,15 +46,19 @@ def test_quantized_embedding_rows_and_as_linear():
     table = nv.dequantize(q.weight, q.scales, q.biases, 32, 4)
     np.testing.assert_array_equal(np.asarray(q(ids)), np.asarray(table)[[3, 7, 7]])
     x = nv.random.normal((2, 64))
-    np.testing.assert_allclose(np.asarray(q.as_linear(x)),
-                               np.asarray(x, np.float64) @ np.asarray(table, np.float64).T,
-                               rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(
+        np.asarray(q.as_linear(x)),
+        np.asarray(x, np.float64) @ np.asarray(table, np.float64).T,
+        rtol=1e-5,
+        atol=1e-4,
+    )
 
 
 def test_predicate_picks_layers_and_arguments():
     model = nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 64))
-    nn.quantize(model, class_predicate=lambda p, m: p.endswith("1") and {"group_size": 32,
-                                                                          "bits": 2})
+    nn.quantize(
+        model, class_predicate=lambda p, m: p.endswith("1") and {"group_size": 32, "bits": 2}
+    )
     assert type(model.layers[0]).__name__ == "Linear"
     assert model.layers[1].bits == 2 and model.layers[1].group_size == 32
     with pytest.raises(ValueError, match="invalid quantization mode"):

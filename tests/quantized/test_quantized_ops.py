@@ -1,6 +1,7 @@
 """quantize / dequantize / quantized_matmul / gather_qmm: MLX's packed bits (reference made by
 make_mlx_reference.py with MLX), round trips, and products against dequantize-then-matmul in
 float64."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,8 +27,9 @@ def test_affine_packing_is_mlx_bit_for_bit(gs, bits, dt):
     assert np.asarray(s).tobytes() == REF[key + "_s"].tobytes()
     assert np.asarray(b).tobytes() == REF[key + "_b"].tobytes()
     # MLX's codes decode to MLX's dequantized values
-    d = nv.dequantize(nv.array(REF[key + "_q"]), nv.array(REF[key + "_s"]),
-                      nv.array(REF[key + "_b"]), gs, bits)
+    d = nv.dequantize(
+        nv.array(REF[key + "_q"]), nv.array(REF[key + "_s"]), nv.array(REF[key + "_b"]), gs, bits
+    )
     np.testing.assert_array_equal(np.asarray(d), REF[key + "_d"])
 
 
@@ -67,8 +69,7 @@ def test_affine_round_trip_error_is_within_a_step(gs, bits):
 
 
 def _dequantized64(wq, s, b, gs, bits, mode="affine"):
-    return np.asarray(nv.dequantize(wq, s, b, gs, bits, mode=mode, dtype=nv.float32),
-                      np.float64)
+    return np.asarray(nv.dequantize(wq, s, b, gs, bits, mode=mode, dtype=nv.float32), np.float64)
 
 
 @pytest.mark.parametrize("gs,bits", AFFINE)
@@ -102,17 +103,30 @@ def test_float64_and_half_inputs():
     dw = _dequantized64(wq, s, b, 64, 4)
     x = RNG.standard_normal((3, 64))
     y = nv.quantized_matmul(nv.array(x, nv.float64), wq, s, b, group_size=64, bits=4)
-    assert y.dtype == nv.float64                           # float64 x with float32 scales
+    assert y.dtype == nv.float64  # float64 x with float32 scales
     codes = qf.unpack(np.asarray(wq), 4).astype(np.float64).reshape(16, 1, 64)
-    dw64 = (codes * np.asarray(s, np.float64)[..., None]
-            + np.asarray(b, np.float64)[..., None]).reshape(16, 64)
+    dw64 = (
+        codes * np.asarray(s, np.float64)[..., None] + np.asarray(b, np.float64)[..., None]
+    ).reshape(16, 64)
     np.testing.assert_allclose(np.asarray(y), x @ dw64.T, rtol=1e-12, atol=1e-12)
-    y64 = nv.quantized_matmul(nv.array(x, nv.float64), wq, nv.astype(s, nv.float64),
-                              nv.astype(b, nv.float64), group_size=64, bits=4)
+    y64 = nv.quantized_matmul(
+        nv.array(x, nv.float64),
+        wq,
+        nv.astype(s, nv.float64),
+        nv.astype(b, nv.float64),
+        group_size=64,
+        bits=4,
+    )
     assert y64.dtype == nv.float64
     np.testing.assert_allclose(np.asarray(y64), x @ dw64.T, rtol=1e-12, atol=1e-12)
-    yh = nv.quantized_matmul(nv.array(x.astype(np.float16)), wq, nv.astype(s, nv.float16),
-                             nv.astype(b, nv.float16), group_size=64, bits=4)
+    yh = nv.quantized_matmul(
+        nv.array(x.astype(np.float16)),
+        wq,
+        nv.astype(s, nv.float16),
+        nv.astype(b, nv.float16),
+        group_size=64,
+        bits=4,
+    )
     assert yh.dtype == nv.float16
     np.testing.assert_allclose(np.asarray(yh, np.float64), x @ dw.T, rtol=2e-2, atol=2e-2)
 
@@ -124,17 +138,19 @@ def test_batched_weights_and_gather_qmm():
     dw = _dequantized64(wq, s, b, 32, 4)
     x = RNG.standard_normal((3, 2, k)).astype(np.float32)
     idx = np.array([[3, 0], [1, 1], [2, 3]])
-    y = nv.gather_qmm(nv.array(x[:, None]), wq, s, b, rhs_indices=nv.array(idx),
-                      group_size=32, bits=4)
+    y = nv.gather_qmm(
+        nv.array(x[:, None]), wq, s, b, rhs_indices=nv.array(idx), group_size=32, bits=4
+    )
     assert y.shape == (3, 2, 2, n)
     for i in range(3):
         for j in range(2):
-            np.testing.assert_allclose(np.asarray(y)[i, j], x[i].astype(np.float64)
-                                       @ dw[idx[i, j]].T, rtol=1e-5, atol=1e-4)
-    batched = nv.quantized_matmul(nv.array(np.repeat(x[:1], e, 0)), wq, s, b, group_size=32,
-                                  bits=4)
-    np.testing.assert_allclose(np.asarray(batched), x[0].astype(np.float64) @
-                               np.swapaxes(dw, -1, -2), rtol=1e-5, atol=1e-4)
+            np.testing.assert_allclose(
+                np.asarray(y)[i, j], x[i].astype(np.float64) @ dw[idx[i, j]].T, rtol=1e-5, atol=1e-4
+            )
+    batched = nv.quantized_matmul(nv.array(np.repeat(x[:1], e, 0)), wq, s, b, group_size=32, bits=4)
+    np.testing.assert_allclose(
+        np.asarray(batched), x[0].astype(np.float64) @ np.swapaxes(dw, -1, -2), rtol=1e-5, atol=1e-4
+    )
 
 
 def test_gradients_are_mlx_s():
@@ -145,10 +161,13 @@ def test_gradients_are_mlx_s():
     g = RNG.standard_normal((3, 16))
 
     def loss(x, s, b):
-        return (nv.quantized_matmul(x, wq, s, b, group_size=32, bits=4) * nv.array(g, nv.float32)).sum()
+        return (
+            nv.quantized_matmul(x, wq, s, b, group_size=32, bits=4) * nv.array(g, nv.float32)
+        ).sum()
+
     gx, gs_, gb = nv.grad(loss, argnums=(0, 1, 2))(x, s, b)
     np.testing.assert_allclose(np.asarray(gx), g @ dw, rtol=1e-5, atol=1e-5)
-    dW = (g.T @ np.asarray(x, np.float64)).reshape(16, 2, 32)            # dL/dW per group
+    dW = (g.T @ np.asarray(x, np.float64)).reshape(16, 2, 32)  # dL/dW per group
     codes = qf.unpack(np.asarray(wq), 4).reshape(16, 2, 32)
     np.testing.assert_allclose(np.asarray(gb), dW.sum(-1), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(np.asarray(gs_), (dW * codes).sum(-1), rtol=1e-4, atol=1e-4)
@@ -157,13 +176,16 @@ def test_gradients_are_mlx_s():
         y._prim.vjp([x, wq, s, b], [nv.ones_like(y)], [1], [y])
     # compiled equals eager, bit for bit
     f = nv.compile(lambda x: nv.quantized_matmul(x, wq, s, b, group_size=32, bits=4))
-    assert np.asarray(f(x)).tobytes() == np.asarray(
-        nv.quantized_matmul(x, wq, s, b, group_size=32, bits=4)).tobytes()
+    assert (
+        np.asarray(f(x)).tobytes()
+        == np.asarray(nv.quantized_matmul(x, wq, s, b, group_size=32, bits=4)).tobytes()
+    )
     # vmap over x
     xs = nv.array(RNG.standard_normal((4, 64)).astype(np.float32))
     v = nv.vmap(lambda r: nv.quantized_matmul(r, wq, s, b, group_size=32, bits=4))(xs)
-    np.testing.assert_allclose(np.asarray(v), np.asarray(xs, np.float64) @ dw.T, rtol=1e-5,
-                               atol=1e-4)
+    np.testing.assert_allclose(
+        np.asarray(v), np.asarray(xs, np.float64) @ dw.T, rtol=1e-5, atol=1e-4
+    )
 
 
 def test_errors_name_the_function_and_argument():
@@ -208,7 +230,8 @@ def test_vmap_of_quantize_and_dequantize_is_per_entry():
         q1, s1, b1 = nv.quantize(nv.array(w[i]), 32, 4)
         assert np.asarray(wq)[i].tobytes() == np.asarray(q1).tobytes()
     d = nv.vmap(lambda q, s, b: nv.dequantize(q, s, b, 32, 4), in_axes=(1, 1, 1))(
-        nv.swapaxes(wq, 0, 1), nv.swapaxes(s, 0, 1), nv.swapaxes(b, 0, 1))
+        nv.swapaxes(wq, 0, 1), nv.swapaxes(s, 0, 1), nv.swapaxes(b, 0, 1)
+    )
     np.testing.assert_array_equal(np.asarray(d), np.asarray(nv.dequantize(wq, s, b, 32, 4)))
     q = nv.quantize(nv.array(w[0]), 32, 4)
     with pytest.raises(ValueError, match="quantize: no gradient"):

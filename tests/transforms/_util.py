@@ -1,4 +1,5 @@
 """Helpers for the transform tests: finite differences and dense Jacobians."""
+
 import numpy as np
 
 import nuvec as nv

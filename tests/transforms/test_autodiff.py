@@ -1,4 +1,5 @@
 """vjp, jvp, grad and value_and_grad: API, trees, errors, tracers, evaluation inside."""
+
 import collections
 
 import numpy as np
@@ -15,17 +16,24 @@ def test_mlx_examples():
     assert out[0].item() == 2.0 and dout[0].item() == 4.0
     _, out = nv.jvp(lambda x, y: x * y, [exact(4.0), exact(2.0)], [exact(3.0), exact(2.0)])
     assert out[0].item() == 4.0 * 2.0 + 2.0 * 3.0
-    _, out = nv.jvp(lambda x, y, z: (x * y, y * z), [exact(2.0), exact(4.0), exact(6.0)],
-                    [exact(1.0), exact(3.0), exact(1.0)])
+    _, out = nv.jvp(
+        lambda x, y, z: (x * y, y * z),
+        [exact(2.0), exact(4.0), exact(6.0)],
+        [exact(1.0), exact(3.0), exact(1.0)],
+    )
     assert [o.item() for o in out] == [4.0 + 6.0, 4.0 + 18.0]
-    _, dout = nv.vjp(lambda x, y, z: (x * y, y * z), [exact(2.0), exact(4.0), exact(6.0)],
-                     [exact(1.0), exact(3.0)])
+    _, dout = nv.vjp(
+        lambda x, y, z: (x * y, y * z),
+        [exact(2.0), exact(4.0), exact(6.0)],
+        [exact(1.0), exact(3.0)],
+    )
     assert [d.item() for d in dout] == [4.0, 2.0 + 18.0, 12.0]
 
 
 def test_grad_argnums_argnames_and_structure():
     def f(a, b, *, c):
         return nv.sum(a["w"] * b[0] + c * c)
+
     a = {"w": exact([1.0, 2.0])}
     b = (exact([3.0, 4.0]), 7)
     c = exact(5.0)
@@ -51,6 +59,7 @@ def test_value_and_grad_with_aux_outputs():
     def loss(w, x):
         y = w * x
         return nv.sum(y * y), y, "tag"
+
     (l, y, tag), g = nv.value_and_grad(loss)(exact([1.0, 2.0]), exact([3.0, 4.0]))
     assert l.item() == 9.0 + 64.0 and y.tolist() == [3.0, 8.0] and tag == "tag"
     assert g.tolist() == [2 * 3.0 * 3.0, 2 * 8.0 * 4.0]
@@ -91,9 +100,11 @@ def test_same_array_twice_and_reused_intermediates():
     x = exact(3.0)
     gx, gy = nv.grad(lambda a, b: a * b * a, argnums=(0, 1))(x, x)
     assert gx.item() == 2 * 3.0 * 3.0 and gy.item() == 9.0
+
     def f(a):
         b = nv.exp(a)
         return b * b + b
+
     assert np.isclose(nv.grad(f)(exact(0.5)).item(), 2 * np.exp(1.0) + np.exp(0.5), rtol=1e-6)
 
 
@@ -106,6 +117,7 @@ def test_stop_gradient():
 
 def test_evaluating_inside_the_function_keeps_the_gradient():
     seen = []
+
     def f(x):
         y = nv.sin(x) * 2.0
         nv.eval(y)
@@ -113,6 +125,7 @@ def test_evaluating_inside_the_function_keeps_the_gradient():
         z = nv.exp(y)
         print(z)  # evaluation through printing
         return nv.sum(z)
+
     x = exact([0.1, 0.2], dtype=nv.float64)
     g = nv.grad(f)(x)
     expected = np.exp(2 * np.sin([0.1, 0.2])) * 2 * np.cos([0.1, 0.2])
@@ -123,9 +136,11 @@ def test_evaluating_inside_the_function_keeps_the_gradient():
 def test_tracers_are_released_after_the_transform():
     x = exact([1.0, 2.0])
     captured = {}
+
     def f(a):
         captured["y"] = a * 3.0
         return nv.sum(captured["y"])
+
     val, g = nv.value_and_grad(f)(x)
     assert not is_tracer(captured["y"]) and not captured["y"]._tracer
     assert not val._tracer and not g._tracer and not x._tracer
@@ -145,9 +160,11 @@ def test_finite_differences_of_a_small_network():
     rng = np.random.default_rng(1)
     w1, b1 = rng.normal(size=(3, 4)), rng.normal(size=(4,))
     x = rng.normal(size=(5, 3))
+
     def loss(w, b):
         h = nv.tanh(nv.matmul(exact(x), w) + b)
         return nv.mean(nv.logaddexp(h, -h) * nv.sigmoid(h))
+
     gw, gb = nv.grad(loss, argnums=(0, 1))(exact(w1), exact(b1))
     nw, nb = numeric_grad(loss, [w1, b1])
     np.testing.assert_allclose(np.array(gw), nw, rtol=1e-5, atol=1e-8)
@@ -184,7 +201,7 @@ def test_matmul_grad_of_transposed_operand_is_contiguous(side):
     compiled = nv.compile(nv.grad(f, argnums=(0, 1)))(exact(w0), exact(x0))
     gw = np.array(eager[0])
     if side == "left":
-        want_w, want_x = x0 @ g0.T, w0 @ g0      # d/dw of sum(g * (w.T @ x))
+        want_w, want_x = x0 @ g0.T, w0 @ g0  # d/dw of sum(g * (w.T @ x))
     else:
         want_w = np.swapaxes(g0, -1, -2) @ x0
         want_x = g0 @ w0
@@ -204,6 +221,7 @@ def test_comparison_tangent_is_float32_zeros():
 
 def test_grad_needs_a_scalar_output_value_and_grad_takes_aux():
     import pytest
+
     x = nv.ones((2,))
     with pytest.raises(ValueError, match="grad: the function must return a scalar array"):
         nv.grad(lambda v: (nv.sum(v), {"aux": v}))(x)

@@ -1,5 +1,6 @@
 """Transforms composed: higher-order gradients, vmap of grad, grad of vmap, jvp of vjp,
 custom functions under every transform."""
+
 import numpy as np
 import pytest
 
@@ -25,6 +26,7 @@ def test_higher_order_gradients():
 def test_second_order_through_broadcast_and_reductions():
     def f(w):
         return nv.sum(nv.tanh(w * exact([[1.0], [2.0]], dtype=nv.float64)) ** 2)
+
     w = RNG.normal(size=(3,))
     hv = nv.grad(lambda v: nv.sum(nv.grad(f)(v)))(exact(w))  # H @ 1
     hess = np.stack([numeric_grad(lambda v: nv.grad(f)(v)[i], [w])[0] for i in range(3)])
@@ -185,6 +187,7 @@ def test_grad_of_vmap_keeps_custom_rules():
     np.testing.assert_allclose(np.array(gx), expected)
     # w is shared by the batch: the per-example cotangents (7 each) are summed over it
     assert gw.tolist() == [7.0 * 3, 7.0 * 3]
-    _, (t,) = nv.jvp(lambda a: nv.vmap(f, in_axes=(1, None), out_axes=1)(a, w), [xs],
-                     [nv.ones_like(xs)])
+    _, (t,) = nv.jvp(
+        lambda a: nv.vmap(f, in_axes=(1, None), out_axes=1)(a, w), [xs], [nv.ones_like(xs)]
+    )
     np.testing.assert_allclose(np.array(t), expected)

@@ -3,6 +3,7 @@
 Gradients against central finite differences in float64 over broadcasting shapes; jvp against
 vjp (the same Jacobian); vmap against a Python loop over the batch with in/out axes not 0.
 """
+
 import numpy as np
 import pytest
 
@@ -15,20 +16,45 @@ RNG = np.random.default_rng(0)
 
 # op -> (low, high) of a domain where it is smooth
 UNARY = {
-    "sqrt": (0.5, 2.0), "rsqrt": (0.5, 2.0), "reciprocal": (0.5, 2.0), "exp": (-1.0, 1.0),
-    "expm1": (-1.0, 1.0), "log": (0.5, 2.0), "log1p": (-0.5, 1.0), "log2": (0.5, 2.0),
-    "log10": (0.5, 2.0), "sin": (-2.0, 2.0), "cos": (-2.0, 2.0), "tan": (-1.0, 1.0),
-    "arcsin": (-0.8, 0.8), "arccos": (-0.8, 0.8), "arctan": (-2.0, 2.0), "sinh": (-1.0, 1.0),
-    "cosh": (-1.0, 1.0), "tanh": (-1.5, 1.5), "arcsinh": (-2.0, 2.0), "arccosh": (1.2, 3.0),
-    "arctanh": (-0.8, 0.8), "sigmoid": (-3.0, 3.0), "erf": (-1.5, 1.5), "erfinv": (-0.8, 0.8),
-    "abs": (0.2, 1.0), "negative": (-1.0, 1.0), "square": (-1.0, 1.0),
+    "sqrt": (0.5, 2.0),
+    "rsqrt": (0.5, 2.0),
+    "reciprocal": (0.5, 2.0),
+    "exp": (-1.0, 1.0),
+    "expm1": (-1.0, 1.0),
+    "log": (0.5, 2.0),
+    "log1p": (-0.5, 1.0),
+    "log2": (0.5, 2.0),
+    "log10": (0.5, 2.0),
+    "sin": (-2.0, 2.0),
+    "cos": (-2.0, 2.0),
+    "tan": (-1.0, 1.0),
+    "arcsin": (-0.8, 0.8),
+    "arccos": (-0.8, 0.8),
+    "arctan": (-2.0, 2.0),
+    "sinh": (-1.0, 1.0),
+    "cosh": (-1.0, 1.0),
+    "tanh": (-1.5, 1.5),
+    "arcsinh": (-2.0, 2.0),
+    "arccosh": (1.2, 3.0),
+    "arctanh": (-0.8, 0.8),
+    "sigmoid": (-3.0, 3.0),
+    "erf": (-1.5, 1.5),
+    "erfinv": (-0.8, 0.8),
+    "abs": (0.2, 1.0),
+    "negative": (-1.0, 1.0),
+    "square": (-1.0, 1.0),
 }
 # op -> (domain of a, domain of b)
 BINARY = {
-    "add": ((-1, 1), (-1, 1)), "subtract": ((-1, 1), (-1, 1)), "multiply": ((-1, 1), (-1, 1)),
-    "divide": ((-1, 1), (0.5, 2)), "power": ((0.5, 2), (-1.5, 1.5)),
-    "maximum": ((-1, 1), (-1, 1)), "minimum": ((-1, 1), (-1, 1)),
-    "logaddexp": ((-2, 2), (-2, 2)), "arctan2": ((-1, 1), (0.3, 1)),
+    "add": ((-1, 1), (-1, 1)),
+    "subtract": ((-1, 1), (-1, 1)),
+    "multiply": ((-1, 1), (-1, 1)),
+    "divide": ((-1, 1), (0.5, 2)),
+    "power": ((0.5, 2), (-1.5, 1.5)),
+    "maximum": ((-1, 1), (-1, 1)),
+    "minimum": ((-1, 1), (-1, 1)),
+    "logaddexp": ((-2, 2), (-2, 2)),
+    "arctan2": ((-1, 1), (0.3, 1)),
     "remainder": ((0.1, 0.9), (1.2, 1.8)),
 }
 ZERO_GRAD = ["floor", "ceil", "round", "sign"]
@@ -47,6 +73,7 @@ def _signed(op, x):
 
 def test_every_differentiable_op_has_a_test():
     from nuvec.ops import elementwise as ew
+
     float_ops = set(ew._FLOAT_UNARY) | {"abs", "negative", "square"}
     assert float_ops <= set(UNARY)
 
@@ -81,7 +108,9 @@ def test_binary_grad_with_broadcasting_matches_finite_differences(op):
 def test_binary_with_python_scalar_and_where_and_astype():
     x = _draw(-1, 1, (4,))
     c = exact([True, False, True, False])
-    f = lambda a: nv.sum(nv.where(c, a * 3.0, nv.exp(a)) + (a.astype(nv.float32) * 2).astype(nv.float64))  # noqa: E731
+    f = lambda a: nv.sum(
+        nv.where(c, a * 3.0, nv.exp(a)) + (a.astype(nv.float32) * 2).astype(nv.float64)
+    )  # noqa: E731
     g = nv.grad(f)(exact(x))
     expected = np.where(np.array(c), 3.0, np.exp(x)) + 2.0
     np.testing.assert_allclose(np.array(g), expected, rtol=1e-12)
@@ -130,8 +159,9 @@ def test_binary_jvp_equals_vjp_jacobian(op):
     fn = getattr(nv, op)
     for f in (lambda x: fn(x, b), lambda y: fn(a, y)):
         arg = a if f.__code__.co_varnames[0] == "x" else b
-        np.testing.assert_allclose(jacobian_by_vjp(f, arg), jacobian_by_jvp(f, arg),
-                                   rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(
+            jacobian_by_vjp(f, arg), jacobian_by_jvp(f, arg), rtol=1e-12, atol=1e-14
+        )
 
 
 def test_unary_jvp_all_ops_against_finite_differences():
@@ -166,9 +196,14 @@ def test_unary_vmap_matches_loop(op):
     np.testing.assert_array_equal(np.array(got), ref)
 
 
-@pytest.mark.parametrize("op", sorted(set(BINARY) | PREDICATES - {"logical_not", "isnan", "isinf",
-                                                                  "isposinf", "isneginf", "isfinite"}
-                                      | {"bitwise_and", "left_shift"}))
+@pytest.mark.parametrize(
+    "op",
+    sorted(
+        set(BINARY)
+        | PREDICATES - {"logical_not", "isnan", "isinf", "isposinf", "isneginf", "isfinite"}
+        | {"bitwise_and", "left_shift"}
+    ),
+)
 def test_binary_vmap_matches_loop(op):
     fn = getattr(nv, op)
     if op in ("bitwise_and", "left_shift"):

@@ -5,6 +5,7 @@ A probe is a small function built with public ops whose graph holds the primitiv
 A primitive class without a probe fails ``test_every_primitive_is_probed`` by name, so new
 primitives cannot slip by without rules.
 """
+
 import importlib
 import inspect
 import pkgutil
@@ -34,6 +35,7 @@ def _custom():
     @nv.custom_function
     def f(x):
         return nv.sin(x) * 2.0
+
     return f
 
 
@@ -42,11 +44,13 @@ _CUSTOM = _custom()
 
 def _copy(x):
     from nuvec.primitives.misc import Copy
+
     return Array.make(Copy(), [x])
 
 
 def _scaled_softmax(x, m):
     from nuvec.primitives.reduction import ScaledSoftmax
+
     return Array.make(ScaledSoftmax(0.7, True), [x, m])
 
 
@@ -64,14 +68,20 @@ def _setitem_array(x, v):
 
 # class name -> (function, inputs (NumPy), indices of the float inputs to differentiate)
 # a 4-bit weight (5, 64) with float64 scales and biases, for the quantized product's probe
-_QUANTIZED = [nv.array(np.random.default_rng(4).integers(0, 2 ** 32, (5, 8), dtype=np.uint32)),
-              nv.array(np.random.default_rng(5).normal(size=(5, 2))),
-              nv.array(np.random.default_rng(6).normal(size=(5, 2)))]
+_QUANTIZED = [
+    nv.array(np.random.default_rng(4).integers(0, 2**32, (5, 8), dtype=np.uint32)),
+    nv.array(np.random.default_rng(5).normal(size=(5, 2))),
+    nv.array(np.random.default_rng(6).normal(size=(5, 2))),
+]
 
 PROBES = {
     "Unary": (lambda x: nv.exp(x), [f64(2, 3)], [0]),
     "Binary": (lambda x, y: x * y, [f64(2, 3), f64(2, 3)], [0, 1]),
-    "Select": (lambda x, y: nv.where(exact([[True, False, True]]), x, y), [f64(2, 3), f64(2, 3)], [0, 1]),
+    "Select": (
+        lambda x, y: nv.where(exact([[True, False, True]]), x, y),
+        [f64(2, 3), f64(2, 3)],
+        [0, 1],
+    ),
     "AsType": (lambda x: x.astype(nv.float32).astype(nv.float64) * x, [f64(2, 3)], [0]),
     "Broadcast": (lambda x: nv.broadcast_to(x, (2, 3, 2)), [f64(3, 1)], [0]),
     "Reshape": (lambda x: nv.reshape(x, (3, 2)), [f64(2, 3)], [0]),
@@ -79,8 +89,11 @@ PROBES = {
     "ExpandDims": (lambda x: nv.expand_dims(x, 0), [f64(2, 3)], [0]),
     # the forms a shapeless compile trace records (made directly: eager ops do not)
     "Unflatten": (lambda x: Array.make(Unflatten(1, (2, -1)), [x]), [f64(2, 4)], [0]),
-    "NumberOfElements": (lambda x: x * Array.make(NumberOfElements((1,), 1, nv.float64), [x]),
-                         [f64(2, 3)], [0]),
+    "NumberOfElements": (
+        lambda x: x * Array.make(NumberOfElements((1,), 1, nv.float64), [x]),
+        [f64(2, 3)],
+        [0],
+    ),
     "Squeeze": (lambda x: nv.squeeze(x, 0), [f64(1, 3)], [0]),
     "Flatten": (lambda x: nv.flatten(x), [f64(2, 3)], [0]),
     "Concatenate": (lambda x, y: nv.concatenate([x, y], axis=1), [f64(2, 3), f64(2, 1)], [0, 1]),
@@ -88,27 +101,55 @@ PROBES = {
     "Slice": (lambda x: x[1:, ::2], [f64(3, 4)], [0]),
     "SliceUpdate": (_setitem_slice, [f64(4, 3), f64(2, 3)], [0, 1]),
     "Gather": (lambda x: nv.take(x, exact([2, 0, 2]), axis=0), [f64(3, 2)], [0]),
-    "GatherAxis": (lambda x: nv.take_along_axis(x, exact([[1], [0], [2]]), axis=1), [f64(3, 3)], [0]),
+    "GatherAxis": (
+        lambda x: nv.take_along_axis(x, exact([[1], [0], [2]]), axis=1),
+        [f64(3, 3)],
+        [0],
+    ),
     "Scatter": (_setitem_array, [f64(3, 2), f64(2, 2)], [0, 1]),
-    "ScatterAxis": (lambda x, v: nv.put_along_axis(x, exact([[1], [0]]), v, axis=1),
-                    [f64(2, 3), f64(2, 1)], [0, 1]),
+    "ScatterAxis": (
+        lambda x, v: nv.put_along_axis(x, exact([[1], [0]]), v, axis=1),
+        [f64(2, 3), f64(2, 1)],
+        [0, 1],
+    ),
     "Matmul": (lambda a, b: nv.matmul(a, b), [f64(2, 3), f64(3, 2)], [0, 1]),
-    "AddMM": (lambda c, a, b: nv.addmm(c, a, b, alpha=0.5, beta=2.0), [f64(2, 2), f64(2, 3), f64(3, 2)], [0, 1, 2]),
-    "Reduce": (lambda x: nv.sum(x, axis=1) + nv.max(x, axis=0)[:2] * nv.prod(x, axis=1), [f64(2, 3)], [0]),
+    "AddMM": (
+        lambda c, a, b: nv.addmm(c, a, b, alpha=0.5, beta=2.0),
+        [f64(2, 2), f64(2, 3), f64(3, 2)],
+        [0, 1, 2],
+    ),
+    "Reduce": (
+        lambda x: nv.sum(x, axis=1) + nv.max(x, axis=0)[:2] * nv.prod(x, axis=1),
+        [f64(2, 3)],
+        [0],
+    ),
     "Scan": (lambda x: nv.cumsum(x, axis=1) * nv.cumprod(x, axis=0), [f64(2, 3)], [0]),
     "ArgReduce": (lambda x: nv.argmax(x, axis=1), [f64(2, 3)], []),
     "Softmax": (lambda x: nv.softmax(x, axis=-1), [f64(2, 3)], [0]),
     "LogSumExp": (lambda x: nv.logsumexp(x, axis=1), [f64(2, 3)], [0]),
     "ScaledSoftmax": (lambda x, m: _scaled_softmax(x, m), [f64(2, 3), f64(3)], [0, 1]),
-    "QuantizedMatmul": (lambda x: nv.quantized_matmul(x, *_QUANTIZED, group_size=32, bits=4),
-                        [f64(2, 64)], [0]),
-    "SoftmaxProduct": (lambda x, g: nv.vjp(lambda x: nv.softmax(x, axis=-1), [x], [g])[1][0],
-                       [f64(2, 3), f64(2, 3)], [0, 1]),
-    "LayerNorm": (lambda x, w, b: nv.fast.layer_norm(x, w, b, 1e-5),
-                  [f64(2, 3, 4), f64(4), f64(4)], [0, 1, 2]),
-    "LayerNormVJP": (lambda x, w, g: nv.vjp(lambda x, w: nv.fast.layer_norm(x, w, None, 1e-5),
-                                            [x, w], [g])[1][0],
-                     [f64(2, 3, 4), f64(4), f64(2, 3, 4)], [0, 1, 2]),
+    "QuantizedMatmul": (
+        lambda x: nv.quantized_matmul(x, *_QUANTIZED, group_size=32, bits=4),
+        [f64(2, 64)],
+        [0],
+    ),
+    "SoftmaxProduct": (
+        lambda x, g: nv.vjp(lambda x: nv.softmax(x, axis=-1), [x], [g])[1][0],
+        [f64(2, 3), f64(2, 3)],
+        [0, 1],
+    ),
+    "LayerNorm": (
+        lambda x, w, b: nv.fast.layer_norm(x, w, b, 1e-5),
+        [f64(2, 3, 4), f64(4), f64(4)],
+        [0, 1, 2],
+    ),
+    "LayerNormVJP": (
+        lambda x, w, g: nv.vjp(lambda x, w: nv.fast.layer_norm(x, w, None, 1e-5), [x, w], [g])[1][
+            0
+        ],
+        [f64(2, 3, 4), f64(4), f64(2, 3, 4)],
+        [0, 1, 2],
+    ),
     "Sort": (lambda x: nv.sort(x, axis=1), [f64(2, 3)], [0]),
     "ArgSort": (lambda x: nv.argsort(x, axis=1), [f64(2, 3)], []),
     "Partition": (lambda x: nv.partition(x, 1, axis=1), [f64(2, 3)], [0]),
@@ -121,20 +162,42 @@ PROBES = {
     "Depends": (lambda x, y: nv.depends(x * 2.0, y) * y, [f64(2, 3), f64(2, 3)], [0, 1]),
     "RandomBits": (lambda k: nv.random.bits((3,), key=k), [np.array([0, 7], np.uint32)], []),
     # real weights: a complex product's own vjp is outside this probe
-    "FFT": (lambda x: nv.fft.irfft(nv.fft.fft(x)[..., :2] * nv.array([1.0, 2.0]), n=3)
-            + nv.fft.irfft(nv.fft.rfft(x) * nv.array([0.5, 3.0]), n=4)[..., :3],
-            [f64(2, 3)], [0]),
-    "Inverse": (lambda x: nv.linalg.inv(x + 3 * nv.eye(3, dtype=nv.float64))
-                + nv.linalg.tri_inv(x + 3 * nv.eye(3, dtype=nv.float64), upper=True),
-                [f64(3, 3)], [0]),
-    "Cholesky": (lambda x: nv.linalg.cholesky(x @ x.T + 3 * nv.eye(3, dtype=nv.float64)),
-                 [f64(3, 3)], [0]),
-    "Eigh": (lambda x: nv.linalg.eigvalsh(x + nv.diag(nv.array([0.0, 2.0, 4.0], nv.float64)))
-             + nv.linalg.eigh(x + x.T)[1][0] ** 2, [f64(3, 3)], [0]),
+    "FFT": (
+        lambda x: (
+            nv.fft.irfft(nv.fft.fft(x)[..., :2] * nv.array([1.0, 2.0]), n=3)
+            + nv.fft.irfft(nv.fft.rfft(x) * nv.array([0.5, 3.0]), n=4)[..., :3]
+        ),
+        [f64(2, 3)],
+        [0],
+    ),
+    "Inverse": (
+        lambda x: (
+            nv.linalg.inv(x + 3 * nv.eye(3, dtype=nv.float64))
+            + nv.linalg.tri_inv(x + 3 * nv.eye(3, dtype=nv.float64), upper=True)
+        ),
+        [f64(3, 3)],
+        [0],
+    ),
+    "Cholesky": (
+        lambda x: nv.linalg.cholesky(x @ x.T + 3 * nv.eye(3, dtype=nv.float64)),
+        [f64(3, 3)],
+        [0],
+    ),
+    "Eigh": (
+        lambda x: (
+            nv.linalg.eigvalsh(x + nv.diag(nv.array([0.0, 2.0, 4.0], nv.float64)))
+            + nv.linalg.eigh(x + x.T)[1][0] ** 2
+        ),
+        [f64(3, 3)],
+        [0],
+    ),
     "SVD": (lambda x: nv.linalg.svd(x, compute_uv=False), [f64(3, 4)], [0]),
     "QRF": (lambda x: nv.linalg.qr(x)[0] * nv.sum(nv.linalg.qr(x)[1] ** 2), [f64(4, 3)], [0]),
-    "LUF": (lambda x: nv.linalg.lu_factor(x + 3 * nv.eye(3, dtype=nv.float64))[0],
-            [f64(3, 3)], [0]),
+    "LUF": (
+        lambda x: nv.linalg.lu_factor(x + 3 * nv.eye(3, dtype=nv.float64))[0],
+        [f64(3, 3)],
+        [0],
+    ),
 }
 
 # primitives that only the CPU makes (one pass per row there; GPUs keep the composite form):
@@ -153,7 +216,7 @@ def _cpu_for_cpu_only_primitives(request):
 # per-probe options: finite-difference step and tolerance (float32 round trips), or the exact
 # gradient where it differs from the function's derivative on purpose (stop_gradient)
 OPTIONS = {
-    "QuantizedMatmul": {"eps": 1e-2},   # linear in x: a wide step is exact up to rounding
+    "QuantizedMatmul": {"eps": 1e-2},  # linear in x: a wide step is exact up to rounding
     "AsType": {"eps": 1e-2, "rtol": 1e-4, "jvp_rtol": 1e-6},
     # single precision: the transform is linear, so a wide step is exact up to rounding
     "FFT": {"eps": 1e-1, "rtol": 1e-4, "jvp_rtol": 1e-5},
@@ -165,23 +228,25 @@ OPTIONS = {
 
 #: Primitives that cannot be probed from outside, with the reason.
 EXEMPT = {
-    **{name: "communicates with other processes: its vjp, jvp and vmap are checked on 2 and 4 "
-             "MPI processes in tests/distributed/test_dist_mpi.py"
-       for name in ("AllReduce", "AllGather", "Send", "Recv")},
+    **{
+        name: "communicates with other processes: its vjp, jvp and vmap are checked on 2 and 4 "
+        "MPI processes in tests/distributed/test_dist_mpi.py"
+        for name in ("AllReduce", "AllGather", "Send", "Recv")
+    },
     "Expanding": "an abstract base giving its subclasses the rules of the composite form they "
-                 "expand to; its concrete subclasses are probed here or exempt below",
+    "expand to; its concrete subclasses are probed here or exempt below",
     "PermutedMatmul": "made only inside nv.compile's CPU tape (fuse.permute_matmuls); its rules "
-                      "are those of transpose(matmul) it expands to (the compile tests)",
+    "are those of transpose(matmul) it expands to (the compile tests)",
     "Eig": "MLX defines no derivative and neither does nuvec (the rules raise "
-           "NotImplementedError saying why); vmap is checked in tests/ops/test_linalg.py",
+    "NotImplementedError saying why); vmap is checked in tests/ops/test_linalg.py",
     "Quantize": "no derivative in MLX (its rules raise saying so); vmap is checked in "
-                "tests/quantized/test_quantized_ops.py",
+    "tests/quantized/test_quantized_ops.py",
     "Dequantize": "no derivative in MLX (its rules raise saying so); vmap is checked in "
-                  "tests/quantized/test_quantized_ops.py",
+    "tests/quantized/test_quantized_ops.py",
     "CustomKernel": "a user's CUDA kernel: runs on a GPU only, no derivative and no vmap (its "
-                    "rules raise saying so); tests/cuda/test_gpu_quantized.py runs one",
+    "rules raise saying so); tests/cuda/test_gpu_quantized.py runs one",
     "Compiled": "made only inside nv.compile's tape, whose outputs are evaluated at once; its "
-                "rules re-expand the fused members through nv.vjp/jvp/vmap (compile's tests)",
+    "rules re-expand the fused members through nv.vjp/jvp/vmap (compile's tests)",
 }
 
 
@@ -190,8 +255,12 @@ def _primitive_classes():
     for m in pkgutil.iter_modules(prims_pkg.__path__):
         mod = importlib.import_module(f"nuvec.primitives.{m.name}")
         for name, cls in inspect.getmembers(mod, inspect.isclass):
-            if (issubclass(cls, Primitive) and cls is not Primitive
-                    and cls.__module__ == mod.__name__ and not name.startswith("_")):
+            if (
+                issubclass(cls, Primitive)
+                and cls is not Primitive
+                and cls.__module__ == mod.__name__
+                and not name.startswith("_")
+            ):
                 out[name] = cls
     return out
 
@@ -240,8 +309,9 @@ def _call_traced(fn, arrays):
 def test_probe_holds_the_primitive(name):
     fn, inputs, _ = PROBES[name]
     prims = _call_traced(fn, [exact(x) for x in inputs])
-    assert any(type(p) is CLASSES[name] for p in prims), \
+    assert any(type(p) is CLASSES[name] for p in prims), (
         f"the probe for {name} makes {sorted({type(p).__name__ for p in prims})}"
+    )
 
 
 DIFFERENTIABLE = sorted(n for n, p in PROBES.items() if p[2])
@@ -258,6 +328,7 @@ def test_vjp_matches_finite_differences(name):
         for i, x in zip(diff, xs):
             full[i] = x
         return nv.sum(fn(*full) * w)
+
     grads = nv.grad(loss, argnums=tuple(range(len(diff))))(*[arrays[i] for i in diff])
     grads = grads if len(diff) > 1 else (grads,)
     opt = OPTIONS.get(name, {})
@@ -266,8 +337,9 @@ def test_vjp_matches_finite_differences(name):
     else:
         num = numeric_grad(loss, [inputs[i] for i in diff], eps=opt.get("eps", 1e-6))
     for g, n in zip(grads, num):
-        np.testing.assert_allclose(np.array(g), n, rtol=opt.get("rtol", 1e-6), atol=1e-8,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            np.array(g), n, rtol=opt.get("rtol", 1e-6), atol=1e-8, err_msg=name
+        )
 
 
 @pytest.mark.parametrize("name", DIFFERENTIABLE)
@@ -280,12 +352,22 @@ def test_jvp_matches_vjp(name):
         full = list(arrays)
         full[i0] = x
         return fn(*full)
+
     x = arrays[i0]
     out = f(x)
-    jv = np.stack([np.array(nv.vjp(f, [x], [exact(e.reshape(out.shape))])[1][0]).ravel()
-                   for e in np.eye(out.size)])
-    jf = np.stack([np.array(nv.jvp(f, [x], [exact(e.reshape(x.shape))])[1][0]).ravel()
-                   for e in np.eye(x.size)], axis=1)
+    jv = np.stack(
+        [
+            np.array(nv.vjp(f, [x], [exact(e.reshape(out.shape))])[1][0]).ravel()
+            for e in np.eye(out.size)
+        ]
+    )
+    jf = np.stack(
+        [
+            np.array(nv.jvp(f, [x], [exact(e.reshape(x.shape))])[1][0]).ravel()
+            for e in np.eye(x.size)
+        ],
+        axis=1,
+    )
     tol = OPTIONS.get(name, {}).get("jvp_rtol", 1e-12)
     np.testing.assert_allclose(jv, jf, rtol=tol, atol=tol, err_msg=name)
 
@@ -318,7 +400,9 @@ def test_vmap_matches_loop(name):
     np.testing.assert_allclose(np.array(got), ref, rtol=1e-12, atol=1e-12, err_msg=name)
 
 
-@pytest.mark.parametrize("name", sorted(n for n, p in PROBES.items() if not p[2] and n != "RandomBits"))
+@pytest.mark.parametrize(
+    "name", sorted(n for n, p in PROBES.items() if not p[2] and n != "RandomBits")
+)
 def test_integer_outputs_have_zero_gradient(name):
     fn, inputs, _ = PROBES[name]
     x = exact(inputs[0])

@@ -1,4 +1,5 @@
 """vmap: axes, trees, None, errors, and a loop reference for composite functions."""
+
 import numpy as np
 import pytest
 
@@ -14,6 +15,7 @@ RNG = np.random.default_rng(2)
 def test_in_axes_trees_and_none():
     def f(p, x):
         return {"y": nv.expand_dims(p["w"], 1) * x + p["b"], "z": x * 2.0}
+
     p = {"w": exact(RNG.normal(size=(3, 4)).astype(np.float32)), "b": exact(1.0)}
     x = exact(RNG.normal(size=(4, 5)).astype(np.float32))
     out = nv.vmap(f, in_axes=({"w": 1, "b": None}, 0), out_axes={"y": 1, "z": 0})(p, x)
@@ -37,9 +39,11 @@ def test_unbatched_outputs_are_broadcast_and_out_axes_none():
 
 def test_identity_and_placeholders_are_tracers():
     seen = []
+
     def f(x):
         seen.append(is_tracer(x))
         return x
+
     x = exact(RNG.normal(size=(2, 3)).astype(np.float32))
     out = nv.vmap(f, in_axes=1, out_axes=0)(x)
     np.testing.assert_array_equal(np.array(out), np.array(x).T)
@@ -65,6 +69,7 @@ def test_composite_function_matches_loop():
     def f(w, x):
         h = nv.tanh(nv.matmul(x, w))
         return nv.sum(nv.exp(-h * h), axis=-1)
+
     w = RNG.normal(size=(3, 4)).astype(np.float32)
     xs = RNG.normal(size=(5, 2, 3)).astype(np.float32)
     got = nv.vmap(f, in_axes=(None, 0))(exact(w), exact(xs))

@@ -3,6 +3,7 @@
 Element-wise primitives run through the generated C kernels (``kernels.run``); the other
 families register themselves from the modules imported at the bottom.
 """
+
 from . import elementwise  # noqa: F401
 from . import shape  # noqa: F401
 from . import indexing  # noqa: F401

@@ -1,4 +1,5 @@
 """CPU implementations of View and ConvertFP8 (nuvec.primitives.bitcast) on NumPy."""
+
 from __future__ import annotations
 
 import ml_dtypes

@@ -26,6 +26,7 @@ that the BLAS workers hold their cores for the spin window: until then a launch 
 cores they leave. Kernels far from any matmul keep every thread. Results do not depend on the
 thread count (each element is computed the same way on any thread).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -39,8 +40,8 @@ import numpy as np
 from . import _gemm
 from ._eltwise import share_cores, use_openmp
 
-_CYCLES_PER_S = 2.0e9      # a slow clock: the longest plausible window for a cycle count
-_PAUSE_CYCLES = 140        # one x86 PAUSE (GNU OpenMP's spin step) on Skylake-SP and later
+_CYCLES_PER_S = 2.0e9  # a slow clock: the longest plausible window for a cycle count
+_PAUSE_CYCLES = 140  # one x86 PAUSE (GNU OpenMP's spin step) on Skylake-SP and later
 
 # MKL's run-time settings (mkl_service.h, mkl_cbwr.h)
 _LP64, _GNU, _INTEL, _SEQUENTIAL = 0, 3, 0, 1
@@ -115,18 +116,22 @@ def _load_mkl() -> tuple[str, int] | None:
         layer, name = _INTEL, "intel"
     else:
         layer, name = _SEQUENTIAL, "sequential"
-    lib.MKL_Set_Interface_Layer(_LP64)              # 32-bit integers, as _gemm declares
+    lib.MKL_Set_Interface_Layer(_LP64)  # 32-bit integers, as _gemm declares
     lib.MKL_Set_Threading_Layer(layer)
     if not os.environ.get("MKL_CBWR"):
         lib.MKL_CBWR_Set(_CBWR_AUTO_STRICT)
-    _gemm.set_routines(*(_address(lib, f"cblas_{name}") for name in
-                         ("sgemm", "dgemm", "sgemm_batch", "dgemm_batch")))
+    _gemm.set_routines(
+        *(
+            _address(lib, f"cblas_{name}")
+            for name in ("sgemm", "dgemm", "sgemm_batch", "dgemm_batch")
+        )
+    )
     global _THREADS_LOCAL
     _THREADS_LOCAL = lib.MKL_Set_Num_Threads_Local
     return name, int(lib.MKL_Get_Max_Threads())
 
 
-_THREADS_LOCAL = None     # MKL's per-thread thread count (a small product runs on one)
+_THREADS_LOCAL = None  # MKL's per-thread thread count (a small product runs on one)
 _MKL = _load_mkl()
 # multiply-adds below which one thread is faster than waking MKL's team (a decode step's
 # attention products: waking the team costs milliseconds on a busy machine)
@@ -139,8 +144,12 @@ def _join_openmp_team() -> bool:
     if not _MKL or _MKL[0] != "gnu":
         return False
     gomp = ctypes.CDLL("libgomp.so.1")
-    use_openmp(*(_address(gomp, name) for name in
-                 ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")))
+    use_openmp(
+        *(
+            _address(gomp, name)
+            for name in ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")
+        )
+    )
     return True
 
 
@@ -156,19 +165,19 @@ def spin_window() -> tuple[float, int]:
     """(seconds the BLAS workers busy-wait after a call, how many of them) for the BLAS in
     use; (0.0, 0) when it does not spin or runs single-threaded."""
     if _TEAM:
-        return 0.0, 0               # element-wise launches run on the BLAS's own threads
+        return 0.0, 0  # element-wise launches run on the BLAS's own threads
     cores = _cpu_count()
     name = f"mkl-{_MKL[0]}" if _MKL else _numpy_blas_name()
     threads = _MKL[1] if _MKL else None
     if "openblas" in name:
         threads = _env_int("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
         n = _env_int("OPENBLAS_THREAD_TIMEOUT")
-        seconds = (2 ** min(max(n, 4), 30) if n else 2 ** 28) / _CYCLES_PER_S
+        seconds = (2 ** min(max(n, 4), 30) if n else 2**28) / _CYCLES_PER_S
     elif name == "mkl-gnu":
         policy = os.environ.get("OMP_WAIT_POLICY", "").strip().lower()
         spins = _env_int("GOMP_SPINCOUNT")
         spins = 0 if policy == "passive" else 300_000 if spins is None else spins
-        seconds = (2 ** 30 if policy == "active" else spins * _PAUSE_CYCLES) / _CYCLES_PER_S
+        seconds = (2**30 if policy == "active" else spins * _PAUSE_CYCLES) / _CYCLES_PER_S
     elif "mkl" in name and name != "mkl-sequential":
         if not _MKL:
             threads = _env_int("MKL_NUM_THREADS", "OMP_NUM_THREADS")
@@ -176,7 +185,7 @@ def spin_window() -> tuple[float, int]:
         seconds = (200 if ms is None else ms) / 1000.0
     else:
         return 0.0, 0
-    workers = min(threads or cores, cores) - 1       # the calling thread does not spin
+    workers = min(threads or cores, cores) - 1  # the calling thread does not spin
     return (seconds, workers) if workers > 0 and seconds > 0 else (0.0, 0)
 
 
@@ -198,7 +207,7 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     if not done:
         np.matmul(a, b, out=out)
         if a.dtype.kind not in "fc":
-            return                  # NumPy's own loops for integers: no BLAS threads
+            return  # NumPy's own loops for integers: no BLAS threads
     after_call()
 
 

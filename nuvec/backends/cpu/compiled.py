@@ -8,6 +8,7 @@ on a failure it raises ``KernelCompileError`` with the compiler's message.
     kernels_by_spec = prepare([spec_a, spec_b])
     (out,) = kernels_by_spec[spec_a]([x, y], shape)
 """
+
 from __future__ import annotations
 
 from ...codegen import generator
@@ -36,7 +37,7 @@ def ready(specs) -> bool:
     todo = [s for s in dict.fromkeys(specs) if s not in kernels._kernels]
     if not todo:
         return True
-    if not jit._info:        # identifying the compiler runs it: leave that to the worker
+    if not jit._info:  # identifying the compiler runs it: leave that to the worker
         return False
     try:
         _, source = _batch_source(todo)
@@ -63,8 +64,15 @@ def prepare(specs) -> dict:
     for name, spec in named:
         lib, addr = jit.load(source, name)
         outs = tuple(spec.nodes[o].dtype for o in spec.outputs)
-        k = Kernel(addr, kernels._np_dtypes(spec.inputs), kernels._np_dtypes(outs),
-                   kernels._grain(spec), name=name, source="jit", keepalive=lib)
+        k = Kernel(
+            addr,
+            kernels._np_dtypes(spec.inputs),
+            kernels._np_dtypes(outs),
+            kernels._grain(spec),
+            name=name,
+            source="jit",
+            keepalive=lib,
+        )
         with kernels._lock:
             kernels._kernels.setdefault(spec, k)
         out[spec] = kernels._kernels[spec]

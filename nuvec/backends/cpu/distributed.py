@@ -6,6 +6,7 @@ A collective on a GPU stream runs here too, through the host (the array is copie
 and the result uploaded again); a backend that moves device memory itself (NCCL) would
 register its own GPU implementations in place of these.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,8 +21,8 @@ def _contiguous(x: np.ndarray) -> np.ndarray:
 
 
 PAGE = 4096
-SKEW = 1024           # bytes between the input's and the output's offsets in their pages
-SKEW_MIN = 2 << 20    # from this size on the buffer cache aligns buffers to 2 MiB
+SKEW = 1024  # bytes between the input's and the output's offsets in their pages
+SKEW_MIN = 2 << 20  # from this size on the buffer cache aligns buffers to 2 MiB
 
 
 def _reduction_output(x: np.ndarray) -> np.ndarray:
@@ -35,7 +36,7 @@ def _reduction_output(x: np.ndarray) -> np.ndarray:
     raw = _allocator.empty((x.nbytes + PAGE,), np.uint8)
     off = (x.ctypes.data + SKEW - raw.ctypes.data) % PAGE
     off -= off % x.dtype.itemsize
-    return raw[off:off + x.nbytes].view(x.dtype).reshape(x.shape)
+    return raw[off : off + x.nbytes].view(x.dtype).reshape(x.shape)
 
 
 @registry.register(AllReduce)
@@ -71,23 +72,34 @@ def _recv(prim, ins, node):
 
 def _through_host(cpu_impl):
     """``cpu_impl`` for GPU data: inputs copied to the host, outputs uploaded back."""
+
     def run(prim, datas, node):
         ins = node._inputs
-        host = [registry.to_host(d, ins[i]._dtype if i < len(ins) else None)
-                for i, d in enumerate(datas)]
+        host = [
+            registry.to_host(d, ins[i]._dtype if i < len(ins) else None)
+            for i, d in enumerate(datas)
+        ]
         outs = cpu_impl(prim, host, node)
         if type(prim) is Send:
-            return [datas[0]]          # the input, still on the device
+            return [datas[0]]  # the input, still on the device
         if registry.gpu_backend_name() != "cuda":
-            raise NotImplementedError(f"{prim.name}: collectives on this GPU backend are not "
-                                      "supported yet (use stream=nv.cpu)")
+            raise NotImplementedError(
+                f"{prim.name}: collectives on this GPU backend are not "
+                "supported yet (use stream=nv.cpu)"
+            )
         from ..cuda import runtime
+
         with runtime.cuda_stream(node._stream):
             return [runtime.upload(o, node._dtype) for o in outs]
+
     run.__name__ = f"host_staged_{cpu_impl.__name__}"
     return run
 
 
-for _prim, _impl in ((AllReduce, _all_reduce), (AllGather, _all_gather), (Send, _send),
-                     (Recv, _recv)):
+for _prim, _impl in (
+    (AllReduce, _all_reduce),
+    (AllGather, _all_gather),
+    (Send, _send),
+    (Recv, _recv),
+):
     registry.register(_prim, "gpu")(_through_host(_impl))

@@ -1,4 +1,5 @@
 """Element-wise primitives on the CPU: one generated kernel per op (a fused group of one)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -66,38 +67,88 @@ def _astype(prim, ins, node):
 
 # -- NumPy stand-ins (used only where the engine does not cover an op) ---------------------
 _UNARY = {
-    "abs": np.abs, "negative": np.negative, "sign": np.sign, "sqrt": np.sqrt,
-    "rsqrt": lambda x: 1 / np.sqrt(x), "square": np.square, "reciprocal": lambda x: 1 / x,
-    "exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p, "log2": np.log2,
-    "log10": np.log10, "sin": np.sin, "cos": np.cos, "tan": np.tan, "arcsin": np.arcsin,
-    "arccos": np.arccos, "arctan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
-    "arcsinh": np.arcsinh, "arccosh": np.arccosh, "arctanh": np.arctanh,
-    "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "floor": np.floor, "ceil": np.ceil,
-    "round": np.round, "logical_not": np.logical_not, "bitwise_invert": np.invert,
-    "isnan": np.isnan, "isinf": np.isinf, "isposinf": np.isposinf, "isneginf": np.isneginf,
-    "isfinite": np.isfinite, "real": np.real, "imag": np.imag, "conjugate": np.conjugate,
+    "abs": np.abs,
+    "negative": np.negative,
+    "sign": np.sign,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1 / np.sqrt(x),
+    "square": np.square,
+    "reciprocal": lambda x: 1 / x,
+    "exp": np.exp,
+    "expm1": np.expm1,
+    "log": np.log,
+    "log1p": np.log1p,
+    "log2": np.log2,
+    "log10": np.log10,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "arcsin": np.arcsin,
+    "arccos": np.arccos,
+    "arctan": np.arctan,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "tanh": np.tanh,
+    "arcsinh": np.arcsinh,
+    "arccosh": np.arccosh,
+    "arctanh": np.arctanh,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round": np.round,
+    "logical_not": np.logical_not,
+    "bitwise_invert": np.invert,
+    "isnan": np.isnan,
+    "isinf": np.isinf,
+    "isposinf": np.isposinf,
+    "isneginf": np.isneginf,
+    "isfinite": np.isfinite,
+    "real": np.real,
+    "imag": np.imag,
+    "conjugate": np.conjugate,
     "copy": np.copy,
 }
 _BINARY = {
-    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
-    "floor_divide": np.floor_divide, "remainder": np.remainder, "power": np.power,
-    "maximum": np.maximum, "minimum": np.minimum, "equal": np.equal, "not_equal": np.not_equal,
-    "less": np.less, "less_equal": np.less_equal, "greater": np.greater,
-    "greater_equal": np.greater_equal, "logical_and": np.logical_and,
-    "logical_or": np.logical_or, "logaddexp": np.logaddexp, "arctan2": np.arctan2,
-    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
-    "left_shift": np.left_shift, "right_shift": np.right_shift,
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "divide": np.divide,
+    "floor_divide": np.floor_divide,
+    "remainder": np.remainder,
+    "power": np.power,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "equal": np.equal,
+    "not_equal": np.not_equal,
+    "less": np.less,
+    "less_equal": np.less_equal,
+    "greater": np.greater,
+    "greater_equal": np.greater_equal,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+    "logaddexp": np.logaddexp,
+    "arctan2": np.arctan2,
+    "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or,
+    "bitwise_xor": np.bitwise_xor,
+    "left_shift": np.left_shift,
+    "right_shift": np.right_shift,
 }
 
 
 def _compute_dtype(x: np.ndarray):
-    return np.float32 if x.dtype.itemsize == 2 and x.dtype.kind in "fV" or x.dtype.name == "bfloat16" else None
+    return (
+        np.float32
+        if x.dtype.itemsize == 2 and x.dtype.kind in "fV" or x.dtype.name == "bfloat16"
+        else None
+    )
 
 
 def _numpy_unary(op, x, node):
     wide = _compute_dtype(x)
     if op == "erf" or op == "erfinv":
         import scipy.special as sp  # only in this stand-in path
+
         f = sp.erf if op == "erf" else sp.erfinv
     else:
         f = _UNARY[op]

@@ -1,5 +1,6 @@
 """The DFT on the CPU: NumPy's pocketfft, which keeps single precision (complex64 in and out,
 float32 for real signals), over the primitive's axes in any layout."""
+
 from __future__ import annotations
 
 import numpy as np

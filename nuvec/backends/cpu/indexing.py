@@ -1,5 +1,6 @@
 """Gather and scatter primitives on the CPU (NumPy fancy indexing and ufunc.at; row updates of
 an embedding's gradient in add.at's order, without its dispatch: see ``_rows_add``)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -39,21 +40,32 @@ def _rows_add(target: np.ndarray, idx: np.ndarray, update: np.ndarray) -> bool:
     done) when that does not apply; ``add.at`` then runs (and reports a bad index)."""
     n = target.shape[0] if target.ndim else 0
     flat = idx.reshape(-1)
-    if (target.dtype not in (_F32, _F64) or update.dtype != target.dtype or n == 0
-            or idx.dtype.kind not in "iu" or update.shape != idx.shape + target.shape[1:]
-            or flat.size == 0 or not target.flags.c_contiguous
-            or flat.min() < -n or flat.max() >= n):
+    if (
+        target.dtype not in (_F32, _F64)
+        or update.dtype != target.dtype
+        or n == 0
+        or idx.dtype.kind not in "iu"
+        or update.shape != idx.shape + target.shape[1:]
+        or flat.size == 0
+        or not target.flags.c_contiguous
+        or flat.min() < -n
+        or flat.max() >= n
+    ):
         return False
     flat = np.where(flat < 0, flat + n, flat).astype(np.int64, copy=False)
     width = target[0].size
-    add_rows(target.reshape(n, width), flat,
-             np.ascontiguousarray(update).reshape(flat.size, width))
+    add_rows(target.reshape(n, width), flat, np.ascontiguousarray(update).reshape(flat.size, width))
     return True
 
 
 def _accumulate(mode, target, index, update):
-    if (mode == "add" and len(index) == 1 and isinstance(index[0], np.ndarray)
-            and isinstance(update, np.ndarray) and _rows_add(target, index[0], update)):
+    if (
+        mode == "add"
+        and len(index) == 1
+        and isinstance(index[0], np.ndarray)
+        and isinstance(update, np.ndarray)
+        and _rows_add(target, index[0], update)
+    ):
         return
     ufunc = _ACCUMULATE[mode]
     if target.dtype == np.bool_ and mode in ("add", "prod"):

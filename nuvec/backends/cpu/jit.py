@@ -18,6 +18,7 @@ compiler turns into one warning and unfused execution. ``clear_kernel_cache()`` 
 Besides the standard library this imports only nuvec.codegen (pure Python), so setup.py can
 use it to prebuild the single-op kernels at install time with exactly the same flags.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -31,10 +32,22 @@ import tempfile
 import threading
 from pathlib import Path
 
-__all__ = ["KernelCompileError", "load", "compile_shared", "build_prebuilt", "compiler", "flags", "cache_dir",
-           "cache_key", "stats", "clear_memory_cache", "clear_kernel_cache", "has_entry"]
+__all__ = [
+    "KernelCompileError",
+    "load",
+    "compile_shared",
+    "build_prebuilt",
+    "compiler",
+    "flags",
+    "cache_dir",
+    "cache_key",
+    "stats",
+    "clear_memory_cache",
+    "clear_kernel_cache",
+    "has_entry",
+]
 
-from ...codegen.dialects.c import FLAGS as BASE_FLAGS   # no contraction, no fast-math
+from ...codegen.dialects.c import FLAGS as BASE_FLAGS  # no contraction, no fast-math
 
 
 class KernelCompileError(RuntimeError):
@@ -48,11 +61,10 @@ class KernelCompileError(RuntimeError):
 
 _lock = threading.Lock()
 _key_locks: dict[str, threading.Lock] = {}
-_loaded: dict[str, tuple[ctypes.CDLL, Path]] = {}     # key -> loaded library
-_info: dict[str, object] = {}                          # compiler identity, flags (memoised)
-_stats = {"compiled": 0, "disk_hits": 0, "memory_hits": 0, "rebuilt_damaged": 0,
-          "reprobed": 0}
-_TRAILER = b"NVKCACHE"             # + the 32-byte sha256 of the library before it
+_loaded: dict[str, tuple[ctypes.CDLL, Path]] = {}  # key -> loaded library
+_info: dict[str, object] = {}  # compiler identity, flags (memoised)
+_stats = {"compiled": 0, "disk_hits": 0, "memory_hits": 0, "rebuilt_damaged": 0, "reprobed": 0}
+_TRAILER = b"NVKCACHE"  # + the 32-byte sha256 of the library before it
 _CACHE_HINT = "set NUVEC_CACHE_DIR to a writable folder with free space"
 
 
@@ -65,8 +77,9 @@ def _run(cmd: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except FileNotFoundError:
-        raise KernelCompileError(f"no C compiler found: {cmd[0]!r} does not exist "
-                                 "(set CC to a C compiler)", cmd) from None
+        raise KernelCompileError(
+            f"no C compiler found: {cmd[0]!r} does not exist (set CC to a C compiler)", cmd
+        ) from None
     except PermissionError as e:
         raise KernelCompileError(f"cannot run the C compiler {cmd[0]!r}: {e}", cmd) from None
     except subprocess.TimeoutExpired:
@@ -75,8 +88,10 @@ def _run(cmd: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
 
 def _temp_error(e: OSError) -> KernelCompileError:
     where = tempfile.tempdir or os.environ.get("TMPDIR") or "the temporary folder"
-    return KernelCompileError(f"cannot write the compiler's temporary files in {where}: {e} "
-                              "(set TMPDIR to a writable folder with free space)")
+    return KernelCompileError(
+        f"cannot write the compiler's temporary files in {where}: {e} "
+        "(set TMPDIR to a writable folder with free space)"
+    )
 
 
 def _said(r: subprocess.CompletedProcess) -> str:
@@ -84,6 +99,7 @@ def _said(r: subprocess.CompletedProcess) -> str:
     text = (r.stderr or r.stdout or "").strip()
     if r.returncode < 0:
         import signal
+
         try:
             name = signal.Signals(-r.returncode).name
         except ValueError:
@@ -110,8 +126,9 @@ def _identity() -> tuple[str, tuple[str, ...]]:
         except OSError:
             st = None
         if st is None or not os.access(real, os.X_OK):
-            raise KernelCompileError(f"no C compiler found: {cc[0]!r} does not exist "
-                                     "(set CC to a C compiler)", cc)
+            raise KernelCompileError(
+                f"no C compiler found: {cc[0]!r} does not exist (set CC to a C compiler)", cc
+            )
         ident = f"{real}\n{st.st_size}:{st.st_mtime_ns}\n{' '.join(cc[1:])}"
         got = (ident, tuple(BASE_FLAGS) + _arch_flags(cc, ident))
         _info[key] = got
@@ -135,7 +152,7 @@ def _arch_flags(cc: list[str], ident: str) -> tuple[str, ...]:
         text = "?"
     if text in ("", flag):
         return tuple(text.split())
-    if text is not None:              # anything else is damage: probe again
+    if text is not None:  # anything else is damage: probe again
         _stats["reprobed"] += 1
     try:
         with tempfile.TemporaryDirectory(prefix="nuvec-probe-") as d:
@@ -164,6 +181,7 @@ def _cpu_identity() -> str:
         lines = Path("/proc/cpuinfo").read_text().splitlines()
     except OSError:
         import platform
+
         return platform.processor() or platform.machine()
     keep = [ln for ln in lines if ln.startswith(("model name", "flags", "Features"))]
     return "\n".join(sorted(set(keep)))
@@ -188,12 +206,11 @@ def cache_dir() -> Path:
     try:
         d.mkdir(parents=True, exist_ok=True)
     except OSError:
-        pass                  # read-only or absent: entries are looked for, never stored
+        pass  # read-only or absent: entries are looked for, never stored
     return d
 
 
-def compile_shared(sources: list[str] | str, out_path: str | os.PathLike,
-                   jobs: int = 1) -> None:
+def compile_shared(sources: list[str] | str, out_path: str | os.PathLike, jobs: int = 1) -> None:
     """Compile C sources into a shared library at out_path (written atomically).
 
     Several sources are compiled in parallel (``jobs`` processes), then linked.
@@ -215,14 +232,16 @@ def compile_shared(sources: list[str] | str, out_path: str | os.PathLike,
             cmds.append(cc + list(fl) + ["-c", str(c), "-o", str(o)])
         if jobs > 1 and len(cmds) > 1:
             from concurrent.futures import ThreadPoolExecutor
+
             with ThreadPoolExecutor(jobs) as ex:
                 results = list(ex.map(lambda cmd: _run(cmd, timeout=1800), cmds))
         else:
             results = [_run(cmd, timeout=1800) for cmd in cmds]
         for cmd, r in zip(cmds, results):
             if r.returncode != 0:
-                raise KernelCompileError(f"C compiler failed ({' '.join(cmd[:1])}):\n"
-                                         f"{_said(r)}", cmd)
+                raise KernelCompileError(
+                    f"C compiler failed ({' '.join(cmd[:1])}):\n{_said(r)}", cmd
+                )
         tmp = out_path.with_name(f".{out_path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         link = cc + list(fl) + ["-shared", "-o", str(tmp)] + [str(o) for o in objs] + ["-lm"]
         r = _run(link, timeout=600)
@@ -263,20 +282,25 @@ def valid_entry(data: bytes) -> bool:
 
 def _elf_complete(body: bytes) -> bool:
     import struct
+
     if len(body) < 52 or body[:4] != b"\x7fELF" or body[5] not in (1, 2):
         return False
     e = "<" if body[5] == 1 else ">"
     try:
-        if body[4] == 2:              # 64-bit: offsets and sizes are 8 bytes
+        if body[4] == 2:  # 64-bit: offsets and sizes are 8 bytes
             phoff, shoff = struct.unpack_from(e + "QQ", body, 0x20)
             phent, phnum, shent, shnum = struct.unpack_from(e + "HHHH", body, 0x36)
-            seg = lambda at: struct.unpack_from(e + "Q", body, at + 8)[0] + \
-                struct.unpack_from(e + "Q", body, at + 0x20)[0]
+            seg = lambda at: (
+                struct.unpack_from(e + "Q", body, at + 8)[0]
+                + struct.unpack_from(e + "Q", body, at + 0x20)[0]
+            )
         elif body[4] == 1:
             phoff, shoff = struct.unpack_from(e + "II", body, 0x1C)
             phent, phnum, shent, shnum = struct.unpack_from(e + "HHHH", body, 0x2A)
-            seg = lambda at: struct.unpack_from(e + "I", body, at + 4)[0] + \
-                struct.unpack_from(e + "I", body, at + 0x10)[0]
+            seg = lambda at: (
+                struct.unpack_from(e + "I", body, at + 4)[0]
+                + struct.unpack_from(e + "I", body, at + 0x10)[0]
+            )
         else:
             return False
         end = max(phoff + phent * phnum, shoff + shent * shnum)
@@ -345,17 +369,20 @@ def _load_or_build(key: str, source: str) -> tuple[ctypes.CDLL, Path]:
     try:
         _write_atomic(so, _seal(library))
     except OSError as e:
-        raise KernelCompileError(f"cannot store a kernel in the cache {d}: {e} "
-                                 f"({_CACHE_HINT})") from None
+        raise KernelCompileError(
+            f"cannot store a kernel in the cache {d}: {e} ({_CACHE_HINT})"
+        ) from None
     try:
         return _dlopen(so), so
     except OSError as e:
-        raise KernelCompileError(f"cannot load a kernel from the cache {d}: {e} "
-                                 f"({_CACHE_HINT}, on a filesystem that allows running "
-                                 "code)") from None
+        raise KernelCompileError(
+            f"cannot load a kernel from the cache {d}: {e} "
+            f"({_CACHE_HINT}, on a filesystem that allows running "
+            "code)"
+        ) from None
 
 
-_opened: set[str] = set()          # paths dlopen'ed by this process
+_opened: set[str] = set()  # paths dlopen'ed by this process
 
 
 def _dlopen(path: Path) -> ctypes.CDLL:
@@ -366,7 +393,7 @@ def _dlopen(path: Path) -> ctypes.CDLL:
         lib = ctypes.CDLL(key)
         _opened.add(key)
         return lib
-    with tempfile.TemporaryDirectory(prefix="nuvec-reload-") as d:   # removed once mapped
+    with tempfile.TemporaryDirectory(prefix="nuvec-reload-") as d:  # removed once mapped
         private = Path(d) / path.name
         shutil.copyfile(path, private)
         return ctypes.CDLL(str(private))
@@ -422,6 +449,7 @@ def build_prebuilt(out_path: str | os.PathLike, jobs: int | None = None, chunks:
     """
     from ...codegen.generator import generate_many
     from ...codegen.prebuilt import fingerprint, prebuilt_specs
+
     specs = prebuilt_specs()
     groups = [specs[i::chunks] for i in range(chunks)]
     sources = [generate_many(g, "c") for g in groups if g]

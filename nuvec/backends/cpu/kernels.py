@@ -15,6 +15,7 @@ codegen.prebuilt.fingerprint()), so a fused kernel and the chain of single ops a
 the same bits. Compiler flags do not change results: contraction and fast-math are always
 off, and fma is exactly rounded with or without hardware support.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -30,8 +31,15 @@ from . import jit
 from ._eltwise import Kernel, get_num_threads, set_num_threads
 from .jit import KernelCompileError
 
-__all__ = ["run", "get_kernel", "cache_info", "KernelCompileError",
-           "set_num_threads", "get_num_threads", "PREBUILT_NAME"]
+__all__ = [
+    "run",
+    "get_kernel",
+    "cache_info",
+    "KernelCompileError",
+    "set_num_threads",
+    "get_num_threads",
+    "PREBUILT_NAME",
+]
 
 PREBUILT_NAME = "_prebuilt_kernels.so"
 
@@ -41,10 +49,36 @@ _prebuilt: dict[str, object] = {"state": None, "lib": None, "reason": ""}
 _counts = {"prebuilt": 0, "jit": 0}
 
 # rough cost of one element of each op, in units of an add (decides the thread split)
-_COSTLY = frozenset((
-    "exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "arcsin", "arccos",
-    "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "sigmoid", "erf", "erfinv",
-    "power", "logaddexp", "arctan2", "floor_divide", "remainder"))
+_COSTLY = frozenset(
+    (
+        "exp",
+        "expm1",
+        "log",
+        "log1p",
+        "log2",
+        "log10",
+        "sin",
+        "cos",
+        "tan",
+        "arcsin",
+        "arccos",
+        "arctan",
+        "sinh",
+        "cosh",
+        "tanh",
+        "arcsinh",
+        "arccosh",
+        "arctanh",
+        "sigmoid",
+        "erf",
+        "erfinv",
+        "power",
+        "logaddexp",
+        "arctan2",
+        "floor_divide",
+        "remainder",
+    )
+)
 
 
 # identity fast path: hashing a spec runs Python code, id() does not. Each entry holds its
@@ -61,7 +95,7 @@ def run(spec: KernelSpec, inputs: list, shape: tuple[int, ...], outs: list | Non
     k = _kernels.get(spec)
     if k is None:
         k = get_kernel(spec)
-    if len(_by_id) >= 4096:           # specs made afresh per call: do not hoard them
+    if len(_by_id) >= 4096:  # specs made afresh per call: do not hoard them
         _by_id.clear()
     _by_id[id(spec)] = (spec, k)
     return k(inputs, shape, outs)
@@ -71,7 +105,7 @@ def _load_prebuilt():
     """The install-time library, if present and built from this generator with these flags."""
     if _prebuilt["state"] is not None:
         return _prebuilt["lib"]
-    path = Path(str(files(__package__) / PREBUILT_NAME))    # package data: a file on disk
+    path = Path(str(files(__package__) / PREBUILT_NAME))  # package data: a file on disk
     lib, reason = None, ""
     if not path.exists():
         reason = f"{PREBUILT_NAME} not built (installing nuvec builds it)"
@@ -86,16 +120,21 @@ def _load_prebuilt():
         except (OSError, ValueError) as e:
             reason = f"unusable: {e}"
     if lib is None and path.exists():
-        warnings.warn(f"nuvec: the prebuilt element-wise kernels are {reason}; "
-                      "single ops will be compiled on first use", RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"nuvec: the prebuilt element-wise kernels are {reason}; "
+            "single ops will be compiled on first use",
+            RuntimeWarning,
+            stacklevel=3,
+        )
     _prebuilt.update(state="loaded" if lib is not None else "missing", lib=lib, reason=reason)
     return lib
 
 
 def _grain(spec: KernelSpec) -> int:
     """Minimum elements per thread: about 30 us of work (thread wake-up is ~10 us)."""
-    cost = sum(12 if n.op in _COSTLY or (n.dtype in ("float16", "bfloat16")) else 1
-               for n in spec.nodes)
+    cost = sum(
+        12 if n.op in _COSTLY or (n.dtype in ("float16", "bfloat16")) else 1 for n in spec.nodes
+    )
     return max(2048, 131072 // max(cost, 1))
 
 
@@ -117,8 +156,15 @@ def get_kernel(spec: KernelSpec) -> Kernel:
     if not addr:
         src = generator.generate(spec, "c", name)
         lib, addr = jit.load(src, name)
-    k = Kernel(addr, _np_dtypes(spec.inputs), _np_dtypes(outs), _grain(spec), name=name,
-               source=source, keepalive=lib)
+    k = Kernel(
+        addr,
+        _np_dtypes(spec.inputs),
+        _np_dtypes(outs),
+        _grain(spec),
+        name=name,
+        source=source,
+        keepalive=lib,
+    )
     with _lock:
         _kernels.setdefault(spec, k)
         _counts[source] += 1
@@ -127,10 +173,12 @@ def get_kernel(spec: KernelSpec) -> Kernel:
 
 def _np_dtypes(names) -> tuple:
     import numpy as np
+
     out = []
     for n in names:
         if n == "bfloat16":
             import ml_dtypes
+
             out.append(np.dtype(ml_dtypes.bfloat16))
         else:
             out.append(np.dtype(n))
@@ -140,10 +188,15 @@ def _np_dtypes(names) -> tuple:
 def cache_info() -> dict:
     """Kernel cache state for tests and diagnostics."""
     _load_prebuilt()
-    return {"kernels": len(_kernels), "prebuilt_used": _counts["prebuilt"],
-            "jit_used": _counts["jit"], "prebuilt": _prebuilt["state"],
-            "prebuilt_reason": _prebuilt["reason"], "threads": get_num_threads(),
-            "jit": jit.stats()}
+    return {
+        "kernels": len(_kernels),
+        "prebuilt_used": _counts["prebuilt"],
+        "jit_used": _counts["jit"],
+        "prebuilt": _prebuilt["state"],
+        "prebuilt_reason": _prebuilt["reason"],
+        "threads": get_num_threads(),
+        "jit": jit.stats(),
+    }
 
 
 def clear() -> None:

@@ -3,6 +3,7 @@ all batched over leading axes) and SciPy (the LU factorisation and the triangula
 ``getrf``, ``trtri`` and ``potrf``, one matrix at a time). Results keep the input's precision;
 eig's are complex64 as MLX's. A singular matrix given to inv or tri_inv raises RuntimeError
 naming the function (MLX's LAPACK failure); cholesky, as MLX's, does not check definiteness."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,6 +39,7 @@ def _matrices(a: np.ndarray) -> np.ndarray:
 
 def _tri_inv(a: np.ndarray, upper: bool) -> np.ndarray:
     from scipy.linalg import lapack
+
     tri = np.triu(a) if upper else np.tril(a)
     out = np.empty_like(tri)
     flat, dst = _matrices(tri), _matrices(out)
@@ -70,6 +72,7 @@ def _cholesky(prim, ins, node):
     # the factor as it stands (for a singular semi-definite matrix that pivot is a rounding
     # residue and the factor still reproduces the matrix)
     from scipy.linalg import lapack
+
     a = ins[0]
     out = np.zeros_like(a)
     flat, dst = _matrices(a), _matrices(out)
@@ -125,6 +128,7 @@ def row_permutation(pivots: np.ndarray, m: int) -> np.ndarray:
 @register(LUF)
 def _lu(prim, ins, node):
     from scipy.linalg import lapack
+
     a = ins[0]
     m, n = a.shape[-2:]
     k = min(m, n)
@@ -137,5 +141,5 @@ def _lu(prim, ins, node):
             f, p, info = getrf(mat)
             if info < 0:  # pragma: no cover - an argument LAPACK refused
                 raise _fail("lu", f"LAPACK's getrf failed with code {info}")
-            flat[i], pflat[i] = f, p   # info > 0 (a zero pivot) still factors, as MLX's
+            flat[i], pflat[i] = f, p  # info > 0 (a zero pivot) still factors, as MLX's
     return [lu, piv.astype(_U32), row_permutation(piv, m)]

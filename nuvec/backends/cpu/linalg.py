@@ -2,6 +2,7 @@
 or NumPy's), other dtypes through NumPy's matmul (its BLAS for complex, its own loops for
 integers). Transposed and strided views go to BLAS as they are. float16 and bfloat16 are
 multiplied in float32 and rounded once."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -55,7 +56,7 @@ def _permuted_matmul(prim, ins, node):
     if out.size:
         if _half(a.dtype):
             a, b = a.astype(_F32), b.astype(_F32)
-        blas.matmul(a, b, out.transpose(inverse))     # the product, in out's layout
+        blas.matmul(a, b, out.transpose(inverse))  # the product, in out's layout
     return [out.astype(node._dtype.np, copy=False)]
 
 

@@ -7,16 +7,36 @@
 
 ``empty(shape, dtype)`` gives a C-contiguous array from the cache (what kernels return).
 """
+
 from __future__ import annotations
 
-from ._allocator import (cache_stats, clear_cache, empty, get_active_memory, get_cache_memory,
-                         get_memory_limit, get_peak_memory, is_cached_array, reset_peak_memory,
-                         set_cache_limit, set_memory_limit)
+from ._allocator import (
+    cache_stats,
+    clear_cache,
+    empty,
+    get_active_memory,
+    get_cache_memory,
+    get_memory_limit,
+    get_peak_memory,
+    is_cached_array,
+    reset_peak_memory,
+    set_cache_limit,
+    set_memory_limit,
+)
 
-__all__ = ["get_active_memory", "get_peak_memory", "reset_peak_memory", "get_cache_memory",
-           "set_memory_limit", "get_memory_limit", "set_cache_limit", "clear_cache", "empty",
-           "is_cached_array", "cache_stats"]
-
+__all__ = [
+    "get_active_memory",
+    "get_peak_memory",
+    "reset_peak_memory",
+    "get_cache_memory",
+    "set_memory_limit",
+    "get_memory_limit",
+    "set_cache_limit",
+    "clear_cache",
+    "empty",
+    "is_cached_array",
+    "cache_stats",
+]
 
 
 def set_wired_limit(limit: int) -> int:
@@ -24,6 +44,7 @@ def set_wired_limit(limit: int) -> int:
     Metal on macOS 15+; elsewhere, as MLX without a Metal GPU, nothing is wired and it
     returns 0."""
     import numbers
+
     if isinstance(limit, bool) or not isinstance(limit, numbers.Integral):
         raise TypeError(f"set_wired_limit: limit must be an int, got {type(limit).__name__}")
     if limit < 0:

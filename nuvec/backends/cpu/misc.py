@@ -1,4 +1,5 @@
 """CPU implementations of the transform primitives (nuvec.primitives.misc): identities."""
+
 from __future__ import annotations
 
 from ...primitives.misc import Copy, CustomFunction
@@ -12,4 +13,4 @@ def _copy(prim, ins, node):
 
 @register(CustomFunction)
 def _custom_function(prim, ins, node):
-    return list(ins[prim.n_in:])  # the traced function's outputs, computed by its own graph
+    return list(ins[prim.n_in :])  # the traced function's outputs, computed by its own graph

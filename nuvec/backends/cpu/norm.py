@@ -1,5 +1,6 @@
 """Layer norm on the CPU (``primitives.norm``): one pass over the rows of the last axis for
 the forward and for the backward pass (nv_rows.c, on the launch threads)."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -2,6 +2,7 @@
 dequantize and quantized products through the C kernels of ``_quant.pyx`` (csrc/nv_quant.c),
 which decode the packed weight row by row inside the product. float64 data is computed in
 float64, everything else in float32 (half-precision results rounded once)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,8 +19,9 @@ def _kernels():
     try:
         from . import _quant
     except ImportError as e:  # pragma: no cover
-        raise ImportError("quantization needs the _quant extension: run python setup.py "
-                          "build_ext --inplace") from e
+        raise ImportError(
+            "quantization needs the _quant extension: run python setup.py build_ext --inplace"
+        ) from e
     return _quant
 
 
@@ -58,8 +60,9 @@ def _dequantize(prim, ins, node):
     global_scale = ins[2].item() if not prim.affine and len(ins) > 2 else None
     scales, biases = _scales_and_biases(prim, ins[1], ins[-1], ct, global_scale)
     out = empty(tuple(w.shape[:-1]) + (row_len,), ct)
-    _kernels().dequantize(w, scales, biases, qf.code_values(prim.mode), row_len, prim.bits,
-                     prim.group_size, out)
+    _kernels().dequantize(
+        w, scales, biases, qf.code_values(prim.mode), row_len, prim.bits, prim.group_size, out
+    )
     return [out if out.dtype == out_dtype else out.astype(out_dtype)]
 
 
@@ -72,13 +75,22 @@ def _quantized_matmul(prim, ins, node):
     w = ins[1]
     lut = qf.code_values(prim.mode)
     n = w.shape[-2] if prim.transpose else w.shape[-1] * 32 // prim.bits
-    if w.ndim == 2:                          # one weight: every row of x in one product
+    if w.ndim == 2:  # one weight: every row of x in one product
         xf = np.ascontiguousarray(x.reshape(-1, x.shape[-1]), ct)
         out = empty((xf.shape[0], n), ct)
-        _kernels().qmm(xf, np.ascontiguousarray(w), scales, biases, lut, prim.bits, prim.group_size,
-             prim.transpose, out)
+        _kernels().qmm(
+            xf,
+            np.ascontiguousarray(w),
+            scales,
+            biases,
+            lut,
+            prim.bits,
+            prim.group_size,
+            prim.transpose,
+            out,
+        )
         out = out.reshape(tuple(x.shape[:-1]) + (n,))
-    else:                                    # a weight per batch entry
+    else:  # a weight per batch entry
         lead = np.broadcast_shapes(x.shape[:-2], w.shape[:-2])
         xb = np.broadcast_to(x, lead + x.shape[-2:])
         wb = np.broadcast_to(w, lead + w.shape[-2:])
@@ -87,9 +99,16 @@ def _quantized_matmul(prim, ins, node):
         out = empty(lead + (x.shape[-2], n), ct)
         for idx in np.ndindex(*lead):
             o = np.empty((x.shape[-2], n), ct)
-            _kernels().qmm(np.ascontiguousarray(xb[idx], ct), np.ascontiguousarray(wb[idx]),
-                 np.ascontiguousarray(sb[idx]),
-                 None if bb is None else np.ascontiguousarray(bb[idx]), lut, prim.bits,
-                 prim.group_size, prim.transpose, o)
+            _kernels().qmm(
+                np.ascontiguousarray(xb[idx], ct),
+                np.ascontiguousarray(wb[idx]),
+                np.ascontiguousarray(sb[idx]),
+                None if bb is None else np.ascontiguousarray(bb[idx]),
+                lut,
+                prim.bits,
+                prim.group_size,
+                prim.transpose,
+                o,
+            )
             out[idx] = o
     return [out if out.dtype == out_dtype else out.astype(out_dtype)]

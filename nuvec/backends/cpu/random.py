@@ -6,6 +6,7 @@ first components for all i, then the second ones, cut to n. Narrower
 widths take the little-endian bytes of those words. Integer arithmetic only: the same key
 gives the same bits on every machine.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,9 @@ _ROT = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = np.uint32(0x1BD11BDA)
 
 
-def threefry2x32(k0: np.ndarray, k1: np.ndarray, x0: np.ndarray,
-                 x1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def threefry2x32(
+    k0: np.ndarray, k1: np.ndarray, x0: np.ndarray, x1: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The threefry-2x32 block function (20 rounds); all arguments broadcast (uint32)."""
     k0 = np.asarray(k0, np.uint32)
     k1 = np.asarray(k1, np.uint32)

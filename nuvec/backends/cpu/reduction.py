@@ -3,12 +3,21 @@ the launch threads) where they apply, NumPy otherwise, with NumPy's bits either 
 
 float16/bfloat16 data is accumulated in float32 and rounded once to the output dtype.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from ...primitives.reduction import (ArgReduce, LogSumExp, NumberOfElements, Reduce, ScaledSoftmax, Scan, Softmax,
-                                    SoftmaxProduct)
+from ...primitives.reduction import (
+    ArgReduce,
+    LogSumExp,
+    NumberOfElements,
+    Reduce,
+    ScaledSoftmax,
+    Scan,
+    Softmax,
+    SoftmaxProduct,
+)
 from ..registry import register
 from .memory import empty
 
@@ -16,11 +25,15 @@ _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 
 try:
-    from ._rows import (extreme_rows as _extreme_rows, logsumexp_rows as _logsumexp_rows,
-                        scaled_softmax_rows as _scaled_softmax_rows,
-                        softmax_product_rows as _softmax_product_rows,
-                        softmax_rows as _softmax_rows, sum_cols as _sum_cols,
-                        sum_rows as _sum_rows)
+    from ._rows import (
+        extreme_rows as _extreme_rows,
+        logsumexp_rows as _logsumexp_rows,
+        scaled_softmax_rows as _scaled_softmax_rows,
+        softmax_product_rows as _softmax_product_rows,
+        softmax_rows as _softmax_rows,
+        sum_cols as _sum_cols,
+        sum_rows as _sum_rows,
+    )
 except ImportError:  # pragma: no cover - an unbuilt checkout
     _extreme_rows = None
 
@@ -28,8 +41,14 @@ except ImportError:  # pragma: no cover - an unbuilt checkout
 def _rows_out(x: np.ndarray, axes: tuple, keepdims: bool) -> np.ndarray | None:
     """The output of a row kernel (nv_rows.c) reducing ``x`` over ``axes``, or None where
     none applies: the innermost axis alone, of a non-empty C-contiguous float32 / float64."""
-    if (_extreme_rows is not None and len(axes) == 1 and axes[0] in (-1, x.ndim - 1)
-            and (x.dtype == _F32 or x.dtype == _F64) and x.size and x.flags.c_contiguous):
+    if (
+        _extreme_rows is not None
+        and len(axes) == 1
+        and axes[0] in (-1, x.ndim - 1)
+        and (x.dtype == _F32 or x.dtype == _F64)
+        and x.size
+        and x.flags.c_contiguous
+    ):
         return np.empty(x.shape[:-1] + ((1,) if keepdims else ()), x.dtype)
     return None
 
@@ -48,9 +67,15 @@ def _leading(x: np.ndarray, axes: tuple) -> bool:
     """Whether ``axes`` are x's leading axes (not all of them, at least two elements left) and
     a column kernel sums over them: bias gradients, layer-norm weight gradients."""
     k = len(axes)
-    return (_extreme_rows is not None and 0 < k < x.ndim and sorted(a % x.ndim for a in axes)
-            == list(range(k)) and (x.dtype == _F32 or x.dtype == _F64) and x.size
-            and x.size // int(np.prod(x.shape[:k])) >= 2 and x.flags.c_contiguous)
+    return (
+        _extreme_rows is not None
+        and 0 < k < x.ndim
+        and sorted(a % x.ndim for a in axes) == list(range(k))
+        and (x.dtype == _F32 or x.dtype == _F64)
+        and x.size
+        and x.size // int(np.prod(x.shape[:k])) >= 2
+        and x.flags.c_contiguous
+    )
 
 
 def _sum(x: np.ndarray, axes: tuple, keepdims: bool, dtype: np.dtype) -> np.ndarray:
@@ -130,16 +155,23 @@ def _shifted_exp(x: np.ndarray, m: np.ndarray) -> np.ndarray:
     times NumPy's exp here), NumPy otherwise."""
     if x.dtype == _F32:
         from .kernels import run
+
         return run(_SHIFTED_EXP, [x, m], x.shape)[0]
     return np.exp(x - m)
 
 
 def _specs():
     from ...codegen.ir import KernelSpec, Node
-    shifted_exp = KernelSpec(inputs=("float32", "float32"), constants=(),
-                             nodes=(Node("subtract", (("in", 0), ("in", 1)), "float32"),
-                                    Node("exp", (("node", 0),), "float32")),
-                             outputs=(1,))
+
+    shifted_exp = KernelSpec(
+        inputs=("float32", "float32"),
+        constants=(),
+        nodes=(
+            Node("subtract", (("in", 0), ("in", 1)), "float32"),
+            Node("exp", (("node", 0),), "float32"),
+        ),
+        outputs=(1,),
+    )
     return shifted_exp, KernelSpec.single("divide", ("float32", "float32"), "float32")
 
 
@@ -151,6 +183,7 @@ def _divide_rows(e: np.ndarray, s: np.ndarray) -> None:
     where NumPy's broadcast divide runs on one), NumPy otherwise."""
     if e.dtype == _F32:
         from .kernels import run
+
         run(_DIVIDE, [e, s], e.shape, [e])
     else:
         e /= s
@@ -159,11 +192,17 @@ def _divide_rows(e: np.ndarray, s: np.ndarray) -> None:
 def _row_kernels(x: np.ndarray, axes: tuple) -> bool:
     """Whether softmax / logsumexp over ``axes`` runs as one pass per row (float32, the
     innermost axis, C-contiguous; every row non-empty)."""
-    return (_extreme_rows is not None and x.dtype == _F32 and len(axes) == 1
-            and axes[0] % x.ndim == x.ndim - 1 and x.size and x.flags.c_contiguous)
+    return (
+        _extreme_rows is not None
+        and x.dtype == _F32
+        and len(axes) == 1
+        and axes[0] % x.ndim == x.ndim - 1
+        and x.size
+        and x.flags.c_contiguous
+    )
 
 
-_ADDRESSES: dict[int, int] = {}      # id of one of this module's specs -> its kernel's address
+_ADDRESSES: dict[int, int] = {}  # id of one of this module's specs -> its kernel's address
 
 
 def _address(spec) -> int:
@@ -172,6 +211,7 @@ def _address(spec) -> int:
     a = _ADDRESSES.get(id(spec))
     if a is None:
         from .kernels import get_kernel
+
         a = _ADDRESSES[id(spec)] = get_kernel(spec).address
     return a
 
@@ -207,10 +247,10 @@ def _scaled_softmax(prim, ins, node):
     mask = None
     if prim.has_mask:
         mask = np.broadcast_to(ins[1].astype(x.dtype, copy=False), x.shape)
-        if x.shape[-1] > 1 and mask.strides[-1] != x.itemsize:     # rows of unit stride
+        if x.shape[-1] > 1 and mask.strides[-1] != x.itemsize:  # rows of unit stride
             mask = np.ascontiguousarray(mask)
     out = empty(x.shape, x.dtype)
-    if x.dtype != _F32:                    # the composite's passes (float64)
+    if x.dtype != _F32:  # the composite's passes (float64)
         t = x * x.dtype.type(prim.scale)
         if mask is not None:
             t += mask
@@ -229,12 +269,12 @@ def _logsumexp(prim, ins, node):
     if x.size == 0:
         return [np.empty(node._shape, node._dtype.np)]
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        if _row_kernels(x, tuple(axes)):       # one pass per row: the shift and the sum
+        if _row_kernels(x, tuple(axes)):  # one pass per row: the shift and the sum
             s, m = empty(x.shape[:-1] + (1,), x.dtype), empty(x.shape[:-1] + (1,), x.dtype)
             _logsumexp_rows(x, s, m, _address(_SHIFTED_EXP))
         else:
             m = _extreme(x, tuple(axes), True, True)
-            if not np.isfinite(m).all():       # rows of infinities: shift by 0 instead
+            if not np.isfinite(m).all():  # rows of infinities: shift by 0 instead
                 m = np.where(np.isfinite(m), m, 0).astype(x.dtype, copy=False)
             s = _sum(_shifted_exp(x, m), tuple(axes), True, x.dtype)
         r = np.log(s, out=s)

@@ -1,13 +1,25 @@
 """Shape primitives on the CPU: NumPy views where possible, copies into cached buffers. The
 views use the array methods (``x.reshape``, ``x.transpose``): NumPy's function forms add a
 microsecond of dispatch, and a compiled training step replays dozens of views per call."""
+
 from __future__ import annotations
 
 import numpy as np
 
 from ...primitives.misc import StopGradient
-from ...primitives.shape import (Broadcast, Concatenate, ExpandDims, Flatten, Pad, Reshape,
-                                 Slice, SliceUpdate, Squeeze, Transpose, Unflatten)
+from ...primitives.shape import (
+    Broadcast,
+    Concatenate,
+    ExpandDims,
+    Flatten,
+    Pad,
+    Reshape,
+    Slice,
+    SliceUpdate,
+    Squeeze,
+    Transpose,
+    Unflatten,
+)
 from ..registry import register
 from ._views import broadcast_view
 from .memory import empty
@@ -26,7 +38,7 @@ def box(start, stop, strides) -> tuple:
 
 @register(Broadcast)
 def _broadcast(prim, ins, node):
-    return [broadcast_view(ins[0], node._shape)]   # a shapeless form infers it
+    return [broadcast_view(ins[0], node._shape)]  # a shapeless form infers it
 
 
 @register(Reshape)

@@ -1,5 +1,6 @@
 """Sorting on the CPU (NumPy). ArgSort is stable; Partition is the gather of ArgPartition's
 permutation, so that its vjp (which inverts that permutation) matches it exactly."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -5,6 +5,7 @@ Importing this package costs nothing where there is no GPU: ``device`` only prob
 asked, and the implementations (which import CuPy) register themselves only where a CUDA
 device exists. ``runtime`` documents how data, bfloat16 and streams are handled.
 """
+
 from . import device
 
 if device.is_available():
@@ -13,6 +14,7 @@ if device.is_available():
     from . import custom_kernel  # noqa: F401  (nv.fast.cuda_kernel)
     from . import bitcast  # noqa: F401  (view and fp8 codes)
     from . import depends  # noqa: F401  (ordering edges)
+
     try:
         from . import random  # noqa: F401
     except ImportError:  # pragma: no cover - a tree without the random primitive

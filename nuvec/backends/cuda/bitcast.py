@@ -1,5 +1,6 @@
 """View and ConvertFP8 on CuPy arrays: a view reinterprets device memory (bfloat16 is kept as
 uint16 bits, the same bytes); fp8 conversion goes through the CPU encoding on the host."""
+
 from __future__ import annotations
 
 import cupy as cp

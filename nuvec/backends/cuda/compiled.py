@@ -7,6 +7,7 @@ time, all in one NVRTC module (the library is parsed once), so the first call pa
 
     prepare([spec_a, spec_b])          # then Compiled nodes launch without compiling
 """
+
 from __future__ import annotations
 
 from . import kernels

@@ -1,5 +1,6 @@
 """Whether CUDA is usable here: CuPy importable and at least one device. Imports nothing
 heavy until asked."""
+
 from __future__ import annotations
 
 import functools
@@ -34,6 +35,7 @@ def device_count() -> int:
 def device_info() -> dict[str, str | int]:
     """Name, architecture and memory of CuPy's current device (MLX's keys)."""
     import cupy
+
     dev = cupy.cuda.Device()
     props = cupy.cuda.runtime.getDeviceProperties(dev.id)
     name = props["name"]

@@ -6,6 +6,7 @@ CPU's bit for bit; float64 transcendental functions come from CUDA's libdevice (
 the C library), within an ulp or two. An op the engine does not cover for a dtype (none of
 those the ops make today) falls back to the CuPy ufunc of the same name.
 """
+
 from __future__ import annotations
 
 import cupy as cp
@@ -45,8 +46,13 @@ def _cupy(op: str, ins: list, node):
     xs = [computable(x, a._dtype) for x, a in zip(ins, node._inputs)]
     if op in _SPECIAL:
         import cupyx.scipy.special as sp
-        fns = {"rsqrt": lambda x: 1 / cp.sqrt(x), "sigmoid": sp.expit, "erf": sp.erf,
-               "erfinv": sp.erfinv}
+
+        fns = {
+            "rsqrt": lambda x: 1 / cp.sqrt(x),
+            "sigmoid": sp.expit,
+            "erf": sp.erf,
+            "erfinv": sp.erfinv,
+        }
         r = fns[op](*xs)
     elif op == "select":
         r = cp.where(*xs)
@@ -81,6 +87,7 @@ except ImportError:  # pragma: no cover - compile's fused primitive not in this 
     Compiled = None
 
 if Compiled is not None:
+
     @gpu(Compiled)
     def _compiled(prim, ins, node):
         return kernels.run(prim.spec, ins, node._shape)

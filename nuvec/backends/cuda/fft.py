@@ -1,5 +1,6 @@
 """The DFT on the GPU: cuFFT through CuPy (complex64, float32 for real signals), on the
 primitive's stream (CuPy plans on the current stream, which ``gpu`` sets)."""
+
 from __future__ import annotations
 
 import cupy as cp

@@ -17,6 +17,7 @@ uses CuPy), and where this machine's cuBLAS cannot be found.
 
     c = matmul(a, b)          # a: (..., m, k), b: (..., k, n) CuPy arrays, or None
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -25,11 +26,11 @@ import threading
 import cupy as cp
 import numpy as np
 
-_N, _T = 0, 1                       # cublasOperation_t
-_WORKSPACE = 32 << 20               # bytes per handle (Hopper's largest recommendation)
+_N, _T = 0, 1  # cublasOperation_t
+_WORKSPACE = 32 << 20  # bytes per handle (Hopper's largest recommendation)
 _I32 = (1 << 31) - 1
 _local = threading.local()
-_lib: list = []                     # [ctypes library] or [None] when it cannot be loaded
+_lib: list = []  # [ctypes library] or [None] when it cannot be loaded
 _ONE = {np.float32: ctypes.c_float(1.0), np.float64: ctypes.c_double(1.0)}
 _ZERO = {np.float32: ctypes.c_float(0.0), np.float64: ctypes.c_double(0.0)}
 
@@ -50,11 +51,19 @@ def _load():
         for name in ("cublasSgemmStridedBatched", "cublasDgemmStridedBatched"):
             fn = getattr(lib, name)
             fn.restype = ctypes.c_int
-            fn.argtypes = ([ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                            ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
-                           + [ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong] * 2
-                           + [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
-                              ctypes.c_longlong, ctypes.c_int])
+            fn.argtypes = (
+                [
+                    ctypes.c_void_p,
+                    ctypes.c_int,
+                    ctypes.c_int,
+                    ctypes.c_int,
+                    ctypes.c_int,
+                    ctypes.c_int,
+                    ctypes.c_void_p,
+                ]
+                + [ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong] * 2
+                + [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong, ctypes.c_int]
+            )
         lib.cublasSetStream_v2.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         lib.cublasSetWorkspace_v2.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
         return lib
@@ -67,7 +76,7 @@ class _Handle:
         self.ptr = ctypes.c_void_p()
         if lib.cublasCreate_v2(ctypes.byref(self.ptr)) != 0:
             raise RuntimeError("matmul: cublasCreate failed")
-        self.workspace = cp.empty(_WORKSPACE, np.uint8)     # kept as long as the handle
+        self.workspace = cp.empty(_WORKSPACE, np.uint8)  # kept as long as the handle
         lib.cublasSetWorkspace_v2(self.ptr, self.workspace.data.ptr, _WORKSPACE)
 
 
@@ -137,10 +146,28 @@ def matmul(a, b):
     lib.cublasSetStream_v2(h.ptr, cp.cuda.get_current_stream().ptr)
     fn = lib.cublasSgemmStridedBatched if dt is np.float32 else lib.cublasDgemmStridedBatched
     # row-major C = A B is column-major C^T = B^T A^T: B's matrix comes first
-    status = fn(h.ptr, lb[0], la[0], n, m, k, ctypes.byref(_ONE[dt]),
-                b.data.ptr, lb[1], sb, a.data.ptr, la[1], sa,
-                ctypes.byref(_ZERO[dt]), c.data.ptr, n, m * n, count)
+    status = fn(
+        h.ptr,
+        lb[0],
+        la[0],
+        n,
+        m,
+        k,
+        ctypes.byref(_ONE[dt]),
+        b.data.ptr,
+        lb[1],
+        sb,
+        a.data.ptr,
+        la[1],
+        sa,
+        ctypes.byref(_ZERO[dt]),
+        c.data.ptr,
+        n,
+        m * n,
+        count,
+    )
     if status != 0:
-        raise RuntimeError(f"matmul: cuBLAS gemm failed with status {status} for shapes "
-                           f"{a.shape} and {b.shape}")
+        raise RuntimeError(
+            f"matmul: cuBLAS gemm failed with status {status} for shapes {a.shape} and {b.shape}"
+        )
     return c

@@ -20,6 +20,7 @@ Shapeless tapes and tapes returning an input or a constant are never recorded. S
 
     tape.device_replay = GraphReplay(tape, cuda_stream)   # nuvec.backends.cuda.replay does this
 """
+
 from __future__ import annotations
 
 import os
@@ -29,8 +30,8 @@ import cupy as cp
 
 from ...core.array import Array
 
-WARM_CALLS = 3          # calls 1 and 2 replay plainly; call 3 records
-_RELAXED = getattr(cp.cuda.runtime, "streamCaptureModeRelaxed", 2)   # allocations allowed
+WARM_CALLS = 3  # calls 1 and 2 replay plainly; call 3 records
+_RELAXED = getattr(cp.cuda.runtime, "streamCaptureModeRelaxed", 2)  # allocations allowed
 
 
 def enabled() -> bool:
@@ -41,9 +42,12 @@ def suitable(tape) -> bool:
     """Whether ``tape`` may be recorded: fixed shapes, several steps, every output a new
     array computed by a step."""
     first_step_slot = tape.n_inputs + len(tape.consts)
-    return (not tape.shapeless and len(tape.steps) >= 2
-            and all(p == -1 for p in tape.out_plan)
-            and all(s >= first_step_slot for s in tape.outputs))
+    return (
+        not tape.shapeless
+        and len(tape.steps) >= 2
+        and all(p == -1 for p in tape.out_plan)
+        and all(s >= first_step_slot for s in tape.outputs)
+    )
 
 
 def _wrap(like: Array, data) -> Array:
@@ -64,12 +68,12 @@ class GraphReplay:
         self.calls = 0
         self.graph = None
         self.failed = False
-        self.error: str | None = None   # why recording failed (diagnostics)
+        self.error: str | None = None  # why recording failed (diagnostics)
         self.lock = threading.Lock()
         self.static_in: list = []
         self.static_out: list = []
-        self.outs: list = []         # the recorded outputs: shape, dtype and stream to copy
-        self.kept: list = []         # every block allocated while recording
+        self.outs: list = []  # the recorded outputs: shape, dtype and stream to copy
+        self.kept: list = []  # every block allocated while recording
 
     def __call__(self, inputs: list) -> list:
         if self.failed or not self.lock.acquire(blocking=False):
@@ -134,7 +138,7 @@ class GraphReplay:
             result = []
             for o, so in zip(self.outs, self.static_out):
                 r = cp.empty(so.shape, so.dtype)
-                if not so.flags.c_contiguous:      # a view the graph wrote: a copy kernel
+                if not so.flags.c_contiguous:  # a view the graph wrote: a copy kernel
                     r[...] = so
                 elif so.nbytes:
                     r.data.copy_from_device_async(so.data, so.nbytes, cs)

@@ -14,6 +14,7 @@ wrapping as the CPU does; float16 / bfloat16 in float32; bool as 0/1 with or = m
 min). ``prod``, and ``max`` / ``min`` of 64-bit dtypes (CuPy's atomics round float64 through
 float32), run on the host (NumPy's ``ufunc.at``), which waits for the device.
 """
+
 from __future__ import annotations
 
 import cupy as cp
@@ -74,7 +75,9 @@ _ROWS_ADD = cp.ElementwiseKernel(
         acc = acc + upd[order[j] * width + c];
     target[i] = acc;
     """,
-    "nv_rows_add", options=("--fmad=false",))
+    "nv_rows_add",
+    options=("--fmad=false",),
+)
 
 
 def _rows_add(target, idx, update) -> bool:
@@ -83,18 +86,23 @@ def _rows_add(target, idx, update) -> bool:
     module docstring). False (nothing done) when that does not apply. Out-of-range indices
     wrap, as CuPy's scatter does."""
     n = target.shape[0] if target.ndim else 0
-    if (target.dtype not in (cp.float32, cp.float64) or update.dtype != target.dtype
-            or not target.flags.c_contiguous or n == 0 or idx.dtype.kind not in "iu"
-            or update.shape != idx.shape + target.shape[1:] or idx.size == 0):
+    if (
+        target.dtype not in (cp.float32, cp.float64)
+        or update.dtype != target.dtype
+        or not target.flags.c_contiguous
+        or n == 0
+        or idx.dtype.kind not in "iu"
+        or update.shape != idx.shape + target.shape[1:]
+        or idx.size == 0
+    ):
         return False
     flat = idx.reshape(-1).astype(cp.int64) % n
     m = flat.size
-    order = cp.argsort(flat * m + cp.arange(m, dtype=cp.int64))   # by row, then position
+    order = cp.argsort(flat * m + cp.arange(m, dtype=cp.int64))  # by row, then position
     count = cp.bincount(flat, minlength=n)
     start = cp.cumsum(count) - count
     width = target.size // n
-    _ROWS_ADD(cp.ascontiguousarray(update), order, start, count, width, target,
-              size=target.size)
+    _ROWS_ADD(cp.ascontiguousarray(update), order, start, count, width, target, size=target.size)
     return True
 
 
@@ -116,8 +124,12 @@ def _combine(mode: str, out, index: tuple, update, d: dt.Dtype, axes):
     op = "max" if (d == dt.bool_ and mode == "add") else mode
     w = _widen(out, d)
     u = _widen(cp.ascontiguousarray(update), d)
-    if not (op == "add" and len(index) == 1 and isinstance(index[0], cp.ndarray)
-            and _rows_add(_front(w, axes), index[0], u)):
+    if not (
+        op == "add"
+        and len(index) == 1
+        and isinstance(index[0], cp.ndarray)
+        and _rows_add(_front(w, axes), index[0], u)
+    ):
         _ATOMIC[op](_front(w, axes), index, u)
     return _narrow(w, d) if w is not out else out
 

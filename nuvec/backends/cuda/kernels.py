@@ -19,6 +19,7 @@ division and square root, never fast math; cached on disk as cubins). ``precompi
 many kernels in few modules, in threads (NVRTC runs without the GIL). ``set_vec_cap`` bounds
 the elements a ``vec`` thread handles (8 by default; benchmarks sweep it).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -34,18 +35,43 @@ from ...core import dtypes as dt
 from . import nvrtc, source
 from .nvrtc import KernelCompileError
 
-__all__ = ["run", "launcher", "astype", "precompile", "forced", "stats", "set_vec_cap", "KernelCompileError"]
+__all__ = [
+    "run",
+    "launcher",
+    "astype",
+    "precompile",
+    "forced",
+    "stats",
+    "set_vec_cap",
+    "KernelCompileError",
+]
 
 _BLOCK = 256
-_GRID_CAP = 1 << 20            # grid-stride kernels: at most this many blocks
+_GRID_CAP = 1 << 20  # grid-stride kernels: at most this many blocks
 _I32_LIMIT = (1 << 31) - 1
 
-_STORE = {name: (np.dtype(np.uint16) if name == "bfloat16" else dt.from_name(name).np)
-          for name in ("bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32",
-                       "int64", "float16", "bfloat16", "float32", "float64", "complex64")}
+_STORE = {
+    name: (np.dtype(np.uint16) if name == "bfloat16" else dt.from_name(name).np)
+    for name in (
+        "bool",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "float16",
+        "bfloat16",
+        "float32",
+        "float64",
+        "complex64",
+    )
+}
 
 _kernels: dict[tuple, object] = {}
-_widths: dict[tuple, int] = {}          # (spec, mask, cap) -> elements per vec thread
+_widths: dict[tuple, int] = {}  # (spec, mask, cap) -> elements per vec thread
 _meta: dict[tuple, cp.ndarray] = {}
 _lock = threading.Lock()
 _stats = {"compiled": 0, "launches": {v: 0 for v in source.VARIANTS}}
@@ -101,10 +127,10 @@ def precompile(keys, threads: int | None = None, per_module: int = 48) -> int:
     todo = [k for k in dict.fromkeys(keys) if k not in _kernels]
     if not todo:
         return 0
-    chunks = []          # a module is compiled with one set of options: fast specs apart
+    chunks = []  # a module is compiled with one set of options: fast specs apart
     for fast in (False, True):
         part = [k for k in todo if k[0].fast == fast]
-        chunks += [part[i:i + per_module] for i in range(0, len(part), per_module)]
+        chunks += [part[i : i + per_module] for i in range(0, len(part), per_module)]
     dev = cp.cuda.Device().id
 
     def build(chunk):
@@ -141,8 +167,11 @@ def forced(variant: str | None = None, idx: str | None = None):
 
 def stats() -> dict:
     """Modules compiled and launches per variant (tests and diagnostics)."""
-    return {"compiled": _stats["compiled"], "launches": dict(_stats["launches"]),
-            "modules": len(_kernels)}
+    return {
+        "compiled": _stats["compiled"],
+        "launches": dict(_stats["launches"]),
+        "modules": len(_kernels),
+    }
 
 
 def _meta_array(meta: tuple) -> cp.ndarray:
@@ -188,8 +217,9 @@ def run(spec: KernelSpec, ins: list, shape: tuple, outs: list | None = None) -> 
         if fv in (None, "vec"):
             cap = _cap[0]
             V = _width(spec, mask, cap)
-            if all(m or x.data.ptr % (V * x.itemsize) == 0 for x, m in zip(ins, mask)) and \
-                    all(o.data.ptr % (V * o.itemsize) == 0 for o in outs):
+            if all(m or x.data.ptr % (V * x.itemsize) == 0 for x, m in zip(ins, mask)) and all(
+                o.data.ptr % (V * o.itemsize) == 0 for o in outs
+            ):
                 idx = fi or ("i32" if n < _I32_LIMIT - (1 << 24) else "i64")
                 nvec, tail = divmod(n, V)
                 threads = nvec + tail
@@ -235,15 +265,20 @@ def launcher(spec: KernelSpec):
                 return run(spec, ins, shape, outs)
             V = _width(spec, mask, _cap[0])
             nvec, tail = divmod(n, V)
-            plan = memo[shape] = (_kernel(spec, "vec", "i32", mask, _cap[0]), V, np.int32(nvec),
-                                  np.int32(n), ((nvec + tail + _BLOCK - 1) // _BLOCK,))
+            plan = memo[shape] = (
+                _kernel(spec, "vec", "i32", mask, _cap[0]),
+                V,
+                np.int32(nvec),
+                np.int32(n),
+                ((nvec + tail + _BLOCK - 1) // _BLOCK,),
+            )
         fn, V, nvec, n, grid = plan
         if outs is not None or _force["variant"] is not None or _force["idx"] is not None:
             return run(spec, ins, shape, outs)
         for x in ins:
             if x.shape != shape or not x.flags.c_contiguous or x.data.ptr % (V * x.itemsize):
                 return run(spec, ins, shape, outs)
-        outs = [cp.empty(shape, d) for d in out_dtypes]   # fresh blocks: aligned
+        outs = [cp.empty(shape, d) for d in out_dtypes]  # fresh blocks: aligned
         fn(grid, (_BLOCK,), (nvec, n, *ins, *outs))
         _stats["launches"]["vec"] += 1
         return outs
@@ -261,7 +296,7 @@ def _strided(spec, ins, shape, n, outs, fi) -> None:
             continue
         st = [a.strides[ax] // a.itemsize for a in arrays]
         if dims and all(s[-1] == t * size for s, t in zip(strides, st)):
-            dims[-1] *= size            # the previous axis steps over this one exactly: merge
+            dims[-1] *= size  # the previous axis steps over this one exactly: merge
             for s, t in zip(strides, st):
                 s[-1] = t
             continue

@@ -2,6 +2,7 @@
 nuvec's own handle where the operands' layout allows (``gemm``: a CUDA graph can record it),
 else through CuPy (complex64, other layouts; CuPy's own kernels for integers). float16 and
 bfloat16 are multiplied in float32 and rounded once, as on the CPU."""
+
 from __future__ import annotations
 
 import cupy as cp

@@ -7,6 +7,7 @@ transfer (the CPU runner reads device data back through ``registry.to_host``).
 
     y = nuvec.backends.cuda.misc.transfer(x, nv.gpu)     # a graph node; nothing moves yet
 """
+
 from __future__ import annotations
 
 from ...core.array import Array
@@ -27,4 +28,4 @@ def _copy(prim, ins, node):
 
 @gpu(CustomFunction)
 def _custom_function(prim, ins, node):
-    return list(ins[prim.n_in:])
+    return list(ins[prim.n_in :])

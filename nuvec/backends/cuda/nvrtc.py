@@ -14,6 +14,7 @@ Cache: ``$NUVEC_CACHE_DIR/cuda`` (else ``~/.cache/nuvec/cuda``), one ``<sha256>.
 place (concurrent processes each write a whole file); a file that does not load is rebuilt.
 An unwritable directory only costs the cache.
 """
+
 from __future__ import annotations
 
 import glob
@@ -29,7 +30,7 @@ import cupy as cp
 from . import source
 
 _lock = threading.Lock()
-_alive: list = []            # loaded modules (their functions must outlive nothing else)
+_alive: list = []  # loaded modules (their functions must outlive nothing else)
 _info: dict[str, object] = {}
 stats = {"compiled": 0, "disk_hits": 0}
 
@@ -40,6 +41,7 @@ class KernelCompileError(RuntimeError):
 
 def _binding():
     from cupy_backends.cuda.libs import nvrtc as binding
+
     return binding
 
 
@@ -56,8 +58,9 @@ def options(fast: bool = False) -> tuple[str, ...]:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("NUVEC_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                             "nuvec")
+    base = os.environ.get("NUVEC_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "nuvec"
+    )
     return Path(base) / "cuda"
 
 
@@ -87,16 +90,21 @@ def include_options() -> tuple[str, ...]:
         found = [r for r in roots if os.path.exists(os.path.join(r, "cuda_fp16.h"))][:1]
         # libcu++'s <nv/target>, which cooperative groups include: CUDA 13 keeps it under
         # include/cccl, and CuPy carries its own copy of CCCL
-        cupy_cccl = os.path.join(os.path.dirname(cp.__file__), "_core", "include", "cupy",
-                                 "_cccl", "libcudacxx")
-        found += [d for d in [os.path.join(r, "cccl") for r in found] + [cupy_cccl]
-                  if os.path.exists(os.path.join(d, "nv", "target"))][:1]
+        cupy_cccl = os.path.join(
+            os.path.dirname(cp.__file__), "_core", "include", "cupy", "_cccl", "libcudacxx"
+        )
+        found += [
+            d
+            for d in [os.path.join(r, "cccl") for r in found] + [cupy_cccl]
+            if os.path.exists(os.path.join(d, "nv", "target"))
+        ][:1]
         opts = _info["include"] = tuple(f"-I{r}" for r in found)
     return opts
 
 
-def compile_cubin(src: str, name: str = "nuvec.cu", fast: bool = False,
-                  extra: tuple[str, ...] = ()) -> bytes:
+def compile_cubin(
+    src: str, name: str = "nuvec.cu", fast: bool = False, extra: tuple[str, ...] = ()
+) -> bytes:
     """The cubin of ``src`` (KernelCompileError with NVRTC's log if it is rejected);
     ``extra``: options beyond the device's."""
     nv = _binding()
@@ -120,11 +128,16 @@ def _store(path: Path, data: bytes) -> None:
             f.write(data)
         os.replace(tmp, path)
     except OSError:
-        pass   # no cache, same kernels
+        pass  # no cache, same kernels
 
 
-def load(src: str, entries: list[str], name: str = "nuvec.cu", fast: bool = False,
-         extra: tuple[str, ...] = ()) -> list:
+def load(
+    src: str,
+    entries: list[str],
+    name: str = "nuvec.cu",
+    fast: bool = False,
+    extra: tuple[str, ...] = (),
+) -> list:
     """The kernels ``entries`` of ``src``, compiled now or read from the disk cache
     (``fast``: with the options of fast-math kernels; ``extra``: more options)."""
     opts = options(fast) + extra

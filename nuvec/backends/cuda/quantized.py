@@ -10,6 +10,7 @@ Kernels (one source, compiled once per device by ``nvrtc.load``):
 - ``nvq_deq_*``: one thread per decoded value.
 A code's value is ``scale * v + bias`` (v the code, or ``lut[code]`` in the float modes).
 """
+
 from __future__ import annotations
 
 import cupy as cp
@@ -141,8 +142,11 @@ def _quantize(prim, ins, node):
     if w == dt.bfloat16:
         host = host.view(dt.bfloat16.np)
     global_scale = float(cp.asnumpy(ins[1]).reshape(())) if len(ins) > 1 else None
-    outs = (qf.quantize_affine(host, prim.group_size, prim.bits) if prim.affine
-            else qf.quantize_float(host, prim.mode, global_scale))
+    outs = (
+        qf.quantize_affine(host, prim.group_size, prim.bits)
+        if prim.affine
+        else qf.quantize_float(host, prim.mode, global_scale)
+    )
     return [upload(o) for o in outs]
 
 
@@ -152,19 +156,30 @@ def _dequantize(prim, ins, node):
     f64 = prim.dtype == dt.float64 or sd == dt.float64
     ct = np.float64 if f64 else np.float32
     w = cp.ascontiguousarray(ins[0])
-    global_scale = (float(cp.asnumpy(ins[2]).reshape(()))
-                    if not prim.affine and len(ins) > 2 else None)
-    scales, biases = _scales(prim, ins[1], ins[2] if prim.affine else None, sd, ct,
-                             global_scale)
+    global_scale = (
+        float(cp.asnumpy(ins[2]).reshape(())) if not prim.affine and len(ins) > 2 else None
+    )
+    scales, biases = _scales(prim, ins[1], ins[2] if prim.affine else None, sd, ct, global_scale)
     row_len = w.shape[-1] * 32 // prim.bits
     rows = w.size * 32 // prim.bits // max(1, row_len)
     out = cp.empty(tuple(w.shape[:-1]) + (row_len,), ct)
     n = out.size
     half = prim.affine and is_half(sd)
-    _fn("deq", f64)(((n + _THREADS - 1) // _THREADS,), (_THREADS,),
-                    (w, scales, _ptr(None if half else biases), _ptr(_lut(prim.mode)),
-                     np.int64(rows), np.int64(row_len), np.int32(prim.bits),
-                     np.int32(prim.group_size), out))
+    _fn("deq", f64)(
+        ((n + _THREADS - 1) // _THREADS,),
+        (_THREADS,),
+        (
+            w,
+            scales,
+            _ptr(None if half else biases),
+            _ptr(_lut(prim.mode)),
+            np.int64(rows),
+            np.int64(row_len),
+            np.int32(prim.bits),
+            np.int32(prim.group_size),
+            out,
+        ),
+    )
     if half:
         # half-precision scales: MLX rounds the product and then the sum in that precision
         # (as the CPU does). The float32 product of a code (at most 8 bits) and a half scale
@@ -185,8 +200,10 @@ def _quantized_matmul(prim, ins, node):
     x, w, lut = _compute(ins[0], xd, ct), cp.ascontiguousarray(ins[1]), _lut(prim.mode)
     n = prim.out_features(w)
     if w.ndim != 2:
-        raise NotImplementedError("quantized_matmul on the GPU: batched quantized weights "
-                                  "(gather_qmm) are not implemented")
+        raise NotImplementedError(
+            "quantized_matmul on the GPU: batched quantized weights "
+            "(gather_qmm) are not implemented"
+        )
     xf = x.reshape(-1, x.shape[-1])
     m, k = xf.shape
     out = cp.empty((m, n), ct)
@@ -196,7 +213,21 @@ def _quantized_matmul(prim, ins, node):
     else:
         threads = m * n
         fn = _fn("mm_n", f64)
-    fn(((threads + _THREADS - 1) // _THREADS,), (_THREADS,),
-       (xf, w, scales, _ptr(biases), _ptr(lut), np.int64(m), np.int64(n), np.int64(k),
-        np.int32(prim.bits), np.int32(prim.group_size), out))
+    fn(
+        ((threads + _THREADS - 1) // _THREADS,),
+        (_THREADS,),
+        (
+            xf,
+            w,
+            scales,
+            _ptr(biases),
+            _ptr(lut),
+            np.int64(m),
+            np.int64(n),
+            np.int64(k),
+            np.int32(prim.bits),
+            np.int32(prim.group_size),
+            out,
+        ),
+    )
     return [finish(out.reshape(tuple(x.shape[:-1]) + (n,)), xd)]

@@ -5,6 +5,7 @@ For each key (k0, k1) and h = ceil(words / 2), thread i computes the block of co
 (i, i + h), or (h - 1, 0) for the last one of an odd count, and writes its two results to
 words i and h + i of that key's row.
 """
+
 from __future__ import annotations
 
 import cupy as cp
@@ -66,8 +67,7 @@ def random_words(keys: cp.ndarray, n: int) -> cp.ndarray:
     total = nkeys * half
     if total:
         grid = min((total + 255) // 256, 1 << 20)
-        _threefry()((grid,), (256,), (keys, np.int64(nkeys), np.int64(half),
-                                              np.int32(n % 2), out))
+        _threefry()((grid,), (256,), (keys, np.int64(nkeys), np.int64(half), np.int32(n % 2), out))
     return out[..., :n]
 
 
@@ -80,6 +80,6 @@ def _random_bits(prim, ins, node):
     nbytes = count * prim.width
     words = random_words(keys, (nbytes + 3) // 4)
     lead = keys.shape[:-1]
-    raw = cp.ascontiguousarray(words).view(cp.uint8)          # little-endian, as the CPU's
+    raw = cp.ascontiguousarray(words).view(cp.uint8)  # little-endian, as the CPU's
     raw = cp.ascontiguousarray(raw.reshape(lead + (-1,))[..., :nbytes])
     return [raw.view(node._dtype.np).reshape(lead + prim.shape)]

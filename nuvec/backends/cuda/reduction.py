@@ -5,14 +5,14 @@ results equal the CPU's up to the order of the additions (a tree on the GPU, Num
 sums on the CPU); integer, bool, max/min and arg results are identical. cummax / cummin /
 logcumsumexp (and cumprod of bool) use a log-step scan (log2(n) passes of the op).
 """
+
 from __future__ import annotations
 
 import cupy as cp
 import numpy as np
 
 from ...core import dtypes as dt
-from ...primitives.reduction import (ArgReduce, LogSumExp, NumberOfElements, Reduce, Scan,
-                                     Softmax)
+from ...primitives.reduction import ArgReduce, LogSumExp, NumberOfElements, Reduce, Scan, Softmax
 from .runtime import computable, finish, gpu, is_half
 
 
@@ -98,7 +98,7 @@ def _logstep(x, fn, axis: int):
     n = r.shape[-1]
     k = 1
     while k < n:
-        r[..., k:] = fn(r[..., k:], r[..., :-k])   # the right side is read before the write
+        r[..., k:] = fn(r[..., k:], r[..., :-k])  # the right side is read before the write
         k *= 2
     return cp.moveaxis(r, -1, axis)
 

@@ -13,6 +13,7 @@ the same over CuPy arrays, with these hooks (``nuvec.compile._finalize`` attache
 
     tape.data_type = ndarray; tape.const_data = device_constants(consts); attach(tape, stream)
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -59,4 +60,4 @@ def attach(tape, stream) -> None:
 
     tape.order_inputs = order_inputs
     if graphs.enabled() and not tape.shapeless and len(tape.steps) >= 2:
-        tape.device_replay = graphs.GraphReplay(tape, cs)   # records itself once warm
+        tape.device_replay = graphs.GraphReplay(tape, cs)  # records itself once warm

@@ -21,6 +21,7 @@ into, that stream) and every input is a CuPy array: NumPy data (constants made o
 or arrays evaluated on the CPU) is uploaded first. An upload of an array that lives on a GPU
 stream replaces its ``_data`` (it is uploaded once); a CPU array is left as it is.
 """
+
 from __future__ import annotations
 
 import threading
@@ -52,7 +53,7 @@ def empty(shape, d: dt.Dtype) -> cp.ndarray:
     return cp.empty(shape, storage_dtype(d))
 
 
-_last: list = [None, None]     # the last (nuvec stream, CUDA stream) looked up
+_last: list = [None, None]  # the last (nuvec stream, CUDA stream) looked up
 
 
 def cuda_stream(s: Stream) -> cp.cuda.Stream:
@@ -78,7 +79,7 @@ def upload(data, d: dt.Dtype | None = None) -> cp.ndarray:
         a = a.view(_U16)
     elif d is not None and d != dt.bfloat16 and a.dtype != d.np:
         a = a.astype(d.np)
-    if a.size == 1:   # a scalar (ops make many): a fill kernel, no copy from the host
+    if a.size == 1:  # a scalar (ops make many): a fill kernel, no copy from the host
         return cp.full(a.shape, a.reshape(-1)[0], dtype=a.dtype)
     return cp.asarray(a)
 
@@ -107,7 +108,7 @@ def _prepare_inputs(datas: list, node, cs: cp.cuda.Stream) -> None:
     own = node._stream
     ins = node._inputs
     for i, d in enumerate(datas):
-        if i >= len(ins):   # a replayed tape step may pass data without its input arrays
+        if i >= len(ins):  # a replayed tape step may pass data without its input arrays
             if type(d) is not ndarray:
                 datas[i] = upload(np.asarray(d))
             continue
@@ -129,16 +130,19 @@ def _prepare_inputs(datas: list, node, cs: cp.cuda.Stream) -> None:
 
 def gpu(prim_type: type) -> Callable[[Callable], Callable]:
     """Registers ``fn(prim, datas, node)`` for ``prim_type`` on the GPU (see the module doc)."""
+
     def deco(fn: Callable) -> Callable:
         def run(prim, datas, node, fn=fn):
             cs = cuda_stream(node._stream)
             with cs:
                 _prepare_inputs(datas, node, cs)
                 return fn(prim, datas, node)
+
         run.__name__ = f"gpu_{fn.__name__}"
         run.__wrapped__ = fn
         register(prim_type, "gpu")(run)
         return fn
+
     return deco
 
 
@@ -149,12 +153,14 @@ def is_half(d: dt.Dtype) -> bool:
 def to_f32(x: cp.ndarray, d: dt.Dtype) -> cp.ndarray:
     """float16 / bfloat16 device data as float32 (exact; through the element-wise engine)."""
     from . import kernels
+
     return kernels.astype(x, d, dt.float32)
 
 
 def from_f32(x: cp.ndarray, d: dt.Dtype) -> cp.ndarray:
     """float32 device data rounded to ``d`` (float16 / bfloat16: round to nearest even)."""
     from . import kernels
+
     return kernels.astype(x, dt.float32, d)
 
 

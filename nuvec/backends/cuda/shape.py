@@ -1,12 +1,24 @@
 """Shape primitives on the GPU: CuPy views where possible (broadcast, reshape of a compatible
 layout, transpose, slices), new arrays for updates, concatenation and padding."""
+
 from __future__ import annotations
 
 import cupy as cp
 
 from ...primitives.misc import StopGradient
-from ...primitives.shape import (Broadcast, Concatenate, ExpandDims, Flatten, Pad, Reshape,
-                                 Slice, SliceUpdate, Squeeze, Transpose, Unflatten)
+from ...primitives.shape import (
+    Broadcast,
+    Concatenate,
+    ExpandDims,
+    Flatten,
+    Pad,
+    Reshape,
+    Slice,
+    SliceUpdate,
+    Squeeze,
+    Transpose,
+    Unflatten,
+)
 from .runtime import gpu
 
 
@@ -17,7 +29,7 @@ def box(start, stop, strides) -> tuple:
 
 @gpu(Broadcast)
 def _broadcast(prim, ins, node):
-    return [cp.broadcast_to(ins[0], node._shape)]   # a shapeless form infers it
+    return [cp.broadcast_to(ins[0], node._shape)]  # a shapeless form infers it
 
 
 @gpu(Reshape)
@@ -41,7 +53,7 @@ def _slice(prim, ins, node):
 
 @gpu(SliceUpdate)
 def _slice_update(prim, ins, node):
-    out = ins[0].copy()   # C-contiguous, broadcasts materialised
+    out = ins[0].copy()  # C-contiguous, broadcasts materialised
     out[box(prim.start, prim.stop, prim.strides)] = ins[1]
     return [out]
 

@@ -4,6 +4,7 @@ time through cupyx.scipy.linalg). eig has no general cuSOLVER routine in every C
 CuPy lacks ``linalg.eig`` the matrices go to the host's LAPACK and back. As on the CPU, a
 singular input of inv/tri_inv raises RuntimeError (which waits for the factorisation's
 status), and cholesky does not check definiteness."""
+
 from __future__ import annotations
 
 import cupy as cp
@@ -35,9 +36,10 @@ def _svd(prim, ins, node):
 
 def _tri_inv(a, upper: bool):
     from cupyx.scipy.linalg import solve_triangular
+
     tri = cp.triu(a) if upper else cp.tril(a)
     if a.shape[-1] and bool((cp.diagonal(tri, axis1=-2, axis2=-1) == 0).any()):
-        raise RuntimeError("tri_inv: the matrix is singular")   # LAPACK trtri's info > 0
+        raise RuntimeError("tri_inv: the matrix is singular")  # LAPACK trtri's info > 0
     out = cp.empty_like(tri)
     flat, dst = _matrices(tri), _matrices(out)
     n = a.shape[-1]
@@ -54,8 +56,9 @@ def _inverse(prim, ins, node):
     if prim.tri:
         return [finish(_tri_inv(a, prim.upper), node._dtype)]
     import cupyx
+
     try:
-        with cupyx.errstate(linalg="raise"):   # getrf's info checked, as LAPACK's on the CPU
+        with cupyx.errstate(linalg="raise"):  # getrf's info checked, as LAPACK's on the CPU
             r = cp.linalg.inv(a)
     except np.linalg.LinAlgError:
         raise RuntimeError("inv: the matrix is singular") from None
@@ -65,7 +68,7 @@ def _inverse(prim, ins, node):
 @gpu(Cholesky)
 def _cholesky(prim, ins, node):
     a = ins[0]
-    if prim.upper:   # a = u.T @ u from a's upper triangle: the lower factor of a.T, transposed
+    if prim.upper:  # a = u.T @ u from a's upper triangle: the lower factor of a.T, transposed
         r = cp.triu(cp.swapaxes(cp.linalg.cholesky(cp.swapaxes(a, -1, -2)), -1, -2))
     else:
         r = cp.tril(cp.linalg.cholesky(a))
@@ -99,6 +102,7 @@ def _eigh(prim, ins, node):
 @gpu(LUF)
 def _lu(prim, ins, node):
     from cupyx.scipy.linalg import lu_factor
+
     a = ins[0]
     m, n = a.shape[-2:]
     k = min(m, n)
@@ -109,5 +113,5 @@ def _lu(prim, ins, node):
         for i in range(flat.shape[0]):
             f, p = lu_factor(flat[i], check_finite=False)
             flat[i], pflat[i] = f, p
-    perm = row_permutation(cp.asnumpy(piv), m)   # small: the pivots' swaps on the host
+    perm = row_permutation(cp.asnumpy(piv), m)  # small: the pivots' swaps on the host
     return [lu, piv.astype(cp.uint32), cp.asarray(perm)]

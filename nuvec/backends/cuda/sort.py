@@ -4,6 +4,7 @@ ArgSort is stable (CuPy's argsort is). Partition and ArgPartition return a full 
 axis, which is one valid partition (any element order within the two sides is allowed).
 bfloat16 sorts as float32 (exact), bool as uint8.
 """
+
 from __future__ import annotations
 
 import cupy as cp

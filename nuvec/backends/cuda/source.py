@@ -19,6 +19,7 @@ low); its name is ``entry_name(variant, idx)``.
 
     src, entry = module_source(spec, "vec", "i32", mask=(0, 1))
 """
+
 from __future__ import annotations
 
 from ...codegen.dialects import DIALECTS
@@ -42,6 +43,7 @@ def nvrtc_options(fast: bool = False) -> tuple[str, ...]:
     """NVRTC options of a kernel: no contraction, IEEE division and square root; or, for a
     fast-math kernel (``KernelSpec.fast``), contraction and approximate division."""
     from ...codegen.dialects import cuda as cuda_dialect
+
     return cuda_dialect.FAST_NVRTC_OPTIONS if fast else cuda_dialect.NVRTC_OPTIONS
 
 
@@ -58,8 +60,9 @@ def vec_width(spec: KernelSpec, mask: tuple[int, ...], cap: int = 8) -> int:
     return max(1, min(cap, 16 // max(sizes)))
 
 
-def vec_kernel(spec: KernelSpec, idx: str, mask: tuple[int, ...], name: str = NAME,
-               cap: int = 8) -> str:
+def vec_kernel(
+    spec: KernelSpec, idx: str, mask: tuple[int, ...], name: str = NAME, cap: int = 8
+) -> str:
     """The ``vec`` entry point of ``spec`` (see the module docstring)."""
     d = dialect()
     b = d.body(spec)
@@ -71,26 +74,37 @@ def vec_kernel(spec: KernelSpec, idx: str, mask: tuple[int, ...], name: str = NA
     params = [f"{I} nvec", f"{I} n"]
     params += [f"const {d.stype(t)} *__restrict__ a{i}" for i, t in enumerate(spec.inputs)]
     params += [f"{d.stype(t)} *__restrict__ o{k}" for k, t in enumerate(outs)]
-    hoisted = [f"const {d.ctype(t)} x{i} = {d.load(t, f'a{i}[0]')};"
-               for i, t in enumerate(spec.inputs) if i in used and mask[i]]
+    hoisted = [
+        f"const {d.ctype(t)} x{i} = {d.load(t, f'a{i}[0]')};"
+        for i, t in enumerate(spec.inputs)
+        if i in used and mask[i]
+    ]
     full = [i for i in range(nin) if i in used and not mask[i]]
-    vload = [f"const nv_vec<{d.stype(spec.inputs[i])}, {V}> r{i} = "
-             f"*reinterpret_cast<const nv_vec<{d.stype(spec.inputs[i])}, {V}> *>(a{i} + base);"
-             for i in full]
+    vload = [
+        f"const nv_vec<{d.stype(spec.inputs[i])}, {V}> r{i} = "
+        f"*reinterpret_cast<const nv_vec<{d.stype(spec.inputs[i])}, {V}> *>(a{i} + base);"
+        for i in full
+    ]
     vdecl = [f"nv_vec<{d.stype(t)}, {V}> w{k};" for k, t in enumerate(outs)]
-    lane = [f"const {d.ctype(spec.inputs[i])} x{i} = {d.load(spec.inputs[i], f'r{i}.v[j]')};"
-            for i in full]
+    lane = [
+        f"const {d.ctype(spec.inputs[i])} x{i} = {d.load(spec.inputs[i], f'r{i}.v[j]')};"
+        for i in full
+    ]
     lane += b.lines
     lane += [f"w{k}.v[j] = {d.store(t, b.outputs[k])};" for k, t in enumerate(outs)]
-    vstore = [f"*reinterpret_cast<nv_vec<{d.stype(t)}, {V}> *>(o{k} + base) = w{k};"
-              for k, t in enumerate(outs)]
-    one = [f"const {d.ctype(spec.inputs[i])} x{i} = {d.load(spec.inputs[i], f'a{i}[e]')};"
-           for i in full]
+    vstore = [
+        f"*reinterpret_cast<nv_vec<{d.stype(t)}, {V}> *>(o{k} + base) = w{k};"
+        for k, t in enumerate(outs)
+    ]
+    one = [
+        f"const {d.ctype(spec.inputs[i])} x{i} = {d.load(spec.inputs[i], f'a{i}[e]')};"
+        for i in full
+    ]
     one += b.lines
     one += [f"o{k}[e] = {d.store(t, b.outputs[k])};" for k, t in enumerate(outs)]
     ind = _indent
     return f"""
-extern "C" __global__ void {entry_name('vec', idx, name)}({", ".join(params)})
+extern "C" __global__ void {entry_name("vec", idx, name)}({", ".join(params)})
 {{
 {ind(b.consts, 4)}
 {ind(hoisted, 4)}
@@ -121,14 +135,20 @@ def _indent(lines: list[str], n: int) -> str:
 
 def _dialect_variant(spec: KernelSpec, variant: str, idx: str, name: str) -> str:
     d = dialect()
-    one = getattr(d, "_variant", None)   # one entry point: a quarter of NVRTC's time
+    one = getattr(d, "_variant", None)  # one entry point: a quarter of NVRTC's time
     if one is not None:
         return one(name, spec, variant, idx)
     return d.kernel(name, spec)
 
 
-def kernel_source(spec: KernelSpec, variant: str, idx: str, mask: tuple[int, ...] = (),
-                  name: str = NAME, cap: int = 8) -> tuple[str, str]:
+def kernel_source(
+    spec: KernelSpec,
+    variant: str,
+    idx: str,
+    mask: tuple[int, ...] = (),
+    name: str = NAME,
+    cap: int = 8,
+) -> tuple[str, str]:
     """(CUDA C of one entry point, without prelude and library; its name)."""
     if variant not in VARIANTS:
         raise ValueError(f"cuda kernels: unknown variant {variant!r}; expected one of {VARIANTS}")
@@ -139,16 +159,19 @@ def kernel_source(spec: KernelSpec, variant: str, idx: str, mask: tuple[int, ...
     d.check(spec)
     if variant == "vec":
         if len(mask) != len(spec.inputs):
-            raise ValueError(f"cuda kernels: the scalar mask has {len(mask)} entries for "
-                             f"{len(spec.inputs)} inputs")
+            raise ValueError(
+                f"cuda kernels: the scalar mask has {len(mask)} entries for "
+                f"{len(spec.inputs)} inputs"
+            )
         body = vec_kernel(spec, idx, tuple(mask), name, cap)
     else:
         body = _dialect_variant(spec, variant, idx, name)
     return body, entry_name(variant, idx, name)
 
 
-def module_source(spec: KernelSpec, variant: str, idx: str,
-                  mask: tuple[int, ...] = (), cap: int = 8) -> tuple[str, str]:
+def module_source(
+    spec: KernelSpec, variant: str, idx: str, mask: tuple[int, ...] = (), cap: int = 8
+) -> tuple[str, str]:
     """(CUDA C source, entry point name) of a module holding one kernel."""
     body, entry = kernel_source(spec, variant, idx, mask, cap=cap)
     d = dialect()

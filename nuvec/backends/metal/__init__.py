@@ -25,6 +25,7 @@ path with dispatches executed by the C++ emulation of the generated MSL
 compilation of this MSL by Apple's compiler, pipelines, dispatch on an Apple GPU, and the
 results there.
 """
+
 from .shim import is_available, unavailable_reason
 
 __all__ = ["is_available", "unavailable_reason", "install"]
@@ -37,6 +38,7 @@ def install() -> list:
     from ..registry import _IMPLS, register
     from . import compiled, elementwise, linalg  # noqa: F401  (fill runtime.IMPLS)
     from .runtime import IMPLS, register_fallbacks
+
     for prim_type, fn in IMPLS.items():
         register(prim_type, "gpu")(fn)
     return register_fallbacks(_IMPLS, lambda prim_type, fn: register(prim_type, "gpu")(fn))

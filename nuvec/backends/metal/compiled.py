@@ -9,6 +9,7 @@ library, so the first call pays one compile; kernels not prepared compile on fir
 (Until nuvec/compile/trace.py fuses for Metal as it does for CUDA, compiled functions run
 their steps unfused on the GPU; results are the same bits either way.)
 """
+
 from __future__ import annotations
 
 from . import runtime

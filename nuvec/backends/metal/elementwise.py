@@ -7,6 +7,7 @@ for bit; tests/metal/test_msl_emulation.py checks the generated MSL as C++ again
 which has run, while no Metal GPU has run it. float64 (absent from Metal), more than 2^32 - 1
 elements, or more buffers than Metal binds run on the CPU implementation over the same memory.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,8 +37,14 @@ def spec_of(op: str, node) -> KernelSpec | None:
     return spec
 
 
-def run(spec: KernelSpec, ins: list[MetalArray], shape: tuple, q: runtime.Queue,
-        out_dtypes: list[np.dtype], force: str | None = None) -> list[MetalArray] | None:
+def run(
+    spec: KernelSpec,
+    ins: list[MetalArray],
+    shape: tuple,
+    q: runtime.Queue,
+    out_dtypes: list[np.dtype],
+    force: str | None = None,
+) -> list[MetalArray] | None:
     """Dispatches ``spec`` over ``ins`` (MetalArrays in shared memory) broadcast to ``shape``;
     returns the outputs (new C-contiguous shared arrays), or None when Metal cannot run it
     (the caller then runs the CPU implementation)."""
@@ -47,8 +54,14 @@ def run(spec: KernelSpec, ins: list[MetalArray], shape: tuple, q: runtime.Queue,
         return [MetalArray(o) for o in outs]
     name = runtime.name_of(spec)
     try:
-        plan = layout.elementwise(spec, name, ins, shape, force=force,
-                                  max_buffers=runtime.limits()["max_buffer_arguments"])
+        plan = layout.elementwise(
+            spec,
+            name,
+            ins,
+            shape,
+            force=force,
+            max_buffers=runtime.limits()["max_buffer_arguments"],
+        )
     except layout.PlanError:
         return None
     kernel, _ = runtime.elementwise_kernel(spec, plan.variant)
@@ -91,11 +104,13 @@ except ImportError:  # pragma: no cover - compile's fused primitive not in this 
     Compiled = None
 
 if Compiled is not None:
+
     @gpu(Compiled)
     def _compiled(prim, ins, node):
         spec = prim.spec
-        ok = all(supports("copy", d, "metal") for d in spec.inputs) and \
-            all(supports("copy", n.dtype, "metal") for n in spec.nodes)
+        ok = all(supports("copy", d, "metal") for d in spec.inputs) and all(
+            supports("copy", n.dtype, "metal") for n in spec.nodes
+        )
         if ok:
             dts = [dt.from_name(spec.nodes[o].dtype).np for o in spec.outputs]
             outs = run(spec, ins, node._shape, runtime.queue(node._stream), dts)

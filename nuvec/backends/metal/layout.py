@@ -21,6 +21,7 @@ Matrix products (``matmul_source`` kernels ``nv_mm_<dtype>``)::
 
 one threadgroup of TILE x TILE threads per TILE x TILE block of the output, grid z = batch.
 """
+
 from __future__ import annotations
 
 import struct
@@ -32,11 +33,22 @@ import numpy as np
 from ...codegen.dialects.metal import MetalDialect
 from ...codegen.ir import KernelSpec
 
-__all__ = ["ArrayRef", "Launch", "elementwise", "matmul", "merge_dims", "matmul_source",
-           "MM_TILE", "MM_DTYPES", "ADDMM_DTYPES", "MAX_THREADS", "PlanError"]
+__all__ = [
+    "ArrayRef",
+    "Launch",
+    "elementwise",
+    "matmul",
+    "merge_dims",
+    "matmul_source",
+    "MM_TILE",
+    "MM_DTYPES",
+    "ADDMM_DTYPES",
+    "MAX_THREADS",
+    "PlanError",
+]
 
-MAX_THREADS = (1 << 32) - 1   # thread ids and n are 32-bit `uint` in the Metal dialect
-MAX_BUFFERS = 31              # Metal's buffer argument table (the shim reports the real limit)
+MAX_THREADS = (1 << 32) - 1  # thread ids and n are 32-bit `uint` in the Metal dialect
+MAX_BUFFERS = 31  # Metal's buffer argument table (the shim reports the real limit)
 MM_TILE = 16
 MM_DTYPES = ("float32", "float16", "bfloat16", "int32")
 ADDMM_DTYPES = ("float32", "float16", "bfloat16")
@@ -49,12 +61,14 @@ class PlanError(ValueError):
 
 class ArrayRef(NamedTuple):
     """Argument: array ``index`` of (inputs..., outputs...), bound at its first element."""
+
     index: int
 
 
 @dataclass(frozen=True)
 class Launch:
     """One dispatch: ``args`` maps [[buffer(i)]] to an ArrayRef or constant bytes."""
+
     kernel: str
     variant: str
     args: dict[int, Any]
@@ -110,7 +124,7 @@ def merge_dims(shape: Sequence[int], strides: list[list[int]]) -> tuple[list[int
             continue
         st = [s[ax] for s in strides]
         if dims and all(o[-1] == t * size for o, t in zip(out, st)):
-            dims[-1] *= size          # the outer axis steps exactly over this one: one axis
+            dims[-1] *= size  # the outer axis steps exactly over this one: one axis
             for o, t in zip(out, st):
                 o[-1] = t
             continue
@@ -120,8 +134,15 @@ def merge_dims(shape: Sequence[int], strides: list[list[int]]) -> tuple[list[int
     return dims, out
 
 
-def elementwise(spec: KernelSpec, name: str, ins: Sequence[Any], shape: Sequence[int], *,
-                force: str | None = None, max_buffers: int = MAX_BUFFERS) -> Launch:
+def elementwise(
+    spec: KernelSpec,
+    name: str,
+    ins: Sequence[Any],
+    shape: Sequence[int],
+    *,
+    force: str | None = None,
+    max_buffers: int = MAX_BUFFERS,
+) -> Launch:
     """The launch of ``name`` (generated for ``spec`` by the Metal dialect) over ``ins``
     (objects with ``shape``, ``strides`` in bytes, ``itemsize``, ``size``, ``flags``)
     broadcast to ``shape``. ``force`` ("contig", "scalar", "strided") picks the variant where
@@ -158,8 +179,9 @@ def elementwise(spec: KernelSpec, name: str, ins: Sequence[Any], shape: Sequence
         raise PlanError(f"{name}: the contig variant needs every input contiguous, full-size")
     extra = {"contig": 1, "scalar": 2, "strided": 3}[variant]
     if nin + nout + extra > max_buffers:
-        raise PlanError(f"{name}: {nin + nout + extra} buffer arguments exceed Metal's "
-                        f"{max_buffers}")
+        raise PlanError(
+            f"{name}: {nin + nout + extra} buffer arguments exceed Metal's {max_buffers}"
+        )
     args: dict[int, Any] = {j: ArrayRef(j) for j in range(nin + nout)}
     slot = nin + nout
     args[slot] = _u32(n)
@@ -169,12 +191,12 @@ def elementwise(spec: KernelSpec, name: str, ins: Sequence[Any], shape: Sequence
         strides = [_element_strides(x, shape, f"{name} input {i}") for i, x in enumerate(ins)]
         out_strides = [0] * len(shape)
         step = 1
-        for ax in range(len(shape) - 1, -1, -1):       # C order for the new outputs
+        for ax in range(len(shape) - 1, -1, -1):  # C order for the new outputs
             out_strides[ax] = step if shape[ax] != 1 else 0
             step *= shape[ax]
         strides += [list(out_strides) for _ in range(nout)]
         dims, merged = merge_dims(shape, strides)
-        if not dims:                                    # every axis has size 1: one element
+        if not dims:  # every axis has size 1: one element
             dims, merged = [1], [[0] for _ in strides]
         meta = np.array(dims + [t for s in merged for t in s], dtype="<i8")
         args[slot + 1] = _u32(len(dims))
@@ -183,6 +205,7 @@ def elementwise(spec: KernelSpec, name: str, ins: Sequence[Any], shape: Sequence
 
 
 # ----------------------------------------------------------------------------- matmul
+
 
 def _batch_offsets(x, batch: tuple[int, ...], what: str) -> np.ndarray:
     """Element offset of each batch matrix of ``x`` (broadcast to ``batch``), C order."""
@@ -216,8 +239,9 @@ def _matrix_strides(x, what: str) -> tuple[int, int]:
     return out[0], out[1]
 
 
-def matmul(a, b, out_shape: Sequence[int], dtype: str, *, c=None, alpha: float = 1.0,
-           beta: float = 0.0) -> Launch:
+def matmul(
+    a, b, out_shape: Sequence[int], dtype: str, *, c=None, alpha: float = 1.0, beta: float = 0.0
+) -> Launch:
     """The launch of ``nv_mm_<dtype>``: out = alpha * (a @ b) + beta * c (c optional,
     broadcastable to ``out_shape``; then ``dtype`` must be a float type). ``a`` (..., M, K)
     and ``b`` (..., K, N) may have any strides (transposed views need no copy); the output is
@@ -245,19 +269,24 @@ def matmul(a, b, out_shape: Sequence[int], dtype: str, *, c=None, alpha: float =
     if c is not None:
         lead = len(out_shape) - c.ndim
         if lead < 0 or any(cs not in (1, os_) for cs, os_ in zip(c.shape, out_shape[lead:])):
-            raise PlanError(f"addmm: c of shape {tuple(c.shape)} does not broadcast to "
-                            f"{out_shape}")
+            raise PlanError(f"addmm: c of shape {tuple(c.shape)} does not broadcast to {out_shape}")
         cv = _Shape((1,) * lead + tuple(c.shape), (0,) * lead + tuple(c.strides), c.itemsize)
         c_rs, c_cs = _matrix_strides(cv, "addmm c")
         offs.append(_batch_offsets(cv, batch, "addmm c"))
     else:
         offs.append(np.zeros(nb, dtype=np.int64))
-    params = np.array([M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs, c_cs, int(c is not None)],
-                      dtype="<i8")
+    params = np.array(
+        [M, N, K, a_rs, a_cs, b_rs, b_cs, c_rs, c_cs, int(c is not None)], dtype="<i8"
+    )
     boff = np.stack(offs, axis=1).astype("<i8").reshape(-1)
-    args: dict[int, Any] = {0: ArrayRef(0), 1: ArrayRef(1), 2: ArrayRef(2),
-                            3: params.tobytes(), 4: boff.tobytes(),
-                            5: np.array([alpha, beta], dtype="<f4").tobytes()}
+    args: dict[int, Any] = {
+        0: ArrayRef(0),
+        1: ArrayRef(1),
+        2: ArrayRef(2),
+        3: params.tobytes(),
+        4: boff.tobytes(),
+        5: np.array([alpha, beta], dtype="<f4").tobytes(),
+    }
     # c's slot always holds an array: the output stands in when there is no c (never read);
     # with K == 0 the operands are empty (no memory to bind) and never read either
     args[6] = ArrayRef(3) if c is not None else ArrayRef(2)
@@ -326,18 +355,29 @@ def _mm_kernel(dtype: str) -> str:
     b_ref = "b[bo + kb * p[5] + col * p[6]]"
     if dtype == "int32":
         # unsigned arithmetic: wraps as NumPy's int32 matmul, with no signed-overflow UB
-        subs = {"AT": "int", "ZERO": "0", "LOAD_A": a_ref, "LOAD_B": b_ref,
-                "FMA": "(int)((uint)acc + (uint)As[lt.y][kk] * (uint)Bs[kk][lt.x])",
-                "EPILOGUE": "        const int v = acc;", "STORE": "v"}
+        subs = {
+            "AT": "int",
+            "ZERO": "0",
+            "LOAD_A": a_ref,
+            "LOAD_B": b_ref,
+            "FMA": "(int)((uint)acc + (uint)As[lt.y][kk] * (uint)Bs[kk][lt.x])",
+            "EPILOGUE": "        const int v = acc;",
+            "STORE": "v",
+        }
     else:
-        subs = {"AT": "float", "ZERO": "0.0f", "LOAD_A": d.load(dtype, a_ref),
-                "LOAD_B": d.load(dtype, b_ref),
-                # one rounding per product and per sum, in k order, no fma: reproducible;
-                # equal to the CPU's BLAS up to float32 rounding of the sum, not bit for bit
-                "FMA": "acc + As[lt.y][kk] * Bs[kk][lt.x]",
-                "EPILOGUE": _FLOAT_EPILOGUE.replace(
-                    "@LOAD_C@", d.load(dtype, "c[co + row * p[7] + col * p[8]]")),
-                "STORE": d.store(dtype, "v")}
+        subs = {
+            "AT": "float",
+            "ZERO": "0.0f",
+            "LOAD_A": d.load(dtype, a_ref),
+            "LOAD_B": d.load(dtype, b_ref),
+            # one rounding per product and per sum, in k order, no fma: reproducible;
+            # equal to the CPU's BLAS up to float32 rounding of the sum, not bit for bit
+            "FMA": "acc + As[lt.y][kk] * Bs[kk][lt.x]",
+            "EPILOGUE": _FLOAT_EPILOGUE.replace(
+                "@LOAD_C@", d.load(dtype, "c[co + row * p[7] + col * p[8]]")
+            ),
+            "STORE": d.store(dtype, "v"),
+        }
     text = _MM_KERNEL.replace("@NAME@", dtype).replace("@ST@", st)
     for k, v in subs.items():
         text = text.replace(f"@{k}@", v)

@@ -9,6 +9,7 @@ over the same memory. Sums are ordered differently from the CPU's BLAS, so float
 agree to rounding, not bit for bit. The kernel has run only in the C++ emulation
 (tests/metal/test_msl_emulation.py), never on an Apple GPU.
 """
+
 from __future__ import annotations
 
 from ...primitives.linalg import AddMM, Matmul
@@ -19,8 +20,14 @@ from .runtime import gpu, on_cpu
 __all__ = ["run"]
 
 
-def run(a: MetalArray, b: MetalArray, node, c: MetalArray | None = None,
-        alpha: float = 1.0, beta: float = 0.0) -> list[MetalArray] | None:
+def run(
+    a: MetalArray,
+    b: MetalArray,
+    node,
+    c: MetalArray | None = None,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+) -> list[MetalArray] | None:
     """Dispatches the product for ``node`` (its shape and dtype); None when Metal cannot."""
     d = node._dtype
     out = memory.empty(runtime.device(), node._shape, d.np)
@@ -32,8 +39,8 @@ def run(a: MetalArray, b: MetalArray, node, c: MetalArray | None = None,
         return None
     kernel = runtime.matmul_kernel(d.name)
     info = getattr(kernel, "info", None)
-    if info is not None and info["max_total_threads_per_threadgroup"] < layout.MM_TILE ** 2:
-        return None          # the pipeline cannot hold one tile of threads
+    if info is not None and info["max_total_threads_per_threadgroup"] < layout.MM_TILE**2:
+        return None  # the pipeline cannot hold one tile of threads
     arrays = [a, b, out] + ([c] if c is not None else [])
     q = runtime.queue(node._stream)
     ticket = runtime.launch(plan, arrays, q, kernel)

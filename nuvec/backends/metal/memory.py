@@ -12,6 +12,7 @@ CPU implementations of the primitives Metal has no kernel for read GPU results i
 ``dev`` is a ``shim.Device``: the Metal device, or the host device (CPU memory, no kernels),
 which is how the tests run all of this on Linux.
 """
+
 from __future__ import annotations
 
 from typing import Any, Protocol
@@ -82,8 +83,9 @@ def to_shared(device: shim.Device, a: np.ndarray) -> np.ndarray:
     a = np.asarray(a)
     if a.size == 0:
         return np.empty(a.shape, a.dtype)
-    compact_idx = tuple(slice(0, 1) if (st == 0 and n > 1) else slice(None)
-                        for n, st in zip(a.shape, a.strides))
+    compact_idx = tuple(
+        slice(0, 1) if (st == 0 and n > 1) else slice(None) for n, st in zip(a.shape, a.strides)
+    )
     compact = a[compact_idx]
     shared = empty(device, compact.shape, a.dtype)
     shared[...] = compact

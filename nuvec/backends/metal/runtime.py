@@ -22,6 +22,7 @@ for its inputs); its results are wrapped without a copy.
 Tests swap the device with ``use_device`` (the shim's host device plus an emulated dispatcher
 on Linux); nothing here needs Metal until a kernel is dispatched.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -35,9 +36,25 @@ from ...codegen.ir import KernelSpec
 from . import layout, memory, shim
 from .memory import MetalArray
 
-__all__ = ["Queue", "device", "limits", "queue", "use_device", "synchronize", "resolve_args",
-           "launch", "elementwise_kernel", "prepare", "matmul_kernel", "as_input", "gpu", "IMPLS",
-           "on_cpu", "host_impl", "register_fallbacks"]
+__all__ = [
+    "Queue",
+    "device",
+    "limits",
+    "queue",
+    "use_device",
+    "synchronize",
+    "resolve_args",
+    "launch",
+    "elementwise_kernel",
+    "prepare",
+    "matmul_kernel",
+    "as_input",
+    "gpu",
+    "IMPLS",
+    "on_cpu",
+    "host_impl",
+    "register_fallbacks",
+]
 
 
 class Queue:
@@ -51,11 +68,17 @@ class Queue:
     def __init__(self, stream: Any) -> None:
         self.stream = stream
         self.lock = threading.Lock()
-        self.encoded = 0       # dispatches so far (the last ticket handed out)
-        self.done = 0          # every ticket <= done has finished
+        self.encoded = 0  # dispatches so far (the last ticket handed out)
+        self.done = 0  # every ticket <= done has finished
 
-    def dispatch(self, kernel: Any, args: dict, grid: tuple, threadgroup: tuple = (0, 0, 0),
-                 mode: str = "threads") -> int:
+    def dispatch(
+        self,
+        kernel: Any,
+        args: dict,
+        grid: tuple,
+        threadgroup: tuple = (0, 0, 0),
+        mode: str = "threads",
+    ) -> int:
         """Encodes and commits one dispatch; returns its ticket."""
         with self.lock:
             self.stream.dispatch(kernel, args, grid, threadgroup, mode)
@@ -83,8 +106,8 @@ class _State:
     device: Any = None
     limits: dict | None = None
     queues: dict = {}
-    libraries: dict = {}        # KernelSpec -> (library, name)
-    kernels: dict = {}          # (KernelSpec | "mm", variant | dtype) -> kernel
+    libraries: dict = {}  # KernelSpec -> (library, name)
+    kernels: dict = {}  # (KernelSpec | "mm", variant | dtype) -> kernel
     mm_library: Any = None
 
 
@@ -111,16 +134,28 @@ def use_device(dev: Any) -> Iterator[Any]:
     """Runs the backend on ``dev`` (an object with shim.Device's methods) with fresh caches;
     restores the previous state after. For tests."""
     with _State.lock:
-        saved = (_State.device, _State.limits, _State.queues, _State.libraries,
-                 _State.kernels, _State.mm_library)
+        saved = (
+            _State.device,
+            _State.limits,
+            _State.queues,
+            _State.libraries,
+            _State.kernels,
+            _State.mm_library,
+        )
         _State.device, _State.limits, _State.queues = dev, None, {}
         _State.libraries, _State.kernels, _State.mm_library = {}, {}, None
     try:
         yield dev
     finally:
         with _State.lock:
-            (_State.device, _State.limits, _State.queues, _State.libraries,
-             _State.kernels, _State.mm_library) = saved
+            (
+                _State.device,
+                _State.limits,
+                _State.queues,
+                _State.libraries,
+                _State.kernels,
+                _State.mm_library,
+            ) = saved
 
 
 def queue(stream: Any) -> Queue:
@@ -200,6 +235,7 @@ def matmul_kernel(dtype: str) -> Any:
 
 # ----------------------------------------------------------------------------- arguments
 
+
 def resolve_args(plan: layout.Launch, arrays: list, dev: Any, max_constant: int) -> dict:
     """The shim arguments of ``plan``: each ArrayRef becomes (Buffer, byte offset of the
     array's first element); constants stay bytes up to ``max_constant`` bytes (Metal's
@@ -247,13 +283,14 @@ def as_input(data: Any, q: Queue) -> MetalArray:
 
 # ----------------------------------------------------------------------------- registration
 
-IMPLS: dict[type, Callable] = {}      # primitive type -> Metal "gpu" implementation
+IMPLS: dict[type, Callable] = {}  # primitive type -> Metal "gpu" implementation
 
 
 def gpu(prim_type: type) -> Callable[[Callable], Callable]:
     """Records ``fn(prim, datas, node)`` as ``prim_type``'s Metal implementation in ``IMPLS``
     (``nuvec.backends.metal.install`` registers them for "gpu"); ``datas`` arrive as
     MetalArrays in shared memory (see the module docstring)."""
+
     def deco(fn: Callable) -> Callable:
         def run(prim, datas, node, fn=fn):
             q = queue(node._stream)
@@ -264,13 +301,15 @@ def gpu(prim_type: type) -> Callable[[Callable], Callable]:
                 if m is not d and i < len(ins):
                     x = ins[i]
                     if x._data is d and x._stream.device.type.value == "gpu":
-                        x._data = m        # upload once: later readers find the shared copy
+                        x._data = m  # upload once: later readers find the shared copy
                 datas[i] = m
             return fn(prim, datas, node)
+
         run.__name__ = f"metal_{fn.__name__}"
         run.__wrapped__ = fn
         IMPLS[prim_type] = run
         return fn
+
     return deco
 
 
@@ -280,6 +319,7 @@ def on_cpu(prim, datas: list, node, cpu_fn: Callable | None = None) -> list:
     if cpu_fn is None:
         from .. import cpu  # noqa: F401  (registers the CPU implementations)
         from ..registry import _IMPLS
+
         cpu_fn = _IMPLS[("cpu", type(prim))]
     host = [d.get() if isinstance(d, MetalArray) else d for d in datas]
     outs = cpu_fn(prim, host, node)
@@ -289,15 +329,18 @@ def on_cpu(prim, datas: list, node, cpu_fn: Callable | None = None) -> list:
 def host_impl(cpu_fn: Callable) -> Callable:
     """The "gpu" implementation of a primitive Metal has no kernel for: ``cpu_fn`` on the
     unified memory (``on_cpu``)."""
+
     def run(prim, datas, node, cpu_fn=cpu_fn):
         return on_cpu(prim, list(datas), node, cpu_fn)
+
     run.__name__ = f"metal_on_cpu_{getattr(cpu_fn, '__name__', 'impl')}"
     run.__wrapped__ = cpu_fn
     return run
 
 
-def register_fallbacks(impls: dict, register: Callable[[type, Callable], None],
-                       metal: dict | None = None) -> list[type]:
+def register_fallbacks(
+    impls: dict, register: Callable[[type, Callable], None], metal: dict | None = None
+) -> list[type]:
     """For every (``"cpu"``, primitive) in ``impls`` that has no Metal kernel (not in
     ``metal``, by default ``IMPLS``), registers ``host_impl`` of its CPU implementation through
     ``register(prim_type, fn)``, replacing any other "gpu" entry (the host-staged collectives

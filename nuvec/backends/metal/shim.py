@@ -210,11 +210,13 @@ def library_filename() -> str:
 def candidate_paths() -> list[Path]:
     """Where the library is looked for, in order (``NUVEC_SHIM_LIB`` is handled first, alone)."""
     name = library_filename()
-    packaged = Path(str(files(__package__) / name))      # built into the wheel (setup.py)
+    packaged = Path(str(files(__package__) / name))  # built into the wheel (setup.py)
     root = repo_root()
-    return [packaged,
-            root / "swift" / ".build" / "release" / name,
-            root / "swift" / ".build" / "debug" / name]
+    return [
+        packaged,
+        root / "swift" / ".build" / "release" / name,
+        root / "swift" / ".build" / "debug" / name,
+    ]
 
 
 def find_library() -> Path | None:
@@ -273,8 +275,14 @@ def _open_checked() -> tuple[ctypes.CDLL | None, Path | None, str | None]:
     except AttributeError:
         return None, path, f"{path} is not a nuvec shim library (no nv_abi_version)"
     if version != ABI_VERSION:
-        return None, path, (f"shim ABI version {version} at {path}, this binding needs "
-                            f"{ABI_VERSION}: rebuild with `make install`")
+        return (
+            None,
+            path,
+            (
+                f"shim ABI version {version} at {path}, this binding needs "
+                f"{ABI_VERSION}: rebuild with `make install`"
+            ),
+        )
     try:
         _bind(lib)
     except AttributeError as exc:
@@ -282,8 +290,14 @@ def _open_checked() -> tuple[ctypes.CDLL | None, Path | None, str | None]:
     for struct_id, mirror in STRUCTS.items():
         size = lib.nv_abi_struct_size(struct_id)
         if size != ctypes.sizeof(mirror):
-            return None, path, (f"shim struct {mirror.__name__} is {size} bytes in {path}, "
-                                f"{ctypes.sizeof(mirror)} here: binding and library disagree")
+            return (
+                None,
+                path,
+                (
+                    f"shim struct {mirror.__name__} is {size} bytes in {path}, "
+                    f"{ctypes.sizeof(mirror)} here: binding and library disagree"
+                ),
+            )
     return lib, path, None
 
 
@@ -363,7 +377,11 @@ def _call(name: str, *args: Any) -> None:
     status = getattr(lib, name)(*args, ctypes.byref(err))
     message = _take_string(lib, err)
     if status != NV_OK:
-        kind = ShimArgumentError if status in (NV_ERR_INVALID_ARGUMENT, NV_ERR_INVALID_HANDLE) else ShimError
+        kind = (
+            ShimArgumentError
+            if status in (NV_ERR_INVALID_ARGUMENT, NV_ERR_INVALID_HANDLE)
+            else ShimError
+        )
         raise kind(status, status_name(status), message or "(no message)")
 
 
@@ -379,8 +397,13 @@ def _out_string(name: str, handle: int) -> str:
     return _take_string(_load(), out) or ""
 
 
-def source_hash(source: str, *, math_mode: str = "safe", language_version: int = 0,
-                macros: Mapping[str, Any] | None = None) -> bytes:
+def source_hash(
+    source: str,
+    *,
+    math_mode: str = "safe",
+    language_version: int = 0,
+    macros: Mapping[str, Any] | None = None,
+) -> bytes:
     """SHA-256 cache key of (source, options), as the shim computes it."""
     digest = (ctypes.c_uint8 * 32)()
     options, _keep = _options(math_mode, language_version, macros, "source_hash")
@@ -388,8 +411,9 @@ def source_hash(source: str, *, math_mode: str = "safe", language_version: int =
     return bytes(digest)
 
 
-def _options(math_mode: str, language_version: int, macros: Mapping[str, Any] | None,
-             op: str) -> tuple[CompileOptions, bytes | None]:
+def _options(
+    math_mode: str, language_version: int, macros: Mapping[str, Any] | None, op: str
+) -> tuple[CompileOptions, bytes | None]:
     if math_mode not in MATH_MODES:
         raise ValueError(f"{op}: math_mode must be one of {sorted(MATH_MODES)}, got {math_mode!r}")
     text = None
@@ -504,18 +528,31 @@ class Device(_Handle):
             raw = np.ascontiguousarray(data).tobytes()
         if not raw:
             raise ValueError("Device.buffer_from: data is empty; buffers hold at least one byte")
-        return Buffer(_new_handle("nv_buffer_new_with_bytes", self._live("Device.buffer_from"),
-                                  raw, len(raw)))
+        return Buffer(
+            _new_handle("nv_buffer_new_with_bytes", self._live("Device.buffer_from"), raw, len(raw))
+        )
 
-    def compile(self, source: str, *, math_mode: str = "safe", language_version: int = 0,
-                macros: Mapping[str, Any] | None = None) -> "Library":
+    def compile(
+        self,
+        source: str,
+        *,
+        math_mode: str = "safe",
+        language_version: int = 0,
+        macros: Mapping[str, Any] | None = None,
+    ) -> "Library":
         """Compiles Metal Shading Language (cached by source hash). ``math_mode`` "safe" (the
         default) keeps IEEE results; ``macros`` become ``#define NAME VALUE``."""
         if not isinstance(source, str):
             raise TypeError(f"Device.compile: source must be a str, got {type(source).__name__}")
         options, _keep = _options(math_mode, language_version, macros, "Device.compile")
-        return Library(_new_handle("nv_library_compile", self._live("Device.compile"),
-                                   source.encode(), ctypes.byref(options)))
+        return Library(
+            _new_handle(
+                "nv_library_compile",
+                self._live("Device.compile"),
+                source.encode(),
+                ctypes.byref(options),
+            )
+        )
 
     def stream(self) -> "Stream":
         """A new command stream (command queue)."""
@@ -556,8 +593,9 @@ class Buffer(_Handle):
         _call("nv_buffer_contents", self._live("Buffer.address"), ctypes.byref(out))
         return int(out.value or 0)
 
-    def as_array(self, dtype: Any = np.uint8, shape: Iterable[int] | int | None = None,
-                 offset: int = 0) -> np.ndarray:
+    def as_array(
+        self, dtype: Any = np.uint8, shape: Iterable[int] | int | None = None, offset: int = 0
+    ) -> np.ndarray:
         """A zero-copy, writable NumPy view of the memory; it keeps the buffer alive.
 
         >>> dev.buffer(16).as_array(np.float32)          # 4 zeros, shared with the device
@@ -568,17 +606,25 @@ class Buffer(_Handle):
             raise ValueError(f"Buffer.as_array: offset {offset} is outside 0..{nbytes}")
         if shape is None:
             if (nbytes - offset) % dt.itemsize:
-                raise ValueError(f"Buffer.as_array: {nbytes - offset} bytes is not a whole number "
-                                 f"of {dt} items; pass shape")
+                raise ValueError(
+                    f"Buffer.as_array: {nbytes - offset} bytes is not a whole number "
+                    f"of {dt} items; pass shape"
+                )
             dims: tuple[int, ...] = ((nbytes - offset) // dt.itemsize,)
         else:
-            dims = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+            dims = (
+                (int(shape),)
+                if isinstance(shape, (int, np.integer))
+                else tuple(int(s) for s in shape)
+            )
             if any(d < 0 for d in dims):
                 raise ValueError(f"Buffer.as_array: negative dimension in shape {dims}")
             need = int(np.prod(dims, dtype=np.int64)) * dt.itemsize
             if need > nbytes - offset:
-                raise ValueError(f"Buffer.as_array: shape {dims} of {dt} needs {need} bytes, the "
-                                 f"buffer has {nbytes - offset} after offset {offset}")
+                raise ValueError(
+                    f"Buffer.as_array: shape {dims} of {dt} needs {need} bytes, the "
+                    f"buffer has {nbytes - offset} after offset {offset}"
+                )
         if (self.address + offset) % dt.alignment:
             raise ValueError(f"Buffer.as_array: offset {offset} is not aligned for {dt}")
         return np.asarray(_ArrayInterface(self, self.address + offset, dims, dt))
@@ -630,8 +676,14 @@ class Stream(_Handle):
 
     _kind_name = "stream"
 
-    def dispatch(self, kernel: Kernel, args: Mapping[int, Any], grid: Iterable[int] | int,
-                 threadgroup: Iterable[int] | int = (0, 0, 0), mode: str = "threads") -> None:
+    def dispatch(
+        self,
+        kernel: Kernel,
+        args: Mapping[int, Any],
+        grid: Iterable[int] | int,
+        threadgroup: Iterable[int] | int = (0, 0, 0),
+        mode: str = "threads",
+    ) -> None:
         """Encodes one dispatch. ``args`` maps ``[[buffer(i)]]`` slots to a Buffer,
         ``(Buffer, byte_offset)``, or constant bytes (bytes, NumPy scalar or small array).
         ``mode`` "threads" counts ``grid`` in threads, "threadgroups" in threadgroups;
@@ -655,16 +707,27 @@ class Stream(_Handle):
             if isinstance(value, Buffer):
                 slot.kind, slot.buffer, slot.offset = NV_ARG_BUFFER, value._live(op), int(offset)
             else:
-                raw = bytes(value) if isinstance(value, (bytes, bytearray, memoryview)) \
+                raw = (
+                    bytes(value)
+                    if isinstance(value, (bytes, bytearray, memoryview))
                     else np.ascontiguousarray(value).tobytes()
+                )
                 keep.append(raw)
                 slot.kind, slot.length = NV_ARG_BYTES, len(raw)
                 slot.bytes = ctypes.cast(ctypes.c_char_p(raw), ctypes.c_void_p).value
         g = (ctypes.c_uint64 * 3)(*_triple(grid, op, "grid"))
         t = (ctypes.c_uint32 * 3)(*_triple(threadgroup, op, "threadgroup"))
         grid_mode = NV_GRID_THREADS if mode == "threads" else NV_GRID_THREADGROUPS
-        _call("nv_stream_dispatch", self._live(op), kernel._live(op), c_args, len(items), g, t,
-              grid_mode)
+        _call(
+            "nv_stream_dispatch",
+            self._live(op),
+            kernel._live(op),
+            c_args,
+            len(items),
+            g,
+            t,
+            grid_mode,
+        )
         del keep  # the shim copied the bytes during the call
 
     @property

@@ -4,6 +4,7 @@ A dialect supplies the prelude (types, qualifiers, bit casts, the math functions
 library calls), float literals, and the kernel entry points (signature, indexing, loads and
 stores); the per-element code is the generator's and the same for all.
 """
+
 from __future__ import annotations
 
 from .c import CDialect

@@ -1,4 +1,5 @@
 """What every dialect shares: literals, loads and stores of each dtype, the per-element body."""
+
 from __future__ import annotations
 
 import math
@@ -11,6 +12,7 @@ from ..ops import supports
 
 class Dialect:
     """Base of the three dialects; subclasses write ``prelude`` and ``kernel``."""
+
     name = "base"
 
     # ---- literals ----
@@ -30,7 +32,7 @@ class Dialect:
     @staticmethod
     def load(dtype: str, ref: str) -> str:
         if dtype == "bool":
-            return f"(uint8_t)({ref} != 0)"      # any nonzero byte is True
+            return f"(uint8_t)({ref} != 0)"  # any nonzero byte is True
         if dtype == "float16":
             return f"nv_f16_to_f32({ref})"
         if dtype == "bfloat16":

@@ -23,6 +23,7 @@ types ``char uchar short ushort int uint long ulong float``; qualifiers ``kernel
 constant``; attributes ``[[buffer(i)]]`` and ``[[thread_position_in_grid]]``. Float literals
 are decimal (9 significant digits, exact for float32) since MSL has no hex floats.
 """
+
 from __future__ import annotations
 
 import re
@@ -118,8 +119,9 @@ class MetalDialect(Dialect):
             buf += 1
             if i not in b.used_inputs:
                 continue
-            ref = {"contig": f"a{i}[i]", "scalar": f"a{i}[i * s[{i}]]",
-                   "strided": f"a{i}[off{i}]"}[variant]
+            ref = {"contig": f"a{i}[i]", "scalar": f"a{i}[i * s[{i}]]", "strided": f"a{i}[off{i}]"}[
+                variant
+            ]
             loads.append(f"const {self.ctype(d)} x{i} = {self.load(d, ref)};")
         for k, d in enumerate(outs):
             params.append(f"device {self.stype(d)} *o{k} [[buffer({buf})]]")

@@ -13,6 +13,7 @@ Usage::
 
 The printed hex literals are what nv_math.h holds; rerun this after changing a fit.
 """
+
 from __future__ import annotations
 
 import sys
@@ -28,12 +29,12 @@ mp.mp.dps = 40
 @dataclass
 class Fit:
     name: str
-    target: Callable[[mp.mpf], mp.mpf]   # function of t to approximate
+    target: Callable[[mp.mpf], mp.mpf]  # function of t to approximate
     lo: float
     hi: float
-    degree: int                          # highest power of t
-    weight: Callable[[mp.mpf], mp.mpf]   # error that matters = weight(t) * (p(t) - target(t))
-    split0: bool = False                 # c_0 kept as float32 hi + lo (when c_0 dominates)
+    degree: int  # highest power of t
+    weight: Callable[[mp.mpf], mp.mpf]  # error that matters = weight(t) * (p(t) - target(t))
+    split0: bool = False  # c_0 kept as float32 hi + lo (when c_0 dominates)
 
 
 def _f32(x: float) -> float:
@@ -65,7 +66,7 @@ def fit(f: Fit, npts: int = 3000) -> tuple[list[float], float]:
     w = np.array([float(f.weight(mp.mpf(t))) for t in ts])
     fixed: list[float] = []
     c0_lo = 0.0
-    if f.split0:   # c_0 as hi + lo: fit it unrounded, freeze it, then fit the rest
+    if f.split0:  # c_0 as hi + lo: fit it unrounded, freeze it, then fit the rest
         A = np.vander(ts, f.degree + 1, increasing=True)
         c0 = float(_lawson(A, y, w)[0])
         fixed.append(_f32(c0))
@@ -104,45 +105,130 @@ def _add(f: Fit) -> None:
 
 LN2 = mp.log(2)
 # exp(r) = 1 + r + r^2 * P(r), |r| <= ln2/2; error relative to exp(r)
-_add(Fit("exp", _safe(lambda r: (mp.exp(r) - 1 - r) / r**2, mp.mpf(0.5)),
-         -0.3466, 0.3466, 4, lambda r: r**2 / mp.exp(r)))
+_add(
+    Fit(
+        "exp",
+        _safe(lambda r: (mp.exp(r) - 1 - r) / r**2, mp.mpf(0.5)),
+        -0.3466,
+        0.3466,
+        4,
+        lambda r: r**2 / mp.exp(r),
+    )
+)
 # 2^f = 1 + f * P(f), |f| <= 1/2
-_add(Fit("exp2", _safe(lambda f: (mp.power(2, f) - 1) / f, LN2),
-         -0.5, 0.5, 6, lambda f: f / mp.power(2, f)))
+_add(
+    Fit(
+        "exp2",
+        _safe(lambda f: (mp.power(2, f) - 1) / f, LN2),
+        -0.5,
+        0.5,
+        6,
+        lambda f: f / mp.power(2, f),
+    )
+)
 # sin r = r + r^3 P(r^2), |r| <= pi/4 (t = r^2)
-_add(Fit("sin", _safe(lambda t: (mp.sin(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t)**3, mp.mpf(-1) / 6),
-         0.0, float(mp.pi / 4) ** 2, 3, lambda t: mp.sqrt(t)**3 / mp.sin(mp.sqrt(t)) if t else 0))
+_add(
+    Fit(
+        "sin",
+        _safe(lambda t: (mp.sin(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, mp.mpf(-1) / 6),
+        0.0,
+        float(mp.pi / 4) ** 2,
+        3,
+        lambda t: mp.sqrt(t) ** 3 / mp.sin(mp.sqrt(t)) if t else 0,
+    )
+)
 # cos r = 1 - r^2/2 + r^4 P(r^2)
-_add(Fit("cos", _safe(lambda t: (mp.cos(mp.sqrt(t)) - 1 + t / 2) / t**2, mp.mpf(1) / 24),
-         0.0, float(mp.pi / 4) ** 2, 3, lambda t: t**2 / mp.cos(mp.sqrt(t))))
+_add(
+    Fit(
+        "cos",
+        _safe(lambda t: (mp.cos(mp.sqrt(t)) - 1 + t / 2) / t**2, mp.mpf(1) / 24),
+        0.0,
+        float(mp.pi / 4) ** 2,
+        3,
+        lambda t: t**2 / mp.cos(mp.sqrt(t)),
+    )
+)
 # log m = 2s + s^3 P(s^2), s = (m-1)/(m+1), |s| <= 3 - 2*sqrt(2)
 _S = float(3 - 2 * mp.sqrt(2))
-_add(Fit("log", _safe(lambda t: (2 * mp.atanh(mp.sqrt(t)) - 2 * mp.sqrt(t)) / mp.sqrt(t)**3,
-                      mp.mpf(2) / 3),
-         0.0, _S**2 * 1.0001, 3, lambda t: mp.sqrt(t)**3 / (2 * mp.atanh(mp.sqrt(t))) if t else 0))
+_add(
+    Fit(
+        "log",
+        _safe(
+            lambda t: (2 * mp.atanh(mp.sqrt(t)) - 2 * mp.sqrt(t)) / mp.sqrt(t) ** 3, mp.mpf(2) / 3
+        ),
+        0.0,
+        _S**2 * 1.0001,
+        3,
+        lambda t: mp.sqrt(t) ** 3 / (2 * mp.atanh(mp.sqrt(t))) if t else 0,
+    )
+)
 # tanh x = x + x^3 P(x^2), |x| <= 1
-_add(Fit("tanh", _safe(lambda t: (mp.tanh(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t)**3,
-                       mp.mpf(-1) / 3),
-         0.0, 1.0, 7, lambda t: mp.sqrt(t)**3 / mp.tanh(mp.sqrt(t)) if t else 0))
+_add(
+    Fit(
+        "tanh",
+        _safe(lambda t: (mp.tanh(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, mp.mpf(-1) / 3),
+        0.0,
+        1.0,
+        7,
+        lambda t: mp.sqrt(t) ** 3 / mp.tanh(mp.sqrt(t)) if t else 0,
+    )
+)
 # sinh x = x + x^3 P(x^2), |x| <= 1
-_add(Fit("sinh", _safe(lambda t: (mp.sinh(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t)**3,
-                       mp.mpf(1) / 6),
-         0.0, 1.0, 4, lambda t: mp.sqrt(t)**3 / mp.sinh(mp.sqrt(t)) if t else 0))
+_add(
+    Fit(
+        "sinh",
+        _safe(lambda t: (mp.sinh(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, mp.mpf(1) / 6),
+        0.0,
+        1.0,
+        4,
+        lambda t: mp.sqrt(t) ** 3 / mp.sinh(mp.sqrt(t)) if t else 0,
+    )
+)
 # asin x = x + x^3 P(x^2), |x| <= 1/2
-_add(Fit("asin", _safe(lambda t: (mp.asin(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t)**3,
-                       mp.mpf(1) / 6),
-         0.0, 0.25, 5, lambda t: mp.sqrt(t)**3 / mp.asin(mp.sqrt(t)) if t else 0))
+_add(
+    Fit(
+        "asin",
+        _safe(lambda t: (mp.asin(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, mp.mpf(1) / 6),
+        0.0,
+        0.25,
+        5,
+        lambda t: mp.sqrt(t) ** 3 / mp.asin(mp.sqrt(t)) if t else 0,
+    )
+)
 # atan x = x + x^3 P(x^2), |x| <= 1
-_add(Fit("atan", _safe(lambda t: (mp.atan(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t)**3,
-                       mp.mpf(-1) / 3),
-         0.0, 1.0, 9, lambda t: mp.sqrt(t)**3 / mp.atan(mp.sqrt(t)) if t else 0))
+_add(
+    Fit(
+        "atan",
+        _safe(lambda t: (mp.atan(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, mp.mpf(-1) / 3),
+        0.0,
+        1.0,
+        9,
+        lambda t: mp.sqrt(t) ** 3 / mp.atan(mp.sqrt(t)) if t else 0,
+    )
+)
 # erf a = a * (2/sqrt(pi) + a^2 P(a^2)), |a| <= 7/8
 _C0 = 2 / mp.sqrt(mp.pi)
-_add(Fit("erf", _safe(lambda t: (mp.erf(mp.sqrt(t)) / mp.sqrt(t) - _C0) / t, -_C0 / 3),
-         0.0, 0.875**2, 5, lambda t: t * mp.sqrt(t) / mp.erf(mp.sqrt(t)) if t else 0))
+_add(
+    Fit(
+        "erf",
+        _safe(lambda t: (mp.erf(mp.sqrt(t)) / mp.sqrt(t) - _C0) / t, -_C0 / 3),
+        0.0,
+        0.875**2,
+        5,
+        lambda t: t * mp.sqrt(t) / mp.erf(mp.sqrt(t)) if t else 0,
+    )
+)
 # erfc a = exp(-a^2 + Q(a - 2.4)), 7/8 <= a <= 3.92; error that reaches erf = erfc/erf * dQ
-_add(Fit("erfc", lambda u: mp.log(mp.erfc(u + 2.4)) + (u + 2.4)**2,
-         0.875 - 2.4, 3.92 - 2.4, 9, lambda u: mp.erfc(u + 2.4) / mp.erf(u + 2.4)))
+_add(
+    Fit(
+        "erfc",
+        lambda u: mp.log(mp.erfc(u + 2.4)) + (u + 2.4) ** 2,
+        0.875 - 2.4,
+        3.92 - 2.4,
+        9,
+        lambda u: mp.erfc(u + 2.4) / mp.erf(u + 2.4),
+    )
+)
 
 
 def _erfinv_of_w(w):
@@ -153,15 +239,24 @@ def _erfinv_of_w(w):
 # erfinv a = a * P(w - 2.5), w = -log(1 - a^2) <= 5
 _add(Fit("erfinv_c", lambda u: _erfinv_of_w(u + 2.5), -2.5, 2.5, 10, lambda u: 1, True))
 # erfinv a = a * P(sqrt(w) - 3), 5 <= w <= 16.7
-_add(Fit("erfinv_t", lambda v: _erfinv_of_w((v + 3) ** 2), float(mp.sqrt(5)) - 3,
-         float(mp.sqrt(16.7)) - 3, 9, lambda v: 1, True))
+_add(
+    Fit(
+        "erfinv_t",
+        lambda v: _erfinv_of_w((v + 3) ** 2),
+        float(mp.sqrt(5)) - 3,
+        float(mp.sqrt(16.7)) - 3,
+        9,
+        lambda v: 1,
+        True,
+    )
+)
 
 
 def hexf(x: float) -> str:
     """A float32 value as a C hex literal with an f suffix."""
     if x == 0:
         return "0x0p+0f"
-    h = float(x).hex()                      # e.g. 0x1.5555540000000p-3
+    h = float(x).hex()  # e.g. 0x1.5555540000000p-3
     mant, exp = h.split("p")
     mant = mant.rstrip("0").rstrip(".")
     return f"{mant}p{exp}f"
@@ -187,13 +282,14 @@ def emit(names: list[str]) -> str:
         if c0_lo is None:
             out.append(f"    p = fmaf(t, p, {hexf(coeffs[0])});")
             out.append("    return p;\n}\n")
-        else:   # c_0 = hi + lo: one rounding at the end
+        else:  # c_0 = hi + lo: one rounding at the end
             out.append(f"    return {hexf(coeffs[0])} + fmaf(t, p, {hexf(c0_lo)});\n}}\n")
     return "\n".join(out)
 
 
 def main(names: list[str]) -> None:
     import pathlib
+
     src = emit(names or list(FITS))
     if names:
         print(src)

@@ -6,6 +6,7 @@
 A new backend (NCCL between NVIDIA GPUs, say) subclasses ``base.Communicator`` and is added to
 ``BACKENDS``; see ``base`` for the interface.
 """
+
 from .base import Communicator  # noqa: F401
 from .singleton import SingletonCommunicator  # noqa: F401
 

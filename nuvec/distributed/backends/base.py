@@ -22,6 +22,7 @@ Subclasses implement the underscored methods; the public ones count the calls
         def _send(self, x, dst): ...
         def _recv(self, out, src): ...
 """
+
 from __future__ import annotations
 
 from collections import Counter

@@ -7,6 +7,7 @@ words that add (or compare) in that dtype as NumPy does. A boolean sum is a logi
 casting the integer sum to bool), max is or, min is and. Gathers, sends and receives move
 bytes. Messages larger than ``CHUNK`` bytes are cut into pieces, as MPI counts are C ints.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,7 +17,8 @@ import numpy as np
 
 from .base import Communicator
 
-CHUNK = 1 << 30          # bytes per MPI call (well under the 2**31 - 1 count limit)
+CHUNK = 1 << 30  # bytes per MPI call (well under the 2**31 - 1 count limit)
+
 
 def launched_size() -> int | None:
     """The number of processes an MPI launcher (mpirun, mpiexec, srun) started, read from
@@ -26,22 +28,35 @@ def launched_size() -> int | None:
         if v and v.isdigit():
             return int(v)
     if "PMIX_RANK" in os.environ:
-        return -1     # a PMIx launch whose size is not in the environment
+        return -1  # a PMIx launch whose size is not in the environment
     return None
 
 
 def import_mpi():
     """mpi4py's MPI module (initialises MPI on first import); ImportError when missing."""
     from mpi4py import MPI  # noqa: PLC0415  (lazy: only distributed runs need MPI)
+
     return MPI
 
 
 # NumPy dtype -> name of MPI's predefined datatype
-_NATIVE = {np.dtype(t): n for t, n in (
-    (np.int8, "INT8_T"), (np.int16, "INT16_T"), (np.int32, "INT32_T"), (np.int64, "INT64_T"),
-    (np.uint8, "UINT8_T"), (np.uint16, "UINT16_T"), (np.uint32, "UINT32_T"),
-    (np.uint64, "UINT64_T"), (np.float32, "FLOAT"), (np.float64, "DOUBLE"),
-    (np.complex64, "C_FLOAT_COMPLEX"), (np.complex128, "C_DOUBLE_COMPLEX"))}
+_NATIVE = {
+    np.dtype(t): n
+    for t, n in (
+        (np.int8, "INT8_T"),
+        (np.int16, "INT16_T"),
+        (np.int32, "INT32_T"),
+        (np.int64, "INT64_T"),
+        (np.uint8, "UINT8_T"),
+        (np.uint16, "UINT16_T"),
+        (np.uint32, "UINT32_T"),
+        (np.uint64, "UINT64_T"),
+        (np.float32, "FLOAT"),
+        (np.float64, "DOUBLE"),
+        (np.complex64, "C_FLOAT_COMPLEX"),
+        (np.complex128, "C_DOUBLE_COMPLEX"),
+    )
+}
 _custom_ops: dict = {}
 
 
@@ -95,9 +110,12 @@ class MPICommunicator(Communicator):
             if dtype == np.bool_:
                 spec = (MPI.LAND if op == "min" else MPI.LOR), MPI.C_BOOL, None
             elif dtype in _NATIVE:
-                spec = ({"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op],
-                        getattr(MPI, _NATIVE[dtype]), None)
-            elif dtype.itemsize == 2:            # float16, bfloat16
+                spec = (
+                    {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}[op],
+                    getattr(MPI, _NATIVE[dtype]),
+                    None,
+                )
+            elif dtype.itemsize == 2:  # float16, bfloat16
                 spec = _custom_op(MPI, dtype, op), MPI.UINT16_T, np.dtype(np.uint16)
             else:
                 raise TypeError(f"all_{op}: the MPI backend cannot reduce {dtype} arrays")
@@ -120,17 +138,19 @@ class MPICommunicator(Communicator):
 
     def _all_gather(self, x: np.ndarray, out: np.ndarray) -> None:
         if x.nbytes > CHUNK:
-            raise ValueError(f"all_gather: {x.nbytes} bytes per process; the MPI backend "
-                             f"gathers at most {CHUNK} bytes per process in one call")
+            raise ValueError(
+                f"all_gather: {x.nbytes} bytes per process; the MPI backend "
+                f"gathers at most {CHUNK} bytes per process in one call"
+            )
         MPI = self.MPI
         self.comm.Allgather([_bytes(x), MPI.BYTE], [_bytes(out), MPI.BYTE])
 
     def _send(self, x: np.ndarray, dst: int) -> None:
         b = _bytes(x)
         for lo in range(0, max(b.size, 1), CHUNK):
-            self.comm.Send([b[lo:lo + CHUNK], self.MPI.BYTE], dest=dst, tag=0)
+            self.comm.Send([b[lo : lo + CHUNK], self.MPI.BYTE], dest=dst, tag=0)
 
     def _recv(self, out: np.ndarray, src: int) -> None:
         b = _bytes(out)
         for lo in range(0, max(b.size, 1), CHUNK):
-            self.comm.Recv([b[lo:lo + CHUNK], self.MPI.BYTE], source=src, tag=0)
+            self.comm.Recv([b[lo : lo + CHUNK], self.MPI.BYTE], source=src, tag=0)

@@ -1,6 +1,7 @@
 """The one-process communicator: what ``init()`` gives when no backend is launched, so that
 a distributed script runs unchanged on one machine. Reductions and gathers copy the input;
 there is no other process to send to or receive from."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,5 +31,6 @@ class SingletonCommunicator(Communicator):
         raise ValueError("send: this group has one process, there is no other process to send to")
 
     def _recv(self, out, src: int) -> None:
-        raise ValueError("recv: this group has one process, there is no other process to "
-                         "receive from")
+        raise ValueError(
+            "recv: this group has one process, there is no other process to receive from"
+        )

@@ -11,6 +11,7 @@ inlined, so they fuse with their neighbours. Results are the same bits either wa
 >>> nn.GELU(approx="tanh")(nv.array([0.0])).tolist()
 [0.0]
 """
+
 from __future__ import annotations
 
 import math
@@ -199,9 +200,11 @@ def softshrink(x, lambd: float = 0.5):
 # -- layer classes ---------------------------------------------------------------------------
 def _layer(fn, doc: str):
     """A parameterless Module class that calls ``fn``."""
+
     class _Act(Module):
         def __call__(self, x):
             return fn(x)
+
     _Act.__doc__ = doc
     return _Act
 
@@ -218,10 +221,20 @@ Softsign = _layer(softsign, "Applies ``softsign``.")
 Mish = _layer(mish, "Applies ``mish``.")
 Hardswish = _layer(hardswish, "Applies ``hardswish``.")
 LogSigmoid = _layer(log_sigmoid, "Applies ``log_sigmoid``.")
-for _name, _cls in [("ReLU", ReLU), ("ReLU6", ReLU6), ("ReLU2", ReLU2), ("SELU", SELU), ("SiLU", SiLU),
-                    ("Sigmoid", Sigmoid), ("Tanh", Tanh), ("Softplus", Softplus),
-                    ("Softsign", Softsign), ("Mish", Mish), ("Hardswish", Hardswish),
-                    ("LogSigmoid", LogSigmoid)]:
+for _name, _cls in [
+    ("ReLU", ReLU),
+    ("ReLU6", ReLU6),
+    ("ReLU2", ReLU2),
+    ("SELU", SELU),
+    ("SiLU", SiLU),
+    ("Sigmoid", Sigmoid),
+    ("Tanh", Tanh),
+    ("Softplus", Softplus),
+    ("Softsign", Softsign),
+    ("Mish", Mish),
+    ("Hardswish", Hardswish),
+    ("LogSigmoid", LogSigmoid),
+]:
     _cls.__name__ = _cls.__qualname__ = _name
 
 
@@ -264,8 +277,7 @@ class GELU(Module):
 
     def __init__(self, approx: str = "none") -> None:
         super().__init__()
-        fns = {"none": gelu, "precise": gelu_approx, "tanh": gelu_approx,
-               "fast": gelu_fast_approx}
+        fns = {"none": gelu, "precise": gelu_approx, "tanh": gelu_approx, "fast": gelu_fast_approx}
         if approx not in fns:
             raise ValueError(f"GELU: approx must be one of {sorted(fns)}, got {approx!r}")
         self._act = fns[approx]

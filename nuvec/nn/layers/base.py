@@ -17,6 +17,7 @@ parameters.
 >>> sorted(k for k, _ in tree_flatten(MLP().parameters()))
 ['layers.0.bias', 'layers.0.weight', 'layers.1.bias', 'layers.1.weight']
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -48,7 +49,8 @@ class Module(dict):
             return self[key]
         except KeyError:
             raise AttributeError(
-                f"{type(self).__name__!r} object has no attribute {key!r}") from None
+                f"{type(self).__name__!r} object has no attribute {key!r}"
+            ) from None
 
     def __setattr__(self, key: str, val: Any) -> None:
         if isinstance(val, (nv.array, dict, list, tuple)):
@@ -110,8 +112,12 @@ class Module(dict):
     def trainable_parameter_filter(module: "Module", key: str, value: Any) -> bool:
         return Module.valid_parameter_filter(module, key, value) and key not in module._no_grad
 
-    def filter_and_map(self, filter_fn: Filter, map_fn: Optional[Callable] = None,
-                       is_leaf_fn: Optional[Filter] = None) -> dict:
+    def filter_and_map(
+        self,
+        filter_fn: Filter,
+        map_fn: Optional[Callable] = None,
+        is_leaf_fn: Optional[Filter] = None,
+    ) -> dict:
         """The tree of this module's members that pass ``filter_fn(module, key, value)``, with
         ``map_fn`` applied to each leaf (``is_leaf_fn(module, key, value)`` says what a leaf
         is; by default anything that is not a module, dict or list).
@@ -120,8 +126,11 @@ class Module(dict):
         ``filter_fn``, which is how freezing one element of a list works."""
         map_fn = map_fn or (lambda x: x)
         is_leaf_fn = is_leaf_fn or (lambda m, k, v: not isinstance(v, (Module, dict, list)))
-        return {k: _unwrap(self, k, v, filter_fn, map_fn, is_leaf_fn)
-                for k, v in self.items() if filter_fn(self, k, v)}
+        return {
+            k: _unwrap(self, k, v, filter_fn, map_fn, is_leaf_fn)
+            for k, v in self.items()
+            if filter_fn(self, k, v)
+        }
 
     # -- views of the tree -----------------------------------------------------------------
     def parameters(self) -> dict:
@@ -134,13 +143,16 @@ class Module(dict):
 
     def children(self) -> dict:
         """The direct sub-modules (inside dicts and lists as well)."""
-        return self.filter_and_map(self.valid_child_filter,
-                                   is_leaf_fn=lambda m, k, v: isinstance(v, Module))
+        return self.filter_and_map(
+            self.valid_child_filter, is_leaf_fn=lambda m, k, v: isinstance(v, Module)
+        )
 
     def leaf_modules(self) -> dict:
         """The sub-modules that have no sub-modules of their own."""
+
         def is_leaf_module(m, k, v):
             return isinstance(v, Module) and not tree_flatten(v.children())
+
         return self.filter_and_map(self.valid_child_filter, is_leaf_fn=is_leaf_module)
 
     def apply_to_modules(self, apply_fn: Callable[[str, "Module"], Any]) -> "Module":
@@ -198,8 +210,10 @@ class Module(dict):
         nuvec.bfloat16
         """
         if predicate is None:
+
             def predicate(_):
                 return True
+
         self.apply(lambda x: nv.astype(x, dtype) if predicate(x.dtype) else x)
 
     # -- freezing --------------------------------------------------------------------------
@@ -218,18 +232,24 @@ class Module(dict):
             if not any(k in m for m in mods):
                 raise KeyError(f"{type(self).__name__}: no module has a member {k!r}")
 
-    def freeze(self, *, recurse: bool = True, keys: Union[str, list, None] = None,
-               strict: bool = False) -> "Module":
+    def freeze(
+        self, *, recurse: bool = True, keys: Union[str, list, None] = None, strict: bool = False
+    ) -> "Module":
         """Freezes parameters (no gradients are computed for them): all of them, or only
         those named ``keys`` (e.g. ``model.freeze(keys="bias")``); in sub-modules too
         unless ``recurse=False``. ``strict`` checks that the keys exist."""
+
         def freeze_one(_, m: Module) -> None:
             local = keys
             if local is None:
-                own = m.filter_and_map(lambda mm, k, v: not isinstance(v, Module)
-                                       and mm.valid_parameter_filter(mm, k, v))
+                own = m.filter_and_map(
+                    lambda mm, k, v: (
+                        not isinstance(v, Module) and mm.valid_parameter_filter(mm, k, v)
+                    )
+                )
                 local = [k for k, _ in tree_flatten(own)]
             m._no_grad.update(m._validate_keys(local, strict_here))
+
         strict_here = strict
         if recurse:
             if strict and keys is not None:
@@ -240,14 +260,17 @@ class Module(dict):
             freeze_one("", self)
         return self
 
-    def unfreeze(self, *, recurse: bool = True, keys: Union[str, list, None] = None,
-                 strict: bool = False) -> "Module":
+    def unfreeze(
+        self, *, recurse: bool = True, keys: Union[str, list, None] = None, strict: bool = False
+    ) -> "Module":
         """Undoes ``freeze`` for all parameters or those named ``keys``."""
+
         def unfreeze_one(_, m: Module) -> None:
             if keys is None:
                 m._no_grad.clear()
             else:
                 m._no_grad.difference_update(m._validate_keys(keys, strict_here))
+
         strict_here = strict
         if recurse:
             if strict and keys is not None:
@@ -277,6 +300,7 @@ class Module(dict):
         """Saves the parameters to ``file`` (``.npz`` or ``.safetensors``), keys dotted
         (``"layers.0.weight"``)."""
         from ...files import save_arrays
+
         save_arrays(str(file), dict(tree_flatten(self.parameters())), "save_weights")
 
     def load_weights(self, file_or_weights, strict: bool = True) -> "Module":
@@ -289,6 +313,7 @@ class Module(dict):
         weights = file_or_weights
         if isinstance(weights, (str, bytes)) or hasattr(weights, "__fspath__"):
             from ...files import load_arrays
+
             weights = list(load_arrays(str(weights), "load_weights").items())
         elif isinstance(weights, dict):
             weights = list(weights.items())
@@ -315,36 +340,52 @@ def _check_weights(new: dict, current: dict) -> None:
         if not isinstance(v, nv.array):
             problems.append(f"{k} is a {type(v).__name__}, not an array")
         elif tuple(v.shape) != tuple(current[k].shape):
-            problems.append(f"{k} has shape {tuple(v.shape)}, the model has "
-                            f"{tuple(current[k].shape)}")
+            problems.append(
+                f"{k} has shape {tuple(v.shape)}, the model has {tuple(current[k].shape)}"
+            )
     if problems:
-        raise ValueError("load_weights: the weights do not match the model: "
-                         + "; ".join(problems) + " (pass strict=False to load what matches)")
+        raise ValueError(
+            "load_weights: the weights do not match the model: "
+            + "; ".join(problems)
+            + " (pass strict=False to load what matches)"
+        )
 
 
-def _unwrap(model: Module, key: str, value: Any, filter_fn: Filter, map_fn: Callable,
-            is_leaf_fn: Filter) -> Any:
+def _unwrap(
+    model: Module, key: str, value: Any, filter_fn: Filter, map_fn: Callable, is_leaf_fn: Filter
+) -> Any:
     if is_leaf_fn(model, key, value):
         return map_fn(value)
     if isinstance(value, Module):
-        return {k: _unwrap(value, k, v, filter_fn, map_fn, is_leaf_fn)
-                for k, v in value.items() if filter_fn(value, k, v)}
+        return {
+            k: _unwrap(value, k, v, filter_fn, map_fn, is_leaf_fn)
+            for k, v in value.items()
+            if filter_fn(value, k, v)
+        }
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
             sub = f"{key}.{k}"
-            out[k] = _unwrap(model, sub, v, filter_fn, map_fn, is_leaf_fn) \
-                if filter_fn(model, sub, v) else {}
+            out[k] = (
+                _unwrap(model, sub, v, filter_fn, map_fn, is_leaf_fn)
+                if filter_fn(model, sub, v)
+                else {}
+            )
         return out
     if isinstance(value, list):
         lst = []
         for i, v in enumerate(value):
             sub = f"{key}.{i}"
-            lst.append(_unwrap(model, sub, v, filter_fn, map_fn, is_leaf_fn)
-                       if filter_fn(model, sub, v) else {})
+            lst.append(
+                _unwrap(model, sub, v, filter_fn, map_fn, is_leaf_fn)
+                if filter_fn(model, sub, v)
+                else {}
+            )
         return lst
-    raise TypeError(f"Module: unexpected member {key!r} of type {type(value).__name__} "
-                    "while walking the module tree")
+    raise TypeError(
+        f"Module: unexpected member {key!r} of type {type(value).__name__} "
+        "while walking the module tree"
+    )
 
 
 def _items(dst, src, strict: bool, what: str):
@@ -352,8 +393,7 @@ def _items(dst, src, strict: bool, what: str):
     if isinstance(src, dict):
         if not isinstance(dst, dict):
             if strict:
-                raise ValueError(f"{what}: got a dict where the module has a "
-                                 f"{type(dst).__name__}")
+                raise ValueError(f"{what}: got a dict where the module has a {type(dst).__name__}")
             return
         for k, v in src.items():
             if k in dst:
@@ -363,15 +403,15 @@ def _items(dst, src, strict: bool, what: str):
     elif isinstance(src, (list, tuple)):
         if not isinstance(dst, (list, tuple)):
             if strict:
-                raise ValueError(f"{what}: got a list where the module has a "
-                                 f"{type(dst).__name__}")
+                raise ValueError(f"{what}: got a list where the module has a {type(dst).__name__}")
             return
         for i, v in enumerate(src):
             if i < len(dst):
                 yield i, v
             elif strict:
-                raise ValueError(f"{what}: list index {i} is out of range for a member of "
-                                 f"length {len(dst)}")
+                raise ValueError(
+                    f"{what}: list index {i} is out of range for a member of length {len(dst)}"
+                )
     elif strict:
         raise ValueError(f"{what}: expected a dict or list, got {type(src).__name__}")
 
@@ -395,8 +435,7 @@ def _update_modules(dst, src, strict: bool) -> None:
         elif isinstance(cur, (dict, list, tuple)):
             _update_modules(cur, new, strict)
         elif strict and not (isinstance(new, dict) and not new):
-            raise ValueError(f"update_modules: {k!r} is not a module (got "
-                             f"{type(new).__name__})")
+            raise ValueError(f"update_modules: {k!r} is not a module (got {type(new).__name__})")
 
 
 def _set(dst, k, value) -> None:

@@ -5,6 +5,7 @@
 >>> nn.Sequential(nn.Linear(2, 3), nn.relu, nn.Linear(3, 1))(nv.ones((5, 2))).shape
 (5, 1)
 """
+
 from __future__ import annotations
 
 from typing import Callable

@@ -5,6 +5,7 @@
 >>> nn.Conv2d(3, 8, kernel_size=3, padding=1)(nv.ones((2, 16, 16, 3))).shape
 (2, 16, 16, 8)
 """
+
 from __future__ import annotations
 
 import math
@@ -22,37 +23,53 @@ class _Conv(Module):
     _nd = 0
     _name = "Conv"
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple,
-                 stride: IntOrTuple = 1, padding: IntOrTuple = 0, dilation: IntOrTuple = 1,
-                 groups: int = 1, bias: bool = True) -> None:
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: IntOrTuple,
+        stride: IntOrTuple = 1,
+        padding: IntOrTuple = 0,
+        dilation: IntOrTuple = 1,
+        groups: int = 1,
+        bias: bool = True,
+    ) -> None:
         super().__init__()
         op = self._name
         if groups < 1 or in_channels % groups or out_channels % groups:
-            raise ValueError(f"{op}: groups ({groups}) must divide in_channels "
-                             f"({in_channels}) and out_channels ({out_channels})")
+            raise ValueError(
+                f"{op}: groups ({groups}) must divide in_channels "
+                f"({in_channels}) and out_channels ({out_channels})"
+            )
         kernel = _tuple(kernel_size, self._nd, "kernel_size", op, 1)
         # hyper-parameters are plain attributes, not tree members
-        self.__dict__.update(stride=_tuple(stride, self._nd, "stride", op, 1),
-                             padding=_tuple(padding, self._nd, "padding", op, 0),
-                             dilation=_tuple(dilation, self._nd, "dilation", op, 1),
-                             groups=groups)
+        self.__dict__.update(
+            stride=_tuple(stride, self._nd, "stride", op, 1),
+            padding=_tuple(padding, self._nd, "padding", op, 0),
+            dilation=_tuple(dilation, self._nd, "dilation", op, 1),
+            groups=groups,
+        )
         fan_in = in_channels // groups * math.prod(kernel)
         scale = math.sqrt(1.0 / fan_in)
-        self.weight = nv.random.uniform(low=-scale, high=scale,
-                                        shape=(out_channels, *kernel, in_channels // groups))
+        self.weight = nv.random.uniform(
+            low=-scale, high=scale, shape=(out_channels, *kernel, in_channels // groups)
+        )
         if bias:
             self.bias = nv.zeros((out_channels,))
 
     def _extra_repr(self) -> str:
         w = self.weight.shape
-        return (f"{w[-1] * self.groups}, {w[0]}, kernel_size={tuple(w[1:-1])}, "
-                f"stride={self.stride}, padding={self.padding}, dilation={self.dilation}, "
-                f"groups={self.groups}, bias={'bias' in self}")
+        return (
+            f"{w[-1] * self.groups}, {w[0]}, kernel_size={tuple(w[1:-1])}, "
+            f"stride={self.stride}, padding={self.padding}, dilation={self.dilation}, "
+            f"groups={self.groups}, bias={'bias' in self}"
+        )
 
 
 class Conv1d(_Conv):
     """1-d convolution over ``(N, L, C_in)`` inputs; weight ``(C_out, K, C_in / groups)``
     uniform in ``[-k, k]``, ``k = 1/sqrt(C_in / groups * K)``; bias zeros."""
+
     _nd = 1
     _name = "Conv1d"
 
@@ -65,6 +82,7 @@ class Conv2d(_Conv):
     """2-d convolution over ``(N, H, W, C_in)`` inputs; weight
     ``(C_out, KH, KW, C_in / groups)`` uniform in ``[-k, k]``,
     ``k = 1/sqrt(C_in / groups * KH * KW)``; bias zeros."""
+
     _nd = 2
     _name = "Conv2d"
 
@@ -77,6 +95,7 @@ class Conv3d(_Conv):
     """3-d convolution over ``(N, D, H, W, C_in)`` inputs; weight
     ``(C_out, KD, KH, KW, C_in / groups)`` uniform in ``[-k, k]``,
     ``k = 1/sqrt(C_in / groups * KD * KH * KW)``; bias zeros."""
+
     _nd = 3
     _name = "Conv3d"
 

@@ -11,6 +11,7 @@ gives ``(n - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_paddin
 >>> nn.ConvTranspose2d(3, 8, kernel_size=2, stride=2)(nv.ones((1, 4, 4, 3))).shape
 (1, 8, 8, 8)
 """
+
 from __future__ import annotations
 
 import math
@@ -27,48 +28,63 @@ IntOrTuple = Union[int, Sequence[int]]
 class _ConvTranspose(Module):
     _nd = 0
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple,
-                 stride: IntOrTuple = 1, padding: IntOrTuple = 0, dilation: IntOrTuple = 1,
-                 output_padding: IntOrTuple = 0, bias: bool = True) -> None:
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: IntOrTuple,
+        stride: IntOrTuple = 1,
+        padding: IntOrTuple = 0,
+        dilation: IntOrTuple = 1,
+        output_padding: IntOrTuple = 0,
+        bias: bool = True,
+    ) -> None:
         super().__init__()
         op, nd = type(self).__name__, self._nd
         kernel = _tuple(kernel_size, nd, "kernel_size", op, 1)
         # hyper-parameters are plain attributes, not tree members
-        self.__dict__.update(stride=_tuple(stride, nd, "stride", op, 1),
-                             padding=_tuple(padding, nd, "padding", op, 0),
-                             dilation=_tuple(dilation, nd, "dilation", op, 1),
-                             output_padding=_tuple(output_padding, nd, "output_padding", op, 0))
+        self.__dict__.update(
+            stride=_tuple(stride, nd, "stride", op, 1),
+            padding=_tuple(padding, nd, "padding", op, 0),
+            dilation=_tuple(dilation, nd, "dilation", op, 1),
+            output_padding=_tuple(output_padding, nd, "output_padding", op, 0),
+        )
         scale = math.sqrt(1.0 / (in_channels * math.prod(kernel)))
-        self.weight = nv.random.uniform(low=-scale, high=scale,
-                                        shape=(out_channels, *kernel, in_channels))
+        self.weight = nv.random.uniform(
+            low=-scale, high=scale, shape=(out_channels, *kernel, in_channels)
+        )
         if bias:
             self.bias = nv.zeros((out_channels,))
 
     def _extra_repr(self) -> str:
         w = self.weight.shape
-        return (f"{w[-1]}, {w[0]}, kernel_size={tuple(w[1:-1])}, stride={self.stride}, "
-                f"padding={self.padding}, dilation={self.dilation}, "
-                f"output_padding={self.output_padding}, bias={'bias' in self}")
+        return (
+            f"{w[-1]}, {w[0]}, kernel_size={tuple(w[1:-1])}, stride={self.stride}, "
+            f"padding={self.padding}, dilation={self.dilation}, "
+            f"output_padding={self.output_padding}, bias={'bias' in self}"
+        )
 
     def __call__(self, x):
-        y = self._op(x, self.weight, self.stride, self.padding, self.dilation,
-                     self.output_padding)
+        y = self._op(x, self.weight, self.stride, self.padding, self.dilation, self.output_padding)
         return y + self.bias if "bias" in self else y
 
 
 class ConvTranspose1d(_ConvTranspose):
     """Transposed 1-d convolution over ``(N, L, C_in)`` inputs."""
+
     _nd = 1
     _op = staticmethod(nv.conv_transpose1d)
 
 
 class ConvTranspose2d(_ConvTranspose):
     """Transposed 2-d convolution over ``(N, H, W, C_in)`` inputs."""
+
     _nd = 2
     _op = staticmethod(nv.conv_transpose2d)
 
 
 class ConvTranspose3d(_ConvTranspose):
     """Transposed 3-d convolution over ``(N, D, H, W, C_in)`` inputs."""
+
     _nd = 3
     _op = staticmethod(nv.conv_transpose3d)

@@ -13,6 +13,7 @@ With a group of one process every layer here computes what its plain counterpart
 >>> bool(nv.allclose(sharded(nv.ones((2, 4))), lin(nv.ones((2, 4)))))
 True
 """
+
 from __future__ import annotations
 
 import math
@@ -47,6 +48,7 @@ def sum_gradients(group) -> Callable:
     @f.vjp
     def f_vjp(x, cotangent, output):
         return nv.distributed.all_sum(cotangent, group=group)
+
     return f
 
 
@@ -75,24 +77,31 @@ def _shard(parameters: dict, predicate: Callable, group) -> dict:
         elif isinstance(s, tuple):
             axis, segments = s
         else:
-            raise ValueError(f"shard: the sharding function must return an int or "
-                             f"(axis, segments), got {s!r} for {path!r}")
+            raise ValueError(
+                f"shard: the sharding function must return an int or "
+                f"(axis, segments), got {s!r} for {path!r}"
+            )
         parts = [_split(seg, n, axis)[r] for seg in _split(w, segments, axis)]
         return nv.concatenate(parts, axis=axis)
+
     return tree_map_with_path(shard_one, parameters)
 
 
 def _all_to_sharded(segments: Segments) -> Callable:
     """Shards the output features: weight rows (axis -2) and the bias."""
+
     def predicate(path, w):
         return (-1, segments) if path.endswith("bias") else (max(w.ndim - 2, 0), segments)
+
     return predicate
 
 
 def _sharded_to_all(segments: Segments) -> Callable:
     """Shards the input features: weight columns; the bias stays whole."""
+
     def predicate(path, w):
         return None if path.endswith("bias") else (-1, segments)
+
     return predicate
 
 
@@ -102,12 +111,12 @@ _SHARDINGS = ("all-to-sharded", "sharded-to-all")
 def _predicate(sharding: str, segments: Segments, name: str) -> Callable:
     if sharding not in _SHARDINGS:
         raise ValueError(f"{name}: sharding must be one of {_SHARDINGS}, got {sharding!r}")
-    return _all_to_sharded(segments) if sharding == "all-to-sharded" else \
-        _sharded_to_all(segments)
+    return _all_to_sharded(segments) if sharding == "all-to-sharded" else _sharded_to_all(segments)
 
 
-def shard_inplace(module: Module, sharding: Union[str, Callable], *, segments: Segments = 1,
-                  group=None) -> None:
+def shard_inplace(
+    module: Module, sharding: Union[str, Callable], *, segments: Segments = 1, group=None
+) -> None:
     """Replaces ``module``'s parameters by this process's shards (the module's computation
     is unchanged). ``sharding``: ``"all-to-sharded"``, ``"sharded-to-all"`` or a predicate
     ``(path, weight) -> axis | (axis, segments) | None``; ``segments`` splits fused weights
@@ -129,8 +138,9 @@ def shard_linear(module: Module, sharding: str, *, segments: Segments = 1, group
     if isinstance(module, QuantizedLinear):
         cls = QuantizedAllToShardedLinear if all_to_sharded else QuantizedShardedToAllLinear
         return cls.from_quantized_linear(module, segments=segments, group=group)
-    raise TypeError(f"shard_linear: expected an nn.Linear or nn.QuantizedLinear, got "
-                    f"{type(module).__name__}")
+    raise TypeError(
+        f"shard_linear: expected an nn.Linear or nn.QuantizedLinear, got {type(module).__name__}"
+    )
 
 
 class _ShardedLinear(Module):
@@ -139,8 +149,7 @@ class _ShardedLinear(Module):
     def _shapes(self, input_dims: int, output_dims: int, n: int) -> tuple:
         raise NotImplementedError
 
-    def __init__(self, input_dims: int, output_dims: int, bias: bool = True,
-                 group=None) -> None:
+    def __init__(self, input_dims: int, output_dims: int, bias: bool = True, group=None) -> None:
         super().__init__()
         self.group = _group(group)
         n = self.group.size()
@@ -156,8 +165,11 @@ class _ShardedLinear(Module):
         group = _group(group)
         output_dims, input_dims = linear_layer.weight.shape
         layer = cls(input_dims, output_dims, "bias" in linear_layer, group)
-        layer.update(_shard(linear_layer.parameters(),
-                            _predicate(cls._sharding, segments, cls.__name__), group))
+        layer.update(
+            _shard(
+                linear_layer.parameters(), _predicate(cls._sharding, segments, cls.__name__), group
+            )
+        )
         return layer
 
 
@@ -165,18 +177,22 @@ class AllToShardedLinear(_ShardedLinear):
     """A linear layer whose output features are split over the group: each process computes
     its ``output_dims / size`` of them from the whole input. The input's gradient is summed
     over the group."""
+
     _sharding = "all-to-sharded"
 
     def _shapes(self, input_dims, output_dims, n):
         if output_dims % n:
-            raise ValueError(f"AllToShardedLinear: cannot shard {output_dims} output features "
-                             f"over {n} processes")
+            raise ValueError(
+                f"AllToShardedLinear: cannot shard {output_dims} output features over {n} processes"
+            )
         return (output_dims // n, input_dims), (output_dims // n,)
 
     def _extra_repr(self) -> str:
         out_dims, in_dims = self.weight.shape
-        return (f"input_dims={in_dims}, output_dims={out_dims * self.group.size()}, "
-                f"bias={'bias' in self}")
+        return (
+            f"input_dims={in_dims}, output_dims={out_dims * self.group.size()}, "
+            f"bias={'bias' in self}"
+        )
 
     def __call__(self, x):
         x = sum_gradients(self.group)(x)
@@ -188,18 +204,22 @@ class ShardedToAllLinear(_ShardedLinear):
     """A linear layer whose input features are split over the group: each process multiplies
     its ``input_dims / size`` of them and the partial products are summed over the group, so
     every process gets the whole output."""
+
     _sharding = "sharded-to-all"
 
     def _shapes(self, input_dims, output_dims, n):
         if input_dims % n:
-            raise ValueError(f"ShardedToAllLinear: cannot shard {input_dims} input features "
-                             f"over {n} processes")
+            raise ValueError(
+                f"ShardedToAllLinear: cannot shard {input_dims} input features over {n} processes"
+            )
         return (output_dims, input_dims // n), (output_dims,)
 
     def _extra_repr(self) -> str:
         out_dims, in_dims = self.weight.shape
-        return (f"input_dims={in_dims * self.group.size()}, output_dims={out_dims}, "
-                f"bias={'bias' in self}")
+        return (
+            f"input_dims={in_dims * self.group.size()}, output_dims={out_dims}, "
+            f"bias={'bias' in self}"
+        )
 
     def __call__(self, x):
         y = nv.distributed.all_sum(x @ self.weight.T, group=self.group)
@@ -209,12 +229,20 @@ class ShardedToAllLinear(_ShardedLinear):
 class _QuantizedShardedLinear(Module):
     """The quantized twins: the shard's weight is quantized (``nv.quantize``) and, as in
     ``QuantizedLinear``, the parameters are frozen."""
+
     _sharding = ""
     _dense = _ShardedLinear
 
-    def __init__(self, input_dims: int, output_dims: int, bias: bool = True,
-                 group_size: int = 64, bits: int = 4, mode: str = "affine",
-                 group=None) -> None:
+    def __init__(
+        self,
+        input_dims: int,
+        output_dims: int,
+        bias: bool = True,
+        group_size: int = 64,
+        bits: int = 4,
+        mode: str = "affine",
+        group=None,
+    ) -> None:
         super().__init__()
         self.group = _group(group)
         self.group_size, self.bits, self.mode = group_size, bits, mode
@@ -243,30 +271,49 @@ class _QuantizedShardedLinear(Module):
 
     def _extra_repr(self) -> str:
         i, o = self._dims()
-        return (f"input_dims={i}, output_dims={o}, bias={'bias' in self}, "
-                f"group_size={self.group_size}, bits={self.bits}, mode={self.mode}")
+        return (
+            f"input_dims={i}, output_dims={o}, bias={'bias' in self}, "
+            f"group_size={self.group_size}, bits={self.bits}, mode={self.mode}"
+        )
 
     def _qmm(self, x):
-        return nv.quantized_matmul(x, self["weight"], scales=self["scales"],
-                                   biases=self.get("biases"), transpose=True,
-                                   group_size=self.group_size, bits=self.bits, mode=self.mode)
+        return nv.quantized_matmul(
+            x,
+            self["weight"],
+            scales=self["scales"],
+            biases=self.get("biases"),
+            transpose=True,
+            group_size=self.group_size,
+            bits=self.bits,
+            mode=self.mode,
+        )
 
     @classmethod
-    def from_quantized_linear(cls, quantized_linear_layer: Module, *, segments: Segments = 1,
-                              group=None):
+    def from_quantized_linear(
+        cls, quantized_linear_layer: Module, *, segments: Segments = 1, group=None
+    ):
         """The sharded layer holding this process's shard of ``quantized_linear_layer``."""
         group = _group(group)
         q = quantized_linear_layer
         output_dims, packed = q.weight.shape
-        layer = cls(packed * 32 // q.bits, output_dims, "bias" in q, group_size=q.group_size,
-                    bits=q.bits, mode=getattr(q, "mode", "affine"), group=group)
-        layer.update(_shard(q.parameters(), _predicate(cls._sharding, segments, cls.__name__),
-                            group))
+        layer = cls(
+            packed * 32 // q.bits,
+            output_dims,
+            "bias" in q,
+            group_size=q.group_size,
+            bits=q.bits,
+            mode=getattr(q, "mode", "affine"),
+            group=group,
+        )
+        layer.update(
+            _shard(q.parameters(), _predicate(cls._sharding, segments, cls.__name__), group)
+        )
         return layer
 
 
 class QuantizedAllToShardedLinear(_QuantizedShardedLinear):
     """``AllToShardedLinear`` with a quantized weight (frozen parameters)."""
+
     _sharding = "all-to-sharded"
     _dense = AllToShardedLinear
 
@@ -277,6 +324,7 @@ class QuantizedAllToShardedLinear(_QuantizedShardedLinear):
 
 class QuantizedShardedToAllLinear(_QuantizedShardedLinear):
     """``ShardedToAllLinear`` with a quantized weight (frozen parameters)."""
+
     _sharding = "sharded-to-all"
     _dense = ShardedToAllLinear
 
@@ -309,16 +357,17 @@ def _gather_fn(group, full_shapes: list, shard_sizes: list, compute_dtype) -> Ca
     @gather.vjp
     def gather_vjp(shards, cotangents, outputs):
         full = nv.concatenate([c.reshape(n, -1) for c in cotangents], axis=1)
-        mine = nv.distributed.all_sum(full, group=group)[rank:rank + 1] / n
+        mine = nv.distributed.all_sum(full, group=group)[rank : rank + 1] / n
         parts = nv.split(mine, offsets[1:-1], axis=1)
-        return [cast(p.reshape(shape), s.dtype)
-                for p, shape, s in zip(parts, shard_shapes, shards)]
+        return [cast(p.reshape(shape), s.dtype) for p, shape, s in zip(parts, shard_shapes, shards)]
+
     return gather
 
 
 def _shardable(module, key, value) -> bool:
-    return not isinstance(value, FullyShardedModule) and \
-        Module.valid_parameter_filter(module, key, value)
+    return not isinstance(value, FullyShardedModule) and Module.valid_parameter_filter(
+        module, key, value
+    )
 
 
 class FullyShardedModule(Module):
@@ -337,9 +386,11 @@ class FullyShardedModule(Module):
             if a.ndim == 0:
                 raise ValueError(f"fully_shard: cannot shard the scalar parameter {path!r}")
             if a.shape[0] % n:
-                raise ValueError(f"fully_shard: cannot shard parameter {path!r} of shape "
-                                 f"{tuple(a.shape)} over {n} processes: axis 0 must be "
-                                 f"divisible by {n}")
+                raise ValueError(
+                    f"fully_shard: cannot shard parameter {path!r} of shape "
+                    f"{tuple(a.shape)} over {n} processes: axis 0 must be "
+                    f"divisible by {n}"
+                )
         self.__dict__["_paths"] = [k for k, _ in flat]
         full_shapes = [tuple(a.shape) for _, a in flat]
         shard_sizes = [a.size // n for _, a in flat]

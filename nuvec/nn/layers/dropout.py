@@ -4,6 +4,7 @@ The mask is drawn with ``nv.random.bernoulli`` from the global key ``nv.random.s
 compiled step that lists ``nv.random.state`` among its inputs and outputs draws a new mask on
 each call (and the same masks as the uncompiled step for the same seed).
 """
+
 from __future__ import annotations
 
 import nuvec as nv

@@ -5,6 +5,7 @@
 >>> nn.Embedding(10, 4)(nv.array([[1, 2, 3]])).shape
 (1, 3, 4)
 """
+
 from __future__ import annotations
 
 import math
@@ -35,8 +36,10 @@ class Embedding(Module):
         """``x @ weight.T``: the table used as an output projection (weight tying)."""
         return nv.matmul(x, nv.transpose(self.weight))
 
-    def to_quantized(self, group_size: int | None = None, bits: int | None = None,
-                     mode: str = "affine") -> Module:
+    def to_quantized(
+        self, group_size: int | None = None, bits: int | None = None, mode: str = "affine"
+    ) -> Module:
         """This layer as a ``QuantizedEmbedding`` (see ``nn.quantize``)."""
         from .quantized import QuantizedEmbedding
+
         return QuantizedEmbedding.from_embedding(self, group_size, bits, mode)

@@ -5,6 +5,7 @@
 >>> nn.Linear(3, 2)(nv.ones((4, 3))).shape
 (4, 2)
 """
+
 from __future__ import annotations
 
 import math
@@ -34,8 +35,9 @@ class Linear(Module):
     def __init__(self, input_dims: int, output_dims: int, bias: bool = True) -> None:
         super().__init__()
         if input_dims <= 0 or output_dims <= 0:
-            raise ValueError(f"Linear: dimensions must be positive, got {input_dims} and "
-                             f"{output_dims}")
+            raise ValueError(
+                f"Linear: dimensions must be positive, got {input_dims} and {output_dims}"
+            )
         k = math.sqrt(1.0 / input_dims)
         self.weight = nv.random.uniform(low=-k, high=k, shape=(output_dims, input_dims))
         if bias:
@@ -45,19 +47,27 @@ class Linear(Module):
         out, inp = self.weight.shape
         return f"input_dims={inp}, output_dims={out}, bias={'bias' in self}"
 
-    def to_quantized(self, group_size: int | None = None, bits: int | None = None,
-                     mode: str = "affine", quantize_input: bool = False) -> Module:
+    def to_quantized(
+        self,
+        group_size: int | None = None,
+        bits: int | None = None,
+        mode: str = "affine",
+        quantize_input: bool = False,
+    ) -> Module:
         """This layer as a ``QuantizedLinear`` (see ``nn.quantize``)."""
         if quantize_input:
             raise ValueError("Linear.to_quantized: quantize_input is not supported")
         from .quantized import QuantizedLinear
+
         return QuantizedLinear.from_linear(self, group_size, bits, mode)
 
     def __call__(self, x):
         w = self["weight"]
         if x.ndim == 0 or x.shape[-1] != w.shape[1]:
-            raise ValueError(f"Linear: expected inputs with last dimension {w.shape[1]}, got "
-                             f"shape {tuple(x.shape)}")
+            raise ValueError(
+                f"Linear: expected inputs with last dimension {w.shape[1]}, got "
+                f"shape {tuple(x.shape)}"
+            )
         lead = tuple(x.shape[:-1])
         # one 2-d product over all leading axes: one BLAS call forward, and the weight's
         # gradient is one product too (not a batch of them summed)
@@ -76,25 +86,28 @@ class Bilinear(Module):
     ``W`` and ``b`` start uniform in :math:`[-k, k]`, :math:`k = 1/\sqrt{input1\_dims}`.
     """
 
-    def __init__(self, input1_dims: int, input2_dims: int, output_dims: int,
-                 bias: bool = True) -> None:
+    def __init__(
+        self, input1_dims: int, input2_dims: int, output_dims: int, bias: bool = True
+    ) -> None:
         super().__init__()
         k = math.sqrt(1.0 / input1_dims)
-        self.weight = nv.random.uniform(low=-k, high=k,
-                                        shape=(output_dims, input2_dims, input1_dims))
+        self.weight = nv.random.uniform(
+            low=-k, high=k, shape=(output_dims, input2_dims, input1_dims)
+        )
         if bias:
             self.bias = nv.random.uniform(low=-k, high=k, shape=(output_dims,))
 
     def _extra_repr(self) -> str:
         out, in2, in1 = self.weight.shape
-        return (f"input1_dims={in1}, input2_dims={in2}, output_dims={out}, "
-                f"bias={'bias' in self}")
+        return f"input1_dims={in1}, input2_dims={in2}, output_dims={out}, bias={'bias' in self}"
 
     def __call__(self, x1, x2):
         out, in2, in1 = self.weight.shape
         if x1.shape[-1] != in1 or x2.shape[-1] != in2:
-            raise ValueError(f"Bilinear: inputs' last dimensions must be {in1} and {in2}, got "
-                             f"{x1.shape[-1]} and {x2.shape[-1]}")
+            raise ValueError(
+                f"Bilinear: inputs' last dimensions must be {in1} and {in2}, got "
+                f"{x1.shape[-1]} and {x2.shape[-1]}"
+            )
         lead = x1.shape[:-1]
         a = nv.reshape(x1, (-1, in1))
         b = nv.reshape(x2, (-1, 1, in2))

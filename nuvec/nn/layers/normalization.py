@@ -8,6 +8,7 @@ All normalise over the last axis (features last, as in MLX), in the input's dtyp
 >>> round(float(nv.mean(y)), 6), round(float(nv.mean(y * y)), 3)
 (0.0, 1.0)
 """
+
 from __future__ import annotations
 
 import nuvec as nv
@@ -30,16 +31,18 @@ def _normalize(x, axis, eps: float):
 
 def _check_last(x, dims: int, name: str) -> None:
     if x.ndim == 0 or x.shape[-1] != dims:
-        raise ValueError(f"{name}: expected the last dimension to be {dims}, got input of "
-                         f"shape {tuple(x.shape)}")
+        raise ValueError(
+            f"{name}: expected the last dimension to be {dims}, got input of shape {tuple(x.shape)}"
+        )
 
 
 class LayerNorm(Module):
     """Normalises the last axis to mean 0 and variance 1, then (``affine``) scales by
     ``weight`` (ones) and shifts by ``bias`` (zeros; omitted with ``bias=False``)."""
 
-    def __init__(self, dims: int, eps: float = 1e-5, affine: bool = True,
-                 bias: bool = True) -> None:
+    def __init__(
+        self, dims: int, eps: float = 1e-5, affine: bool = True, bias: bool = True
+    ) -> None:
         super().__init__()
         _check_eps(eps, "LayerNorm")
         if affine:
@@ -83,16 +86,25 @@ class GroupNorm(Module):
     layout). ``affine`` adds a per-feature ``weight`` and ``bias``.
     """
 
-    def __init__(self, num_groups: int, dims: int, eps: float = 1e-5, affine: bool = True,
-                 pytorch_compatible: bool = False) -> None:
+    def __init__(
+        self,
+        num_groups: int,
+        dims: int,
+        eps: float = 1e-5,
+        affine: bool = True,
+        pytorch_compatible: bool = False,
+    ) -> None:
         super().__init__()
         _check_eps(eps, "GroupNorm")
         if num_groups <= 0 or dims <= 0:
-            raise ValueError(f"GroupNorm: num_groups and dims must be positive, got "
-                             f"num_groups={num_groups}, dims={dims}")
+            raise ValueError(
+                f"GroupNorm: num_groups and dims must be positive, got "
+                f"num_groups={num_groups}, dims={dims}"
+            )
         if dims % num_groups:
-            raise ValueError(f"GroupNorm: dims ({dims}) must be divisible by num_groups "
-                             f"({num_groups})")
+            raise ValueError(
+                f"GroupNorm: dims ({dims}) must be divisible by num_groups ({num_groups})"
+            )
         if affine:
             self.weight = nv.ones((dims,))
             self.bias = nv.zeros((dims,))
@@ -102,8 +114,10 @@ class GroupNorm(Module):
         self.pytorch_compatible = pytorch_compatible
 
     def _extra_repr(self) -> str:
-        return (f"{self.num_groups}, {self.dims}, eps={self.eps}, affine={'weight' in self}, "
-                f"pytorch_compatible={self.pytorch_compatible}")
+        return (
+            f"{self.num_groups}, {self.dims}, eps={self.eps}, affine={'weight' in self}, "
+            f"pytorch_compatible={self.pytorch_compatible}"
+        )
 
     def __call__(self, x):
         _check_last(x, self.dims, "GroupNorm")
@@ -148,13 +162,15 @@ class InstanceNorm(Module):
 
     def __call__(self, x):
         if x.ndim < 3:
-            raise ValueError(f"InstanceNorm: expects an input (N, ..., C) of at least 3 "
-                             f"dimensions, got {x.ndim}")
+            raise ValueError(
+                f"InstanceNorm: expects an input (N, ..., C) of at least 3 dimensions, got {x.ndim}"
+            )
         _check_last(x, self.dims, "InstanceNorm")
         # statistics in float32 at least: a half-precision variance overflows at |x| ~ 256
         wide = nv.promote_types(x.dtype, nv.float32)
-        y = nv.astype(_normalize(nv.astype(x, wide), tuple(range(1, x.ndim - 1)), self.eps),
-                      x.dtype)
+        y = nv.astype(
+            _normalize(nv.astype(x, wide), tuple(range(1, x.ndim - 1)), self.eps), x.dtype
+        )
         return self.weight * y + self.bias if "weight" in self else y
 
 
@@ -168,8 +184,14 @@ class BatchNorm(Module):
     module's ``state`` and weights, never of its trainable parameters.
     """
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
-                 affine: bool = True, track_running_stats: bool = True) -> None:
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+    ) -> None:
         super().__init__()
         _check_eps(eps, "BatchNorm")
         self.num_features = num_features
@@ -192,8 +214,10 @@ class BatchNorm(Module):
         return self
 
     def _extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={'weight' in self}, track_running_stats={self.track_running_stats}")
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+            f"affine={'weight' in self}, track_running_stats={self.track_running_stats}"
+        )
 
     def __call__(self, x):
         if not 2 <= x.ndim <= 4:

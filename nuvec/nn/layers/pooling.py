@@ -8,6 +8,7 @@ zeros (which count in the average).
 >>> nn.MaxPool2d(2)(nv.ones((1, 4, 4, 3))).shape
 (1, 2, 2, 3)
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence, Union
@@ -22,8 +23,9 @@ class _Pool(Module):
     _nd = 0
     _kind = "max"
 
-    def __init__(self, kernel_size: IntOrTuple, stride: Optional[IntOrTuple] = None,
-                 padding: IntOrTuple = 0) -> None:
+    def __init__(
+        self, kernel_size: IntOrTuple, stride: Optional[IntOrTuple] = None, padding: IntOrTuple = 0
+    ) -> None:
         super().__init__()
         name = type(self).__name__
         kernel = _tuple(kernel_size, self._nd, "kernel_size", name, 1)
@@ -31,41 +33,47 @@ class _Pool(Module):
         self.__dict__.update(
             _kernel=kernel,
             _stride=kernel if stride is None else _tuple(stride, self._nd, "stride", name, 1),
-            _padding=_tuple(padding, self._nd, "padding", name, 0))
+            _padding=_tuple(padding, self._nd, "padding", name, 0),
+        )
 
     def _extra_repr(self) -> str:
         return f"kernel_size={self._kernel}, stride={self._stride}, padding={self._padding}"
 
     def __call__(self, x):
-        return pool(x, self._kernel, self._stride, self._padding, self._kind,
-                    type(self).__name__)
+        return pool(x, self._kernel, self._stride, self._padding, self._kind, type(self).__name__)
 
 
 class MaxPool1d(_Pool):
     """Max over windows of ``(N, L, C)`` inputs."""
+
     _nd, _kind = 1, "max"
 
 
 class AvgPool1d(_Pool):
     """Average over windows of ``(N, L, C)`` inputs."""
+
     _nd, _kind = 1, "avg"
 
 
 class MaxPool2d(_Pool):
     """Max over windows of ``(N, H, W, C)`` inputs."""
+
     _nd, _kind = 2, "max"
 
 
 class AvgPool2d(_Pool):
     """Average over windows of ``(N, H, W, C)`` inputs."""
+
     _nd, _kind = 2, "avg"
 
 
 class MaxPool3d(_Pool):
     """Max over windows of ``(N, D, H, W, C)`` inputs."""
+
     _nd, _kind = 3, "max"
 
 
 class AvgPool3d(_Pool):
     """Average over windows of ``(N, D, H, W, C)`` inputs."""
+
     _nd, _kind = 3, "avg"

@@ -7,6 +7,7 @@
 >>> nn.SinusoidalPositionalEncoding(16)(nv.arange(10)).shape
 (10, 16)
 """
+
 from __future__ import annotations
 
 import math
@@ -29,8 +30,9 @@ class RoPE(Module):
     through unchanged.
     """
 
-    def __init__(self, dims: int, traditional: bool = False, base: float = 10000,
-                 scale: float = 1.0) -> None:
+    def __init__(
+        self, dims: int, traditional: bool = False, base: float = 10000, scale: float = 1.0
+    ) -> None:
         super().__init__()
         if dims <= 0 or dims % 2:
             raise ValueError(f"RoPE: dims must be positive and even, got {dims}")
@@ -43,8 +45,14 @@ class RoPE(Module):
         return f"{self.dims}, traditional={self.traditional}"
 
     def __call__(self, x, offset: int = 0):
-        return nv.fast.rope(x, self.dims, traditional=self.traditional, base=self.base,
-                            scale=self.scale, offset=int(offset))
+        return nv.fast.rope(
+            x,
+            self.dims,
+            traditional=self.traditional,
+            base=self.base,
+            scale=self.scale,
+            offset=int(offset),
+        )
 
 
 class SinusoidalPositionalEncoding(Module):
@@ -55,16 +63,26 @@ class SinusoidalPositionalEncoding(Module):
     ``full_turns`` the frequencies are multiplied by :math:`2\pi`.
     """
 
-    def __init__(self, dims: int, min_freq: float = 0.0001, max_freq: float = 1,
-                 scale: Optional[float] = None, cos_first: bool = False,
-                 full_turns: bool = False) -> None:
+    def __init__(
+        self,
+        dims: int,
+        min_freq: float = 0.0001,
+        max_freq: float = 1,
+        scale: Optional[float] = None,
+        cos_first: bool = False,
+        full_turns: bool = False,
+    ) -> None:
         super().__init__()
         if dims <= 0 or dims % 2:
-            raise ValueError(f"SinusoidalPositionalEncoding: dims must be positive and even, "
-                             f"got {dims}")
+            raise ValueError(
+                f"SinusoidalPositionalEncoding: dims must be positive and even, got {dims}"
+            )
         half = dims // 2
-        frac = np.ones(1, np.float32) if half == 1 else \
-            1 - np.arange(half, dtype=np.float32) / np.float32(half - 1)
+        frac = (
+            np.ones(1, np.float32)
+            if half == 1
+            else 1 - np.arange(half, dtype=np.float32) / np.float32(half - 1)
+        )
         lo, hi = math.log(min_freq), math.log(max_freq)
         sig = np.exp(frac * np.float32(hi - lo) + np.float32(lo)).astype(np.float32)
         if full_turns:
@@ -87,7 +105,7 @@ def _alibi_slopes(n: int) -> list:
     if n & (n - 1) == 0:
         return [2.0 ** (-8.0 * i / n) for i in range(1, n + 1)]
     low = 1 << (n.bit_length() - 1)
-    return _alibi_slopes(low) + _alibi_slopes(2 * low)[0::2][:n - low]
+    return _alibi_slopes(low) + _alibi_slopes(2 * low)[0::2][: n - low]
 
 
 class ALiBi(Module):
@@ -106,8 +124,13 @@ class ALiBi(Module):
         return nv.array(_alibi_slopes(num_heads), dtype=dtype).reshape(num_heads, 1, 1)
 
     @staticmethod
-    def create_alibi_matrix(q_sequence_length: int, k_sequence_length: int, num_heads: int,
-                            offset: int, dtype=nv.float32):
+    def create_alibi_matrix(
+        q_sequence_length: int,
+        k_sequence_length: int,
+        num_heads: int,
+        offset: int,
+        dtype=nv.float32,
+    ):
         """The biases ``(1, num_heads, q_sequence_length - offset, k_sequence_length)``."""
         q = nv.arange(offset, q_sequence_length)
         k = nv.arange(0, k_sequence_length)
@@ -116,8 +139,9 @@ class ALiBi(Module):
 
     def __call__(self, attention_scores, offset: int = 0, mask=None):
         if attention_scores.ndim != 4:
-            raise ValueError(f"ALiBi: expects scores (B, H, L_q, L_k), got shape "
-                             f"{tuple(attention_scores.shape)}")
+            raise ValueError(
+                f"ALiBi: expects scores (B, H, L_q, L_k), got shape {tuple(attention_scores.shape)}"
+            )
         _, heads, lq, lk = attention_scores.shape
         bias = self.create_alibi_matrix(lq + offset, lk, heads, offset, attention_scores.dtype)
         if mask is not None:

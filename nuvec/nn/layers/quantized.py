@@ -10,6 +10,7 @@ quantized twin in place. Their parameters are MLX's (``weight`` uint32 codes, ``
 >>> type(model.layers[0]).__name__, model(nv.ones((1, 64))).shape
 ('QuantizedLinear', (1, 64))
 """
+
 from __future__ import annotations
 
 import math
@@ -26,16 +27,22 @@ __all__ = ["QuantizedLinear", "QuantizedEmbedding", "quantize"]
 
 def _mode_params(mode: str, group_size, bits) -> tuple[int, int]:
     if mode not in MODES:
-        raise ValueError(f"quantize: invalid quantization mode {mode!r}; valid modes are "
-                         f"{', '.join(MODES)}")
+        raise ValueError(
+            f"quantize: invalid quantization mode {mode!r}; valid modes are {', '.join(MODES)}"
+        )
     g, b = MODES[mode]
     return group_size or g, bits or b
 
 
-def quantize(model: Module, group_size: Optional[int] = None, bits: Optional[int] = None, *,
-             mode: str = "affine", quantize_input: bool = False,
-             class_predicate: Optional[Callable[[str, Module], Union[bool, dict]]] = None
-             ) -> None:
+def quantize(
+    model: Module,
+    group_size: Optional[int] = None,
+    bits: Optional[int] = None,
+    *,
+    mode: str = "affine",
+    quantize_input: bool = False,
+    class_predicate: Optional[Callable[[str, Module], Union[bool, dict]]] = None,
+) -> None:
     """Replace, in place, the leaf modules of ``model`` that ``class_predicate(path,
     module)`` selects (default: those with ``to_quantized``) by their quantized form; the
     predicate may return a dict of ``to_quantized`` arguments instead of True."""
@@ -54,8 +61,10 @@ def quantize(model: Module, group_size: Optional[int] = None, bits: Optional[int
         if isinstance(chosen, dict):
             kwargs = {k: v for k, v in chosen.items() if k != "quantize_input" or v}
             return m.to_quantized(**kwargs)
-        raise ValueError("quantize: class_predicate must return a bool or a dict of "
-                         "arguments for to_quantized")
+        raise ValueError(
+            "quantize: class_predicate must return a bool or a dict of arguments for to_quantized"
+        )
+
     leaves = tree_map_with_path(swap, model.leaf_modules(), is_leaf=Module.is_module)
     model.update_modules(leaves)
 
@@ -66,8 +75,9 @@ class _Quantized(Module):
     def _set_quantized(self, weight, group_size, bits, mode: str) -> None:
         self.group_size, self.bits = _mode_params(mode, group_size, bits)
         self.mode = mode
-        self.weight, self.scales, *biases = nv.quantize(weight, self.group_size, self.bits,
-                                                        mode=mode)
+        self.weight, self.scales, *biases = nv.quantize(
+            weight, self.group_size, self.bits, mode=mode
+        )
         self.biases = biases[0] if biases else None
 
     def _extra(self) -> str:
@@ -78,31 +88,55 @@ class QuantizedLinear(_Quantized):
     """``Linear`` with a quantized weight: ``y = quantized_matmul(x, W) + b``. Its
     parameters are frozen (the codes have no gradient)."""
 
-    def __init__(self, input_dims: int, output_dims: int, bias: bool = True,
-                 group_size: Optional[int] = None, bits: Optional[int] = None,
-                 mode: str = "affine") -> None:
+    def __init__(
+        self,
+        input_dims: int,
+        output_dims: int,
+        bias: bool = True,
+        group_size: Optional[int] = None,
+        bits: Optional[int] = None,
+        mode: str = "affine",
+    ) -> None:
         super().__init__()
         k = math.sqrt(1 / input_dims)
-        self._set_quantized(nv.random.uniform(low=-k, high=k, shape=(output_dims, input_dims)),
-                            group_size, bits, mode)
+        self._set_quantized(
+            nv.random.uniform(low=-k, high=k, shape=(output_dims, input_dims)),
+            group_size,
+            bits,
+            mode,
+        )
         if bias:
             self.bias = nv.zeros((output_dims,))
         self.freeze()
 
     def _extra_repr(self) -> str:
         out_dims, packed = self.weight.shape
-        return (f"input_dims={packed * 32 // self.bits}, output_dims={out_dims}, "
-                f"bias={'bias' in self}, {self._extra()}")
+        return (
+            f"input_dims={packed * 32 // self.bits}, output_dims={out_dims}, "
+            f"bias={'bias' in self}, {self._extra()}"
+        )
 
     def __call__(self, x):
-        y = nv.quantized_matmul(x, self["weight"], scales=self["scales"],
-                                biases=self.get("biases"), transpose=True,
-                                group_size=self.group_size, bits=self.bits, mode=self.mode)
+        y = nv.quantized_matmul(
+            x,
+            self["weight"],
+            scales=self["scales"],
+            biases=self.get("biases"),
+            transpose=True,
+            group_size=self.group_size,
+            bits=self.bits,
+            mode=self.mode,
+        )
         return y + self["bias"] if "bias" in self else y
 
     @classmethod
-    def from_linear(cls, linear: Module, group_size: Optional[int] = None,
-                    bits: Optional[int] = None, mode: str = "affine") -> "QuantizedLinear":
+    def from_linear(
+        cls,
+        linear: Module,
+        group_size: Optional[int] = None,
+        bits: Optional[int] = None,
+        mode: str = "affine",
+    ) -> "QuantizedLinear":
         """The quantized form of a ``Linear`` (its bias kept as it is)."""
         out_dims, in_dims = linear.weight.shape
         q = cls.__new__(cls)
@@ -117,11 +151,21 @@ class QuantizedLinear(_Quantized):
 class QuantizedEmbedding(_Quantized):
     """``Embedding`` with a quantized table: rows are looked up packed and dequantized."""
 
-    def __init__(self, num_embeddings: int, dims: int, group_size: Optional[int] = None,
-                 bits: Optional[int] = None, mode: str = "affine") -> None:
+    def __init__(
+        self,
+        num_embeddings: int,
+        dims: int,
+        group_size: Optional[int] = None,
+        bits: Optional[int] = None,
+        mode: str = "affine",
+    ) -> None:
         super().__init__()
-        self._set_quantized(nv.random.normal(shape=(num_embeddings, dims),
-                                             scale=math.sqrt(1 / dims)), group_size, bits, mode)
+        self._set_quantized(
+            nv.random.normal(shape=(num_embeddings, dims), scale=math.sqrt(1 / dims)),
+            group_size,
+            bits,
+            mode,
+        )
         self.num_embeddings, self.dims = num_embeddings, dims
         self.freeze()
 
@@ -130,19 +174,36 @@ class QuantizedEmbedding(_Quantized):
 
     def __call__(self, x):
         biases = self.get("biases")
-        return nv.dequantize(self["weight"][x], scales=self["scales"][x],
-                             biases=None if biases is None else biases[x],
-                             group_size=self.group_size, bits=self.bits, mode=self.mode)
+        return nv.dequantize(
+            self["weight"][x],
+            scales=self["scales"][x],
+            biases=None if biases is None else biases[x],
+            group_size=self.group_size,
+            bits=self.bits,
+            mode=self.mode,
+        )
 
     def as_linear(self, x):
         """``x @ table.T`` through the packed table (tied input and output embeddings)."""
-        return nv.quantized_matmul(x, self["weight"], scales=self["scales"],
-                                   biases=self.get("biases"), transpose=True,
-                                   group_size=self.group_size, bits=self.bits, mode=self.mode)
+        return nv.quantized_matmul(
+            x,
+            self["weight"],
+            scales=self["scales"],
+            biases=self.get("biases"),
+            transpose=True,
+            group_size=self.group_size,
+            bits=self.bits,
+            mode=self.mode,
+        )
 
     @classmethod
-    def from_embedding(cls, embedding: Module, group_size: Optional[int] = None,
-                       bits: Optional[int] = None, mode: str = "affine") -> "QuantizedEmbedding":
+    def from_embedding(
+        cls,
+        embedding: Module,
+        group_size: Optional[int] = None,
+        bits: Optional[int] = None,
+        mode: str = "affine",
+    ) -> "QuantizedEmbedding":
         """The quantized form of an ``Embedding``."""
         q = cls.__new__(cls)
         Module.__init__(q)

@@ -11,6 +11,7 @@ along the first axis (GRU: reset, update, new; LSTM: input, forget, cell, output
 >>> h.shape, c.shape
 ((2, 5, 8), (2, 5, 8))
 """
+
 from __future__ import annotations
 
 import math
@@ -27,8 +28,10 @@ def _uniform(scale: float, shape: tuple):
 
 def _check_input(x, input_size: int, name: str) -> None:
     if x.ndim not in (2, 3) or x.shape[-1] != input_size:
-        raise ValueError(f"{name}: expects an input (N, L, {input_size}) or (L, {input_size}), "
-                         f"got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"{name}: expects an input (N, L, {input_size}) or (L, {input_size}), "
+            f"got shape {tuple(x.shape)}"
+        )
 
 
 def _initial(state, x, hidden_size: int):
@@ -45,8 +48,13 @@ class RNN(Module):
     ``__call__(x, hidden=None)``: ``hidden`` is the initial state ``(N, H)`` or ``(H,)``.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
-                 nonlinearity: Optional[Callable] = None) -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool = True,
+        nonlinearity: Optional[Callable] = None,
+    ) -> None:
         super().__init__()
         self.nonlinearity = nonlinearity or nv.tanh
         if not callable(self.nonlinearity):
@@ -59,8 +67,10 @@ class RNN(Module):
             self.bias = _uniform(scale, (hidden_size,))
 
     def _extra_repr(self) -> str:
-        return (f"input_dims={self.Wxh.shape[1]}, hidden_size={self.hidden_size}, "
-                f"nonlinearity={self.nonlinearity}, bias={'bias' in self}")
+        return (
+            f"input_dims={self.Wxh.shape[1]}, hidden_size={self.hidden_size}, "
+            f"nonlinearity={self.nonlinearity}, bias={'bias' in self}"
+        )
 
     def __call__(self, x, hidden=None):
         _check_input(x, self.Wxh.shape[1], "RNN")
@@ -97,8 +107,7 @@ class GRU(Module):
             self.bhn = _uniform(scale, (hidden_size,))
 
     def _extra_repr(self) -> str:
-        return (f"input_dims={self.Wx.shape[1]}, hidden_size={self.hidden_size}, "
-                f"bias={'b' in self}")
+        return f"input_dims={self.Wx.shape[1]}, hidden_size={self.hidden_size}, bias={'b' in self}"
 
     def __call__(self, x, hidden=None):
         _check_input(x, self.Wx.shape[1], "GRU")
@@ -111,12 +120,12 @@ class GRU(Module):
         for t in range(x.shape[-2]):
             xt = proj[..., t, :]
             hp = h @ self.Wh.T
-            hn = hp[..., 2 * H:]
+            hn = hp[..., 2 * H :]
             if "bhn" in self:
                 hn = hn + self.bhn
-            rz = nv.sigmoid(xt[..., :2 * H] + hp[..., :2 * H])
+            rz = nv.sigmoid(xt[..., : 2 * H] + hp[..., : 2 * H])
             r, z = rz[..., :H], rz[..., H:]
-            n = nv.tanh(xt[..., 2 * H:] + r * hn)
+            n = nv.tanh(xt[..., 2 * H :] + r * hn)
             h = (1 - z) * n + z * h
             out.append(h)
         return nv.stack(out, axis=-2)
@@ -142,8 +151,9 @@ class LSTM(Module):
             self.bias = _uniform(scale, (4 * hidden_size,))
 
     def _extra_repr(self) -> str:
-        return (f"input_dims={self.Wx.shape[1]}, hidden_size={self.hidden_size}, "
-                f"bias={'bias' in self}")
+        return (
+            f"input_dims={self.Wx.shape[1]}, hidden_size={self.hidden_size}, bias={'bias' in self}"
+        )
 
     def __call__(self, x, hidden=None, cell=None):
         _check_input(x, self.Wx.shape[1], "LSTM")
@@ -157,9 +167,9 @@ class LSTM(Module):
         for t in range(x.shape[-2]):
             gates = proj[..., t, :] + h @ self.Wh.T
             i = nv.sigmoid(gates[..., :H])
-            f = nv.sigmoid(gates[..., H:2 * H])
-            g = nv.tanh(gates[..., 2 * H:3 * H])
-            o = nv.sigmoid(gates[..., 3 * H:])
+            f = nv.sigmoid(gates[..., H : 2 * H])
+            g = nv.tanh(gates[..., 2 * H : 3 * H])
+            o = nv.sigmoid(gates[..., 3 * H :])
             c = f * c + i * g
             h = o * nv.tanh(c)
             hs.append(h)

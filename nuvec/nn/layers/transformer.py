@@ -8,6 +8,7 @@
 >>> mha(x, x, x, mask).shape
 (2, 5, 16)
 """
+
 from __future__ import annotations
 
 import math
@@ -31,22 +32,32 @@ class MultiHeadAttention(Module):
     ``1/sqrt(head_dims)``, merged and projected by ``out_proj``. ``mask`` is additive (see
     ``create_additive_causal_mask``), boolean (True: attend) or ``"causal"``."""
 
-    def __init__(self, dims: int, num_heads: int, query_input_dims: Optional[int] = None,
-                 key_input_dims: Optional[int] = None, value_input_dims: Optional[int] = None,
-                 value_dims: Optional[int] = None, value_output_dims: Optional[int] = None,
-                 bias: bool = False) -> None:
+    def __init__(
+        self,
+        dims: int,
+        num_heads: int,
+        query_input_dims: Optional[int] = None,
+        key_input_dims: Optional[int] = None,
+        value_input_dims: Optional[int] = None,
+        value_dims: Optional[int] = None,
+        value_output_dims: Optional[int] = None,
+        bias: bool = False,
+    ) -> None:
         super().__init__()
         if dims % num_heads:
-            raise ValueError(f"MultiHeadAttention: dims ({dims}) must be divisible by "
-                             f"num_heads ({num_heads})")
+            raise ValueError(
+                f"MultiHeadAttention: dims ({dims}) must be divisible by num_heads ({num_heads})"
+            )
         query_input_dims = query_input_dims or dims
         key_input_dims = key_input_dims or dims
         value_input_dims = value_input_dims or key_input_dims
         value_dims = value_dims or dims
         value_output_dims = value_output_dims or dims
         if value_dims % num_heads:
-            raise ValueError(f"MultiHeadAttention: value_dims ({value_dims}) must be "
-                             f"divisible by num_heads ({num_heads})")
+            raise ValueError(
+                f"MultiHeadAttention: value_dims ({value_dims}) must be "
+                f"divisible by num_heads ({num_heads})"
+            )
         self.num_heads = num_heads
         self.query_proj = Linear(query_input_dims, dims, bias=bias)
         self.key_proj = Linear(key_input_dims, dims, bias=bias)
@@ -55,8 +66,9 @@ class MultiHeadAttention(Module):
 
     def _heads(self, x):
         b, n, d = x.shape
-        return nv.transpose(nv.reshape(x, (b, n, self.num_heads, d // self.num_heads)),
-                            (0, 2, 1, 3))
+        return nv.transpose(
+            nv.reshape(x, (b, n, self.num_heads, d // self.num_heads)), (0, 2, 1, 3)
+        )
 
     def __call__(self, queries, keys, values, mask=None):
         q = self._heads(self.query_proj(queries))
@@ -82,9 +94,15 @@ class TransformerEncoderLayer(Module):
     ``activation``), each with a residual connection, layer norm and dropout. With
     ``norm_first`` (default) the norms come before each block (pre-norm)."""
 
-    def __init__(self, dims: int, num_heads: int, mlp_dims: Optional[int] = None,
-                 dropout: float = 0.0, activation: Callable = relu,
-                 norm_first: bool = True) -> None:
+    def __init__(
+        self,
+        dims: int,
+        num_heads: int,
+        mlp_dims: Optional[int] = None,
+        dropout: float = 0.0,
+        activation: Callable = relu,
+        norm_first: bool = True,
+    ) -> None:
         super().__init__()
         mlp_dims = mlp_dims or dims * 4
         self.attention = MultiHeadAttention(dims, num_heads)
@@ -113,13 +131,22 @@ class TransformerEncoder(Module):
     for MLX compatibility; it only trades memory for compute there, and results are the
     same here without it (see ``nn.utils.checkpoint``)."""
 
-    def __init__(self, num_layers: int, dims: int, num_heads: int,
-                 mlp_dims: Optional[int] = None, dropout: float = 0.0,
-                 activation: Callable = relu, norm_first: bool = True,
-                 checkpoint: bool = False) -> None:
+    def __init__(
+        self,
+        num_layers: int,
+        dims: int,
+        num_heads: int,
+        mlp_dims: Optional[int] = None,
+        dropout: float = 0.0,
+        activation: Callable = relu,
+        norm_first: bool = True,
+        checkpoint: bool = False,
+    ) -> None:
         super().__init__()
-        self.layers = [TransformerEncoderLayer(dims, num_heads, mlp_dims, dropout, activation,
-                                               norm_first) for _ in range(num_layers)]
+        self.layers = [
+            TransformerEncoderLayer(dims, num_heads, mlp_dims, dropout, activation, norm_first)
+            for _ in range(num_layers)
+        ]
         self.ln = LayerNorm(dims)
         self.checkpoint = checkpoint
 
@@ -140,9 +167,15 @@ class TransformerDecoderLayer(Module):
     (2, 3, 16)
     """
 
-    def __init__(self, dims: int, num_heads: int, mlp_dims: Optional[int] = None,
-                 dropout: float = 0.0, activation: Callable = relu,
-                 norm_first: bool = True) -> None:
+    def __init__(
+        self,
+        dims: int,
+        num_heads: int,
+        mlp_dims: Optional[int] = None,
+        dropout: float = 0.0,
+        activation: Callable = relu,
+        norm_first: bool = True,
+    ) -> None:
         super().__init__()
         mlp_dims = mlp_dims or dims * 4
         self.self_attention = MultiHeadAttention(dims, num_heads)
@@ -177,13 +210,22 @@ class TransformerDecoder(Module):
     """``num_layers`` decoder layers, then a final LayerNorm (``checkpoint`` as in
     ``TransformerEncoder``)."""
 
-    def __init__(self, num_layers: int, dims: int, num_heads: int,
-                 mlp_dims: Optional[int] = None, dropout: float = 0.0,
-                 activation: Callable = relu, norm_first: bool = True,
-                 checkpoint: bool = False) -> None:
+    def __init__(
+        self,
+        num_layers: int,
+        dims: int,
+        num_heads: int,
+        mlp_dims: Optional[int] = None,
+        dropout: float = 0.0,
+        activation: Callable = relu,
+        norm_first: bool = True,
+        checkpoint: bool = False,
+    ) -> None:
         super().__init__()
-        self.layers = [TransformerDecoderLayer(dims, num_heads, mlp_dims, dropout, activation,
-                                               norm_first) for _ in range(num_layers)]
+        self.layers = [
+            TransformerDecoderLayer(dims, num_heads, mlp_dims, dropout, activation, norm_first)
+            for _ in range(num_layers)
+        ]
         self.ln = LayerNorm(dims)
         self.checkpoint = checkpoint
 
@@ -203,19 +245,49 @@ class Transformer(Module):
     (2, 3, 16)
     """
 
-    def __init__(self, dims: int = 512, num_heads: int = 8, num_encoder_layers: int = 6,
-                 num_decoder_layers: int = 6, mlp_dims: Optional[int] = None,
-                 dropout: float = 0.0, activation: Callable = relu,
-                 custom_encoder: Optional[Module] = None,
-                 custom_decoder: Optional[Module] = None, norm_first: bool = True,
-                 checkpoint: bool = False) -> None:
+    def __init__(
+        self,
+        dims: int = 512,
+        num_heads: int = 8,
+        num_encoder_layers: int = 6,
+        num_decoder_layers: int = 6,
+        mlp_dims: Optional[int] = None,
+        dropout: float = 0.0,
+        activation: Callable = relu,
+        custom_encoder: Optional[Module] = None,
+        custom_decoder: Optional[Module] = None,
+        norm_first: bool = True,
+        checkpoint: bool = False,
+    ) -> None:
         super().__init__()
-        self.encoder = custom_encoder if custom_encoder is not None else TransformerEncoder(
-            num_encoder_layers, dims, num_heads, mlp_dims, dropout, activation, norm_first,
-            checkpoint)
-        self.decoder = custom_decoder if custom_decoder is not None else TransformerDecoder(
-            num_decoder_layers, dims, num_heads, mlp_dims, dropout, activation, norm_first,
-            checkpoint)
+        self.encoder = (
+            custom_encoder
+            if custom_encoder is not None
+            else TransformerEncoder(
+                num_encoder_layers,
+                dims,
+                num_heads,
+                mlp_dims,
+                dropout,
+                activation,
+                norm_first,
+                checkpoint,
+            )
+        )
+        self.decoder = (
+            custom_decoder
+            if custom_decoder is not None
+            else TransformerDecoder(
+                num_decoder_layers,
+                dims,
+                num_heads,
+                mlp_dims,
+                dropout,
+                activation,
+                norm_first,
+                checkpoint,
+            )
+        )
 
     def __call__(self, src, tgt, src_mask, tgt_mask, memory_mask):
         memory = self.encoder(src, src_mask)

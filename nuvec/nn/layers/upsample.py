@@ -11,6 +11,7 @@ on the sizes, so they are computed once in NumPy (float64) and enter the graph a
 >>> Upsample(2, mode="linear")(x)[0, 0, :, 0].tolist()
 [1.0, 1.25, 1.75, 2.0]
 """
+
 from __future__ import annotations
 
 import math
@@ -120,16 +121,23 @@ class Upsample(Module):
     Floating inputs keep their dtype; others interpolate to float32 (nearest keeps any).
     """
 
-    def __init__(self, scale_factor: Union[float, Sequence[float]], mode: str = "nearest",
-                 align_corners: bool = False, antialias: bool = False) -> None:
+    def __init__(
+        self,
+        scale_factor: Union[float, Sequence[float]],
+        mode: str = "nearest",
+        align_corners: bool = False,
+        antialias: bool = False,
+    ) -> None:
         super().__init__()
         if mode not in _MODES:
             raise ValueError(f"Upsample: mode must be one of {_MODES}, got {mode!r}")
         if antialias and mode == "nearest":
             raise ValueError("Upsample: antialias is not supported for nearest upsampling")
         if antialias and align_corners:
-            raise ValueError("Upsample: antialias=True with align_corners=True is not "
-                             "supported; use align_corners=False")
+            raise ValueError(
+                "Upsample: antialias=True with align_corners=True is not "
+                "supported; use align_corners=False"
+            )
         if isinstance(scale_factor, (list, tuple)):
             scale = tuple(float(s) for s in scale_factor)
             bad = [s for s in scale if not s > 0]
@@ -144,20 +152,26 @@ class Upsample(Module):
         self.antialias = antialias
 
     def _extra_repr(self) -> str:
-        r = (f"scale_factor={self.scale_factor}, mode={self.mode!r}, "
-             f"align_corners={self.align_corners}")
+        r = (
+            f"scale_factor={self.scale_factor}, mode={self.mode!r}, "
+            f"align_corners={self.align_corners}"
+        )
         return r + (", antialias=True" if self.antialias else "")
 
     def __call__(self, x):
         dims = x.ndim - 2
         if dims <= 0:
-            raise ValueError(f"Upsample: the input needs at least one spatial axis (N, ..., C), "
-                             f"got a {x.ndim}-d input")
+            raise ValueError(
+                f"Upsample: the input needs at least one spatial axis (N, ..., C), "
+                f"got a {x.ndim}-d input"
+            )
         scales = self.scale_factor
         if isinstance(scales, tuple):
             if len(scales) != dims:
-                raise ValueError(f"Upsample: one scale per spatial axis is needed, got "
-                                 f"scale_factor={scales} for {dims} spatial axes")
+                raise ValueError(
+                    f"Upsample: one scale per spatial axis is needed, got "
+                    f"scale_factor={scales} for {dims} spatial axes"
+                )
         else:
             scales = (scales,) * dims
         if self.mode == "nearest":

@@ -15,6 +15,7 @@ the runner) plus the byte offset of the view's first element, so views, negative
 broadcasts address memory exactly as on a GPU. After the run the owning arrays of the
 ``writes`` slots receive the runner's bytes; any other buffer that changed is an error.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -39,15 +40,38 @@ RUNNER = HERE / "runner.cpp"
 # MSL has no double, so C++ must not compute in double where Metal would use float.
 # Sanitizers: out-of-bounds memory access, signed overflow, bad shifts, out-of-range
 # float -> int conversions abort the runner (the shared headers promise none of them).
-FLAGS = ("-std=c++17", "-O0", "-ffp-contract=off", "-fno-fast-math", "-fsigned-char",
-         "-fno-strict-aliasing", "-Wno-attributes", "-Werror=double-promotion",
-         "-Werror=float-conversion", "-fsanitize=address,undefined,float-cast-overflow",
-         "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-pthread")
+FLAGS = (
+    "-std=c++17",
+    "-O0",
+    "-ffp-contract=off",
+    "-fno-fast-math",
+    "-fsigned-char",
+    "-fno-strict-aliasing",
+    "-Wno-attributes",
+    "-Werror=double-promotion",
+    "-Werror=float-conversion",
+    "-fsanitize=address,undefined,float-cast-overflow",
+    "-fno-sanitize-recover=all",
+    "-fno-omit-frame-pointer",
+    "-pthread",
+)
 
-_SCALAR_SIZE = {"uint": 4, "int": 4, "long": 8, "ulong": 8, "float": 4, "ushort": 2,
-                "short": 2, "uchar": 1, "char": 1}
-_THREAD_ATTRS = ("thread_position_in_grid", "threadgroup_position_in_grid",
-                 "thread_position_in_threadgroup")
+_SCALAR_SIZE = {
+    "uint": 4,
+    "int": 4,
+    "long": 8,
+    "ulong": 8,
+    "float": 4,
+    "ushort": 2,
+    "short": 2,
+    "uchar": 1,
+    "char": 1,
+}
+_THREAD_ATTRS = (
+    "thread_position_in_grid",
+    "threadgroup_position_in_grid",
+    "thread_position_in_threadgroup",
+)
 
 
 def compiler() -> str | None:
@@ -58,6 +82,7 @@ def compiler() -> str | None:
 @dataclass(frozen=True)
 class Param:
     """One kernel parameter: ``type`` as written, ``kind`` "*", "&" or "" (by value)."""
+
     type: str
     kind: str
     name: str
@@ -72,8 +97,11 @@ class Param:
 
 
 _KERNEL = re.compile(r"\bkernel\s+void\s+(\w+)\s*\(")
-_PARAM = re.compile(r"^(?P<type>.*?)\s*(?P<kind>[*&]?)\s*(?P<name>\w+)\s*"
-                    r"\[\[\s*(?P<attr>\w+)\s*(?:\(\s*(?P<index>\d+)\s*\))?\s*\]\]$", re.S)
+_PARAM = re.compile(
+    r"^(?P<type>.*?)\s*(?P<kind>[*&]?)\s*(?P<name>\w+)\s*"
+    r"\[\[\s*(?P<attr>\w+)\s*(?:\(\s*(?P<index>\d+)\s*\))?\s*\]\]$",
+    re.S,
+)
 
 
 def _split_top(text: str) -> list[str]:
@@ -103,14 +131,20 @@ def parse_kernels(source: str) -> dict[str, list[Param]]:
             depth += {"(": 1, ")": -1}.get(source[j], 0)
             j += 1
         params = []
-        for text in _split_top(source[m.end():j - 1]):
+        for text in _split_top(source[m.end() : j - 1]):
             pm = _PARAM.match(text)
             if pm is None:
                 raise ValueError(f"kernel {m.group(1)}: cannot read the parameter {text!r}")
             idx = pm.group("index")
-            params.append(Param(" ".join(pm.group("type").split()), pm.group("kind"),
-                                pm.group("name"), pm.group("attr"),
-                                int(idx) if idx is not None else None))
+            params.append(
+                Param(
+                    " ".join(pm.group("type").split()),
+                    pm.group("kind"),
+                    pm.group("name"),
+                    pm.group("attr"),
+                    int(idx) if idx is not None else None,
+                )
+            )
         out[m.group(1)] = params
     return out
 
@@ -134,10 +168,13 @@ def _thread_expr(p: Param, kernel: str) -> str:
 def wrappers(kernels: Mapping[str, list[Param]]) -> str:
     """C++ appended to the source: one body per kernel binding slots to parameters, and the
     table the runner looks kernels up in."""
-    lines = ["", "/* ---- emulation entry points (tests/metal/msl_emulation/emulate.py) ---- */",
-             "struct nv_emu_uint3 { unsigned x, y, z; };",
-             "typedef void (*nv_emu_body)(void *const *, nv_emu_uint3, nv_emu_uint3, nv_emu_uint3);",
-             "struct nv_emu_entry { const char *name; nv_emu_body body; };"]
+    lines = [
+        "",
+        "/* ---- emulation entry points (tests/metal/msl_emulation/emulate.py) ---- */",
+        "struct nv_emu_uint3 { unsigned x, y, z; };",
+        "typedef void (*nv_emu_body)(void *const *, nv_emu_uint3, nv_emu_uint3, nv_emu_uint3);",
+        "struct nv_emu_entry { const char *name; nv_emu_body body; };",
+    ]
     for name, params in kernels.items():
         args = []
         for p in params:
@@ -147,12 +184,15 @@ def wrappers(kernels: Mapping[str, list[Param]]) -> str:
                 elif p.kind == "&":
                     args.append(f"*({p.type} *)s[{p.index}]")
                 else:
-                    raise ValueError(f"kernel {name}: buffer parameter {p.name} must be a "
-                                     "pointer or a reference")
+                    raise ValueError(
+                        f"kernel {name}: buffer parameter {p.name} must be a pointer or a reference"
+                    )
             else:
                 args.append(_thread_expr(p, name))
-        lines.append(f"static void nv_emu_body_{name}(void *const *s, nv_emu_uint3 tg, "
-                     f"nv_emu_uint3 lt, nv_emu_uint3 sz)")
+        lines.append(
+            f"static void nv_emu_body_{name}(void *const *s, nv_emu_uint3 tg, "
+            f"nv_emu_uint3 lt, nv_emu_uint3 sz)"
+        )
         lines.append("{")
         lines.append("    (void)tg; (void)lt; (void)sz;")
         lines.append(f"    {name}(" + ",\n        ".join(args) + ");")
@@ -166,6 +206,7 @@ def wrappers(kernels: Mapping[str, list[Param]]) -> str:
 @dataclass
 class Module:
     """A built runner: the executable and the kernels it holds."""
+
     path: Path
     kernels: dict[str, list[Param]]
     uses_barriers: dict[str, bool]
@@ -194,9 +235,17 @@ def build(source: str, cache_dir: Path) -> Module:
     if not kernels:
         raise ValueError("build: the source has no kernel functions")
     full = source + wrappers(kernels)
-    key = hashlib.sha256("\0".join([
-        full, (INCLUDE / "metal_stdlib").read_text(), RUNNER.read_text(), cxx, *FLAGS,
-    ]).encode()).hexdigest()[:24]
+    key = hashlib.sha256(
+        "\0".join(
+            [
+                full,
+                (INCLUDE / "metal_stdlib").read_text(),
+                RUNNER.read_text(),
+                cxx,
+                *FLAGS,
+            ]
+        ).encode()
+    ).hexdigest()[:24]
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
     exe = cache_dir / f"msl_emu_{key}"
@@ -204,8 +253,19 @@ def build(source: str, cache_dir: Path) -> Module:
         src = cache_dir / f"msl_emu_{key}.cpp"
         src.write_text(full)
         tmp = cache_dir / f"msl_emu_{key}.{os.getpid()}.tmp"
-        cmd = [cxx, *FLAGS, f"-I{INCLUDE}", "-x", "c++", str(src), "-x", "c++", str(RUNNER),
-               "-o", str(tmp)]
+        cmd = [
+            cxx,
+            *FLAGS,
+            f"-I{INCLUDE}",
+            "-x",
+            "c++",
+            str(src),
+            "-x",
+            "c++",
+            str(RUNNER),
+            "-o",
+            str(tmp),
+        ]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise CompileError(f"g++ rejected the MSL as C++ ({src}):\n{r.stderr[-6000:]}")
@@ -226,6 +286,7 @@ class Job:
     """One dispatch: ``args`` maps [[buffer(i)]] to a NumPy array (bound at its first
     element) or constant bytes; ``writes`` are the slots the kernel may write.
     ``mode`` "threads" counts ``grid`` in threads, "threadgroups" in threadgroups."""
+
     kernel: str
     args: dict[int, Any]
     grid: tuple[int, int, int]
@@ -276,15 +337,20 @@ def run(module: Module, jobs: list[Job]) -> None:
             raise RunError(f"no kernel {job.kernel} in the module")
         slots = {p.index: p for p in params if p.attr == "buffer"}
         if set(job.args) != set(slots):
-            raise RunError(f"{job.kernel}: bound slots {sorted(job.args)}, the kernel declares "
-                           f"{sorted(slots)}")
+            raise RunError(
+                f"{job.kernel}: bound slots {sorted(job.args)}, the kernel declares {sorted(slots)}"
+            )
         groups, size = resolve_grid(job)
         if any(g < 1 for g in groups):
             raise RunError(f"{job.kernel}: empty grid {job.grid}")
-        parts = [struct.pack("<I", len(job.kernel)), job.kernel.encode(),
-                 struct.pack("<3I", *groups), struct.pack("<3I", *size),
-                 struct.pack("<I", int(module.uses_barriers[job.kernel])),
-                 struct.pack("<I", len(job.args))]
+        parts = [
+            struct.pack("<I", len(job.kernel)),
+            job.kernel.encode(),
+            struct.pack("<3I", *groups),
+            struct.pack("<3I", *size),
+            struct.pack("<I", int(module.uses_barriers[job.kernel])),
+            struct.pack("<I", len(job.args)),
+        ]
         for slot, value in sorted(job.args.items()):
             p = slots[slot]
             if isinstance(value, np.ndarray):
@@ -307,8 +373,10 @@ def run(module: Module, jobs: list[Job]) -> None:
                 if p.kind == "&":
                     need = _SCALAR_SIZE.get(p.base_type)
                     if need is not None and len(raw) != need:
-                        raise RunError(f"{job.kernel}: slot {slot} ({p.type} &{p.name}) needs "
-                                       f"{need} bytes, got {len(raw)}")
+                        raise RunError(
+                            f"{job.kernel}: slot {slot} ({p.type} &{p.name}) needs "
+                            f"{need} bytes, got {len(raw)}"
+                        )
                 parts += [struct.pack("<II", slot, 1), struct.pack("<Q", len(raw)), raw]
         encoded.append(b"".join(parts))
     sent = [_flat(o).tobytes() for o in owners]
@@ -319,10 +387,14 @@ def run(module: Module, jobs: list[Job]) -> None:
     job_path = module.path.with_name(f"{module.path.name}.{os.getpid()}.jobs")
     out_path = module.path.with_name(f"{module.path.name}.{os.getpid()}.out")
     job_path.write_bytes(b"".join(blob))
-    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0:abort_on_error=0",
-               UBSAN_OPTIONS="print_stacktrace=1")
-    r = subprocess.run([str(module.path), str(job_path), str(out_path)], capture_output=True,
-                       text=True, env=env)
+    env = dict(
+        os.environ,
+        ASAN_OPTIONS="detect_leaks=0:abort_on_error=0",
+        UBSAN_OPTIONS="print_stacktrace=1",
+    )
+    r = subprocess.run(
+        [str(module.path), str(job_path), str(out_path)], capture_output=True, text=True, env=env
+    )
     if r.returncode != 0:
         raise RunError(f"runner failed (rc {r.returncode}):\n{r.stderr[-6000:]}")
     data = out_path.read_bytes()
@@ -332,7 +404,7 @@ def run(module: Module, jobs: list[Job]) -> None:
     for bid, o in enumerate(owners):
         (n,) = struct.unpack_from("<Q", data, pos)
         pos += 8
-        raw = data[pos:pos + n]
+        raw = data[pos : pos + n]
         pos += n
         if bid in written:
             _flat(o)[:] = np.frombuffer(raw, np.uint8)

@@ -9,6 +9,7 @@ synchronized, so a read that forgot to wait sees the buffer's old contents.
         ...                       # the Metal backend's code paths, dispatches emulated
     dev.dispatches               # [(kernel name, grid, threadgroup, mode), ...]
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,8 +28,11 @@ class EmulatedKernel:
             raise shim.ShimError(shim.NV_ERR_NOT_FOUND, "NV_ERR_NOT_FOUND", f"no kernel {name}")
         self.module = module
         self.name = name
-        self.info = {"max_total_threads_per_threadgroup": 1024, "thread_execution_width": 32,
-                     "static_threadgroup_memory_length": 0}
+        self.info = {
+            "max_total_threads_per_threadgroup": 1024,
+            "thread_execution_width": 32,
+            "static_threadgroup_memory_length": 0,
+        }
 
 
 class EmulatedLibrary:
@@ -42,12 +46,13 @@ class EmulatedLibrary:
 class EmulatedStream:
     def __init__(self, device: "EmulatedDevice") -> None:
         self.device = device
-        self.open: list = []          # encoded, not committed
-        self.committed: list = []     # committed, not run yet (the "GPU" is slow)
+        self.open: list = []  # encoded, not committed
+        self.committed: list = []  # committed, not run yet (the "GPU" is slow)
         self.synchronized = 0
 
-    def dispatch(self, kernel: EmulatedKernel, args: dict, grid, threadgroup=(0, 0, 0),
-                 mode: str = "threads") -> None:
+    def dispatch(
+        self, kernel: EmulatedKernel, args: dict, grid, threadgroup=(0, 0, 0), mode: str = "threads"
+    ) -> None:
         params = {p.index: p for p in kernel.module.kernels[kernel.name] if p.attr == "buffer"}
         bound, writes = {}, set()
         for slot, value in args.items():
@@ -59,8 +64,12 @@ class EmulatedStream:
             else:
                 bound[slot] = bytes(value)
         self.device.dispatches.append((kernel.name, tuple(grid), tuple(threadgroup), mode))
-        self.open.append((kernel.module, emulate.Job(kernel.name, bound, tuple(grid),
-                                                     tuple(threadgroup), mode, writes)))
+        self.open.append(
+            (
+                kernel.module,
+                emulate.Job(kernel.name, bound, tuple(grid), tuple(threadgroup), mode, writes),
+            )
+        )
 
     def commit(self) -> None:
         self.committed += self.open
