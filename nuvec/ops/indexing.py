@@ -3,7 +3,9 @@ take_along_axis, put_along_axis and the dynamic ``slice`` / ``slice_update`` (ML
 
 Indices may be ints, slices (any step), ``None``, ``...``, integer arrays (nuvec, NumPy or
 lists) and combinations, with NumPy's rules for where the dimensions of array indices go.
-Boolean masks are not supported (as in MLX): use ``nv.where`` instead.
+Boolean masks are not supported in ``a[mask]`` (its shape would depend on the data, as in
+MLX); ``a[mask] = v`` is (MLX's masked scatter: the selected elements, in order, take the
+elements of ``v``).
 
 Basic indices (ints, slices, None, ...) give a view (one Slice node, and a reshape when ints
 or None change the rank); integer arrays give a Gather. ``setitem`` returns a new array,
@@ -282,7 +284,7 @@ def _advanced_plan(ix: _Index, a: Array, stream):
     )
     final = []
     placed_s = False
-    for i, (kind, ax) in enumerate(ix.order):
+    for kind, ax in ix.order:
         if kind in ("int", "array"):
             if adjacent and not placed_s:
                 final.extend(s)
@@ -400,8 +402,65 @@ def _update(a: Array, index, value, mode: str, name: str, stream) -> Array:
 
 def setitem(a: Array, index, value, *, stream=None) -> Array:
     """The array ``a`` with ``a[index] = value`` applied (a new array; what
-    ``Array.__setitem__`` rebinds to). With repeated array indices one write wins."""
+    ``Array.__setitem__`` rebinds to). With repeated array indices one write wins; a
+    boolean ``index`` is a mask (see ``_masked_scatter``)."""
+    mask = _boolean_mask(index)
+    if mask is not None:
+        return _masked_scatter(as_array(a, "setitem"), mask, value, "setitem", stream)
     return _update(a, index, value, "set", "setitem", stream)
+
+
+def _boolean_mask(index) -> Array | None:
+    """``index`` as a boolean array when it is a mask (a bool, a bool array or a list of
+    bools), else None."""
+    if isinstance(index, (bool, np.bool_)):
+        return constant(bool(index), dt.bool_)
+    if isinstance(index, Array):
+        return index if index._dtype == dt.bool_ else None
+    if isinstance(index, (np.ndarray, list)):
+        arr = np.asarray(index) if isinstance(index, list) or index.dtype == np.bool_ else None
+        if arr is not None and arr.dtype == np.bool_:
+            from .creation import array
+
+            return array(arr)
+    return None
+
+
+def _masked_scatter(a: Array, mask: Array, value, name: str, stream) -> Array:
+    """``a`` with the elements (or trailing slices) where ``mask`` is True replaced, in
+    row-major order, by the leading-axis entries of ``value`` (MLX's masked scatter).
+
+    ``mask``'s shape is a prefix of ``a``'s. A ``value`` without that leading axis is broadcast
+    to every selected slice. Built from cumsum, take and where, so its vjp, jvp and vmap come
+    from theirs (under vmap each batch restarts at ``value``'s first entry)."""
+    from .elementwise import astype, clip, where
+    from .reduction import cumsum
+
+    st = stream
+    if mask.ndim > a.ndim or mask._shape != a._shape[: mask.ndim]:
+        raise ValueError(
+            f"{name}: a boolean mask must have the shape of the start of the indexed array; "
+            f"the mask has shape {mask._shape} and the array {a._shape}"
+        )
+    value = _value(value, a, name)
+    trailing = a._shape[mask.ndim :]
+    if value.ndim > len(trailing) + 1:
+        raise ValueError(
+            f"{name}: a masked value of shape {value._shape} does not broadcast to the "
+            f"selected slices of shape {trailing}"
+        )
+    full_mask = reshape(mask, mask._shape + (1,) * len(trailing), stream=st)
+    if value.ndim <= len(trailing):  # one value for every selected slice
+        return where(full_mask, _fit(value, trailing, name, st), a, stream=st)
+    n = value._shape[0]
+    value = _fit(value, (n,) + trailing, name, st)
+    if n == 0:  # nothing to write from; the mask must select nothing
+        return a
+    flat = reshape(mask, (-1,), stream=st)
+    position = cumsum(astype(flat, dt.int32, stream=st), axis=0, stream=st) - 1
+    position = clip(position, 0, n - 1, stream=st)
+    picked = reshape(take(value, position, axis=0, stream=st), a._shape, stream=st)
+    return where(full_mask, picked, a, stream=st)
 
 
 class ArrayAt:
