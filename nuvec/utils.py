@@ -144,7 +144,7 @@ def tree_unflatten(tree: list | dict) -> Any:
     items = list(tree.items()) if isinstance(tree, dict) else list(tree)
     if len(items) == 1 and items[0][0] == "":
         return items[0][1]
-    root: dict = {}
+    root = _Level()
     for pair in items:
         if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
             raise TypeError(
@@ -156,16 +156,20 @@ def tree_unflatten(tree: list | dict) -> Any:
         for p in parts[:-1]:
             nxt = node.get(p)
             if nxt is None:
-                nxt = node[p] = {}
-            elif not isinstance(nxt, dict):
+                nxt = node[p] = _Level()
+            elif not isinstance(nxt, _Level):
                 raise ValueError(f"tree_unflatten: key {key!r} goes through the leaf at {p!r}")
             node = nxt
         node[parts[-1]] = value
     return _lists_from_int_keys(root)
 
 
+class _Level(dict):
+    """A level that tree_unflatten made; a dict given as a value (a Module) stays a leaf."""
+
+
 def _lists_from_int_keys(node: Any) -> Any:
-    if not isinstance(node, dict):
+    if type(node) is not _Level:
         return node
     out = {k: _lists_from_int_keys(v) for k, v in node.items()}
     # canonical integers only: "01" next to "1" keeps the level a dict (no collision)

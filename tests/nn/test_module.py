@@ -45,7 +45,7 @@ def test_attributes_go_to_the_dict_or_stay_plain():
     b.hidden_count = 3  # back to a plain attribute
     assert "hidden_count" not in b and b.hidden_count == 3
     with pytest.raises(AttributeError):
-        b.missing
+        _ = b.missing
     del b.lin
     assert "lin" not in b
 
@@ -106,6 +106,18 @@ def test_update_modules_and_apply():
     net.apply(lambda x: nv.astype(x, nv.float16))
     assert {v.dtype for _, v in tree_flatten(net.parameters())} == {nv.float16}
     assert net.blocks[0]._private.dtype == nv.float32  # not a parameter: untouched
+
+
+def test_update_modules_from_tree_unflatten_of_named_modules():
+    # mlx-examples' lora/fuse.py: swap modules given by dotted names
+    from nuvec.utils import tree_unflatten
+
+    net = Net()
+    new = nn.Linear(4, 2)
+    tree = tree_unflatten([("head", new), ("blocks.0.lin", nn.Identity())])
+    assert tree["head"] is new  # a Module value stays a leaf, not a nested level
+    net.update_modules(tree)
+    assert net.head is new and isinstance(net.blocks[0].lin, nn.Identity)
 
 
 def test_freeze_unfreeze_with_keys():
