@@ -53,6 +53,28 @@ def original(a: "Array", log: dict) -> "Array":
     return log.get(id(a), a)
 
 
+_OPERAND_TYPES = (bool, int, float, complex, np.ndarray, np.generic)
+
+
+def _is_operand(o) -> bool:
+    """Whether an operator (``a + o``, ``a < o``) takes ``o``: arrays, scalars and objects
+    that convert to arrays; lists, tuples and strings are refused, as MLX."""
+    return (
+        isinstance(o, (Array, _OPERAND_TYPES))
+        or hasattr(o, "__array__")
+        or hasattr(o, "__mlx_array__")
+    )
+
+
+def _operand(o, op: str):
+    if type(o) is Array or _is_operand(o):
+        return o
+    raise ValueError(
+        f"{op}: an array operator cannot take a {type(o).__name__} (only arrays and scalars; "
+        f"convert it with nv.array first)"
+    )
+
+
 class Array:
     __slots__ = (
         "_shape",
@@ -333,88 +355,88 @@ class Array:
 
     # -- operators ----------------------------------------------------------------------
     def __add__(self, o):
-        return _ops.add(self, o)
+        return _ops.add(self, _operand(o, "add"))
 
     def __radd__(self, o):
-        return _ops.add(o, self)
+        return _ops.add(_operand(o, "add"), self)
 
     def __sub__(self, o):
-        return _ops.subtract(self, o)
+        return _ops.subtract(self, _operand(o, "subtract"))
 
     def __rsub__(self, o):
-        return _ops.subtract(o, self)
+        return _ops.subtract(_operand(o, "subtract"), self)
 
     def __mul__(self, o):
-        return _ops.multiply(self, o)
+        return _ops.multiply(self, _operand(o, "multiply"))
 
     def __rmul__(self, o):
-        return _ops.multiply(o, self)
+        return _ops.multiply(_operand(o, "multiply"), self)
 
     def __truediv__(self, o):
-        return _ops.divide(self, o)
+        return _ops.divide(self, _operand(o, "divide"))
 
     def __rtruediv__(self, o):
-        return _ops.divide(o, self)
+        return _ops.divide(_operand(o, "divide"), self)
 
     def __floordiv__(self, o):
-        return _ops.floor_divide(self, o)
+        return _ops.floor_divide(self, _operand(o, "floor_divide"))
 
     def __rfloordiv__(self, o):
-        return _ops.floor_divide(o, self)
+        return _ops.floor_divide(_operand(o, "floor_divide"), self)
 
     def __mod__(self, o):
-        return _ops.remainder(self, o)
+        return _ops.remainder(self, _operand(o, "remainder"))
 
     def __rmod__(self, o):
-        return _ops.remainder(o, self)
+        return _ops.remainder(_operand(o, "remainder"), self)
 
     def __divmod__(self, o):
-        return _ops.divmod(self, o)
+        return _ops.divmod(self, _operand(o, "divmod"))
 
     def __rdivmod__(self, o):
-        return _ops.divmod(o, self)
+        return _ops.divmod(_operand(o, "divmod"), self)
 
     def __pow__(self, o):
-        return _ops.power(self, o)
+        return _ops.power(self, _operand(o, "power"))
 
     def __rpow__(self, o):
-        return _ops.power(o, self)
+        return _ops.power(_operand(o, "power"), self)
 
     def __matmul__(self, o):
-        return _ops.matmul(self, o)
+        return _ops.matmul(self, _operand(o, "matmul"))
 
     def __rmatmul__(self, o):
-        return _ops.matmul(o, self)
+        return _ops.matmul(_operand(o, "matmul"), self)
 
     def __and__(self, o):
-        return _ops.bitwise_and(self, o)
+        return _ops.bitwise_and(self, _operand(o, "bitwise_and"))
 
     def __rand__(self, o):
-        return _ops.bitwise_and(o, self)
+        return _ops.bitwise_and(_operand(o, "bitwise_and"), self)
 
     def __or__(self, o):
-        return _ops.bitwise_or(self, o)
+        return _ops.bitwise_or(self, _operand(o, "bitwise_or"))
 
     def __ror__(self, o):
-        return _ops.bitwise_or(o, self)
+        return _ops.bitwise_or(_operand(o, "bitwise_or"), self)
 
     def __xor__(self, o):
-        return _ops.bitwise_xor(self, o)
+        return _ops.bitwise_xor(self, _operand(o, "bitwise_xor"))
 
     def __rxor__(self, o):
-        return _ops.bitwise_xor(o, self)
+        return _ops.bitwise_xor(_operand(o, "bitwise_xor"), self)
 
     def __lshift__(self, o):
-        return _ops.left_shift(self, o)
+        return _ops.left_shift(self, _operand(o, "left_shift"))
 
     def __rlshift__(self, o):
-        return _ops.left_shift(o, self)
+        return _ops.left_shift(_operand(o, "left_shift"), self)
 
     def __rshift__(self, o):
-        return _ops.right_shift(self, o)
+        return _ops.right_shift(self, _operand(o, "right_shift"))
 
     def __rrshift__(self, o):
-        return _ops.right_shift(o, self)
+        return _ops.right_shift(_operand(o, "right_shift"), self)
 
     def __neg__(self):
         return _ops.negative(self)
@@ -428,26 +450,29 @@ class Array:
     def __invert__(self):
         return _ops.bitwise_invert(self)
 
-    # Against a str or None, Python's identity comparison (MLX's: ``mask == "causal"``).
+    # Against anything but an array or a scalar (a list, a str, None) ``==`` is False and
+    # ``!=`` True, as MLX (``mask == "causal"``).
     def __eq__(self, o):  # type: ignore[override]
-        return NotImplemented if isinstance(o, (str, type(None))) else _ops.equal(self, o)
+        return _ops.equal(self, o) if _is_operand(o) else False
 
     def __ne__(self, o):  # type: ignore[override]
-        return NotImplemented if isinstance(o, (str, type(None))) else _ops.not_equal(self, o)
+        return _ops.not_equal(self, o) if _is_operand(o) else True
 
     def __lt__(self, o):
-        return _ops.less(self, o)
+        return _ops.less(self, _operand(o, "less"))
 
     def __le__(self, o):
-        return _ops.less_equal(self, o)
+        return _ops.less_equal(self, _operand(o, "less_equal"))
 
     def __gt__(self, o):
-        return _ops.greater(self, o)
+        return _ops.greater(self, _operand(o, "greater"))
 
     def __ge__(self, o):
-        return _ops.greater_equal(self, o)
+        return _ops.greater_equal(self, _operand(o, "greater_equal"))
 
     def _inplace(self, op: str, o) -> "Array":
+        _operand(o, op)
+
         def make(old, value):
             out = getattr(_ops, op)(old, value)
             if out._dtype != old._dtype:  # as MLX: an in-place update keeps the dtype

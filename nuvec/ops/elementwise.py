@@ -9,7 +9,6 @@ nuvec.float16
 
 from __future__ import annotations
 
-import builtins
 
 from ..core import dtypes as dt
 from ..core.array import Array
@@ -72,7 +71,9 @@ def _binary(op: str, a, b, stream, *, result: str = "promote") -> Array:
         if result == "float" and a._dtype.kind not in "fc":
             a, b = astype(a, dt.float32), astype(b, dt.float32)
         elif result == "integer" and a._dtype.kind not in "uib":
-            raise TypeError(f"{op}: not defined for {a._dtype.name} inputs (integers or bool only)")
+            raise ValueError(
+                f"{op}: not defined for {a._dtype.name} inputs (integers or bool only)"
+            )
     if a._shape != b._shape:
         a, b = broadcast_arrays(a, b, name=op)
     return Array.make(prim, (a, b), resolve_stream(stream))

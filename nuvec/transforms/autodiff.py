@@ -304,6 +304,7 @@ def _value_and_grad(fun, nums, names, args, kwargs, name):
     # A dict subclass that unflatten cannot rebuild (an nn.Module) is passed itself, its
     # arrays swapped for the tracers for the call (as MLX): the function may use its methods.
     in_place = _swap_in_place(diff, diff_t, copies)
+    containers = _containers(diff, diff_t, [])
     call_args = list(args)
     for j, n in enumerate(nums):
         call_args[n] = diff_t[j]
@@ -344,7 +345,8 @@ def _value_and_grad(fun, nums, names, args, kwargs, name):
     finally:
         for container, key, old in reversed(in_place):
             _set_item(container, key, old)
-        release(list(out_leaves) + grads, copies)
+        assigned = _write_back(containers)
+        release(list(out_leaves) + grads + assigned, copies)
     gtree = unflatten(td, grads)
     pos = gtree[: len(nums)]
     if not nums:
@@ -354,6 +356,42 @@ def _value_and_grad(fun, nums, names, args, kwargs, name):
     if not names:
         return out, positional
     return out, (positional, {k: gtree[len(nums) + j] for j, k in enumerate(names)})
+
+
+def _containers(orig: Any, traced: Any, found: list) -> list:
+    """``(caller's list or dict, the copy the function gets, that copy's items)`` for every
+    list and dict in the differentiated arguments, so that ``_write_back`` can see what the
+    function assigned into them."""
+    if traced is orig:
+        return found  # passed itself (``_swap_in_place``)
+    if isinstance(orig, list) and isinstance(traced, list) and len(orig) == len(traced):
+        found.append((orig, traced, list(traced)))
+        pairs = zip(orig, traced)
+    elif isinstance(orig, dict) and isinstance(traced, dict) and orig.keys() == traced.keys():
+        found.append((orig, traced, dict(traced)))
+        pairs = ((orig[k], traced[k]) for k in orig)
+    elif isinstance(orig, tuple) and isinstance(traced, tuple) and len(orig) == len(traced):
+        pairs = zip(orig, traced)
+    else:
+        return found
+    for o, t in pairs:
+        _containers(o, t, found)
+    return found
+
+
+def _write_back(containers: list) -> list:
+    """Stores into the caller's lists and dicts the items the function assigned into their
+    copies (``params[1] = new`` stays visible after ``grad``, as MLX); returns the arrays
+    stored."""
+    stored = []
+    for orig, traced, before in containers:
+        for k in range(len(before)) if isinstance(before, list) else before:
+            now = traced[k] if isinstance(traced, dict) or k < len(traced) else before[k]
+            if now is not before[k]:
+                _set_item(orig, k, now)
+                if isinstance(now, Array):
+                    stored.append(now)
+    return stored
 
 
 def _swap_in_place(diff: list, diff_t: list, copies: list) -> list:
@@ -415,7 +453,7 @@ def _check_static(diff: list, name: str, nums: list, names: list) -> None:
             elif isinstance(t, dict):
                 stack.extend(t.values())
             elif t is not None:
-                raise TypeError(
+                raise ValueError(
                     f"{name}: {label} holds a {type(t).__name__}; only arrays (in "
                     "lists, tuples and dicts) can be differentiated"
                 )

@@ -33,7 +33,7 @@ def _check_axes(spec: Any, name: str, what: str) -> None:
         elif isinstance(s, dict):
             stack.extend(s.values())
         else:
-            raise TypeError(
+            raise ValueError(
                 f"{name}: {what} must be ints, None, or lists/tuples/dicts of them; "
                 f"got {type(s).__name__}"
             )
@@ -73,7 +73,9 @@ def _vmap_call(fun, in_axes, out_axes, args, kwargs):
     if isinstance(in_axes, (list, tuple)) and len(in_axes) != len(args):
         raise ValueError(f"vmap: in_axes has {len(in_axes)} entries for {len(args)} arguments")
     leaves, td = flatten(args)
-    axes = broadcast_prefix(tuple(in_axes) if isinstance(in_axes, list) else in_axes, args, "vmap")
+    # one spec that is not a list/tuple (an int, None, a dict) applies to every argument
+    spec = tuple(in_axes) if isinstance(in_axes, (list, tuple)) else (in_axes,) * len(args)
+    axes = broadcast_prefix(spec, args, "vmap")
     size = None
     for x, ax in zip(leaves, axes):
         if ax is None:
@@ -108,6 +110,8 @@ def _vmap_call(fun, in_axes, out_axes, args, kwargs):
             bound[id(keep[i])] = bound.pop(id(p))
     out_leaves, out_td = flatten(out)
     replay(out_leaves, keep, bound)
+    if isinstance(out, Array) and isinstance(out_axes, (list, tuple)) and len(out_axes) == 1:
+        out_axes = out_axes[0]  # ``out_axes=(1,)`` for a function returning one array (MLX)
     oaxes = broadcast_prefix(out_axes, out, "vmap")
     results = []
     for o, oax in zip(out_leaves, oaxes):

@@ -289,3 +289,26 @@ def test_inplace_update_keeps_the_dtype_and_python_ints_must_fit():
         with pytest.raises(ValueError, match="does not fit"):
             f()
     assert (nv.array([1.0]) + 3000000000).tolist() == [3000000000.0]
+
+
+@pytest.mark.parametrize("other", [[1, 2, 3], (1, 2, 3), "abc", None, {"a": 1}])
+def test_comparing_with_non_arrays(other):
+    a = nv.array([1, 2, 3])
+    assert (a == other) is False and (a != other) is True
+    for op in ("__lt__", "__le__", "__gt__", "__ge__", "__add__", "__rmul__", "__and__"):
+        with pytest.raises(ValueError, match="an array operator cannot take"):
+            getattr(a, op)(other)
+    with pytest.raises(ValueError, match="add: an array operator cannot take"):
+        a += other
+    assert a.tolist() == [1, 2, 3]
+
+
+def test_operators_take_arrays_scalars_and_numpy():
+    a = nv.array([1, 2, 3])
+    assert (a == np.array([1, 0, 3])).tolist() == [True, False, True]
+    assert (a + np.int64(1)).tolist() == [2, 3, 4]
+    assert (2.5 * a).tolist() == [2.5, 5.0, 7.5]
+    assert nv.add(a, [1, 1, 1]).tolist() == [2, 3, 4]  # the functions still take lists
+    with pytest.raises(ValueError, match="bitwise_and: not defined for float32"):
+        nv.array(1.0) & nv.array(1)
+    assert (nv.array(True) & True).item() is True

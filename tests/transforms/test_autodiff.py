@@ -70,7 +70,7 @@ def test_errors_name_the_transform():
         nv.grad(lambda x: x * 2)(nv.ones(3))
     with pytest.raises(ValueError, match="value_and_grad: argnums 3 is out of range"):
         nv.value_and_grad(lambda x: x, argnums=3)(nv.ones(()))
-    with pytest.raises(TypeError, match="grad: argument 0 holds a float"):
+    with pytest.raises(ValueError, match="grad: argument 0 holds a float"):
         nv.grad(lambda x: x * 2)(1.5)
     with pytest.raises(ValueError, match="grad: argname 'z'"):
         nv.grad(lambda x, z=1: x, argnames="z")(nv.ones(()))
@@ -227,3 +227,20 @@ def test_grad_needs_a_scalar_output_value_and_grad_takes_aux():
         nv.grad(lambda v: (nv.sum(v), {"aux": v}))(x)
     (loss, aux), g = nv.value_and_grad(lambda v: (nv.sum(v * v), {"aux": v}))(x)
     assert loss.item() == 2.0 and g.tolist() == [2.0, 2.0]
+
+
+def test_grad_writes_assigned_items_back_to_the_callers_containers():
+    def fun(arrs):
+        arrs[1] = arrs[0] * 3
+        arrs[2]["w"] = nv.array(5.0)
+        return arrs[1] + arrs[0]
+
+    a0, a1, d = nv.array(2.0), nv.array(7.0), {"w": nv.array(1.0), "v": nv.array(4.0)}
+    v = d["v"]
+    arrs = [a0, a1, d]
+    g = nv.grad(fun)(arrs)
+    assert g[0].item() == 4.0 and g[1].item() == 0.0
+    assert arrs[0] is a0 and arrs[2] is d and d["v"] is v  # untouched items stay themselves
+    assert arrs[1] is not a1 and arrs[1].item() == 6.0  # assigned ones keep their new value
+    assert d["w"].item() == 5.0
+    assert nv.grad(lambda x: x * arrs[1])(nv.array(1.0)).item() == 6.0

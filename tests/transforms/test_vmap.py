@@ -59,8 +59,10 @@ def test_errors():
         nv.vmap(lambda a: a, in_axes=2)(nv.ones((2, 2)))
     with pytest.raises(ValueError, match="in_axes has 1 entries for 2 arguments"):
         nv.vmap(lambda a, b: a, in_axes=(0,))(nv.ones(2), nv.ones(2))
-    with pytest.raises(TypeError, match="in_axes must be ints"):
+    with pytest.raises(ValueError, match="in_axes must be ints"):
         nv.vmap(lambda a: a, in_axes="0")
+    with pytest.raises(ValueError, match="out_axes must be ints"):
+        nv.vmap(lambda a: a, out_axes="0")
     with pytest.raises(TraceEvaluationError):
         nv.vmap(lambda a: nv.sum(a).item())(nv.ones((2, 2)))
 
@@ -91,3 +93,19 @@ def test_nested_vmap_is_an_outer_product():
 def test_static_arguments_and_kwargs_pass_through():
     out = nv.vmap(lambda x, n, scale=1.0: x * n * scale)(exact([1.0, 2.0]), 3, scale=2.0)
     assert out.tolist() == [6.0, 12.0]
+
+
+def test_a_dict_spec_applies_to_every_argument_and_one_out_axis_in_a_tuple():
+    tree = {"a": nv.ones((2, 3)), "b": (2 * nv.ones((2, 3)), 3 * nv.ones((3, 2)))}
+
+    def f(t):
+        return t["a"] + t["b"][0] + t["b"][1].T
+
+    out = nv.vmap(f, in_axes={"a": 0, "b": (0, 1)})(tree)
+    assert out.shape == (2, 3) and out.tolist() == [[6.0] * 3] * 2
+    with pytest.raises(ValueError, match="vmap"):
+        nv.vmap(f, in_axes={"a": 0, "b": ((0, 0), 0)})(tree)
+    a = nv.random.uniform(shape=(2, 3, 4))
+    b = nv.random.uniform(shape=(4, 5))
+    out = nv.vmap(nv.matmul, in_axes=(1, None), out_axes=(1,))(a, b)
+    np.testing.assert_allclose(np.array(out), np.array(a) @ np.array(b), rtol=1e-5)
