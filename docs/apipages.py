@@ -138,6 +138,12 @@ PAGES = [
         extra=["nuvec.compile.report.CompileReport"],
     ),
     Page(
+        "export",
+        "Exported functions",
+        "Functions saved to a file and loaded back without their Python code.",
+        [("nuvec.export", "nuvec")],
+    ),
+    Page(
         "distributed",
         "Distributed",
         "``nuvec.distributed``: groups and collectives over MPI.",

@@ -81,6 +81,7 @@ from .transforms import custom_function, grad, jvp, value_and_grad, vjp, vmap  #
 from .transforms.checkpoint import checkpoint  # noqa: E402,F401
 from .compile import compile, disable_compile, enable_compile  # noqa: E402,F401
 from .export_dot import export_to_dot  # noqa: E402,F401
+from .export import FunctionExporter, export_function, exporter, import_function  # noqa: E402,F401
 from . import random  # noqa: E402,F401
 from . import distributed  # noqa: E402,F401
 from . import fast  # noqa: E402,F401
