@@ -9,6 +9,8 @@ step holds the gradient average: its all_sum communicates on every call.
 
     python examples/digits_mlp_dp.py --epochs 3                      # one process
     python -m nuvec.launch -n 4 examples/digits_mlp_dp.py --epochs 3 # four processes
+    python -m nuvec.launch -n 4 --backend nccl examples/digits_mlp_dp.py --device gpu
+                                                                     # four GPUs over NCCL
 
 Dropout is off by default (``--dropout 0``): each process would draw its own masks for its
 share of the batch, so the runs would agree only statistically.
@@ -52,11 +54,15 @@ def main(argv=None) -> dict:
         action="store_true",
         help="skip the gradient average (each process trains on its share alone)",
     )
+    p.add_argument("--backend", choices=("any", "mpi", "nccl"), default="any")
+    p.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="where to train")
     p.add_argument("--losses-out", help="write the loss of every step (JSON) to this file")
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
 
-    world = nv.distributed.init()
+    if args.device == "gpu":
+        nv.set_default_device(nv.gpu)
+    world = nv.distributed.init(backend=args.backend)
     rank, size = world.rank(), world.size()
     if args.batch_size % size:
         p.error(
@@ -99,7 +105,8 @@ def main(argv=None) -> dict:
 
     if rank == 0 and not args.quiet:
         print(
-            f"digits on {size} process(es): global batch {args.batch_size} = {size} x {local}, "
+            f"digits on {size} process(es) ({world.backend}, {args.device}): "
+            f"global batch {args.batch_size} = {size} x {local}, "
             f"{args.epochs} epochs ({'eager' if args.no_compile else 'compiled'} step)"
         )
     rng = np.random.default_rng(args.seed + 1)  # the same global batches on every process

@@ -3,6 +3,7 @@
     python -m nuvec.launch -n 4 train.py --epochs 3      # 4 processes on this machine
     python -m nuvec.launch -n 8 --hostfile hosts train.py
     python -m nuvec.launch -n 2 --print-command train.py # show the mpirun line, run nothing
+    python -m nuvec.launch -n 4 --backend nccl train.py  # one process per GPU, over NCCL
 
 It starts ``mpirun`` (Open MPI or MPICH) with this Python; each process calls
 ``nv.distributed.init()`` and gets the MPI world. For Open MPI it adds what a plain machine
@@ -33,6 +34,11 @@ INSTALL_HINT = (
 
 #: thread-count variables set to each process's share of the cores (when not set already)
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUVEC_NUM_THREADS")
+
+
+#: variables Open MPI is told to pass to processes on other hosts too (NCCL_NVLS_ENABLE: where
+#: a machine turns NVLink multicast off, it stays off in every process)
+FORWARDED = ("PYTHONPATH", "NUVEC_DISABLE_COMPILE", "NUVEC_DISTRIBUTED_BACKEND", "NCCL_NVLS_ENABLE")
 
 
 class LaunchError(RuntimeError):
@@ -79,6 +85,7 @@ def build_command(
     python: str = sys.executable,
     cpus: int | None = None,
     euid: int | None = None,
+    backend: str = "any",
 ) -> tuple[list[str], dict]:
     """The mpirun command line and the environment additions for ``n`` processes running
     ``python argv...``."""
@@ -86,6 +93,8 @@ def build_command(
     euid = euid if euid is not None else (os.geteuid() if hasattr(os, "geteuid") else 1)
     cmd = [mpirun]
     env: dict[str, str] = {}
+    if backend != "any":
+        env["NUVEC_DISTRIBUTED_BACKEND"] = backend  # what nv.distributed.init() joins
     if hostfile is None and hosts is None:
         # n processes share this machine's cores: give each its share of threads (NumPy's
         # BLAS and nuvec's kernels would otherwise each start one thread per core, and
@@ -100,8 +109,8 @@ def build_command(
         if n > cpus and hostfile is None and hosts is None:
             cmd += ["--oversubscribe", "--bind-to", "none"]
             env["OMPI_MCA_mpi_yield_when_idle"] = "1"
-        for var in ("PYTHONPATH", "NUVEC_DISABLE_COMPILE"):
-            if var in os.environ:
+        for var in FORWARDED:
+            if var in os.environ or var in env:
                 cmd += ["-x", var]  # reach processes on other hosts too
     if hostfile is not None:
         cmd += ["--hostfile" if flavour == "openmpi" else "-f", hostfile]
@@ -128,6 +137,13 @@ def main(args: Sequence[str] | None = None) -> int:
         help="an extra argument for mpirun (repeat for several)",
     )
     p.add_argument(
+        "--backend",
+        choices=("any", "mpi", "nccl"),
+        default="any",
+        help="what nv.distributed.init() joins: MPI, NCCL between the GPUs (one process per "
+        "GPU), or any (NCCL when every process has a CUDA GPU, else MPI)",
+    )
+    p.add_argument(
         "--print-command", action="store_true", help="print the mpirun command line and exit"
     )
     p.add_argument("script", help="the Python script")
@@ -147,7 +163,14 @@ def main(args: Sequence[str] | None = None) -> int:
         return 2
     argv = [ns.script, *ns.script_args]
     cmd, env = build_command(
-        ns.nprocs, argv, mpirun, mpi_flavour(mpirun), ns.hostfile, ns.hosts, ns.mpi_arg
+        ns.nprocs,
+        argv,
+        mpirun,
+        mpi_flavour(mpirun),
+        ns.hostfile,
+        ns.hosts,
+        ns.mpi_arg,
+        backend=ns.backend,
     )
     if ns.print_command:
         prefix = " ".join(f"{k}={v}" for k, v in env.items())

@@ -20,7 +20,7 @@ equal one, or fused, so each call of the compiled function communicates.
 from ..backends.cpu import distributed as _impl  # noqa: F401  (registers the implementations)
 from .average import average_gradients
 from .group import Group, init, is_available
-from .ops import all_gather, all_max, all_min, all_sum, recv, recv_like, send
+from .ops import all_gather, all_max, all_min, all_sum, recv, recv_like, send, sum_scatter
 
 __all__ = [
     "Group",
@@ -30,6 +30,7 @@ __all__ = [
     "all_max",
     "all_min",
     "all_gather",
+    "sum_scatter",
     "send",
     "recv",
     "recv_like",

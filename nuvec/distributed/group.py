@@ -6,12 +6,14 @@
 (0, 1)
 
 ``init`` is cheap to call again: it returns the same world group. Under a launcher
-(``python -m nuvec.launch -n 4 script.py``) it joins the MPI world instead.
+(``python -m nuvec.launch -n 4 script.py``) it joins the MPI world instead, or NCCL's between
+the GPUs (``init(backend="nccl")``).
 """
 
 from __future__ import annotations
 
 import numbers
+import os
 import threading
 import warnings
 
@@ -61,7 +63,7 @@ class Group:
 
     @property
     def backend(self) -> str:
-        """The backend's name ("mpi", "singleton")."""
+        """The backend's name ("mpi", "nccl", "singleton")."""
         return self._comm.name
 
     def __repr__(self) -> str:
@@ -95,13 +97,52 @@ def _mpi_group(strict: bool, launched: int | None) -> Group | None:
         return None
 
 
+def _nccl_group(strict: bool, launched: int | None) -> Group | None:
+    """The NCCL world: over MPI's world when launched, else one rank; None (or a
+    RuntimeError when ``strict``) when NCCL cannot be used, with a warning saying why."""
+    from .backends import nccl
+
+    reason = nccl.unavailable_reason()
+    mpi_world = None
+    if reason is None and launched is not None:
+        mpi_world = _world.get("mpi") or _mpi_group(strict, launched)
+        if mpi_world is None:
+            reason = "its bootstrap needs MPI (mpi4py) in a launched run"
+        else:
+            _world["mpi"] = mpi_world
+    if reason is not None:
+        msg = f"nv.distributed.init: the NCCL backend cannot be used: {reason}"
+        if strict:
+            raise RuntimeError(msg)
+        warnings.warn(f"{msg}; this process runs alone (a group of one)", RuntimeWarning, 3)
+        return None
+    return Group(nccl.NCCLCommunicator(mpi_world._comm.comm if mpi_world else None))
+
+
+def _every_rank_has_nccl(mpi_world: Group) -> bool:
+    from .backends import nccl
+
+    ok = nccl.unavailable_reason() is None
+    return bool(mpi_world._comm.comm.allreduce(int(ok), op=mpi_world._comm.MPI.MIN))
+
+
 def init(strict: bool = False, backend: str = "any") -> Group:
     """The world group: every process of this run.
 
-    ``backend``: "mpi", or "any" (MPI when this process was started by an MPI launcher,
-    such as ``python -m nuvec.launch`` or ``mpirun``; else a group of one process, with no
-    library needed). When no backend can be used, ``strict=False`` gives a group of one
-    process and ``strict=True`` raises a RuntimeError that says why.
+    ``backend``:
+
+    - "mpi": MPI through mpi4py;
+    - "nccl": NCCL between NVIDIA GPUs, one process per GPU (bootstrapped over MPI when
+      launched; a process that was not launched gets a group of one GPU);
+    - "any": what the launcher asked for (``python -m nuvec.launch --backend nccl`` sets
+      ``NUVEC_DISTRIBUTED_BACKEND``), else, when this process was started by an MPI launcher
+      (``python -m nuvec.launch``, ``mpirun``), NCCL if every process has a CUDA GPU and MPI
+      if not; a process that was not launched gets a group of one process, with no library
+      needed.
+
+    When the backend cannot be used, ``strict=False`` gives a group of one process (with a
+    warning where the backend was asked for by name or by a launcher) and ``strict=True``
+    raises a RuntimeError that says why.
 
     >>> import nuvec as nv
     >>> nv.distributed.init().size()
@@ -114,16 +155,27 @@ def init(strict: bool = False, backend: str = "any") -> Group:
     from .backends.mpi import launched_size
 
     launched = launched_size()
+    if backend == "any":
+        asked = os.environ.get("NUVEC_DISTRIBUTED_BACKEND", "any")
+        backend = asked if asked in BACKENDS else "any"
     with _lock:
         key = f"{backend}:{bool(strict)}"
         g = _world.get(key)
         if g is not None:
             return g
-        g = _world.get("mpi")  # MPI initialises once per process: share its world
-        if g is None and (backend == "mpi" or launched is not None or strict):
-            g = _mpi_group(strict, launched)
+        g = _world.get("nccl") if backend == "nccl" else None
+        if g is None and backend == "nccl":
+            g = _nccl_group(strict, launched)
+        if g is None and backend != "nccl":
+            g = _world.get("mpi")  # MPI initialises once per process: share its world
+            if g is None and (backend == "mpi" or launched is not None or strict):
+                g = _mpi_group(strict, launched)
             if g is not None:
                 _world["mpi"] = g
+                if backend == "any" and g.size() > 1 and _every_rank_has_nccl(g):
+                    g = _world.get("nccl") or _nccl_group(strict, launched)
+        if g is not None and g.backend == "nccl":
+            _world["nccl"] = g
         if g is None:
             if strict:
                 raise RuntimeError(
@@ -135,7 +187,8 @@ def init(strict: bool = False, backend: str = "any") -> Group:
 
 
 def is_available() -> bool:
-    """Whether a communication backend (MPI through mpi4py) can be used here.
+    """Whether a communication backend (MPI through mpi4py, or NCCL through CuPy with a CUDA
+    GPU) can be used here.
 
     >>> import nuvec as nv
     >>> isinstance(nv.distributed.is_available(), bool)
@@ -143,7 +196,13 @@ def is_available() -> bool:
     """
     import importlib.util
 
-    return importlib.util.find_spec("mpi4py") is not None
+    if importlib.util.find_spec("mpi4py") is not None:
+        return True
+    if importlib.util.find_spec("cupy") is None:
+        return False
+    from .backends import nccl
+
+    return nccl.unavailable_reason() is None
 
 
 _default: list = [None]  # the world group the collectives use when given none

@@ -20,10 +20,19 @@ from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.device import resolve_stream
 from ..ops._common import as_array
-from ..primitives.distributed import AllGather, AllReduce, Recv, Send
+from ..primitives.distributed import AllGather, AllReduce, Recv, Send, SumScatter
 from .group import Group, resolve_group
 
-__all__ = ["all_sum", "all_max", "all_min", "all_gather", "send", "recv", "recv_like"]
+__all__ = [
+    "all_sum",
+    "all_max",
+    "all_min",
+    "all_gather",
+    "sum_scatter",
+    "send",
+    "recv",
+    "recv_like",
+]
 
 
 def _all_reduce(op: str, x, group, stream) -> Array:
@@ -87,6 +96,28 @@ def all_gather(x, /, *, group: Group | None = None, stream=None) -> Array:
             return reshape(x, (1,), stream=s)
         return x
     return Array.make(AllGather(g), [x], s)
+
+
+def sum_scatter(x, /, *, group: Group | None = None, stream=None) -> Array:
+    """The sum of every process's ``x``, scattered: process ``r`` gets block ``r`` of axis 0,
+    shape ``(x.shape[0] // size, ...)`` (axis 0 must be divisible by the group's size). On a
+    group of one process it is ``x``.
+
+    >>> import nuvec as nv
+    >>> nv.distributed.sum_scatter(nv.array([[1, 2], [3, 4]])).tolist()
+    [[1, 2], [3, 4]]
+    """
+    x = as_array(x, "sum_scatter")
+    g = resolve_group(group, "sum_scatter")
+    s = resolve_stream(stream)
+    if g.size() == 1:
+        return x
+    if x.ndim == 0 or x.shape[0] % g.size():
+        raise ValueError(
+            f"sum_scatter: axis 0 of x (shape {x.shape}) must be divisible by the group's "
+            f"size {g.size()}"
+        )
+    return Array.make(SumScatter(g), [x], s)
 
 
 def _peer(v, g: Group, name: str, what: str) -> int:

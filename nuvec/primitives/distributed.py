@@ -1,4 +1,5 @@
-"""Collectives as graph primitives: ``AllReduce(op)``, ``AllGather``, ``Send``, ``Recv``.
+"""Collectives as graph primitives: ``AllReduce(op)``, ``AllGather``, ``SumScatter``, ``Send``,
+``Recv``.
 
 Every collective is ``effectful``: it communicates each time it runs, so ``nv.compile`` never
 folds it into a constant (even when its input is a constant), never merges two equal ones
@@ -16,6 +17,9 @@ Gradients follow MLX, where MLX defines them:
   process holds the extreme value, zero elsewhere -- the same per-process convention as
   ``all_sum``, and the true derivative of the result; jvp: the tangent of the process holding
   the extreme (averaged over ties);
+- ``sum_scatter`` (MLX defines none): with the per-process convention of ``all_sum``, vjp is
+  the cotangent placed at this process's block (zeros elsewhere), jvp the ``sum_scatter`` of
+  the tangents;
 - ``send``: vmap only; ``recv`` has no inputs, so nothing to differentiate.
 """
 
@@ -135,6 +139,46 @@ class AllGather(_Collective):
         else:
             x = ops.moveaxis(x, ax, 1)
         return [Array.make(AllGather(self.group), [x], x._stream)], [1]
+
+
+class SumScatter(_Collective):
+    """The sum of the processes' ``x``, of which this process keeps block ``rank`` of axis 0
+    (``x.shape[0]`` divisible by the group's size)."""
+
+    __slots__ = ()
+    name = "sum_scatter"
+
+    def infer(self, inputs):
+        (x,) = inputs
+        n = self.group.size()
+        if not x._shape or x._shape[0] % n:
+            raise ValueError(
+                f"sum_scatter: axis 0 of x (shape {x._shape}) must be divisible by the "
+                f"group's size {n}"
+            )
+        return [((x._shape[0] // n,) + x._shape[1:], x._dtype)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        from .. import ops
+
+        (g,) = cotangents
+        n, r = self.group.size(), self.group.rank()
+        pad = [(r * g.shape[0], (n - 1 - r) * g.shape[0])] + [(0, 0)] * (g.ndim - 1)
+        return [ops.pad(g, pad)]
+
+    def jvp(self, primals, tangents, argnums):
+        return [Array.make(SumScatter(self.group), [tangents[0]], primals[0]._stream)]
+
+    def vmap(self, inputs, axes):
+        from .. import ops
+
+        (x,), (ax,) = inputs, axes
+        if ax is None:
+            return [Array.make(self, [x], x._stream)], [None]
+        if x.ndim == 1:
+            raise ValueError("sum_scatter: cannot scatter 0-d examples (they have no axis 0)")
+        x = ops.moveaxis(x, ax, 1)  # each example's axis 0 first, the batch axis behind it
+        return [Array.make(SumScatter(self.group), [x], x._stream)], [1]
 
 
 class Send(_Collective):

@@ -129,6 +129,59 @@ def all_sum_dtypes(ctx):
 
 
 @check
+def sum_scatter_dtypes(ctx):
+    """Each process gets its block of axis 0 of the sum, in the arrays' own dtype."""
+    n, r = ctx.size, ctx.rank
+    for name in DTYPES:
+        d = np_dtype(name)
+        xs = all_data(ctx, (2 * n, 3), d, salt=60)
+        got = np.asarray(D.sum_scatter(_exact(xs[r], name)))
+        if d == np.bool_:
+            total = np.logical_or.reduce(xs)
+        elif d == BF16 or d == np.float16:
+            total = np.sum([x.astype(np.float64) for x in xs], axis=0).astype(d)
+        else:
+            total = np.sum(xs, axis=0, dtype=d)
+        close(got, total[2 * r : 2 * r + 2], f"sum_scatter {name}")
+    try:
+        D.sum_scatter(nv.ones((n + 1, 2)))
+    except ValueError as e:
+        assert "sum_scatter" in str(e) and "divisible" in str(e), e
+    else:
+        raise AssertionError("sum_scatter of an indivisible axis 0 did not raise")
+
+
+@check
+def sum_scatter_derivatives_and_vmap(ctx):
+    n, r = ctx.size, ctx.rank
+    x = data(r, (2 * n,), np.float32, 61)
+    w = data(r, (2,), np.float32, 62)
+    g = nv.grad(lambda v: nv.sum(D.sum_scatter(v) * nv.array(w)))(nv.array(x))
+    want = np.zeros(2 * n, np.float32)
+    want[2 * r : 2 * r + 2] = w  # the cotangent at this process's block
+    np.testing.assert_array_equal(np.asarray(g), want)
+    t = data(r, (2 * n,), np.float32, 63)
+    _, (tan,) = nv.jvp(D.sum_scatter, [nv.array(x)], [nv.array(t)])
+    ts = np.sum(all_data(ctx, (2 * n,), np.float32, 63), axis=0, dtype=np.float32)
+    close(np.asarray(tan), ts[2 * r : 2 * r + 2], "jvp sum_scatter")
+    xb = data(r, (3, n), np.float32, 64)  # a batch of 3 examples of shape (n,)
+    got = np.asarray(nv.vmap(D.sum_scatter)(nv.array(xb)))
+    total = np.sum(all_data(ctx, (3, n), np.float32, 64), axis=0, dtype=np.float32)
+    close(got, total[:, r : r + 1], "vmap sum_scatter")
+    f = nv.compile(lambda v: D.sum_scatter(v * 2) + 1)
+    for _ in range(2):
+        close(
+            np.asarray(f(nv.array(x))),
+            2
+            * np.sum(all_data(ctx, (2 * n,), np.float32, 61), axis=0, dtype=np.float32)[
+                2 * r : 2 * r + 2
+            ]
+            + 1,
+            "compiled sum_scatter",
+        )
+
+
+@check
 def all_max_min_dtypes(ctx):
     for name in DTYPES:
         if name == "complex64":
@@ -240,8 +293,8 @@ def send_recv_ring(ctx):
 
 @check
 def messages_cut_into_pieces(ctx):
-    """With a 4 KiB limit per MPI call, reductions, sends and receives of 40 KB still arrive
-    whole; a gather above the limit says so."""
+    """With a 4 KiB limit per MPI call, reductions, scatters, sends and receives of 40 KB
+    still arrive whole; a gather above the limit says so."""
     from nuvec.distributed.backends import mpi
 
     saved = mpi.CHUNK
@@ -252,6 +305,12 @@ def messages_cut_into_pieces(ctx):
             np.asarray(D.all_sum(nv.array(xs[ctx.rank]))),
             np.sum(xs, axis=0, dtype=np.float32),
             "chunked all_sum",
+        )
+        ss = all_data(ctx, (ctx.size * 2_500,), np.float32, salt=52)  # 10 KB blocks
+        close(
+            np.asarray(D.sum_scatter(nv.array(ss[ctx.rank]))),
+            np.sum(ss, axis=0, dtype=np.float32)[ctx.rank * 2_500 : (ctx.rank + 1) * 2_500],
+            "chunked sum_scatter",
         )
         hs = all_data(ctx, (5_000,), np.float16, salt=51)
         np.testing.assert_array_equal(

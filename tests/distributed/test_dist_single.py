@@ -55,7 +55,47 @@ def test_init_gives_one_process_and_is_cached():
 
 def test_init_rejects_unknown_backend():
     with pytest.raises(ValueError, match="backend must be 'any' or one of"):
-        D.init(backend="nccl")
+        D.init(backend="gloo")
+
+
+# Runs a snippet where ``import cupy`` fails (as on a machine without CuPy or a GPU).
+NO_CUPY = "import sys; sys.modules['cupy'] = None\n"
+
+
+def test_strict_nccl_without_cupy_says_why():
+    p = run_py(NO_CUPY + "import nuvec as nv\nnv.distributed.init(backend='nccl', strict=True)")
+    assert p.returncode != 0
+    assert "RuntimeError: nv.distributed.init: the NCCL backend cannot be used" in p.stderr
+    assert "CuPy with NCCL is not importable" in p.stderr
+
+
+@pytest.mark.parametrize("how", ["init(backend='nccl')", "init()  # the launcher asked for nccl"])
+def test_nccl_without_cupy_warns_and_runs_alone(how):
+    p = run_py(
+        NO_CUPY + "import warnings, nuvec as nv\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        f"    g = nv.distributed.{how}\n"
+        "print(g.size(), g.backend, [str(x.message) for x in w])\n",
+        env={"NUVEC_DISTRIBUTED_BACKEND": "nccl"},
+    )
+    assert p.returncode == 0, p.stderr
+    size, backend, rest = p.stdout.split(" ", 2)
+    assert (size, backend) == ("1", "singleton")
+    assert "the NCCL backend cannot be used" in rest and "a group of one" in rest
+
+
+def test_nccl_reduction_plans_cover_every_dtype():
+    from nuvec.core import dtypes as dt
+    from nuvec.distributed.backends.nccl import reduction_plan
+
+    plans = {d.name: reduction_plan(d) for d in dt.ALL}
+    assert plans["float32"] == ("FLOAT32", None, 1)
+    assert plans["bfloat16"] == ("BFLOAT16", None, 1)
+    assert plans["bool"] == ("UINT8", None, 1)  # a logical or as a byte max
+    assert plans["uint16"] == ("INT32", "int32", 1)  # NCCL has no 16-bit integers
+    assert plans["complex64"] == ("FLOAT32", None, 2)  # pairs of reals
+    assert len(plans) == len(dt.ALL)
 
 
 def test_strict_init_without_mpi4py_says_what_to_install():
@@ -173,6 +213,9 @@ class MirrorCommunicator(Communicator):
     def _all_gather(self, x, out):
         np.copyto(out, np.concatenate([x.reshape(-1, *x.shape[1:])] * self.n))
 
+    def _reduce_scatter(self, x, out):
+        np.copyto(out, x[: out.shape[0]] * self.n)  # rank 0's block
+
 
 @pytest.fixture
 def mirror():
@@ -216,6 +259,21 @@ def test_compile_keeps_a_collective_multiplied_by_zero(mirror):
     assert comm.calls["all_sum"] == 2
 
 
+def test_sum_scatter_keeps_this_process_block(mirror):
+    x = nv.array(np.arange(12, dtype=np.float32).reshape(6, 2))
+    y = D.sum_scatter(x, group=mirror)
+    assert y.shape == (2, 2) and y.tolist() == [[0.0, 3.0], [6.0, 9.0]]
+    assert D.sum_scatter(x) is x  # the world of one process
+    with pytest.raises(ValueError, match=r"sum_scatter: axis 0 of x \(shape \(4,\)\) must be"):
+        D.sum_scatter(nv.ones((4,)), group=mirror)
+    with pytest.raises(ValueError, match="sum_scatter: axis 0 of x"):
+        D.sum_scatter(nv.array(1.0), group=mirror)
+    g = nv.grad(lambda v: nv.sum(D.sum_scatter(v, group=mirror) * 2))(nv.ones((6,)))
+    assert g.tolist() == [2.0, 2.0, 0.0, 0.0, 0.0, 0.0]  # the cotangent at block 0
+    f = nv.compile(lambda v: D.sum_scatter(v, group=mirror) + 1)
+    assert f(x).tolist() == [[1.0, 4.0], [7.0, 10.0]] and mirror._comm.calls["sum_scatter"] == 2
+
+
 def test_grad_through_all_sum_is_the_cotangent(mirror):
     w = nv.array([1.0, -2.0, 0.5])
     g = nv.grad(lambda x: nv.sum(D.all_sum(x, group=mirror) * w))(nv.ones((3,)))
@@ -251,6 +309,16 @@ def test_command_for_open_mpi_as_user_within_the_cores(no_thread_vars, monkeypat
     )
     assert "--allow-run-as-root" not in cmd and "--oversubscribe" not in cmd
     assert env == {var: "4" for var in launch.THREAD_VARS if var != "OMP_NUM_THREADS"}
+
+
+def test_command_for_the_nccl_backend(no_thread_vars, monkeypatch):
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    cmd, env = launch.build_command(
+        2, ["t.py"], "mpirun", "openmpi", python="/py", cpus=8, euid=1000, backend="nccl"
+    )
+    assert env["NUVEC_DISTRIBUTED_BACKEND"] == "nccl"
+    for var in ("NUVEC_DISTRIBUTED_BACKEND", "NCCL_NVLS_ENABLE"):  # to other hosts too
+        assert cmd[cmd.index(var) - 1] == "-x"
 
 
 def test_command_for_mpich_with_hosts(no_thread_vars):

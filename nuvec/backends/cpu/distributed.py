@@ -2,16 +2,15 @@
 moves NumPy data. Outputs come from the buffer cache, so a training loop's reductions reuse
 their memory instead of faulting fresh pages in every step.
 
-A collective on a GPU stream runs here too, through the host (the array is copied down, sent,
-and the result uploaded again); a backend that moves device memory itself (NCCL) would
-register its own GPU implementations in place of these.
+The GPU implementations (``nuvec.backends.cuda.distributed``) call these for communicators
+that move host memory (MPI), staging the data through the host.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...primitives.distributed import AllGather, AllReduce, Recv, Send
+from ...primitives.distributed import AllGather, AllReduce, Recv, Send, SumScatter
 from .. import registry
 from . import _allocator
 
@@ -57,6 +56,15 @@ def _all_gather(prim, ins, node):
     return [out]
 
 
+@registry.register(SumScatter)
+def _sum_scatter(prim, ins, node):
+    x = _contiguous(ins[0])
+    n = prim.group.size()
+    out = _allocator.empty((x.shape[0] // n,) + x.shape[1:], x.dtype)
+    prim.group._comm.reduce_scatter(x, out)
+    return [out]
+
+
 @registry.register(Send)
 def _send(prim, ins, node):
     prim.group._comm.send(_contiguous(ins[0]), prim.dst)
@@ -68,38 +76,3 @@ def _recv(prim, ins, node):
     out = _allocator.empty(prim.shape, prim.dtype.np)
     prim.group._comm.recv(out, prim.src)
     return [out]
-
-
-def _through_host(cpu_impl):
-    """``cpu_impl`` for GPU data: inputs copied to the host, outputs uploaded back."""
-
-    def run(prim, datas, node):
-        ins = node._inputs
-        host = [
-            registry.to_host(d, ins[i]._dtype if i < len(ins) else None)
-            for i, d in enumerate(datas)
-        ]
-        outs = cpu_impl(prim, host, node)
-        if type(prim) is Send:
-            return [datas[0]]  # the input, still on the device
-        if registry.gpu_backend_name() != "cuda":
-            raise NotImplementedError(
-                f"{prim.name}: collectives on this GPU backend are not "
-                "supported yet (use stream=nv.cpu)"
-            )
-        from ..cuda import runtime
-
-        with runtime.cuda_stream(node._stream):
-            return [runtime.upload(o, node._dtype) for o in outs]
-
-    run.__name__ = f"host_staged_{cpu_impl.__name__}"
-    return run
-
-
-for _prim, _impl in (
-    (AllReduce, _all_reduce),
-    (AllGather, _all_gather),
-    (Send, _send),
-    (Recv, _recv),
-):
-    registry.register(_prim, "gpu")(_through_host(_impl))

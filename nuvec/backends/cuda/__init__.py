@@ -14,6 +14,7 @@ if device.is_available():
     from . import custom_kernel  # noqa: F401  (nv.fast.cuda_kernel)
     from . import bitcast  # noqa: F401  (view and fp8 codes)
     from . import depends  # noqa: F401  (ordering edges)
+    from . import distributed  # noqa: F401  (collectives: NCCL, or MPI through the host)
 
     try:
         from . import random  # noqa: F401

@@ -4,10 +4,11 @@ A ``Communicator`` moves the data of evaluated arrays between the processes of o
 The graph side (``nuvec.primitives.distributed``) never sees a backend: the backends'
 primitive implementations (``nuvec.backends.cpu.distributed``) call these methods.
 
-Buffers are NumPy arrays (GPU data is staged through the host by the primitive
-implementations; a backend that moves device memory directly, such as NCCL between NVIDIA
-GPUs, would take CuPy arrays through GPU implementations of its own). Inputs are
-C-contiguous; outputs are preallocated, C-contiguous and of the result's shape and dtype.
+Buffers are NumPy arrays: GPU data is staged through the host by the primitive
+implementations, except for a backend whose ``device_memory`` is True (NCCL), which takes the
+GPU's own (CuPy) buffers and, for reductions, the arrays' nuvec ``dtype`` (the GPU stores
+bfloat16 as uint16). Inputs are C-contiguous; outputs are preallocated, C-contiguous and of
+the result's shape and dtype.
 
 Subclasses implement the underscored methods; the public ones count the calls
 (``calls``: operation name -> how many times it ran here, for tests and diagnostics).
@@ -19,6 +20,7 @@ Subclasses implement the underscored methods; the public ones count the calls
         def split(self, color, key): ...
         def _all_reduce(self, x, out, op): ...   # op: "sum", "max" or "min"
         def _all_gather(self, x, out): ...
+        def _reduce_scatter(self, x, out): ...    # the sum, block ``rank`` of axis 0
         def _send(self, x, dst): ...
         def _recv(self, out, src): ...
 """
@@ -31,6 +33,7 @@ from typing import Any
 
 class Communicator:
     name: str = "base"
+    device_memory: bool = False  # whether the data-movement methods take GPU buffers
 
     def __init__(self) -> None:
         self.calls: Counter = Counter()
@@ -56,6 +59,11 @@ class Communicator:
         self.calls["all_gather"] += 1
         self._all_gather(x, out)
 
+    def reduce_scatter(self, x: Any, out: Any) -> None:
+        """The sum of every process's ``x``; this process keeps block ``rank`` of axis 0."""
+        self.calls["sum_scatter"] += 1
+        self._reduce_scatter(x, out)
+
     def send(self, x: Any, dst: int) -> None:
         self.calls["send"] += 1
         self._send(x, dst)
@@ -68,6 +76,9 @@ class Communicator:
         raise NotImplementedError
 
     def _all_gather(self, x, out) -> None:
+        raise NotImplementedError
+
+    def _reduce_scatter(self, x, out) -> None:
         raise NotImplementedError
 
     def _send(self, x, dst: int) -> None:

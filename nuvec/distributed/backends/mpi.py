@@ -136,6 +136,21 @@ class MPICommunicator(Communicator):
             hi = min(n, lo + step)
             self.comm.Allreduce([xs[lo:hi], mtype], [o[lo:hi], mtype], op=mop)
 
+    def _reduce_scatter(self, x: np.ndarray, out: np.ndarray) -> None:
+        mop, mtype, view = self._reduction(x.dtype, "sum")
+        o = out.reshape(-1)
+        blocks = x.reshape(self._size, o.size)
+        if view is not None:
+            o, blocks = o.view(view), blocks.view(view)
+        step = max(1, CHUNK // (x.dtype.itemsize * self._size))
+        if o.size <= step:
+            self.comm.Reduce_scatter_block([blocks.reshape(-1), mtype], [o, mtype], op=mop)
+            return
+        for lo in range(0, o.size, step):  # the same slice of every block, packed together
+            hi = min(o.size, lo + step)
+            piece = np.ascontiguousarray(blocks[:, lo:hi])
+            self.comm.Reduce_scatter_block([piece.reshape(-1), mtype], [o[lo:hi], mtype], op=mop)
+
     def _all_gather(self, x: np.ndarray, out: np.ndarray) -> None:
         if x.nbytes > CHUNK:
             raise ValueError(
