@@ -12,6 +12,14 @@ def ops():
     return module
 
 
+def conj(x):
+    """``x`` conjugated when it is a complex array, else ``x`` (MLX's vjps of complex maps
+    multiply by conjugated derivatives: the gradient of a real loss is dL/dRe + i dL/dIm)."""
+    if getattr(x, "_dtype", None) is not None and x._dtype.kind == "c":
+        return ops().conjugate(x)
+    return x
+
+
 def zeros(shape, dtype):
     return ops().zeros(shape, dtype)
 

@@ -2,7 +2,8 @@
 
 Each rule is written with public ops, so its result is a graph that can itself be
 differentiated (higher-order gradients), batched and compiled. For complex inputs the rules
-follow the convention of holomorphic functions: ``vjp(g) = g * f'(x)`` (no conjugation).
+follow MLX's convention: ``vjp(g) = g * conj(f'(x))`` for a holomorphic ``f``, so the
+gradient of a real loss is ``dL/dRe(z) + i dL/dIm(z)``.
 
 The operands of a Binary primitive share one shape (the ops broadcast first), so no rule here
 reduces: the Broadcast primitive's own rule sums the cotangent back.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import math
 
 from .. import ops
+from ._common import conj
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -98,11 +100,11 @@ def unary_vjp(op: str, x, g, out) -> list:
         return [g]
     if op == "real":  # complex -> float: the cotangent enters the real part
         return [_complex(g)]
-    if op == "imag":  # transpose of dz -> Im(dz)
-        return [_complex(g) * complex(0.0, -1.0)]
+    if op == "imag":  # adjoint of dz -> Im(dz)
+        return [_complex(g) * complex(0.0, 1.0)]
     if op == "abs" and x._dtype.kind == "c":
         return [_complex(g) * x / _complex(out)]
-    return [g * _derivative(op, x, out)]
+    return [g * conj(_derivative(op, x, out))]
 
 
 def unary_jvp(op: str, x, t) -> list:
@@ -182,7 +184,7 @@ def binary_vjp(op: str, primals, g, argnums, out) -> list:
     """Cotangents of the operands in ``argnums`` for ``out = op(a, b)``."""
     a, b = primals
     pa, pb = _binary_partials(op, a, b, out)
-    return [_scale(g, pa if i == 0 else pb) for i in argnums]
+    return [_scale(g, conj(pa if i == 0 else pb)) for i in argnums]
 
 
 def binary_jvp(op: str, primals, tangents, argnums) -> list:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..core.array import Array
 from ..core.primitive import Primitive
-from ._common import Expanding, ops as _ops
+from ._common import Expanding, conj, ops as _ops
 from .shape import Transpose
 
 
@@ -83,6 +83,7 @@ def _matmul_vjp(a, b, g, argnums, alpha: float = 1.0) -> dict:
     # kernels read it at full speed instead of through a strided view. The rule depends only
     # on the graph, so eager and compiled runs compute the same products.
     out = {}
+    a, b = conj(a), conj(b)  # the adjoint of a complex product uses the conjugates (MLX)
     if 0 in argnums:
         ga = _mT(_mm(b, _mT(g))) if _is_mT(a) else _mm(g, _mT(b))
         out[0] = unbroadcast(_scale(ga, alpha), a._shape)

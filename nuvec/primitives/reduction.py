@@ -22,7 +22,7 @@ from __future__ import annotations
 from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.primitive import Primitive
-from ._common import Expanding, on_cpu_rows, ops as _ops, zeros as _zeros
+from ._common import Expanding, conj, on_cpu_rows, ops as _ops, zeros as _zeros
 
 REDUCE_OPS = ("sum", "prod", "max", "min", "all", "any")
 SCAN_OPS = {
@@ -126,7 +126,7 @@ class Reduce(Primitive):
             return [_expand(g, shape, axes, kd)]
         if self.op == "prod":
             gk = _keep(g, shape, axes, kd)
-            return [ops.multiply(gk, _prod_partials(x, axes))]
+            return [ops.multiply(gk, _prod_partials(conj(x), axes))]
         # max / min: split equally between the positions that reach the extreme
         mask = _extreme_mask(x, _keep(ops.astype(y, x._dtype), shape, axes, kd))
         cnt = Array.make(Reduce("sum", axes, True, x._dtype), [mask])
@@ -167,15 +167,31 @@ def _extreme_mask(x: Array, yk: Array) -> Array:
 
 
 def _prod_partials(x: Array, axes: tuple) -> Array:
-    """d prod(x, axes) / dx, zero-safe, in the keepdims layout broadcast to x's shape."""
+    """d prod(x, axes) / dx: the product of the other elements, as the product of an exclusive
+    cumulative product from each side (no division, so zeros need no special case)."""
     ops = _ops()
-    zero = ops.equal(x, 0)
-    nz = Array.make(Reduce("sum", axes, True, dt.int32), [zero])
-    safe = ops.where(zero, 1, x)
-    p = Array.make(Reduce("prod", axes, True, x._dtype), [safe])  # product of the non-zeros
-    no_zero = ops.equal(nz, 0)
-    one_zero = ops.logical_and(ops.equal(nz, 1), zero)
-    return ops.where(no_zero, ops.divide(p, safe), ops.where(one_zero, p, 0))
+    axes = sorted(axes)
+    if not axes:
+        return ops.ones_like(x)
+    if len(axes) == 1:
+        a = axes[0]
+        return ops.multiply(
+            ops.cumprod(x, a, inclusive=False), ops.cumprod(x, a, reverse=True, inclusive=False)
+        )
+    keep = [i for i in range(x.ndim) if i not in axes]
+    perm = keep + axes
+    xt = ops.transpose(x, perm)
+    n = 1
+    for a in axes:
+        n *= x._shape[a]
+    flat = ops.reshape(xt, xt._shape[: len(keep)] + (n,))
+    others = ops.multiply(
+        ops.cumprod(flat, -1, inclusive=False), ops.cumprod(flat, -1, reverse=True, inclusive=False)
+    )
+    inv = [0] * len(perm)
+    for k, p in enumerate(perm):
+        inv[p] = k
+    return ops.transpose(ops.reshape(others, xt._shape), inv)
 
 
 # -- ArgReduce ----------------------------------------------------------------------------
@@ -507,7 +523,7 @@ class Scan(Primitive):
             g = _shift(g, self.axis, toward_end=self.reverse)
         y = self._scan(x)
         if self.op == "prod":
-            return [_cumprod_vjp(self, x, g, y)]
+            return [_cumprod_vjp(self, conj(x), g, conj(y))]
         if self.op in ("max", "min"):
             return [_cumextreme_vjp(self, x, g, y)]
         return [_logcumsumexp_vjp(self, x, g, y)]
