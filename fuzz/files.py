@@ -1,12 +1,14 @@
 """Damaged files and kernel caches, for a bounded time: ``python -m fuzz.files --seconds N``.
 
-Files: valid .npy, .npz (stored and compressed), .safetensors and .gguf files are made, then
-cut short, bit-flipped, or given lying headers (huge lengths, counts, shapes and offsets in
-their own fields), and loaded with ``nv.load`` in a worker process whose address space is
-capped. Each load must succeed or raise ValueError / OSError naming the file; its peak of
-traced allocations (NumPy reports its buffers to tracemalloc) must stay within twice the bytes
-the file holds (for a compressed .npz, the bytes its members actually inflate to) plus a fixed
-256 KiB; the worker must never die. A crashing input is kept under ``--keep``.
+Files: valid .npy, .npz (stored and compressed), .safetensors and .gguf files and exported
+functions (``nv.export_function``) are made, then cut short, bit-flipped, or given lying
+headers (huge lengths, counts, shapes and offsets in their own fields; for an exported
+function also any value of its graph document), and loaded with ``nv.load`` (or
+``nv.import_function``) in a worker process whose address space is capped. Each load must
+succeed or raise ValueError / OSError naming the file; its peak of traced allocations (NumPy
+reports its buffers to tracemalloc) must stay within twice the bytes the file holds (for a
+compressed .npz, the bytes its members actually inflate to) plus a fixed 256 KiB; the worker
+must never die. A crashing input is kept under ``--keep``.
 
 Kernel cache: a cache is warmed, its entries damaged (cut short, flipped, cut short with a
 matching digest, emptied, a garbage probe memo), and a new process compiles the same
@@ -33,7 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SLACK = 256 * 1024
-FORMATS = ("npy", "npz", "npzc", "safetensors", "gguf")
+FORMATS = ("npy", "npz", "npzc", "safetensors", "gguf", "nvfn")
 
 
 # ---- valid files ---------------------------------------------------------------------------
@@ -50,6 +52,8 @@ def _seed_file(fmt: str, rng: random.Random) -> bytes:
         rng.choice(dtypes)
     )
     buf = io.BytesIO()
+    if fmt == "nvfn":
+        return _seed_function(rng)
     if fmt == "npy":
         if rng.random() < 0.3:
             a = np.asfortranarray(a)
@@ -75,6 +79,74 @@ def _seed_file(fmt: str, rng: random.Random) -> bytes:
         # a Q4_0 tensor appended by hand: its info goes after the others, data at the end
         return _append_gguf_q4(raw, q.tobytes())
     return buf.getvalue()
+
+
+def _seed_function(rng: random.Random) -> bytes:
+    """An exported function of a few signatures, with constants, keyword inputs and several
+    families of operations (shapeless or not)."""
+    import numpy as np
+    import nuvec as nv
+
+    w = nv.array(np.arange(12, dtype=np.float32).reshape(4, 3) / 7)
+
+    def fun(x, y=None):
+        h = nv.tanh(x @ w) + nv.ones((3,))
+        h = nv.sort(h, axis=-1) * 0.5
+        if y is not None:
+            h = h + y.astype(h.dtype).reshape(-1, 1)
+        return nv.softmax(h, axis=-1), nv.cumsum(h, axis=0).astype(nv.float16)
+
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "f.nvfn")
+        with nv.exporter(path, fun, shapeless=rng.random() < 0.5) as export:
+            export(nv.zeros((2, 4)))
+            export(nv.zeros((rng.randint(1, 4), 4)), y=nv.arange(3 if rng.random() < 0.5 else 1))
+        return Path(path).read_bytes()
+
+
+def _call_imported(f, rng: random.Random) -> None:
+    """Calls an imported function on zeros of one of its signatures: a file that loads must
+    run, or fail with an exception (the worker must not die); the error is not judged, as the
+    graph may be one no function makes."""
+    import numpy as np
+    import nuvec as nv
+
+    if not f._traces:
+        return
+    t = rng.choice(f._traces)
+    if any(int(np.prod(s)) > 1 << 16 for s, _ in t.inputs):
+        return
+    zeros = [nv.zeros(s, dtype=d) for s, d in t.inputs]
+    kw = dict(zip(t.kwarg_keys, zeros[t.n_positional :]))
+    try:
+        nv.eval(f(*zeros[: t.n_positional], **kw))
+    except Exception:
+        pass
+
+
+def _lie_function(data: bytes, rng: random.Random) -> bytes:
+    """Replaces one value anywhere in an exported function's graph document."""
+    (n,) = struct.unpack_from("<Q", data, 0)
+    header = json.loads(data[8 : 8 + n])
+    doc = json.loads(header["__metadata__"]["function"])
+    slots = []  # (container, key) of every value in the document
+    stack = [doc]
+    while stack:
+        c = stack.pop()
+        for k in range(len(c)) if isinstance(c, list) else c:
+            slots.append((c, k))
+            if isinstance(c[k], (list, dict)):
+                stack.append(c[k])
+    c, k = rng.choice(slots)
+    c[k] = rng.choice(
+        _HUGE
+        + [-1, rng.randint(0, 40), "x", "shape.Reshape", None, [], {}, [rng.choice(_HUGE)] * 3]
+        + [{"t": [rng.choice(_HUGE)]}, {"d": "float33"}, {"f": "nan"}, 1.5, True]
+    )
+    header["__metadata__"]["function"] = json.dumps(doc)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data[8 + n :]
 
 
 def _append_gguf_q4(raw: bytes, blocks: bytes) -> bytes:
@@ -112,6 +184,10 @@ _HUGE = [0xFFFFFFFF, 0xFFFFFFF0, 1 << 31, 1 << 32, 1 << 40, 1 << 62, 0xFFFFFFFFF
 
 def _lie(data: bytes, fmt: str, rng: random.Random) -> bytes:
     """Overwrites one length, count, shape or offset field with a large or random value."""
+    if fmt == "nvfn":
+        if rng.random() < 0.7:
+            return _lie_function(data, rng)
+        fmt = "safetensors"  # the container's own fields
     b = bytearray(data)
     v = rng.choice(_HUGE + [rng.getrandbits(64), rng.getrandbits(16)])
     if fmt == "npy" and len(b) > 12:
@@ -239,8 +315,7 @@ def _worker(args) -> None:
         base = tracemalloc.get_traced_memory()[0]
         outcome = "loaded"
         try:
-            got = nv.load(str(path))
-            del got
+            got = nv.import_function(str(path)) if fmt == "nvfn" else nv.load(str(path))
         except (ValueError, OSError) as e:
             outcome = "clean_errors" if str(path) in str(e) else "bad_errors"
             if outcome == "bad_errors":
@@ -252,6 +327,10 @@ def _worker(args) -> None:
             outcome = "bad_errors"
             bad.append(f"{fmt} {kind}: {type(e).__name__}: {str(e)[:200]}")
         peak = tracemalloc.get_traced_memory()[1] - base
+        if outcome == "loaded":
+            if fmt == "nvfn":  # after the peak: a call's allocations are the graph's own
+                _call_imported(got, rng)
+            del got
         if peak > bound and outcome != "over_allocation":
             counts["over_allocation"] += 1
             bad.append(f"{fmt} {kind}: peak {peak} bytes for a {len(data)}-byte file")

@@ -369,9 +369,10 @@ def _check_shapes(src: Source, t: Trace, where: str) -> None:
                 f"{where}, step {j} ({st.prim.name}): {len(got)} outputs, not {len(st.outs)}"
             )
         for a, (s, d) in zip(got, st.outs):
-            if tuple(a.shape) != s or a.dtype != d:
+            if type(a.dtype) is not dt.Dtype or tuple(a.shape) != s or a.dtype != d:
+                made = f"{getattr(a.dtype, 'name', _short(a.dtype))}{list(a.shape)}"
                 raise src.error(
-                    f"{where}, step {j} ({st.prim.name}): makes {a.dtype.name}{list(a.shape)}, "
+                    f"{where}, step {j} ({st.prim.name}): makes {made}, "
                     f"the file says {d.name}{list(s)}"
                 )
         values.extend(got)
