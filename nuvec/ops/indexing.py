@@ -34,7 +34,9 @@ from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives.indexing import Gather, GatherAxis, IndexOutOfBounds, Scatter, ScatterAxis
-from ..primitives.shape import ExpandDims, SliceUpdate, Squeeze, slice_shape
+from ..core import shapeless
+from ..primitives.shape import ExpandDims, RelativeSlice, RelativeSliceUpdate, SliceUpdate
+from ..primitives.shape import Squeeze, slice_shape, slice_triplet
 from ._common import SCALARS, as_array, constant, weak_dtype
 from .shape import (
     broadcast_arrays,
@@ -94,7 +96,7 @@ def _norm_int(i: int, n: int, ax: int, name: str) -> int:
 class _Index:
     """A parsed index: per input axis a kind and value, plus where ``None`` axes go."""
 
-    __slots__ = ("kinds", "vals", "order", "has_array")
+    __slots__ = ("kinds", "vals", "raw", "order", "has_array")
 
     def __init__(self, a: Array, index, name: str) -> None:
         if not isinstance(index, tuple):
@@ -134,7 +136,7 @@ class _Index:
             entries.append(("ell", None))
         # kinds/vals per input axis; order: the entry sequence with ellipsis expanded,
         # each item (kind, axis or None); used for placing dimensions
-        kinds, vals, order = [], [], []
+        kinds, vals, raw, order = [], [], [], []
         ax = 0
         for kind, v in entries:
             if kind == "ell":
@@ -142,18 +144,34 @@ class _Index:
                 for _ in range(nd - used):
                     kinds.append("slice")
                     vals.append(_pyslice(None))
+                    raw.append(_pyslice(None))
                     order.append(("slice", ax))
                     ax += 1
             elif kind == "new":
                 order.append(("new", None))
             else:
+                raw.append(v)
                 if kind == "int":
                     v = _norm_int(v, a._shape[ax], ax, name)
                 kinds.append(kind)
                 vals.append(v)
                 order.append((kind, ax))
                 ax += 1
-        self.kinds, self.vals, self.order, self.has_array = kinds, vals, order, has_array
+        self.kinds, self.vals, self.raw, self.order = kinds, vals, raw, order
+        self.has_array = has_array
+
+    def spec(self) -> tuple:
+        """The index per axis in the user's terms (``RelativeSlice``'s spec): ints as given,
+        slice bounds as given, array axes whole."""
+        out = []
+        for kind, v in zip(self.kinds, self.raw):
+            if kind == "int":
+                out.append(int(v))
+            elif kind == "slice":
+                out.append(_bounds(v))
+            else:
+                out.append((None, None, None))
+        return tuple(out)
 
     def box(self, shape, *, ints_as_slices: bool):
         """Start/stop/stride per axis for the slices (and ints); array axes stay whole."""
@@ -171,19 +189,28 @@ class _Index:
         return tuple(start), tuple(stop), tuple(strides)
 
 
-def _triplet(sl: _pyslice, n: int) -> tuple[int, int, int]:
-    """A slice's (start, stop, step) on an axis of size ``n``; every empty slice gets one form
-    (Python's may have start -1)."""
-    b, e, s = sl.indices(n)
-    if (e <= b) if s > 0 else (e >= b):
-        return 0, 0, 1
-    return b, e, s
+_triplet = slice_triplet
+
+
+def _bounds(sl: _pyslice) -> tuple:
+    """A slice's bounds as ints or None (a RelativeSlice's spec entry)."""
+    return tuple(None if b is None else operator.index(b) for b in (sl.start, sl.stop, sl.step))
+
+
+def _relative_slice(a: Array, spec: tuple, stream) -> Array:
+    """``a`` sliced by ``spec`` (see RelativeSlice), normalised again on each shapeless
+    replay; the trace's own shape is checked as the eager slice checks it."""
+    rest = a.ndim - len(spec)
+    spec = tuple(spec) + ((None, None, None),) * rest
+    prim = RelativeSlice(spec)
+    prim.box(a._shape)  # the bounds checks of the eager call, at the traced shape
+    return Array.make(prim, [a], resolve_stream(stream))
 
 
 def _basic_fast(a: Array, index: tuple, name: str, stream) -> Array | None:
     """``a[index]`` for a tuple of ints and slices only (the common case), or None."""
     shape = a._shape
-    if len(index) > len(shape):
+    if len(index) > len(shape) or shapeless.relative(a):
         return None
     start, stop, strides, drop = [], [], [], []
     for ax, ix in enumerate(index):
@@ -311,6 +338,9 @@ def _getitem(a: Array, index, name: str, stream) -> Array:
             raise IndexOutOfBounds(f"{name}: too many indices (1) for an array of dimension 0")
         i = _norm_int(index, n, 0, name)
         nd = a.ndim
+        if shapeless.relative(a):  # x[-1] is the last row of any shape
+            v = _relative_slice(a, (operator.index(index),), stream)
+            return Array.make(Squeeze((0,)), [v], resolve_stream(stream))
         v = slice_axes(a, (i,) + (0,) * (nd - 1), (i + 1,) + a._shape[1:], (1,) * nd, stream=stream)
         return Array.make(Squeeze((0,)), [v], resolve_stream(stream))
     t = type(index)
@@ -325,8 +355,11 @@ def _getitem(a: Array, index, name: str, stream) -> Array:
             return out
     ix = _Index(a, index, name)
     if not ix.has_array:
-        start, stop, strides = ix.box(a._shape, ints_as_slices=True)
-        v = slice_axes(a, start, stop, strides, stream=stream)
+        if shapeless.relative(a):
+            v = _relative_slice(a, ix.spec(), stream)
+        else:
+            start, stop, strides = ix.box(a._shape, ints_as_slices=True)
+            v = slice_axes(a, start, stop, strides, stream=stream)
         return _drop_and_insert(v, ix, stream)
     v, axes, idx, perm, final = _advanced_plan(ix, a, stream)
     out = Array.make(Gather(axes), [v] + idx, resolve_stream(stream))
@@ -372,6 +405,8 @@ def _update(a: Array, index, value, mode: str, name: str, stream) -> Array:
     value = _value(value, a, name)
     ix = _Index(a, index, name)
     st = resolve_stream(stream)
+    if not ix.has_array and shapeless.relative(a):
+        return _relative_update(a, ix, value, mode, name, stream)
     if not ix.has_array:
         start, stop, strides = ix.box(a._shape, ints_as_slices=True)
         box = slice_shape(a._shape, start, stop, strides)
@@ -398,6 +433,38 @@ def _update(a: Array, index, value, mode: str, name: str, stream) -> Array:
         return out
     p = v._prim
     return Array.make(SliceUpdate(p.start, p.stop, p.strides), [a, out], st)
+
+
+def _relative_update(a: Array, ix: _Index, value: Array, mode: str, name: str, stream) -> Array:
+    """``_update`` of a basic index under a shapeless trace: the box, the value's broadcast
+    to it and the write are all normalised again on each replay (no traced size)."""
+    from .. import ops
+    from .shape import squeeze
+
+    st = resolve_stream(stream)
+    cur = _relative_slice(a, ix.spec(), stream)
+    target = _drop_and_insert(cur, ix, stream)  # the indexed shape
+    if value.ndim > target.ndim:  # NumPy drops extra leading size-1 axes of the value
+        lead = value._shape[: value.ndim - target.ndim]
+        if any(d != 1 for d in lead):
+            raise ValueError(
+                f"{name}: cannot broadcast a value of shape {value._shape} to the "
+                f"indexed shape {target._shape}"
+            )
+        value = squeeze(value, tuple(range(len(lead))), stream=stream)
+    _fit(value, target._shape, name, stream)  # the eager call's checks, at the traced shape
+    upd = broadcast_arrays(value, target, name=name, stream=stream)[0]
+    # back to the box's axes: the None axes out, the int axes in
+    kept = [kind for kind, _ in ix.order if kind in ("slice", "new")]
+    new = tuple(i for i, kind in enumerate(kept) if kind == "new")
+    if new:
+        upd = Array.make(Squeeze(new), [upd], st)
+    ints = tuple(ax for ax, kind in enumerate(ix.kinds) if kind == "int")
+    if ints:
+        upd = Array.make(ExpandDims(ints), [upd], st)
+    if mode != "set":
+        upd = getattr(ops, _COMBINE[mode])(cur, upd, stream=stream)
+    return Array.make(RelativeSliceUpdate(cur._prim.spec), [a, upd], st)
 
 
 def setitem(a: Array, index, value, *, stream=None) -> Array:

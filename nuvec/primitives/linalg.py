@@ -12,6 +12,7 @@ transposed layouts), summed over batch dimensions that were broadcast.
 
 from __future__ import annotations
 
+from ..core import shapeless
 from ..core.array import Array
 from ..core.primitive import Primitive
 from ._common import Expanding, conj, ops as _ops
@@ -40,9 +41,15 @@ def matmul_shape(a, b, name: str = "matmul") -> tuple:
     return _bshape(a._shape[:-2], b._shape[:-2]) + (a._shape[-2], b._shape[-1])
 
 
-def unbroadcast(g: Array, shape: tuple) -> Array:
-    """``g`` summed over the dimensions that were broadcast to reach its shape from ``shape``."""
+def unbroadcast(g: Array, x: Array) -> Array:
+    """``g`` summed over the dimensions that were broadcast to reach its shape from ``x``'s
+    (under a shapeless trace decided again at each replay, see ``sum_to_like``)."""
+    from .shape import sum_to_like
+
+    if shapeless.relative(g) or shapeless.relative(x):
+        return sum_to_like(g, x)
     ops = _ops()
+    shape = x._shape
     if g._shape == tuple(shape):
         return g
     lead = g.ndim - len(shape)
@@ -86,10 +93,10 @@ def _matmul_vjp(a, b, g, argnums, alpha: float = 1.0) -> dict:
     a, b = conj(a), conj(b)  # the adjoint of a complex product uses the conjugates (MLX)
     if 0 in argnums:
         ga = _mT(_mm(b, _mT(g))) if _is_mT(a) else _mm(g, _mT(b))
-        out[0] = unbroadcast(_scale(ga, alpha), a._shape)
+        out[0] = unbroadcast(_scale(ga, alpha), a)
     if 1 in argnums:
         gb = _mT(_mm(_mT(g), a)) if _is_mT(b) else _mm(_mT(a), g)
-        out[1] = unbroadcast(_scale(gb, alpha), b._shape)
+        out[1] = unbroadcast(_scale(gb, alpha), b)
     return out
 
 
@@ -200,7 +207,7 @@ class AddMM(Primitive):
         r = _matmul_vjp(a, b, g, [k - 1 for k in argnums if k > 0], self.alpha)
         out = {k + 1: v for k, v in r.items()}
         if 0 in argnums:
-            out[0] = unbroadcast(_scale(g, self.beta), c._shape)
+            out[0] = unbroadcast(_scale(g, self.beta), c)
         return [out[k] for k in argnums]
 
     def jvp(self, primals, tangents, argnums):

@@ -20,9 +20,11 @@ Gradients:
 from __future__ import annotations
 
 from ..core import dtypes as dt
+from ..core import shapeless
 from ..core.array import Array
 from ..core.primitive import Primitive
 from ._common import Expanding, conj, on_cpu_rows, ops as _ops, zeros as _zeros
+from .shape import ExpandDims
 
 REDUCE_OPS = ("sum", "prod", "max", "min", "all", "any")
 SCAN_OPS = {
@@ -55,13 +57,22 @@ def _check_axes(name: str, axes: tuple, ndim: int) -> None:
 
 
 def _keep(y: Array, shape: tuple, axes: tuple, keepdims: bool) -> Array:
-    """A reduction's result reshaped to the keepdims shape of an input of ``shape``."""
-    return y if keepdims else _ops().reshape(y, kept_shape(shape, axes))
+    """A reduction's result reshaped to the keepdims shape of an input of ``shape`` (under a
+    shapeless trace with its axes inserted instead, which holds no traced size)."""
+    if keepdims:
+        return y
+    if shapeless.relative(y):
+        return Array.make(ExpandDims(tuple(sorted(axes))), [y])
+    return _ops().reshape(y, kept_shape(shape, axes))
 
 
-def _expand(y: Array, shape: tuple, axes: tuple, keepdims: bool) -> Array:
-    """A reduction's result broadcast back to the input's ``shape``."""
-    return _ops().broadcast_to(_keep(y, shape, axes, keepdims), shape)
+def _expand(y: Array, x: Array, axes: tuple, keepdims: bool) -> Array:
+    """A reduction's result broadcast back to the shape of its input ``x`` (under a shapeless
+    trace against ``x``, so at each replay's shape)."""
+    kept = _keep(y, x._shape, axes, keepdims)
+    if shapeless.relative(x) or shapeless.relative(y):
+        return _ops().broadcast_arrays(kept, x)[0]
+    return _ops().broadcast_to(kept, x._shape)
 
 
 def _batched_axes(axes: tuple, b: int) -> tuple:
@@ -123,7 +134,7 @@ class Reduce(Primitive):
         axes, kd, shape = self.axes, self.keepdims, x._shape
         g = ops.astype(g, x._dtype)
         if self.op == "sum":
-            return [_expand(g, shape, axes, kd)]
+            return [_expand(g, x, axes, kd)]
         if self.op == "prod":
             gk = _keep(g, shape, axes, kd)
             return [ops.multiply(gk, _prod_partials(conj(x), axes))]

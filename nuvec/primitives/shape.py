@@ -12,6 +12,7 @@ lazily (the ops import this module).
 
 from __future__ import annotations
 
+from ..core import shapeless
 from ..core.array import Array
 from ..core.primitive import Primitive
 from ._common import batch_front as _batch_front, batch_size as _batch_size
@@ -105,10 +106,20 @@ class Broadcast(_ToShape):
         ((shape, _),) = self.infer(inputs)
         return Broadcast(shape), inputs[:1]
 
+    def jvp(self, primals, tangents, argnums):
+        # with more inputs, only input 0 is broadcast: the others give its shape only
+        t = dict(zip(argnums, tangents))
+        if 0 not in t:
+            return [_ops().full_like(Array.make(self, primals), 0, dtype=tangents[0].dtype)]
+        return [Array.make(self, [t[0]] + list(primals[1:]))]
+
     def vjp(self, primals, cotangents, argnums, outputs):
         ops = _ops()
         x, g = primals[0], cotangents[0]
         lead = g.ndim - x.ndim
+        if shapeless.relative(x) or shapeless.relative(g):  # the axes follow each replay
+            g = sum_to_like(g, x)
+            return [g if i == 0 else ops.zeros_like(primals[i]) for i in argnums]
         axes = tuple(range(lead)) + tuple(
             lead + i for i, d in enumerate(x.shape) if d == 1 and g.shape[lead + i] != 1
         )
@@ -136,6 +147,116 @@ class Broadcast(_ToShape):
         pad = len(self.shape) - (x.ndim - 1)
         x = ops.reshape(x, (b,) + (1,) * pad + x.shape[1:])
         return [ops.broadcast_to(x, (b,) + self.shape)], [0]
+
+
+class SumToShape(Primitive):
+    """Input 0 summed (keepdims) over its ``lead`` leading axes and the axes where input 1
+    (of rank ``ndim - lead``) has size 1 and input 0 does not: Broadcast's vjp under a
+    shapeless trace, as one sum whose axes follow each replay's shapes."""
+
+    __slots__ = ("lead",)
+    name = "sum"
+    relative = True
+
+    def __init__(self, lead: int) -> None:
+        self.lead = lead
+
+    @property
+    def params(self) -> tuple:
+        return (self.lead,)
+
+    def axes(self, g, x) -> tuple[int, ...]:
+        n = self.lead
+        return tuple(range(n)) + tuple(
+            n + i for i, d in enumerate(x._shape) if d == 1 and g._shape[n + i] != 1
+        )
+
+    def infer(self, inputs):
+        g, x = inputs
+        axes = set(self.axes(g, x))
+        return [(tuple(1 if i in axes else d for i, d in enumerate(g._shape)), g._dtype)]
+
+    def resolve(self, inputs):
+        from ..ops.reduction import sum_dtype
+        from .reduction import Reduce
+
+        g, x = inputs
+        axes = self.axes(g, x)
+        if not axes:  # the eager rule returns g itself: an identity view
+            return Reshape(g._shape), (g,)
+        return Reduce("sum", axes, True, sum_dtype(g._dtype)), (g,)
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        g, x = primals
+        ops = _ops()
+        back = ops.broadcast_arrays(cotangents[0], g)[0]
+        return [back if i == 0 else ops.zeros_like(x) for i in argnums]
+
+    def jvp(self, primals, tangents, argnums):
+        t = dict(zip(argnums, tangents))
+        if 0 not in t:
+            return [_ops().zeros_like(Array.make(self, primals))]
+        return [Array.make(self, [t[0], primals[1]])]
+
+    def vmap(self, inputs, axes):
+        # the batch axis of g placed after its lead axes, where it meets x's (same size)
+        b = _batch_size(inputs, axes)
+        g, x = (_batch_front(y, ax, b) for y, ax in zip(inputs, axes))
+        ops = _ops()
+        g = ops.moveaxis(g, 0, self.lead)
+        return [Array.make(self, [g, x])], [self.lead]
+
+
+def sum_to_like(g: Array, x: Array) -> Array:
+    """``g`` summed to ``x``'s shape over the axes broadcasting added (one sum, as the eager
+    rules make it), those axes chosen from each shapeless replay's shapes."""
+    lead = g.ndim - x.ndim
+    g = Array.make(SumToShape(lead), [g, x])
+    if lead:
+        g = Array.make(Squeeze(tuple(range(lead))), [g])
+    return g
+
+
+class ReshapeLike(_View):
+    """Input 0 reshaped to input 1's shape (the sizes must match): a view's vjp under a
+    shapeless trace, whose target is the primal's shape on each replay."""
+
+    __slots__ = ()
+    name = "reshape"
+    relative = True
+
+    def infer(self, inputs):
+        g, x = inputs
+        return [(reshape_shape(g._shape, x._shape), g._dtype)]
+
+    def resolve(self, inputs):
+        return Reshape(inputs[1]._shape), inputs[:1]
+
+    def jvp(self, primals, tangents, argnums):
+        t = dict(zip(argnums, tangents))
+        if 0 not in t:
+            return [_ops().zeros_like(Array.make(self, primals))]
+        return [Array.make(self, [t[0], primals[1]])]
+
+    def vmap(self, inputs, axes):
+        b = _batch_size(inputs, axes)
+        g, x = (_batch_front(y, ax, b) for y, ax in zip(inputs, axes))
+        return [Array.make(self, [g, x])], [0]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        g, x = primals
+        out = []
+        for i in argnums:
+            c = Array.make(ReshapeLike(), [cotangents[0], g]) if i == 0 else _ops().zeros_like(x)
+            out.append(c)
+        return out
+
+
+def reshape_like(g: Array, x: Array) -> Array:
+    """``g`` reshaped to ``x``'s shape: at each shapeless replay's shape under such a trace."""
+    if shapeless.relative(x) or shapeless.relative(g):
+        return Array.make(ReshapeLike(), [g, x])
+    return _ops().reshape(g, x.shape)
 
 
 def reshape_shape(shape, spec, name: str = "reshape") -> tuple[int, ...]:
@@ -185,7 +306,7 @@ class Reshape(_ToShape):
         return Reshape(reshape_shape(inputs[0]._shape, self.shape)), inputs
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        return [_ops().reshape(cotangents[0], primals[0].shape)]
+        return [reshape_like(cotangents[0], primals[0])]
 
     def vmap(self, inputs, axes):
         ops = _ops()
@@ -324,7 +445,7 @@ class Flatten(_View):
         return [(s[: self.start] + (n,) + s[self.end + 1 :], inputs[0]._dtype)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        return [_ops().reshape(cotangents[0], primals[0].shape)]
+        return [reshape_like(cotangents[0], primals[0])]
 
     def vmap(self, inputs, axes):
         (x,), (ax,) = inputs, axes
@@ -469,6 +590,132 @@ class SliceUpdate(Primitive):
         a, u = (_batch_front(x, ax, b) for x, ax in zip(inputs, axes))
         prim = SliceUpdate((0,) + self.start, (b,) + self.stop, (1,) + self.strides)
         return [Array.make(prim, [a, u])], [0]
+
+
+def slice_triplet(sl: slice, n: int) -> tuple[int, int, int]:
+    """A Python slice's (start, stop, step) on an axis of size ``n``; every empty slice gets
+    one form (Python's may start at -1)."""
+    b, e, s = sl.indices(n)
+    if (e <= b) if s > 0 else (e >= b):
+        return 0, 0, 1
+    return b, e, s
+
+
+def index_box(shape, spec, name: str = "getitem") -> tuple[tuple, tuple, tuple]:
+    """The normalised ``Slice`` box of ``spec`` on ``shape``: per axis an int (that one
+    element; negative counts from the end; out of bounds raises as indexing does) or a
+    ``(start, stop, step)`` of Python slice bounds (None allowed)."""
+    start, stop, strides = [], [], []
+    for ax, (e, n) in enumerate(zip(spec, shape)):
+        if type(e) is int:
+            if not -n <= e < n:
+                from .indexing import IndexOutOfBounds
+
+                raise IndexOutOfBounds(
+                    f"{name}: index {e} is out of bounds for axis {ax} with size {n}"
+                )
+            b = e + n if e < 0 else e
+            b, en, s = b, b + 1, 1
+        else:
+            b, en, s = slice_triplet(slice(*e), n)
+        start.append(b)
+        stop.append(en)
+        strides.append(s)
+    return tuple(start), tuple(stop), tuple(strides)
+
+
+def _full_spec(spec, ax: int) -> tuple:
+    """``spec`` with a whole axis inserted at ``ax`` (a batch axis)."""
+    return spec[:ax] + ((None, None, None),) + spec[ax:]
+
+
+class RelativeSlice(_View):
+    """A slice kept in the user's terms (``index_box``'s ``spec``: ints and Python slice
+    bounds), normalised on each input shape: what indexing records under a shapeless trace,
+    so that ``x[:, -1]`` or ``x[1:]`` replays on any shape as the uncompiled call would."""
+
+    __slots__ = ("spec",)
+    name = "slice"
+    relative = True
+
+    def __init__(self, spec) -> None:
+        self.spec = tuple(spec)
+
+    @property
+    def params(self) -> tuple:
+        return (self.spec,)
+
+    def box(self, shape) -> tuple[tuple, tuple, tuple]:
+        return index_box(shape, self.spec)
+
+    def infer(self, inputs):
+        x = inputs[0]
+        return [(slice_shape(x._shape, *self.box(x._shape)), x._dtype)]
+
+    def resolve(self, inputs):
+        return Slice(*self.box(inputs[0]._shape)), inputs
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        x, g = primals[0], cotangents[0]
+        zeros = _ops().full_like(x, 0, dtype=g.dtype)
+        return [Array.make(RelativeSliceUpdate(self.spec), [zeros, g])]
+
+    def vmap(self, inputs, axes):
+        (x,), (ax,) = inputs, axes
+        if ax is None:
+            return [Array.make(self, inputs)], [None]
+        return [Array.make(RelativeSlice(_full_spec(self.spec, ax)), [x])], [ax]
+
+
+class RelativeSliceUpdate(Primitive):
+    """``SliceUpdate`` of a ``RelativeSlice``'s box, normalised on each input shape (``x[i] =
+    v`` under a shapeless trace)."""
+
+    __slots__ = ("spec",)
+    name = "slice_update"
+    relative = True
+
+    def __init__(self, spec) -> None:
+        self.spec = tuple(spec)
+
+    @property
+    def params(self) -> tuple:
+        return (self.spec,)
+
+    def concrete(self, shape) -> SliceUpdate:
+        return SliceUpdate(*index_box(shape, self.spec, "setitem"))
+
+    def infer(self, inputs):
+        return self.concrete(inputs[0]._shape).infer(inputs)
+
+    def resolve(self, inputs):
+        return self.concrete(inputs[0]._shape), inputs
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        a, u = primals
+        g = cotangents[0]
+        ops = _ops()
+        out = []
+        for i in argnums:
+            if i == 0:
+                out.append(Array.make(self, [g, ops.full_like(u, 0, dtype=g.dtype)]))
+            else:
+                out.append(Array.make(RelativeSlice(self.spec), [g]))
+        return out
+
+    def jvp(self, primals, tangents, argnums):
+        t = dict(zip(argnums, tangents))
+        dtype = tangents[0].dtype
+        ops = _ops()
+        ta, tu = (
+            t[i] if i in t else ops.full_like(x, 0, dtype=dtype) for i, x in enumerate(primals)
+        )
+        return [Array.make(self, [ta, tu])]
+
+    def vmap(self, inputs, axes):
+        b = _batch_size(inputs, axes)
+        a, u = (_batch_front(x, ax, b) for x, ax in zip(inputs, axes))
+        return [Array.make(RelativeSliceUpdate(_full_spec(self.spec, 0)), [a, u])], [0]
 
 
 class Concatenate(Primitive):

@@ -18,6 +18,7 @@ import nuvec.primitives as prims_pkg
 from nuvec.core.array import Array
 from nuvec.core.primitive import Primitive
 from nuvec.primitives.reduction import NumberOfElements
+from nuvec.primitives.shape import RelativeSlice, RelativeSliceUpdate, ReshapeLike, SumToShape
 from nuvec.primitives.shape import Unflatten
 from nuvec.transforms._trace import release, tracer_copy, tracing
 
@@ -89,6 +90,22 @@ PROBES = {
     "ExpandDims": (lambda x: nv.expand_dims(x, 0), [f64(2, 3)], [0]),
     # the forms a shapeless compile trace records (made directly: eager ops do not)
     "Unflatten": (lambda x: Array.make(Unflatten(1, (2, -1)), [x]), [f64(2, 4)], [0]),
+    "RelativeSlice": (
+        lambda x: Array.make(RelativeSlice(((1, None, None), -1)), [x]),
+        [f64(3, 4)],
+        [0],
+    ),
+    "RelativeSliceUpdate": (
+        lambda x, u: Array.make(RelativeSliceUpdate(((None, None, 2), -2)), [x, u]),
+        [f64(3, 4), f64(2, 1)],
+        [0, 1],
+    ),
+    "ReshapeLike": (lambda x, y: Array.make(ReshapeLike(), [x, y]), [f64(2, 3), f64(3, 2)], [0]),
+    "SumToShape": (
+        lambda g, x: Array.make(SumToShape(1), [g, x]),
+        [f64(2, 3, 4), f64(1, 4)],
+        [0],
+    ),
     "NumberOfElements": (
         lambda x: x * Array.make(NumberOfElements((1,), 1, nv.float64), [x]),
         [f64(2, 3)],
@@ -377,7 +394,7 @@ def test_vmap_matches_loop(name):
     fn, inputs, diff = PROBES[name]
     batch = 3
     batched, axes = [], []
-    for i, x in enumerate(inputs):
+    for x in inputs:
         if x.dtype.kind == "f" or name == "RandomBits":
             if x.dtype.kind == "f":
                 stack = np.stack([x + 0.25 * b for b in range(batch)], axis=1 if x.ndim else 0)

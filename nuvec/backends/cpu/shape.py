@@ -19,6 +19,10 @@ from ...primitives.shape import (
     Squeeze,
     Transpose,
     Unflatten,
+    RelativeSlice,
+    RelativeSliceUpdate,
+    ReshapeLike,
+    SumToShape,
 )
 from ..registry import register
 from ._views import broadcast_view
@@ -64,6 +68,19 @@ def _reshaped(x: np.ndarray, shape) -> np.ndarray:
         out = empty(tuple(shape), x.dtype)
         np.copyto(out.reshape(x.shape), x)
         return out
+
+
+@register(RelativeSlice)
+@register(RelativeSliceUpdate)
+@register(ReshapeLike)
+@register(SumToShape)
+def _resolved(prim, ins, node):
+    """A shape-relative primitive (made under a shapeless trace) run as the node it resolves
+    to for its inputs' shapes (its leading inputs)."""
+    from .. import registry
+
+    p, used = prim.resolve(tuple(node._inputs))
+    return registry.implementation(type(p), "cpu")(p, ins[: len(used)], node)
 
 
 @register(Transpose)
