@@ -45,6 +45,12 @@ CASES = {
     "cumsum": (lambda x: nv.cumsum(x, axis=1, reverse=True), [(3, 5)]),
     "fft": (lambda x: nv.abs(nv.fft.rfft(x)), [(16,)]),
     "where_astype": (lambda x: nv.where(x > 0, x, 0).astype(nv.float16), [(10,)]),
+    "bfloat16_constant": (
+        lambda x: x.astype(nv.bfloat16) * nv.array([1.5, -2.0, 3.0], nv.bfloat16),
+        [(4, 3)],
+    ),
+    "complex64": (lambda x: nv.abs(x.astype(nv.complex64) * nv.array(1 + 2j)) + 1, [(5,)]),
+    "integer_ops": (lambda x: (x.astype(nv.int32) * 3) // 2 % 5, [(8,)]),
     "layer_norm": (
         lambda x, w, b: nv.fast.layer_norm(x, w, b, 1e-5),
         [(4, 32), (32,), (32,)],
@@ -104,6 +110,34 @@ def test_calling_conventions(path):
     assert f(z=z, x=x)[0].tolist() == [3, 4, 5]
     with pytest.raises(ValueError):
         f(x, z=z)
+
+
+def test_compiled_functions_and_in_place_updates(path):
+    @nv.compile
+    def step(x, y):
+        x += y  # rebinds the traced input, not the caller's array
+        return x * 2
+
+    x, y = nv.array([1.0, 2.0]), nv.array([0.5, 0.5])
+    nv.export_function(path, step, x, y)
+    assert nv.import_function(path)(x, y)[0].tolist() == [3.0, 5.0]
+    assert x.tolist() == [1.0, 2.0]
+    f = nv.import_function(path)
+    inside = nv.compile(lambda a, b: f(a, b)[0] + 1)  # an imported function inside compile
+    assert inside(x, y).tolist() == [4.0, 6.0]
+
+
+def test_shapeless_refusal_names_the_export(path):
+    def noisy(x):  # a draw of the traced shape fixes that shape
+        return x + nv.random.uniform(shape=x.shape)
+
+    with pytest.raises(ValueError, match="export_function: .*'random_bits'.*shapeless"):
+        nv.export_function(path, noisy, nv.ones((4,)), shapeless=True)
+
+
+def test_missing_file():
+    with pytest.raises(FileNotFoundError, match="import_function"):
+        nv.import_function("/nonexistent/fn.nvfn")
 
 
 def test_keyword_inputs_bind_by_name(path):

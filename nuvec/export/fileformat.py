@@ -27,6 +27,7 @@ inferred again from its inputs' recorded shapes and dtypes, must be the recorded
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import json
@@ -91,6 +92,7 @@ class ExportError(ValueError):
 # ---- primitives and their state ----------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=None)
 def _init_names(cls) -> tuple[str, ...]:
     init = cls.__init__
     if init is object.__init__:

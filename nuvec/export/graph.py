@@ -92,7 +92,10 @@ def trace(fun: Callable, args: list, kwargs: dict, shapeless: bool, name: str, w
             ph = [original(p, rebound) for p in ph]  # ``x += y`` inside rebinds an input
             draft = build(ph, outputs_of(out, what), shapeless)
             if shapeless:
-                make_shapeless(draft, name, origins)
+                try:
+                    make_shapeless(draft, name, origins)
+                except ValueError as e:  # compile's shapeless mode cannot replay this graph
+                    raise ValueError(f"{what}: {e}") from None
     except BaseException:
         if rs:
             rs[0] = key0  # a failed trace does not advance the global random key
