@@ -100,7 +100,8 @@ def _seed_function(rng: random.Random) -> bytes:
         path = os.path.join(d, "f.nvfn")
         with nv.exporter(path, fun, shapeless=rng.random() < 0.5) as export:
             export(nv.zeros((2, 4)))
-            export(nv.zeros((rng.randint(1, 4), 4)), y=nv.arange(3 if rng.random() < 0.5 else 1))
+            n = rng.randint(1, 4)
+            export(nv.zeros((n, 4)), y=nv.arange(n if rng.random() < 0.5 else 1))
         return Path(path).read_bytes()
 
 

@@ -236,6 +236,17 @@ def test_shapeless(path):
         assert bits_equal(f(x)[0], g(x))
 
 
+def test_shapeless_indexing_and_reshapes(path):
+    def fun(x):
+        return x[:, -1] * 2 + x[1:, :2].sum() + x.reshape(-1).max()
+
+    nv.export_function(path, fun, rng_array((3, 4)), shapeless=True)
+    f = nv.import_function(path)
+    for shape in [(3, 4), (5, 6), (2, 9)]:
+        x = rng_array(shape, seed=4)
+        assert bits_equal(f(x)[0], fun(x))
+
+
 def test_random_draws_use_the_key_of_the_export(path):
     nv.random.seed(5)
     nv.export_function(path, lambda: nv.random.uniform(shape=(3,)))
