@@ -250,7 +250,9 @@ def export_function(
 
     ``fun`` returns an array, or a tuple or list of arrays. ``shapeless=True``: the imported
     function accepts inputs of any shapes of the same ranks (as ``nv.compile(...,
-    shapeless=True)``). ``metadata``: a string stored with it (files only).
+    shapeless=True)``). ``metadata``: a string stored with it (files only). The file is in
+    nuvec's own format (a safetensors file of the constants, the graph in its metadata), not
+    MLX's ``.mlxfn``: MLX cannot read it, nor nuvec MLX's.
 
     >>> import nuvec as nv, os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "f.nvfn")
@@ -321,7 +323,9 @@ class ImportedFunction:
 
 def import_function(file: str | os.PathLike, return_metadata: bool = False):
     """Loads a function exported by ``export_function`` or ``exporter``; with
-    ``return_metadata``, also the metadata string stored with it (``""`` if none).
+    ``return_metadata``, also the metadata string stored with it (``""`` if none). Only
+    nuvec's own files (not MLX's ``.mlxfn``); nothing in the file runs as code, and a damaged
+    or foreign file raises ValueError naming it.
 
     >>> import nuvec as nv, os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "g.nvfn")
