@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
 
 import numpy as np
 
@@ -154,16 +153,16 @@ def _constant_fill(shape, value, dtype, name: str, stream) -> Array:
     return Array.make(Broadcast(shape), [scalar], st)
 
 
-def zeros_like(a, /, *, stream=None) -> Array:
-    """Zeros with the shape and dtype of ``a``."""
+def zeros_like(a, /, dtype=None, *, stream=None) -> Array:
+    """Zeros with the shape of ``a`` and its dtype (or ``dtype``)."""
     a = as_array(a, "zeros_like")
-    return full_like(a, 0, stream=stream)
+    return full_like(a, 0, dtype, stream=stream)
 
 
-def ones_like(a, /, *, stream=None) -> Array:
-    """Ones with the shape and dtype of ``a``."""
+def ones_like(a, /, dtype=None, *, stream=None) -> Array:
+    """Ones with the shape of ``a`` and its dtype (or ``dtype``)."""
     a = as_array(a, "ones_like")
-    return full_like(a, 1, stream=stream)
+    return full_like(a, 1, dtype, stream=stream)
 
 
 def full_like(a, /, vals, dtype=None, *, stream=None) -> Array:

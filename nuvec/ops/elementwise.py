@@ -9,6 +9,8 @@ nuvec.float16
 
 from __future__ import annotations
 
+import math
+
 
 from ..core import dtypes as dt
 from ..core.array import Array
@@ -266,10 +268,31 @@ greater = _make_binary("greater", "Element-wise >.")
 greater_equal = _make_binary("greater_equal", "Element-wise >=.")
 logical_and = _make_binary("logical_and", "Element-wise AND (inputs become bool).", result="bool")
 logical_or = _make_binary("logical_or", "Element-wise OR (inputs become bool).", result="bool")
-logaddexp = _make_binary("logaddexp", "log(exp(a) + exp(b)), computed stably.", result="float")
-arctan2 = _make_binary(
-    "arctan2", "Element-wise arctan(a / b) in the right quadrant.", result="float"
-)
+
+
+def _complex_operand(x) -> bool:
+    return isinstance(x, complex) or (isinstance(x, Array) and x._dtype.kind == "c")
+
+
+def logaddexp(a, b, /, *, stream=None) -> Array:
+    """``log(exp(a) + exp(b))``, computed stably (complex inputs too, as MLX:
+    ``max + log1p(exp(min - max))`` with NumPy's ordering of complex numbers)."""
+    if not (_complex_operand(a) or _complex_operand(b)):
+        return _binary("logaddexp", a, b, stream, result="float")
+    a, b = operands(a, b, "logaddexp")
+    hi, lo = maximum(a, b, stream=stream), minimum(a, b, stream=stream)
+    out = hi + _unary("log1p", _unary("exp", lo - hi, stream), stream)
+    infinite = logical_or(equal(lo, -math.inf), equal(hi, math.inf), stream=stream)
+    return where(infinite, hi, out, stream=stream)
+
+
+def arctan2(a, b, /, *, stream=None) -> Array:
+    """Element-wise arctan(a / b) in the right quadrant (real inputs only, as MLX)."""
+    if _complex_operand(a) or _complex_operand(b):
+        raise ValueError("arctan2: complex inputs are not supported")
+    return _binary("arctan2", a, b, stream, result="float")
+
+
 bitwise_and = _make_binary("bitwise_and", "Element-wise bitwise AND.", result="integer")
 bitwise_or = _make_binary("bitwise_or", "Element-wise bitwise OR.", result="integer")
 bitwise_xor = _make_binary("bitwise_xor", "Element-wise bitwise XOR.", result="integer")
@@ -278,7 +301,9 @@ right_shift = _make_binary("right_shift", "Element-wise a >> b.", result="intege
 
 
 def divmod(a, b, /, *, stream=None) -> tuple[Array, Array]:
-    """``(floor_divide(a, b), remainder(a, b))``."""
+    """``(floor_divide(a, b), remainder(a, b))``. Both have zero derivatives, as MLX's
+    divmod (one primitive whose vjp and jvp are zeros)."""
+    a, b = (stop_gradient(x, stream=stream) if isinstance(x, Array) else x for x in (a, b))
     return floor_divide(a, b, stream=stream), remainder(a, b, stream=stream)
 
 

@@ -78,6 +78,10 @@ def _index_array(x, name: str) -> Array:
         x = array(arr.astype(np.int32) if arr.dtype == np.int64 and _fits32(arr) else arr)
     if x._dtype == dt.bool_:
         raise _bool_error(name)
+    if x._dtype.kind == "f" and x.size == 0:  # an empty float array is an empty index
+        from .elementwise import astype
+
+        x = astype(x, dt.int32)
     if x._dtype.kind not in "ui":
         raise TypeError(f"{name}: index arrays must be integers, not {x._dtype.name}")
     return x

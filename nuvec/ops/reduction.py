@@ -262,6 +262,8 @@ def _scan(op: str, name: str, a, axis, reverse: bool, inclusive: bool, stream) -
     from .shape import reshape
 
     a = as_array(a, name)
+    if op == "logaddexp" and a._dtype.kind == "c":
+        return _complex_logcumsumexp(a, axis, reverse, inclusive, stream)
     if op == "logaddexp":
         a = _float_input(a, name)
     if axis is None:
@@ -270,6 +272,23 @@ def _scan(op: str, name: str, a, axis, reverse: bool, inclusive: bool, stream) -
     else:
         ax = check_axis(axis, a.ndim, name)
     return _make(Scan(op, ax, reverse, inclusive), a, stream)
+
+
+def _complex_logcumsumexp(a: Array, axis, reverse: bool, inclusive: bool, stream) -> Array:
+    """``log(cumsum(exp(a - m))) + m`` with ``m`` the largest real part along the axis (the
+    imaginary parts come back on the principal branch, as MLX's pairwise logaddexp)."""
+    from .elementwise import exp, log, real, stop_gradient
+
+    if axis is None:
+        from .shape import reshape
+
+        a, axis = reshape(a, (-1,), stream=stream), 0
+    ax = check_axis(axis, a.ndim, "logcumsumexp")
+    if a._shape[ax] == 0:
+        return a
+    m = stop_gradient(max(real(a), axis=ax, keepdims=True, stream=stream))
+    run = cumsum(exp(a - m), axis=ax, reverse=reverse, inclusive=inclusive, stream=stream)
+    return log(run, stream=stream) + m
 
 
 def cumsum(

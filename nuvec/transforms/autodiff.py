@@ -324,7 +324,7 @@ def _value_and_grad(fun, nums, names, args, kwargs, name):
                 "item is the loss)"
             )
         loss = out[0] if isinstance(out, (tuple, list)) and out else out
-        if not isinstance(loss, Array) or loss.size != 1:
+        if not isinstance(loss, Array) or loss.ndim != 0:
             what = (
                 f"an array of shape {loss.shape}"
                 if isinstance(loss, Array)

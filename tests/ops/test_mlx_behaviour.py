@@ -312,3 +312,41 @@ def test_operators_take_arrays_scalars_and_numpy():
     with pytest.raises(ValueError, match="bitwise_and: not defined for float32"):
         nv.array(1.0) & nv.array(1)
     assert (nv.array(True) & True).item() is True
+
+
+def _np_complex_logaddexp(x, y):
+    hi = np.where((x.real > y.real) | ((x.real == y.real) & (x.imag >= y.imag)), x, y)
+    lo = np.where(hi == x, y, x)
+    return hi + np.log1p(np.exp(lo - hi))
+
+
+def test_complex_logaddexp_and_logcumsumexp():
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal(6) * 3 + 1j * rng.standard_normal(6)).astype(np.complex64)
+    y = (rng.standard_normal(6) * 3 + 1j * rng.standard_normal(6)).astype(np.complex64)
+    np.testing.assert_allclose(
+        np.array(nv.logaddexp(nv.array(x), nv.array(y))), _np_complex_logaddexp(x, y), rtol=1e-5
+    )
+    inf = nv.logaddexp(nv.array([-np.inf + 0j, 1 + 1j]), nv.array([-np.inf + 0j, np.inf + 0j]))
+    assert inf.tolist() == [complex(-np.inf, 0), complex(np.inf, 0)]
+    z = x.reshape(2, 3)
+    for axis, reverse, inclusive in [(1, False, True), (0, True, True), (1, False, False)]:
+        got = np.array(nv.logcumsumexp(nv.array(z), axis, reverse=reverse, inclusive=inclusive))
+        w = np.flip(z, axis) if reverse else z
+        ref = np.log(np.cumsum(np.exp(w.astype(np.complex128)), axis=axis))
+        if not inclusive:
+            ref = np.concatenate([np.full((2, 1), -np.inf), ref[:, :-1]], axis=1)
+        ref = np.flip(ref, axis) if reverse else ref
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="arctan2: complex"):
+        nv.arctan2(nv.array([1j]), nv.array([1.0]))
+
+
+def test_like_constructors_take_a_dtype_and_empty_float_indices():
+    x = nv.array([1, 2, 3])
+    assert nv.zeros_like(x).dtype == nv.int32
+    assert nv.zeros_like(x, nv.float16).dtype == nv.float16
+    assert nv.ones_like(x, dtype=nv.float32).tolist() == [1.0, 1.0, 1.0]
+    assert nv.empty_like(x, nv.float16).dtype == nv.float16
+    e = nv.array([], nv.float32)
+    assert nv.put_along_axis(e, e, e, axis=None).shape == (0,)

@@ -244,3 +244,17 @@ def test_grad_writes_assigned_items_back_to_the_callers_containers():
     assert arrs[1] is not a1 and arrs[1].item() == 6.0  # assigned ones keep their new value
     assert d["w"].item() == 5.0
     assert nv.grad(lambda x: x * arrs[1])(nv.array(1.0)).item() == 6.0
+
+
+def test_divmod_has_zero_derivatives_and_grad_needs_a_0d_loss():
+    def fun(x):
+        q, r = nv.divmod(x, nv.array(3.0))
+        return q, -r
+
+    _, (dq, dr) = nv.jvp(fun, [nv.array(7.0)], [nv.array(1.0)])
+    assert dq.item() == 0.0 and dr.item() == 0.0  # as MLX's divmod primitive
+    assert nv.grad(lambda x: nv.divmod(x, 3.0)[1])(nv.array(7.0)).item() == 0.0
+    assert nv.remainder(nv.array(7.5, nv.float16), 2.0).dtype == nv.float16
+    assert nv.divmod(nv.array(7.5, nv.float16), 2.0)[1].dtype == nv.float16
+    with pytest.raises(ValueError, match=r"grad: the function must return a scalar.*\(1, 1\)"):
+        nv.grad(lambda x: nv.sum(x, keepdims=True))(nv.ones((2, 2)))
