@@ -2,6 +2,7 @@
 
 import threading
 
+import numpy as np
 import pytest
 
 import nuvec as nv
@@ -62,3 +63,27 @@ def test_set_wired_limit():
         nv.set_wired_limit(-1)
     with pytest.raises(TypeError, match="set_wired_limit"):
         nv.set_wired_limit("1")
+
+
+def test_arrays_print_in_mlx_format():
+    assert str(nv.array(1.0)) == "array(1, dtype=float32)"
+    assert str(nv.array([1.123456789])) == "array([1.12346], dtype=float32)"
+    assert str(nv.array([1.2], nv.float16)) == "array([1.2002], dtype=float16)"
+    assert str(nv.array([1 + 1j, 1 - 1j])) == "array([1+1j, 1-1j], dtype=complex64)"
+    assert str(nv.array([True, False])) == "array([True, False], dtype=bool)"
+    assert str(nv.array([1] * 7)) == "array([1, 1, 1, ..., 1, 1, 1], dtype=int32)"
+    assert str(nv.array([[1, 2]] * 7)) == (
+        "array([[1, 2],\n       [1, 2],\n       [1, 2],\n       ...,\n"
+        "       [1, 2],\n       [1, 2],\n       [1, 2]], dtype=int32)"
+    )
+    assert str(nv.array([[[1, 2]] * 2] * 2)) == (
+        "array([[[1, 2],\n        [1, 2]],\n       [[1, 2],\n        [1, 2]]], dtype=int32)"
+    )
+    assert str(nv.array([np.inf, -np.inf, np.nan])) == "array([inf, -inf, nan], dtype=float32)"
+    assert str(nv.zeros((0,))) == "array([], dtype=float32)"
+    with nv.printoptions(precision=3):
+        assert str(nv.array([1 - 0.5j])) == "array([1.000-0.500j], dtype=complex64)"
+
+
+def test_finfo_of_complex_reports_the_real_component():
+    assert nv.finfo(nv.complex64).dtype == nv.float32 and nv.finfo(nv.complex64).bits == 32

@@ -288,10 +288,9 @@ class Array:
         h = self._host()
         if self._dtype == _dt.bfloat16:
             h = h.astype(np.float32)
-        from ..printing import array2string_options
+        from ..printing import format_array
 
-        body = np.array2string(h, separator=", ", prefix="array(", **array2string_options())
-        return f"array({body}, dtype={self._dtype.name})"
+        return format_array(h, self._dtype.name)
 
     __str__ = __repr__
 

@@ -213,7 +213,7 @@ class finfo:
             raise ValueError(f"finfo: {d.name} is not an inexact dtype")
         base = float32 if d == complex64 else d
         info = ml_dtypes.finfo(base.np) if base == bfloat16 else np.finfo(base.np)
-        self.dtype = d
+        self.dtype = base  # a complex dtype reports its real component (array API)
         self.min = float(info.min)
         self.max = float(info.max)
         self.eps = float(info.eps)
