@@ -16,6 +16,7 @@ that are evaluated together.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from typing import Any, Iterator, Sequence
 
@@ -217,6 +218,8 @@ class Array:
     # -- metadata -----------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
+        if self._tracer and _shapeless.active() and _shapeless.from_user(sys._getframe(1)):
+            return _shapeless.user_shape(self)  # sizes that record their arithmetic
         return self._shape
 
     @property
@@ -229,6 +232,11 @@ class Array:
 
     @property
     def size(self) -> int:
+        if self._tracer and _shapeless.active() and _shapeless.from_user(sys._getframe(1)):
+            n = 1
+            for d in _shapeless.user_shape(self):
+                n = d * n  # a Size (see core.shapeless)
+            return n
         n = 1
         for d in self._shape:
             n *= d
@@ -298,11 +306,15 @@ class Array:
     def __len__(self) -> int:
         if not self._shape:
             raise TypeError("len() of a 0-d array")
+        if self._tracer and _shapeless.active() and _shapeless.from_user(sys._getframe(1)):
+            _shapeless.user_shape(self)[0]._refuse()  # len() would bake the traced size
         return self._shape[0]
 
     def __iter__(self):
         if not self._shape:
             raise TypeError("iteration over a 0-d array")
+        if self._tracer and _shapeless.active() and _shapeless.from_user(sys._getframe(1)):
+            _shapeless.user_shape(self)[0]._refuse()  # the loop would bake the traced size
         for i in range(self._shape[0]):
             yield self[i]
 

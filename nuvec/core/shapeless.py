@@ -56,3 +56,143 @@ def note(a) -> None:
         f = f.f_back
     if f is not None:
         _local.origins[id(a)] = f"{f.f_code.co_filename}:{f.f_lineno}"
+
+
+def from_user(frame) -> bool:
+    """Whether ``frame`` (the caller of a public entry point) is user code, outside nuvec."""
+    return frame is not None and not frame.f_code.co_filename.startswith(_PACKAGE)
+
+
+def _user_line() -> str:
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_PACKAGE):
+        f = f.f_back
+    return f" (at {f.f_code.co_filename}:{f.f_lineno})" if f is not None else ""
+
+
+class Size:
+    """A size read from ``x.shape`` in the traced function under a shapeless trace: the traced
+    value (``value``, what printing shows) with where it came from and its integer arithmetic
+    (``+ - * // %`` with ints and other sizes), so ``x.reshape(x.shape[0] * x.shape[1], -1)``
+    replays on any shape. Any other use (a comparison, ``if``, ``int()``, an index, a float,
+    an operation that takes a shape other than reshape) would bake the traced value, so it
+    raises a ValueError naming the line instead. Not an int subclass: C code reads an int
+    subclass's value without asking it.
+
+    ``expr``: ``("dim", array, axis)``, or ``(op, left, right)`` of expressions and ints.
+    """
+
+    __slots__ = ("value", "expr")
+
+    def __init__(self, value: int, expr) -> None:
+        self.value = value
+        self.expr = expr
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    def _refuse(self, *_args, **_kwargs):
+        raise ValueError(
+            "nv.compile(shapeless=True): a size read from an array's .shape (traced as "
+            f"{self.value}){_user_line()} is used where its traced value would be "
+            "baked into the compiled function (a comparison, an if, int(), an index, a shape "
+            "argument other than reshape's); compile this function without shapeless=True, "
+            "or keep the size in reshape and integer arithmetic"
+        )
+
+    __bool__ = __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __hash__ = _refuse
+    __index__ = __int__ = __float__ = __complex__ = __truediv__ = __rtruediv__ = _refuse
+    __pow__ = __rpow__ = __divmod__ = __rdivmod__ = __abs__ = __round__ = _refuse
+    __trunc__ = __floor__ = __ceil__ = __invert__ = _refuse
+    __and__ = __rand__ = __or__ = __ror__ = __xor__ = __rxor__ = _refuse
+    __lshift__ = __rlshift__ = __rshift__ = __rrshift__ = _refuse
+
+    def _op(self, other, op: str, swap: bool = False):
+        if isinstance(other, Size):
+            o = other.expr
+        elif type(other) is int:
+            o = other
+        else:
+            return NotImplemented
+        a, b = (o, self.expr) if swap else (self.expr, o)
+        v = other.value if isinstance(other, Size) else other
+        va, vb = (v, self.value) if swap else (self.value, v)
+        return Size(_APPLY[op](va, vb), (op, a, b))
+
+    def __add__(self, o):
+        return self._op(o, "+")
+
+    def __radd__(self, o):
+        return self._op(o, "+", True)
+
+    def __sub__(self, o):
+        return self._op(o, "-")
+
+    def __rsub__(self, o):
+        return self._op(o, "-", True)
+
+    def __mul__(self, o):
+        return self._op(o, "*")
+
+    def __rmul__(self, o):
+        return self._op(o, "*", True)
+
+    def __floordiv__(self, o):
+        return self._op(o, "//")
+
+    def __rfloordiv__(self, o):
+        return self._op(o, "//", True)
+
+    def __mod__(self, o):
+        return self._op(o, "%")
+
+    def __rmod__(self, o):
+        return self._op(o, "%", True)
+
+    def __neg__(self):
+        return Size(-self.value, ("-", 0, self.expr))
+
+    def __pos__(self):
+        return self
+
+
+_APPLY = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "//": lambda a, b: a // b,
+    "%": lambda a, b: a % b,
+}
+
+
+def user_shape(a) -> tuple:
+    """``a.shape`` as user code sees it under a shapeless trace: Sizes (see ``Size``)."""
+    return tuple(Size(d, ("dim", a, i)) for i, d in enumerate(a._shape))
+
+
+def symbolic(expr, arrays: list):
+    """``expr`` with its arrays replaced by their positions in ``arrays`` (appended)."""
+    if type(expr) is int:
+        return expr
+    if expr[0] == "dim":
+        k = next((i for i, x in enumerate(arrays) if x is expr[1]), None)
+        if k is None:
+            arrays.append(expr[1])
+            k = len(arrays) - 1
+        return ("dim", k, expr[2])
+    return (expr[0], symbolic(expr[1], arrays), symbolic(expr[2], arrays))
+
+
+def evaluate(expr, shapes) -> int:
+    """The value of a ``symbolic`` expression for the arrays' ``shapes``."""
+    if type(expr) is int:
+        return expr
+    if expr[0] == "dim":
+        return shapes[expr[1]][expr[2]]
+    a, b = evaluate(expr[1], shapes), evaluate(expr[2], shapes)
+    if expr[0] in ("//", "%") and b == 0:
+        raise ZeroDivisionError("integer division or modulo by zero (a size of a shapeless replay)")
+    return _APPLY[expr[0]](a, b)

@@ -103,7 +103,8 @@ def full(shape, vals, dtype=None, *, stream=None) -> Array:
     >>> nv.full((2, 2), 7).tolist()
     [[7, 7], [7, 7]]
     """
-    shape = shape_arg(shape, "full")
+    sized = _sizes(shape)
+    shape = shape if sized else shape_arg(shape, "full")
     d = None if dtype is None else dt.to_dtype(dtype)
     if isinstance(vals, Array):
         v = vals
@@ -113,7 +114,22 @@ def full(shape, vals, dtype=None, *, stream=None) -> Array:
         from .elementwise import astype
 
         v = astype(v, d)
+    if sized:
+        from .shape import sized_broadcast
+
+        return sized_broadcast(v, shape, stream)
     return _fill(v, shape, "full", stream)
+
+
+def _sizes(shape) -> bool:
+    """Whether ``shape`` holds sizes read from ``.shape`` under a shapeless trace."""
+    from ..core import shapeless
+
+    if not shapeless.active():
+        return False
+    from .shape import _has_sizes
+
+    return _has_sizes(shape)
 
 
 def _fill(v: Array, shape: tuple, name: str, stream) -> Array:
@@ -143,8 +159,12 @@ def ones(shape, dtype=dt.float32, *, stream=None) -> Array:
 
 def _constant_fill(shape, value, dtype, name: str, stream) -> Array:
     d = dt.to_dtype(dtype)
-    shape = shape_arg(shape, name)
     st = resolve_stream(stream)
+    if _sizes(shape):
+        from .shape import sized_broadcast
+
+        return sized_broadcast(Array.constant(np.array(value, d.np), st, d), shape, stream)
+    shape = shape_arg(shape, name)
     scalar = Array.constant(np.array(value, d.np), st, d)
     if not shape:
         return scalar

@@ -21,7 +21,7 @@ from ._common import as_array
 from .creation import arange
 from .indexing import getitem, take
 from .linalg import matmul
-from .shape import broadcast_arrays, expand_dims, repeat, reshape, squeeze, stack
+from .shape import broadcast_arrays, expand_dims, flatten, repeat, reshape, squeeze, stack
 
 __all__ = ["gather_mm", "block_masked_mm", "segmented_mm", "hadamard_transform"]
 
@@ -47,10 +47,23 @@ def _float_operands(a, b, op: str) -> tuple[Array, Array, bool, bool]:
     return ew.astype(a, out), ew.astype(b, out), a1, b1
 
 
+def stacked(x: Array) -> Array:
+    """``x`` as one stack of matrices: its batch axes merged (a new one for a matrix). Holds no
+    size, so a shapeless replay merges the replayed batch axes."""
+    return flatten(x, 0, -3) if x.ndim > 2 else expand_dims(x, 0)
+
+
 def _batch_indices(idx, x: Array, op: str, arg: str) -> Array:
     """``idx`` (flat indices into ``x``'s batch axes) or, when None, every batch position."""
     batch = x.shape[:-2]
     if idx is None:
+        from ..core import shapeless
+
+        if shapeless.relative(x) and batch:
+            raise ValueError(
+                f"{op}: under nv.compile(shapeless=True) the default {arg} would be the "
+                "traced batch positions; pass the indices explicitly"
+            )
         n = math.prod(batch)
         return reshape(arange(n, dtype=dt.uint32), batch)
     idx = as_array(idx, op)
@@ -79,10 +92,8 @@ def gather_mm(
         li = _batch_indices(lhs_indices, a, op, "lhs_indices")
         ri = _batch_indices(rhs_indices, b, op, "rhs_indices")
         li, ri = broadcast_arrays(li, ri, name=op)
-        m, k = a.shape[-2:]
-        n = b.shape[-1]
-        ga = take(reshape(a, (-1, m, k)), li, axis=0)
-        gb = take(reshape(b, (-1, k, n)), ri, axis=0)
+        ga = take(stacked(a), li, axis=0)
+        gb = take(stacked(b), ri, axis=0)
         out = matmul(ga, gb)
         axes = ([out.ndim - 2] if a1 else []) + ([out.ndim - 1] if b1 else [])
         return squeeze(out, axes) if axes else out

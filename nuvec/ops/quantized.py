@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..core import shapeless
 from ..core import dtypes
 from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives import quant_formats as qf
 from ..primitives.quantized import Dequantize, QuantizedMatmul, Quantize
 from ._common import as_array
+from .products import stacked
 
 __all__ = ["quantize", "dequantize", "quantized_matmul", "gather_qmm"]
 
@@ -268,6 +270,11 @@ def gather_qmm(
 
     def indices(idx, a):
         if idx is None:
+            if shapeless.relative(a) and a.ndim > 2:
+                raise ValueError(
+                    "gather_qmm: under nv.compile(shapeless=True) the default indices would be "
+                    "the traced batch positions; pass them explicitly"
+                )
             n = 1
             for s in a.shape[:-2]:
                 n *= s
@@ -280,11 +287,13 @@ def gather_qmm(
     li, ri = ops.broadcast_arrays(indices(lhs_indices, x), indices(rhs_indices, w))
 
     def pick(a, idx):
-        flat = ops.reshape(a, (-1,) + tuple(a.shape[-2:]))
+        flat = stacked(a)
         return ops.take(flat, ops.flatten(idx) if idx.ndim else ops.reshape(idx, (1,)), axis=0)
 
     xs = pick(x, li)
     ws, ss = pick(w, ri), pick(scales, ri)
     bs = None if biases is None else pick(biases, ri)
     y = quantized_matmul(xs, ws, ss, bs, transpose, group_size, bits, mode, stream=stream)
+    if not shapeless.relative(li):  # the batch axes back (no traced size of y's)
+        return ops.unflatten(y, 0, tuple(li.shape)) if li.ndim else ops.squeeze(y, 0)
     return ops.reshape(y, tuple(li.shape) + tuple(y.shape[-2:]))

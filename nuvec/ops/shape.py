@@ -14,6 +14,7 @@ an operation that would not change its input returns the input itself (no graph 
 from __future__ import annotations
 
 import operator
+import sys
 from typing import Sequence
 
 import numpy as np
@@ -28,6 +29,8 @@ from ..primitives.shape import (
     Flatten,
     Pad,
     Reshape,
+    SizedBroadcast,
+    SizedReshape,
     Slice,
     Squeeze,
     Transpose,
@@ -124,6 +127,8 @@ def broadcast_to(a, /, shape: Sequence[int], *, stream=None) -> Array:
     [[1, 2], [1, 2]]
     """
     a = as_array(a, "broadcast_to")
+    if shapeless.active() and _has_sizes(shape):
+        return sized_broadcast(a, shape, stream)
     shape = tuple(_shape_arg(shape, "broadcast_to"))
     rel = shapeless.relative(a)
     if a._shape == shape and not rel:
@@ -171,6 +176,8 @@ def reshape(a, /, shape: Sequence[int], *, stream=None) -> Array:
     (2, 3)
     """
     a = as_array(a, "reshape")
+    if shapeless.active() and _has_sizes(shape):
+        return _sized_reshape(a, shape, stream)
     shape = _shape_arg(shape, "reshape")
     if shapeless.relative(a):  # keeps its -1; the size is checked at each replay
         if shape.count(-1) > 1:
@@ -178,7 +185,16 @@ def reshape(a, /, shape: Sequence[int], *, stream=None) -> Array:
         if any(d < -1 for d in shape):
             raise ValueError(f"reshape: negative dimension in {tuple(shape)}")
         reshape_shape(a._shape, shape)
-        return Array.make(Reshape(tuple(shape)), [a], resolve_stream(stream))
+        # sizes that nuvec's own operations computed from the traced shapes hold only there
+        f = sys._getframe(1)
+        if f.f_code is _reshape_method():  # a.reshape(...): its caller
+            f = f.f_back
+        literal = any(d != -1 for d in shape)
+        expect = None if shapeless.from_user(f) or not literal else a._shape
+        out = Array.make(Reshape(tuple(shape), expect), [a], resolve_stream(stream))
+        if expect is not None:
+            shapeless.note(out)
+        return out
     size = a.size
     if -1 in shape:
         if shape.count(-1) > 1:
@@ -203,6 +219,50 @@ def reshape(a, /, shape: Sequence[int], *, stream=None) -> Array:
     if shape == a._shape:
         return a
     return Array.make(Reshape(shape), [a], resolve_stream(stream))
+
+
+def _reshape_method():
+    from .methods import _reshape
+
+    return _reshape.__code__
+
+
+def _has_sizes(shape) -> bool:
+    if isinstance(shape, shapeless.Size):
+        return True
+    return isinstance(shape, (tuple, list)) and any(isinstance(d, shapeless.Size) for d in shape)
+
+
+def _sized_reshape(a: Array, shape, stream) -> Array:
+    """``reshape`` to sizes read from ``.shape`` under a shapeless trace: a SizedReshape whose
+    extra inputs are the arrays those sizes came from."""
+    shape = (shape,) if isinstance(shape, shapeless.Size) else tuple(shape)
+    refs = [a]
+    spec = []
+    for d in shape:
+        if isinstance(d, shapeless.Size):
+            spec.append(shapeless.symbolic(d.expr, refs))
+        else:
+            spec.append(dim_arg(d, "reshape"))
+    prim = SizedReshape(tuple(spec))
+    prim.target(refs)  # the eager call's checks, at the traced shapes
+    return Array.make(prim, refs, resolve_stream(stream))
+
+
+def sized_broadcast(a: Array, shape, stream=None) -> Array:
+    """``broadcast_to`` sizes read from ``.shape`` under a shapeless trace (also what the
+    creation ops make for them): a SizedBroadcast over the arrays those sizes came from."""
+    shape = (shape,) if isinstance(shape, shapeless.Size) else tuple(shape)
+    refs = [a]
+    spec = tuple(
+        shapeless.symbolic(d.expr, refs)
+        if isinstance(d, shapeless.Size)
+        else dim_arg(d, "broadcast_to")
+        for d in shape
+    )
+    prim = SizedBroadcast(spec)
+    prim.target(refs)  # the eager call's checks, at the traced shapes
+    return Array.make(prim, refs, resolve_stream(stream))
 
 
 def flatten(a, /, start_axis: int = 0, end_axis: int = -1, *, stream=None) -> Array:

@@ -132,12 +132,19 @@ class Broadcast(_ToShape):
     def vmap(self, inputs, axes):
         ops = _ops()
         if len(inputs) > 1:
-            from ._common import align_batch
-
             if all(ax is None for ax in axes):
                 return [Array.make(self, inputs)], [None]
-            xs = align_batch(inputs, axes)
-            return [ops.broadcast_arrays(*xs)[0]], [0]
+            # batch axes first, then each batched operand's own axes aligned right
+            nd = max(x.ndim - (ax is not None) for x, ax in zip(inputs, axes))
+            xs = []
+            for x, ax in zip(inputs, axes):
+                if ax is not None:
+                    x = ops.moveaxis(x, ax, 0)
+                    pad = nd - (x.ndim - 1)
+                    if pad:
+                        x = Array.make(ExpandDims(tuple(range(1, 1 + pad))), [x])
+                xs.append(x)
+            return [Array.make(self, xs)], [0]
         (x,), (ax,) = inputs, axes
         if ax is None:
             return [Array.make(self, inputs)], [None]
@@ -288,21 +295,37 @@ def reshape_shape(shape, spec, name: str = "reshape") -> tuple[int, ...]:
 class Reshape(_ToShape):
     """A new shape of the same size (a view where the layout allows, else a copy). Under a
     shapeless trace ``shape`` may keep one -1, inferred from the input's size at each replay;
-    every form checks the size."""
+    every form checks the size. ``expect``: the traced input shape, for sizes that nuvec's own
+    operations computed from traced shapes (so a replay on another input shape is refused)."""
 
-    __slots__ = ()
+    __slots__ = ("expect",)
     name = "reshape"
     fixes_shape = False
 
+    def __init__(self, shape: tuple[int, ...], expect: tuple[int, ...] | None = None) -> None:
+        self.shape = tuple(shape)
+        self.expect = None if expect is None else tuple(expect)
+
+    @property
+    def params(self) -> tuple:
+        return (self.shape,) if self.expect is None else (self.shape, self.expect)
+
     @property
     def relative(self) -> bool:
-        return -1 in self.shape
+        return -1 in self.shape or self.expect is not None
 
     def infer(self, inputs):
         x = inputs[0]
+        if self.expect is not None and x._shape != self.expect:
+            raise ValueError(
+                f"reshape: traced (shapeless) for an input of shape {self.expect} reshaped to "
+                f"{self.shape}, sizes computed from the traced shapes, so it cannot be replayed "
+                f"on an input of shape {x._shape}"
+            )
         return [(reshape_shape(x._shape, self.shape), x._dtype)]
 
     def resolve(self, inputs):
+        self.infer(inputs)
         return Reshape(reshape_shape(inputs[0]._shape, self.shape)), inputs
 
     def vjp(self, primals, cotangents, argnums, outputs):
@@ -315,6 +338,129 @@ class Reshape(_ToShape):
             return [Array.make(self, inputs)], [None]
         x = ops.moveaxis(x, ax, 0)
         return [ops.reshape(x, (x.shape[0],) + self.shape)], [0]
+
+
+class SizedReshape(_View):
+    """A reshape to sizes read from arrays' shapes in the traced function (``x.reshape(
+    x.shape[0] * x.shape[1], -1)`` under a shapeless trace): ``spec`` holds per dimension an
+    int (-1 allowed) or an expression of ``core.shapeless.evaluate`` over the shapes of the
+    inputs (input 0 is the one reshaped), evaluated again on each replay."""
+
+    __slots__ = ("spec",)
+    name = "reshape"
+    relative = True
+
+    def __init__(self, spec) -> None:
+        self.spec = tuple(spec)
+
+    @property
+    def params(self) -> tuple:
+        return (self.spec,)
+
+    def target(self, inputs) -> tuple[int, ...]:
+        shapes = [x._shape for x in inputs]
+        spec = tuple(shapeless.evaluate(e, shapes) for e in self.spec)
+        if spec.count(-1) > 1 or any(d < -1 for d in spec):
+            raise ValueError(f"reshape: invalid shape {spec} (sizes of a shapeless replay)")
+        return reshape_shape(inputs[0]._shape, spec)
+
+    def infer(self, inputs):
+        return [(self.target(inputs), inputs[0]._dtype)]
+
+    def resolve(self, inputs):
+        return Reshape(self.target(inputs)), inputs[:1]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        g = cotangents[0]
+        return [
+            reshape_like(g, primals[0]) if i == 0 else _ops().zeros_like(primals[i])
+            for i in argnums
+        ]
+
+    def jvp(self, primals, tangents, argnums):
+        t = dict(zip(argnums, tangents))
+        if 0 not in t:
+            return [_ops().zeros_like(Array.make(self, primals))]
+        return [Array.make(self, [t[0]] + list(primals[1:]))]
+
+    def vmap(self, inputs, axes):
+        if all(ax is None for ax in axes):
+            return [Array.make(self, inputs)], [None]
+        moved, front = _batched_front(inputs, axes)
+        spec = tuple(_shift(e, front) for e in self.spec)
+        if axes[0] is None:  # the same reshape for every batch element
+            return [Array.make(SizedReshape(spec), moved)], [None]
+        return [Array.make(SizedReshape((("dim", 0, 0),) + spec), moved)], [0]
+
+
+class SizedBroadcast(_View):
+    """Input 0 broadcast to sizes read from arrays' shapes in the traced function
+    (``nv.zeros(x.shape)``, ``nv.broadcast_to(v, (x.shape[0], 4))`` under a shapeless trace):
+    ``spec`` as SizedReshape's, over the shapes of all inputs, evaluated on each replay."""
+
+    __slots__ = ("spec",)
+    name = "broadcast_to"
+    relative = True
+
+    def __init__(self, spec) -> None:
+        self.spec = tuple(spec)
+
+    @property
+    def params(self) -> tuple:
+        return (self.spec,)
+
+    def target(self, inputs) -> tuple[int, ...]:
+        shapes = [x._shape for x in inputs]
+        shape = tuple(shapeless.evaluate(e, shapes) for e in self.spec)
+        v = inputs[0]._shape
+        if any(d < 0 for d in shape) or broadcast_shape([v, shape], "broadcast_to") != shape:
+            raise ValueError(f"broadcast_to: cannot broadcast shape {v} to {shape}")
+        return shape
+
+    def infer(self, inputs):
+        return [(self.target(inputs), inputs[0]._dtype)]
+
+    def resolve(self, inputs):
+        return Broadcast(self.target(inputs)), inputs[:1]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        g = cotangents[0]
+        return [
+            sum_to_like(g, primals[0]) if i == 0 else _ops().zeros_like(primals[i]) for i in argnums
+        ]
+
+    def jvp(self, primals, tangents, argnums):
+        t = dict(zip(argnums, tangents))
+        if 0 not in t:
+            return [_ops().zeros_like(Array.make(self, primals))]
+        return [Array.make(self, [t[0]] + list(primals[1:]))]
+
+    def vmap(self, inputs, axes):
+        if all(ax is None for ax in axes):
+            return [Array.make(self, inputs)], [None]
+        moved, front = _batched_front(inputs, axes)
+        pad = len(self.spec) - (moved[0].ndim - front[0])  # the value's axes aligned right
+        if front[0] and pad:
+            moved[0] = Array.make(ExpandDims(tuple(range(1, 1 + pad))), [moved[0]])
+        k = front.index(True)  # the batch size: a batched input's leading axis
+        spec = (("dim", k, 0),) + tuple(_shift(e, front) for e in self.spec)
+        return [Array.make(SizedBroadcast(spec), moved)], [0]
+
+
+def _batched_front(inputs, axes) -> tuple[list, list]:
+    """The inputs with their batch axes moved first, and which of them have one."""
+    ops = _ops()
+    moved = [x if ax is None else ops.moveaxis(x, ax, 0) for x, ax in zip(inputs, axes)]
+    return moved, [ax is not None for ax in axes]
+
+
+def _shift(e, front):
+    """A size expression with the axes of the inputs marked in ``front`` moved up by one."""
+    if type(e) is int:
+        return e
+    if e[0] == "dim":
+        return ("dim", e[1], e[2] + front[e[1]])
+    return (e[0], _shift(e[1], front), _shift(e[2], front))
 
 
 class Unflatten(_View):

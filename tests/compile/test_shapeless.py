@@ -71,21 +71,33 @@ def test_an_operation_that_fixes_a_traced_size_fails_the_trace_naming_it_and_the
     assert nv.compile(fn)(rand(2, 3)).shape == fn(rand(2, 3)).shape  # shaped compile is fine
 
 
-def test_a_broadcast_to_a_traced_target_replays_only_on_the_traced_input_shape():
-    fn = lambda x: nv.broadcast_to(x, (4,) + x.shape) * 2  # noqa: E731
+def test_a_broadcast_to_a_literal_target_replays_only_on_the_traced_input_shape():
+    fn = lambda x: nv.broadcast_to(x, (4, 2, 3)) * 2  # noqa: E731
     g = nv.compile(fn, shapeless=True)
     assert_same(np.asarray(g(x := rand(2, 3))), np.asarray(fn(x)))
-    for shape in ((5, 3), (1, 3)):  # (1, 3) would broadcast to the traced target silently
+    for shape in ((5, 3), (1, 3)):  # the target may have come from the traced shape
         with pytest.raises(ValueError, match=r"broadcast_to: traced \(shapeless\).*\(2, 3\)"):
             g(rand(*shape))
 
 
+def test_a_broadcast_to_sizes_read_from_the_shape_replays_on_every_shape():
+    fn = lambda x: nv.broadcast_to(x, (4,) + x.shape) * 2  # noqa: E731
+    g = nv.compile(fn, shapeless=True)
+    for shape in ((2, 3), (5, 3), (1, 3), (0, 2)):
+        x = rand(*shape)
+        assert_same(np.asarray(g(x)), np.asarray(fn(x)))
+    assert g.stats()["traces"] == 1
+
+
 def test_random_draws_with_a_shape_fail_the_shapeless_trace():
-    g = nv.compile(lambda x: x + nv.random.uniform(shape=x.shape), shapeless=True)
     key = nv.random.state[0]
+    g = nv.compile(lambda x: x + nv.random.uniform(shape=x.shape), shapeless=True)
+    with pytest.raises(ValueError, match=r"\.shape \(traced as 3\) \(at .*test_shapeless.py"):
+        g(rand(3))
+    g = nv.compile(lambda x: x + nv.random.uniform(shape=(3,)), shapeless=True)
     with pytest.raises(ValueError, match="'random_bits'.*without shapeless=True"):
         g(rand(3))
-    assert nv.random.state[0] is key  # the failed trace did not advance the key
+    assert nv.random.state[0] is key  # the failed traces did not advance the key
 
 
 def test_a_function_output_is_never_an_inner_member():

@@ -19,6 +19,7 @@ from nuvec.core.array import Array
 from nuvec.core.primitive import Primitive
 from nuvec.primitives.reduction import NumberOfElements
 from nuvec.primitives.shape import RelativeSlice, RelativeSliceUpdate, ReshapeLike, SumToShape
+from nuvec.primitives.shape import SizedBroadcast, SizedReshape
 from nuvec.primitives.shape import Unflatten
 from nuvec.transforms._trace import release, tracer_copy, tracing
 
@@ -101,6 +102,17 @@ PROBES = {
         [0, 1],
     ),
     "ReshapeLike": (lambda x, y: Array.make(ReshapeLike(), [x, y]), [f64(2, 3), f64(3, 2)], [0]),
+    # sizes read from .shape: (x.shape[1], y.shape[0] // 2) and (y.shape[0], 3)
+    "SizedReshape": (
+        lambda x, y: Array.make(SizedReshape((("dim", 0, 1), ("//", ("dim", 1, 0), 2))), [x, y]),
+        [f64(2, 3), f64(4)],
+        [0],
+    ),
+    "SizedBroadcast": (
+        lambda x, y: Array.make(SizedBroadcast((("dim", 1, 0), 3)), [x, y]),
+        [f64(1, 3), f64(4)],
+        [0],
+    ),
     "SumToShape": (
         lambda g, x: Array.make(SumToShape(1), [g, x]),
         [f64(2, 3, 4), f64(1, 4)],

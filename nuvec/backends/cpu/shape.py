@@ -23,6 +23,8 @@ from ...primitives.shape import (
     RelativeSliceUpdate,
     ReshapeLike,
     SumToShape,
+    SizedBroadcast,
+    SizedReshape,
 )
 from ..registry import register
 from ._views import broadcast_view
@@ -74,6 +76,8 @@ def _reshaped(x: np.ndarray, shape) -> np.ndarray:
 @register(RelativeSliceUpdate)
 @register(ReshapeLike)
 @register(SumToShape)
+@register(SizedReshape)
+@register(SizedBroadcast)
 def _resolved(prim, ins, node):
     """A shape-relative primitive (made under a shapeless trace) run as the node it resolves
     to for its inputs' shapes (its leading inputs)."""
