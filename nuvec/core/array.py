@@ -286,7 +286,9 @@ class Array:
         return h.copy() if copy else h
 
     def __dlpack__(self, *args, **kwargs):
-        h = np.ascontiguousarray(self._host())
+        h = self._host()
+        if not h.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
+            h = h.copy()
         return h.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self):
@@ -328,6 +330,9 @@ class Array:
 
     def __float__(self) -> float:
         return float(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
 
     def __index__(self) -> int:
         if self._dtype.kind not in "uib":

@@ -367,6 +367,10 @@ def from_dlpack(x, /, *, copy: bool | None = None) -> Array:
     host = np.from_dlpack(x)
     if copy is True:
         return array(host)
+    if host.dtype in (np.float64, np.complex128):  # narrowed as nv.array does (MLX)
+        if copy is False:
+            raise ValueError(f"from_dlpack: copy=False, but {host.dtype} data is narrowed (a copy)")
+        return array(host)
     if host.flags.c_contiguous:
         return Array.constant(host, resolve_stream(None), dt.from_numpy(host.dtype))
     if copy is False:

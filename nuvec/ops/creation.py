@@ -26,7 +26,7 @@ def _infer_list_dtype(obj) -> dt.Dtype:
         elif isinstance(x, (np.generic, np.ndarray)):
             kinds.add(numpy_default_dtype(x.dtype))
         else:
-            raise TypeError(f"array: unsupported element type {type(x).__name__}")
+            raise ValueError(f"array: unsupported element type {type(x).__name__}")
     if not kinds:
         return dt.float32  # an empty list (MLX)
     out = dt.bool_
@@ -74,6 +74,10 @@ def array(obj, dtype=None) -> Array:
             raise ValueError(f"array: cannot build an array from this input ({e})") from None
         return Array.constant(data, resolve_stream(None), target)
     if hasattr(obj, "__dlpack__") or hasattr(obj, "__array__"):
+        return array(np.asarray(obj), dtype)
+    if isinstance(obj, (bytes, bytearray)):  # a buffer of bytes is uint8 (MLX)
+        return array(np.frombuffer(obj, np.uint8), dtype)
+    if isinstance(obj, memoryview):
         return array(np.asarray(obj), dtype)
     raise TypeError(f"array: unsupported input type {type(obj).__name__}")
 

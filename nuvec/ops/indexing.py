@@ -534,6 +534,9 @@ def _masked_scatter(a: Array, mask: Array, value, name: str, stream) -> Array:
     return where(full_mask, picked, a, stream=st)
 
 
+_NO_INDEX = object()  # ``a.at`` before ``[indices]``
+
+
 class ArrayAt:
     """``a.at[index]``: updates that apply every index, repeated ones included (MLX).
 
@@ -546,13 +549,15 @@ class ArrayAt:
 
     def __init__(self, a: Array) -> None:
         self._a = a
-        self._index = None
+        self._index = _NO_INDEX
 
     def __getitem__(self, index) -> "ArrayAt":
         self._index = index
         return self
 
     def _apply(self, mode: str, value, name: str) -> Array:
+        if self._index is _NO_INDEX:
+            raise ValueError(f"{name}: give the indices first, as in a.at[indices].add(v)")
         return _update(self._a, self._index, value, mode, name, None)
 
     def add(self, value) -> Array:

@@ -18,7 +18,8 @@ from ..core.array import Array
 from ..core.device import stream as _on_stream
 from . import elementwise as ew
 from ._common import as_array
-from .creation import arange
+from .creation import arange, array
+from .hadamard_matrices import ORDERS, hadamard_matrix
 from .indexing import getitem, take
 from .linalg import matmul
 from .shape import broadcast_arrays, expand_dims, flatten, repeat, reshape, squeeze, stack
@@ -177,10 +178,22 @@ def segmented_mm(a, b, /, segments, *, stream=None) -> Array:
         return matmul(masked, b)
 
 
+def _hadamard_order(n: int, op: str) -> int:
+    """``m`` with ``n = m * 2**k`` and ``m`` in 1, 12, 20, 28."""
+    for m in (1,) + ORDERS:
+        if n % m == 0 and not (n // m) & (n // m - 1):
+            return m
+    raise ValueError(
+        f"{op}: the last axis must have a size m * 2**k with m in 1, 12, 20 or 28, got {n}"
+    )
+
+
 def hadamard_transform(a, scale: float | None = None, stream=None) -> Array:
-    """The Walsh-Hadamard transform along the last axis, ``(hadamard(n) @ x) * scale`` with
-    Sylvester's ordering (SciPy's ``hadamard``); ``scale`` defaults to ``1/sqrt(n)``.
-    Integer inputs give float32. Supported sizes are powers of two.
+    """The Walsh-Hadamard transform along the last axis, ``(H @ x) * scale``; ``scale``
+    defaults to ``1/sqrt(n)``. For ``n = 2**k``, ``H`` is Sylvester's matrix (SciPy's
+    ``hadamard``); for ``n = m * 2**k`` with ``m`` in 12, 20, 28 it is
+    ``kron(H_m, hadamard(2**k))`` with ``H_m`` from Sloane's library (as MLX). Integer inputs
+    give float32.
 
     >>> import nuvec as nv
     >>> nv.hadamard_transform(nv.array([1.0, 1.0])).tolist()
@@ -193,15 +206,15 @@ def hadamard_transform(a, scale: float | None = None, stream=None) -> Array:
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)):
         raise TypeError(f"{op}: scale must be a float or None, got {type(scale).__name__}")
     n = a.shape[-1] if a.ndim else 1
-    if n & (n - 1):
-        raise ValueError(f"{op}: the last axis must have a power-of-two size, got {n}")
+    m = _hadamard_order(n, op)
+    p = n // m
     s = float(scale) if scale is not None else 1.0 / math.sqrt(n)
     dtype = a.dtype if dt.issubdtype(a.dtype, dt.floating) else dt.float32
     with _on_stream(stream):
         x = ew.astype(a, dtype)
         lead = x.shape[:-1] if x.ndim else ()
         h = 1
-        while h < n:
+        while h < p:  # the butterfly of hadamard(p) on each run of p entries
             y = reshape(x, lead + (n // (2 * h), 2, h))
             lo, hi = (
                 getitem(y, (Ellipsis, 0, builtins.slice(None))),
@@ -209,6 +222,11 @@ def hadamard_transform(a, scale: float | None = None, stream=None) -> Array:
             )
             x = reshape(stack([ew.add(lo, hi), ew.subtract(lo, hi)], axis=-2), lead + (n,))
             h *= 2
+        if m > 1:  # then H_m across the m runs, accumulated and scaled in float32 (as MLX)
+            work = dt.float64 if dtype == dt.float64 else dt.float32
+            runs = ew.astype(reshape(x, lead + (m, p)), work)
+            y = ew.multiply(matmul(array(hadamard_matrix(m), work), runs), s)
+            return ew.astype(reshape(y, lead + (n,)), dtype)
         if a.ndim == 0:
             x = reshape(x, ())
         return x if s == 1.0 else ew.multiply(x, s)

@@ -350,3 +350,29 @@ def test_like_constructors_take_a_dtype_and_empty_float_indices():
     assert nv.empty_like(x, nv.float16).dtype == nv.float16
     e = nv.array([], nv.float32)
     assert nv.put_along_axis(e, e, e, axis=None).shape == (0,)
+
+
+def test_arrays_from_bytes_dlpack_and_to_complex():
+    assert nv.array(b"Hello").tolist() == [72, 101, 108, 108, 111]
+    assert nv.array(bytearray([1, 2, 3])).dtype == nv.uint8
+    assert nv.array(memoryview(np.arange(3, dtype=np.int16))).dtype == nv.int16
+    for src, want in [(np.float64, nv.float32), (np.complex128, nv.complex64)]:
+        x = nv.from_dlpack(np.ones(3, src))  # narrowed as nv.array narrows (MLX)
+        assert x.dtype == want and x.tolist() == [1, 1, 1]
+        with pytest.raises(ValueError, match="from_dlpack: copy=False"):
+            nv.from_dlpack(np.ones(3, src), copy=False)
+    assert nv.from_dlpack(np.ones(3, np.float16)).dtype == nv.float16
+    zero_d = np.from_dlpack(nv.array(1, nv.int32))
+    assert zero_d.shape == () and zero_d == 1
+    assert complex(nv.array(1 + 2j)) == 1 + 2j and complex(nv.array(1.5)) == 1.5 + 0j
+    with pytest.raises(ValueError):
+        complex(nv.zeros((2, 1)))
+    with pytest.raises(ValueError, match="array: unsupported element type str"):
+        nv.array([[0, 1], ["hello", 1]])
+
+
+def test_at_needs_indices():
+    a = nv.array(1)
+    with pytest.raises(ValueError, match=r"at.add: give the indices first"):
+        a.at.add(1)
+    assert a.at[None].add(1).item() == 2

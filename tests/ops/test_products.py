@@ -122,7 +122,27 @@ def test_hadamard_dtypes_gradient_vmap_errors():
     assert nv.hadamard_transform(nv.array([1, 2], dtype=nv.float16)).dtype == nv.float16
     fd_vjp_check(lambda x: nv.hadamard_transform(x), [np.arange(8.0) / 3])
     vmap_check(lambda x: nv.hadamard_transform(x), [np.arange(16.0).reshape(4, 4)], in_axes=(1,))
-    with pytest.raises(ValueError, match="power-of-two"):
-        nv.hadamard_transform(nv.ones((12,)))
+    with pytest.raises(ValueError, match=r"m \* 2\*\*k with m in 1, 12, 20 or 28, got 36"):
+        nv.hadamard_transform(nv.ones((36,)))
     with pytest.raises(ValueError, match="empty"):
         nv.hadamard_transform(nv.ones((0,)))
+
+
+@pytest.mark.parametrize("m, k", [(12, 0), (12, 3), (20, 1), (28, 2)])
+def test_hadamard_transform_of_m_times_a_power_of_two(m, k):
+    from nuvec.ops.hadamard_matrices import hadamard_matrix
+
+    hm = hadamard_matrix(m).astype(np.float64)
+    assert (hm @ hm.T == m * np.eye(m)).all()  # a Hadamard matrix
+    n = m * 2**k
+    x = f32(3, n)
+    want = x.astype(np.float64) @ np.kron(hm, hadamard(2**k)).T * 0.5
+    got = nv.hadamard_transform(nv.array(x), scale=0.5)
+    np.testing.assert_allclose(np.array(got), want, rtol=1e-5, atol=1e-4)
+    default = nv.hadamard_transform(nv.array(x, nv.float64))
+    assert default.dtype == nv.float64
+    np.testing.assert_allclose(np.array(default), want * 2 / np.sqrt(n), rtol=1e-12)
+    half = nv.hadamard_transform(nv.array(x, nv.float16), scale=0.5)
+    assert half.dtype == nv.float16
+    np.testing.assert_allclose(np.array(half).astype(np.float64), want, atol=0.05 * (k + 1))
+    fd_vjp_check(lambda v: nv.hadamard_transform(v), [x[:1].astype(np.float64)])
