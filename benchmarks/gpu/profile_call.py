@@ -46,7 +46,7 @@ def main() -> None:
         entry = f.lookup(f.key_of((x,), {}, [], 0))
         tape = entry.tape
         hook = tape.device_replay
-        print("graph:", None if hook is None else (hook.graph is not None, hook.error))
+        print("executable:", None if hook is None else hook.describe())
         print(
             f"tape: steps={len(tape.steps)} single={tape.single} eager_ok={tape.eager_ok} "
             f"data_type={tape.data_type} scope={tape.device_scope is not None} "

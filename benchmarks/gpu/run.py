@@ -15,7 +15,12 @@ Measured:
   elementary operations and its own fusing compiler (nuvec: ``nv.compile``);
 * the per-call cost of a compiled 10-op function on 4 elements: calling it and waiting for its
   result (``round_trip``), and calling it with one wait at the end (``dispatch``);
-* one training step of an MLP 784-512-512-10 (batch 256, cross-entropy, SGD) compiled and not.
+* training steps as users write them (``training.py``): the MLP 784-512-512-10 with Adam at
+  batch 256 and 8192, and the character transformer's step; nuvec MLX style
+  (``nv.compile(step, inputs=state, outputs=state)``, and uncompiled), jax.jit + optax.adam,
+  PyTorch eager and torch.compile with torch.optim.Adam; per step synced (each step waited for)
+  and queued (steps back to back, one wait);
+* extra: one functional SGD step of the same MLP (a dict of arrays; batch 256) compiled and not.
 
 Time per call: ``--reps`` calls queued back to back, then one wait, divided by ``--reps``; the
 median of ``--batches`` such batches, after warm-up calls (which also compile).
@@ -464,6 +469,44 @@ def mlp_jax(batch, steps) -> float:
     return batch_time(run, lambda: jax.block_until_ready(state["p"]), steps, 5, warm=5)
 
 
+TRAIN_CASES = (("mlp", 256), ("mlp", 8192), ("transformer", 32))
+
+
+def train_benchmarks(steps: int, have: dict) -> list[dict]:
+    """Per-step times of each library's training step (``training.py``), every case."""
+    from benchmarks.gpu import training
+
+    libs = [("nuvec (nv.compile)", "nuvec", True)]
+    if have.get("nuvec-eager"):
+        libs.append(("nuvec (eager)", "nuvec", False))
+    if have.get("jax"):
+        libs.append(("jax.jit", "jax", True))
+    if have.get("torch"):
+        libs.append(("PyTorch eager", "torch", False))
+        if have.get("torch.compile"):
+            libs.append(("torch.compile", "torch", True))
+    rows = []
+    for case, batch in TRAIN_CASES:
+        for name, lib, compiled in libs:
+            row = {"case": case, "batch": batch, "library": name}
+            try:
+                run, sync, info = training.train(lib, case, batch, compiled)
+                t0 = time.perf_counter()
+                run()
+                sync()
+                row["first_step_s"] = time.perf_counter() - t0
+                row.update(training.per_step(run, sync, steps))
+                if info is not None:
+                    row["executable"] = info()
+                del run, sync, info
+            except Exception as e:  # noqa: BLE001
+                row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+                traceback.print_exc()
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows
+
+
 def mlp_benchmarks(batch: int, steps: int, have: dict) -> list[dict]:
     cases = [
         ("nuvec (nv.compile)", lambda: mlp_nuvec(batch, steps, True, have.get("profile"))),
@@ -507,13 +550,18 @@ def main(argv=None) -> dict:
     ap.add_argument("--batches", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
     ap.add_argument(
-        "--skip", default="", help="comma-separated: torch,torch.compile,jax,cupy,fast_math"
+        "--skip",
+        default="",
+        help="comma-separated: torch,torch.compile,jax,cupy,fast_math,nuvec-eager",
     )
+    ap.add_argument("--train-steps", type=int, default=100, help="steps per timed batch")
     ap.add_argument("--out", default=None, help="write the results as JSON here")
     ap.add_argument(
         "--profile", action="store_true", help="print a cProfile of nuvec's compiled MLP steps"
     )
-    ap.add_argument("--only", default="", help="comma-separated sections: copy,chains,overhead,mlp")
+    ap.add_argument(
+        "--only", default="", help="comma-separated sections: copy,chains,overhead,train,mlp"
+    )
     ap.add_argument(
         "--vec-sweep",
         action="store_true",
@@ -537,7 +585,7 @@ def main(argv=None) -> dict:
         if _have(m):
             res["versions"][m] = __import__(m).__version__
     print(json.dumps({k: res[k] for k in ("date", "gpu", "versions")}), flush=True)
-    only = set(filter(None, a.only.split(","))) or {"copy", "chains", "overhead", "mlp"}
+    only = set(filter(None, a.only.split(","))) or {"copy", "chains", "overhead", "train", "mlp"}
     if "chains" in only:
         only.add("copy")
     if "copy" in only:
@@ -569,6 +617,16 @@ def main(argv=None) -> dict:
             kernels.set_vec_cap(prev)
     if "overhead" in only:
         res["overhead"] = overhead_benchmarks(libs, 300 if a.quick else 2000)
+    if "train" in only:
+        res["train"] = train_benchmarks(
+            20 if a.quick else a.train_steps,
+            {
+                "nuvec-eager": "nuvec-eager" not in skip,
+                "torch": have["torch"],
+                "torch.compile": have["torch"] and "torch.compile" not in skip,
+                "jax": have["jax"] and _have("optax"),
+            },
+        )
     if "mlp" in only:
         res["mlp"] = mlp_benchmarks(
             256,
@@ -615,7 +673,20 @@ def report(res: dict) -> str:
             lines.append(
                 f"| {r['library']} | {r['round_trip_s'] * 1e6:.1f} | {r['dispatch_s'] * 1e6:.1f} |"
             )
-    lines += ["", "| MLP 784-512-512-10 step, batch 256 | ms |", "|---|---|"]
+    lines += [
+        "",
+        "| training step | batch | library | synced (ms) | queued (ms) |",
+        "|---|---|---|---|---|",
+    ]
+    for r in res.get("train", []):
+        if "error" in r:
+            lines.append(f"| {r['case']} | {r['batch']} | {r['library']} | {r['error'][:60]} | |")
+        else:
+            lines.append(
+                f"| {r['case']} | {r['batch']} | {r['library']} | {r['synced'] * 1e3:.3f} | "
+                f"{r['queued'] * 1e3:.3f} |"
+            )
+    lines += ["", "| functional SGD MLP step (extra), batch 256 | ms |", "|---|---|"]
     for r in res.get("mlp", []):
         lines.append(
             f"| {r['library']} | "

@@ -288,6 +288,15 @@ cdef class CompiledFunction:
         out.update(self.last_timings)
         from .background import pending
         out["kernels_pending"] = pending()
+        try:
+            entry = self.cache.get(self.last_key)
+        except TypeError:
+            entry = None
+        if entry is not None:      # the last call's executable (GPU): recorded, or why not
+            from .report import executable_stats
+            ex = executable_stats(entry.tape)
+            if ex is not None:
+                out["executable"] = ex
         return out
 
     def clear_cache(self) -> None:

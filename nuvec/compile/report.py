@@ -169,3 +169,21 @@ def inspect_call(cf, args: tuple, kwargs: dict) -> CompileReport:
     rep = describe_entry(entry, cf.shapeless)
     rep.timings = dict(cf.last_timings)
     return rep
+
+
+def executable_stats(tape) -> dict | None:
+    """What runs ``tape`` on its device, for ``f.stats()["executable"]``: the device hook's own
+    account (a CUDA executable's ``describe()``), or why a GPU tape has none; None on the CPU."""
+    hook = tape.device_replay
+    if hook is not None and hasattr(hook, "describe"):
+        return hook.describe()
+    if tape.stream.device.type.value != "gpu":
+        return None
+    from ..backends import registry
+
+    why = "this GPU backend records no executable"
+    if registry.gpu_backend_name() == "cuda":
+        from ..backends.cuda.executable import why_not
+
+        why = why_not(tape)
+    return {"state": "not recorded", "reason": why}

@@ -58,9 +58,24 @@ def test_other_cases_are_left_to_cupy():
     a = cp.ones((4, 6), np.float32)
     assert gemm.matmul(a.astype(np.int32), cp.ones((6, 2), np.int32)) is None
     assert gemm.matmul(a.astype(np.complex64), cp.ones((6, 2), np.complex64)) is None
-    assert gemm.matmul(a[:, ::2], cp.ones((3, 2), np.float32)) is None  # strided columns
     assert gemm.matmul(a, cp.ones((6, 0), np.float32)) is None  # empty
     assert gemm.matmul(cp.ones((2, 4, 6), np.float32), cp.ones((3, 6, 2), np.float32)) is None
+
+
+def test_other_layouts_are_copied_into_contiguous_batches():
+    from nuvec.backends.cuda import gemm
+
+    a = cp.asarray(RNG.standard_normal((4, 6)).astype(np.float32))
+    b = cp.asarray(RNG.standard_normal((3, 2)).astype(np.float32))
+    got = gemm.matmul(a[:, ::2], b)  # strided columns
+    np.testing.assert_allclose(cp.asnumpy(got), cp.asnumpy(a[:, ::2]) @ cp.asnumpy(b), rtol=1e-5)
+    q = cp.asarray(RNG.standard_normal((2, 5, 3, 4)).astype(np.float32)).transpose(0, 2, 1, 3)
+    got = gemm.matmul(q, q.transpose(0, 1, 3, 2))  # heads split from a transposed view
+    want = cp.asnumpy(q) @ cp.asnumpy(q).transpose(0, 1, 3, 2)
+    np.testing.assert_allclose(cp.asnumpy(got), want, rtol=1e-5, atol=1e-6)
+    one = cp.asarray(RNG.standard_normal((1, 6, 2)).astype(np.float32))
+    got = gemm.matmul(cp.stack([a, a, a]), one)  # a batch that broadcasts
+    np.testing.assert_allclose(cp.asnumpy(got), cp.asnumpy(cp.stack([a @ one[0]] * 3)), rtol=1e-5)
 
 
 def test_gemm_can_be_recorded_in_a_graph():

@@ -1,7 +1,7 @@
 """Matrix products through nuvec's own cuBLAS handle, so that a CUDA graph can record them.
 
 CuPy refuses every cuBLAS call while a stream records a graph (its ``setStream`` raises), so
-a compiled step with a matmul could not be recorded (``graphs``). This module calls cuBLAS
+a compiled step with a matmul could not be recorded (``executable``). This module calls cuBLAS
 itself, through ctypes, from the same library CuPy loaded:
 
 * one handle per thread and device, with a workspace of its own allocated with the handle
@@ -10,10 +10,13 @@ itself, through ctypes, from the same library CuPy loaded:
 * ``cublas{S,D}gemmStridedBatched``: plain float32 / float64 arithmetic (the default math
   mode: no TF32, as CuPy's default), host-side alpha = 1 and beta = 0.
 
-Taken for float32 / float64 operands whose matrices are C- or F-contiguous (a transposed view is
-used in place, through the transpose flag): 2-D by 2-D, batches of equal shape laid out
-contiguously, or a batch by one matrix. ``matmul`` returns None for anything else (the caller
-uses CuPy), and where this machine's cuBLAS cannot be found.
+Taken for float32 / float64 operands: matrices that are C- or F-contiguous (a transposed view is
+used in place, through the transpose flag) in batches of equal shape laid out at one stride, or
+a batch by one matrix, are passed as they are; any other layout (attention's heads split from a
+transposed view, a batch that broadcasts, a slice with steps) is first copied into contiguous
+batches, so every such product goes through this handle (and a CUDA graph can record it).
+``matmul`` returns None for other dtypes (the caller uses CuPy), and where this machine's
+cuBLAS cannot be found.
 
     c = matmul(a, b)          # a: (..., m, k), b: (..., k, n) CuPy arrays, or None
 """
@@ -124,6 +127,22 @@ def matmul(a, b):
     dt = a.dtype.type
     if dt not in _ONE or b.dtype != a.dtype or a.ndim < 2 or b.ndim < 2:
         return None
+    c = _strided_batches(a, b)
+    if c is None:
+        try:
+            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        except ValueError:  # batches that do not broadcast: the caller's error to raise
+            return None
+        a = cp.ascontiguousarray(cp.broadcast_to(a, batch + a.shape[-2:]))
+        if b.ndim > 2:
+            b = cp.ascontiguousarray(cp.broadcast_to(b, batch + b.shape[-2:]))
+        c = _strided_batches(a, b)
+    return c
+
+
+def _strided_batches(a, b):
+    """``matmul`` for operands whose matrices lie at one stride each, else None."""
+    dt = a.dtype.type
     m, k = a.shape[-2:]
     n = b.shape[-1]
     if b.shape[-2] != k or 0 in (m, n, k) or max(m, n, k) > _I32 or b.ndim > a.ndim:

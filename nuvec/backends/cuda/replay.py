@@ -8,8 +8,8 @@ the same over CuPy arrays, with these hooks (``nuvec.compile._finalize`` attache
   their C kernel, instead of going through the primitive's registered implementation;
 * the whole replay runs with the tape's CUDA stream current, after that stream has been made
   to wait for any other GPU stream that produced an input (as evaluation does per node);
-* a tape of several steps is recorded as a CUDA graph once warm (``graphs``), so a call
-  launches it at once instead of step by step.
+* a tape of several steps becomes one executable once warm (``executable``): a static memory
+  plan and a recorded CUDA graph that a call launches at once instead of step by step.
 
     tape.data_type = ndarray; tape.const_data = device_constants(consts); attach(tape, stream)
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.device import DeviceType
-from . import graphs, kernels
+from . import executable, kernels
 from .runtime import _streams, cuda_stream, ndarray, upload
 
 __all__ = ["ndarray", "device_constants", "fused_kernel", "attach"]
@@ -59,5 +59,5 @@ def attach(tape, stream) -> None:
                     cs.wait_event(other.record())
 
     tape.order_inputs = order_inputs
-    if graphs.enabled() and not tape.shapeless and len(tape.steps) >= 2:
-        tape.device_replay = graphs.GraphReplay(tape, cs)  # records itself once warm
+    if executable.why_not(tape) is None:
+        tape.device_replay = executable.Executable(tape, cs)  # records itself once warm

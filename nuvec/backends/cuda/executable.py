@@ -1,0 +1,451 @@
+"""A compiled function's tape as one CUDA executable: a static memory plan and a recorded
+CUDA graph, launched once per call.
+
+A training step replays tens of steps (cuBLAS products, reductions, fused kernels); launched
+one by one from Python each costs host time while the GPU waits. Once warm, the tape is
+recorded as a CUDA graph and every later call launches it with one call:
+
+* memory plan: every buffer a step allocates while the graph records comes from a memory pool
+  of the executable's own over one arena (``_Arena``): blocks freed by one step are reused by
+  later ones, and the offsets are fixed from then on. Matmuls use nuvec's own cuBLAS handle
+  (``gemm``), whose workspace was set when the handle was made;
+* inputs: the graph reads each input from a buffer of its own; a call copies an input in (one
+  device-to-device copy) unless it is the array copied last time, or the state the graph wrote;
+* state fed back: where a call's input is an output of the call before (a model's parameters
+  and an optimizer's moments in ``nv.compile(step, inputs=state, outputs=state)``, the random
+  key, or ``params = step(params)``), two graphs are recorded that read the state from one set
+  of buffers and write the new state straight into the other set, so the state never moves
+  (donation without copies, as JAX's ``donate_argnums``); outputs the function returns
+  unchanged (a learning rate, an unused key) are the inputs themselves, outside the graph;
+* outputs: handed out as arrays over the graph's buffers. Before a graph writes a buffer again,
+  the executable checks (reference counts of the buffer, its memory pointer and its memory)
+  that no one else can see it: an array handed out earlier that is still held gets a copy of
+  its own first, so a reference kept across calls keeps its value; a buffer someone made a
+  view of makes that call replay plainly.
+
+Calls before the ``WARM_CALLS``-th, calls with an input that is not C-contiguous, a call made
+while another thread runs the executable, and every call after a failed recording (a step that
+reads data on the host, say) replay the tape plainly: the same kernels on the same data, so
+the same bits. While it records, other callers of the executable wait; other work queued on
+the same stream by other threads during that moment would be recorded too (CUDA records a
+stream, not a thread), so warm a step up before sharing it between threads. ``describe()``
+(``f.stats()["executable"]``) says which, and why. Set ``NUVEC_CUDA_GRAPHS=0``
+to turn recording off.
+
+    tape.device_replay = Executable(tape, cuda_stream)    # nuvec.backends.cuda.replay does this
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import weakref
+
+import cupy as cp
+
+from ...core.array import Array
+from .runtime import storage_dtype
+
+WARM_CALLS = 3  # calls 1 and 2 replay plainly (and build every kernel); call 3 records
+_RELAXED = getattr(cp.cuda.runtime, "streamCaptureModeRelaxed", 2)  # allocations allowed
+_ALIGN = 512
+_rc = sys.getrefcount
+
+
+def why_not(tape) -> str | None:
+    """Why ``tape`` never becomes an executable, or None when it may."""
+    if os.environ.get("NUVEC_CUDA_GRAPHS", "1") == "0":
+        return "turned off (NUVEC_CUDA_GRAPHS=0)"
+    if not tape.eager_ok:
+        return (
+            "replays as graph nodes: a step has no implementation on this device, runs on "
+            "another stream, or the function captured a traced array"
+        )
+    if tape.shapeless:
+        return "shapeless: shapes are inferred again on every call"
+    if len(tape.steps) < 2:
+        return "a single step: launched directly"
+    return None
+
+
+def _wrap(shape: tuple, dtype, stream, data) -> Array:
+    """An evaluated array over device ``data``."""
+    a = Array.__new__(Array)
+    a._shape, a._dtype, a._stream = shape, dtype, stream
+    a._prim, a._inputs, a._siblings, a._pos = None, (), None, 0
+    a._data, a._tracer, a._readers = data, False, 0
+    return a
+
+
+def _lent_refs() -> int:
+    """References to an array held only in a ``_Buffer.lent`` list, as ``reclaim`` counts them."""
+    probe = _Buffer.__new__(_Buffer)
+    probe.lent = [Array.__new__(Array)]
+    for a in probe.lent:
+        return _rc(a)
+    return 0
+
+
+class _Arena:
+    """The raw allocator of an executable's memory pool: consecutive blocks of one device
+    allocation (another, as large again, only if a recording needs more than planned)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = max(size, 1 << 20)
+        self.chunks: list = [cp.cuda.Memory(self.size)]  # made before recording starts
+        self.used = 0
+
+    def __call__(self, n: int):
+        n = -(-n // _ALIGN) * _ALIGN
+        last = self.chunks[-1]
+        if self.used + n > last.size:
+            last = cp.cuda.Memory(max(n, self.size))
+            self.chunks.append(last)
+            self.used = 0
+        mem = cp.cuda.memory.UnownedMemory(last.ptr + self.used, n, last)
+        self.used += n
+        return cp.cuda.MemoryPointer(mem, 0)
+
+    def holds(self, x) -> bool:
+        p = x.data.ptr
+        return any(c.ptr <= p < c.ptr + c.size for c in self.chunks)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(c.size for c in self.chunks)
+
+
+class _Buffer:
+    """A device buffer the executable writes (a graph's output or input), and the arrays it
+    lent it to."""
+
+    __slots__ = ("data", "base", "lent")
+
+    def __init__(self, data) -> None:
+        self.data = data
+        self.lent: list = []
+        self.base = None
+
+    def _counts(self) -> tuple:
+        d = self.data
+        m = d.data
+        b = d.base
+        return _rc(d), _rc(m), _rc(m.mem), (_rc(b) if b is not None else 0)
+
+    def settle(self) -> None:
+        """Records the reference counts with nothing lent (after recording)."""
+        self.base = self._counts()
+
+    def reclaim(self) -> bool:
+        """Whether the buffer may be overwritten now: arrays it was lent to that someone still
+        holds get a copy of their own (queued on the current stream); False when another
+        object (a view) refers to it. (No local names the buffer's data here, so that the
+        counts compare with ``settle``'s.)"""
+        lent, held = 0, []
+        for a in self.lent:
+            if a._data is self.data:
+                lent += 1
+                if _rc(a) > _LENT_REFS:
+                    held.append(a)
+        c, b = self._counts(), self.base
+        if c[0] != b[0] + lent or c[1:] != b[1:]:
+            return False
+        for a in held:
+            a._data = self.data.copy()
+        self.lent = [a for a in self.lent if a._data is self.data]  # unseen: reusable
+        return True
+
+    def hand_out(self, shape: tuple, dtype, stream) -> Array:
+        """An array over the buffer (a lent array no one else sees, or a new one)."""
+        for a in self.lent:
+            a._readers = 0
+            self.lent = [a]
+            return a
+        a = _wrap(shape, dtype, stream, self.data)
+        self.lent = [a]
+        return a
+
+
+class _Graph:
+    """One recording: the graph, its memory pool and the buffers it reads and writes."""
+
+    __slots__ = ("graph", "pool", "arena", "ins", "outs")
+
+    def __init__(self, graph, pool, arena, ins: list, outs: dict) -> None:
+        self.graph = graph
+        self.pool = pool
+        self.arena = arena
+        self.ins = ins  # per input: the _Buffer the graph reads
+        self.outs = outs  # per output slot: the _Buffer the graph writes
+
+
+class Executable:
+    """``device_replay`` hook of a tape on a CUDA stream (see the module docstring)."""
+
+    def __init__(self, tape, stream: cp.cuda.Stream) -> None:
+        self.tape = tape
+        self.stream = stream
+        self.calls = 0
+        self.graphs: list[_Graph] = []
+        self.failed = False
+        self.reason: str | None = None  # why the tape is not recorded
+        self.lock = threading.Lock()
+        self.prev: list = []  # weak references to the last plain replay's outputs
+        self.fed: dict[int, int] = {}  # input position -> output slot fed back into it
+        self.plain_in: list[int] = []  # inputs copied in (not fed back)
+        self.src: list = []  # per input: (array weakref, data id, pointer) copied last
+        self.parity = 0
+        self.launches = 0
+        self.fallbacks = 0
+        self.last_fallback: str | None = None
+        self.copies = 0
+        self.detached = 0
+
+    # -- the call ----------------------------------------------------------------------
+
+    def __call__(self, inputs: list) -> list:
+        if self.failed:
+            return self.tape.replay_data(inputs)
+        if not self.lock.acquire(blocking=False):
+            if not self.graphs:  # it may be recording: work queued on its stream would be too
+                with self.lock:
+                    pass
+            return self._plain(inputs, "another thread is running the executable")
+        try:
+            if not self.graphs:
+                self.calls += 1
+                if self.calls < WARM_CALLS:
+                    outs = self.tape.replay_data(inputs)
+                    self.prev = [weakref.ref(o) for o in outs]
+                    return outs
+                if not self._record(inputs):
+                    return self.tape.replay_data(inputs)
+            outs = self._launch(inputs)
+            return outs if outs is not None else self.tape.replay_data(inputs)
+        finally:
+            self.lock.release()
+
+    def _plain(self, inputs: list, why: str) -> list:
+        self.fallbacks += 1
+        self.last_fallback = why
+        return self.tape.replay_data(inputs)
+
+    def describe(self) -> dict:
+        """What the executable does (``f.stats()["executable"]``)."""
+        state = "recorded" if self.graphs else ("not recorded" if self.failed else "warming up")
+        out = {
+            "state": state,
+            "reason": self.reason,
+            "graphs": len(self.graphs),
+            "launches": self.launches,
+            "state_fed_back": len(self.fed),
+            "inputs_copied": self.copies,
+            "arrays_detached": self.detached,
+            "plain_replays": self.fallbacks,
+            "last_plain_replay": self.last_fallback,
+        }
+        if self.graphs:
+            out["arena_bytes"] = sum(g.arena.nbytes for g in self.graphs)
+        return out
+
+    # -- recording ---------------------------------------------------------------------
+
+    def _record(self, inputs: list) -> bool:
+        tape = self.tape
+        if not all(x._data.flags.c_contiguous for x in inputs):  # try again on a later call
+            self.calls -= 1
+            self.last_fallback = "an input is not C-contiguous"
+            return False
+        n_in = tape.n_inputs
+        first_step = n_in + len(tape.consts)
+        step_outs = {s for s in tape.outputs if s >= first_step}
+        prev = [w() for w in self.prev]
+        fed: dict[int, int] = {}
+        taken: set = set()
+        for i, x in enumerate(inputs):
+            for j, o in enumerate(prev):
+                slot = tape.outputs[j]
+                if o is x and slot in step_outs and slot not in taken:
+                    fed[i] = slot
+                    taken.add(slot)
+                    break
+        del prev
+        self.prev = []
+        plain = [i for i in range(n_in) if i not in fed]
+        with self.stream:
+            shared = {i: _Buffer(cp.empty_like(inputs[i]._data)) for i in plain}
+            sets = [{i: _Buffer(cp.empty_like(inputs[i]._data)) for i in fed} for _ in range(2)]
+        n_graphs = 2 if fed else 1
+        graphs = []
+        for k in range(n_graphs):
+            ins = [shared[i] if i in shared else sets[k][i] for i in range(n_in)]
+            targets = {fed[i]: sets[1 - k][i] for i in fed}
+            try:
+                graphs.append(self._capture(ins, targets))
+            except Exception as e:  # noqa: BLE001 - a step that cannot be recorded: replay plainly
+                self.failed = True
+                self.reason = f"cannot be recorded: {str(e)[:300]}"
+                return False
+        for g in graphs:
+            for b in list(g.ins) + list(g.outs.values()):
+                b.settle()
+        self.graphs, self.fed, self.plain_in = graphs, fed, plain
+        self.src = [None] * n_in
+        return True
+
+    def _estimate(self) -> int:
+        """Bytes the steps' outputs take, each once: the arena's first size."""
+        total = 0
+        for st in self.tape.steps:
+            n = 1
+            for d in st.shape:
+                n *= d
+            total += st.nout * n * max(storage_dtype(d).itemsize for d in st.dtypes)
+        return total + total // 4
+
+    def _capture(self, ins: list, targets: dict) -> _Graph:
+        arena = _Arena(self._estimate())
+        pool = cp.cuda.MemoryPool(arena)
+        cs = self.stream
+        with cs, cp.cuda.using_allocator(pool.malloc):
+            cs.begin_capture(mode=_RELAXED)
+            try:
+                values = self._steps([b.data for b in ins], targets, arena)
+            except BaseException:
+                try:
+                    cs.end_capture()
+                except Exception:  # noqa: BLE001 - the step's error is the one to report
+                    pass
+                raise
+            graph = cs.end_capture()
+        outs = {}
+        for slot, v in values.items():
+            outs[slot] = targets[slot] if slot in targets else _Buffer(v)
+        return _Graph(graph, pool, arena, ins, outs)
+
+    def _steps(self, datas_in: list, targets: dict, arena: _Arena) -> dict:
+        """Runs the tape's steps on ``datas_in`` (while recording), writing each output slot
+        in ``targets`` into its buffer; returns the value of every output slot of a step."""
+        tape = self.tape
+        n_in = tape.n_inputs
+        values = [None] * tape.n_slots
+        values[:n_in] = datas_in
+        values[n_in : n_in + len(tape.const_data)] = tape.const_data
+        for k, step in enumerate(tape.steps):
+            datas = [values[i] for i in step.args]
+            mine = [t for t in range(step.nout) if step.out + t in targets]
+            try:
+                if mine and step.kernel is not None and type(step.prim).__name__ == "Compiled":
+                    outs = [
+                        targets[step.out + t].data
+                        if step.out + t in targets
+                        else cp.empty(step.shape, storage_dtype(step.dtypes[t]))
+                        for t in range(step.nout)
+                    ]
+                    res = step.kernel(datas, step.shape, outs)
+                    mine = []
+                elif step.kernel is not None:
+                    res = step.kernel(datas, step.shape)
+                else:
+                    res = step.impl(step.prim, datas, step.node)
+            except Exception as e:
+                name = getattr(step.prim, "name", type(step.prim).__name__)
+                raise RuntimeError(f"step {k} ({name}): {type(e).__name__}: {e}") from e
+            for t in range(step.nout):
+                values[step.out + t] = res[t]
+            for t in mine:  # made by a step that allocates its own output: copied over
+                targets[step.out + t].data[...] = res[t]
+                values[step.out + t] = targets[step.out + t].data
+            for i in step.release:
+                values[i] = None
+        first_step = n_in + len(tape.consts)
+        out = {}
+        for slot in tape.outputs:
+            if slot >= first_step and slot not in out:
+                v = values[slot]
+                if slot not in targets and not arena.holds(v):
+                    v = v.copy()  # a view of an input or a constant: a buffer of its own
+                out[slot] = v
+        return out
+
+    # -- launching ---------------------------------------------------------------------
+
+    def _launch(self, inputs: list) -> list | None:
+        k = self.parity
+        fed = self.fed
+        if len(self.graphs) == 2:
+            g = self.graphs[k]
+            if not all(inputs[i]._data is g.ins[i].data for i in fed):
+                other = self.graphs[1 - k]
+                if all(inputs[i]._data is other.ins[i].data for i in fed):
+                    k = 1 - k
+        g = self.graphs[k]
+        copies = []
+        for i, b in enumerate(g.ins):
+            x = inputs[i]
+            d = x._data
+            if d is b.data:
+                continue
+            if i not in fed:
+                s = self.src[i]
+                if s is not None and s[0]() is x and s[1] == id(d) and s[2] == d.data.ptr:
+                    continue
+            if not d.flags.c_contiguous or d.shape != b.data.shape or d.dtype != b.data.dtype:
+                self.fallbacks += 1
+                self.last_fallback = f"input {i} is not C-contiguous"
+                return None
+            copies.append((i, b, x, d))
+        cs = self.stream
+        with cs:
+            written = list(g.outs.values()) + [b for i, b, x, d in copies if i in fed]
+            for b in written:
+                held = len(b.lent)
+                if not b.reclaim():
+                    self.fallbacks += 1
+                    self.last_fallback = (
+                        "an earlier result has a view that the graph would overwrite"
+                    )
+                    return None
+                self.detached += held - len(b.lent)
+            for i, b, x, d in copies:
+                if d.nbytes:
+                    b.data.data.copy_from_device_async(d.data, d.nbytes, cs)
+                if i not in fed:
+                    self.src[i] = (weakref.ref(x), id(d), d.data.ptr)
+            self.copies += len(copies)
+            g.graph.launch(cs)
+        self.launches += 1
+        self.parity = 1 - k if len(self.graphs) == 2 else 0
+        return self._outputs(g, inputs)
+
+    def _outputs(self, g: _Graph, inputs: list) -> list:
+        """The output arrays, as ``Tape._outputs`` makes them."""
+        tape = self.tape
+        n_in, n_c = tape.n_inputs, len(tape.consts)
+        out: list = []
+        handed: dict = {}
+        stream = tape.stream
+        for j, slot in enumerate(tape.outputs):
+            plan = tape.out_plan[j]
+            if plan >= 0:
+                out.append(out[plan])
+            elif slot < n_in:
+                v = inputs[slot]
+                out.append(v if plan == -2 else _wrap(v._shape, v._dtype, v._stream, v._data))
+            elif slot < n_in + n_c:
+                c = tape.consts[slot - n_in]
+                d = tape.const_data[slot - n_in]
+                out.append(c if d is None else _wrap(c._shape, c._dtype, c._stream, d))
+            else:
+                b = g.outs[slot]
+                if slot in handed:  # the function returned one value twice: another array
+                    a = _wrap(tuple(b.data.shape), tape.out_dtypes[j], stream, b.data)
+                    b.lent.append(a)
+                else:
+                    a = handed[slot] = b.hand_out(tuple(b.data.shape), tape.out_dtypes[j], stream)
+                out.append(a)
+        return out
+
+
+_LENT_REFS = _lent_refs()
