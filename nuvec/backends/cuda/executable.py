@@ -208,10 +208,11 @@ class Executable:
         if self.failed:
             return self.tape.replay_data(inputs)
         if not self.lock.acquire(blocking=False):
-            if not self.graphs:  # it may be recording: work queued on its stream would be too
-                with self.lock:
-                    pass
-            return self._plain(inputs, "another thread is running the executable")
+            if self.graphs:
+                return self._plain(inputs, "another thread is running the executable")
+            # warming up or recording: one call at a time (work another thread queued on the
+            # stream while it records would be recorded too)
+            self.lock.acquire()
         try:
             if not self.graphs:
                 self.calls += 1
