@@ -4,9 +4,11 @@ of the same ranks.
 The operations broadcast an element-wise operation's operands to the result's shape with
 broadcast nodes whose parameters hold the traced shape. A shapeless replay broadcasts the
 operands again from their own shapes, so each element-wise step reads the sources of its
-broadcast operands when those broadcast to its traced result shape (a broadcast step, or a constant that is a broadcast of another one, or a
-constant whose elements all hold one value, which becomes a 0-d constant). Steps left without a
-use are dropped. A step that still fixes a traced size fails the trace with an error naming it.
+broadcast operands when those broadcast to its traced result shape: a broadcast step, a
+constant that nuvec made of a traced shape (``core.shapeless.derive``: a broadcast of another
+constant, or one value in every element, which becomes a 0-d constant). A user's constant keeps
+its shape. Steps left without a use are dropped. A step that still fixes a traced size fails
+the trace with an error naming it.
 
     make_shapeless(draft)    # rewrites draft.steps, or raises ValueError
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core import shapeless as core_shapeless
 from ..core.array import Array
 from ..primitives.shape import Broadcast
 from .draft import CONST, Draft
@@ -40,6 +43,10 @@ def make_shapeless(draft: Draft, name: str = "function", origins: dict | None = 
                     continue
                 return v
             if draft.kind[v] == CONST:
+                # only a constant nuvec made of a traced shape follows the replayed shapes; a
+                # user's (nv.ones((4, 3)), a closure's array) keeps its own
+                if not core_shapeless.derived(draft.consts[draft.const_index[v]]):
+                    return v
                 s = draft.broadcast_source.get(v)
                 if s is not None:
                     v = s

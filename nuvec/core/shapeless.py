@@ -38,12 +38,30 @@ def relative(x) -> bool:
 def tracing(on: bool = True) -> Iterator[dict]:
     """Marks a shapeless trace (``on``) in this thread; yields the origins of the nodes made
     with a traced size (``{id(array): "file:line"}``, see ``note``)."""
-    saved = getattr(_local, "on", False), getattr(_local, "origins", None)
-    _local.on, _local.origins = on, {}
+    saved = (
+        getattr(_local, "on", False),
+        getattr(_local, "origins", None),
+        getattr(_local, "derived", None),
+    )
+    _local.on, _local.origins, _local.derived = on, {}, {}
     try:
         yield _local.origins
     finally:
-        _local.on, _local.origins = saved
+        _local.on, _local.origins, _local.derived = saved
+
+
+def derive(a, frame) -> None:
+    """Marks the constant ``a`` as made by nuvec's own code (``frame``: the creation's caller)
+    during a shapeless trace, so of a shape computed from traced shapes: a shapeless replay
+    may broadcast its one value to the replayed shape. A user's constant keeps its shape."""
+    if getattr(_local, "on", False) and not from_user(frame):
+        _local.derived[id(a)] = a
+
+
+def derived(a) -> bool:
+    """Whether ``derive`` marked ``a`` in this thread's shapeless trace."""
+    d = getattr(_local, "derived", None)
+    return d is not None and id(a) in d
 
 
 def note(a) -> None:

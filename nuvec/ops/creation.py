@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -122,7 +123,20 @@ def full(shape, vals, dtype=None, *, stream=None) -> Array:
         from .shape import sized_broadcast
 
         return sized_broadcast(v, shape, stream)
-    return _fill(v, shape, "full", stream)
+    out = _fill(v, shape, "full", stream)
+    _derive(out, sys._getframe(1))
+    return out
+
+
+def _derive(a: Array, frame) -> None:
+    """See ``core.shapeless.derive``; ``frame`` is the caller of a creation, or the caller of
+    the creation that called it (``zeros_like`` of a constant keeps the user's shape)."""
+    from ..core import shapeless
+
+    if shapeless.active():
+        while frame is not None and frame.f_code.co_filename == __file__:
+            frame = frame.f_back
+        shapeless.derive(a, frame)
 
 
 def _sizes(shape) -> bool:
@@ -153,12 +167,16 @@ def zeros(shape, dtype=dt.float32, *, stream=None) -> Array:
     >>> nv.zeros((2,), nv.int32).tolist()
     [0, 0]
     """
-    return _constant_fill(shape, 0, dtype, "zeros", stream)
+    out = _constant_fill(shape, 0, dtype, "zeros", stream)
+    _derive(out, sys._getframe(1))
+    return out
 
 
 def ones(shape, dtype=dt.float32, *, stream=None) -> Array:
     """An array of ones (float32 by default)."""
-    return _constant_fill(shape, 1, dtype, "ones", stream)
+    out = _constant_fill(shape, 1, dtype, "ones", stream)
+    _derive(out, sys._getframe(1))
+    return out
 
 
 def _constant_fill(shape, value, dtype, name: str, stream) -> Array:

@@ -13,6 +13,7 @@ import math
 
 
 from ..core import dtypes as dt
+from ..core import shapeless
 from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives.elementwise import AsType, Binary, Select, Unary
@@ -63,6 +64,7 @@ def _binary(op: str, a, b, stream, *, result: str = "promote") -> Array:
         and a._dtype is b._dtype
         and a._shape == b._shape
         and (result == "promote" or (result == "float" and a._dtype.kind in "fc"))
+        and not ((a._tracer or b._tracer) and shapeless.active())
     ):
         return Array.make(prim, (a, b), resolve_stream(stream))
     if result == "bool":
@@ -76,7 +78,9 @@ def _binary(op: str, a, b, stream, *, result: str = "promote") -> Array:
             raise ValueError(
                 f"{op}: not defined for {a._dtype.name} inputs (integers or bool only)"
             )
-    if a._shape != b._shape:
+    if a._shape != b._shape or ((a._tracer or b._tracer) and shapeless.active()):
+        # under a shapeless trace always: the operands may differ at a replay, and the
+        # gradients must sum over the axes they broadcast there
         a, b = broadcast_arrays(a, b, name=op)
     return Array.make(prim, (a, b), resolve_stream(stream))
 

@@ -161,8 +161,8 @@ def broadcast_arrays(*arrays, name: str = "broadcast_arrays", stream=None) -> li
         # each one broadcast against all the others, re-inferred at a shapeless replay
         st = resolve_stream(stream)
         return [
-            Array.make(Broadcast(shape), [a] + [b for b in arrays if b is not a], st)
-            for a in arrays
+            Array.make(Broadcast(shape), [a] + arrays[:i] + arrays[i + 1 :], st)
+            for i, a in enumerate(arrays)
         ]
     return [broadcast_to(a, shape, stream=stream) for a in arrays]
 

@@ -143,10 +143,17 @@ def test_an_index_array_with_slices_is_refused_by_name():
         g(arange(3, 4))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a constant whose elements are all equal is replayed as a 0-d one, so a literal "
-    "nv.ones((4, 3)) no longer broadcasts a (1, 3) input to (4, 3)",
-)
 def test_a_constant_of_a_literal_shape_keeps_broadcasting():
-    same_as_uncompiled(lambda x: x * nv.ones((4, 3)), (4, 3), (1, 3))
+    # its elements are all equal, but it is the user's (4, 3), not a traced shape's
+    w = nv.full((4, 3), 2.0)
+    same_as_uncompiled(lambda x: x * nv.ones((4, 3)), (4, 3), (1, 3), (1, 1))
+    same_as_uncompiled(lambda x: x + w, (4, 3), (1, 3), (4, 1))
+    same_as_uncompiled(lambda x: x - nv.zeros_like(w), (4, 3), (1, 3))
+    same_as_uncompiled(nv.grad(lambda x: (x * nv.ones((4, 3))).sum()), (4, 3), (1, 3), (1, 1))
+
+
+def test_gradients_of_operands_equal_at_the_trace_but_broadcast_at_a_replay():
+    w = nv.array(np.arange(12, dtype=np.float32).reshape(4, 3))
+    same_as_uncompiled(nv.grad(lambda x: (x * w).sum()), (4, 3), (1, 3), (4, 1), (1, 1))
+    same_as_uncompiled(nv.grad(lambda x: nv.where(w > 3, x, 0.0).sum()), (4, 3), (1, 3))
+    same_as_uncompiled(lambda x: x * x + x, (4, 3), (1, 3), (0, 2))
