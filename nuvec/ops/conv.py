@@ -127,11 +127,36 @@ def conv_general(
     return nv.reshape(y, (n, *out, c_out))
 
 
-def conv1d(x, weight, stride: int = 1, padding: int = 0, dilation: int = 1, groups: int = 1):
+def _checked(x, weight, groups, nd: int, op: str):
+    """``x`` and ``weight`` as arrays, ``weight`` of rank ``nd + 2``, ``groups`` an int."""
+    from ._common import as_array
+
+    x, weight = as_array(x, op), as_array(weight, op)
+    if weight.ndim != nd + 2:
+        raise ValueError(f"{op}: weight must be {nd + 2}-d, got shape {tuple(weight.shape)}")
+    if isinstance(groups, bool) or not isinstance(groups, int):
+        raise TypeError(f"{op}: groups must be an int, got {type(groups).__name__}")
+    return x, weight
+
+
+def _conv(x, weight, stride, padding, dilation, groups, nd: int, op: str, stream):
+    x, weight = _checked(x, weight, groups, nd, op)
+    with nv.stream(stream):
+        return conv_general(x, weight, stride, padding, dilation, groups, op=op)
+
+
+def conv1d(
+    x,
+    weight,
+    stride: int = 1,
+    padding: int = 0,
+    dilation: int = 1,
+    groups: int = 1,
+    *,
+    stream=None,
+):
     """1-d convolution: ``x`` ``(N, L, C_in)``, ``weight`` ``(C_out, K, C_in / groups)``."""
-    if weight.ndim != 3:
-        raise ValueError(f"conv1d: weight must be 3-d, got shape {tuple(weight.shape)}")
-    return conv_general(x, weight, stride, padding, dilation, groups, op="conv1d")
+    return _conv(x, weight, stride, padding, dilation, groups, 1, "conv1d", stream)
 
 
 def conv2d(
@@ -141,12 +166,12 @@ def conv2d(
     padding: IntOrTuple = 0,
     dilation: IntOrTuple = 1,
     groups: int = 1,
+    *,
+    stream=None,
 ):
     """2-d convolution: ``x`` ``(N, H, W, C_in)``, ``weight``
     ``(C_out, KH, KW, C_in / groups)``."""
-    if weight.ndim != 4:
-        raise ValueError(f"conv2d: weight must be 4-d, got shape {tuple(weight.shape)}")
-    return conv_general(x, weight, stride, padding, dilation, groups, op="conv2d")
+    return _conv(x, weight, stride, padding, dilation, groups, 2, "conv2d", stream)
 
 
 def conv3d(
@@ -156,12 +181,12 @@ def conv3d(
     padding: IntOrTuple = 0,
     dilation: IntOrTuple = 1,
     groups: int = 1,
+    *,
+    stream=None,
 ):
     """3-d convolution: ``x`` ``(N, D, H, W, C_in)``, ``weight``
     ``(C_out, KD, KH, KW, C_in / groups)``."""
-    if weight.ndim != 5:
-        raise ValueError(f"conv3d: weight must be 5-d, got shape {tuple(weight.shape)}")
-    return conv_general(x, weight, stride, padding, dilation, groups, op="conv3d")
+    return _conv(x, weight, stride, padding, dilation, groups, 3, "conv3d", stream)
 
 
 def pool(

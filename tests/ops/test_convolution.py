@@ -188,3 +188,25 @@ def test_convolve_errors_and_gradient():
         rtol=1e-5,
         atol=1e-6,
     )
+
+
+def test_conv_nd_take_a_stream_and_check_their_arguments():
+    x, w = nv.ones((1, 5, 5, 2)), nv.ones((3, 3, 3, 2))
+    assert nv.array_equal(nv.conv2d(x, w, padding=1, stream=nv.cpu), nv.conv2d(x, w, padding=1))
+    assert nv.conv1d(nv.ones((1, 4, 1)), nv.ones((1, 2, 1)), stream=nv.cpu).shape == (1, 3, 1)
+    assert nv.conv3d(nv.ones((1, 3, 3, 3, 1)), nv.ones((1, 2, 2, 2, 1)), stream=nv.cpu).shape == (
+        1,
+        2,
+        2,
+        2,
+        1,
+    )
+    for bad in (None, "x"):
+        with pytest.raises(TypeError, match="conv2d: unsupported input type"):
+            nv.conv2d(bad, w)
+        with pytest.raises(TypeError, match="conv1d: unsupported input type"):
+            nv.conv1d(nv.ones((1, 4, 1)), bad)
+    with pytest.raises(TypeError, match="conv2d: groups must be an int"):
+        nv.conv2d(x, w, groups=1.0)
+    with pytest.raises(ValueError, match="conv3d: weight must be 5-d"):
+        nv.conv3d(nv.ones((1, 3, 3, 3, 1)), w)
