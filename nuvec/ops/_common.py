@@ -54,7 +54,10 @@ def as_array(x, name: str = "operation") -> Array:
     if isinstance(x, (np.ndarray, np.generic, list, tuple)) or hasattr(x, "__array__"):
         from .creation import array
 
-        return array(x)
+        try:
+            return array(x)
+        except (TypeError, ValueError) as e:  # a ragged list: say which operation got it
+            raise type(e)(f"{name}: {e}") from None
     raise TypeError(f"{name}: unsupported input type {type(x).__name__}")
 
 

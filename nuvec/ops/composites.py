@@ -59,6 +59,10 @@ def _axes(axis, ndim: int, name: str) -> list[int]:
     """``axis`` (None, an int or a sequence) as sorted, distinct, non-negative axes."""
     if axis is None:
         return list(range(ndim))
+    if not isinstance(axis, (numbers.Integral, list, tuple)) or isinstance(axis, bool):
+        raise TypeError(
+            f"{name}: axis must be an int, a sequence of ints or None, got {type(axis).__name__}"
+        )
     seq = [axis] if isinstance(axis, numbers.Integral) else list(axis)
     out = [normalize_axis(a, ndim, name) for a in seq]
     if len(set(out)) != len(out):

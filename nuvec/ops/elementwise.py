@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 
 from ..core import dtypes as dt
 from ..core import shapeless
@@ -24,7 +26,12 @@ from .shape import broadcast_arrays
 def astype(a, dtype, *, stream=None) -> Array:
     """``a`` converted to ``dtype`` (no node when it already has it)."""
     a = as_array(a, "astype")
-    d = dt.to_dtype(dtype)
+    if dtype is None:
+        raise TypeError("astype: dtype must be a dtype, got None")
+    try:
+        d = dt.to_dtype(dtype)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"astype: {e}") from None
     if a._dtype == d:
         return a
     return Array.make(AsType(d), [a], resolve_stream(stream))
@@ -181,7 +188,7 @@ def round(a, /, decimals: int = 0, *, stream=None) -> Array:
 
 def logical_not(a, /, *, stream=None) -> Array:
     """Element-wise NOT (inputs become bool)."""
-    return _unary("logical_not", astype(a, dt.bool_), stream)
+    return _unary("logical_not", astype(as_array(a, "logical_not"), dt.bool_), stream)
 
 
 def _predicate(op: str, default: bool):
@@ -329,6 +336,11 @@ def clip(a, /, a_min, a_max, *, stream=None) -> Array:
     if a_min is None and a_max is None:
         raise ValueError("clip: a_min and a_max cannot both be None")
     out = as_array(a, "clip")
+    for what, bound in (("a_min", a_min), ("a_max", a_max)):
+        if bound is not None and not isinstance(bound, (Array, int, float, np.generic, np.ndarray)):
+            raise TypeError(
+                f"clip: {what} must be an array, a number or None, got {type(bound).__name__}"
+            )
     if a_min is not None:
         out = maximum(out, a_min, stream=stream)
     if a_max is not None:
@@ -370,7 +382,7 @@ def stop_gradient(a, /, *, stream=None) -> Array:
     """``a`` with no gradient flowing back through it."""
     from ..primitives.misc import StopGradient
 
-    return Array.make(StopGradient(), [as_array(a)], resolve_stream(stream))
+    return Array.make(StopGradient(), [as_array(a, "stop_gradient")], resolve_stream(stream))
 
 
 __all__ = _FLOAT_UNARY + [

@@ -56,10 +56,19 @@ def norm_axis(axis, ndim: int, name: str) -> int:
     return ax + ndim if ax < 0 else ax
 
 
+def int_items(v, name: str, what: str) -> tuple:
+    """``v`` (one int, or a list or tuple of them) as a tuple; a TypeError naming ``name``
+    and ``what`` otherwise."""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return (v,)
+    if isinstance(v, (list, tuple)):
+        return tuple(v)
+    raise TypeError(f"{name}: {what} must be an int or a sequence of ints, got {type(v).__name__}")
+
+
 def norm_axes(axes, ndim: int, name: str) -> tuple[int, ...]:
     """A sequence (or one int) of distinct axes, normalised."""
-    if isinstance(axes, (int, np.integer)):
-        axes = (axes,)
+    axes = int_items(axes, name, "axis")
     out = tuple(norm_axis(a, ndim, name) for a in axes)
     if len(set(out)) != len(out):
         raise ValueError(f"{name}: repeated axis in {tuple(axes)}")
@@ -331,7 +340,7 @@ def expand_dims(a, /, axis, *, stream=None) -> Array:
     (1, 2, 3, 1)
     """
     a = as_array(a, "expand_dims")
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = int_items(axis, "expand_dims", "axis")
     if not axes:
         return a
     nd = a.ndim + len(axes)
@@ -408,7 +417,7 @@ def transpose(a, /, axes: Sequence[int] | None = None, *, stream=None) -> Array:
     if axes is None:
         perm = tuple(range(nd - 1, -1, -1))
     else:
-        axes = tuple(axes)
+        axes = int_items(axes, "transpose", "axes")
         if len(axes) != nd:
             raise ValueError(f"transpose: {len(axes)} axes given for an array of dimension {nd}")
         perm = norm_axes(axes, nd, "transpose")
@@ -535,7 +544,8 @@ def split(a, /, indices_or_sections, axis: int = 0, *, stream=None) -> list[Arra
             )
         bounds = [i * (n // k) for i in range(1, k)]
     else:
-        bounds = [_int(i, "split", "an index") for i in indices_or_sections]
+        items = int_items(indices_or_sections, "split", "indices_or_sections")
+        bounds = [_int(i, "split", "an index") for i in items]
     edges = [0] + bounds + [n]
     nd = a.ndim
     out = []
@@ -713,15 +723,11 @@ def roll(a, shift, axis=None, *, stream=None) -> Array:
     [3, 4, 0, 1, 2]
     """
     a = as_array(a, "roll")
-    shifts = [
-        _int(s, "roll", "shift")
-        for s in ((shift,) if isinstance(shift, (int, np.integer)) else shift)
-    ]
+    shifts = [_int(s, "roll", "shift") for s in int_items(shift, "roll", "shift")]
     if axis is None:
         flat = flatten(a, stream=stream) if a.ndim != 1 else a
         return reshape(_roll_axes(flat, [sum(shifts)], [0], stream), a._shape, stream=stream)
-    axes = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
-    axes = [norm_axis(x, a.ndim, "roll") for x in axes]
+    axes = [norm_axis(x, a.ndim, "roll") for x in int_items(axis, "roll", "axis")]
     if len(shifts) == 1:
         shifts = shifts * len(axes)
     elif len(axes) == 1:
