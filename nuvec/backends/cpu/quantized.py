@@ -13,16 +13,22 @@ from ..registry import register
 from .memory import empty
 
 
+_QUANT = None
+
+
 def _kernels():
     """The C kernels (imported on first use: a tree whose extensions predate them still
     imports nuvec, and says what to rebuild when it quantizes)."""
-    try:
-        from . import _quant
-    except ImportError as e:  # pragma: no cover
-        raise ImportError(
-            "quantization needs the _quant extension: run python setup.py build_ext --inplace"
-        ) from e
-    return _quant
+    global _QUANT
+    if _QUANT is None:
+        try:
+            from . import _quant
+        except ImportError as e:  # pragma: no cover
+            raise ImportError(
+                "quantization needs the _quant extension: run python setup.py build_ext --inplace"
+            ) from e
+        _QUANT = _quant
+    return _QUANT
 
 
 def _compute_dtype(d: np.dtype) -> np.dtype:
