@@ -57,7 +57,7 @@ def generate(
     cache = model.make_cache(1, max_len)
     logits, cache = model(nv.array([prompt]), cache, nv.array([0], nv.int32))
 
-    def step(token, cache, position, key):
+    def step(token, cache, position, key=None):
         logits, cache = model(token, cache, position)
         logits = logits[:, -1, :]
         if temp > 0:
@@ -80,9 +80,13 @@ def generate(
     for i in range(max_tokens - 1):
         if i == 1:
             t0 = time.perf_counter()
-        key, sub = nv.random.split(key)
-        nv.eval(sub)  # computed inputs: the compiled step replays its tape
-        token, cache = decode(token, cache, nv.array([len(prompt) + i], nv.int32), sub)
+        position = nv.array([len(prompt) + i], nv.int32)
+        if temp > 0:  # greedy decoding draws nothing: no key to split
+            key, sub = nv.random.split(key)
+            nv.eval(sub)  # computed inputs: the compiled step replays its tape
+            token, cache = decode(token, cache, position, sub)
+        else:
+            token, cache = decode(token, cache, position)
         out.append(token.item())
     return out, time.perf_counter() - t0
 
