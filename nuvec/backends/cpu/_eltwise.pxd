@@ -5,3 +5,6 @@ cdef extern from "csrc/nv_eltwise.h":
     ctypedef void (*nv_range_fn)(void *ctx, int64_t start, int64_t end) noexcept nogil
 
 cdef void parallel_for(nv_range_fn fn, void *ctx, int64_t size, int64_t grain) noexcept nogil
+
+# how many of ``want`` threads to use now: fewer while other processes keep cores busy (_gemm.pyx)
+cdef int free_threads(int want) noexcept nogil

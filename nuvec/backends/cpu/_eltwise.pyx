@@ -40,7 +40,7 @@ cdef extern from "csrc/nv_eltwise.h":
         int flush_denormals
     int64_t nv_launch_coalesce(nv_launch_t *L) noexcept nogil
     void nv_launch_run(nv_launch_t *L, int nthreads, int64_t grain) noexcept nogil
-    int nv_cpu_count() noexcept nogil
+    int nv_free_threads(int want) noexcept nogil
     int nv_flush_supported() noexcept nogil
     void nv_use_openmp(void *parallel, void *thread_num, void *num_threads) noexcept nogil
     void nv_parallel_for(nv_range_fn fn, void *ctx, int64_t size, int nthreads, int64_t grain,
@@ -50,6 +50,8 @@ cdef extern from "numpy/arrayobject.h":
     int NV_EquivTypes "PyArray_EquivTypes" (cnp.PyArray_Descr *a, cnp.PyArray_Descr *b) noexcept
 
 cdef int _nthreads = 1
+# whether the count follows the load: the default, until a count is set (set_num_threads)
+cdef bint _adaptive = True
 # Cores other threads keep busy for a while (a BLAS library's workers spin after each call,
 # see nuvec/backends/cpu/blas.py): until ``_shared_until`` (monotonic seconds) a launch uses
 # at most ``_shared_threads`` threads, so that its workers do not queue behind them.
@@ -83,38 +85,61 @@ def threads_now() -> int:
     return _threads_now()
 
 
+cdef int free_threads(int want) noexcept nogil:
+    return nv_free_threads(want)
+
+
 cdef inline int _threads_now() noexcept nogil:
     cdef int nt = _nthreads
+    if _adaptive and nt > 1:
+        nt = nv_free_threads(nt)    # fewer while other processes keep cores busy
     if nt > _shared_threads and _shared_until > 0.0 and _now() < _shared_until:
         nt = _shared_threads
     return nt
 
 
-def _default_threads() -> int:
+def _default_threads() -> int | None:
+    """NUVEC_NUM_THREADS where it is set, else None (the usable CPUs, following the load)."""
     env = os.environ.get("NUVEC_NUM_THREADS")
     if env:
         try:
             return max(1, int(env))
         except ValueError:
             raise ValueError(f"NUVEC_NUM_THREADS must be an integer, got {env!r}") from None
-    return nv_cpu_count()
+    return None
 
 
-_nthreads = _default_threads()
+def set_num_threads(n: int | None) -> int | None:
+    """Sets how many threads large element-wise launches (and nuvec's row kernels) use;
+    returns the previous setting. ``None`` is the default: the CPUs this process may use
+    (affinity mask and cgroup quota, ``cores.usable_cpus``), fewer while other processes keep
+    some of them busy. A number is used as it is.
 
-
-def set_num_threads(n: int) -> int:
-    """Set how many threads large element-wise launches use; returns the previous number."""
-    global _nthreads
-    if n < 1:
+    >>> from nuvec.backends.cpu import kernels
+    >>> prev = kernels.set_num_threads(1)
+    >>> kernels.get_num_threads()
+    1
+    >>> _ = kernels.set_num_threads(prev)
+    """
+    global _nthreads, _adaptive
+    if n is not None and n < 1:
         raise ValueError(f"set_num_threads: need at least 1 thread, got {n}")
-    prev = _nthreads
-    _nthreads = n
+    prev = None if _adaptive else _nthreads
+    if n is None:
+        from nuvec.backends.cpu.cores import usable_cpus
+
+        _nthreads, _adaptive = usable_cpus(), True
+    else:
+        _nthreads, _adaptive = n, False
     return prev
 
 
 def get_num_threads() -> int:
+    """The most threads a large launch uses (``threads_now`` says how many it would use now)."""
     return _nthreads
+
+
+set_num_threads(_default_threads())
 
 
 cdef bint _flush = False

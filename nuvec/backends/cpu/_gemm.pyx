@@ -4,6 +4,7 @@ is installed), called by address with the GIL released: no ctypes cost per call.
 
     from nuvec.backends.cpu import _gemm
     _gemm.set_routines(sgemm_address, dgemm_address)     # once, from blas.py
+    _gemm.set_threads(mkl_set_num_threads_local_address, 2, follow_load=True)
     _gemm.product(a, b, out)    # True: out = a @ b; False: not handled here (use NumPy)
 
 ``product`` takes float32 or float64 operands of at least two dimensions whose batch
@@ -16,6 +17,8 @@ cimport numpy as cnp
 from libc.stdlib cimport free, malloc
 
 import numpy as np
+
+from nuvec.backends.cpu._eltwise cimport free_threads
 
 from nuvec.backends.cpu._views import broadcast_view
 
@@ -35,6 +38,7 @@ cdef extern from *:
                                      const int *, const double *, const double **, const int *,
                                      const double **, const int *, const double *, double **,
                                      const int *, int, const int *);
+    typedef int (*nv_set_threads_t)(int);
     """
     ctypedef void (*nv_sgemm_batch_t)(int, const int *, const int *, const int *, const int *,
                                       const int *, const float *, const float **, const int *,
@@ -47,6 +51,7 @@ cdef extern from *:
                                       const int *) noexcept nogil
     ctypedef void (*nv_sgemm_t)(int, int, int, int, int, int, float, const float *, int,
                                 const float *, int, float, float *, int) noexcept nogil
+    ctypedef int (*nv_set_threads_t)(int) noexcept nogil
     ctypedef void (*nv_dgemm_t)(int, int, int, int, int, int, double, const double *, int,
                                 const double *, int, double, double *, int) noexcept nogil
 
@@ -60,6 +65,13 @@ cdef nv_sgemm_t _sgemm = NULL
 cdef nv_dgemm_t _dgemm = NULL
 cdef nv_sgemm_batch_t _sgemm_batch = NULL     # MKL's ?gemm_batch: one call for a batch
 cdef nv_dgemm_batch_t _dgemm_batch = NULL
+# MKL's mkl_set_num_threads_local (NULL: the library's own thread count on every call)
+cdef nv_set_threads_t _set_threads = NULL
+cdef int _most_threads = 1
+cdef bint _follow_load = False
+# multiply-adds below which one thread is faster than waking the team (a decode step's
+# attention products: waking it costs milliseconds on a busy machine)
+cdef Py_ssize_t SMALL_PRODUCT = 1 << 18
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 
@@ -72,6 +84,22 @@ def set_routines(size_t sgemm, size_t dgemm, size_t sgemm_batch=0, size_t dgemm_
     _dgemm = <nv_dgemm_t>dgemm
     _sgemm_batch = <nv_sgemm_batch_t>sgemm_batch
     _dgemm_batch = <nv_dgemm_batch_t>dgemm_batch
+
+
+def set_threads(size_t set_local, int most, bint follow_load) -> None:
+    """Installs MKL's ``mkl_set_num_threads_local`` (0: none): each product then runs on
+    ``most`` threads, one for a small product, and (``follow_load``) fewer while other
+    processes keep cores busy (``_eltwise.free_threads``)."""
+    global _set_threads, _most_threads, _follow_load
+    _set_threads = <nv_set_threads_t>set_local
+    _most_threads = most if most > 1 else 1
+    _follow_load = follow_load
+
+
+cdef inline int _product_threads(Py_ssize_t madds) noexcept nogil:
+    if madds < SMALL_PRODUCT or _most_threads == 1:
+        return 1
+    return free_threads(_most_threads) if _follow_load else _most_threads
 
 
 def installed() -> bool:
@@ -193,14 +221,29 @@ def product(a, b, out) -> bool:
     cdef char *pb = <char *>cnp.PyArray_DATA(<cnp.ndarray>b)
     cdef char *pc = <char *>cnp.PyArray_DATA(<cnp.ndarray>out)
     cdef bint single = item == 4
-    cdef int status
-    if nb > 1 and nb <= INT_MAX and _sgemm_batch != NULL and _dgemm_batch != NULL:
-        with nogil:
-            status = _batch(single, nb, nd, dims, sa, sb, sc, pa, pb, pc, ta, tb, <int>m,
-                            <int>n, <int>k, lda, ldb, ldc)
-        if status < 0:
-            raise MemoryError(f"matmul: no memory for the pointers of a batch of {nb}")
+    cdef int status, previous = 0
+    if _set_threads != NULL:
+        previous = _set_threads(_product_threads(out.size * k))
+    try:
+        if nb > 1 and nb <= INT_MAX and _sgemm_batch != NULL and _dgemm_batch != NULL:
+            with nogil:
+                status = _batch(single, nb, nd, dims, sa, sb, sc, pa, pb, pc, ta, tb, <int>m,
+                                <int>n, <int>k, lda, ldb, ldc)
+            if status < 0:
+                raise MemoryError(f"matmul: no memory for the pointers of a batch of {nb}")
+            return True
+        _loop(single, nb, nd, dims, sa, sb, sc, pa, pb, pc, ta, tb, m, n, k, lda, ldb, ldc)
         return True
+    finally:
+        if _set_threads != NULL:
+            _set_threads(previous)
+
+
+cdef void _loop(bint single, Py_ssize_t nb, Py_ssize_t nd, Py_ssize_t *dims, Py_ssize_t *sa,
+                Py_ssize_t *sb, Py_ssize_t *sc, char *pa, char *pb, char *pc, int ta, int tb,
+                Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, int lda, int ldb, int ldc) noexcept:
+    """The products of the batch one ``?gemm`` call after another."""
+    cdef Py_ssize_t i, off_a, off_b, off_c
     with nogil:
         for i in range(nb):
             _offsets(i, nd, dims, sa, sb, sc, &off_a, &off_b, &off_c)
@@ -212,4 +255,3 @@ def product(a, b, out) -> bool:
                 _dgemm(ROW_MAJOR, ta, tb, <int>m, <int>n, <int>k, 1.0,
                        <const double *>(pa + off_a), lda, <const double *>(pb + off_b), ldb,
                        0.0, <double *>(pc + off_c), ldc)
-    return True

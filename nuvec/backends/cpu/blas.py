@@ -39,6 +39,7 @@ import numpy as np
 
 from . import _gemm
 from ._eltwise import share_cores, use_openmp
+from .cores import usable_cpus
 
 _CYCLES_PER_S = 2.0e9  # a slow clock: the longest plausible window for a cycle count
 _PAUSE_CYCLES = 140  # one x86 PAUSE (GNU OpenMP's spin step) on Skylake-SP and later
@@ -48,11 +49,12 @@ _LP64, _GNU, _INTEL, _SEQUENTIAL = 0, 3, 0, 1
 _CBWR_AUTO_STRICT = 0x10002
 
 
-def _cpu_count() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+_cpu_count = usable_cpus
+# GNU OpenMP's spin before a waiting thread sleeps, where the user set no wait policy: its
+# default (300,000 pauses, tens of milliseconds) lets an idle worker take the core that the
+# working thread needs on a busy machine; 10,000 (under a millisecond) still spans the gaps
+# between the products and kernels of a step.
+_GOMP_SPINCOUNT = "10000"
 
 
 def _numpy_blas_name() -> str:
@@ -79,6 +81,28 @@ def _loads(name: str) -> bool:
         return True
     except OSError:
         return False
+
+
+def _loaded(name: str) -> bool:
+    """Whether a library of this file name is mapped into the process already."""
+    try:
+        return name in Path("/proc/self/maps").read_text()
+    except OSError:  # pragma: no cover - not Linux
+        return False
+
+
+def _load_gomp() -> bool:
+    """Loads GNU OpenMP with a short spin (``_GOMP_SPINCOUNT``) unless the user chose one
+    (``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT``) or it is loaded already; it reads them once,
+    when it loads. The variable is set only while it loads (children are not affected)."""
+    name = "libgomp.so.1"
+    if _loaded(name) or any(os.environ.get(v) for v in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")):
+        return _loads(name)
+    os.environ["GOMP_SPINCOUNT"] = _GOMP_SPINCOUNT
+    try:
+        return _loads(name)
+    finally:
+        del os.environ["GOMP_SPINCOUNT"]
 
 
 def _address(lib: ctypes.CDLL, name: str) -> int:
@@ -110,7 +134,7 @@ def _load_mkl() -> tuple[str, int] | None:
     except OSError:
         return None
     folder = path.parent
-    if any(folder.glob("libmkl_gnu_thread.so*")) and _loads("libgomp.so.1"):
+    if any(folder.glob("libmkl_gnu_thread.so*")) and _load_gomp():
         layer, name = _GNU, "gnu"
     elif any(folder.glob("libmkl_intel_thread.so*")) and any(folder.glob("libiomp5.so*")):
         layer, name = _INTEL, "intel"
@@ -126,16 +150,16 @@ def _load_mkl() -> tuple[str, int] | None:
             for name in ("sgemm", "dgemm", "sgemm_batch", "dgemm_batch")
         )
     )
-    global _THREADS_LOCAL
-    _THREADS_LOCAL = lib.MKL_Set_Num_Threads_Local
-    return name, int(lib.MKL_Get_Max_Threads())
+    # the user's count is kept as it is; by default the usable CPUs, fewer under load
+    chosen = any(os.environ.get(v) for v in ("MKL_NUM_THREADS", "OMP_NUM_THREADS"))
+    if not chosen:
+        lib.MKL_Set_Num_Threads(_cpu_count())
+    threads = int(lib.MKL_Get_Max_Threads())
+    _gemm.set_threads(_address(lib, "MKL_Set_Num_Threads_Local"), threads, not chosen)
+    return name, threads
 
 
-_THREADS_LOCAL = None  # MKL's per-thread thread count (a small product runs on one)
 _MKL = _load_mkl()
-# multiply-adds below which one thread is faster than waking MKL's team (a decode step's
-# attention products: waking the team costs milliseconds on a busy machine)
-SMALL_PRODUCT = 1 << 18
 
 
 def _join_openmp_team() -> bool:
@@ -196,15 +220,7 @@ _LEFT = max(1, _cpu_count() - _WORKERS)
 def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     """``out[...] = a @ b`` with the BLAS in use (NumPy's matmul for what MKL's path does not
     take: other dtypes, fewer than two dimensions); opens the spin window after a BLAS call."""
-    if _THREADS_LOCAL is not None and _MKL[1] > 1 and out.size * a.shape[-1] < SMALL_PRODUCT:
-        previous = _THREADS_LOCAL(1)
-        try:
-            done = _gemm.product(a, b, out)
-        finally:
-            _THREADS_LOCAL(previous)
-    else:
-        done = _gemm.product(a, b, out)
-    if not done:
+    if not _gemm.product(a, b, out):
         np.matmul(a, b, out=out)
         if a.dtype.kind not in "fc":
             return  # NumPy's own loops for integers: no BLAS threads

@@ -4,7 +4,11 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 #if defined(__SSE__)
 #include <xmmintrin.h>
 #endif
@@ -207,6 +211,99 @@ int nv_flush_supported(void)
 #endif
 }
 
+/* ---- cores that other processes keep busy ----------------------------------------------------
+ * A launch split over more threads than there are free cores waits at its end for a thread
+ * that the scheduler has parked behind another process (for a time slice: milliseconds), and a
+ * spinning OpenMP worker takes its core from the thread that is working. So the launchers ask
+ * how many cores are free: over the last window (at least NV_LOAD_WINDOW seconds), the busy
+ * time of the CPUs in this process's affinity mask (/proc/stat: everything but idle and
+ * iowait, steal included) less this process's own CPU time (getrusage) is what others used. */
+
+#define NV_LOAD_WINDOW 0.1
+
+static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
+static double load_t = -1.0;        /* when the window began (monotonic seconds) */
+static double load_busy = 0.0;      /* busy CPU seconds of the allowed CPUs then */
+static double load_own = 0.0;       /* this process's CPU seconds then */
+static double load_free = 1e9;      /* free cores over the last complete window */
+
+static double monotonic_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* busy seconds of the CPUs in `set` since boot and how many of them /proc/stat listed; -1 if
+ * it cannot be read */
+static double busy_seconds(const cpu_set_t *set, int *ncpus)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f)
+        return -1.0;
+    static long hz = 0;
+    if (hz <= 0)
+        hz = sysconf(_SC_CLK_TCK);
+    char line[512];
+    unsigned long long total = 0;
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "cpu", 3) != 0)
+            break;                          /* the per-CPU lines come first */
+        int cpu;
+        unsigned long long v[8] = {0};
+        if (sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0], &v[1],
+                   &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) < 5)
+            continue;                       /* the aggregate "cpu " line */
+        if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, set))
+            continue;
+        /* user nice system idle iowait irq softirq steal */
+        total += v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+        n++;
+    }
+    fclose(f);
+    *ncpus = n;
+    return (n > 0 && hz > 0) ? (double)total / (double)hz : -1.0;
+}
+
+static double own_seconds(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0.0;
+    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+int nv_free_threads(int want)
+{
+    if (want <= 1)
+        return 1;
+    double now = monotonic_s();
+    if (now - load_t >= NV_LOAD_WINDOW && pthread_mutex_trylock(&load_mu) == 0) {
+        if (now - load_t >= NV_LOAD_WINDOW) {
+            cpu_set_t set;
+            int ncpus = 0;
+            double busy = -1.0;
+            if (sched_getaffinity(0, sizeof set, &set) == 0)
+                busy = busy_seconds(&set, &ncpus);
+            double own = own_seconds();
+            if (busy < 0.0) {
+                load_free = 1e9;            /* no /proc/stat: assume the cores are ours */
+            } else if (load_t >= 0.0) {
+                double others = ((busy - load_busy) - (own - load_own)) / (now - load_t);
+                load_free = ncpus - (others > 0.0 ? others : 0.0);
+            }
+            load_t = now;
+            load_busy = busy;
+            load_own = own;
+        }
+        pthread_mutex_unlock(&load_mu);
+    }
+    double free = load_free;             /* a stale read from another thread is harmless */
+    int n = free >= want ? want : (int)(free + 0.5);
+    return n < 1 ? 1 : n;
+}
+
 /* ---- a small pool of worker threads --------------------------------------------------------- */
 
 typedef struct {
@@ -268,6 +365,7 @@ static void pool_after_fork_child(void)
     pool_started = 0;
     pool_epoch = 0;
     pool_pending = 0;
+    load_mu = m;
 }
 
 static int pool_ensure(int nworkers)
@@ -289,16 +387,6 @@ static int pool_ensure(int nworkers)
         pool_started++;
     }
     return pool_started;
-}
-
-int nv_cpu_count(void)
-{
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-        int n = CPU_COUNT(&set);
-        return n > 0 ? n : 1;
-    }
-    return 1;
 }
 
 /* ---- or the threads of an OpenMP runtime ------------------------------------------------------

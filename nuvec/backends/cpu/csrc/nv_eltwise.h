@@ -51,7 +51,9 @@ void nv_use_openmp(void *parallel, void *thread_num, void *num_threads);
 /* whether flush_denormals takes effect on this processor (x86 SSE: MXCSR's FTZ and DAZ) */
 int nv_flush_supported(void);
 
-/* the number of CPUs this process may use (sched_getaffinity), at least 1 */
-int nv_cpu_count(void);
+/* how many of `want` threads a launch should use now: the cores of this process's affinity mask
+ * that other processes left free over the last tenth of a second (/proc/stat less this
+ * process's own CPU time), rounded, at least 1 and at most `want` */
+int nv_free_threads(int want);
 
 #endif
