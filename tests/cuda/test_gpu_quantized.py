@@ -44,6 +44,29 @@ def test_float_modes_match_the_cpu(mode):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("transpose", [True, False])
+def test_batched_weights_and_gather_qmm_match_the_cpu(transpose):
+    w = RNG.standard_normal((3, 32, 64) if transpose else (3, 64, 64)).astype(np.float32)
+    x = RNG.standard_normal((2, 1, 5, 64)).astype(np.float32)
+    wq, s, b = nv.quantize(nv.array(w), 32, 4, stream=nv.cpu)
+    lhs, rhs = nv.array([[0], [1]], nv.uint32), nv.array([[2], [0]], nv.uint32)
+
+    def run():
+        batched = nv.quantized_matmul(nv.array(x), wq, s, b, transpose, 32, 4)
+        gathered = nv.gather_qmm(
+            nv.array(x), wq, s, b, lhs, rhs, transpose=transpose, group_size=32, bits=4
+        )
+        return np.asarray(batched), np.asarray(gathered)
+
+    with nv.stream(nv.cpu):
+        want = run()
+    with nv.stream(nv.gpu):
+        got = run()
+    for g, c in zip(got, want):
+        assert g.shape == c.shape
+        np.testing.assert_allclose(g, c, rtol=1e-5, atol=1e-4)
+
+
 def test_cuda_kernel_runs_a_user_kernel():
     k = nv.fast.cuda_kernel(
         "nv_test_exp",

@@ -190,34 +190,16 @@ def _dequantize(prim, ins, node):
     return [finish(out, prim.dtype)]
 
 
-@gpu(QuantizedMatmul)
-def _quantized_matmul(prim, ins, node):
-    xd = node._inputs[0]._dtype
-    f64 = xd == dt.float64
-    ct = np.float64 if f64 else np.float32
-    sd = node._inputs[2]._dtype
-    scales, biases = _scales(prim, ins[2], ins[3] if prim.affine else None, sd, ct)
-    x, w, lut = _compute(ins[0], xd, ct), cp.ascontiguousarray(ins[1]), _lut(prim.mode)
-    n = prim.out_features(w)
-    if w.ndim != 2:
-        raise NotImplementedError(
-            "quantized_matmul on the GPU: batched quantized weights "
-            "(gather_qmm) are not implemented"
-        )
-    xf = x.reshape(-1, x.shape[-1])
-    m, k = xf.shape
-    out = cp.empty((m, n), ct)
-    if prim.transpose:
-        threads = m * n * 32
-        fn = _fn("mm_t", f64)
-    else:
-        threads = m * n
-        fn = _fn("mm_n", f64)
-    fn(
+def _product(prim, f64: bool, x, w, scales, biases, lut, n: int):
+    """One weight's product: x (M, K) C-contiguous, out (M, n)."""
+    m, k = x.shape
+    out = cp.empty((m, n), np.float64 if f64 else np.float32)
+    threads = m * n * 32 if prim.transpose else m * n
+    _fn("mm_t" if prim.transpose else "mm_n", f64)(
         ((threads + _THREADS - 1) // _THREADS,),
         (_THREADS,),
         (
-            xf,
+            x,
             w,
             scales,
             _ptr(biases),
@@ -230,4 +212,38 @@ def _quantized_matmul(prim, ins, node):
             out,
         ),
     )
-    return [finish(out.reshape(tuple(x.shape[:-1]) + (n,)), xd)]
+    return out
+
+
+@gpu(QuantizedMatmul)
+def _quantized_matmul(prim, ins, node):
+    xd = node._inputs[0]._dtype
+    f64 = xd == dt.float64
+    ct = np.float64 if f64 else np.float32
+    sd = node._inputs[2]._dtype
+    scales, biases = _scales(prim, ins[2], ins[3] if prim.affine else None, sd, ct)
+    x, w, lut = _compute(ins[0], xd, ct), cp.ascontiguousarray(ins[1]), _lut(prim.mode)
+    n = prim.out_features(w)
+    if w.ndim == 2:  # one weight: every row of x in one product
+        xf = x.reshape(-1, x.shape[-1])
+        out = _product(prim, f64, xf, w, scales, biases, lut, n)
+        return [finish(out.reshape(tuple(x.shape[:-1]) + (n,)), xd)]
+    # a weight per batch entry (gather_qmm): one product per entry of the broadcast batch
+    lead = np.broadcast_shapes(x.shape[:-2], w.shape[:-2])
+    xb = cp.broadcast_to(x, lead + x.shape[-2:])
+    wb = cp.broadcast_to(w, lead + w.shape[-2:])
+    sb = cp.broadcast_to(scales, lead + scales.shape[-2:])
+    bb = None if biases is None else cp.broadcast_to(biases, lead + biases.shape[-2:])
+    out = cp.empty(lead + (x.shape[-2], n), ct)
+    for idx in np.ndindex(*lead):
+        out[idx] = _product(
+            prim,
+            f64,
+            cp.ascontiguousarray(xb[idx]),
+            cp.ascontiguousarray(wb[idx]),
+            cp.ascontiguousarray(sb[idx]),
+            None if bb is None else cp.ascontiguousarray(bb[idx]),
+            lut,
+            n,
+        )
+    return [finish(out, xd)]
