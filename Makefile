@@ -6,7 +6,7 @@ PIP := $(PYTHON) -m pip
 SWIFT := $(shell command -v swift 2>/dev/null)
 INSTALL := $(if $(NUVEC_TEST_INSTALLED),,install)
 
-.PHONY: install demo test test-python test-swift docs bench bench-quick fuzz clean
+.PHONY: install demo lint test test-python test-swift docs bench bench-quick fuzz clean
 
 install:
 	$(PIP) install -q -e '.[test]'
@@ -17,8 +17,16 @@ endif
 demo: install
 	$(PYTHON) examples/demo.py
 
-# Swift first, so that pytest's summary closes the output.
-test: $(INSTALL) test-swift test-python
+# ruff (lint, format) over every Python file here; mypy over the package's public API where
+# the package is here (.ci/run lints the source tree, then tests from a copy without nuvec/)
+lint:
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m ruff format --check .
+	@if [ -d nuvec ]; then echo "$(PYTHON) -m mypy"; $(PYTHON) -m mypy; \
+	else echo "no nuvec/ here: mypy skipped (it checks the source tree)"; fi
+
+# Lint first; Swift next, so that pytest's summary closes the output.
+test: $(INSTALL) lint test-swift test-python
 
 test-python:
 	$(PYTHON) -m pytest tests

@@ -169,9 +169,10 @@ def select(only: str, quick: bool = False) -> dict[str, list[str]]:
             if (c == token) or (g == group and c == case)
         ]
         if not hits:
+            cases = sorted({c for v in CASES.values() for c in v})
             raise SystemExit(
                 f"benchmarks: --only: no group or case named {token!r}; groups: "
-                f"{', '.join(CASES)}; cases: {', '.join(sorted({c for v in CASES.values() for c in v}))}"
+                f"{', '.join(CASES)}; cases: {', '.join(cases)}"
             )
         for g, c in hits:
             chosen.setdefault(g, [])

@@ -57,7 +57,8 @@ def cc_path() -> str:
 
 
 def build(source: str, workdir: Path, stem: str, flags: list[str] = CFLAGS) -> Path:
-    """Compile ``source`` into a shared library in ``workdir``; raise with cc's message on failure."""
+    """Compile ``source`` into a shared library in ``workdir``; raise with cc's message on
+    failure."""
     src, lib = workdir / f"{stem}.c", workdir / f"{stem}.so"
     src.write_text(source)
     proc = subprocess.run(
@@ -172,9 +173,9 @@ def run(cfg: dict[str, Any], workdir: Path, noise_only: bool = False) -> Iterato
     if lib_path:
         for t in sorted({1, threads}):
             loops = CLoops(lib_path, t)
-            m = measure(lambda: loops.copy(out, a), **timing)
+            m = measure(lambda loops=loops: loops.copy(out, a), **timing)
             yield _record("c_copy", m, "s", bytes=2 * 4 * n, variant=f"C {t}T", threads=t)
-            m = measure(lambda: loops.triad(out, a, b, 3.0), **timing)
+            m = measure(lambda loops=loops: loops.triad(out, a, b, 3.0), **timing)
             yield _record("c_triad", m, "s", bytes=3 * 4 * n, variant=f"C {t}T", threads=t)
 
     # BLAS: float32 matmul, for the training step's share of the machine
@@ -220,7 +221,7 @@ def run(cfg: dict[str, Any], workdir: Path, noise_only: bool = False) -> Iterato
         fresh = workdir / f"k200_{i}.so"  # a new path each time: dlopen caches by path
         shutil.copy(so[0], fresh)
         t0 = time.perf_counter()
-        ctypes.CDLL(str(fresh)).k200
+        _ = ctypes.CDLL(str(fresh)).k200  # resolving the symbol is part of the load
         loads.append(time.perf_counter() - t0)
     yield {
         "case": "dlopen_200op",

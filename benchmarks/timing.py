@@ -33,11 +33,13 @@ def measure(
     budget_s: float = 8.0,
     max_calls: int = 200_000,
 ) -> dict[str, Any]:
-    """Time ``thunk`` after ``warmup`` calls; each sample repeats it enough to last ``min_sample_s``.
+    """Time ``thunk`` after ``warmup`` calls; each sample repeats it enough to last
+    ``min_sample_s``.
 
     Returns per-call seconds for every sample, their median and minimum, per-call CPU time and
-    page faults over all timed calls, and the last call's result (``"last"``). ``budget_s`` caps the timed part: a slow workload gets
-    fewer samples (never fewer than 3) rather than stretching the run.
+    page faults over all timed calls, and the last call's result (``"last"``). ``budget_s``
+    caps the timed part: a slow workload gets fewer samples (never fewer than 3) rather than
+    stretching the run.
     """
     if samples < 1 or warmup < 0:
         raise ValueError(f"measure: samples must be >= 1 and warmup >= 0, got {samples}, {warmup}")

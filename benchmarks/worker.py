@@ -170,7 +170,7 @@ def run_eager(adapter: Any, cfg: dict[str, Any], cases: list[str], out: Output) 
         expected = getattr(W.RefF, op)(*ref_inputs(xs))
         for variant in adapter.variants("eager"):
 
-            def body() -> dict[str, Any]:
+            def body(op=op, xs=xs, variant=variant, expected=expected) -> dict[str, Any]:
                 thunk = adapter.elementwise(op, xs, variant)
                 m = timed(thunk, cfg)  # its calibration call is one more warm-up
                 check = checked_last(adapter, m, expected)
@@ -189,7 +189,9 @@ def run_fused(adapter: Any, cfg: dict[str, Any], cases: list[str], out: Output) 
         expected = chain.fn(W.RefF, *ref_inputs(xs))
         for variant in adapter.variants("fused"):
 
-            def body() -> dict[str, Any]:
+            def body(
+                name=name, xs=xs, variant=variant, chain=chain, expected=expected
+            ) -> dict[str, Any]:
                 thunk = adapter.chain(name, xs, variant)
                 t_first = once(thunk)["median"]  # includes compiling; also the first warm-up
                 m = timed(thunk, cfg, warmup=max(0, cfg["warmup"] - 1))
@@ -220,7 +222,7 @@ def run_overhead(adapter: Any, cfg: dict[str, Any], cases: list[str], out: Outpu
             continue
         per = 10 if case == "eager_per_op_4" else 1  # eager: report per op of the 10-op chain
 
-        def body() -> dict[str, Any]:
+        def body(variant=variant, per=per) -> dict[str, Any]:
             thunk = adapter.chain("chain10", xs, variant)
             m = timed(thunk, cfg, warmup=max(cfg["warmup"], 20), min_sample_s=cfg["small_sample_s"])
             check = checked_last(adapter, m, expected)

@@ -101,7 +101,8 @@ def ops200(F: Any, x: Any) -> Any:
 
 
 def ops200_c_body() -> str:
-    """The same 200 ops as C statements on float ``y`` and ``x`` (for the C compiler's reference time)."""
+    """The same 200 ops as C statements on float ``y`` and ``x`` (for the C compiler's
+    reference time)."""
     lines = []
     for i in range(50):
         lines += [

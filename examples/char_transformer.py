@@ -177,9 +177,8 @@ def main(argv=None) -> dict:
             )
     elapsed = time.perf_counter() - start - eval_time
     val = evaluate(model, val_ids, args.context)
-    print(
-        f"{args.steps} training steps in {elapsed:.1f} s ({args.steps / max(elapsed, 1e-9):.1f} steps/s)"
-    )
+    rate = args.steps / max(elapsed, 1e-9)
+    print(f"{args.steps} training steps in {elapsed:.1f} s ({rate:.1f} steps/s)")
     print(f"validation loss {val:.3f}")
     if args.plot:
         from plotting import save_loss_curve

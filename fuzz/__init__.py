@@ -1,1 +1,2 @@
-"""Randomized long runs behind `make fuzz` (each module is one target, run as `python -m fuzz.NAME`)."""
+"""Randomized long runs behind `make fuzz` (each module is one target, run as
+`python -m fuzz.NAME`)."""

@@ -2,8 +2,8 @@
 
 In nuvec they are built from ordinary operations (so every transform applies to them), and
 ``nv.compile`` fuses their element-wise parts; the ``nn`` layers call them. On the CPU,
-``layer_norm`` of float32 / float64 data is one primitive instead (``primitives.norm``: one pass over
-the rows each way, the composite's bits forward).
+``layer_norm`` of float32 / float64 data is one primitive instead (``primitives.norm``: one
+pass over the rows each way, the composite's bits forward).
 
 >>> import nuvec as nv
 >>> x = nv.array([[1.0, 2.0, 3.0, 4.0]])
@@ -19,13 +19,16 @@ from typing import Optional, Union
 
 import numpy as np
 
-import nuvec as nv
-
+from . import ops
+from .core import dtypes as dt
 from .core.array import Array
 from .core.device import current_stream
 from .primitives._common import on_cpu_rows
 from .primitives.norm import LayerNorm, composite as composite_layer_norm
 from .primitives.reduction import ScaledSoftmax
+from .ops.creation import array
+from .primitives.custom_kernel import CustomKernel
+from .core.device import resolve_stream
 
 __all__ = [
     "rms_norm",
@@ -51,17 +54,17 @@ def _check_weight(x, w, name: str, op: str) -> None:
         )
 
 
-def rms_norm(x: nv.array, weight: Optional[nv.array], eps: float, *, stream=None) -> nv.array:
+def rms_norm(x: Array, weight: Optional[Array], eps: float, *, stream=None) -> Array:
     """``x / sqrt(mean(x^2) + eps) * weight`` over the last axis (``weight`` None: 1)."""
     _check_eps(eps, "rms_norm")
     _check_weight(x, weight, "weight", "rms_norm")
-    y = x * nv.rsqrt(nv.mean(x * x, axis=-1, keepdims=True) + eps)
+    y = x * ops.rsqrt(ops.mean(x * x, axis=-1, keepdims=True) + eps)
     return y if weight is None else weight * y
 
 
 def layer_norm(
-    x: nv.array, weight: Optional[nv.array], bias: Optional[nv.array], eps: float, *, stream=None
-) -> nv.array:
+    x: Array, weight: Optional[Array], bias: Optional[Array], eps: float, *, stream=None
+) -> Array:
     """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last axis (biased variance;
     ``weight`` / ``bias`` None: 1 / 0)."""
     _check_eps(eps, "layer_norm")
@@ -73,11 +76,11 @@ def layer_norm(
     return composite_layer_norm(x, weight, bias, eps)
 
 
-def _one_pass(x: nv.array, *params) -> bool:
+def _one_pass(x: Array, *params) -> bool:
     """Whether layer_norm runs as the row primitive: float32 or float64 data (parameters of
     the same dtype) with a non-empty last axis, on the CPU."""
     return (
-        x.dtype in (nv.float32, nv.float64)
+        x.dtype in (dt.float32, dt.float64)
         and x.ndim >= 1
         and x.size > 0
         and all(p is None or p.dtype == x.dtype for p in params)
@@ -85,13 +88,13 @@ def _one_pass(x: nv.array, *params) -> bool:
     )
 
 
-def _scaled_rows(q: nv.array, k: nv.array, mask, scores_shape: tuple) -> bool:
+def _scaled_rows(q: Array, k: Array, mask, scores_shape: tuple) -> bool:
     """Whether attention's softmax runs as ``ScaledSoftmax``: float32 queries and keys on the
     CPU, and no mask or a float32 additive one whose last axis is the keys' (rows of it)."""
-    if q.dtype != nv.float32 or k.dtype != nv.float32:
+    if q.dtype != dt.float32 or k.dtype != dt.float32:
         return False
     if mask is not None:
-        if mask.dtype != nv.float32 or mask.ndim < 1 or mask.shape[-1] != scores_shape[-1]:
+        if mask.dtype != dt.float32 or mask.ndim < 1 or mask.shape[-1] != scores_shape[-1]:
             return False
         try:
             if np.broadcast_shapes(tuple(mask.shape), scores_shape) != scores_shape:
@@ -102,16 +105,16 @@ def _scaled_rows(q: nv.array, k: nv.array, mask, scores_shape: tuple) -> bool:
 
 
 def rope(
-    a: nv.array,
+    a: Array,
     dims: int,
     *,
     traditional: bool,
     base: Optional[float],
     scale: float,
-    offset: Union[int, nv.array],
-    freqs: Optional[nv.array] = None,
+    offset: Union[int, Array],
+    freqs: Optional[Array] = None,
     stream=None,
-) -> nv.array:
+) -> Array:
     r"""Rotary positional encoding of the first ``dims`` features of ``a`` (``(B, ..., L, D)``,
     positions along axis -2 starting at ``offset``: an int, a scalar array, or an array of
     ``B`` offsets, one per batch entry).
@@ -131,9 +134,9 @@ def rope(
         raise ValueError(
             f"rope: expects (..., L, D) input with D >= {dims}, got shape {tuple(a.shape)}"
         )
-    if not nv.issubdtype(a.dtype, nv.floating):
+    if not dt.issubdtype(a.dtype, dt.floating):
         raise ValueError(f"rope: the input must be floating, got {a.dtype}")
-    if isinstance(offset, Array) and not nv.issubdtype(offset.dtype, nv.integer):
+    if isinstance(offset, Array) and not dt.issubdtype(offset.dtype, dt.integer):
         raise ValueError(f"rope: offset must be an integer, got {offset.dtype}")
     if (freqs is None) == (base is None):
         raise ValueError("rope: give exactly one of base and freqs")
@@ -143,26 +146,26 @@ def rope(
     else:
         if tuple(freqs.shape) != (half,):
             raise ValueError(f"rope: freqs must have shape ({half},), got {tuple(freqs.shape)}")
-        inv = np.float32(1) / np.asarray(freqs.astype(nv.float32))
+        inv = np.float32(1) / np.asarray(freqs.astype(dt.float32))
     length = a.shape[-2]
     if isinstance(offset, Array):
         cos, sin = _rope_angles_of_array(a, offset, length, np.float32(scale), inv)
     else:
         pos = np.arange(int(offset), int(offset) + length, dtype=np.float32) * np.float32(scale)
         theta = pos[:, None] * inv[None, :].astype(np.float32)
-        cos = nv.astype(nv.array(np.cos(theta)), a.dtype)
-        sin = nv.astype(nv.array(np.sin(theta)), a.dtype)
+        cos = ops.astype(array(np.cos(theta)), a.dtype)
+        sin = ops.astype(array(np.sin(theta)), a.dtype)
     d = a.shape[-1]
     rot = a[..., :dims] if d > dims else a
     if traditional:
-        pairs = nv.reshape(rot, (*rot.shape[:-1], half, 2))
+        pairs = ops.reshape(rot, (*rot.shape[:-1], half, 2))
         x1, x2 = pairs[..., 0], pairs[..., 1]
-        out = nv.reshape(nv.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1), rot.shape)
+        out = ops.reshape(ops.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1), rot.shape)
     else:
         x1, x2 = rot[..., :half], rot[..., half:]
-        out = nv.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
+        out = ops.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
     if d > dims:
-        out = nv.concatenate([out, a[..., dims:]], axis=-1)
+        out = ops.concatenate([out, a[..., dims:]], axis=-1)
     return out
 
 
@@ -176,13 +179,13 @@ def _rope_angles_of_array(a, offset, length: int, scale, inv):
             f"rope: offset must be a scalar or have one entry per batch entry "
             f"({a.shape[0]},), got shape {tuple(offset.shape)}"
         )
-    pos = nv.astype(offset, nv.float32)
-    steps = nv.array(np.arange(length, dtype=np.float32))
-    pos = (nv.expand_dims(pos, -1) + steps) * nv.array(scale)  # (L,) or (B, L)
-    theta = nv.expand_dims(pos, -1) * nv.array(inv.astype(np.float32))
+    pos = ops.astype(offset, dt.float32)
+    steps = array(np.arange(length, dtype=np.float32))
+    pos = (ops.expand_dims(pos, -1) + steps) * array(scale)  # (L,) or (B, L)
+    theta = ops.expand_dims(pos, -1) * array(inv.astype(np.float32))
     if offset.ndim == 1:
-        theta = nv.reshape(theta, (theta.shape[0],) + (1,) * (a.ndim - 3) + theta.shape[1:])
-    return nv.astype(nv.cos(theta), a.dtype), nv.astype(nv.sin(theta), a.dtype)
+        theta = ops.reshape(theta, (theta.shape[0],) + (1,) * (a.ndim - 3) + theta.shape[1:])
+    return ops.astype(ops.cos(theta), a.dtype), ops.astype(ops.sin(theta), a.dtype)
 
 
 def _attention_inputs(q, k, v, mask, sinks):
@@ -223,8 +226,8 @@ def _attention_inputs(q, k, v, mask, sinks):
             f"{op}: the number of query heads ({heads[0]}) must be a multiple "
             f"of the number of kv heads ({heads[1]})"
         )
-    out = nv.promote_types(nv.promote_types(q.dtype, k.dtype), v.dtype)
-    if not nv.issubdtype(out, nv.floating):
+    out = dt.promote_types(dt.promote_types(q.dtype, k.dtype), v.dtype)
+    if not dt.issubdtype(out, dt.floating):
         raise ValueError(f"{op}: unsupported dtype {out}; q, k and v must be floating")
     if isinstance(mask, str):
         if mask != "causal":
@@ -236,7 +239,7 @@ def _attention_inputs(q, k, v, mask, sinks):
             )
         if mask.ndim > 4:
             raise ValueError(f"{op}: mask with shape {tuple(mask.shape)} must have rank 4 at most")
-        if nv.promote_types(mask.dtype, out) != out:
+        if dt.promote_types(mask.dtype, out) != out:
             raise ValueError(
                 f"{op}: mask dtype {mask.dtype} must promote to the output dtype {out}"
             )
@@ -252,7 +255,7 @@ def _attention_inputs(q, k, v, mask, sinks):
     if sinks is not None:
         if not isinstance(sinks, Array):
             raise TypeError(f"{op}: sinks must be an array, got {type(sinks).__name__}")
-        if nv.promote_types(sinks.dtype, out) != out:
+        if dt.promote_types(sinks.dtype, out) != out:
             raise ValueError(
                 f"{op}: sinks dtype {sinks.dtype} must promote to the output dtype {out}"
             )
@@ -265,16 +268,16 @@ def _attention_inputs(q, k, v, mask, sinks):
 
 
 def scaled_dot_product_attention(
-    q: nv.array,
-    k: nv.array,
-    v: nv.array,
+    q: Array,
+    k: Array,
+    v: Array,
     *,
     scale: float,
-    mask: Union[None, str, nv.array] = None,
-    sinks: Optional[nv.array] = None,
+    mask: Union[None, str, Array] = None,
+    sinks: Optional[Array] = None,
     force_fused: bool = False,
     stream=None,
-) -> nv.array:
+) -> Array:
     """``softmax(scale * q @ k^T + mask) @ v`` over ``(B, N_q, L, D)`` queries and
     ``(B, N_kv, S, D)`` keys and values, ``N_kv`` dividing ``N_q`` (grouped-query attention:
     query head ``h`` reads kv head ``h // (N_q / N_kv)``; pass k and v untiled).
@@ -291,51 +294,54 @@ def scaled_dot_product_attention(
     (1, 4, 3, 8)
     """
     out_dtype = _attention_inputs(q, k, v, mask, sinks)
-    q, k, v = (nv.astype(t, out_dtype) for t in (q, k, v))
+    q, k, v = (ops.astype(t, out_dtype) for t in (q, k, v))
     q_shape = tuple(q.shape)
     L, S = q.shape[-2], k.shape[-2]
     n_q, n_kv = (q.shape[-3], k.shape[-3]) if q.ndim > 2 and k.ndim > 2 else (1, 1)
     rep = n_q // n_kv
     if rep > 1:  # (B, N_kv, rep, L, D) against (B, N_kv, 1, S, D)
-        q = nv.reshape(q, (*q_shape[:-3], n_kv, rep, L, q_shape[-1]))
-        k, v = nv.expand_dims(k, -3), nv.expand_dims(v, -3)
+        q = ops.reshape(q, (*q_shape[:-3], n_kv, rep, L, q_shape[-1]))
+        k, v = ops.expand_dims(k, -3), ops.expand_dims(v, -3)
     scores_shape = tuple(q.shape[:-1]) + (S,)
+    mask_array: Array | None = None if isinstance(mask, str) else mask
     if isinstance(mask, str):  # causal, as a bool mask
-        mask = nv.expand_dims(nv.arange(S - L, S), 1) >= nv.expand_dims(nv.arange(S), 0)
-    elif mask is not None:
-        if mask.dtype != nv.bool_:
-            mask = nv.astype(mask, out_dtype)
-        if rep > 1 and mask.ndim >= 3:  # split its head axis as the queries'
-            if mask.shape[-3] == 1:
-                mask = nv.expand_dims(mask, -3)
+        mask_array = ops.expand_dims(ops.arange(S - L, S), 1) >= ops.expand_dims(ops.arange(S), 0)
+    elif mask_array is not None:
+        if mask_array.dtype != dt.bool_:
+            mask_array = ops.astype(mask_array, out_dtype)
+        if rep > 1 and mask_array.ndim >= 3:  # split its head axis as the queries'
+            if mask_array.shape[-3] == 1:
+                mask_array = ops.expand_dims(mask_array, -3)
             else:
-                mask = nv.reshape(mask, (*mask.shape[:-3], n_kv, rep, *mask.shape[-2:]))
+                mask_array = ops.reshape(
+                    mask_array, (*mask_array.shape[:-3], n_kv, rep, *mask_array.shape[-2:])
+                )
     if (
         sinks is None
-        and (mask is None or mask.dtype != nv.bool_)
-        and _scaled_rows(q, k, mask, scores_shape)
+        and (mask_array is None or mask_array.dtype != dt.bool_)
+        and _scaled_rows(q, k, mask_array, scores_shape)
     ):
-        scores = nv.matmul(q, nv.swapaxes(k, -1, -2))
-        args = [scores] if mask is None else [scores, mask]
-        w = Array.make(ScaledSoftmax(scale, mask is not None), args)
-        out = nv.matmul(nv.astype(w, v.dtype), v)
+        scores = ops.matmul(q, ops.swapaxes(k, -1, -2))
+        args = [scores] if mask_array is None else [scores, mask_array]
+        w = Array.make(ScaledSoftmax(scale, mask_array is not None), args)
+        out = ops.matmul(ops.astype(w, v.dtype), v)
     else:
-        scores = nv.matmul(q * nv.array(scale, q.dtype), nv.swapaxes(k, -1, -2))
-        if mask is not None and mask.dtype == nv.bool_:
-            scores = nv.where(mask, scores, nv.array(nv.finfo(scores.dtype).min, scores.dtype))
-        elif mask is not None:
-            scores = scores + mask
+        scores = ops.matmul(q * array(scale, q.dtype), ops.swapaxes(k, -1, -2))
+        if mask_array is not None and mask_array.dtype == dt.bool_:
+            scores = ops.where(mask_array, scores, array(dt.finfo(scores.dtype).min, scores.dtype))
+        elif mask_array is not None:
+            scores = scores + mask_array
         if sinks is not None:  # one leading logit per head, dropped after
-            sk = nv.astype(sinks, out_dtype)
-            sk = nv.reshape(sk, (n_kv, rep, 1, 1) if rep > 1 else (n_q, 1, 1))
-            sk = nv.broadcast_to(sk, scores.shape[:-1] + (1,))
-            scores = nv.concatenate([sk, scores], axis=-1)
-        w = nv.softmax(scores, axis=-1, precise=True)
+            sk = ops.astype(sinks, out_dtype)
+            sk = ops.reshape(sk, (n_kv, rep, 1, 1) if rep > 1 else (n_q, 1, 1))
+            sk = ops.broadcast_to(sk, scores.shape[:-1] + (1,))
+            scores = ops.concatenate([sk, scores], axis=-1)
+        w = ops.softmax(scores, axis=-1, precise=True)
         if sinks is not None:
             w = w[..., 1:]
-        out = nv.matmul(nv.astype(w, v.dtype), v)
+        out = ops.matmul(ops.astype(w, v.dtype), v)
     if rep > 1:
-        out = nv.reshape(out, (*q_shape[:-1], out.shape[-1]))
+        out = ops.reshape(out, (*q_shape[:-1], out.shape[-1]))
     return out
 
 
@@ -388,7 +394,6 @@ def cuda_kernel(
     >>> callable(k)
     True
     """
-    from .primitives.custom_kernel import CustomKernel
 
     input_names, output_names = list(input_names), list(output_names)
     if not output_names:
@@ -416,14 +421,13 @@ def cuda_kernel(
             )
         if len(grid) != 3 or len(threadgroup) != 3:
             raise ValueError(f"cuda_kernel {name}: grid and threadgroup are 3-tuples")
-        from .core.device import resolve_stream
 
         st = resolve_stream(stream)
         if st.device.type.value != "gpu":
             raise ValueError(
                 f"cuda_kernel {name}: runs on a CUDA GPU only (the stream is on {st.device})"
             )
-        arrays = [a if isinstance(a, Array) else nv.array(a) for a in inputs]
+        arrays = [a if isinstance(a, Array) else array(a) for a in inputs]
         params = []
         for n, a in zip(input_names, arrays):
             params.append(f"const {_CUDA_TYPES[a.dtype.name]}* {n}")

@@ -22,10 +22,15 @@ import math
 import numbers
 from typing import Sequence
 
+import numpy as np
+
 from .core import dtypes as dt
 from .core.array import Array
 from .core.device import resolve_stream, stream as _stream_ctx
 from .primitives.fft import FFT
+from . import ops
+from .ops._common import as_array
+from .ops.creation import array
 
 _NORMS = ("backward", "ortho", "forward")
 
@@ -36,7 +41,6 @@ def _on(stream):
 
 
 def _array(a, name: str) -> Array:
-    from .ops._common import as_array
 
     return as_array(a, name)
 
@@ -71,7 +75,6 @@ def _transform(a, n, axes, real: bool, inverse: bool, norm: str, stream, name: s
 
     ``n`` (None for the input's sizes) gives the signal's length on each axis of ``axes``: for
     an inverse real transform the output's, whose last axis reads ``n[-1] // 2 + 1`` inputs."""
-    from . import ops
 
     a = _array(a, name)
     if not isinstance(norm, str) or norm not in _NORMS:
@@ -116,7 +119,7 @@ def _transform(a, n, axes, real: bool, inverse: bool, norm: str, stream, name: s
         out = Array.make(prim, [x], resolve_stream(stream))
         factor = _scale(n, norm, inverse)
         if factor != 1.0:
-            out = ops.multiply(out, ops.array(factor, out.dtype))
+            out = ops.multiply(out, array(factor, out.dtype))
     return out
 
 
@@ -322,7 +325,6 @@ def fftfreq(n: int, d: float = 1.0, *, stream=None) -> Array:
     >>> nv.fft.fftfreq(4).tolist()
     [0.0, 0.25, -0.5, -0.25]
     """
-    from . import ops
 
     _check_freq_args(n, d, "fftfreq")
     n = int(n)
@@ -333,7 +335,7 @@ def fftfreq(n: int, d: float = 1.0, *, stream=None) -> Array:
                 ops.arange(-(n // 2), 0, dtype=dt.float32),
             ]
         )
-        return ops.multiply(k, ops.array(1.0 / (n * float(d)), dt.float32))
+        return ops.multiply(k, array(1.0 / (n * float(d)), dt.float32))
 
 
 def rfftfreq(n: int, d: float = 1.0, *, stream=None) -> Array:
@@ -343,18 +345,16 @@ def rfftfreq(n: int, d: float = 1.0, *, stream=None) -> Array:
     >>> nv.fft.rfftfreq(4).tolist()
     [0.0, 0.25, 0.5]
     """
-    from . import ops
 
     _check_freq_args(n, d, "rfftfreq")
     n = int(n)
     with _on(stream):
         return ops.multiply(
-            ops.arange(0, n // 2 + 1, dtype=dt.float32), ops.array(1.0 / (n * float(d)), dt.float32)
+            ops.arange(0, n // 2 + 1, dtype=dt.float32), array(1.0 / (n * float(d)), dt.float32)
         )
 
 
 def _shift(a, axes, inverse: bool, stream, name: str) -> Array:
-    from . import ops
 
     a = _array(a, name)
     if axes is None:
@@ -411,7 +411,6 @@ def _positive_int(v, name: str, what: str) -> int:
 def _frame_window(window, n_fft: int, win_length: int | None, name: str, dtype) -> Array:
     """The window (ones when None) of ``win_length`` samples, zero-padded on both sides to
     ``n_fft`` (centred, as torch.stft does)."""
-    from . import ops
 
     win_length = n_fft if win_length is None else _positive_int(win_length, name, "win_length")
     if win_length > n_fft:
@@ -431,7 +430,6 @@ def _frame_window(window, n_fft: int, win_length: int | None, name: str, dtype) 
 def _padded_index(length: int, pad: int, mode: str, name: str):
     """For each position of the signal padded by ``pad`` on both sides, the sample it reads
     (reflect: mirrored without repeating the edge; edge: the edge repeated)."""
-    import numpy as np
 
     i = np.arange(-pad, length + pad)
     if mode == "reflect":
@@ -472,8 +470,6 @@ def stft(
     >>> nv.fft.stft(nv.zeros((100,)), n_fft=16).shape
     (9, 26)
     """
-    import numpy as np
-    from . import ops
 
     name = "stft"
     x = _array(x, name)
@@ -507,7 +503,7 @@ def stft(
         count = 1 + (source.size - n_fft) // hop
         # every frame's samples as indices into x: one gather frames the padded signal
         idx = source[np.arange(count)[:, None] * hop + np.arange(n_fft)[None, :]]
-        frames = ops.take(x, ops.array(idx.astype(np.int32)), axis=-1)
+        frames = ops.take(x, array(idx.astype(np.int32)), axis=-1)
         frames = ops.multiply(frames, w)
         spec = (rfft if onesided else fft)(frames, axis=-1, norm=norm)
         return ops.swapaxes(spec, -1, -2)
@@ -517,7 +513,6 @@ def _overlap_add(frames: Array, hop: int) -> Array:
     """Frames (..., count, n) summed into one signal, frame t starting at ``t * hop``
     (length ``n + hop * (count - 1)``): each frame cut into hop-long chunks; chunk j of
     frame t lands in block t + j, so the signal is a sum of shifted chunk rows."""
-    from . import ops
 
     count, n = frames.shape[-2:]
     chunks = -(-n // hop)
@@ -525,10 +520,13 @@ def _overlap_add(frames: Array, hop: int) -> Array:
     if chunks * hop != n:
         frames = ops.pad(frames, lead + [(0, 0), (0, chunks * hop - n)])
     parts = ops.reshape(frames, frames.shape[:-1] + (chunks, hop))
-    total = None
-    for j in range(chunks):
-        part = ops.pad(parts[..., j, :], lead + [(j, chunks - 1 - j), (0, 0)])
-        total = part if total is None else ops.add(total, part)
+
+    def shifted(j: int) -> Array:
+        return ops.pad(parts[..., j, :], lead + [(j, chunks - 1 - j), (0, 0)])
+
+    total = shifted(0)
+    for j in range(1, chunks):
+        total = ops.add(total, shifted(j))
     signal = ops.reshape(total, total.shape[:-2] + ((count + chunks - 1) * hop,))
     return signal[..., : n + hop * (count - 1)]
 
@@ -559,7 +557,6 @@ def istft(
     >>> nv.allclose(x, y, atol=1e-5).item()
     True
     """
-    from . import ops
 
     name = "istft"
     spec = _array(stft_matrix, name)

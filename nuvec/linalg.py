@@ -31,7 +31,10 @@ from typing import Sequence
 from .core import dtypes as dt
 from .core.array import Array
 from .core.device import resolve_stream, stream as _stream_ctx
-from .primitives.linalg import LUF, QRF, SVD, Cholesky, Eig, Eigh, Inverse
+from .primitives.linalg import LUF, QRF, SVD, Cholesky, Eig, Eigh, Inverse, _apply
+from . import ops
+from .ops._common import as_array, operands
+from .ops.creation import array
 
 __all__ = [
     "norm",
@@ -56,18 +59,11 @@ __all__ = [
 ]
 
 
-def _ops():
-    from . import ops
-
-    return ops
-
-
 def _on(stream):
     return contextlib.nullcontext() if stream is None else _stream_ctx(resolve_stream(stream))
 
 
 def _array(a, name: str) -> Array:
-    from .ops._common import as_array
 
     return as_array(a, name)
 
@@ -78,7 +74,6 @@ def _at_least_float(d: dt.Dtype) -> dt.Dtype:
 
 def _make(prim, a: Array, stream) -> list:
     """The outputs of factorisation ``prim`` on ``a`` (a list)."""
-    from .primitives.linalg import _apply
 
     return _apply(prim, a, resolve_stream(stream))
 
@@ -93,13 +88,11 @@ def _bool(v, name: str, what: str) -> bool:
 
 
 def _l2(a: Array, axes: list, keepdims: bool) -> Array:
-    ops = _ops()
     sq = ops.square(ops.abs(a)) if a.dtype == dt.complex64 else ops.square(a)
     return ops.sqrt(ops.sum(sq, axis=axes, keepdims=keepdims))
 
 
 def _vector_norm(a: Array, ord: float, axes: list, keepdims: bool) -> Array:
-    ops = _ops()
     d = _real_dtype(_at_least_float(a.dtype))
     if ord == 0:
         return ops.astype(ops.sum(ops.not_equal(a, 0), axis=axes, keepdims=keepdims), d)
@@ -111,8 +104,8 @@ def _vector_norm(a: Array, ord: float, axes: list, keepdims: bool) -> Array:
         return ops.astype(ops.max(ops.abs(a), axis=axes, keepdims=keepdims), d)
     if ord == -math.inf:
         return ops.astype(ops.min(ops.abs(a), axis=axes, keepdims=keepdims), d)
-    p = ops.power(ops.astype(ops.abs(a), d), ops.array(ord, d))
-    return ops.power(ops.sum(p, axis=axes, keepdims=keepdims), ops.array(1.0 / ord, d))
+    p = ops.power(ops.astype(ops.abs(a), d), array(ord, d))
+    return ops.power(ops.sum(p, axis=axes, keepdims=keepdims), array(1.0 / ord, d))
 
 
 def _real_dtype(d: dt.Dtype) -> dt.Dtype:
@@ -121,7 +114,6 @@ def _real_dtype(d: dt.Dtype) -> dt.Dtype:
 
 def _singular_values(a: Array, row: int, col: int) -> Array:
     """The singular values of the matrices on axes (row, col) of ``a``."""
-    ops = _ops()
     m = (
         ops.moveaxis(ops.moveaxis(a, row, -1), col, -1)
         if row > col
@@ -131,7 +123,6 @@ def _singular_values(a: Array, row: int, col: int) -> Array:
 
 
 def _matrix_norm(a: Array, ord, axes: list, keepdims: bool) -> Array:
-    ops = _ops()
     d = _at_least_float(a.dtype)
     row, col = (ax % a.ndim for ax in axes)
     if ord in ("f", "fro"):
@@ -189,7 +180,7 @@ def norm(
         axes = [int(axis)]
     else:
         try:
-            axes = [int(x) for x in axis]
+            axes = [int(x) for x in axis]  # type: ignore[union-attr]  # else TypeError below
         except (TypeError, ValueError):
             raise TypeError(
                 f"norm: axis must be None, an int or a sequence of ints, got {type(axis).__name__}"
@@ -203,7 +194,6 @@ def norm(
         if len({ax % a.ndim for ax in axes}) != len(axes):
             raise ValueError(f"norm: repeated axis in {axes}")
     with _on(stream):
-        ops = _ops()
         if ord is None:
             if axes is None:
                 out = _l2(ops.reshape(a, (-1,)), [0], False)
@@ -319,7 +309,6 @@ def cholesky_inv(a, upper: bool = False, *, stream=None) -> Array:
     a = _matrix_arg(a, "cholesky_inv", _REAL, square=True)
     upper = _bool(upper, "cholesky_inv", "upper")
     with _on(stream):
-        ops = _ops()
         li = tri_inv(a, upper=upper, stream=stream)
         lt = ops.swapaxes(li, -1, -2)
         return ops.matmul(li, lt) if upper else ops.matmul(lt, li)
@@ -408,7 +397,6 @@ def lu(a, *, stream=None) -> tuple[Array, Array, Array]:
     """
     a = _matrix_arg(a, "lu", _REAL)
     with _on(stream):
-        ops = _ops()
         packed, _, perm = _make(LUF(), a, stream)
         m, n = a.shape[-2:]
         k = min(m, n)
@@ -443,7 +431,6 @@ def _solve_args(a, b, name: str) -> tuple[Array, Array]:
             f"{name}: the inputs must promote to float32 or float64, got "
             f"{a.dtype.name} and {b.dtype.name}"
         )
-    ops = _ops()
     return ops.astype(a, d), ops.astype(b, d)
 
 
@@ -452,13 +439,14 @@ def solve_triangular(a, b, *, upper: bool = False, stream=None) -> Array:
     matrices.
 
     >>> import nuvec as nv
-    >>> nv.linalg.solve_triangular(nv.array([[2.0, 0.0], [1.0, 1.0]]), nv.array([2.0, 3.0])).tolist()
+    >>> a = nv.array([[2.0, 0.0], [1.0, 1.0]])
+    >>> nv.linalg.solve_triangular(a, nv.array([2.0, 3.0])).tolist()
     [1.0, 2.0]
     """
     a, b = _solve_args(a, b, "solve_triangular")
     upper = _bool(upper, "solve_triangular", "upper")
     with _on(stream):
-        return _ops().matmul(tri_inv(a, upper=upper, stream=stream), b)
+        return ops.matmul(tri_inv(a, upper=upper, stream=stream), b)
 
 
 def solve(a, b, *, stream=None) -> Array:
@@ -471,7 +459,6 @@ def solve(a, b, *, stream=None) -> Array:
     """
     a, b = _solve_args(a, b, "solve")
     with _on(stream):
-        ops = _ops()
         vector = b.ndim == 1
         if vector:
             b = ops.expand_dims(b, -1)
@@ -497,7 +484,6 @@ def pinv(a, *, stream=None) -> Array:
     a = _matrix_arg(a, "pinv", _REAL)
     m, n = a.shape[-2:]
     with _on(stream):
-        ops = _ops()
         if a.size == 0:
             return ops.zeros(a.shape[:-2] + (n, m), a.dtype)
         u, s, vt = _make(SVD(True), a, stream)
@@ -506,8 +492,8 @@ def pinv(a, *, stream=None) -> Array:
         v = ops.swapaxes(vt[..., :k, :], -1, -2)
         s = ops.expand_dims(s, -2)
         rcond = 10.0 * max(m, n) * float(dt.finfo(a.dtype).eps)
-        cutoff = ops.multiply(ops.array(rcond, a.dtype), ops.max(s, axis=-1, keepdims=True))
-        rs = ops.where(ops.greater(s, cutoff), ops.reciprocal(s), ops.array(0.0, a.dtype))
+        cutoff = ops.multiply(array(rcond, a.dtype), ops.max(s, axis=-1, keepdims=True))
+        rs = ops.where(ops.greater(s, cutoff), ops.reciprocal(s), array(0.0, a.dtype))
         return ops.matmul(ops.multiply(v, rs), u)
 
 
@@ -519,7 +505,6 @@ def cross(a, b, axis: int = -1, *, stream=None) -> Array:
     >>> nv.linalg.cross(nv.array([1.0, 0.0, 0.0]), nv.array([0.0, 1.0, 0.0])).tolist()
     [0.0, 0.0, 1.0]
     """
-    from .ops._common import operands
 
     a, b = _array(a, "cross"), _array(b, "cross")
     if not isinstance(axis, numbers.Integral) or isinstance(axis, bool):
@@ -532,7 +517,6 @@ def cross(a, b, axis: int = -1, *, stream=None) -> Array:
         if x.shape[axis] not in (2, 3):
             raise ValueError(f"cross: the axis must have size 2 or 3, got {x.shape[axis]}")
     with _on(stream):
-        ops = _ops()
         a2, b2 = a.shape[axis] == 2, b.shape[axis] == 2
         a, b = operands(a, b, "cross")
         sa, sb = list(a.shape), list(b.shape)
@@ -569,12 +553,11 @@ def _det_args(a, name: str) -> Array:
         raise ValueError(f"{name}: arrays must have at least 2 dimensions, got {a.ndim}")
     if a.shape[-1] != a.shape[-2]:
         raise ValueError(f"{name}: only defined for square matrices, got shape {a.shape}")
-    return _ops().astype(a, _at_least_float(a.dtype))
+    return ops.astype(a, _at_least_float(a.dtype))
 
 
 def _det_small(a: Array) -> Array:
     """The determinant of matrices up to 3 x 3 by cofactors (differentiable ops)."""
-    ops = _ops()
     n = a.shape[-1]
     if n == 0:
         return ops.ones(a.shape[:-2], a.dtype)
@@ -594,7 +577,6 @@ def _det_small(a: Array) -> Array:
 
 
 def _slogdet(a: Array, stream) -> tuple[Array, Array]:
-    ops = _ops()
     if a.shape[-1] <= 3:
         raw = _det_small(a)
         return ops.sign(raw), ops.log(ops.abs(raw))
@@ -607,8 +589,8 @@ def _slogdet(a: Array, stream) -> tuple[Array, Array]:
     sign = ops.astype(1 - 2 * odd, a.dtype)
     logabs = ops.sum(ops.log(ops.abs(diag)), axis=-1)
     singular = ops.any(ops.equal(diag, 0), axis=-1)
-    sign = ops.where(singular, ops.array(0.0, a.dtype), sign)
-    logabs = ops.where(singular, ops.array(-math.inf, a.dtype), logabs)
+    sign = ops.where(singular, array(0.0, a.dtype), sign)
+    logabs = ops.where(singular, array(-math.inf, a.dtype), logabs)
     return sign, logabs
 
 
@@ -637,6 +619,5 @@ def det(a, *, stream=None) -> Array:
     with _on(stream):
         if a.shape[-1] <= 3:
             return _det_small(a)
-        ops = _ops()
         sign, logabs = _slogdet(a, stream)
         return ops.multiply(sign, ops.exp(logabs))

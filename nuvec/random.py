@@ -28,7 +28,9 @@ from .core import dtypes as dt
 from .core.array import Array
 from .core.device import resolve_stream
 from .ops._common import as_array, shape_arg
+from .ops.creation import array
 from .primitives.random import WIDTH_DTYPES, RandomBits
+from .core.evaluate import eval as _eval
 
 __all__ = [
     "key",
@@ -94,8 +96,6 @@ def _next_key() -> Array:
     pair = Array.make(RandomBits((2, 2), 4, stateful=True), [k])
     new, sub = pair[0], pair[1]
     if k._data is not None and not k._tracer:
-        from .core.evaluate import eval as _eval
-
         _eval(new, sub)  # keeps the global key a value: a loop of draws grows no graph
     state[0] = new
     return sub
@@ -267,7 +267,7 @@ def randint(
     span = ops.astype(ops.maximum(hi - lo, 0), dt.uint64)
     w = ops.astype(_bits(shape, 4, key, "randint", stream), dt.uint64)
     # multiply-high: floor(w * span / 2^32), uniform up to a bias below span / 2^32
-    off = ops.astype(ops.right_shift(w * span, ops.array(32, dtype=dt.uint64)), dt.int64)
+    off = ops.astype(ops.right_shift(w * span, array(32, dtype=dt.uint64)), dt.int64)
     return ops.astype(lo + off, d)
 
 
@@ -467,4 +467,4 @@ def _psd_factor(cov: Array) -> Array:
     c = np.asarray(cov).astype(np.float64)
     u, s, _ = np.linalg.svd(c)
     f = u * np.sqrt(np.maximum(s, 0.0))[..., None, :]
-    return ops.array(f.astype(cov.dtype.np))
+    return array(f.astype(cov.dtype.np))

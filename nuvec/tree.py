@@ -55,6 +55,7 @@ class TreeDef:
     """
 
     __slots__ = ("node", "num_leaves", "_hash")
+    _hash: int | None
 
     def __init__(self, node: Any, num_leaves: int) -> None:
         self.node = node
@@ -119,7 +120,7 @@ def _flat(obj: Any, out: list) -> Any:
 
 
 try:  # the Cython walk (nuvec/tree_ext.pyx): same structure, about 3x faster
-    from . import tree_ext as _ext
+    from . import tree_ext as _ext  # type: ignore[attr-defined]  # a Cython module
 
     _ext.setup(Array, LEAF)
     _flat_fast = _ext.flat

@@ -12,7 +12,6 @@ import sys
 import textwrap
 import zipfile
 
-import numpy as np
 import pytest
 
 import nuvec as nv

@@ -1,6 +1,7 @@
-"""nv.fast.layer_norm as one primitive on the CPU (float32, float64): the forward pass has the composite
-form's bits; the backward pass (its own formula) agrees with the composite's gradients, gives
-the same bits on any number of threads and compiled or not; every transform goes through."""
+"""nv.fast.layer_norm as one primitive on the CPU (float32, float64): the forward pass has the
+composite form's bits; the backward pass (its own formula) agrees with the composite's
+gradients, gives the same bits on any number of threads and compiled or not; every transform
+goes through."""
 
 from __future__ import annotations
 

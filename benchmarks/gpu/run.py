@@ -37,6 +37,7 @@ import statistics
 import sys
 import time
 import traceback
+from functools import partial
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
@@ -272,19 +273,17 @@ def copy_bandwidth(n: int, reps: int, batches: int) -> dict:
     src = cp.random.default_rng(0).standard_normal(n, dtype=cp.float32)
     dst = cp.empty_like(src)
 
-    def memcpy():
-        dst.data.copy_from_device_async(src.data, src.nbytes)
-
+    memcpy = partial(dst.data.copy_from_device_async, src.data, src.nbytes)
     t = batch_time(memcpy, cp.cuda.Device().synchronize, reps, batches)
     out["cupy_memcpy"] = 2 * src.nbytes / t
-    del src, dst
+    del src, dst, memcpy
     cp.get_default_memory_pool().free_all_blocks()
     try:
         import torch
 
         a = torch.randn(n, device="cuda")
         b = torch.empty_like(a)
-        t = batch_time(lambda: b.copy_(a), torch.cuda.synchronize, reps, batches)
+        t = batch_time(partial(b.copy_, a), torch.cuda.synchronize, reps, batches)
         out["torch_copy"] = 2 * a.numel() * 4 / t
         del a, b
         torch.cuda.empty_cache()
@@ -309,7 +308,7 @@ def chain_benchmarks(libs, n: int, reps: int, batches: int, copy_bw: float) -> l
                     lib.call(f, args)
                     lib.sync()
                     row["first_call_s"] = time.perf_counter() - t0
-                    t = batch_time(lambda: lib.call(f, args), lib.sync, reps, batches)
+                    t = batch_time(partial(lib.call, f, args), lib.sync, reps, batches)
                     nbytes = (nin + 1) * n * itemsize
                     row.update(
                         seconds=t,
@@ -335,12 +334,12 @@ def overhead_benchmarks(libs, reps: int) -> list[dict]:
             x = lib.data(4, "float32", 3)
             f = lib.compile(fn)
 
-            def once():
+            def once(lib=lib, f=f, x=x):
                 lib.call(f, [x])
                 lib.sync()
 
             row["round_trip_s"] = round_trip(once, reps)
-            row["dispatch_s"] = batch_time(lambda: lib.call(f, [x]), lib.sync, reps, 5)
+            row["dispatch_s"] = batch_time(partial(lib.call, f, [x]), lib.sync, reps, 5)
         except Exception as e:  # noqa: BLE001
             row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
         rows.append(row)

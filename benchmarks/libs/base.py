@@ -59,7 +59,8 @@ class Adapter:
         raise NotApplicable("no chains")
 
     def warm_runtime(self) -> None:
-        """Start the library's compiler machinery on an unrelated tiny function (first-call runs)."""
+        """Start the library's compiler machinery on an unrelated tiny function (first-call
+        runs)."""
 
     def first_call(self, x: np.ndarray, variant: str) -> Thunk:
         raise NotApplicable("no compiler")

@@ -1,4 +1,5 @@
-"""JAX on the CPU: eager ``jax.numpy`` ops, ``jax.jit``, and an MLP step with a hand-written Adam."""
+"""JAX on the CPU: eager ``jax.numpy`` ops, ``jax.jit``, and an MLP step with a hand-written
+Adam."""
 
 from __future__ import annotations
 

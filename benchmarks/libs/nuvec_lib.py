@@ -54,7 +54,8 @@ class Adapter(MLXStyleAdapter):
         return f"stand-in {self.stand_in} {version}" if self.stand_in else version
 
     def compile_split(self, compiled_fn: Any) -> dict[str, Any] | None:
-        """nuvec's own account of a first compile, if it exposes one (else the whole is reported)."""
+        """nuvec's own account of a first compile, if it exposes one (else the whole is
+        reported)."""
         for name in ("stats", "cache_info", "compile_stats"):
             attr = getattr(compiled_fn, name, None)
             if attr is None:

@@ -261,9 +261,9 @@ def _fuse(
     draft: Draft, shapeless: bool, stream, fast_math: bool = False
 ) -> tuple[list, float, tuple | None]:
     """Fuses (on the CPU and on a CUDA or Metal GPU, not when the trace holds an outer
-    tracer) and builds the kernels: now, or (CPU, kernels neither loaded nor on disk, background mode)
-    on the worker thread; then it returns ``deferred = (unfused steps,)`` and the draft's
-    steps are the fused ones, whose kernels are not built yet."""
+    tracer) and builds the kernels: now, or (CPU, kernels neither loaded nor on disk,
+    background mode) on the worker thread; then it returns ``deferred = (unfused steps,)``
+    and the draft's steps are the fused ones, whose kernels are not built yet."""
     device = stream.device.type.value
     gpu = registry.gpu_backend_name() if device == "gpu" else None  # "cuda", "metal" or None
     if not FUSE[0] or draft.captures_tracer or (device != "cpu" and not gpu):

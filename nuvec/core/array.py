@@ -90,11 +90,21 @@ class Array:
         "_readers",
         "__weakref__",
     )
+    _shape: tuple[int, ...]
+    _dtype: _dt.Dtype
+    _prim: Any  # the Primitive that makes this array; None for data and placeholders
+    _inputs: tuple[Array, ...]
+    _siblings: tuple[Array, ...] | None  # all outputs of a multi-output primitive
+    _pos: int  # this array's index among its siblings
+    _data: Any  # the backend's data once evaluated (a NumPy array on the CPU), else None
+    _stream: Stream
+    _tracer: bool  # depends on a transform's or compile's traced input
+    _readers: int  # how many unevaluated arrays take this one as an input
 
     # -- construction -------------------------------------------------------------------
     def __init__(self, obj=None, dtype=None) -> None:
         """``nv.array(obj, dtype)`` (see ``nuvec.ops.creation.array``)."""
-        src = _ops.array(obj, dtype)
+        src = _ops.creation.array(obj, dtype)
         self._adopt(src)
 
     def _adopt(self, src: "Array") -> None:
@@ -468,10 +478,10 @@ class Array:
 
     # Against anything but an array or a scalar (a list, a str, None) ``==`` is False and
     # ``!=`` True, as MLX (``mask == "causal"``).
-    def __eq__(self, o):  # type: ignore[override]
+    def __eq__(self, o):
         return _ops.equal(self, o) if _is_operand(o) else False
 
-    def __ne__(self, o):  # type: ignore[override]
+    def __ne__(self, o):
         return _ops.not_equal(self, o) if _is_operand(o) else True
 
     def __lt__(self, o):

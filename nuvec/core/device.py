@@ -34,7 +34,10 @@ class Device:
 
     __slots__ = ("type", "index")
 
-    def __init__(self, type: DeviceType | str, index: int = 0) -> None:
+    type: DeviceType
+    index: int
+
+    def __init__(self, type: DeviceType | str | Device, index: int = 0) -> None:
         if isinstance(type, Device):  # nv.cpu is a Device; MLX's is a DeviceType
             type = type.type
         self.type = DeviceType(type) if not isinstance(type, DeviceType) else type
@@ -133,9 +136,10 @@ def default_device() -> Device:
     """The device operations run on when none is given (the GPU where one exists, as MLX)."""
     if _state.device is not None:
         return _state.device
-    if _global_default[0] is None:
-        _global_default[0] = gpu if gpu_backend_name() is not None else cpu
-    return _global_default[0]
+    d = _global_default[0]
+    if d is None:
+        d = _global_default[0] = gpu if gpu_backend_name() is not None else cpu
+    return d
 
 
 def set_default_device(device: Device | DeviceType | str) -> None:

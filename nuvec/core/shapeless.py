@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 from contextlib import contextmanager
+from types import FrameType
 from typing import Iterator
 
 _local = threading.local()
@@ -69,7 +70,7 @@ def note(a) -> None:
     so that the shapeless refusal can name it."""
     if not getattr(_local, "on", False):
         return
-    f = sys._getframe(1)
+    f: FrameType | None = sys._getframe(1)
     while f is not None and f.f_code.co_filename.startswith(_PACKAGE):
         f = f.f_back
     if f is not None:
@@ -82,7 +83,7 @@ def from_user(frame) -> bool:
 
 
 def _user_line() -> str:
-    f = sys._getframe(1)
+    f: FrameType | None = sys._getframe(1)
     while f is not None and f.f_code.co_filename.startswith(_PACKAGE):
         f = f.f_back
     return f" (at {f.f_code.co_filename}:{f.f_lineno})" if f is not None else ""

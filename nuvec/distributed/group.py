@@ -16,6 +16,7 @@ import numbers
 import os
 import threading
 import warnings
+from typing import Any
 
 from .backends import BACKENDS
 from .backends.base import Communicator
@@ -116,14 +117,16 @@ def _nccl_group(strict: bool, launched: int | None) -> Group | None:
             raise RuntimeError(msg)
         warnings.warn(f"{msg}; this process runs alone (a group of one)", RuntimeWarning, 3)
         return None
-    return Group(nccl.NCCLCommunicator(mpi_world._comm.comm if mpi_world else None))
+    mpi: Any = mpi_world._comm if mpi_world else None  # the MPI communicator
+    return Group(nccl.NCCLCommunicator(mpi.comm if mpi_world else None))
 
 
 def _every_rank_has_nccl(mpi_world: Group) -> bool:
     from .backends import nccl
 
     ok = nccl.unavailable_reason() is None
-    return bool(mpi_world._comm.comm.allreduce(int(ok), op=mpi_world._comm.MPI.MIN))
+    mpi: Any = mpi_world._comm  # the MPI communicator
+    return bool(mpi.comm.allreduce(int(ok), op=mpi.MPI.MIN))
 
 
 def init(strict: bool = False, backend: str = "any") -> Group:

@@ -14,7 +14,7 @@ of one process ``all_sum``, ``all_max``, ``all_min`` and ``all_gather`` return t
 from __future__ import annotations
 
 import numbers
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..core import dtypes as dt
 from ..core.array import Array
@@ -150,7 +150,7 @@ def send(x, /, dst: int, *, group: Group | None = None, stream=None) -> Array:
 
 
 def recv(
-    shape: Sequence[int], dtype, src: int, *, group: Group | None = None, stream=None
+    shape: int | Sequence[int], dtype, src: int, *, group: Group | None = None, stream=None
 ) -> Array:
     """An array of ``shape`` and ``dtype`` received from the process of rank ``src``
     (which sends one of that shape and dtype).
@@ -158,24 +158,25 @@ def recv(
     >>> import nuvec as nv
     >>> nv.distributed.recv((2, 3), nv.float32, 0)  # doctest: +SKIP
     """
-    if isinstance(shape, numbers.Integral) and not isinstance(shape, bool):
-        shape = (shape,)
+    dims: Any = shape
+    if isinstance(dims, numbers.Integral) and not isinstance(dims, bool):
+        dims = (dims,)
     try:
-        shape = tuple(shape)
+        dims = tuple(dims)
     except TypeError:
         raise TypeError(
-            f"recv: shape must be a sequence of ints, got {type(shape).__name__}"
+            f"recv: shape must be a sequence of ints, got {type(dims).__name__}"
         ) from None
-    for d in shape:
-        if not isinstance(d, numbers.Integral) or isinstance(d, bool) or d < 0:
-            raise ValueError(f"recv: shape must hold ints >= 0, got {shape}")
+    for n in dims:
+        if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 0:
+            raise ValueError(f"recv: shape must hold ints >= 0, got {dims}")
     try:
         d = dt.to_dtype(dtype)
     except TypeError:
         raise TypeError(f"recv: dtype must be a nuvec dtype, got {dtype!r}") from None
     g = resolve_group(group, "recv")
     src = _peer(src, g, "recv", "src")
-    return Array.make(Recv(tuple(int(n) for n in shape), d, src, g), [], resolve_stream(stream))
+    return Array.make(Recv(tuple(int(n) for n in dims), d, src, g), [], resolve_stream(stream))
 
 
 def recv_like(x, /, src: int, *, group: Group | None = None, stream=None) -> Array:

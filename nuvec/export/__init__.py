@@ -101,7 +101,7 @@ class FunctionExporter:
         shapeless: bool = False,
         metadata: str = "",
     ) -> None:
-        self._callback = None if isinstance(file, (str, os.PathLike)) else file
+        self._callback: Callable | None = None if isinstance(file, (str, os.PathLike)) else file
         self._file = file
         self._fun = fun
         self._shapeless = bool(shapeless)
@@ -170,6 +170,7 @@ class FunctionExporter:
             return [(name(v), tuple(shapes[v][0]), shapes[v][1]) for v in vs]
 
         cb = self._callback
+        assert cb is not None  # the caller checked
         cb({"type": "inputs", "inputs": data(range(n_in))})
         keys = [(k, name(t.n_positional + j)) for j, k in enumerate(t.kwarg_keys)]
         cb({"type": "keyword_inputs", "keywords": keys})

@@ -93,7 +93,7 @@ class ExportError(ValueError):
 
 
 @functools.lru_cache(maxsize=None)
-def _init_names(cls) -> tuple[str, ...]:
+def _init_names(cls: Any) -> tuple[str, ...]:
     init = cls.__init__
     if init is object.__init__:
         return ()
@@ -113,7 +113,8 @@ def primitive_ref(prim: Primitive) -> tuple[str, list]:
     if MODULES.get(mod) is None or cls.__module__ != MODULES[mod].__name__ or cls in _EXCLUDED:
         raise ExportError(f"the operation '{prim.name}' ({cls.__name__}) cannot be exported")
     try:
-        state = [getattr(prim, n) for n in _init_names(cls)]
+        names = _init_names(cls)  # type: ignore[arg-type]  # mypy: classes are hashable
+        state = [getattr(prim, n) for n in names]
         encoded = [_encode(v) for v in state]
         same = cls(*[_decode(v) for v in encoded]) == prim
     except (AttributeError, TypeError, ValueError):
@@ -128,7 +129,8 @@ def primitive_ref(prim: Primitive) -> tuple[str, list]:
 
 def primitive_state(prim: Primitive) -> list:
     """The constructor arguments of ``prim`` (what an export callback reports)."""
-    return [getattr(prim, n) for n in _init_names(type(prim))]
+    names = _init_names(type(prim))  # type: ignore[arg-type]  # mypy: classes are hashable
+    return [getattr(prim, n) for n in names]
 
 
 def _encode(v: Any) -> Any:
@@ -170,6 +172,7 @@ def _primitive(src: Source, op: Any, state: Any, where: str) -> Primitive:
     if (
         not isinstance(cls, type)
         or not issubclass(cls, Primitive)
+        or m is None
         or cls.__module__ != m.__name__
         or cls in _EXCLUDED
     ):
@@ -216,7 +219,7 @@ class ConstantPool:
             compact.dtype.str,
             compact.shape,
             h.shape,
-            hashlib.blake2b(compact.reshape(-1).view(np.uint8)).digest(),
+            hashlib.blake2b(compact.reshape(-1).view(np.uint8)).digest(),  # type: ignore[arg-type]
         )
         name = self._by_content.get(key)
         if name is None:

@@ -12,7 +12,7 @@ its own outputs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..compile._builder import build
 from ..compile.draft import CONST
@@ -148,7 +148,7 @@ def replay(t: Trace, inputs: list) -> tuple:
     return tuple(values[i] for i in t.outputs)
 
 
-def apply(prim, ins: list, n_out: int) -> list[Array]:
+def apply(prim, ins: Sequence[Array], n_out: int) -> list[Array]:
     """The ``n_out`` outputs of ``prim`` on ``ins``. Element-wise operands of different shapes
     (what a shapeless export leaves) are broadcast as the operations broadcast them; a
     shape-relative node is resolved for these shapes, except under a shapeless compile trace."""

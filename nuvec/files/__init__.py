@@ -23,6 +23,7 @@ holds the bounded reads and the atomic writes.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 
@@ -160,7 +161,7 @@ def save_gguf(file, arrays: dict, metadata: dict | None = None) -> None:
                 f"save_gguf: {name!r} has dtype {h.dtype}, which GGUF tensors cannot store"
             )
         host[name] = h
-    meta = {}
+    meta: dict[str, Any] = {}
     for key, v in (metadata or {}).items():
         if not isinstance(key, str):
             raise ValueError(f"save_gguf: metadata key {key!r} is not a string")

@@ -66,7 +66,7 @@ class Source:
         return Source(label, what, size, fileobj=f, base=start)
 
     @staticmethod
-    def of_bytes(data: bytes, label: str, what: str) -> "Source":
+    def of_bytes(data: bytes | bytearray, label: str, what: str) -> "Source":
         return Source(label, what, len(data), mapped=memoryview(data) if data else None)
 
     def error(self, problem: str) -> ValueError:
@@ -109,7 +109,7 @@ class Source:
         a = np.empty(count, dtype=dtype)
         if nbytes:
             self._file.seek(self._base + offset)
-            view = memoryview(a.view(np.uint8))
+            view = memoryview(a.view(np.uint8))  # type: ignore[arg-type]  # NumPy arrays are buffers
             got = 0
             readinto = getattr(self._file, "readinto", None)
             while got < nbytes:

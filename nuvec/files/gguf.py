@@ -177,6 +177,7 @@ def _dequantizable(src: Source, name: str, shape: tuple, gtype: int, at: int) ->
     n_blocks //= 32
     blocks = src.array(at, np.dtype(np.uint8), (n_blocks, block), f"the data of {name!r}")
     d = blocks[:, 0:2].copy().view("<f2").reshape(-1)
+    q: np.ndarray  # uint8 codes
     if gtype == 8:
         q = blocks[:, 2:34] ^ np.uint8(0x80)  # int8 + 128, as uint8
         biases = d * np.float16(-128)

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import math
-from typing import Literal, Optional
+from typing import Literal
 
 import nuvec as nv
 

@@ -15,7 +15,6 @@ from .convolution import *  # noqa: F401,F403
 from .products import *  # noqa: F401,F403
 from .bitcast import *  # noqa: F401,F403
 from .quantized import *  # noqa: F401,F403
-from .creation import array, arange, full, ones, zeros  # noqa: F401
 from .elementwise import abs, round, divmod  # noqa: F401  (shadow builtins on purpose)
 
 _array_module._ops = __import__(__name__, fromlist=["*"])

@@ -118,12 +118,13 @@ def operands(a, b, name: str) -> tuple[Array, Array]:
     return a, b
 
 
-def normalize_axis(axis: int, ndim: int, name: str) -> int:
+def normalize_axis(axis, ndim: int, name: str) -> int:
     if not isinstance(axis, numbers.Integral):
         raise TypeError(f"{name}: axis must be an int, got {type(axis).__name__}")
-    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+    ax = int(axis)
+    if not -ndim <= ax < max(ndim, 1) or (ndim == 0 and ax not in (0, -1)):
         raise ValueError(f"{name}: axis {axis} is out of bounds for an array of dimension {ndim}")
-    return axis % ndim if ndim else 0
+    return ax % ndim if ndim else 0
 
 
 _DIM_MAX = 2**31 - 1  # MLX's shapes are 32-bit

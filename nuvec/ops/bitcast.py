@@ -53,4 +53,4 @@ def _view_method(self, dtype, *, stream=None) -> Array:
     return view(self, dtype, stream=stream)
 
 
-Array.view = _view_method  # MLX's Array.view
+Array.view = _view_method  # type: ignore[attr-defined]  # MLX's Array.view

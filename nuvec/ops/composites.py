@@ -453,7 +453,6 @@ def as_strided(
     >>> nv.as_strided(nv.arange(5), (3, 2), (1, 1)).tolist()
     [[0, 1], [1, 2], [2, 3]]
     """
-    from .creation import arange
     from .indexing import take
 
     a = as_array(a, "as_strided")

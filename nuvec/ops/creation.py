@@ -399,10 +399,10 @@ def meshgrid(*arrays, sparse: bool = False, indexing: str = "xy", stream=None) -
 
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
-    arrays = [as_array(a, "meshgrid") for a in arrays]
-    nd = len(arrays)
+    xs = [as_array(a, "meshgrid") for a in arrays]
+    nd = len(xs)
     outs = []
-    for i, a in enumerate(arrays):
+    for i, a in enumerate(xs):
         shape = [1] * nd
         pos = i
         if indexing == "xy" and nd > 1 and i < 2:
@@ -414,8 +414,8 @@ def meshgrid(*arrays, sparse: bool = False, indexing: str = "xy", stream=None) -
     return tuple(outs)
 
 
+# `array` is not exported: nv.array is the Array class, whose constructor calls it
 __all__ = [
-    "array",
     "full",
     "zeros",
     "ones",

@@ -10,9 +10,9 @@ nuvec.float16
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
-
 
 from ..core import dtypes as dt
 from ..core import shapeless
@@ -92,7 +92,7 @@ def _binary(op: str, a, b, stream, *, result: str = "promote") -> Array:
     return Array.make(prim, (a, b), resolve_stream(stream))
 
 
-def _make_unary(op: str, doc: str, **kw):
+def _make_unary(op: str, doc: str, **kw) -> Callable[..., Array]:
     def f(a, /, *, stream=None) -> Array:
         return _unary(op, a, stream, **kw)
 
@@ -101,7 +101,7 @@ def _make_unary(op: str, doc: str, **kw):
     return f
 
 
-def _make_binary(op: str, doc: str, **kw):
+def _make_binary(op: str, doc: str, **kw) -> Callable[..., Array]:
     def f(a, b, /, *, stream=None) -> Array:
         return _binary(op, a, b, stream, **kw)
 
@@ -110,36 +110,38 @@ def _make_binary(op: str, doc: str, **kw):
     return f
 
 
-_FLOAT_UNARY = [
-    "sqrt",
-    "rsqrt",
-    "reciprocal",
-    "exp",
-    "expm1",
-    "log",
-    "log1p",
-    "log2",
-    "log10",
-    "sin",
-    "cos",
-    "tan",
-    "arcsin",
-    "arccos",
-    "arctan",
-    "sinh",
-    "cosh",
-    "tanh",
-    "arcsinh",
-    "arccosh",
-    "arctanh",
-    "sigmoid",
-    "erf",
-    "erfinv",
-]
-for _op in _FLOAT_UNARY:
-    globals()[_op] = _make_unary(
-        _op, f"Element-wise {_op} (integer inputs become float32).", floating=True
-    )
+_FLOAT_UNARY: list[str] = []  # the ops below, whose integer inputs become float32
+
+
+def _float_unary(op: str) -> Callable[..., Array]:
+    _FLOAT_UNARY.append(op)
+    return _make_unary(op, f"Element-wise {op} (integer inputs become float32).", floating=True)
+
+
+sqrt = _float_unary("sqrt")
+rsqrt = _float_unary("rsqrt")
+reciprocal = _float_unary("reciprocal")
+exp = _float_unary("exp")
+expm1 = _float_unary("expm1")
+log = _float_unary("log")
+log1p = _float_unary("log1p")
+log2 = _float_unary("log2")
+log10 = _float_unary("log10")
+sin = _float_unary("sin")
+cos = _float_unary("cos")
+tan = _float_unary("tan")
+arcsin = _float_unary("arcsin")
+arccos = _float_unary("arccos")
+arctan = _float_unary("arctan")
+sinh = _float_unary("sinh")
+cosh = _float_unary("cosh")
+tanh = _float_unary("tanh")
+arcsinh = _float_unary("arcsinh")
+arccosh = _float_unary("arccosh")
+arctanh = _float_unary("arctanh")
+sigmoid = _float_unary("sigmoid")
+erf = _float_unary("erf")
+erfinv = _float_unary("erfinv")
 
 abs = _make_unary("abs", "Element-wise absolute value.")
 negative = _make_unary("negative", "Element-wise negation.", kinds="uifc")
@@ -385,7 +387,31 @@ def stop_gradient(a, /, *, stream=None) -> Array:
     return Array.make(StopGradient(), [as_array(a, "stop_gradient")], resolve_stream(stream))
 
 
-__all__ = _FLOAT_UNARY + [
+__all__ = [
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "exp",
+    "expm1",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "sin",
+    "cos",
+    "tan",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "sigmoid",
+    "erf",
+    "erfinv",
     "astype",
     "abs",
     "negative",

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import builtins
 import operator
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -105,7 +105,7 @@ class _Index:
     def __init__(self, a: Array, index, name: str) -> None:
         if not isinstance(index, tuple):
             index = (index,)
-        entries = []
+        entries: list[tuple[str, Any]] = []
         n_ell = 0
         used = 0
         has_array = False
@@ -140,7 +140,10 @@ class _Index:
             entries.append(("ell", None))
         # kinds/vals per input axis; order: the entry sequence with ellipsis expanded,
         # each item (kind, axis or None); used for placing dimensions
-        kinds, vals, raw, order = [], [], [], []
+        kinds: list[str] = []
+        vals: list[Any] = []  # an int, a slice or an index array per input axis
+        raw: list[Any] = []
+        order: list[tuple[str, Any]] = []
         ax = 0
         for kind, v in entries:
             if kind == "ell":
@@ -167,7 +170,7 @@ class _Index:
     def spec(self) -> tuple:
         """The index per axis in the user's terms (``RelativeSlice``'s spec): ints as given,
         slice bounds as given, array axes whole."""
-        out = []
+        out: list[Any] = []
         for kind, v in zip(self.kinds, self.raw):
             if kind == "int":
                 out.append(int(v))
@@ -292,7 +295,8 @@ def _advanced_plan(ix: _Index, a: Array, stream):
     # they are 0-d index arrays
     start, stop, strides = ix.box(a._shape, ints_as_slices=adjacent)
     v = slice_axes(a, start, stop, strides, stream=stream)
-    axes, idx = [], []
+    axes: list[int] = []
+    idx: list[Array] = []
     for ax, (kind, val) in enumerate(zip(ix.kinds, ix.vals)):
         if kind == "int" and not adjacent:
             idx.append(constant(val, dt.int32 if val < 2**31 else dt.int64))
@@ -313,7 +317,7 @@ def _advanced_plan(ix: _Index, a: Array, stream):
         + tuple(range(ns))
         + tuple(ns + i for i in range(before, len(rest)))
     )
-    final = []
+    final: list[int] = []
     placed_s = False
     for kind, ax in ix.order:
         if kind in ("int", "array"):
@@ -737,13 +741,15 @@ def slice(
         raise ValueError(f"slice: {len(sizes)} slice sizes for an array of dimension {a.ndim}")
     if any(not 0 <= s <= n for s, n in zip(sizes, a._shape)):
         raise ValueError(f"slice: slice size {tuple(sizes)} does not fit shape {a.shape}")
-    axes = norm_axes(axes, a.ndim, "slice")
-    axes, grid = _dynamic_grid(a, start_indices, axes, [sizes[ax] for ax in axes], "slice", stream)
+    picked = norm_axes(axes, a.ndim, "slice")
+    picked, grid = _dynamic_grid(
+        a, start_indices, picked, [sizes[ax] for ax in picked], "slice", stream
+    )
     nd = a.ndim
-    stop = tuple(a._shape[d] if d in axes else sizes[d] for d in range(nd))
+    stop = tuple(a._shape[d] if d in picked else sizes[d] for d in range(nd))
     v = slice_axes(a, (0,) * nd, stop, (1,) * nd, stream=stream)
-    out = Array.make(Gather(axes), [v] + grid, resolve_stream(stream))
-    return transpose(out, _grid_perm(axes, nd), stream=stream)
+    out = Array.make(Gather(picked), [v] + grid, resolve_stream(stream))
+    return transpose(out, _grid_perm(picked, nd), stream=stream)
 
 
 def slice_update(a, /, update, start_indices, axes: Sequence[int], *, stream=None) -> Array:

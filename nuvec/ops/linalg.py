@@ -154,7 +154,7 @@ def _axis_list(axes, ndim: int, name: str) -> list:
     return [check_axis(ax, ndim, name) for ax in axes]
 
 
-def tensordot(a, b, /, axes: int | Sequence = 2, *, stream=None) -> Array:
+def tensordot(a, b, /, axes: int | Sequence[Sequence[int]] = 2, *, stream=None) -> Array:
     """Sum of products over ``axes``: an int n (the last n axes of ``a`` with the first n of
     ``b``) or a pair of axis lists.
 
@@ -170,7 +170,7 @@ def tensordot(a, b, /, axes: int | Sequence = 2, *, stream=None) -> Array:
         axes_a, axes_b = list(range(a.ndim - n, a.ndim)), list(range(n))
     else:
         try:
-            xa, xb = axes
+            xa, xb = axes  # type: ignore[misc]  # a pair here, else the error below
         except (TypeError, ValueError):
             raise ValueError("tensordot: axes must be an int or a pair of axis lists") from None
         axes_a = _axis_list(xa, a.ndim, "tensordot")
@@ -257,7 +257,7 @@ def _diagonal(x: Array, labels: list, stream):
     from .shape import reshape, slice_axes, transpose
 
     while True:
-        seen = {}
+        seen: dict = {}
         pair = None
         for i, lab in enumerate(labels):
             if lab in seen:

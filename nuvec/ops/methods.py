@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 
 from ..core.array import Array
+from .creation import array
 from .indexing import ArrayAt
 
 _OPS = sys.modules[__package__]  # nuvec.ops (being imported when this runs)
@@ -126,7 +127,7 @@ def _getstate(self):
 
 
 def _setstate(self, state) -> None:
-    self._adopt(_OPS.array(state, state.dtype))
+    self._adopt(array(state, state.dtype))
 
 
 def _format(self, spec: str) -> str:

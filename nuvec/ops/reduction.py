@@ -32,9 +32,10 @@ def check_axis(axis, ndim: int, name: str) -> int:
     """``axis`` normalised to ``[0, ndim)``; ValueError naming ``name`` when out of bounds."""
     if not isinstance(axis, numbers.Integral) or isinstance(axis, bool):
         raise TypeError(f"{name}: axis must be an int, got {type(axis).__name__}")
-    if not -ndim <= axis < ndim:
+    ax = int(axis)
+    if not -ndim <= ax < ndim:
         raise ValueError(f"{name}: axis {axis} is out of bounds for an array of dimension {ndim}")
-    return int(axis) % ndim
+    return ax % ndim
 
 
 def reduction_axes(axis: Axis, ndim: int, name: str) -> tuple[int, ...]:
@@ -44,7 +45,7 @@ def reduction_axes(axis: Axis, ndim: int, name: str) -> tuple[int, ...]:
     if isinstance(axis, numbers.Integral) and not isinstance(axis, bool):
         return (check_axis(axis, ndim, name),)
     try:
-        items = list(axis)
+        items = list(axis)  # type: ignore[arg-type]  # a sequence, or the TypeError below
     except TypeError:
         raise TypeError(
             f"{name}: axis must be an int, a sequence of ints or None, got {type(axis).__name__}"

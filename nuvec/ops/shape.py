@@ -158,22 +158,21 @@ def broadcast_arrays(*arrays, name: str = "broadcast_arrays", stream=None) -> li
     >>> [x.shape for x in nv.broadcast_arrays(nv.zeros((2, 1)), nv.zeros((3,)))]
     [(2, 3), (2, 3)]
     """
-    arrays = [as_array(a, name) for a in arrays]
-    if not arrays:
+    xs = [as_array(a, name) for a in arrays]
+    if not xs:
         return []
-    first = arrays[0]._shape
-    if all(a._shape == first for a in arrays):
-        if len(arrays) == 1 or not any(shapeless.relative(a) for a in arrays):
-            return arrays
-    shape = broadcast_shapes(*(a._shape for a in arrays), name=name)
-    if any(shapeless.relative(a) for a in arrays):
+    first = xs[0]._shape
+    if all(a._shape == first for a in xs):
+        if len(xs) == 1 or not any(shapeless.relative(a) for a in xs):
+            return xs
+    shape = broadcast_shapes(*(a._shape for a in xs), name=name)
+    if any(shapeless.relative(a) for a in xs):
         # each one broadcast against all the others, re-inferred at a shapeless replay
         st = resolve_stream(stream)
         return [
-            Array.make(Broadcast(shape), [a] + arrays[:i] + arrays[i + 1 :], st)
-            for i, a in enumerate(arrays)
+            Array.make(Broadcast(shape), [a] + xs[:i] + xs[i + 1 :], st) for i, a in enumerate(xs)
         ]
-    return [broadcast_to(a, shape, stream=stream) for a in arrays]
+    return [broadcast_to(a, shape, stream=stream) for a in xs]
 
 
 # -- reshaping ---------------------------------------------------------------------------
@@ -196,10 +195,9 @@ def reshape(a, /, shape: Sequence[int], *, stream=None) -> Array:
         reshape_shape(a._shape, shape)
         # sizes that nuvec's own operations computed from the traced shapes hold only there
         f = sys._getframe(1)
-        if f.f_code is _reshape_method():  # a.reshape(...): its caller
-            f = f.f_back
+        caller = f.f_back if f.f_code is _reshape_method() else f  # a.reshape(...): its caller
         literal = any(d != -1 for d in shape)
-        expect = None if shapeless.from_user(f) or not literal else a._shape
+        expect = None if shapeless.from_user(caller) or not literal else a._shape
         out = Array.make(Reshape(tuple(shape), expect), [a], resolve_stream(stream))
         if expect is not None:
             shapeless.note(out)
@@ -680,7 +678,7 @@ def _mirror_pad(a: Array, pairs, mode: str, stream) -> Array:
         n = a._shape[ax]
         if n == 0:
             raise ValueError(f"pad: cannot {mode}-pad the empty axis {ax} of shape {a._shape}")
-        index = np.pad(np.arange(n, dtype=np.int32), (lo, hi), mode=mode)
+        index = np.pad(np.arange(n, dtype=np.int32), (lo, hi), mode=mode)  # type: ignore[call-overload]
         a = take(a, Array.constant(index, a._stream, dt.int32), axis=ax, stream=stream)
     return a
 

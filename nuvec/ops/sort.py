@@ -50,9 +50,10 @@ def argsort(a, /, axis: int | None = -1, *, stream=None) -> Array:
 def _kth(kth, n: int, ax: int, name: str) -> int:
     if not isinstance(kth, numbers.Integral) or isinstance(kth, bool):
         raise TypeError(f"{name}: kth must be an int, got {type(kth).__name__}")
-    if not -n <= kth < n:
+    k = int(kth)
+    if not -n <= k < n:
         raise ValueError(f"{name}: kth={kth} is out of range for axis {ax} of size {n}")
-    return int(kth) % n
+    return k % n
 
 
 def partition(a, /, kth: int, axis: int | None = -1, *, stream=None) -> Array:

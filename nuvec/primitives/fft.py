@@ -89,8 +89,8 @@ class FFT(Primitive):
                 m,
                 g.shape[axes[-1]] % 2 == 1,
                 x.ndim,
-                ops.array(2 / n, dt.complex64),
-                ops.array(1 / n, dt.complex64),
+                ops.creation.array(2 / n, dt.complex64),
+                ops.creation.array(1 / n, dt.complex64),
             )
             return [ops.multiply(fft.rfftn(ops.astype(g, dt.float32), axes=axes), mask)]
         if self.real:
@@ -99,19 +99,19 @@ class FFT(Primitive):
                 m,
                 x.shape[axes[-1]] % 2 == 1,
                 x.ndim,
-                ops.array(0.5, dt.complex64),
-                ops.array(1.0, dt.complex64),
+                ops.creation.array(0.5, dt.complex64),
+                ops.creation.array(1.0, dt.complex64),
             )
             back = fft.irfftn(
                 ops.multiply(ops.astype(g, dt.complex64), mask),
                 s=[x.shape[a] for a in axes],
                 axes=axes,
             )
-            return [ops.multiply(back, ops.array(n, dt.float32))]
+            return [ops.multiply(back, ops.creation.array(n, dt.float32))]
         g = ops.astype(g, dt.complex64)
         if self.inverse:
-            return [ops.multiply(fft.fftn(g, axes=axes), ops.array(1 / n, dt.complex64))]
-        return [ops.multiply(fft.ifftn(g, axes=axes), ops.array(n, dt.complex64))]
+            return [ops.multiply(fft.fftn(g, axes=axes), ops.creation.array(1 / n, dt.complex64))]
+        return [ops.multiply(fft.ifftn(g, axes=axes), ops.creation.array(n, dt.complex64))]
 
     def vmap(self, inputs, axes):
         (x,), (b,) = inputs, axes

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from ..core.array import Array
 from ..primitives.misc import Copy
@@ -86,7 +86,7 @@ def active_order(roots: Sequence[Array], inputs: Sequence[Array]) -> tuple[list[
         if id(r) in seen or not r._tracer or r._prim is None:
             continue
         _mark(r, seen)
-        stack = [[r, _transform_inputs(r), 0]]
+        stack: list[list[Any]] = [[r, _transform_inputs(r), 0]]  # node, inputs, next input
         while stack:
             top = stack[-1]
             ins = top[1]
@@ -137,7 +137,7 @@ def release(roots: Sequence[Array], copies: Sequence[Array]) -> None:
         if not isinstance(r, Array) or not r._tracer or id(r) in seen:
             continue
         _mark(r, seen)
-        stack = [[r, r._inputs, 0]]
+        stack: list[list[Any]] = [[r, r._inputs, 0]]  # node, inputs, next input
         while stack:
             top = stack[-1]
             ins = top[1]

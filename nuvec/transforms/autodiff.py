@@ -13,7 +13,7 @@ so the results are graphs too: they can be differentiated again, batched, or com
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from .. import ops
 from ..core import dtypes as dt
@@ -32,7 +32,7 @@ def _zeros_like(a: Array) -> Array:
     return ops.zeros_like(a)
 
 
-def _accumulate(table: dict, keep: dict, a: Array, g: Array, where: str) -> None:
+def _accumulate(table: dict, keep: dict, a: Array, g: Array | None, where: str) -> None:
     if g is None or not _inexact(a):
         return  # integer and boolean arrays carry no gradient
     if g._shape != a._shape:
@@ -364,6 +364,7 @@ def _containers(orig: Any, traced: Any, found: list) -> list:
     function assigned into them."""
     if traced is orig:
         return found  # passed itself (``_swap_in_place``)
+    pairs: Iterable[tuple[Any, Any]]
     if isinstance(orig, list) and isinstance(traced, list) and len(orig) == len(traced):
         found.append((orig, traced, list(traced)))
         pairs = zip(orig, traced)

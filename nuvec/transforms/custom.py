@@ -39,6 +39,8 @@ class custom_function:
     - ``vmap(inputs, axes)`` -> ``(outputs, out_axes)``; ``axes`` has one entry per argument.
     """
 
+    __name__: str  # the wrapped function's (functools.update_wrapper)
+
     def __init__(self, fun: Callable) -> None:
         if not callable(fun):
             raise TypeError(f"custom_function: expected a callable, got {type(fun).__name__}")

@@ -108,7 +108,7 @@ def test_a_state_input_read_after_its_update_or_returned_is_not_written(returns_
         out = nv.reshape(old, (2, 3)) @ nv.reshape(p["w"], (3, 2))
         return (out, old) if returns_old else out
 
-    for i in range(5):
+    for _ in range(5):
         prev = np.array(p["w"])
         res = step(nv.array(1.0))
         nv.eval(res, state)

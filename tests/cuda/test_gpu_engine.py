@@ -327,7 +327,7 @@ def test_narrower_vectors_give_the_same_bits(cap):
         got = gpu_kernels.run(spec, [to_dev(x) for x in xs], (1001,))
     finally:
         gpu_kernels.set_vec_cap(prev)
-    for k, o in enumerate(spec.outputs):
+    for k in range(len(spec.outputs)):
         assert_same(from_dev(got[k], "float32"), want[k], f"fused cap {cap}", "float32")
 
 

@@ -403,7 +403,7 @@ def gradients_follow_mlx(ctx):
     # all_max / all_min: the cotangent where this process holds the extreme
     xs = all_data(ctx, (3,), np.float32, 12)
     for fn, ext in ((D.all_max, np.max), (D.all_min, np.min)):
-        g = nv.grad(lambda v: nv.sum(fn(v) * nv.array(w)))(nv.array(x))
+        g = nv.grad(lambda v, fn=fn: nv.sum(fn(v) * nv.array(w)))(nv.array(x))
         np.testing.assert_array_equal(np.asarray(g), np.where(x == ext(xs, axis=0), w, 0))
     # jvp of all_sum: the sum of every process's tangent
     t = data(r, (3,), np.float32, 14)

@@ -23,8 +23,7 @@ def npdtype(name: str) -> np.dtype:
 def run1(op: str, *arrays: np.ndarray, out: str | None = None, shape=None) -> np.ndarray:
     """Our single-op kernel on arrays (dtypes taken from the arrays)."""
     ins = tuple("bfloat16" if a.dtype == BF16 else a.dtype.name for a in arrays)
-    value = ins[1] if op == "select" else ins[0]
-    out = out or result_dtype(op, ins if op != "select" else ins, None if op != "astype" else out)
+    out = out or result_dtype(op, ins)
     if shape is None:
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
     return kernels.run(KernelSpec.single(op, ins, out), list(arrays), tuple(shape))[0]

@@ -36,10 +36,14 @@ static nv_dim3 blockIdx, threadIdx, blockDim, gridDim;
 #define __global__
 #define __device__
 #define __forceinline__ inline
-static inline unsigned int __float_as_uint(float f) { unsigned int u; std::memcpy(&u, &f, 4); return u; }
-static inline float __uint_as_float(unsigned int u) { float f; std::memcpy(&f, &u, 4); return f; }
-static inline long long __double_as_longlong(double d) { long long u; std::memcpy(&u, &d, 8); return u; }
-static inline double __longlong_as_double(long long u) { double d; std::memcpy(&d, &u, 8); return d; }
+static inline unsigned int __float_as_uint(float f)
+{ unsigned int u; std::memcpy(&u, &f, 4); return u; }
+static inline float __uint_as_float(unsigned int u)
+{ float f; std::memcpy(&f, &u, 4); return f; }
+static inline long long __double_as_longlong(double d)
+{ long long u; std::memcpy(&u, &d, 8); return u; }
+static inline double __longlong_as_double(long long u)
+{ double d; std::memcpy(&d, &u, 8); return d; }
 namespace gen {
 """
 
@@ -54,7 +58,8 @@ typedef unsigned long ulong;
 #define device
 #define constant const
 namespace metal {
-template <typename T, typename U> inline T as_type(U u) { T t; std::memcpy(&t, &u, sizeof(T)); return t; }
+template <typename T, typename U> inline T as_type(U u)
+{ T t; std::memcpy(&t, &u, sizeof(T)); return t; }
 inline float fma(float a, float b, float c) { return std::fma(a, b, c); }
 inline float sqrt(float x) { return std::sqrt(x); }
 inline float fabs(float x) { return std::fabs(x); }
@@ -226,7 +231,7 @@ def test_dialect_matches_c(tmp_path, dialect) -> None:
         ins = _inputs(spec, shape, rng)
         want = kernels.run(spec, ins, shape)
         # contiguous
-        for variant, extra in _variants(dialect):
+        for variant, _extra in _variants(dialect):
             outs = _outs(spec, shape)
             if variant == "scalar":
                 # input 0 as a broadcast scalar (element 0), others contiguous
@@ -276,7 +281,7 @@ def _meta_values(ins_v, outs, variant):
     # shape (3, 41); strided inputs are transposed (41, 3) contiguous arrays
     shape = [3, 41]
     strides = []
-    for x in ins_v:
+    for _ in ins_v:
         strides += [1, 3] if variant == "strided" else [41, 1]
     for _ in outs:
         strides += [41, 1]

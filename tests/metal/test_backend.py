@@ -446,14 +446,11 @@ def prepare_specs(outputs: list) -> None:
     specs = []
     for node in topo_order(list(outputs)):
         p = node._prim
-        op = {
-            Unary: lambda: p.op,
-            Binary: lambda: p.op,
-            Select: lambda: "select",
-            AsType: lambda: "astype",
-        }.get(type(p))
+        op = {Select: "select", AsType: "astype"}.get(type(p))
+        if type(p) in (Unary, Binary):
+            op = p.op
         if op is not None:
-            s = elementwise.spec_of(op(), node)
+            s = elementwise.spec_of(op, node)
             if s is not None:
                 specs.append(s)
     runtime.prepare(specs)

@@ -406,7 +406,6 @@ class Case:
 
 
 def make_case(spec: KernelSpec, layout_name: str, rng: np.random.Generator) -> Case:
-    k = len(spec.inputs)
     if layout_name == "contig":  # 1031 elements: two threadgroups of 1024, 1017 idle
         shape = (1031,)
         ins = [values(t, 1031, rng, i) for i, t in enumerate(spec.inputs)]

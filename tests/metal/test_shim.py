@@ -237,7 +237,7 @@ def test_python_wrappers_raise_value_errors(host):
     buf = host.buffer(8)
     buf.close()
     with pytest.raises(ValueError, match="Buffer.nbytes: the buffer is closed"):
-        buf.nbytes
+        _ = buf.nbytes
 
 
 # ----------------------------------------------------------------------------- objects

@@ -36,7 +36,7 @@ def test_one_process_layers_equal_the_linear():
     for sharding in ("all-to-sharded", "sharded-to-all"):
         s = shard_linear(lin, sharding)
         np.testing.assert_allclose(np.asarray(s(x)), np.asarray(lin(x)), rtol=1e-6, atol=1e-6)
-        g = nv.grad(lambda v: s(v).sum())(x)
+        g = nv.grad(lambda v, s=s: s(v).sum())(x)
         np.testing.assert_allclose(
             np.asarray(g), np.asarray(nv.grad(lambda v: lin(v).sum())(x)), rtol=1e-6
         )

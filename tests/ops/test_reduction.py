@@ -14,7 +14,6 @@ from _helpers import (
     FLOATS,
     INTS,
     REAL,
-    RTOL,
     arrays,
     assert_close,
     axes_for,
@@ -23,7 +22,6 @@ from _helpers import (
     fd_vjp_check,
     np_axes,
     npdtype,
-    rand,
     vmap_check,
 )
 

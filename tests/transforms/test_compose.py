@@ -29,7 +29,7 @@ def test_second_order_through_broadcast_and_reductions():
 
     w = RNG.normal(size=(3,))
     hv = nv.grad(lambda v: nv.sum(nv.grad(f)(v)))(exact(w))  # H @ 1
-    hess = np.stack([numeric_grad(lambda v: nv.grad(f)(v)[i], [w])[0] for i in range(3)])
+    hess = np.stack([numeric_grad(lambda v, i=i: nv.grad(f)(v)[i], [w])[0] for i in range(3)])
     np.testing.assert_allclose(np.array(hv), hess.sum(axis=0), rtol=1e-5, atol=1e-7)
 
 

@@ -186,7 +186,8 @@ class ShimError(RuntimeError):
 
 
 class ShimArgumentError(ShimError, ValueError):
-    """The shim rejected an argument (NV_ERR_INVALID_ARGUMENT) or a handle (NV_ERR_INVALID_HANDLE)."""
+    """The shim rejected an argument (NV_ERR_INVALID_ARGUMENT) or a handle
+    (NV_ERR_INVALID_HANDLE)."""
 
 
 class ShimUnavailable(RuntimeError):

@@ -203,11 +203,13 @@ class CudaDialect(Dialect):
             pre += [f"    off{a} += c * ({I})meta[ndim * {a + 1} + d];" for a in range(narr)]
             pre.append("}")
         loop = pre + loads + b.lines + stores
+        start = f"({I})blockIdx.x * blockDim.x + threadIdx.x"  # a grid-stride loop
+        step = f"({I})blockDim.x * gridDim.x"
         return f"""
 extern "C" __global__ void {name}_{variant}_{idx}({", ".join(params)})
 {{
 {indent(b.consts, 4)}
-    for ({I} i = ({I})blockIdx.x * blockDim.x + threadIdx.x; i < n; i += ({I})blockDim.x * gridDim.x) {{
+    for ({I} i = {start}; i < n; i += {step}) {{
 {indent(loop, 8)}
     }}
 }}

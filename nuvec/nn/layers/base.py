@@ -69,8 +69,8 @@ class Module(dict):
             super().__delattr__(key)
 
     # dict equality would compare arrays element-wise; modules are equal only to themselves
-    __eq__ = object.__eq__  # type: ignore[assignment]
-    __ne__ = object.__ne__  # type: ignore[assignment]
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
     __hash__ = object.__hash__  # type: ignore[assignment]
 
     @property
@@ -179,7 +179,7 @@ class Module(dict):
         return out
 
     # -- changing the tree -----------------------------------------------------------------
-    def update(self, parameters: dict, strict: bool = True) -> "Module":
+    def update(self, parameters: dict, strict: bool = True) -> "Module":  # type: ignore[override]
         """Replaces parameters with those in ``parameters`` (a full or partial tree like
         ``parameters()``). With ``strict``, a name the module lacks or a non-array where an
         array is is a ValueError."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Sequence, Union
 
 import nuvec as nv
 from nuvec.utils import tree_flatten, tree_map_with_path, tree_unflatten
@@ -133,11 +133,11 @@ def shard_linear(module: Module, sharding: str, *, segments: Segments = 1, group
     _predicate(sharding, segments, "shard_linear")
     all_to_sharded = sharding == "all-to-sharded"
     if isinstance(module, Linear):
-        cls = AllToShardedLinear if all_to_sharded else ShardedToAllLinear
-        return cls.from_linear(module, segments=segments, group=group)
+        dense = AllToShardedLinear if all_to_sharded else ShardedToAllLinear
+        return dense.from_linear(module, segments=segments, group=group)
     if isinstance(module, QuantizedLinear):
-        cls = QuantizedAllToShardedLinear if all_to_sharded else QuantizedShardedToAllLinear
-        return cls.from_quantized_linear(module, segments=segments, group=group)
+        quantized = QuantizedAllToShardedLinear if all_to_sharded else QuantizedShardedToAllLinear
+        return quantized.from_quantized_linear(module, segments=segments, group=group)
     raise TypeError(
         f"shard_linear: expected an nn.Linear or nn.QuantizedLinear, got {type(module).__name__}"
     )
@@ -146,7 +146,8 @@ def shard_linear(module: Module, sharding: str, *, segments: Segments = 1, group
 class _ShardedLinear(Module):
     _sharding = ""
 
-    def _shapes(self, input_dims: int, output_dims: int, n: int) -> tuple:
+    @staticmethod
+    def _shapes(input_dims: int, output_dims: int, n: int) -> tuple:
         raise NotImplementedError
 
     def __init__(self, input_dims: int, output_dims: int, bias: bool = True, group=None) -> None:
@@ -180,7 +181,8 @@ class AllToShardedLinear(_ShardedLinear):
 
     _sharding = "all-to-sharded"
 
-    def _shapes(self, input_dims, output_dims, n):
+    @staticmethod
+    def _shapes(input_dims: int, output_dims: int, n: int) -> tuple:
         if output_dims % n:
             raise ValueError(
                 f"AllToShardedLinear: cannot shard {output_dims} output features over {n} processes"
@@ -207,7 +209,8 @@ class ShardedToAllLinear(_ShardedLinear):
 
     _sharding = "sharded-to-all"
 
-    def _shapes(self, input_dims, output_dims, n):
+    @staticmethod
+    def _shapes(input_dims: int, output_dims: int, n: int) -> tuple:
         if input_dims % n:
             raise ValueError(
                 f"ShardedToAllLinear: cannot shard {input_dims} input features over {n} processes"
@@ -246,7 +249,7 @@ class _QuantizedShardedLinear(Module):
         super().__init__()
         self.group = _group(group)
         self.group_size, self.bits, self.mode = group_size, bits, mode
-        w_shape, b_shape = self._dense._shapes(self, input_dims, output_dims, self.group.size())
+        w_shape, b_shape = self._dense._shapes(input_dims, output_dims, self.group.size())
         scale = math.sqrt(1.0 / input_dims)
         weight = nv.random.uniform(low=-scale, high=scale, shape=w_shape)
         self.weight, self.scales, *biases = nv.quantize(weight, group_size, bits, mode=mode)

@@ -121,7 +121,7 @@ class ALiBi(Module):
     @staticmethod
     def create_alibi_slope(num_heads: int, dtype=nv.float32):
         """The slopes, shape ``(num_heads, 1, 1)``."""
-        return nv.array(_alibi_slopes(num_heads), dtype=dtype).reshape(num_heads, 1, 1)
+        return nv.reshape(nv.array(_alibi_slopes(num_heads), dtype=dtype), (num_heads, 1, 1))
 
     @staticmethod
     def create_alibi_matrix(

@@ -138,11 +138,12 @@ class Upsample(Module):
                 "Upsample: antialias=True with align_corners=True is not "
                 "supported; use align_corners=False"
             )
+        scale: float | tuple[float, ...]
         if isinstance(scale_factor, (list, tuple)):
             scale = tuple(float(s) for s in scale_factor)
             bad = [s for s in scale if not s > 0]
         else:
-            scale = float(scale_factor)
+            scale = float(scale_factor)  # type: ignore[arg-type]  # a number here
             bad = [] if scale > 0 else [scale]
         if bad:
             raise ValueError(f"Upsample: scale factors must be positive, got {scale_factor}")

@@ -121,8 +121,11 @@ def _split_top(text: str) -> list[str]:
 def parse_kernels(source: str) -> dict[str, list[Param]]:
     """Every ``kernel void NAME(...)`` of ``source`` with its parameters (in order).
 
-    >>> parse_kernels("kernel void k(device float *o [[buffer(0)]], uint i [[thread_position_in_grid]]) {}")
-    {'k': [Param(type='device float', kind='*', name='o', attr='buffer', index=0), Param(type='uint', kind='', name='i', attr='thread_position_in_grid', index=None)]}
+    >>> src = "kernel void k(device float *o [[buffer(0)]], uint i [[thread_position_in_grid]])"
+    >>> parse_kernels(src + " {}")["k"][0]
+    Param(type='device float', kind='*', name='o', attr='buffer', index=0)
+    >>> parse_kernels(src + " {}")["k"][1]
+    Param(type='uint', kind='', name='i', attr='thread_position_in_grid', index=None)
     """
     out: dict[str, list[Param]] = {}
     for m in _KERNEL.finditer(source):
