@@ -80,5 +80,14 @@ def eval(*trees: Any) -> None:
 
 def async_eval(*trees: Any) -> None:
     """Starts evaluating ``trees``. On the CPU this evaluates now; a GPU backend returns as
-    soon as the work is queued."""
-    eval(*trees)
+    soon as the work is queued. Arrays that a transform is tracing are refused (as MLX:
+    ``eval`` is the way to compute them inside grad or vmap)."""
+    arrays: list[Array] = []
+    _leaves(trees, arrays)
+    if any(a._tracer for a in arrays):
+        raise ValueError(
+            "async_eval: cannot evaluate arrays that a transform (grad, vjp, jvp, vmap) is "
+            "tracing; use nv.eval inside the function"
+        )
+    if arrays:
+        evaluate(arrays)

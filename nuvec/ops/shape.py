@@ -37,7 +37,7 @@ from ..primitives.shape import (
     reshape_shape,
 )
 from ..core import shapeless
-from ._common import as_array, dim_arg, shape_arg
+from ._common import SCALARS, as_array, constant, dim_arg, shape_arg, weak_dtype
 
 
 # -- helpers -----------------------------------------------------------------------------
@@ -656,7 +656,10 @@ def pad(a, pad_width, mode: str = "constant", constant_values=0, *, stream=None)
         return _mirror_pad(a, pairs, mode, stream)
     from .elementwise import astype
 
-    v = as_array(constant_values, "pad")
+    if isinstance(constant_values, SCALARS):  # a Python number keeps the array's precision
+        v = constant(constant_values, weak_dtype(constant_values, a._dtype))
+    else:
+        v = as_array(constant_values, "pad")
     if v.size != 1:
         raise ValueError(f"pad: constant_values must be a scalar, got shape {v.shape}")
     if v.ndim:

@@ -376,3 +376,10 @@ def test_at_needs_indices():
     with pytest.raises(ValueError, match=r"at.add: give the indices first"):
         a.at.add(1)
     assert a.at[None].add(1).item() == 2
+
+
+def test_pad_value_keeps_the_arrays_precision():
+    a = nv.array([1.0], dtype=nv.float64)
+    assert nv.pad(a, 1, constant_values=0.1).tolist() == [0.1, 1.0, 0.1]
+    assert nv.pad(nv.array([1.0], nv.float16), 1, constant_values=0.1).dtype == nv.float16
+    assert nv.pad(nv.array([1, 2]), 1, constant_values=3).tolist() == [3, 1, 2, 3]

@@ -258,3 +258,20 @@ def test_divmod_has_zero_derivatives_and_grad_needs_a_0d_loss():
     assert nv.divmod(nv.array(7.5, nv.float16), 2.0)[1].dtype == nv.float16
     with pytest.raises(ValueError, match=r"grad: the function must return a scalar.*\(1, 1\)"):
         nv.grad(lambda x: nv.sum(x, keepdims=True))(nv.ones((2, 2)))
+
+
+def test_async_eval_refuses_traced_arrays():
+    def fun(x):
+        y = x + 1.0
+        nv.async_eval(y)
+        return nv.exp(y)
+
+    with pytest.raises(ValueError, match="async_eval: cannot evaluate arrays that a transform"):
+        nv.grad(fun)(nv.array(1.0))
+    with pytest.raises(ValueError, match="async_eval"):
+        nv.vmap(fun)(nv.ones((2, 2)))
+    y = nv.array(1.0) + 1
+    nv.async_eval(y)  # outside a transform it evaluates
+    assert y.item() == 2.0
+    g = nv.grad(lambda x: (nv.eval(x * 2), nv.sum(x * x))[1])(nv.array(3.0))
+    assert g.item() == 6.0  # nv.eval inside a transform still works
