@@ -192,6 +192,8 @@ def table(rows: list[dict[str, Any]], group: str) -> list[list[str]]:
         status = "ok" if r.get("check", {}).get("ok", True) else "WRONG RESULT"
         if group == "train":
             status += f"  {1 / r['median']:.1f} steps/s"
+            if r.get("slowdown") is not None:
+                status += f"  slowdown x{r['slowdown']:.2f}"
         if group == "first_call" and r.get("second_call_s") is not None:
             status += f"  2nd call {fmt_value(r['second_call_s'], 's')}"
         split = {
@@ -389,5 +391,23 @@ def targets(doc: dict[str, Any]) -> list[str]:
                 f"issue 6: compiled {what} step ahead of every "
                 f"peer: {fmt_value(nv['median'], 's')} vs {best['variant']} "
                 f"{fmt_value(best['median'], 's')}",
+            )
+        nv = _row(rows, "train", f"{case}_contended", "nv.compile")
+        peers = [
+            r
+            for r in rows
+            if r["group"] == "train"
+            and r["case"] == f"{case}_contended"
+            and r["status"] == "ok"
+            and r["library"] != "nuvec"
+            and r.get("slowdown") is not None
+        ]
+        if nv and nv.get("slowdown") is not None and peers:
+            best = min(peers, key=lambda p: p["slowdown"])
+            line(
+                nv["slowdown"] <= best["slowdown"],
+                f"issue 20: {what} step's slowdown with one core busy no worse than the best "
+                f"peer's: nv.compile x{nv['slowdown']:.2f} vs {best['variant']} "
+                f"x{best['slowdown']:.2f}",
             )
     return out

@@ -9,10 +9,12 @@ message, and the worker goes on with the next case.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import json
 import os
 import resource
+import subprocess
 import sys
 import time
 import traceback
@@ -271,6 +273,10 @@ def run_train(adapter: Any, cfg: dict[str, Any], cases: list[str], out: Output) 
 
 
 def _train_case(adapter: Any, cfg: dict[str, Any], case: str, variant: str, out: Output) -> None:
+    """The step alone, then (``cfg["contention"]``) the same step while a second process keeps
+    one core busy: the ``<case>_contended`` row, with its slowdown against the first."""
+    made: dict[str, Any] = {}
+
     def body() -> dict[str, Any]:
         thunk, to_float = adapter.train(variant, case)
         losses: list[Any] = []
@@ -278,6 +284,7 @@ def _train_case(adapter: Any, cfg: dict[str, Any], case: str, variant: str, out:
         loss0 = to_float(losses[0])
         m = timed(thunk, cfg, warmup=cfg["train_warmup"], min_sample_s=cfg["train_sample_s"])
         loss1 = to_float(m.pop("last"))
+        made.update(thunk=thunk, to_float=to_float, median=m["median"])
         return {
             "unit": "s",
             **m,
@@ -288,7 +295,47 @@ def _train_case(adapter: Any, cfg: dict[str, Any], case: str, variant: str, out:
             "check": {"ok": bool(np.isfinite(loss1) and loss1 < loss0), "why": "loss falls"},
         }
 
+    def contended() -> dict[str, Any]:
+        with one_core_busy(cfg.get("case_timeout_s", 60.0)):
+            m = timed(made["thunk"], cfg, warmup=1, min_sample_s=cfg["train_sample_s"])
+        loss = made["to_float"](m.pop("last"))
+        return {
+            "unit": "s",
+            **m,
+            "slowdown": m["median"] / made["median"],
+            "flops": W.TRAIN_FLOPS[case](),
+            "check": {"ok": bool(np.isfinite(loss)), "why": "finite loss"},
+        }
+
     guarded(out, case, variant, body)
+    if cfg.get("contention", True) and "thunk" in made:
+        guarded(out, f"{case}_contended", variant, contended)
+
+
+# the second process of the contended rows: one core busy, until it is killed or its deadline
+_BUSY = (
+    "import time\n"
+    "end = time.monotonic() + {s}\n"
+    "print(flush=True)\n"
+    "while time.monotonic() < end: pass\n"
+)
+
+
+@contextlib.contextmanager
+def one_core_busy(seconds: float) -> Any:
+    """Runs the body while another process spins on one core (for at most ``seconds``)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _BUSY.format(s=float(seconds))],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        proc.stdout.readline()  # it is running
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
 
 
 def rss_now() -> int:
