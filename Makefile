@@ -45,10 +45,12 @@ docs: $(INSTALL)
 
 bench: install
 	$(PYTHON) -m benchmarks
+	$(PYTHON) -m benchmarks.cached
 	$(PYTHON) -m benchmarks.generation
 
 bench-quick: install
 	$(PYTHON) -m benchmarks --quick
+	$(PYTHON) -m benchmarks.cached --quick
 
 # long randomized runs, bounded in time: shapeless compile against eager, and damaged files
 # and kernel caches (short versions of both run in `make test`)
