@@ -22,7 +22,7 @@ from ..primitives.quantized import Dequantize, QuantizedMatmul, Quantize
 from ._common import as_array
 from .products import stacked
 
-__all__ = ["quantize", "dequantize", "quantized_matmul", "gather_qmm"]
+__all__ = ["quantize", "dequantize", "quantized_matmul", "gather_qmm", "qqmm"]
 
 
 def _ops():
@@ -297,3 +297,123 @@ def gather_qmm(
     if not shapeless.relative(li):  # the batch axes back (no traced size of y's)
         return ops.unflatten(y, 0, tuple(li.shape)) if li.ndim else ops.squeeze(y, 0)
     return ops.reshape(y, tuple(li.shape) + tuple(y.shape[-2:]))
+
+
+_QQ_MODES = ("nvfp4", "mxfp8")
+
+
+def _through_quantization(a, group_size, bits, mode, global_scale, stream):
+    """``a`` quantized along its last axis and decoded again, in float32."""
+    packed = quantize(a, group_size, bits, mode, global_scale=global_scale, stream=stream)
+    return dequantize(
+        *packed,
+        group_size=group_size,
+        bits=bits,
+        mode=mode,
+        global_scale=global_scale,
+        dtype=dtypes.float32,
+        stream=stream,
+    )
+
+
+def qqmm(
+    x: Array,
+    w: Array,
+    /,
+    scales: Optional[Array] = None,
+    group_size: Optional[int] = None,
+    bits: Optional[int] = None,
+    mode: str = "nvfp4",
+    global_scale_x: Optional[Array] = None,
+    global_scale_w: Optional[Array] = None,
+    *,
+    stream=None,
+) -> Array:
+    """``x @ w.T`` with both operands quantized (MLX's ``qqmm``, modes ``nvfp4`` and
+    ``mxfp8``): ``x`` is quantized on the fly along its last axis; ``w`` is either packed
+    (with its ``scales``) or a float matrix quantized on the fly. The product of the decoded
+    operands is taken in float32 and returned in ``x``'s dtype. Gradients (float ``w``
+    only) are MLX's: the cotangent's products with the other operand, quantized the same way.
+
+    >>> import nuvec as nv
+    >>> x, w = nv.random.normal((4, 64)), nv.random.normal((8, 64))
+    >>> nv.qqmm(x, w, mode="mxfp8").shape
+    (4, 8)
+    """
+    op = "qqmm"
+    if mode not in _QQ_MODES:
+        raise ValueError(f"{op}: mode must be one of {', '.join(_QQ_MODES)}, got {mode!r}")
+    x, w = as_array(x), as_array(w)
+    group_size, bits = _params(op, mode, group_size, bits)
+    floats = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
+    if x.dtype not in floats:
+        raise ValueError(f"{op}: x must be float32, float16 or bfloat16, got {x.dtype}")
+    if mode != "nvfp4" and (global_scale_x is not None or global_scale_w is not None):
+        raise ValueError(f"{op}: global scales are only used by nvfp4, not {mode}")
+    ops = _ops()
+    if scales is not None:  # w packed: no gradient for it
+        w_hat = dequantize(
+            w,
+            as_array(scales),
+            None,
+            group_size,
+            bits,
+            mode,
+            global_scale_w,
+            dtypes.float32,
+            stream=stream,
+        )
+        if x.shape[-1] != w_hat.shape[-1]:
+            raise ValueError(
+                f"{op}: the last dimension of x {tuple(x.shape)} does not match the decoded "
+                f"weight {tuple(w_hat.shape)}"
+            )
+        x_hat = _through_quantization(x, group_size, bits, mode, global_scale_x, stream)
+        y = ops.matmul(x_hat, ops.swapaxes(w_hat, -1, -2), stream=stream)
+        return ops.astype(y, x.dtype, stream=stream)
+    if w.dtype not in floats:
+        raise ValueError(
+            f"{op}: an unquantized w must be float32, float16 or bfloat16 (a packed one needs "
+            f"its scales), got {w.dtype}"
+        )
+    if x.shape[-1] != w.shape[-1]:
+        raise ValueError(
+            f"{op}: the last dimensions of x {tuple(x.shape)} and w {tuple(w.shape)} differ"
+        )
+    return _qqmm_float(x, w, group_size, bits, mode, global_scale_x, global_scale_w, stream)
+
+
+def _qqmm_float(x, w, group_size, bits, mode, gsx, gsw, stream):
+    from ..transforms.custom import custom_function
+
+    ops = _ops()
+
+    @custom_function
+    def product(x, w):
+        x_hat = _through_quantization(x, group_size, bits, mode, gsx, stream)
+        w_hat = _through_quantization(w, group_size, bits, mode, gsw, stream)
+        y = ops.matmul(x_hat, ops.swapaxes(w_hat, -1, -2), stream=stream)
+        return ops.astype(y, x.dtype, stream=stream)
+
+    @product.vjp
+    def product_vjp(primals, cotangent, output):
+        px, pw = primals
+        amax = None
+        if gsx is not None or gsw is not None:
+            amax = ops.astype(ops.max(ops.abs(cotangent)), dtypes.float32)
+        t = ops.swapaxes
+        dx = qqmm(cotangent, t(pw, -1, -2), None, group_size, bits, mode, amax, gsw, stream=stream)
+        dw = qqmm(
+            t(cotangent, -1, -2),
+            t(px, -1, -2),
+            None,
+            group_size,
+            bits,
+            mode,
+            amax,
+            gsx,
+            stream=stream,
+        )
+        return dx, dw
+
+    return product(x, w)

@@ -236,3 +236,47 @@ def test_vmap_of_quantize_and_dequantize_is_per_entry():
     q = nv.quantize(nv.array(w[0]), 32, 4)
     with pytest.raises(ValueError, match="quantize: no gradient"):
         q[0]._prim.vjp([nv.array(w[0])], [nv.ones_like(x) for x in q], [0], list(q))
+
+
+def _through_quantization(a, mode, global_scale=None):
+    packed = nv.quantize(a, mode=mode, global_scale=global_scale)
+    return nv.dequantize(*packed, mode=mode, global_scale=global_scale, dtype=nv.float32)
+
+
+@pytest.mark.parametrize("mode", ["nvfp4", "mxfp8"])
+def test_qqmm_is_the_product_of_both_operands_through_quantization(mode):
+    x = nv.array(RNG.standard_normal((5, 64)).astype(np.float32))
+    w = nv.array(RNG.standard_normal((16, 64)).astype(np.float32))
+    want = np.asarray(_through_quantization(x, mode)) @ np.asarray(_through_quantization(w, mode)).T
+    np.testing.assert_allclose(np.asarray(nv.qqmm(x, w, mode=mode)), want, rtol=1e-5, atol=1e-5)
+    wq, s = nv.quantize(w, mode=mode)  # a packed weight gives the same product
+    np.testing.assert_allclose(np.asarray(nv.qqmm(x, wq, s, mode=mode)), want, rtol=1e-5, atol=1e-5)
+    assert nv.qqmm(x.astype(nv.bfloat16), w, mode=mode).dtype == nv.bfloat16
+
+
+def test_qqmm_global_scales_and_gradients():
+    x = nv.array(RNG.standard_normal((32, 64)).astype(np.float32))
+    w = nv.array(RNG.standard_normal((32, 64)).astype(np.float32))
+    gx, gw = nv.max(nv.abs(x)), nv.max(nv.abs(w))
+    want = (
+        np.asarray(_through_quantization(x, "nvfp4", gx))
+        @ np.asarray(_through_quantization(w, "nvfp4", gw)).T
+    )
+    y = nv.qqmm(x, w, mode="nvfp4", global_scale_x=gx, global_scale_w=gw)
+    np.testing.assert_allclose(np.asarray(y), want, rtol=1e-5, atol=1e-5)
+    # MLX's gradients: the cotangent's quantized products with the other operand
+    dx, dw = nv.grad(lambda a, b: nv.qqmm(a, b, mode="mxfp8").sum(), argnums=(0, 1))(x, w)
+    c = nv.ones((32, 32))
+    fq = lambda a: np.asarray(_through_quantization(a, "mxfp8"))  # noqa: E731
+    np.testing.assert_allclose(np.asarray(dx), fq(c) @ fq(w.T).T, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(dw), fq(c.T) @ fq(x.T).T, rtol=1e-5, atol=1e-5)
+
+
+def test_qqmm_errors_name_the_function():
+    x, w = nv.ones((2, 64)), nv.ones((4, 64))
+    with pytest.raises(ValueError, match="qqmm: mode"):
+        nv.qqmm(x, w, mode="affine")
+    with pytest.raises(ValueError, match="qqmm: global scales"):
+        nv.qqmm(x, w, mode="mxfp8", global_scale_x=nv.array(1.0))
+    with pytest.raises(ValueError, match="qqmm: the last dimensions"):
+        nv.qqmm(x, nv.ones((4, 32)), mode="mxfp8")
