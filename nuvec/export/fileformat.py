@@ -128,9 +128,13 @@ def primitive_ref(prim: Primitive) -> tuple[str, list]:
 
 
 def primitive_state(prim: Primitive) -> list:
-    """The constructor arguments of ``prim`` (what an export callback reports)."""
+    """The constructor arguments of ``prim`` (what an export callback reports; its
+    parameters where they cannot be read back)."""
     names = _init_names(type(prim))  # type: ignore[arg-type]  # mypy: classes are hashable
-    return [getattr(prim, n) for n in names]
+    try:
+        return [getattr(prim, n) for n in names]
+    except AttributeError:
+        return list(prim.params)
 
 
 def _encode(v: Any) -> Any:
