@@ -22,7 +22,7 @@ from ..core import shapeless as shapeless_mode
 from ..core.array import Array, original, recording_rebinds
 from ..core.device import current_stream
 from ..primitives.misc import CustomFunction
-from ..primitives.shape import Broadcast, broadcast_shape
+from ..ops.shape import broadcast_arrays
 from ..transforms._trace import tracing
 
 
@@ -150,11 +150,11 @@ def replay(t: Trace, inputs: list) -> tuple:
 
 def apply(prim, ins: Sequence[Array], n_out: int) -> list[Array]:
     """The ``n_out`` outputs of ``prim`` on ``ins``. Element-wise operands of different shapes
-    (what a shapeless export leaves) are broadcast as the operations broadcast them; a
-    shape-relative node is resolved for these shapes, except under a shapeless compile trace."""
+    (what a shapeless export leaves) are broadcast as the operations broadcast them (under a
+    shapeless compile trace, as they record it); a shape-relative node is resolved for these
+    shapes, except under a shapeless compile trace."""
     if prim.elementwise and len({x.shape for x in ins}) > 1:
-        shape = broadcast_shape([x.shape for x in ins], prim.name)
-        ins = [x if x.shape == shape else Array.make(Broadcast(shape), [x]) for x in ins]
+        ins = broadcast_arrays(*ins, name=prim.name)
     ins = tuple(ins)
     if prim.relative and not any(shapeless_mode.relative(x) for x in ins):
         prim, ins = prim.resolve(ins)
