@@ -32,6 +32,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -112,10 +113,12 @@ def _address(lib: ctypes.CDLL, name: str) -> int:
 
 
 def _mkl_path() -> Path | None:
-    """libmkl_rt from the mkl wheel (the environment's lib folder) or the system's."""
-    here = sorted((Path(sysconfig.get_paths()["data"]) / "lib").glob("libmkl_rt.so*"))
-    if here:
-        return here[-1]
+    """libmkl_rt from the mkl wheel (the environment's lib folder, or the base interpreter's
+    for a virtual environment that sees its packages) or the system's."""
+    for prefix in dict.fromkeys((sysconfig.get_paths()["data"], sys.base_prefix)):
+        here = sorted((Path(prefix) / "lib").glob("libmkl_rt.so*"))
+        if here:
+            return here[-1]
     found = ctypes.util.find_library("mkl_rt")
     return Path(found) if found else None
 
