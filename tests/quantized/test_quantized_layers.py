@@ -63,3 +63,30 @@ def test_predicate_picks_layers_and_arguments():
     assert model.layers[1].bits == 2 and model.layers[1].group_size == 32
     with pytest.raises(ValueError, match="invalid quantization mode"):
         nn.QuantizedLinear(64, 64, mode="int3")
+
+
+def test_qqlinear_trains_on_floats_and_evaluates_packed():
+    lin = nn.Linear(64, 32, bias=False)  # gradients quantize along 32 and 32 too
+    q = lin.to_quantized(mode="mxfp8", quantize_input=True)
+    assert isinstance(q, nn.QQLinear) and q.weight.dtype == nv.float32
+    x = nv.array(np.random.default_rng(0).standard_normal((32, 64)).astype(np.float32))
+    y_train = np.asarray(q(x))
+    np.testing.assert_allclose(
+        y_train, np.asarray(nv.qqmm(x, lin.weight, mode="mxfp8")), rtol=1e-6, atol=1e-6
+    )
+    grads = nn.value_and_grad(q, lambda m, x: m(x).sum())(q, x)[1]
+    assert grads["weight"].shape == (32, 64)  # the float weight gets gradients
+    q.eval()
+    assert q.weight.dtype == nv.uint32 and "scales" in q
+    np.testing.assert_allclose(np.asarray(q(x)), y_train, rtol=1e-5, atol=1e-5)
+    q.train()
+    assert "scales" not in q and q.weight.dtype != nv.uint32
+    with pytest.raises(NotImplementedError, match="bias"):
+        nn.QQLinear.from_linear(nn.Linear(64, 16))
+
+
+def test_quantize_with_quantize_input_makes_qqlinears():
+    model = nn.Sequential(nn.Linear(64, 32, bias=False), nn.ReLU(), nn.Linear(32, 32, bias=False))
+    nn.quantize(model, mode="nvfp4", quantize_input=True)
+    assert [type(m).__name__ for m in model.layers] == ["QQLinear", "ReLU", "QQLinear"]
+    assert model(nv.ones((2, 64))).shape == (2, 32)

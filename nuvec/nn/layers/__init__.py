@@ -85,7 +85,7 @@ from .pooling import (  # noqa: F401
 )
 from .recurrent import GRU, LSTM, RNN  # noqa: F401
 from .upsample import Upsample  # noqa: F401
-from .quantized import QuantizedEmbedding, QuantizedLinear, quantize  # noqa: F401
+from .quantized import QQLinear, QuantizedEmbedding, QuantizedLinear, quantize  # noqa: F401
 from .positional_encoding import ALiBi, RoPE, SinusoidalPositionalEncoding  # noqa: F401
 from .transformer import (  # noqa: F401
     MultiHeadAttention,

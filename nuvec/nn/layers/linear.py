@@ -54,11 +54,12 @@ class Linear(Module):
         mode: str = "affine",
         quantize_input: bool = False,
     ) -> Module:
-        """This layer as a ``QuantizedLinear`` (see ``nn.quantize``)."""
-        if quantize_input:
-            raise ValueError("Linear.to_quantized: quantize_input is not supported")
-        from .quantized import QuantizedLinear
+        """This layer as a ``QuantizedLinear`` (see ``nn.quantize``), or with
+        ``quantize_input`` as a ``QQLinear`` (its inputs quantized too)."""
+        from .quantized import QQLinear, QuantizedLinear
 
+        if quantize_input:
+            return QQLinear.from_linear(self, group_size, bits, mode)
         return QuantizedLinear.from_linear(self, group_size, bits, mode)
 
     def __call__(self, x):

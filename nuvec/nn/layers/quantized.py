@@ -22,7 +22,7 @@ from ...primitives.quant_formats import MODES
 from ...utils import tree_map_with_path
 from .base import Module
 
-__all__ = ["QuantizedLinear", "QuantizedEmbedding", "quantize"]
+__all__ = ["QuantizedLinear", "QuantizedEmbedding", "QQLinear", "quantize"]
 
 
 def _mode_params(mode: str, group_size, bits) -> tuple[int, int]:
@@ -45,9 +45,8 @@ def quantize(
 ) -> None:
     """Replace, in place, the leaf modules of ``model`` that ``class_predicate(path,
     module)`` selects (default: those with ``to_quantized``) by their quantized form; the
-    predicate may return a dict of ``to_quantized`` arguments instead of True."""
-    if quantize_input:
-        raise ValueError("quantize: quantize_input (quantized activations) is not supported")
+    predicate may return a dict of ``to_quantized`` arguments instead of True.
+    ``quantize_input`` (nvfp4 and mxfp8, Linear layers) makes them ``QQLinear``."""
     predicate = class_predicate or (lambda _, m: hasattr(m, "to_quantized"))
 
     def swap(path, m):
@@ -57,7 +56,10 @@ def quantize(
         if not hasattr(m, "to_quantized"):
             raise ValueError(f"quantize: unable to quantize a module of type {type(m).__name__}")
         if isinstance(chosen, bool):
-            return m.to_quantized(group_size=group_size, bits=bits, mode=mode)
+            kwargs = dict(group_size=group_size, bits=bits, mode=mode)
+            if quantize_input:
+                kwargs["quantize_input"] = True
+            return m.to_quantized(**kwargs)
         if isinstance(chosen, dict):
             kwargs = {k: v for k, v in chosen.items() if k != "quantize_input" or v}
             return m.to_quantized(**kwargs)
@@ -210,4 +212,97 @@ class QuantizedEmbedding(_Quantized):
         q._set_quantized(embedding.weight, group_size, bits, mode)
         q.num_embeddings, q.dims = embedding.weight.shape
         q.freeze()
+        return q
+
+
+class QQLinear(Module):
+    """A bias-free ``Linear`` whose input and weight are both quantized (``nv.qqmm``; modes
+    nvfp4 and mxfp8). Training keeps the float weight, quantized on the fly so that it gets
+    gradients; ``eval()`` stores it packed (``weight`` codes and ``scales``) and ``train()``
+    decodes it again.
+
+    >>> import nuvec as nv
+    >>> import nuvec.nn as nn
+    >>> layer = nn.QQLinear(64, 16, mode="mxfp8")
+    >>> layer(nv.ones((2, 64))).shape
+    (2, 16)
+    """
+
+    def __init__(
+        self,
+        input_dims: int,
+        output_dims: int,
+        group_size: Optional[int] = None,
+        bits: Optional[int] = None,
+        mode: str = "nvfp4",
+    ) -> None:
+        super().__init__()
+        self.group_size, self.bits = _mode_params(mode, group_size, bits)
+        self.mode = mode
+        k = math.sqrt(1 / input_dims)
+        self.weight = nv.random.uniform(low=-k, high=k, shape=(output_dims, input_dims))
+        self._quantized = False
+
+    def _extra_repr(self) -> str:
+        out_dims, in_dims = self.weight.shape
+        if self.weight.dtype == nv.uint32:
+            in_dims = in_dims * 32 // self.bits
+        return (
+            f"input_dims={in_dims}, output_dims={out_dims}, group_size={self.group_size}, "
+            f"bits={self.bits}, mode={self.mode}"
+        )
+
+    def quantize(self) -> None:
+        """Store the weight packed (what ``eval()`` does)."""
+        if not self._quantized:
+            self.weight, self.scales = nv.quantize(
+                self.weight, self.group_size, self.bits, mode=self.mode
+            )
+            self._quantized = True
+
+    def dequantize(self) -> None:
+        """Store the weight as floats again (what ``train()`` does)."""
+        if self._quantized:
+            self.weight = nv.dequantize(
+                self.weight,
+                scales=self.scales,
+                group_size=self.group_size,
+                bits=self.bits,
+                mode=self.mode,
+            )
+            del self.scales
+            self._quantized = False
+
+    def _set_training_mode(self, mode: bool) -> None:
+        super()._set_training_mode(mode)
+        if mode:
+            self.dequantize()
+        else:
+            self.quantize()
+
+    def __call__(self, x):
+        return nv.qqmm(
+            x,
+            self["weight"],
+            scales=self.get("scales"),
+            group_size=self.group_size,
+            bits=self.bits,
+            mode=self.mode,
+        )
+
+    @classmethod
+    def from_linear(
+        cls,
+        linear: Module,
+        group_size: Optional[int] = None,
+        bits: Optional[int] = None,
+        mode: str = "nvfp4",
+    ) -> "QQLinear":
+        """A ``QQLinear`` with a bias-free ``Linear``'s weight, in the same training mode."""
+        if linear.get("bias") is not None:
+            raise NotImplementedError("QQLinear.from_linear: a bias is not supported")
+        out_dims, in_dims = linear.weight.shape
+        q = cls(in_dims, out_dims, group_size, bits, mode)
+        q.weight = linear.weight
+        q.train(linear.training)
         return q
