@@ -22,8 +22,7 @@ import numpy as np
 from . import ops
 from .core import dtypes as dt
 from .core.array import Array
-from .core.device import current_stream
-from .primitives._common import on_cpu_rows
+from .primitives._common import lowers
 from .primitives.norm import LayerNorm, composite as composite_layer_norm
 from .primitives.reduction import ScaledSoftmax
 from .ops.creation import array
@@ -70,38 +69,19 @@ def layer_norm(
     _check_eps(eps, "layer_norm")
     _check_weight(x, weight, "weight", "layer_norm")
     _check_weight(x, bias, "bias", "layer_norm")
-    if _one_pass(x, weight, bias):
-        args = [x] + [a for a in (weight, bias) if a is not None]
-        return Array.make(LayerNorm(eps, weight is not None, bias is not None), args)
+    args = [x] + [a for a in (weight, bias) if a is not None]
+    prim = LayerNorm(eps, weight is not None, bias is not None)
+    if lowers(prim, args):  # one pass per row (the CPU)
+        return Array.make(prim, args)
     return composite_layer_norm(x, weight, bias, eps)
 
 
-def _one_pass(x: Array, *params) -> bool:
-    """Whether layer_norm runs as the row primitive: float32 or float64 data (parameters of
-    the same dtype) with a non-empty last axis, on the CPU."""
-    return (
-        x.dtype in (dt.float32, dt.float64)
-        and x.ndim >= 1
-        and x.size > 0
-        and all(p is None or p.dtype == x.dtype for p in params)
-        and current_stream().device.type.value == "cpu"
-    )
-
-
-def _scaled_rows(q: Array, k: Array, mask, scores_shape: tuple) -> bool:
-    """Whether attention's softmax runs as ``ScaledSoftmax``: float32 queries and keys on the
-    CPU, and no mask or a float32 additive one whose last axis is the keys' (rows of it)."""
-    if q.dtype != dt.float32 or k.dtype != dt.float32:
-        return False
-    if mask is not None:
-        if mask.dtype != dt.float32 or mask.ndim < 1 or mask.shape[-1] != scores_shape[-1]:
-            return False
-        try:
-            if np.broadcast_shapes(tuple(mask.shape), scores_shape) != scores_shape:
-                return False
-        except ValueError:
-            return False
-    return on_cpu_rows(q, (q.ndim - 1,))
+def _scaled_rows(rows: ScaledSoftmax, q: Array, mask, scores_shape: tuple) -> bool:
+    """Whether attention's softmax runs as ``rows`` (the scores scaled inside one pass per
+    row), asked of the backend before the scores exist: a stand-in has their shape and the
+    queries' dtype."""
+    scores = Array.placeholder(scores_shape, q.dtype, tracer=False)
+    return lowers(rows, [scores] if mask is None else [scores, mask])
 
 
 def rope(
@@ -316,14 +296,15 @@ def scaled_dot_product_attention(
                 mask_array = ops.reshape(
                     mask_array, (*mask_array.shape[:-3], n_kv, rep, *mask_array.shape[-2:])
                 )
+    rows = ScaledSoftmax(scale, mask_array is not None)
     if (
         sinks is None
         and (mask_array is None or mask_array.dtype != dt.bool_)
-        and _scaled_rows(q, k, mask_array, scores_shape)
+        and _scaled_rows(rows, q, mask_array, scores_shape)
     ):
         scores = ops.matmul(q, ops.swapaxes(k, -1, -2))
         args = [scores] if mask_array is None else [scores, mask_array]
-        w = Array.make(ScaledSoftmax(scale, mask_array is not None), args)
+        w = Array.make(rows, args)
         out = ops.matmul(ops.astype(w, v.dtype), v)
     else:
         scores = ops.matmul(q * array(scale, q.dtype), ops.swapaxes(k, -1, -2))

@@ -45,12 +45,12 @@ def main() -> None:
         nv.synchronize()
         entry = f.lookup(f.key_of((x,), {}, [], 0))
         tape = entry.tape
-        hook = tape.device_replay
+        hook = tape.executable.graph if tape.executable is not None else None
         print("executable:", None if hook is None else hook.describe())
         print(
             f"tape: steps={len(tape.steps)} single={tape.single} eager_ok={tape.eager_ok} "
-            f"data_type={tape.data_type} scope={tape.device_scope is not None} "
-            f"graph_hook={tape.device_replay is not None}"
+            f"data_type={tape.data_type} scope={tape.scope is not None} "
+            f"graph_hook={hook is not None}"
         )
         step = tape.steps[0]
         spec = step.prim.spec if type(step.prim) is Compiled else None

@@ -1,22 +1,39 @@
-"""Which code runs a primitive on which device, and which GPU backend this machine has.
+"""The backends (one list) and which code runs a primitive on which device.
 
-Backends register implementations per (device type, primitive class):
+Every backend is one line of ``BACKENDS``: its device type and the module holding its
+``BACKEND`` object (``base.Backend``). The CPU is always there; the first GPU backend whose
+device opens serves the "gpu" streams. Importing a backend's package registers its
+implementations per (device type, primitive class):
 
     @register(Unary, "cpu")
     def _unary(prim, inputs, node): ...   # inputs: backend data; returns one datum per output
 
 ``node`` is the array being computed (its ``siblings`` give every output's shape and dtype).
+
+    backend_of(stream).policy.fuses       # what compile asks
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 from typing import Callable
 
 import numpy as np
 
+from .base import Backend
+
+#: (device type, module of its ``BACKEND``); GPU backends in probe order
+BACKENDS: tuple[tuple[str, str], ...] = (
+    ("cpu", "nuvec.backends.cpu.backend"),
+    ("gpu", "nuvec.backends.cuda.backend"),
+    ("gpu", "nuvec.backends.metal.backend"),
+)
+
 _IMPLS: dict[tuple[str, type], Callable] = {}
 _LOADED: set[str] = set()
+_BY_TYPE: dict[str, Backend] = {}  # device type -> its backend (resolved once)
+_BY_ENUM: dict = {}  # DeviceType -> its backend (the per-op lookup)
 
 
 def register(prim_type: type, device: str = "cpu") -> Callable[[Callable], Callable]:
@@ -27,21 +44,63 @@ def register(prim_type: type, device: str = "cpu") -> Callable[[Callable], Calla
     return deco
 
 
-def _load(device: str) -> None:
-    if device == "cpu":
-        from . import cpu  # noqa: F401  (registers the CPU implementations)
-    elif device == "gpu":
-        name = gpu_backend_name()
-        if name == "cuda":
-            from . import cuda  # noqa: F401
-        elif name == "metal":
-            from . import metal  # noqa: F401
-    _LOADED.add(device)
+def _module_backend(module: str) -> Backend:
+    return importlib.import_module(module).BACKEND
+
+
+@functools.cache
+def _probe_gpu() -> tuple[Backend | None, str]:
+    reasons = []
+    for kind, module in BACKENDS:
+        if kind != "gpu":
+            continue
+        try:
+            b = _module_backend(module)
+        except ImportError as e:
+            reasons.append(f"{module.rsplit('.', 2)[-2]} backend not importable ({e})")
+            continue
+        if b.is_available():
+            return b, ""
+        reasons.append(b.unavailable_reason())
+    return None, "; ".join(reasons)
+
+
+def backend(device_type: str) -> Backend | None:
+    """The backend of ``device_type`` ("cpu" or "gpu"), None where this machine has none.
+    Resolving it imports its package, which registers its implementations."""
+    b = _BY_TYPE.get(device_type)
+    if b is None:
+        if device_type == "gpu":
+            b = _probe_gpu()[0]
+        else:
+            b = next((_module_backend(m) for k, m in BACKENDS if k == device_type), None)
+        if b is None:
+            return None
+        _BY_TYPE[device_type] = b
+        _LOADED.add(device_type)
+    return b
+
+
+def backend_of(stream) -> Backend | None:
+    """The backend that runs ``stream`` (a Stream or a Device)."""
+    t = getattr(stream, "device", stream).type
+    b = _BY_ENUM.get(t)
+    if b is None:
+        b = backend(t.value)
+        if b is not None:
+            _BY_ENUM[t] = b
+    return b
+
+
+def loaded() -> list[Backend]:
+    """The backends resolved so far."""
+    return list(_BY_TYPE.values())
 
 
 def implementation(prim_type: type, device: str) -> Callable | None:
     if device not in _LOADED:
-        _load(device)
+        backend(device)
+        _LOADED.add(device)
     return _IMPLS.get((device, prim_type))
 
 
@@ -63,36 +122,15 @@ def node_runner(node) -> Callable:
     return on_host
 
 
-def run(prim, inputs, node) -> list:
-    """Runs ``prim`` for ``node`` on its stream's device."""
-    device = node._stream.device.type.value
-    fn = _IMPLS.get((device, type(prim)))
-    if fn is None:
-        fn = implementation(type(prim), device)
-        if fn is None:
-            raise NotImplementedError(f"{prim.name}: no implementation on the {device}")
-    datas = [x._data for x in inputs]
-    if device == "cpu":
-        for i, d in enumerate(datas):
-            if not isinstance(d, np.ndarray):
-                datas[i] = to_host(d, inputs[i]._dtype)
-    return fn(prim, datas, node)
-
-
 def to_host(data, dtype=None) -> np.ndarray:
     """Backend data as a NumPy array (a device array is copied back, waiting for the work that
     makes it). ``dtype`` is the array's nuvec dtype: a GPU backend may store a dtype its array
     library lacks in another one (CUDA keeps bfloat16 as uint16 bits)."""
     if isinstance(data, np.ndarray):
         return data
-    get = getattr(data, "get", None)  # CuPy arrays
-    if get is not None:
-        h = get()
-        if dtype is not None and dtype.name == "bfloat16" and h.dtype == np.uint16:
-            import ml_dtypes
-
-            h = h.view(ml_dtypes.bfloat16)
-        return h
+    for b in list(_BY_TYPE.values()):
+        if isinstance(data, b.data_type):
+            return b.to_host(data, dtype)
     return np.asarray(data)
 
 
@@ -100,48 +138,23 @@ def synchronize(stream=None) -> None:
     """Waits until the work queued on ``stream`` (a Stream or a Device; every stream when
     None) has run: ``nv.synchronize()``. Evaluation on a GPU only queues work; the CPU runs it
     when evaluated, so there is nothing to wait for there."""
-    from ..core.device import DeviceType, Stream, resolve_stream
+    from ..core.device import Stream, resolve_stream
 
     if stream is not None and not isinstance(stream, Stream):
         stream = resolve_stream(stream)
-    if stream is not None and stream.device.type is not DeviceType.gpu:
+    if stream is None:
+        for b in list(_BY_TYPE.values()):
+            b.synchronize(None)
         return
-    if "gpu" not in _LOADED:
-        return
-    if gpu_backend_name() == "cuda":
-        from .cuda import runtime
-
-        runtime.synchronize(stream)
-    elif gpu_backend_name() == "metal":
-        from .metal import runtime as metal_runtime
-
-        metal_runtime.synchronize(stream)
-
-
-@functools.cache
-def _probe_gpu() -> tuple[str | None, str]:
-    try:
-        from .cuda import device as cuda_device
-
-        if cuda_device.is_available():
-            return "cuda", ""
-        cuda_reason = cuda_device.unavailable_reason()
-    except ImportError as e:
-        cuda_reason = f"CUDA backend not importable ({e})"
-    try:
-        from .metal import shim
-
-        if shim.is_available():
-            return "metal", ""
-        metal_reason = shim.unavailable_reason()
-    except ImportError as e:
-        metal_reason = f"Metal backend not importable ({e})"
-    return None, f"{cuda_reason}; {metal_reason}"
+    b = _BY_TYPE.get(stream.device.type.value)
+    if b is not None:
+        b.synchronize(stream)
 
 
 def gpu_backend_name() -> str | None:
     """ "cuda" or "metal" where a GPU is usable, else None (probed once)."""
-    return _probe_gpu()[0]
+    b = _probe_gpu()[0]
+    return b.name if b is not None else None
 
 
 def gpu_unavailable_reason() -> str:

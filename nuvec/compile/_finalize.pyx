@@ -88,13 +88,13 @@ def finalize(draft, stream, bint shapeless, steps=None):
     tape.dup_outputs = len(keep) != len(out_slots)
     tape.draft = draft
     dev0 = _device(stream)
-    replay = None                    # the device's hooks for a replay on its data (CUDA)
-    if dev0 == "gpu" and registry.gpu_backend_name() == "cuda":
-        from ..backends.cuda import replay
-    eager = (dev0 == "cpu" or replay is not None) and not draft.captures_tracer
-    if replay is not None and eager:
-        tape.data_type = replay.ndarray
-        tape.const_data = replay.device_constants(consts)     # uploaded once, not per call
+    backend = registry.backend_of(stream)
+    eager = backend is not None and backend.replays and not draft.captures_tracer
+    donates = backend is not None and backend.donation_base is not None and not shapeless
+    if eager:
+        tape.data_type = backend.data_type
+        tape.const_data = backend.replay_constants(consts)    # uploaded once, not per call
+        tape.donation_base = backend.donation_base
     for c in tape.const_data:
         if type(c) is not tape.data_type:
             eager = False
@@ -130,18 +130,16 @@ def finalize(draft, stream, bint shapeless, steps=None):
         st.impl = impl
         if impl is None or dev != dev0 or s.stream is not stream and s.stream != stream:
             eager = False
-        if replay is not None and kernel is None:
-            kernel = st.kernel = replay.fused_kernel(prim)
         st.node = s.node if s.node is not None else _template(s, draft)
         st.donate = _donations(s, st, slot, release[k], keep, first_step_slot, draft) \
-            if kernel is not None and not shapeless and replay is None else None
+            if kernel is not None and donates else None
         st.source = s
         tsteps.append(st)
         k += 1
     tape.steps = tsteps
     tape.eager_ok = eager
-    if replay is not None and eager:
-        replay.attach(tape, stream)
+    if eager:
+        tape.executable = backend.executable(tape)
     return tape
 
 

@@ -39,9 +39,9 @@ cdef class Tape:
     cdef public bint captures_tracer
     cdef public bint eager_ok
     cdef public object data_type
-    cdef public object device_scope
-    cdef public object order_inputs
-    cdef public object device_replay
+    cdef public object executable
+    cdef public object scope
+    cdef public object donation_base
     cdef public bint dup_outputs
     cdef public tuple out_plan
     cdef public bint single

@@ -24,7 +24,6 @@ import numpy as np
 
 from ..core.array import Array
 from ..backends import registry
-from ..backends.cpu._allocator import Buffer as _Buffer
 
 cdef object _ndarray = np.ndarray
 cdef object _new = Array.__new__
@@ -111,9 +110,9 @@ cdef class Tape:
         self.views = {}
         self.donations = 0
         self.data_type = _ndarray
-        self.device_scope = None
-        self.order_inputs = None
-        self.device_replay = None
+        self.executable = None
+        self.scope = None
+        self.donation_base = None
 
     cpdef list run(self, list inputs):
         """The output arrays (one per output leaf) of the tape on ``inputs`` (arrays)."""
@@ -128,20 +127,19 @@ cdef class Tape:
             for x in inputs:
                 if x._data is None or type(x._data) is not data_type:
                     return self._arrays(inputs, False)
-            if self.device_scope is None:
+            if self.executable is None:
                 return self._on_data(inputs)
-            self.order_inputs(inputs)       # a GPU stream waits for other streams' producers
-            if self.device_replay is not None:
-                return self.device_replay(inputs)     # e.g. a recorded CUDA graph
-            with self.device_scope:         # the tape's CUDA stream: kernels queue there
-                return self._on_data(inputs)
+            return self.executable(inputs)    # the backend's form (a CUDA graph, say)
         return self._arrays(inputs, False)
 
     cpdef list replay_data(self, list inputs):
-        """The replay on the inputs' device data, in the tape's device scope (for device
-        hooks such as ``device_replay``, which call it to run or record the steps)."""
+        """The steps run on the inputs' device data, within the backend's ``scope`` (a CUDA
+        stream) where it set one: what a backend's ``executable`` calls to run or record
+        them."""
         cdef Tape alive = self
-        with self.device_scope:
+        if self.scope is None:
+            return self._on_data(inputs)
+        with self.scope:
             return self._on_data(inputs)
 
     cdef list _on_data(self, list inputs):
@@ -210,7 +208,7 @@ cdef class Tape:
             p = pair[0]
             o = pair[1]
             values[step.args[p]] = None       # released here anyway (its last use)
-            if _donatable(datas[p]):
+            if _donatable(datas[p], self.donation_base):
                 if outs is None:
                     outs = [None] * step.nout
                 if outs[o] is None:
@@ -374,12 +372,13 @@ cdef object _fresh(object v):
     return Array.make(Copy(), (v,), v._stream)
 
 
-cdef bint _donatable(object d):
+cdef bint _donatable(object d, object base):
     """Whether the replay holds the only reference to ``d`` (one: the ``datas`` list) and
-    ``d`` holds the only reference to its memory (a buffer-cache Buffer, not a view)."""
+    ``d`` holds the only reference to its memory (a ``base``: the backend's buffer-cache
+    buffer, not a view)."""
     if type(d) is not _ndarray or Py_REFCNT(d) != 2:   # ``datas`` + this call's argument
         return False
     b = (<object>d).base
-    if type(b) is not _Buffer or Py_REFCNT(b) != 2:    # ``d.base`` + the local ``b``
+    if type(b) is not base or Py_REFCNT(b) != 2:       # ``d.base`` + the local ``b``
         return False
     return (<object>d).flags.c_contiguous and (<object>d).flags.writeable

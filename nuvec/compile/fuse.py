@@ -18,9 +18,9 @@ mode a broadcast step feeding a member is read through (the kernel broadcasts th
 itself).
 
     saved = list(draft.steps)
-    fused = fuse(draft, shapeless=False)   # rewrites draft.steps; returns the fused steps
-    # (the CPU passes cpu=True: read-after outputs, split_addmm and permute_matmuls, run on
-    # the CPU only)
+    fused = fuse(draft, shapeless=False, policy=backend.policy)  # rewrites draft.steps
+    # (the policy says whether members read after the group join as outputs, and whether
+    # split_addmm and permute_matmuls run first)
     # (a kernel that cannot be built: ``draft.steps = saved`` runs the steps unfused)
 """
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import heapq
 
+from ..backends.base import FusionPolicy
 from ..codegen.ir import KernelSpec, Node
 from ..codegen.ops import supports
 from ..primitives.compiled import Compiled
@@ -136,13 +137,14 @@ def permute_matmuls(draft: Draft) -> None:
         draft.steps = [replace.get(id(s), s) for s in draft.steps if id(s) not in drop]
 
 
-def fuse(draft: Draft, shapeless: bool, cpu: bool = False) -> list[DStep]:
-    """Replaces element-wise chains of ``draft`` by fused steps; returns those steps.
-    ``cpu``: members read after the group may join as outputs, and (shaped mode) addmm steps
-    are split first (``split_addmm``). Both have been verified on the CPU only; GPU tapes keep
-    the rule that a member's readers are all in its group (function outputs excepted)."""
-    if cpu and not shapeless:
+def fuse(draft: Draft, shapeless: bool, policy: FusionPolicy) -> list[DStep]:
+    """Replaces element-wise chains of ``draft`` by fused steps; returns those steps. The
+    backend's ``policy`` says whether members read after the group may join as outputs
+    (else a member's readers are all in its group, function outputs excepted) and whether
+    (shaped mode) ``split_addmm`` and ``permute_matmuls`` rewrite the steps first."""
+    if not shapeless and policy.split_addmm:
         split_addmm(draft)
+    if not shapeless and policy.permute_matmuls:
         permute_matmuls(draft)
     steps = draft.steps
     n = len(steps)
@@ -219,7 +221,7 @@ def fuse(draft: Draft, shapeless: bool, cpu: bool = False) -> list[DStep]:
             later = [c for c in consumers[j] if c not in members]
             if (
                 any((group_of[c] if group_of[c] != -1 else c) < root for c in later)
-                or (later and not cpu)
+                or (later and not policy.read_after_outputs)
                 or (shapeless and (later or is_output[j]))
             ):
                 continue

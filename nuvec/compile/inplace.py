@@ -1,4 +1,4 @@
-"""In-place state updates for compiled stateful steps on the CPU.
+"""In-place state updates for compiled stateful steps, on a backend that lends buffers (the CPU).
 
 ``nv.compile(step, inputs=state, outputs=state)`` replaces each state array by the tape's new
 one after every call, so an optimizer's fused update (``p, m, v -> p', m', v'``) would write
@@ -31,8 +31,6 @@ from threading import get_ident as _get_ident
 from typing import Any, Optional
 
 import numpy as np
-
-from ..backends.cpu._allocator import Buffer as _Buffer
 
 # Steps whose output never shares memory with an input: matmuls write a new buffer, and so
 # do fused kernels (or they reuse a dying intermediate, never an input). Every other step is
@@ -115,8 +113,9 @@ class Plan:
         if not self.proven or not self.by_input:
             return False
         armed: dict[_Donating, list] = {}
+        base = self.tape.donation_base
         for i, uses in self.by_input.items():
-            if _sole(ins[i]):
+            if _sole(ins[i], base):
                 for w, p, o in uses:
                     armed.setdefault(w, []).append((p, o))
         me = _get_ident()
@@ -135,9 +134,10 @@ class Plan:
         return sum(w.uses for w in self.wrappers)
 
 
-def _sole(a: Any) -> bool:
-    """Whether ``a`` (a state leaf) and its buffer are referred to only by the state
-    container and the call's two lists of leaves (``s_leaves`` and ``ins``)."""
+def _sole(a: Any, base: type) -> bool:
+    """Whether ``a`` (a state leaf) and its buffer (a ``base``, the backend's buffer-cache
+    buffer) are referred to only by the state container and the call's two lists of leaves
+    (``s_leaves`` and ``ins``)."""
     # a: container + s_leaves + ins + this frame's argument + getrefcount's argument
     if _getrefcount(a) != 5:
         return False
@@ -151,20 +151,15 @@ def _sole(a: Any) -> bool:
     if b is None:
         return True
     # b: d.base + the local + getrefcount's argument
-    return type(b) is _Buffer and _getrefcount(b) == 3
+    return type(b) is base and _getrefcount(b) == 3
 
 
 def plan(tape: Any, n_state: int) -> Plan:
     """The in-place plan of ``tape`` whose first ``n_state`` inputs are the state's leaves
     (wraps the kernels it uses; see the module docstring)."""
     pl = Plan(tape)
-    if not (
-        tape.eager_ok
-        and tape.device_scope is None
-        and not tape.shapeless
-        and tape.data_type is np.ndarray
-    ):
-        return pl
+    if not (tape.eager_ok and tape.donation_base is not None and not tape.shapeless):
+        return pl  # the backend lends no buffers
     steps = tape.steps
     draft = tape.draft  # the tape's input slot i is the draft's value i
     n_state = min(n_state, tape.n_inputs)

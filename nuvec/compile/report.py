@@ -2,7 +2,8 @@
 
 ``f.inspect(*args, **kwargs)`` (tracing if this signature is not cached) returns a
 CompileReport: the simplified steps in replay order, the fused groups with each kernel's name
-and generated C source, the constants, and the signature the trace is keyed by.
+and generated source (in the backend's dialect: C on the CPU), the constants, and the
+signature the trace is keyed by.
 ``print(report)`` shows all but the sources (each embeds the math library: hundreds of lines);
 ``print(report.format(source=True))`` adds them.
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..backends import registry
 from ..codegen import kernel_name
 from ..core.array import Array
 from .draft import Draft
@@ -32,7 +34,7 @@ from .draft import Draft
 
 @dataclass
 class FusedGroup:
-    """One fused kernel: its ops in order, its arrays, its name and generated C source."""
+    """One fused kernel: its ops in order, its arrays, its name and generated source."""
 
     name: str
     ops: tuple[str, ...]
@@ -111,8 +113,6 @@ def describe_entry(entry, shapeless: bool) -> CompileReport:
         shp = "; ".join(f"{draft.dtype[o].name}{draft.shape[o]}" for o in s.outs)
         steps.append(f"{outs} = {prim_label(s.prim)}({args}) -> {shp}")
         if type(s.prim) is Compiled:
-            from ..backends.cpu.compiled import source_of
-
             spec = s.prim.spec
             lits = [f"{d}:{bits:#x}" for d, bits in spec.constants]
             groups.append(
@@ -122,7 +122,7 @@ def describe_entry(entry, shapeless: bool) -> CompileReport:
                     inputs=[_name(draft, a) for a in s.args],
                     outputs=[_name(draft, o) for o in s.outs],
                     literals=lits,
-                    source=source_of(spec),
+                    source=registry.backend_of(tape.stream).source(spec),
                 )
             )
     consts = []
@@ -172,18 +172,7 @@ def inspect_call(cf, args: tuple, kwargs: dict) -> CompileReport:
 
 
 def executable_stats(tape) -> dict | None:
-    """What runs ``tape`` on its device, for ``f.stats()["executable"]``: the device hook's own
-    account (a CUDA executable's ``describe()``), or why a GPU tape has none; None on the CPU."""
-    hook = tape.device_replay
-    if hook is not None and hasattr(hook, "describe"):
-        return hook.describe()
-    if tape.stream.device.type.value != "gpu":
-        return None
-    from ..backends import registry
-
-    why = "this GPU backend records no executable"
-    if registry.gpu_backend_name() == "cuda":
-        from ..backends.cuda.executable import why_not
-
-        why = why_not(tape)
-    return {"state": "not recorded", "reason": why}
+    """What runs ``tape`` on its device, for ``f.stats()["executable"]``: the backend's
+    account (a CUDA executable's ``describe()``, or why the tape has none); None where the
+    backend has nothing to say (the CPU)."""
+    return registry.backend_of(tape.stream).describe_executable(tape)

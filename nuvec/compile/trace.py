@@ -13,6 +13,7 @@ import warnings
 from typing import Any
 
 from ..backends import registry
+from ..backends.base import CompileOptions, KernelCompileError
 from ..core.array import Array, original, recording_rebinds
 from ..core.shapeless import tracing as shapeless_tracing
 from ..core.device import current_stream
@@ -25,6 +26,7 @@ from ._runtime import OUT_ONE, OUT_TREE, OUT_TUPLE, Entry
 from .schedule import hoist_reductions
 from ._tape import Tape
 from .draft import Draft
+from .fuse import fuse
 from .signature import Signature, miss_reason
 
 #: fuse element-wise chains (tests switch it off to compare)
@@ -141,8 +143,8 @@ def _make_entry(
 
         make_shapeless(draft, name, origins or {})
     plan = _out_plan(list(out_leaves), placeholders)
-    fused, sources_s, deferred = _fuse(draft, cf.shapeless, stream, cf.fast_math)
-    if stream.device.type.value == "cpu":  # a cache-locality order, for the CPU's cores
+    fused, sources_s, deferred = _fuse(draft, cf.shapeless, stream, _options(cf))
+    if registry.backend_of(stream).policy.hoist_reductions:  # a cache-locality order
         hoist_reductions(draft)
     t3 = time.perf_counter()
     unfused_steps = deferred[0] if deferred else None
@@ -209,16 +211,14 @@ def _install_fused(cf, entry: Entry, draft: Draft, stream, plan: tuple, fused: l
 
 
 def _build_fused(cf, entry: Entry, draft: Draft, stream, plan: tuple, fused: list) -> None:
-    from ..backends.cpu import compiled as cpu_compiled
-
     t = time.perf_counter()
     try:
-        kernels = cpu_compiled.prepare([f.prim.spec for f in fused])
-    except cpu_compiled.KernelCompileError as e:
+        launchers = registry.backend_of(stream).prepare([f.prim.spec for f in fused], _options(cf))
+    except KernelCompileError as e:
         _warn_compiler(e, stacklevel=3)
         return
     for f in fused:
-        f.kernel = kernels[f.prim.spec]
+        f.kernel = launchers.get(f.prim.spec)
     tape = make_tape(draft, stream, cf.shapeless, plan)
     entry.info["fused"] = fused
     # One attribute store: a call sees the old tape or the new. A call still replaying the
@@ -229,6 +229,10 @@ def _build_fused(cf, entry: Entry, draft: Draft, stream, plan: tuple, fused: lis
     timings["kernel_compile_s"] = timings.get("kernel_compile_s", 0.0) + time.perf_counter() - t
     timings.update(steps=len(tape.steps), fused_kernels=len(fused))
     cf.last_timings = timings
+
+
+def _options(cf) -> CompileOptions:
+    return CompileOptions(fast_math=cf.fast_math)
 
 
 def _warn_compiler(e, stacklevel: int) -> None:
@@ -258,47 +262,36 @@ def _out_plan(out_leaves: list, placeholders: list) -> tuple:
 
 
 def _fuse(
-    draft: Draft, shapeless: bool, stream, fast_math: bool = False
+    draft: Draft, shapeless: bool, stream, options: CompileOptions
 ) -> tuple[list, float, tuple | None]:
-    """Fuses (on the CPU and on a CUDA or Metal GPU, not when the trace holds an outer
-    tracer) and builds the kernels: now, or (CPU, kernels neither loaded nor on disk,
-    background mode) on the worker thread; then it returns ``deferred = (unfused steps,)``
-    and the draft's steps are the fused ones, whose kernels are not built yet."""
-    device = stream.device.type.value
-    gpu = registry.gpu_backend_name() if device == "gpu" else None  # "cuda", "metal" or None
-    if not FUSE[0] or draft.captures_tracer or (device != "cpu" and not gpu):
+    """Fuses (where the stream's backend fuses, not when the trace holds an outer tracer) and
+    builds the kernels: now, or (a backend that builds in the background, kernels neither
+    loaded nor on disk, background mode) on the worker thread; then it returns ``deferred =
+    (unfused steps,)`` and the draft's steps are the fused ones, whose kernels are not built
+    yet."""
+    backend = registry.backend_of(stream)
+    policy = backend.policy
+    if not FUSE[0] or draft.captures_tracer or not policy.fuses:
         return [], 0.0, None
-    from .fuse import fuse
-
-    saved = list(draft.steps)
-    fused = fuse(draft, shapeless, cpu=device == "cpu")
-    if not fused:
-        return [], 0.0, None
-    if gpu:  # Compiled nodes run through the GPU backend; build their kernels now
-        if gpu == "cuda":
-            from ..backends.cuda import compiled as gpu_compiled
-
-            if fast_math:  # the fused kernels' specs ask for the fast-math variant
-                for f in fused:
-                    f.prim.spec = dataclasses.replace(f.prim.spec, fast=True)
-        else:
-            from ..backends.metal import compiled as gpu_compiled
-        t = time.perf_counter()
-        gpu_compiled.prepare([f.prim.spec for f in fused])
-        return fused, time.perf_counter() - t, None
-    from ..backends.cpu import compiled as cpu_compiled
     from . import background
 
+    saved = list(draft.steps)
+    fused = fuse(draft, shapeless, policy)
+    if not fused:
+        return [], 0.0, None
+    if options.fast_math and policy.fast_math:  # the kernels' specs ask for the fast variant
+        for f in fused:
+            f.prim.spec = dataclasses.replace(f.prim.spec, fast=True)
     specs = [f.prim.spec for f in fused]
-    if background.background_kernels() and not cpu_compiled.ready(specs):
+    if policy.background_kernels and background.background_kernels() and not backend.ready(specs):
         return fused, 0.0, (saved,)
     t = time.perf_counter()
     try:
-        kernels = cpu_compiled.prepare(specs)
-    except cpu_compiled.KernelCompileError as e:
+        launchers = backend.prepare(specs, options)
+    except KernelCompileError as e:
         draft.steps = saved
         _warn_compiler(e, stacklevel=6)
         return [], time.perf_counter() - t, None
     for f in fused:
-        f.kernel = kernels[f.prim.spec]
+        f.kernel = launchers.get(f.prim.spec)
     return fused, time.perf_counter() - t, None

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..core import dtypes as dt
 from ..core import shapeless
+from ..backends.registry import backend_of
 from ..core.array import Array
 from ..core.device import resolve_stream
 
@@ -65,14 +66,15 @@ _SCALAR_VIEWS: dict = {}  # (value key, dtype, shape) -> evaluated broadcast con
 
 
 def scalar_operand(v, dtype: dt.Dtype, like: Array) -> Array:
-    """Python scalar ``v`` as an operand next to ``like``: on the CPU an evaluated constant of
-    ``like``'s shape (a zero-stride view of one value, kept in a small cache), so ``x * 2.0``
-    makes one graph node and nothing to broadcast at evaluation; elsewhere a 0-d constant
+    """Python scalar ``v`` as an operand next to ``like``: where the backend broadcasts
+    scalars (the CPU) an evaluated constant of ``like``'s shape (a zero-stride view of one
+    value, kept in a small cache), so ``x * 2.0`` makes one graph node and nothing to
+    broadcast at evaluation; elsewhere a 0-d constant
     (the op broadcasts it). Compile reads a zero-stride constant as the scalar it is. These
     arrays are operands only, never returned to the user, so sharing them is safe."""
     stream = like._stream
     if (
-        stream.device.type.value != "cpu"
+        not backend_of(stream).broadcast_scalars
         or isinstance(v, complex)
         or v != v
         or shapeless.relative(like)

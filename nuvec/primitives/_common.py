@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..backends.registry import backend_of
+from ..core.device import current_stream
 from ..core.primitive import Primitive
 
 
@@ -46,17 +48,12 @@ def align_batch(inputs, axes):
     return [batch_front(x, ax, size) for x, ax in zip(inputs, axes)]
 
 
-def on_cpu_rows(x, axes) -> bool:
-    """Whether a row primitive of the CPU (one pass per row of the last axis) applies: float32
-    or float64 ``x`` reduced along its last axis only, on a CPU stream."""
-    from ..core.device import current_stream
-
-    return (
-        x._dtype.name in ("float32", "float64")
-        and x.ndim >= 1
-        and tuple(axes) == (x.ndim - 1,)
-        and current_stream().device.type.value == "cpu"
-    )
+def lowers(prim, inputs) -> bool:
+    """Whether the backend of the default stream runs the composite primitive ``prim`` on
+    ``inputs`` as one primitive (MLX's ``use_fallback`` negated); otherwise the graph keeps
+    the composite (``prim.expand``)."""
+    b = backend_of(current_stream())
+    return b is not None and type(prim) in b.lowerings and b.supports(prim, inputs)
 
 
 class Expanding(Primitive):

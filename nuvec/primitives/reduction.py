@@ -23,7 +23,7 @@ from ..core import dtypes as dt
 from ..core import shapeless
 from ..core.array import Array
 from ..core.primitive import Primitive
-from ._common import Expanding, conj, on_cpu_rows, ops as _ops, zeros as _zeros
+from ._common import Expanding, conj, lowers, ops as _ops, zeros as _zeros
 from .shape import ExpandDims
 
 REDUCE_OPS = ("sum", "prod", "max", "min", "all", "any")
@@ -338,9 +338,12 @@ class Softmax(Primitive):
 
 def softmax_product(y: Array, g: Array, axes: tuple, scale: float = 1.0) -> Array:
     """``(g * y - y * sum(g * y)) * scale`` over ``axes``: the softmax's vjp and jvp (``y``
-    its output); one CPU pass per row (``SoftmaxProduct``) where that applies, same bits."""
-    if on_cpu_rows(y, axes) and g._dtype == y._dtype and g._shape == y._shape:
-        return Array.make(SoftmaxProduct(scale), [y, g])
+    its output); one pass per row (``SoftmaxProduct``) along the last axis where the backend
+    lowers it, same bits."""
+    if tuple(axes) == (y.ndim - 1,):
+        prim = SoftmaxProduct(scale)
+        if lowers(prim, [y, g]):
+            return Array.make(prim, [y, g])
     return SoftmaxProduct.composite(y, g, axes, scale)
 
 

@@ -47,7 +47,7 @@ def test_replay_returns_evaluated_gpu_arrays_with_the_uncompiled_bits():
         want = [np.asarray(v) for v in fn(x, y)]
         f(x, y)  # traces
         tape = _entry(f, x, y).tape
-        assert tape.eager_ok and tape.device_scope is not None
+        assert tape.eager_ok and tape.executable is not None
         assert all(isinstance(d, cp.ndarray) for d in tape.const_data)
         out = f(x, y)
     for o, w in zip(out, want):
@@ -137,7 +137,7 @@ def _replay_against_plain(fn, w1, w2, xs):
     with nv.stream(nv.gpu):
         want = [[np.asarray(v) for v in fn(w1, w2, x)] for x in xs]
         got = [f(w1, w2, x) for x in xs]  # calls 3.. launch the recorded graph
-        hook = _entry(f, w1, w2, xs[0]).tape.device_replay
+        hook = _entry(f, w1, w2, xs[0]).tape.executable.graph
         assert hook.graphs and not hook.failed, hook.reason
     return got, want, hook
 
@@ -170,7 +170,7 @@ def test_graph_replay_falls_back_for_strided_inputs():
     with nv.stream(nv.gpu):
         for _ in range(4):
             f(w1, w2, on_gpu(randn(8, 32)))
-        assert _entry(f, w1, w2, w1).tape.device_replay.graphs
+        assert _entry(f, w1, w2, w1).tape.executable.graph.graphs
         xt = on_gpu(randn(32, 8)).T  # same shape, not contiguous
         nv.eval(xt)
         got = f(w1, w2, xt)
@@ -186,4 +186,4 @@ def test_graphs_can_be_turned_off(monkeypatch):
     with nv.stream(nv.gpu):
         for _ in range(4):
             f(w1, w2, x)
-        assert _entry(f, w1, w2, x).tape.device_replay is None
+        assert _entry(f, w1, w2, x).tape.executable.graph is None

@@ -48,15 +48,7 @@ __all__ = [
 ]
 
 from ...codegen.dialects.c import FLAGS as BASE_FLAGS  # no contraction, no fast-math
-
-
-class KernelCompileError(RuntimeError):
-    """The C compiler is missing or failed; ``message`` holds what it said."""
-
-    def __init__(self, message: str, command: list[str] | None = None):
-        super().__init__(message)
-        self.message = message
-        self.command = command
+from ..base import KernelCompileError  # the C compiler is missing or failed
 
 
 _lock = threading.Lock()

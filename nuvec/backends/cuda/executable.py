@@ -32,7 +32,7 @@ stream, not a thread), so warm a step up before sharing it between threads. ``de
 (``f.stats()["executable"]``) says which, and why. Set ``NUVEC_CUDA_GRAPHS=0``
 to turn recording off.
 
-    tape.device_replay = Executable(tape, cuda_stream)    # nuvec.backends.cuda.replay does this
+    Executable(tape, cuda_stream)    # nuvec.backends.cuda.replay.Replay makes it
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ class _Graph:
 
 
 class Executable:
-    """``device_replay`` hook of a tape on a CUDA stream (see the module docstring)."""
+    """The executable of a tape on a CUDA stream (see the module docstring)."""
 
     def __init__(self, tape, stream: cp.cuda.Stream) -> None:
         self.tape = tape

@@ -1,17 +1,19 @@
-"""What a compiled function's tape needs to replay directly on CuPy data (``Tape.run``).
+"""A compiled function's tape replayed directly on CuPy data (``CudaBackend.executable``).
 
 On the CPU a tape replays over NumPy arrays without making graph nodes; on a CUDA GPU it does
-the same over CuPy arrays, with these hooks (``nuvec.compile._finalize`` attaches them):
+the same over CuPy arrays:
 
-* constants are uploaded once, when the tape is made, not on every call;
-* a fused step launches its kernel directly (``kernels.launcher``), as the CPU's fused steps call
-  their C kernel, instead of going through the primitive's registered implementation;
-* the whole replay runs with the tape's CUDA stream current, after that stream has been made
-  to wait for any other GPU stream that produced an input (as evaluation does per node);
+* constants are uploaded once, when the tape is made, not on every call
+  (``device_constants``);
+* a fused step launches its kernel directly (the launchers ``CudaBackend.prepare`` returns),
+  as the CPU's fused steps call their C kernel;
+* the whole replay runs with the tape's CUDA stream current (``tape.scope``), after that
+  stream has been made to wait for any other GPU stream that produced an input (as
+  evaluation does per node);
 * a tape of several steps becomes one executable once warm (``executable``): a static memory
   plan and a recorded CUDA graph that a call launches at once instead of step by step.
 
-    tape.data_type = ndarray; tape.const_data = device_constants(consts); attach(tape, stream)
+    tape.const_data = device_constants(consts); tape.executable = Replay(tape, stream)
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.device import DeviceType
-from . import executable, kernels
+from . import executable
 from .runtime import _streams, cuda_stream, ndarray, upload
 
-__all__ = ["ndarray", "device_constants", "fused_kernel", "attach"]
+__all__ = ["device_constants", "Replay"]
 
 
 def device_constants(consts: list) -> list:
@@ -37,27 +39,34 @@ def device_constants(consts: list) -> list:
     return out
 
 
-def fused_kernel(prim):
-    """``kernel(datas, shape[, outs])`` of a fused (Compiled) step, else None."""
-    spec = getattr(prim, "spec", None)
-    if spec is None or type(prim).__name__ != "Compiled":
-        return None
-    return kernels.launcher(spec)
+class Replay:
+    """``tape.executable`` on a CUDA stream: ``replay(inputs) -> outputs`` (evaluated
+    arrays); ``graph`` is the tape's ``executable.Executable`` (recorded once warm), or None
+    where the tape never becomes one."""
 
+    __slots__ = ("tape", "stream", "scope", "graph")
 
-def attach(tape, stream) -> None:
-    """Gives ``tape`` its stream scope and the input ordering for a replay on ``stream``."""
-    cs = cuda_stream(stream)
-    tape.device_scope = cs
+    def __init__(self, tape, stream) -> None:
+        self.tape = tape
+        self.stream = stream
+        self.scope = tape.scope = cuda_stream(stream)  # where Tape.replay_data queues steps
+        ok = executable.why_not(tape) is None
+        self.graph = executable.Executable(tape, self.scope) if ok else None
 
-    def order_inputs(inputs: list) -> None:
-        for x in inputs:
+    def __call__(self, inputs: list) -> list:
+        cs = self.scope
+        for x in inputs:  # the tape's stream waits for the inputs' producers
             s = x._stream
-            if s is not stream and s.device.type is DeviceType.gpu:
+            if s is not self.stream and s.device.type is DeviceType.gpu:
                 other = _streams.get(s)
                 if other is not None and other is not cs:
                     cs.wait_event(other.record())
+        if self.graph is not None:
+            return self.graph(inputs)
+        return self.tape.replay_data(inputs)
 
-    tape.order_inputs = order_inputs
-    if executable.why_not(tape) is None:
-        tape.device_replay = executable.Executable(tape, cs)  # records itself once warm
+    def describe(self) -> dict:
+        """What runs the tape (``f.stats()["executable"]``)."""
+        if self.graph is not None:
+            return self.graph.describe()
+        return {"state": "not recorded", "reason": executable.why_not(self.tape)}

@@ -4,10 +4,7 @@ A fused group is one ``KernelSpec`` run by the same code as single ops
 (``elementwise._compiled``). ``prepare`` compiles every kernel a trace needs in one Metal
 library, so the first call pays one compile; kernels not prepared compile on first use.
 
-    prepare([spec_a, spec_b])     # what nuvec.compile's fusion step calls for a Metal GPU
-
-(Until nuvec/compile/trace.py fuses for Metal as it does for CUDA, compiled functions run
-their steps unfused on the GPU; results are the same bits either way.)
+    prepare([spec_a, spec_b])     # what MetalBackend.prepare calls
 """
 
 from __future__ import annotations
