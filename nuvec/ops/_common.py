@@ -73,8 +73,10 @@ def scalar_operand(v, dtype: dt.Dtype, like: Array) -> Array:
     (the op broadcasts it). Compile reads a zero-stride constant as the scalar it is. These
     arrays are operands only, never returned to the user, so sharing them is safe."""
     stream = like._stream
+    backend = backend_of(stream)
     if (
-        not backend_of(stream).broadcast_scalars
+        backend is None
+        or not backend.broadcast_scalars
         or isinstance(v, complex)
         or v != v
         or shapeless.relative(like)
