@@ -11,10 +11,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+import numpy as np
+
 from ..core.array import Array
 from ..core.device import current_stream
 
 _SCALARS = (type(None), int, float, bool, str)
+
+
+def is_constant(value: Any) -> bool:
+    """Whether a non-array leaf is a constant a compiled function may be keyed on: a Python
+    scalar, string or None (MLX's), a NumPy scalar, or one of nuvec's dtypes, devices and
+    streams. Other objects (a class instance) are refused, as MLX refuses them."""
+    from ..core import device, dtypes
+
+    return isinstance(
+        value,
+        (
+            type(None),
+            bool,
+            int,
+            float,
+            complex,
+            str,
+            bytes,
+            np.generic,
+            dtypes.Dtype,
+            dtypes.DtypeCategory,
+            device.Device,
+            device.Stream,
+        ),
+    )
 
 
 def walk(obj: Any, path: str) -> Iterator[tuple[str, str, Any]]:
@@ -86,6 +113,15 @@ class Signature:
             else:
                 leaves.append((path, kind, None, leaf))
         return Signature(current_stream(), leaves)
+
+    def foreign(self) -> tuple[str, Any] | None:
+        """The first leaf of the call's arguments that is neither an array nor a constant (see
+        ``is_constant``)."""
+        for path, kind, _, value in self.leaves:
+            user = path.startswith(("argument", "keyword"))
+            if user and kind == "static" and not is_constant(value):
+                return path, value
+        return None
 
     def unhashable(self) -> tuple[str, Any]:
         for path, kind, _, value in self.leaves:

@@ -82,6 +82,30 @@ def _check_hashable(cf, key, sig: Signature) -> None:
             "which is neither an array, a container of arrays, nor a hashable "
             "constant (convert it with nv.array, or make it hashable)"
         ) from None
+    bad = sig.foreign()
+    if bad is not None:
+        path, value = bad
+        raise ValueError(
+            f"nv.compile({fun_name(cf.fun)}): {path} is a {type(value).__name__}; a compiled "
+            "function's arguments must be trees (lists, tuples, dicts) of arrays and constants "
+            "(Python scalars, strings, None); pass the arrays it holds, or capture the object "
+            "in the function"
+        )
+
+
+def _check_captured(cf, draft: Draft, leaves: list) -> None:
+    """Refuses a trace that reached one of the call's own input arrays other than through its
+    argument (a closure holding it, or a graph built on it): its value would be frozen into
+    the compiled function as a constant (MLX's "uncaptured inputs")."""
+    inputs = {id(a) for a in leaves}
+    for c in draft.consts:
+        if id(c) in inputs:
+            raise ValueError(
+                f"nv.compile({fun_name(cf.fun)}): the function reaches one of its input "
+                "arrays through its closure (or through an array computed from it) rather "
+                "than through its argument, so that value would be frozen into the compiled "
+                "function; pass it as an argument or copy it before the call"
+            )
 
 
 def trace_call(
@@ -108,7 +132,9 @@ def trace_call(
             out = cf.fun(*targs, **tkwargs)
             ph = [original(p, rebound) for p in ph]  # ``x[i] = v`` inside rebinds an input
             out_leaves, out_def = flatten(out)
-            return make_entry(cf, ph, out, out_leaves, out_def, stream, t0, origins=origins)
+            entry = make_entry(cf, ph, out, out_leaves, out_def, stream, t0, origins=origins)
+            _check_captured(cf, entry.info["draft"], leaves)
+            return entry
     except BaseException:
         if rs:
             rs[0] = key0  # a failed trace does not advance the global random key

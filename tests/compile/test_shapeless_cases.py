@@ -132,3 +132,30 @@ def test_random_programs_replay_exactly_or_refuse_by_name():
     outcomes = [check(seed) for seed in range(200)]
     assert outcomes.count("mismatch") == 0 and outcomes.count("one-sided") == 0
     assert outcomes.count("ok") > 120  # most programs replay on every shape
+
+
+def test_an_object_argument_is_refused_positionally_and_by_keyword():
+    class Config:
+        value = 1
+
+    f = nv.compile(lambda x, y: x + y.value)
+    with pytest.raises(ValueError, match=r"nv.compile\(.*<lambda>\): argument 1 is a Config"):
+        f(nv.array(0.0), Config())
+    with pytest.raises(ValueError, match=r"keyword 'y' is a Config"):
+        f(nv.array(0.0), y=Config())
+    g = nv.compile(lambda x, s, d: x * s if d is None else x)  # constants MLX accepts
+    assert_same(np.asarray(g(f32(1, 2), 2.0, None)), np.array([2.0, 4.0], np.float32))
+
+
+def test_an_input_reached_through_the_closure_is_refused():
+    x = nv.array([1, 2, 3]) + 2
+
+    def fn(a):
+        return a + (x + 1)
+
+    with pytest.raises(ValueError, match="reaches one of its input arrays through its closure"):
+        nv.compile(fn)(x)
+    y = nv.array([1.0, 2.0, 3.0]) + x  # an array computed from the input
+    with pytest.raises(ValueError, match="reaches one of its input arrays"):
+        nv.compile(lambda a: a + y)(x)
+    assert_same(np.asarray(nv.compile(fn)(x + 0)), np.asarray(fn(x + 0)))  # another array
