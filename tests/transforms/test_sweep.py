@@ -261,7 +261,7 @@ EXEMPT = {
     **{
         name: "communicates with other processes: its vjp, jvp and vmap are checked on 2 and 4 "
         "MPI processes in tests/distributed/test_dist_mpi.py"
-        for name in ("AllReduce", "AllGather", "Send", "Recv")
+        for name in ("AllReduce", "AllGather", "SumScatter", "Send", "Recv")
     },
     "Expanding": "an abstract base giving its subclasses the rules of the composite form they "
     "expand to; its concrete subclasses are probed here or exempt below",
