@@ -107,7 +107,7 @@ class Reduce(Primitive):
 
     @property
     def differentiable(self) -> bool:  # type: ignore[override]
-        return self.op not in ("all", "any") and self.dtype.kind in "fc"
+        return self.op not in ("all", "any") and self.dtype.kind in "fciu"
 
     def infer(self, inputs):
         (x,) = inputs

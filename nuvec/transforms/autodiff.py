@@ -88,16 +88,27 @@ def backward(
     return [ct.get(id(x)) for x in inputs]
 
 
+def _numeric(a: Array) -> bool:
+    return a._dtype.kind in "fciu"
+
+
 def forward(
     outputs: Sequence[Array], inputs: Sequence[Array], tangents: Sequence[Array | None]
 ) -> list[Array | None]:
     """The tangents of ``outputs`` (None where none reaches one) given those of ``inputs``:
-    the forward walk."""
+    the forward walk. Integer primals carry their (integer) tangents through integer
+    arithmetic, as MLX (``jvp(sum, [ints], [ints])``); booleans carry none."""
     order, _ = active_order(outputs, inputs)
     tan: dict = {}
     keep: dict = {}
     for x, t in zip(inputs, tangents):
-        _accumulate(tan, keep, x, t, "jvp")
+        if t is not None and _numeric(x):
+            if t._shape != x._shape:
+                raise ValueError(
+                    f"jvp: a tangent of shape {t._shape} was given for a primal of shape {x._shape}"
+                )
+            tan[id(x)] = t if t._dtype == x._dtype else ops.astype(t, x._dtype)
+            keep[id(x)] = x
     for node in order:
         prim = node._prim
         n = getattr(prim, "transform_inputs", None)
@@ -107,11 +118,11 @@ def forward(
         if not argnums or not prim.differentiable:
             continue
         sibs = node.siblings
-        if not any(_inexact(s) for s in sibs):
+        if not any(_numeric(s) for s in sibs):
             continue
         outs = prim.jvp(ins, [tan[id(ins[i])] for i in argnums], argnums)
         for s, t in zip(sibs, outs):
-            if t is not None and _inexact(s):
+            if t is not None and _numeric(s):
                 tan[id(s)] = t if t._dtype == s._dtype else _astype(t, s._dtype)
                 keep[id(s)] = s
     return [tan.get(id(o)) for o in outputs]

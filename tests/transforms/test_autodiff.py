@@ -275,3 +275,14 @@ def test_async_eval_refuses_traced_arrays():
     assert y.item() == 2.0
     g = nv.grad(lambda x: (nv.eval(x * 2), nv.sum(x * x))[1])(nv.array(3.0))
     assert g.item() == 6.0  # nv.eval inside a transform still works
+
+
+def test_jvp_carries_integer_tangents_through_integer_arithmetic():
+    a, t = nv.arange(4), nv.array([3, 2, 1, 0])
+    for f, want in ((nv.sum, 6), (nv.prod, 18), (nv.min, 3), (nv.max, 0)):
+        (tangent,) = nv.jvp(f, (a,), (t,))[1]
+        assert tangent.dtype == nv.int32 and tangent.item() == want  # as MLX
+    (tangent,) = nv.jvp(lambda x: x * 3 + 1, [a], [t])[1]
+    assert tangent.tolist() == [9, 6, 3, 0]
+    (tangent,) = nv.jvp(lambda x: x > 1, [nv.array([1.0, 2.0])], [nv.ones(2)])[1]
+    assert tangent.dtype == nv.float32 and tangent.tolist() == [0.0, 0.0]  # bools: zeros
