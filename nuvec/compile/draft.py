@@ -56,6 +56,15 @@ class Draft:
                 out[v] = k
         return out
 
+    def readers(self) -> dict[int, list[DStep]]:
+        """Value id -> the steps that read it, in step order (a step reading it twice is
+        listed twice)."""
+        out: dict[int, list[DStep]] = {}
+        for s in self.steps:
+            for a in s.args:
+                out.setdefault(a, []).append(s)
+        return out
+
     def drop_unused(self) -> None:
         """Removes the steps no output depends on (effectful steps always stay)."""
         prod = self.producers()

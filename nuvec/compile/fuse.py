@@ -19,8 +19,7 @@ itself).
 
     saved = list(draft.steps)
     fused = fuse(draft, shapeless=False, policy=backend.policy)  # rewrites draft.steps
-    # (the policy says whether members read after the group join as outputs, and whether
-    # split_addmm and permute_matmuls run first)
+    # (the policy says whether members read after the group join as outputs)
     # (a kernel that cannot be built: ``draft.steps = saved`` runs the steps unfused)
 """
 
@@ -33,9 +32,8 @@ from ..codegen.ir import KernelSpec, Node
 from ..codegen.ops import supports
 from ..primitives.compiled import Compiled
 from ..primitives.elementwise import AsType, Binary, Select, Unary
-from ..primitives.linalg import AddMM, Matmul, PermutedMatmul
-from ..primitives.shape import Broadcast, Transpose
-from .draft import CONST, STEP, DStep, Draft
+from ..primitives.shape import Broadcast
+from .draft import CONST, DStep, Draft
 
 MAX_STEPS = 32
 MAX_ARRAYS = 24
@@ -55,97 +53,10 @@ def kernel_op(prim, arg_dtypes: list[str]) -> str | None:
     return op if supports(op, d) else None
 
 
-def split_addmm(draft: Draft) -> None:
-    """``addmm(c, a, b)`` (alpha = beta = 1, float32 or float64) read only by element-wise
-    steps becomes ``a @ b`` and an add of ``c``, which then fuses with its readers: a layer's bias
-    add and activation take one kernel pass, as XLA's fusions do. The bits are the CPU
-    addmm's, which adds ``c`` to the product in the product's dtype (other backends may round
-    ``a @ b + c`` once inside the GEMM, so only the CPU splits)."""
-    dname = [d.name for d in draft.dtype]
-    readers: dict[int, list[DStep]] = {}
-    for s in draft.steps:
-        for a in s.args:
-            readers.setdefault(a, []).append(s)
-
-    def fusable(s: DStep) -> bool:
-        return (
-            len(s.outs) == 1
-            and s.prim.elementwise
-            and kernel_op(s.prim, [dname[a] for a in s.args]) is not None
-        )
-
-    steps: list[DStep] = []
-    for s in draft.steps:
-        out = s.outs[0]
-        if (
-            type(s.prim) is not AddMM
-            or s.prim.alpha != 1.0
-            or s.prim.beta != 1.0
-            or dname[out] not in ("float32", "float64")
-            or not readers.get(out)
-            or not all(fusable(r) for r in readers[out])
-        ):
-            steps.append(s)
-            continue
-        c, a, b = s.args
-        shape, dtype = draft.shape[out], draft.dtype[out]
-        product = draft.new_value(STEP, shape, dtype)
-        steps.append(DStep(Matmul(), (a, b), (product,), s.stream))
-        if draft.shape[c] != shape:
-            wide = draft.new_value(STEP, shape, dtype)
-            steps.append(DStep(Broadcast(shape), (c,), (wide,), s.stream))
-            c = wide
-        steps.append(DStep(Binary("add"), (product, c), (out,), s.stream))
-    draft.steps = steps
-
-
-def permute_matmuls(draft: Draft) -> None:
-    """A matmul read only through a chain of transposes (each read only by the next) that
-    keeps the last axis last becomes one ``PermutedMatmul``: the CPU writes the product in the
-    layout the chain ends in, so a reshape after it (attention's heads merged back, in the
-    forward and the backward pass) is a view instead of a transposed copy. Same bits: each
-    product is the same BLAS call, written with another row stride."""
-    readers: dict[int, list[DStep]] = {}
-    for s in draft.steps:
-        for a in s.args:
-            readers.setdefault(a, []).append(s)
-    outputs = set(draft.outputs)
-    replace: dict[int, DStep] = {}  # id of a chain's last transpose -> its new step
-    drop: set[int] = set()
-    for s in draft.steps:
-        if type(s.prim) is not Matmul or len(draft.shape[s.outs[0]]) < 3:
-            continue
-        chain, v = [], s.outs[0]
-        while (
-            v not in outputs
-            and len(readers.get(v, ())) == 1
-            and type(readers[v][0].prim) is Transpose
-        ):
-            chain.append(readers[v][0])
-            v = chain[-1].outs[0]
-        if not chain:
-            continue
-        axes = tuple(range(len(draft.shape[s.outs[0]])))
-        for t in chain:  # output axis i of the chain is product axis axes[i]
-            axes = tuple(axes[i] for i in t.prim.axes)
-        if axes[-1] != len(axes) - 1 or axes == tuple(range(len(axes))):
-            continue
-        drop.add(id(s))
-        drop.update(id(t) for t in chain[:-1])
-        replace[id(chain[-1])] = DStep(PermutedMatmul(axes), s.args, chain[-1].outs, s.stream)
-    if replace:
-        draft.steps = [replace.get(id(s), s) for s in draft.steps if id(s) not in drop]
-
-
 def fuse(draft: Draft, shapeless: bool, policy: FusionPolicy) -> list[DStep]:
     """Replaces element-wise chains of ``draft`` by fused steps; returns those steps. The
     backend's ``policy`` says whether members read after the group may join as outputs
-    (else a member's readers are all in its group, function outputs excepted) and whether
-    (shaped mode) ``split_addmm`` and ``permute_matmuls`` rewrite the steps first."""
-    if not shapeless and policy.split_addmm:
-        split_addmm(draft)
-    if not shapeless and policy.permute_matmuls:
-        permute_matmuls(draft)
+    (else a member's readers are all in its group, function outputs excepted)."""
     steps = draft.steps
     n = len(steps)
     if n < 2:

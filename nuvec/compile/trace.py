@@ -27,6 +27,7 @@ from .schedule import hoist_reductions
 from ._tape import Tape
 from .draft import Draft
 from .fuse import fuse
+from .rewrites import rewrite
 from .signature import Signature, miss_reason
 
 #: fuse element-wise chains (tests switch it off to compare)
@@ -302,6 +303,8 @@ def _fuse(
     from . import background
 
     saved = list(draft.steps)
+    if not shapeless:
+        rewrite(draft, policy)
     fused = fuse(draft, shapeless, policy)
     if not fused:
         return [], 0.0, None

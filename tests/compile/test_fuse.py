@@ -165,7 +165,7 @@ def test_a_reader_in_a_later_group_counts_at_that_groups_root():
     assert_topological(entry_of(g).tape)
 
 
-@pytest.mark.usefixtures("cpu_device")  # the split is the CPU's (see fuse.split_addmm)
+@pytest.mark.usefixtures("cpu_device")  # the split is the CPU's (see rewrites.split_addmm)
 def test_a_bias_add_and_its_activation_after_a_matmul_take_one_kernel():
     rng = np.random.default_rng(3)
     x = nv.array(rng.standard_normal((5, 7)).astype(np.float32))
@@ -199,7 +199,7 @@ def test_a_bias_add_and_its_activation_after_a_matmul_take_one_kernel():
     assert step_names(g, xh, wh, bh)[0] == "addmm"
 
 
-@pytest.mark.usefixtures("cpu_device")  # the CPU's pass (see fuse.permute_matmuls)
+@pytest.mark.usefixtures("cpu_device")  # the CPU's pass (see rewrites.permute_matmuls)
 def test_a_product_read_through_transposes_is_written_in_their_layout():
     rng = np.random.default_rng(4)
     a = nv.array(rng.standard_normal((2, 3, 5, 4)).astype(np.float32))
