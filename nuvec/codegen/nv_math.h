@@ -104,6 +104,20 @@ NV_FN float nv_exp_f32(float x)
     return under ? 0.0f : e;
 }
 
+/* exp(x) for 0 <= x <= 88, where nv_exp_f32's clamps and special cases do nothing and its
+ * result is normal: the same steps, the scaling by 2^n as one add to the exponent field (exact
+ * here, as nv_ldexp2's two products are), so the same bits for fewer operations */
+NV_FN float nv_exp_nonneg(float x)
+{
+    float t = fmaf(x, NV_LOG2E, 0x1.8p23f);
+    float n = t - 0x1.8p23f;
+    uint32_t ni = nv_f2u(t) - 0x4b400000u;
+    float r = fmaf(-n, NV_LN2_HI, x);
+    r = fmaf(-n, NV_LN2_LO, r);
+    float e = 1.0f + nv_exp_poly(r);
+    return nv_u2f(nv_f2u(e) + (ni << 23));
+}
+
 NV_FN float nv_expm1_f32(float x)
 {
     float xc = x > 60.0f ? 60.0f : x;
@@ -451,7 +465,7 @@ NV_FN float nv_tanh_f32(float x)
     float z = a * a;
     float p = nv_poly_tanh(z);
     float small = fmaf(a * z, p, a);
-    float e = nv_exp_f32(2.0f * (a < 20.0f ? a : 20.0f));
+    float e = nv_exp_nonneg(2.0f * (a < 20.0f ? a : 20.0f));
     float big = 1.0f - 2.0f / (e + 1.0f);
     float v = a < 1.0f ? small : big;
     return (x == x) ? copysignf(v, x) : x;
