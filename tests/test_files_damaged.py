@@ -48,7 +48,7 @@ def _zip_with(name: str, payload: bytes, compressed: bool) -> bytes:
 
 
 LIES = {
-    # the .npy of issue 21: 144 bytes claiming 4 TiB, and one claiming 8 GiB
+    # a 144-byte .npy claiming 4 TiB, and one claiming 8 GiB
     "tib.npy": _npy((1099511627776,)).ljust(144, b" "),
     "gib.npy": _npy((2147483648,), data=b"\0" * 64),
     "hlen.npy": _npy((4,), version=2, hlen=0xFFFFFFF0),

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from ..backends import registry
 from ..codegen import kernel_name
 from ..core.array import Array
+from ..primitives.compiled import Compiled
 from .draft import Draft
 
 
@@ -89,7 +90,7 @@ class CompileReport:
 def prim_label(p) -> str:
     """A short name for a primitive: its name, and its parameters when they add anything."""
     params = p.params
-    if type(p).__name__ == "Compiled":
+    if type(p) is Compiled:
         return repr(p)
     if not params or params == (p.name,):
         return p.name

@@ -22,6 +22,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from ..printing import format_array
 from . import dtypes as _dt
 from . import shapeless as _shapeless
 from .device import Stream, current_stream
@@ -308,7 +309,6 @@ class Array:
         h = self._host()
         if self._dtype == _dt.bfloat16:
             h = h.astype(np.float32)
-        from ..printing import format_array
 
         return format_array(h, self._dtype.name)
 

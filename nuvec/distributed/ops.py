@@ -20,6 +20,7 @@ from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.device import resolve_stream
 from ..ops._common import as_array
+from ..ops.shape import reshape
 from ..primitives.distributed import AllGather, AllReduce, Recv, Send, SumScatter
 from .group import Group, resolve_group
 
@@ -91,8 +92,6 @@ def all_gather(x, /, *, group: Group | None = None, stream=None) -> Array:
     s = resolve_stream(stream)
     if g.size() == 1:
         if x.ndim == 0:
-            from ..ops.shape import reshape
-
             return reshape(x, (1,), stream=s)
         return x
     return Array.make(AllGather(g), [x], s)

@@ -19,12 +19,15 @@ import numpy as np
 from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.device import resolve_stream
+from ..primitives.depends import Depends
+from ..primitives.misc import Copy
 from . import elementwise as ew
 from ._common import as_array, normalize_axis
 from .creation import array
-from .indexing import diagonal, getitem
+from .indexing import diagonal, getitem, take
+from .reduction import any as _any
 from .reduction import sum
-from .shape import reshape, split, squeeze, transpose, flatten
+from .shape import flatten, reshape, split, squeeze, transpose
 from .sort import sort
 
 __all__ = [
@@ -104,7 +107,6 @@ def trunc(a, /, *, stream=None) -> Array:
 
 def positive(a, /, *, stream=None) -> Array:
     """Element-wise unary plus: a copy of ``a``."""
-    from ..primitives.misc import Copy
 
     return Array.make(Copy(), [as_array(a, "positive")], resolve_stream(stream))
 
@@ -237,8 +239,6 @@ def median(
         low = ew.astype(getitem(s, (Ellipsis, n // 2 - 1), stream=stream), out_dtype, stream=stream)
         mid = ew.multiply(ew.add(mid, low, stream=stream), 0.5, stream=stream)
     if dt.issubdtype(a.dtype, dt.inexact):  # sorting puts NaNs last; any NaN gives NaN
-        from .reduction import any as _any
-
         mid = ew.where(
             _any(ew.isnan(x, stream=stream), axis=-1, stream=stream),
             float("nan"),
@@ -385,7 +385,6 @@ def from_dlpack(x, /, *, copy: bool | None = None) -> Array:
 def contiguous(a, /, allow_col_major: bool = False, *, stream=None) -> Array:
     """``a`` with the same values in a new array node; nuvec lays results out as it needs
     (host conversions are row-contiguous), so this is a copy that keeps ``a``'s graph."""
-    from ..primitives.misc import Copy
 
     if not isinstance(allow_col_major, bool):
         raise TypeError("contiguous: allow_col_major must be a bool")
@@ -420,7 +419,6 @@ def depends(inputs, dependencies):
     >>> nv.depends(nv.exp(a), nv.log(a)).tolist() == nv.exp(a).tolist()
     True
     """
-    from ..primitives.depends import Depends
 
     single = isinstance(inputs, Array)
     ins = [inputs] if single else [as_array(x, "depends") for x in inputs]
@@ -453,7 +451,6 @@ def as_strided(
     >>> nv.as_strided(nv.arange(5), (3, 2), (1, 1)).tolist()
     [[0, 1], [1, 2], [2, 3]]
     """
-    from .indexing import take
 
     a = as_array(a, "as_strided")
     shape = tuple(a.shape if shape is None else shape)

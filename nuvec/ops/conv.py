@@ -21,7 +21,13 @@ from __future__ import annotations
 import itertools
 from typing import Sequence, Union
 
-import nuvec as nv
+from ..core import dtypes as dt
+from ..core.device import stream as on_stream
+from . import reduction
+from ._common import as_array
+from .elementwise import astype, maximum
+from .linalg import matmul
+from .shape import concatenate, pad, reshape, transpose
 
 IntOrTuple = Union[int, Sequence[int]]
 
@@ -64,7 +70,7 @@ def _pad_spatial(x, padding, value=0.0):
     if not any(padding):
         return x
     widths = [(0, 0)] + [(p, p) for p in padding] + [(0, 0)]
-    return nv.pad(x, widths, constant_values=value)
+    return pad(x, widths, constant_values=value)
 
 
 def conv_general(
@@ -103,33 +109,32 @@ def conv_general(
             f"must equal the input channels ({c_in})"
         )
     if x.dtype != weight.dtype:
-        d = nv.promote_types(x.dtype, weight.dtype)
-        x, weight = nv.astype(x, d), nv.astype(weight, d)
+        d = dt.promote_types(x.dtype, weight.dtype)
+        x, weight = astype(x, d), astype(weight, d)
     xp = _pad_spatial(x, padding)
     slices, out = _window_slices(xp, kernel, stride, dilation, op)
     n = x.shape[0]
     k = len(slices)
     if groups == 1:
-        cols = slices[0] if k == 1 else nv.concatenate(slices, axis=-1)
-        cols = nv.reshape(cols, (-1, k * c_in))
-        w2 = nv.reshape(weight, (c_out, k * c_in))
-        y = nv.matmul(cols, nv.transpose(w2))
-        return nv.reshape(y, (n, *out, c_out))
+        cols = slices[0] if k == 1 else concatenate(slices, axis=-1)
+        cols = reshape(cols, (-1, k * c_in))
+        w2 = reshape(weight, (c_out, k * c_in))
+        y = matmul(cols, transpose(w2))
+        return reshape(y, (n, *out, c_out))
     og = c_out // groups
     ys = []
     for g in range(groups):
         part = [s[..., g * cg : (g + 1) * cg] for s in slices]
-        cols = part[0] if k == 1 else nv.concatenate(part, axis=-1)
-        cols = nv.reshape(cols, (-1, k * cg))
-        w2 = nv.reshape(weight[g * og : (g + 1) * og], (og, k * cg))
-        ys.append(nv.matmul(cols, nv.transpose(w2)))
-    y = nv.concatenate(ys, axis=-1)
-    return nv.reshape(y, (n, *out, c_out))
+        cols = part[0] if k == 1 else concatenate(part, axis=-1)
+        cols = reshape(cols, (-1, k * cg))
+        w2 = reshape(weight[g * og : (g + 1) * og], (og, k * cg))
+        ys.append(matmul(cols, transpose(w2)))
+    y = concatenate(ys, axis=-1)
+    return reshape(y, (n, *out, c_out))
 
 
 def _checked(x, weight, groups, nd: int, op: str):
     """``x`` and ``weight`` as arrays, ``weight`` of rank ``nd + 2``, ``groups`` an int."""
-    from ._common import as_array
 
     x, weight = as_array(x, op), as_array(weight, op)
     if weight.ndim != nd + 2:
@@ -141,7 +146,7 @@ def _checked(x, weight, groups, nd: int, op: str):
 
 def _conv(x, weight, stride, padding, dilation, groups, nd: int, op: str, stream):
     x, weight = _checked(x, weight, groups, nd, op)
-    with nv.stream(stream):
+    with on_stream(stream):
         return conv_general(x, weight, stride, padding, dilation, groups, op=op)
 
 
@@ -217,10 +222,10 @@ def pool(
             shape += [n // k, k]
         shape.append(x.shape[-1])
         axes = tuple(2 + 2 * i for i in range(nd))
-        t = nv.reshape(x, shape)
-        return nv.max(t, axis=axes) if kind == "max" else nv.mean(t, axis=axes)
+        t = reshape(x, shape)
+        return reduction.max(t, axis=axes) if kind == "max" else reduction.mean(t, axis=axes)
     slices, _ = _window_slices(x, kernel, stride, (1,) * nd, op)
     acc = slices[0]
     for s in slices[1:]:
-        acc = nv.maximum(acc, s) if kind == "max" else acc + s
+        acc = maximum(acc, s) if kind == "max" else acc + s
     return acc if kind == "max" else acc / count

@@ -10,7 +10,17 @@ import numpy as np
 from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.device import resolve_stream
+from ..primitives.shape import Broadcast
 from ._common import SCALARS, as_array, scalar_dtype, shape_arg
+from .elementwise import astype, where
+from .shape import (
+    _has_sizes,
+    broadcast_arrays,
+    broadcast_shapes,
+    broadcast_to,
+    reshape,
+    sized_broadcast,
+)
 
 
 def _infer_list_dtype(obj) -> dt.Dtype:
@@ -58,8 +68,6 @@ def array(obj, dtype=None) -> Array:
     """
     d = dt.to_dtype(dtype) if dtype is not None else None
     if isinstance(obj, Array):
-        from .elementwise import astype
-
         return astype(obj, d) if d is not None and d != obj.dtype else obj
     if isinstance(obj, (np.ndarray, np.generic)):
         src = numpy_default_dtype(obj.dtype)
@@ -116,12 +124,8 @@ def full(shape, vals, dtype=None, *, stream=None) -> Array:
     else:  # a Python scalar is made in ``dtype`` itself: 0.37 stays exact in float64
         v = array(vals, d)
     if d is not None and v.dtype != d:
-        from .elementwise import astype
-
         v = astype(v, d)
     if sized:
-        from .shape import sized_broadcast
-
         return sized_broadcast(v, shape, stream)
     out = _fill(v, shape, "full", stream)
     _derive(out, sys._getframe(1))
@@ -145,13 +149,11 @@ def _sizes(shape) -> bool:
 
     if not shapeless.active():
         return False
-    from .shape import _has_sizes
 
     return _has_sizes(shape)
 
 
 def _fill(v: Array, shape: tuple, name: str, stream) -> Array:
-    from .shape import broadcast_shapes, broadcast_to
 
     if v._shape != shape and (
         len(shape) < v.ndim or broadcast_shapes(v._shape, shape, name=name) != shape
@@ -183,14 +185,11 @@ def _constant_fill(shape, value, dtype, name: str, stream) -> Array:
     d = dt.to_dtype(dtype)
     st = resolve_stream(stream)
     if _sizes(shape):
-        from .shape import sized_broadcast
-
         return sized_broadcast(Array.constant(np.array(value, d.np), st, d), shape, stream)
     shape = shape_arg(shape, name)
     scalar = Array.constant(np.array(value, d.np), st, d)
     if not shape:
         return scalar
-    from ..primitives.shape import Broadcast
 
     return Array.make(Broadcast(shape), [scalar], st)
 
@@ -214,9 +213,6 @@ def full_like(a, /, vals, dtype=None, *, stream=None) -> Array:
 
     a = as_array(a, "full_like")
     if shapeless.relative(a):
-        from ..primitives.shape import Broadcast
-        from .elementwise import astype
-
         v = array(vals) if not isinstance(vals, Array) else vals
         v = astype(v, dt.to_dtype(dtype or a.dtype))
         _fill(v, a._shape, "full_like", stream)  # the same checks as the eager form
@@ -365,7 +361,6 @@ def tri(n: int, m: int | None = None, k: int = 0, dtype=dt.float32, *, stream=No
 
 
 def _triangle(name: str, x, k: int, lower: bool, stream) -> Array:
-    from .elementwise import where
 
     x = as_array(x, name)
     if x.ndim < 2:
@@ -395,7 +390,6 @@ def meshgrid(*arrays, sparse: bool = False, indexing: str = "xy", stream=None) -
     >>> [g.shape for g in nv.meshgrid(nv.arange(3), nv.arange(2))]
     [(2, 3), (2, 3)]
     """
-    from .shape import broadcast_arrays, reshape
 
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")

@@ -19,6 +19,7 @@ from ..core import shapeless
 from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives.elementwise import AsType, Binary, Select, Unary
+from ..primitives.misc import StopGradient
 from ._common import as_array, operands
 from .shape import broadcast_arrays
 
@@ -382,7 +383,6 @@ def _float(a) -> Array:
 
 def stop_gradient(a, /, *, stream=None) -> Array:
     """``a`` with no gradient flowing back through it."""
-    from ..primitives.misc import StopGradient
 
     return Array.make(StopGradient(), [as_array(a, "stop_gradient")], resolve_stream(stream))
 

@@ -31,21 +31,33 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..core import dtypes as dt
+from ..core import shapeless
 from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives.indexing import Gather, GatherAxis, IndexOutOfBounds, Scatter, ScatterAxis
-from ..core import shapeless
-from ..primitives.shape import ExpandDims, RelativeSlice, RelativeSliceUpdate, SliceUpdate
-from ..primitives.shape import Squeeze, slice_shape, slice_triplet
+from ..primitives.shape import (
+    ExpandDims,
+    RelativeSlice,
+    RelativeSliceUpdate,
+    SliceUpdate,
+    Squeeze,
+    slice_shape,
+    slice_triplet,
+)
 from ._common import SCALARS, as_array, constant, weak_dtype
+from .creation import array
+from .elementwise import astype, clip, negative, reciprocal, where
+from .reduction import cumsum
 from .shape import (
     broadcast_arrays,
+    broadcast_shapes,
     broadcast_to,
     flatten,
     norm_axes,
     norm_axis,
     reshape,
     slice_axes,
+    squeeze,
     transpose,
 )
 
@@ -73,14 +85,11 @@ def _index_array(x, name: str) -> Array:
             arr = arr.astype(np.int32)  # an empty list is an empty index
         if arr.dtype.kind not in "ui":
             raise TypeError(f"{name}: index arrays must be integers, not {arr.dtype}")
-        from .creation import array
 
         x = array(arr.astype(np.int32) if arr.dtype == np.int64 and _fits32(arr) else arr)
     if x._dtype == dt.bool_:
         raise _bool_error(name)
     if x._dtype.kind == "f" and x.size == 0:  # an empty float array is an empty index
-        from .elementwise import astype
-
         x = astype(x, dt.int32)
     if x._dtype.kind not in "ui":
         raise TypeError(f"{name}: index arrays must be integers, not {x._dtype.name}")
@@ -377,7 +386,6 @@ def _getitem(a: Array, index, name: str, stream) -> Array:
 
 def _value(value, a: Array, name: str) -> Array:
     """``value`` as an array of ``a``'s dtype (Python scalars weakly typed)."""
-    from .elementwise import astype
 
     if isinstance(value, SCALARS):
         value = constant(value, weak_dtype(value, a._dtype))
@@ -447,7 +455,6 @@ def _relative_update(a: Array, ix: _Index, value: Array, mode: str, name: str, s
     """``_update`` of a basic index under a shapeless trace: the box, the value's broadcast
     to it and the write are all normalised again on each replay (no traced size)."""
     from .. import ops
-    from .shape import squeeze
 
     st = resolve_stream(stream)
     cur = _relative_slice(a, ix.spec(), stream)
@@ -495,8 +502,6 @@ def _boolean_mask(index) -> Array | None:
     if isinstance(index, (np.ndarray, list)):
         arr = np.asarray(index) if isinstance(index, list) or index.dtype == np.bool_ else None
         if arr is not None and arr.dtype == np.bool_:
-            from .creation import array
-
             return array(arr)
     return None
 
@@ -508,8 +513,6 @@ def _masked_scatter(a: Array, mask: Array, value, name: str, stream) -> Array:
     ``mask``'s shape is a prefix of ``a``'s. A ``value`` without that leading axis is broadcast
     to every selected slice. Built from cumsum, take and where, so its vjp, jvp and vmap come
     from theirs (under vmap each batch restarts at ``value``'s first entry)."""
-    from .elementwise import astype, clip, where
-    from .reduction import cumsum
 
     st = stream
     if mask.ndim > a.ndim or mask._shape != a._shape[: mask.ndim]:
@@ -568,7 +571,6 @@ class ArrayAt:
         return self._apply("add", value, "at.add")
 
     def subtract(self, value) -> Array:
-        from .elementwise import negative
 
         return self._apply("add", negative(_value(value, self._a, "at.subtract")), "at.subtract")
 
@@ -576,7 +578,6 @@ class ArrayAt:
         return self._apply("prod", value, "at.multiply")
 
     def divide(self, value) -> Array:
-        from .elementwise import reciprocal
 
         if self._a.dtype.kind not in "fc":
             raise TypeError(f"at.divide: not defined for {self._a.dtype.name} arrays")
@@ -625,7 +626,6 @@ def _along_shapes(a: Array, idx: Array, ax: int, name: str):
         )
     sa = a._shape[:ax] + (1,) + a._shape[ax + 1 :]
     si = idx._shape[:ax] + (1,) + idx._shape[ax + 1 :]
-    from .shape import broadcast_shapes
 
     return broadcast_shapes(sa, si, name=name)
 

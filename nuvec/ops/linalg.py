@@ -25,6 +25,32 @@ from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives.linalg import AddMM, Matmul
 from ._common import as_array, operands
+from .creation import array
+from .elementwise import (
+    abs,
+    add,
+    astype,
+    equal,
+    isfinite,
+    isnan,
+    less_equal,
+    logical_and,
+    logical_or,
+    multiply,
+    subtract,
+)
+from .reduction import all as rall
+from .reduction import check_axis
+from .reduction import sum as rsum
+from .shape import (
+    broadcast_shapes,
+    broadcast_to,
+    expand_dims,
+    reshape,
+    slice_axes,
+    squeeze,
+    transpose,
+)
 
 
 def _check_matmul(a: Array, b: Array, name: str) -> None:
@@ -46,7 +72,6 @@ def _check_matmul(a: Array, b: Array, name: str) -> None:
 
 def _as_matrices(a: Array, b: Array):
     """1-D operands as a row / a column, with the axes to drop from the product."""
-    from .shape import expand_dims
 
     drop = []
     if a.ndim == 1:
@@ -59,7 +84,6 @@ def _as_matrices(a: Array, b: Array):
 
 
 def _drop(out: Array, drop: list) -> Array:
-    from .shape import squeeze
 
     if not drop:
         return out
@@ -73,7 +97,6 @@ def matmul(a, b, /, *, stream=None) -> Array:
     >>> nv.matmul(nv.ones((2, 3, 4)), nv.ones((4,))).shape
     (2, 3)
     """
-    from .shape import broadcast_shapes
 
     a, b = operands(a, b, "matmul")
     _check_matmul(a, b, "matmul")
@@ -90,8 +113,6 @@ def addmm(c, a, b, /, alpha: float = 1.0, beta: float = 1.0, *, stream=None) -> 
     >>> nv.addmm(nv.ones((2,)), nv.ones((2, 3)), nv.ones((3, 2)), alpha=2.0).tolist()
     [[7.0, 7.0], [7.0, 7.0]]
     """
-    from .elementwise import add, astype, multiply
-    from .shape import broadcast_shapes
 
     a, b = operands(a, b, "addmm")
     c = as_array(c, "addmm")
@@ -126,7 +147,6 @@ def addmm(c, a, b, /, alpha: float = 1.0, beta: float = 1.0, *, stream=None) -> 
 
 def _contract(a: Array, b: Array, axes_a: list, axes_b: list, stream) -> Array:
     """Sums a * b over the paired axes: free axes of a, then free axes of b."""
-    from .shape import reshape, transpose
 
     free_a = [i for i in range(a.ndim) if i not in axes_a]
     free_b = [i for i in range(b.ndim) if i not in axes_b]
@@ -147,7 +167,6 @@ def _contract(a: Array, b: Array, axes_a: list, axes_b: list, stream) -> Array:
 
 
 def _axis_list(axes, ndim: int, name: str) -> list:
-    from .reduction import check_axis
 
     if isinstance(axes, numbers.Integral):
         axes = [axes]
@@ -199,7 +218,6 @@ def inner(a, b, /, *, stream=None) -> Array:
     >>> nv.inner(nv.array([1, 2]), nv.array([3, 4])).item()
     11
     """
-    from .elementwise import multiply
 
     a, b = operands(a, b, "inner")
     if a.ndim == 0 or b.ndim == 0:
@@ -218,8 +236,6 @@ def outer(a, b, /, *, stream=None) -> Array:
     >>> nv.outer(nv.array([1, 2]), nv.array([1, 10])).tolist()
     [[1, 10], [2, 20]]
     """
-    from .elementwise import multiply
-    from .shape import reshape
 
     a, b = operands(a, b, "outer")
     return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)), stream=stream)
@@ -254,7 +270,6 @@ def _parse_term(term: str, ndim: int | None, n_ell: int, where: str):
 
 def _diagonal(x: Array, labels: list, stream):
     """Takes diagonals over repeated labels of one operand."""
-    from .shape import reshape, slice_axes, transpose
 
     while True:
         seen: dict = {}
@@ -282,7 +297,6 @@ def _diagonal(x: Array, labels: list, stream):
 
 
 def _sum_out(x: Array, labels: list, keep: set):
-    from .reduction import sum as rsum
 
     axes = [i for i, lab in enumerate(labels) if lab not in keep]
     if not axes:
@@ -292,7 +306,6 @@ def _sum_out(x: Array, labels: list, keep: set):
 
 def _pair(a: Array, la: list, b: Array, lb: list, keep: set, stream):
     """Contracts two labelled operands; the result's labels are batch, a's, then b's."""
-    from .shape import reshape, transpose
 
     sb = set(lb)
     sa = set(la)
@@ -338,8 +351,6 @@ def einsum(subscripts: str, *operands, stream=None) -> Array:
     >>> nv.einsum("ii", nv.array([[1, 2], [3, 4]])).item()
     5
     """
-    from .elementwise import astype
-    from .shape import broadcast_to, transpose
 
     if not isinstance(subscripts, str):
         raise TypeError("einsum: subscripts must be a string")
@@ -430,19 +441,6 @@ def isclose(
     >>> nv.isclose(nv.array([1.0, 2.0]), nv.array([1.0 + 1e-9, 2.1])).tolist()
     [True, False]
     """
-    from .elementwise import (
-        abs,
-        add,
-        astype,
-        equal,
-        isfinite,
-        isnan,
-        less_equal,
-        logical_and,
-        logical_or,
-        multiply,
-        subtract,
-    )
 
     a, b = operands(a, b, "isclose")
     if a._dtype.kind not in "fc":
@@ -459,7 +457,6 @@ def allclose(
     a, b, /, rtol: float = 1e-05, atol: float = 1e-08, *, equal_nan: bool = False, stream=None
 ) -> Array:
     """True when every element pair is close (see ``isclose``); inputs broadcast."""
-    from .reduction import all as rall
 
     return rall(isclose(a, b, rtol, atol, equal_nan=equal_nan), stream=stream)
 
@@ -471,9 +468,6 @@ def array_equal(a, b, /, equal_nan: bool = False, *, stream=None) -> Array:
     >>> nv.array_equal(nv.array([1, 2]), nv.array([1.0, 2.0])).item()
     True
     """
-    from .creation import array
-    from .elementwise import equal, isnan, logical_and, logical_or
-    from .reduction import all as rall
 
     a, b = as_array(a, "array_equal"), as_array(b, "array_equal")
     if a._shape != b._shape:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 
 from ..core.array import Array
+from ..primitives.misc import Copy
 from .creation import array
 from .indexing import ArrayAt
 
@@ -111,7 +112,6 @@ def _at(self) -> ArrayAt:
 def _copy(self) -> Array:
     """A new array object with the same value (so that ``__setitem__`` on one leaves the
     other alone)."""
-    from ..primitives.misc import Copy
 
     return Array.make(Copy(), [self], self._stream)
 

@@ -24,6 +24,20 @@ from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives.reduction import ArgReduce, LogSumExp, NumberOfElements, Reduce, Scan, Softmax
 from ._common import as_array
+from .elementwise import (
+    astype,
+    conjugate,
+    divide,
+    exp,
+    log,
+    multiply,
+    not_equal,
+    real,
+    sqrt,
+    stop_gradient,
+    subtract,
+)
+from .shape import reshape
 
 Axis = int | Sequence[int] | None
 
@@ -88,8 +102,6 @@ def _reduce(op: str, a, axis: Axis, keepdims: bool, stream, out_dtype=None) -> A
         )
     )
     if not axes:
-        from .elementwise import astype, not_equal
-
         if op in ("all", "any") and a._dtype != dt.bool_:
             return not_equal(a, 0, stream=stream)
         return astype(a, d, stream=stream)
@@ -152,7 +164,6 @@ def mean(a, /, axis: Axis = None, keepdims: bool = False, *, stream=None) -> Arr
     >>> nv.mean(nv.array([1, 2, 4]), axis=0).item()
     2.3333332538604736
     """
-    from .elementwise import astype, divide
 
     a = as_array(a, "mean")
     axes = reduction_axes(axis, a.ndim, "mean")
@@ -174,7 +185,6 @@ def var(a, /, axis: Axis = None, keepdims: bool = False, ddof: int = 0, *, strea
 
 
 def _var(a, axis: Axis, keepdims: bool, ddof: int, name: str, stream) -> Array:
-    from .elementwise import astype, conjugate, divide, multiply, real, subtract
 
     a = as_array(a, name)
     axes = reduction_axes(axis, a.ndim, name)
@@ -193,13 +203,11 @@ def _var(a, axis: Axis, keepdims: bool, ddof: int, name: str, stream) -> Array:
 
 def std(a, /, axis: Axis = None, keepdims: bool = False, ddof: int = 0, *, stream=None) -> Array:
     """Standard deviation over ``axis`` (the square root of ``var``)."""
-    from .elementwise import sqrt
 
     return sqrt(_var(a, axis, keepdims, ddof, "std", None), stream=stream)
 
 
 def _float_input(a, name: str) -> Array:
-    from .elementwise import astype
 
     a = as_array(a, name)
     if a._dtype.kind == "c":
@@ -236,7 +244,6 @@ def softmax(a, /, axis: Axis = None, *, precise: bool = False, stream=None) -> A
 
 
 def _argreduce(op: str, a, axis, keepdims: bool, stream) -> Array:
-    from .shape import reshape
 
     a = as_array(a, op)
     if axis is None:
@@ -260,7 +267,6 @@ def argmin(a, /, axis: int | None = None, keepdims: bool = False, *, stream=None
 
 
 def _scan(op: str, name: str, a, axis, reverse: bool, inclusive: bool, stream) -> Array:
-    from .shape import reshape
 
     a = as_array(a, name)
     if op == "logaddexp" and a._dtype.kind == "c":
@@ -278,11 +284,8 @@ def _scan(op: str, name: str, a, axis, reverse: bool, inclusive: bool, stream) -
 def _complex_logcumsumexp(a: Array, axis, reverse: bool, inclusive: bool, stream) -> Array:
     """``log(cumsum(exp(a - m))) + m`` with ``m`` the largest real part along the axis (the
     imaginary parts come back on the principal branch, as MLX's pairwise logaddexp)."""
-    from .elementwise import exp, log, real, stop_gradient
 
     if axis is None:
-        from .shape import reshape
-
         a, axis = reshape(a, (-1,), stream=stream), 0
     ax = check_axis(axis, a.ndim, "logcumsumexp")
     if a._shape[ax] == 0:

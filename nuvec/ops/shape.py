@@ -20,6 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from ..core import dtypes as dt
+from ..core import shapeless
 from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives.shape import (
@@ -34,9 +35,9 @@ from ..primitives.shape import (
     Slice,
     Squeeze,
     Transpose,
+    Unflatten,
     reshape_shape,
 )
-from ..core import shapeless
 from ._common import SCALARS, as_array, constant, dim_arg, shape_arg, weak_dtype
 
 
@@ -308,8 +309,6 @@ def unflatten(a, /, axis: int, shape: Sequence[int], *, stream=None) -> Array:
     if shape.count(-1) > 1:
         raise ValueError("unflatten: only one dimension can be -1")
     if shapeless.relative(a):  # the axis split again at each replay
-        from ..primitives.shape import Unflatten
-
         if any(d < -1 for d in shape):
             raise ValueError(f"unflatten: negative dimension in {tuple(shape)}")
         prim = Unflatten(ax, tuple(shape))

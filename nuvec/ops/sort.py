@@ -19,10 +19,10 @@ from ..core.device import resolve_stream
 from ..primitives.sort import ArgPartition, ArgSort, Partition, Sort
 from ._common import as_array
 from .reduction import check_axis
+from .shape import reshape, slice_axes
 
 
 def _prepare(a, axis, name: str) -> tuple[Array, int]:
-    from .shape import reshape
 
     a = as_array(a, name)
     if axis is None:
@@ -84,7 +84,6 @@ def topk(a, /, k: int, axis: int | None = -1, *, stream=None) -> Array:
     >>> sorted(nv.topk(nv.array([3, 1, 4, 1, 5, 9]), 3).tolist())
     [4, 5, 9]
     """
-    from .shape import slice_axes
 
     a, ax = _prepare(a, axis, "topk")
     n = a._shape[ax]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..core.array import Array
+from . import vjp
 from .custom import custom_function
 
 __all__ = ["checkpoint"]
@@ -24,7 +25,6 @@ def checkpoint(fun: Callable) -> Callable:
     wrapped = custom_function(fun)
 
     def recompute_vjp(args, cotangents, outputs):
-        from . import vjp
 
         cts = [cotangents] if isinstance(cotangents, Array) else list(cotangents)
 

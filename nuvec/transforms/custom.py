@@ -23,8 +23,11 @@ import functools
 from typing import Any, Callable
 
 from ..core.array import Array
+from ..ops import zeros_like
 from ..primitives.misc import CustomFunction
 from ..tree import broadcast_prefix, flatten, unflatten
+from .autodiff import backward, forward
+from .vmap import vmap
 
 __all__ = ["custom_function"]
 
@@ -88,8 +91,6 @@ class custom_function:
         n = prim.n_in
         ins = primals[:n]
         if self._vjp is None:
-            from .autodiff import backward
-
             res = backward(primals[n:], cotangents, ins)
         else:
             args = unflatten(td, ins)
@@ -118,10 +119,7 @@ class custom_function:
         for i, t in zip(argnums, tangents):
             full[i] = t
         if self._jvp is None:
-            from .autodiff import forward
-
             return forward(primals[n:], ins, full)
-        from ..ops import zeros_like
 
         full = [t if t is not None else zeros_like(x) for t, x in zip(full, ins)]
         r = self._jvp(unflatten(td, ins), unflatten(td, full))
@@ -149,7 +147,6 @@ class custom_function:
         """The function vmapped over ``in_axes`` (outputs batched on axis 0), as a custom
         function whose overrides are the vmapped overrides: a transform of the batched call
         (grad of vmap) still uses the user's rules."""
-        from .vmap import vmap
 
         fun = functools.partial(self.fun, **kwargs)
         batched = custom_function(lambda *a: vmap(fun, in_axes=in_axes)(*a))
@@ -179,7 +176,6 @@ def _single(args: Any) -> Any:
 
 def _per_arg(r: Any, primals: tuple) -> tuple:
     """A vjp override's result as one cotangent tree per argument, with zeros for None."""
-    from ..ops import zeros_like
 
     if len(primals) == 1 and not (
         isinstance(r, (tuple, list)) and len(r) == 1 and not isinstance(primals[0], (tuple, list))

@@ -1,4 +1,4 @@
-"""Promise 11: a fused kernel may write its output into the buffer of an input that nothing
+"""A fused kernel may write its output into the buffer of an input that nothing
 else references (an intermediate of the tape at its last use, same shape and dtype), never
 into an array the caller holds, an output, a constant, or memory a view still reads."""
 

@@ -1,4 +1,4 @@
-"""Promise 3: chains of element-wise steps become one generated kernel on the CPU: a step joins
+"""Chains of element-wise steps become one generated kernel on the CPU: a step joins
 a group when every consumer of it is in the group or comes after it; at most 32 steps and 24
 arrays per kernel; an inner value the function returns or a later step reads becomes another
 kernel output; a bias add after a matmul fuses with its activation (CPU); float scalar constants

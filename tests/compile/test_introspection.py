@@ -1,4 +1,4 @@
-"""Promise 9: nv.export_to_dot; f.inspect (simplified steps, fused groups, each kernel's
+"""Nv.export_to_dot; f.inspect (simplified steps, fused groups, each kernel's
 generated source); per-function statistics with the reason of the last miss; an opt-in
 warning when one function traces more than N times; errors naming the argument path of a bad
 input."""

@@ -1,4 +1,4 @@
-"""Promise 10: regressions from the peers' bug trackers. The cache survives address reuse of
+"""Regressions from the peers' bug trackers. The cache survives address reuse of
 function objects; CSE and constant merging are linear (a scalar used by 40,000 operations);
 a failing C compiler falls back to unfused execution with one warning carrying its message;
 every call returns fresh outputs; a compiled step that mutates state gives exactly the

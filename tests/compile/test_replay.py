@@ -1,4 +1,4 @@
-"""Promise 4: replay runs a flat tape (no graph analysis per call) and returns the outputs in
+"""Replay runs a flat tape (no graph analysis per call) and returns the outputs in
 the function's own structure; every call returns fresh output arrays."""
 
 from collections import namedtuple

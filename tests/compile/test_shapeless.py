@@ -1,4 +1,4 @@
-"""Promise 5: shapeless compilation is keyed by dtypes and ranks; each replay infers the shapes
+"""Shapeless compilation is keyed by dtypes and ranks; each replay infers the shapes
 again and element-wise steps broadcast their operands as the uncompiled ones do (results equal
 the shaped compile's bit for bit); operations whose parameters hold a traced size fail the
 trace with an error naming the operation; a function output is never an inner member of a

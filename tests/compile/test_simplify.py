@@ -1,4 +1,4 @@
-"""Promise 2: the tape builder removes identities and same-dtype casts, keeps copies and
+"""The tape builder removes identities and same-dtype casts, keeps copies and
 stop_gradient, folds input-independent sub-graphs into constants, merges equal scalar
 constants (never a tracer), computes equal operations once, never folds or merges effectful
 primitives, and walks the graph iteratively."""

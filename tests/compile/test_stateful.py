@@ -1,4 +1,4 @@
-"""Promise 6: compiled stateful steps (inputs=/outputs= state). The state's arrays and the
+"""Compiled stateful steps (inputs=/outputs= state). The state's arrays and the
 random key are traced inputs; the state is rebuilt from the tape after each call; dropout
 advances the key exactly as uncompiled; a structure change retraces once; a change on two
 consecutive calls is an error saying to initialise the optimizer; on any error the state is

@@ -1,4 +1,4 @@
-"""Promise 8: a compiled function may be called from many threads at once; its cache is freed
+"""A compiled function may be called from many threads at once; its cache is freed
 when the function is garbage collected; 100,000 calls do not grow memory."""
 
 import gc

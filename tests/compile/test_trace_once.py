@@ -1,4 +1,4 @@
-"""Promise 1: one trace per signature (tree structure, leaf dtypes and shapes, non-array
+"""One trace per signature (tree structure, leaf dtypes and shapes, non-array
 constants, default stream); replays do not run the function; captured arrays are frozen
 constants; evaluating inside a trace is a clear error; a trace counter exists."""
 

@@ -1,4 +1,4 @@
-"""Promise 7: called on arrays a transform is tracing (grad, vmap, another compile), a compiled
+"""Called on arrays a transform is tracing (grad, vmap, another compile), a compiled
 function runs the function itself; grad of compiled, compiled grad and vmap of compiled work;
 a trace that captured an outer tracer is used once and not cached; a fused node met by a
 transform is re-expanded into its operations."""

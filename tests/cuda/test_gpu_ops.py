@@ -394,10 +394,6 @@ def test_grad_vjp_jvp_vmap():
         close(v, u, rtol=1e-5, atol=1e-6)
 
 
-compile_ = getattr(nv, "compile", None)
-needs_compile = pytest.mark.skipif(compile_ is None, reason="nv.compile is not in this tree")
-
-
 def _chain(x, y):
     z = x * 1.5 + y
     z = nv.where(z > 0, z, z * 0.1)
@@ -405,31 +401,29 @@ def _chain(x, y):
     return [z * x, nv.sum(z, axis=-1), (z * 2).astype(nv.bfloat16)]
 
 
-@needs_compile
 @pytest.mark.parametrize("dtype", [np.float32, BF16, np.float16])
 def test_compiled_equals_uncompiled_bit_for_bit(dtype):
     x, y = randn(129, 257, dtype=dtype), randn(257, dtype=dtype)
     with nv.stream(nv.gpu):
         xa, ya = nv.array(x), nv.array(y)
         plain = host(_chain(xa, ya))
-        f = compile_(_chain)
+        f = nv.compile(_chain)
         first = host(f(xa, ya))
         again = host(f(xa, ya))
     for p, a, b in zip(plain, first, again):
         same(a, p)  # the sum too: the same reduction runs on the same data
         same(b, p)
     with nv.stream(nv.cpu):
-        cpu = host(compile_(_chain)(nv.array(x), nv.array(y)))
+        cpu = host(nv.compile(_chain)(nv.array(x), nv.array(y)))
     same(first[0], cpu[0])
     same(first[2], cpu[2])
 
 
-@needs_compile
 def test_compile_fuses_into_gpu_kernels():
     from nuvec.backends.cuda import kernels
 
     x = randn(1000)
-    f = compile_(lambda a: nv.tanh(nv.exp(a) * 2 + 1) - a * a)
+    f = nv.compile(lambda a: nv.tanh(nv.exp(a) * 2 + 1) - a * a)
     with nv.stream(nv.gpu):
         xa = nv.array(x)
         nv.eval(xa)
@@ -443,12 +437,11 @@ def test_compile_fuses_into_gpu_kernels():
     assert launches == 1, f"the compiled function launched {launches} kernels"
 
 
-@needs_compile
 def test_compiled_grad_step_on_gpu():
     w = {"a": randn(6, 4), "b": randn(4)}
     x = randn(5, 6)
     res = []
-    for fn in (nv.value_and_grad(_loss), compile_(nv.value_and_grad(_loss))):
+    for fn in (nv.value_and_grad(_loss), nv.compile(nv.value_and_grad(_loss))):
         with nv.stream(nv.gpu):
             val, g = fn({k: nv.array(v) for k, v in w.items()}, nv.array(x))
             res.append(host([val, g["a"], g["b"]]))

@@ -265,8 +265,8 @@ EXEMPT = {
     },
     "Expanding": "an abstract base giving its subclasses the rules of the composite form they "
     "expand to; its concrete subclasses are probed here or exempt below",
-    "PermutedMatmul": "made only inside nv.compile's CPU tape (rewrites.permute_matmuls); its rules "
-    "are those of transpose(matmul) it expands to (the compile tests)",
+    "PermutedMatmul": "made only inside nv.compile's CPU tape (rewrites.permute_matmuls); its "
+    "rules are those of transpose(matmul) it expands to (the compile tests)",
     "Eig": "MLX defines no derivative and neither does nuvec (the rules raise "
     "NotImplementedError saying why); vmap is checked in tests/ops/test_linalg.py",
     "Quantize": "no derivative in MLX (its rules raise saying so); vmap is checked in "

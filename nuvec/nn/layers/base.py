@@ -26,6 +26,8 @@ from typing import Any, Callable, Optional, Union
 import nuvec as nv
 from nuvec.utils import tree_flatten, tree_unflatten
 
+from ...files import load_arrays, save_arrays
+
 Filter = Callable[["Module", str, Any], bool]
 
 
@@ -299,7 +301,6 @@ class Module(dict):
     def save_weights(self, file: str) -> None:
         """Saves the parameters to ``file`` (``.npz`` or ``.safetensors``), keys dotted
         (``"layers.0.weight"``)."""
-        from ...files import save_arrays
 
         save_arrays(str(file), dict(tree_flatten(self.parameters())), "save_weights")
 
@@ -312,8 +313,6 @@ class Module(dict):
         only the names the model has are loaded."""
         weights = file_or_weights
         if isinstance(weights, (str, bytes)) or hasattr(weights, "__fspath__"):
-            from ...files import load_arrays
-
             weights = list(load_arrays(str(weights), "load_weights").items())
         elif isinstance(weights, dict):
             weights = list(weights.items())

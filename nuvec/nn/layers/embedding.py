@@ -13,6 +13,7 @@ import math
 import nuvec as nv
 
 from .base import Module
+from .quantized import QuantizedEmbedding
 
 
 class Embedding(Module):
@@ -40,6 +41,5 @@ class Embedding(Module):
         self, group_size: int | None = None, bits: int | None = None, mode: str = "affine"
     ) -> Module:
         """This layer as a ``QuantizedEmbedding`` (see ``nn.quantize``)."""
-        from .quantized import QuantizedEmbedding
 
         return QuantizedEmbedding.from_embedding(self, group_size, bits, mode)
