@@ -12,13 +12,20 @@ from ...primitives.shape import (
     ExpandDims,
     Flatten,
     Pad,
+    RelativeSlice,
+    RelativeSliceUpdate,
     Reshape,
+    ReshapeLike,
+    SizedBroadcast,
+    SizedReshape,
     Slice,
     SliceUpdate,
     Squeeze,
+    SumToShape,
     Transpose,
     Unflatten,
 )
+from .. import registry
 from .runtime import gpu
 
 
@@ -81,3 +88,22 @@ def _pad(prim, ins, node):
 @gpu(StopGradient)
 def _stop_gradient(prim, ins, node):
     return [ins[0]]
+
+
+def _resolved(prim, ins, node):
+    """A shape-relative primitive (made under a shapeless trace) run as the node it resolves
+    to for its inputs' shapes (its leading inputs), through that primitive's GPU
+    implementation (which prepares the inputs on the node's stream)."""
+    p, used = prim.resolve(tuple(node._inputs))
+    return registry.implementation(type(p), "gpu")(p, ins[: len(used)], node)
+
+
+for _prim in (
+    RelativeSlice,
+    RelativeSliceUpdate,
+    ReshapeLike,
+    SumToShape,
+    SizedReshape,
+    SizedBroadcast,
+):
+    registry.register(_prim, "gpu")(_resolved)
