@@ -111,6 +111,7 @@ def _nccl_group(strict: bool, launched: int | None) -> Group | None:
             reason = "its bootstrap needs MPI (mpi4py) in a launched run"
         else:
             _world["mpi"] = mpi_world
+            reason = nccl.own_gpu_reason(mpi_world.rank())
     if reason is not None:
         msg = f"nv.distributed.init: the NCCL backend cannot be used: {reason}"
         if strict:
@@ -122,9 +123,11 @@ def _nccl_group(strict: bool, launched: int | None) -> Group | None:
 
 
 def _every_rank_has_nccl(mpi_world: Group) -> bool:
+    """Whether every process can use NCCL with a GPU of its own (NCCL refuses two ranks on
+    one GPU)."""
     from .backends import nccl
 
-    ok = nccl.unavailable_reason() is None
+    ok = nccl.unavailable_reason() is None and nccl.own_gpu_reason(mpi_world.rank()) is None
     mpi: Any = mpi_world._comm  # the MPI communicator
     return bool(mpi.comm.allreduce(int(ok), op=mpi.MPI.MIN))
 

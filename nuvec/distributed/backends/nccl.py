@@ -80,6 +80,20 @@ def unavailable_reason() -> str | None:
     return None
 
 
+def own_gpu_reason(rank: int) -> str | None:
+    """Why process ``rank`` has no GPU of its own on this host (None when it has): NCCL needs
+    one GPU per process."""
+    import cupy
+
+    local, ndev = _local_rank(rank), cupy.cuda.runtime.getDeviceCount()
+    if local >= ndev:
+        return (
+            f"this host has {ndev} GPU(s) and this is its process {local + 1}: NCCL needs one "
+            "GPU per process (start at most that many processes per host)"
+        )
+    return None
+
+
 def _local_rank(rank: int) -> int:
     """This process's index among the processes of its host (the launcher says it)."""
     for var in ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK"):
@@ -109,8 +123,7 @@ class NCCLCommunicator(Communicator):
         else:
             self._rank, self._size = mpi_comm.Get_rank(), mpi_comm.Get_size()
             uid = mpi_comm.bcast(nccl.get_unique_id() if self._rank == 0 else None, root=0)
-        ndev = cp.cuda.runtime.getDeviceCount()
-        self.device = _local_rank(self._rank) % ndev
+        self.device = _local_rank(self._rank)
         with cp.cuda.Device(self.device):
             self.comm = nccl.NcclCommunicator(self._size, uid, self._rank)
         self._ops = {"sum": nccl.NCCL_SUM, "max": nccl.NCCL_MAX, "min": nccl.NCCL_MIN}
