@@ -17,13 +17,16 @@ endif
 demo: install
 	$(PYTHON) examples/demo.py
 
-# ruff (lint, format) over every Python file here; mypy over the package's public API where
-# the package is here (.ci/run lints the source tree, then tests from a copy without nuvec/)
+# ruff (lint, format) over every Python file here; where the package's sources are here, mypy
+# over its public API and the import-layer check (.ci/run lints the source tree, then tests
+# from a copy without nuvec/)
 lint:
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 	@if [ -d nuvec ]; then echo "$(PYTHON) -m mypy"; $(PYTHON) -m mypy; \
-	else echo "no nuvec/ here: mypy skipped (it checks the source tree)"; fi
+	echo "$(PYTHON) -m pytest tests/test_import_layers.py"; \
+	$(PYTHON) -m pytest -p no:cacheprovider tests/test_import_layers.py; \
+	else echo "no nuvec/ here: mypy and the import-layer check skipped (they read the sources)"; fi
 
 # Lint first; Swift next, so that pytest's summary closes the output.
 test: $(INSTALL) lint test-swift test-python
