@@ -340,14 +340,12 @@ class Reshape(_ToShape):
         return [ops.reshape(x, (x.shape[0],) + self.shape)], [0]
 
 
-class SizedReshape(_View):
-    """A reshape to sizes read from arrays' shapes in the traced function (``x.reshape(
-    x.shape[0] * x.shape[1], -1)`` under a shapeless trace): ``spec`` holds per dimension an
-    int (-1 allowed) or an expression of ``core.shapeless.evaluate`` over the shapes of the
-    inputs (input 0 is the one reshaped), evaluated again on each replay."""
+class _Sized(_View):
+    """Base of the views to sizes read from arrays' shapes in the traced function: ``spec``
+    holds per dimension an int or an expression of ``core.shapeless.evaluate`` over the
+    shapes of the inputs (input 0 is the viewed one), evaluated again on each replay."""
 
     __slots__ = ("spec",)
-    name = "reshape"
     relative = True
 
     def __init__(self, spec) -> None:
@@ -357,15 +355,32 @@ class SizedReshape(_View):
     def params(self) -> tuple:
         return (self.spec,)
 
-    def target(self, inputs) -> tuple[int, ...]:
+    def sizes(self, inputs) -> tuple[int, ...]:
         shapes = [x._shape for x in inputs]
-        spec = tuple(shapeless.evaluate(e, shapes) for e in self.spec)
-        if spec.count(-1) > 1 or any(d < -1 for d in spec):
-            raise ValueError(f"reshape: invalid shape {spec} (sizes of a shapeless replay)")
-        return reshape_shape(inputs[0]._shape, spec)
+        return tuple(shapeless.evaluate(e, shapes) for e in self.spec)
 
     def infer(self, inputs):
         return [(self.target(inputs), inputs[0]._dtype)]
+
+    def jvp(self, primals, tangents, argnums):
+        t = dict(zip(argnums, tangents))
+        if 0 not in t:
+            return [_ops().zeros_like(Array.make(self, primals))]
+        return [Array.make(self, [t[0]] + list(primals[1:]))]
+
+
+class SizedReshape(_Sized):
+    """A reshape to sizes read from arrays' shapes in the traced function (``x.reshape(
+    x.shape[0] * x.shape[1], -1)`` under a shapeless trace); ``spec`` entries may be -1."""
+
+    __slots__ = ()
+    name = "reshape"
+
+    def target(self, inputs) -> tuple[int, ...]:
+        spec = self.sizes(inputs)
+        if spec.count(-1) > 1 or any(d < -1 for d in spec):
+            raise ValueError(f"reshape: invalid shape {spec} (sizes of a shapeless replay)")
+        return reshape_shape(inputs[0]._shape, spec)
 
     def resolve(self, inputs):
         return Reshape(self.target(inputs)), inputs[:1]
@@ -377,12 +392,6 @@ class SizedReshape(_View):
             for i in argnums
         ]
 
-    def jvp(self, primals, tangents, argnums):
-        t = dict(zip(argnums, tangents))
-        if 0 not in t:
-            return [_ops().zeros_like(Array.make(self, primals))]
-        return [Array.make(self, [t[0]] + list(primals[1:]))]
-
     def vmap(self, inputs, axes):
         if all(ax is None for ax in axes):
             return [Array.make(self, inputs)], [None]
@@ -393,32 +402,19 @@ class SizedReshape(_View):
         return [Array.make(SizedReshape((("dim", 0, 0),) + spec), moved)], [0]
 
 
-class SizedBroadcast(_View):
+class SizedBroadcast(_Sized):
     """Input 0 broadcast to sizes read from arrays' shapes in the traced function
-    (``nv.zeros(x.shape)``, ``nv.broadcast_to(v, (x.shape[0], 4))`` under a shapeless trace):
-    ``spec`` as SizedReshape's, over the shapes of all inputs, evaluated on each replay."""
+    (``nv.zeros(x.shape)``, ``nv.broadcast_to(v, (x.shape[0], 4))`` under a shapeless trace)."""
 
-    __slots__ = ("spec",)
+    __slots__ = ()
     name = "broadcast_to"
-    relative = True
-
-    def __init__(self, spec) -> None:
-        self.spec = tuple(spec)
-
-    @property
-    def params(self) -> tuple:
-        return (self.spec,)
 
     def target(self, inputs) -> tuple[int, ...]:
-        shapes = [x._shape for x in inputs]
-        shape = tuple(shapeless.evaluate(e, shapes) for e in self.spec)
+        shape = self.sizes(inputs)
         v = inputs[0]._shape
         if any(d < 0 for d in shape) or broadcast_shape([v, shape], "broadcast_to") != shape:
             raise ValueError(f"broadcast_to: cannot broadcast shape {v} to {shape}")
         return shape
-
-    def infer(self, inputs):
-        return [(self.target(inputs), inputs[0]._dtype)]
 
     def resolve(self, inputs):
         return Broadcast(self.target(inputs)), inputs[:1]
@@ -428,12 +424,6 @@ class SizedBroadcast(_View):
         return [
             sum_to_like(g, primals[0]) if i == 0 else _ops().zeros_like(primals[i]) for i in argnums
         ]
-
-    def jvp(self, primals, tangents, argnums):
-        t = dict(zip(argnums, tangents))
-        if 0 not in t:
-            return [_ops().zeros_like(Array.make(self, primals))]
-        return [Array.make(self, [t[0]] + list(primals[1:]))]
 
     def vmap(self, inputs, axes):
         if all(ax is None for ax in axes):
