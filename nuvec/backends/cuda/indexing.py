@@ -5,10 +5,12 @@ range is not reported (CuPy wraps it), and ``scatter`` with ``mode="set"`` and r
 indices keeps one of the written values, not necessarily the last.
 
 A float ``add`` of rows picked by one index array (an embedding's gradient) runs
-``_ROWS_ADD``: one thread per element of the target sums that row's updates one after another
-in their original order, as NumPy's ``add.at`` and the CPU do, so the bits equal the CPU's and
-do not vary from run to run. Other ``add`` / ``max`` / ``min`` are atomic operations: with
-repeated indices a float ``add`` sums in an order that can vary, in the last bits.
+``_ROWS_ADD``: one block per target row lists that row's updates and sums them one after
+another in their original order, as NumPy's ``add.at`` and the CPU do, so the bits equal the
+CPU's and do not vary from run to run; it runs on the device alone (no sort, no count read
+back), so a training step that holds it is recorded as one CUDA graph. Other ``add`` /
+``max`` / ``min`` are atomic operations: with repeated indices a float ``add`` sums in an
+order that can vary, in the last bits.
 Dtypes without atomics compute in a wider one and convert once (8/16-bit integers in int32,
 wrapping as the CPU does; float16 / bfloat16 in float32; bool as 0/1 with or = max, and =
 min). ``prod``, and ``max`` / ``min`` of 64-bit dtypes (CuPy's atomics round float64 through
@@ -65,26 +67,68 @@ def _narrow(w, d: dt.Dtype):
     return w
 
 
-_ROWS_ADD = cp.ElementwiseKernel(
-    "raw T upd, raw int64 order, raw int64 start, raw int64 count, int64 width",
-    "raw T target",
-    """
-    const long long r = i / width, c = i % width;
-    T acc = target[i];
-    for (long long j = start[r], end = start[r] + count[r]; j < end; ++j)
-        acc = acc + upd[order[j] * width + c];
-    target[i] = acc;
-    """,
-    "nv_rows_add",
-    options=("--fmad=false",),
-)
+_ROWS_ADD_SRC = r"""
+typedef %(T)s T;
+// Block b sums the updates of rows b, b + gridDim.x, ...: it scans the indices in chunks of
+// 256, lists the chunk's hits of its row in their original order (warp ballots), then each
+// thread adds them to its columns one after another. Nothing is read back to the host and
+// no sort is needed, so the launch can be recorded in a CUDA graph.
+extern "C" __global__ void nv_rows_add_%(T)s(const T* upd, const long long* idx, long long m,
+                                            long long n, long long width, T* target) {
+    __shared__ long long hits[256];
+    __shared__ int warp_hits[8];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    for (long long r = blockIdx.x; r < n; r += gridDim.x) {
+        T* row = target + r * width;
+        for (long long j0 = 0; j0 < m; j0 += 256) {
+            const long long j = j0 + tid;
+            bool hit = false;
+            if (j < m) {
+                long long v = idx[j] %% n;
+                if (v < 0) v += n;
+                hit = v == r;
+            }
+            const unsigned mask = __ballot_sync(0xffffffffu, hit);
+            if (lane == 0) warp_hits[warp] = __popc(mask);
+            __syncthreads();
+            int before = 0, total = 0;
+            for (int k = 0; k < 8; ++k) {
+                const int c = warp_hits[k];
+                before += k < warp ? c : 0;
+                total += c;
+            }
+            if (hit) hits[before + __popc(mask & ((1u << lane) - 1u))] = j;
+            __syncthreads();
+            if (total) {
+                for (long long c = tid; c < width; c += 256) {
+                    T acc = row[c];
+                    for (int k = 0; k < total; ++k) acc = acc + upd[hits[k] * width + c];
+                    row[c] = acc;
+                }
+            }
+            __syncthreads();
+        }
+    }
+}
+"""
+_ROWS_ADD: dict = {}  # float32 / float64 -> the kernel
+
+
+def _rows_add_kernel(dtype):
+    k = _ROWS_ADD.get(dtype)
+    if k is None:
+        t = "float" if dtype == cp.float32 else "double"
+        k = cp.RawKernel(_ROWS_ADD_SRC % {"T": t}, f"nv_rows_add_{t}", options=("--fmad=false",))
+        _ROWS_ADD[dtype] = k
+    return k
 
 
 def _rows_add(target, idx, update) -> bool:
     """``target[idx] += update`` in place for rows of a C-contiguous float32/float64 ``target``
     picked by one integer array, each row summing its updates in their original order (the
     module docstring). False (nothing done) when that does not apply. Out-of-range indices
-    wrap, as CuPy's scatter does."""
+    wrap, as CuPy's scatter does. Device work only (no sort, no count read back), so a
+    compiled step that holds it is recorded as one CUDA graph."""
     n = target.shape[0] if target.ndim else 0
     if (
         target.dtype not in (cp.float32, cp.float64)
@@ -96,13 +140,11 @@ def _rows_add(target, idx, update) -> bool:
         or idx.size == 0
     ):
         return False
-    flat = idx.reshape(-1).astype(cp.int64) % n
-    m = flat.size
-    order = cp.argsort(flat * m + cp.arange(m, dtype=cp.int64))  # by row, then position
-    count = cp.bincount(flat, minlength=n)
-    start = cp.cumsum(count) - count
+    flat = cp.ascontiguousarray(idx.reshape(-1).astype(cp.int64, copy=False))
     width = target.size // n
-    _ROWS_ADD(cp.ascontiguousarray(update), order, start, count, width, target, size=target.size)
+    blocks = min(n, 65535)
+    args = (cp.ascontiguousarray(update), flat, np.int64(flat.size), np.int64(n), np.int64(width))
+    _rows_add_kernel(target.dtype)((blocks,), (256,), args + (target,))
     return True
 
 
