@@ -331,6 +331,9 @@ def _inplace_plan(entry, tape, n_state: int) -> "inplace.Plan":
     pl = entry.info.get("inplace")
     if pl is None or pl.tape is not tape:
         pl = entry.info["inplace"] = inplace.plan(tape, n_state)
+        told = getattr(tape.executable, "stateful", None)
+        if told is not None:  # a backend's executable (a CUDA graph) updates in place itself
+            told(n_state)
     return pl
 
 

@@ -137,16 +137,17 @@ class _Buffer:
         """Records the reference counts with nothing lent (after recording)."""
         self.base = self._counts()
 
-    def reclaim(self) -> bool:
+    def reclaim(self, keep=None) -> bool:
         """Whether the buffer may be overwritten now: arrays it was lent to that someone still
-        holds get a copy of their own (queued on the current stream); False when another
-        object (a view) refers to it. (No local names the buffer's data here, so that the
-        counts compare with ``settle``'s.)"""
+        holds get a copy of their own (queued on the current stream), except ``keep`` (a state
+        array that only the state holds, updated in place); False when another object (a
+        view) refers to it. (No local names the buffer's data here, so that the counts
+        compare with ``settle``'s.)"""
         lent, held = 0, []
         for a in self.lent:
             if a._data is self.data:
                 lent += 1
-                if _rc(a) > _LENT_REFS:
+                if a is not keep and _rc(a) > _LENT_REFS:
                     held.append(a)
         c, b = self._counts(), self.base
         if c[0] != b[0] + lent or c[1:] != b[1:]:
@@ -170,14 +171,15 @@ class _Buffer:
 class _Graph:
     """One recording: the graph, its memory pool and the buffers it reads and writes."""
 
-    __slots__ = ("graph", "pool", "arena", "ins", "outs")
+    __slots__ = ("graph", "pool", "arena", "ins", "outs", "scratch")
 
-    def __init__(self, graph, pool, arena, ins: list, outs: dict) -> None:
+    def __init__(self, graph, pool, arena, ins: list, outs: dict, scratch: list) -> None:
         self.graph = graph
         self.pool = pool
         self.arena = arena
         self.ins = ins  # per input: the _Buffer the graph reads
         self.outs = outs  # per output slot: the _Buffer the graph writes
+        self.scratch = scratch  # buffers only the graph uses (kept alive with it)
 
 
 class Executable:
@@ -201,6 +203,18 @@ class Executable:
         self.last_fallback: str | None = None
         self.copies = 0
         self.detached = 0
+        self.n_state = 0  # stateful calls: inputs below this are the state's leaves
+        self.in_place = False  # the state's new values go into its own buffers (one graph)
+        self.two_sets: str | None = None  # why the state is fed back between two sets
+        self.copied_back: list = []  # in place: inputs whose new value is copied in at the end
+        # in place: an input's references when only the state holds it
+        self.base: dict[int, int] = {}
+
+    def stateful(self, n_state: int) -> None:
+        """Says that the first ``n_state`` inputs are a stateful step's state leaves, which
+        the step's write-back replaces after every call (``nv.compile(inputs=, outputs=)``):
+        where only the state holds them, their new values may go into their own buffers."""
+        self.n_state = n_state
 
     # -- the call ----------------------------------------------------------------------
 
@@ -241,6 +255,9 @@ class Executable:
             "graphs": len(self.graphs),
             "launches": self.launches,
             "state_fed_back": len(self.fed),
+            "state_in_place": self.in_place,
+            "state_copied_back": len(self.copied_back),
+            "state_two_sets": self.two_sets,
             "inputs_copied": self.copies,
             "arrays_detached": self.detached,
             "plain_replays": self.fallbacks,
@@ -254,6 +271,8 @@ class Executable:
 
     def _record(self, inputs: list) -> bool:
         tape = self.tape
+        # references to each input now, before any local name holds one (see _sole_inputs)
+        refs = [_rc(inputs[i]) for i in range(len(inputs))]
         if not all(x._data.flags.c_contiguous for x in inputs):  # try again on a later call
             self.calls -= 1
             self.last_fallback = "an input is not C-contiguous"
@@ -277,17 +296,41 @@ class Executable:
         with self.stream:
             shared = {i: _Buffer(cp.empty_like(inputs[i]._data)) for i in plain}
             sets = [{i: _Buffer(cp.empty_like(inputs[i]._data)) for i in fed} for _ in range(2)]
-        n_graphs = 2 if fed else 1
-        graphs = []
-        for k in range(n_graphs):
-            ins = [shared[i] if i in shared else sets[k][i] for i in range(n_in)]
-            targets = {fed[i]: sets[1 - k][i] for i in fed}
-            try:
-                graphs.append(self._capture(ins, targets))
-            except Exception as e:  # noqa: BLE001 - a step that cannot be recorded: replay plainly
-                self.failed = True
-                self.reason = f"cannot be recorded: {str(e)[:300]}"
-                return False
+        graphs: list = []
+        uses: dict = {}
+        self.in_place, self.two_sets, self.copied_back = False, None, {}
+        try:
+            ins = [shared[i] if i in shared else sets[0][i] for i in range(n_in)]
+            graphs.append(self._capture(ins, {fed[i]: sets[1][i] for i in fed}, uses))
+            why = self._in_place_blocker(fed, uses) if fed else "no state fed back"
+            if why is None:
+                # one graph over one set: each new state value goes into its old buffer, or
+                # (where a later step still reads the old value) into a scratch buffer copied
+                # over at the end of the graph
+                late = uses["late"]
+                scratch = {fed[i]: _Buffer(cp.empty_like(inputs[i]._data)) for i in late}
+                targets = {fed[i]: scratch.get(fed[i], sets[0][i]) for i in fed}
+                back = {fed[i]: sets[0][i] for i in late}
+                try:
+                    g = self._capture(ins, targets, copy_back=back)
+                except Exception as e:  # noqa: BLE001 - keep the two-set recording
+                    why = f"the in-place recording failed: {str(e)[:200]}"
+                else:
+                    graphs = [g]
+                    self.in_place, self.copied_back = True, late
+                    e_min = min(refs[i] for i in fed)
+                    last = n_in - 1  # a caller's loop may still name the last input
+                    self.base = {
+                        i: refs[i] if i == last and refs[i] <= e_min + 2 else e_min for i in fed
+                    }
+            if not self.in_place and fed:
+                self.two_sets = why
+                ins = [shared[i] if i in shared else sets[1][i] for i in range(n_in)]
+                graphs.append(self._capture(ins, {fed[i]: sets[0][i] for i in fed}))
+        except Exception as e:  # noqa: BLE001 - a step that cannot be recorded: replay plainly
+            self.failed = True
+            self.reason = f"cannot be recorded: {str(e)[:300]}"
+            return False
         for g in graphs:
             for b in list(g.ins) + list(g.outs.values()):
                 b.settle()
@@ -305,14 +348,43 @@ class Executable:
             total += st.nout * n * max(storage_dtype(d).itemsize for d in st.dtypes)
         return total + total // 4
 
-    def _capture(self, ins: list, targets: dict) -> _Graph:
+    def _in_place_blocker(self, fed: dict, uses: dict) -> str | None:
+        """Why the state fed back cannot go into its own buffers (None: it can), from what the
+        first recording saw (``_steps``' ``uses``): only a stateful call's state, which its
+        write-back replaces (a caller holds its other arguments during the call). Sets
+        ``uses["late"]``: the inputs whose new value must wait until the end of the graph
+        (a later step reads the old value or a view of it, the step that makes it reads the
+        old value in another layout, or an output is a view of it)."""
+        if not self.n_state:
+            return "not a stateful call (the caller holds its arguments during the call)"
+        late = []
+        for i, slot in fed.items():
+            if i >= self.n_state:
+                return f"input {i} is an argument, not a state leaf"
+            k = uses["made_by"].get(slot)
+            if k is None:
+                return f"input {i}: its new value is not made by a step"
+            if (
+                any(i in r for r in uses["reads"][k + 1 :])
+                or i in uses["unsafe"].get(k, ())
+                or i in uses["out_alias"]
+            ):
+                late.append(i)
+        uses["late"] = late
+        return None
+
+    def _capture(
+        self, ins: list, targets: dict, uses: dict | None = None, copy_back: dict | None = None
+    ) -> _Graph:
         arena = _Arena(self._estimate())
         pool = cp.cuda.MemoryPool(arena)
         cs = self.stream
         with cs, cp.cuda.using_allocator(pool.malloc):
             cs.begin_capture(mode=_RELAXED)
             try:
-                values = self._steps([b.data for b in ins], targets, arena)
+                values = self._steps([b.data for b in ins], targets, arena, uses)
+                for slot, b in (copy_back or {}).items():  # after every read of the old value
+                    b.data[...] = targets[slot].data
             except BaseException:
                 try:
                     cs.end_capture()
@@ -323,13 +395,31 @@ class Executable:
         outs = {}
         for slot, v in values.items():
             outs[slot] = targets[slot] if slot in targets else _Buffer(v)
-        return _Graph(graph, pool, arena, ins, outs)
+        scratch = []
+        for slot, b in (copy_back or {}).items():
+            scratch.append(outs[slot])
+            outs[slot] = b
+        return _Graph(graph, pool, arena, ins, outs, scratch)
 
-    def _steps(self, datas_in: list, targets: dict, arena: _Arena) -> dict:
+    def _steps(self, datas_in: list, targets: dict, arena: _Arena, uses=None) -> dict:
         """Runs the tape's steps on ``datas_in`` (while recording), writing each output slot
-        in ``targets`` into its buffer; returns the value of every output slot of a step."""
+        in ``targets`` into its buffer; returns the value of every output slot of a step.
+        ``uses`` (a dict, filled when given): per step the inputs whose memory it reads
+        (``reads``), the step that makes each target slot (``made_by``), the inputs a step
+        reads in another layout than its own output's or that its copied-over result shares
+        memory with (``unsafe``), and the inputs the outputs share memory with
+        (``out_alias``)."""
         tape = self.tape
         n_in = tape.n_inputs
+        mems = {id(d.data.mem): i for i, d in enumerate(datas_in) if d.size}
+        if uses is not None:
+            uses.update(reads=[], made_by={}, unsafe={}, out_alias=set())
+
+        def alias(d) -> int | None:
+            if d is None or not hasattr(d, "data") or not d.size:
+                return None
+            return mems.get(id(d.data.mem))
+
         values = [None] * tape.n_slots
         values[:n_in] = datas_in
         values[n_in : n_in + len(tape.const_data)] = tape.const_data
@@ -353,6 +443,22 @@ class Executable:
             except Exception as e:
                 name = getattr(step.prim, "name", type(step.prim).__name__)
                 raise RuntimeError(f"step {k} ({name}): {type(e).__name__}: {e}") from e
+            if uses is not None:
+                read = {alias(d) for d in datas} - {None}
+                uses["reads"].append(read)
+                bad = set()
+                for t in range(step.nout):
+                    if step.out + t in targets:
+                        uses["made_by"][step.out + t] = k
+                if mine:  # copied over after the step: its result must not be an input's memory
+                    bad |= {alias(res[t]) for t in mine} - {None}
+                elif any(step.out + t in targets for t in range(step.nout)):
+                    for d in datas:  # written directly: an input read at the same index only
+                        i = alias(d)
+                        if i is not None and not _same_layout(d, datas_in[i], step.shape):
+                            bad.add(i)
+                if bad:
+                    uses["unsafe"][k] = bad
             for t in range(step.nout):
                 values[step.out + t] = res[t]
             for t in mine:  # made by a step that allocates its own output: copied over
@@ -365,14 +471,21 @@ class Executable:
         for slot in tape.outputs:
             if slot >= first_step and slot not in out:
                 v = values[slot]
+                if uses is not None and slot not in targets:
+                    i = alias(v)
+                    if i is not None:
+                        uses["out_alias"].add(i)
                 if slot not in targets and not arena.holds(v):
                     v = v.copy()  # a view of an input or a constant: a buffer of its own
                 out[slot] = v
+            elif uses is not None and slot < n_in:
+                uses["out_alias"].add(slot)
         return out
 
     # -- launching ---------------------------------------------------------------------
 
     def _launch(self, inputs: list) -> list | None:
+        keep = self._sole_inputs(inputs) if self.in_place else {}
         k = self.parity
         fed = self.fed
         if len(self.graphs) == 2:
@@ -400,9 +513,11 @@ class Executable:
         cs = self.stream
         with cs:
             written = list(g.outs.values()) + [b for i, b, x, d in copies if i in fed]
+            if self.in_place:
+                written = list({id(b): b for b in written}.values())  # ins are outs here
             for b in written:
                 held = len(b.lent)
-                if not b.reclaim():
+                if not b.reclaim(keep.get(id(b))):
                     self.fallbacks += 1
                     self.last_fallback = (
                         "an earlier result has a view that the graph would overwrite"
@@ -419,6 +534,20 @@ class Executable:
         self.launches += 1
         self.parity = 1 - k if len(self.graphs) == 2 else 0
         return self._outputs(g, inputs)
+
+    def _sole_inputs(self, inputs: list) -> dict:
+        """In place: the state arrays whose buffer the graph may overwrite, by the id of that
+        buffer: the array is the one handed out over it, and it has as many references as a
+        state array that only the state held had when the step was recorded, plus the one of
+        the buffer's list of lent arrays. (Measured before any local name holds an input, as
+        ``_record`` measured.) The others get a copy of their own before the launch."""
+        g = self.graphs[0]
+        keep = {}
+        base = self.base
+        for i in base:
+            if _rc(inputs[i]) == base[i] + 1 and inputs[i]._data is g.ins[i].data:
+                keep[id(g.ins[i])] = inputs[i]
+        return keep
 
     def _outputs(self, g: _Graph, inputs: list) -> list:
         """The output arrays, as ``Tape._outputs`` makes them."""
@@ -447,6 +576,17 @@ class Executable:
                     a = handed[slot] = b.hand_out(tuple(b.data.shape), tape.out_dtypes[j], stream)
                 out.append(a)
         return out
+
+
+def _same_layout(d, buf, shape) -> bool:
+    """Whether a fused kernel's operand ``d`` over an input's buffer ``buf`` reads element e
+    where it writes element e of an output of ``shape`` (the whole buffer, as laid out)."""
+    return (
+        d.data.ptr == buf.data.ptr
+        and d.dtype == buf.dtype
+        and tuple(d.shape) == tuple(shape) == tuple(buf.shape)
+        and d.strides == buf.strides
+    )
 
 
 _LENT_REFS = _lent_refs()

@@ -65,6 +65,12 @@ class Replay:
             return self.graph(inputs)
         return self.tape.replay_data(inputs)
 
+    def stateful(self, n_state: int) -> None:
+        """The first ``n_state`` inputs are a stateful step's state leaves (``nv.compile``'s
+        state path says so): the executable may update them in place."""
+        if self.graph is not None:
+            self.graph.stateful(n_state)
+
     def describe(self) -> dict:
         """What runs the tape (``f.stats()["executable"]``)."""
         if self.graph is not None:
