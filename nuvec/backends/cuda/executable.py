@@ -13,10 +13,17 @@ recorded as a CUDA graph and every later call launches it with one call:
   device-to-device copy) unless it is the array copied last time, or the state the graph wrote;
 * state fed back: where a call's input is an output of the call before (a model's parameters
   and an optimizer's moments in ``nv.compile(step, inputs=state, outputs=state)``, the random
-  key, or ``params = step(params)``), two graphs are recorded that read the state from one set
-  of buffers and write the new state straight into the other set, so the state never moves
-  (donation without copies, as JAX's ``donate_argnums``); outputs the function returns
-  unchanged (a learning rate, an unused key) are the inputs themselves, outside the graph;
+  key, or ``params = step(params)``), the graph writes the new value straight into a buffer
+  the next call reads, so the state never moves (donation without copies, as JAX's
+  ``donate_argnums``). In a stateful call, whose write-back replaces the state's arrays, the
+  new values go into the old values' own buffers (one graph, one set of buffers): a value
+  that a later step still reads (or that an output is a view of) is written to scratch and
+  copied over at the end of the graph, and a state array that someone else still holds (its
+  reference count says so) gets a copy of its own first. Elsewhere (a functional call: the
+  caller holds its arguments during the call) two graphs are recorded that read the state
+  from one set of buffers and write the new state into the other. Outputs the function
+  returns unchanged (a learning rate, an unused key) are the inputs themselves, outside the
+  graph;
 * outputs: handed out as arrays over the graph's buffers. Before a graph writes a buffer again,
   the executable checks (reference counts of the buffer, its memory pointer and its memory)
   that no one else can see it: an array handed out earlier that is still held gets a copy of
