@@ -55,18 +55,24 @@ def generate(
     the first (which traces and compiles)."""
     nv.random.seed(seed)
     cache = model.make_cache(1, max_len)
-    logits, cache = model(nv.array([prompt]), cache, nv.array([0], nv.int32))
+    logits, new = model(nv.array([prompt]), cache, nv.array([0], nv.int32))
+    cache[:] = new
 
-    def step(token, cache, position, key=None):
-        logits, cache = model(token, cache, position)
+    def step(token, position, key=None):
+        logits, new = model(token, cache, position)
+        for c, kv in zip(cache, new):  # the cache's own lists: the compiled step's state
+            c[:] = kv
         logits = logits[:, -1, :]
         if temp > 0:
             nxt = nv.random.categorical(logits * (1 / temp), key=key)
         else:
             nxt = nv.argmax(logits, axis=-1)
-        return nxt.astype(nv.int32).reshape(1, 1), cache
+        return nxt.astype(nv.int32).reshape(1, 1)
 
-    decode = nv.compile(step) if compiled else step
+    # The cache as the compiled step's state: updated in place after each call, so that
+    # nothing but the cache holds its arrays and the step writes the new position into
+    # their buffers instead of copying them.
+    decode = nv.compile(step, inputs=cache, outputs=cache) if compiled else step
     key = nv.random.key(seed)
     first = (
         nv.argmax(logits[:, -1, :], axis=-1)
@@ -84,9 +90,9 @@ def generate(
         if temp > 0:  # greedy decoding draws nothing: no key to split
             key, sub = nv.random.split(key)
             nv.eval(sub)  # computed inputs: the compiled step replays its tape
-            token, cache = decode(token, cache, position, sub)
+            token = decode(token, position, sub)
         else:
-            token, cache = decode(token, cache, position)
+            token = decode(token, position)
         out.append(token.item())
     return out, time.perf_counter() - t0
 

@@ -8,6 +8,10 @@ generation benchmark does that).
     model.load_weights("model.safetensors")
     cache = model.make_cache(batch=1, max_len=256)
     logits, cache = model(tokens, cache, position)        # position: an int32 array
+
+The cache is a list of ``[keys, values]`` lists: a compiled decode step can take it as its
+state (``nv.compile(step, inputs=cache, outputs=cache)``, the lists updated in place), and
+then writes each new position into the cache's own buffers.
 """
 
 from __future__ import annotations
@@ -120,10 +124,11 @@ class Llama(nn.Module):
             self.lm_head = nn.Linear(args.hidden_size, args.vocab_size, bias=False)
 
     def make_cache(self, batch: int, max_len: int, dtype=nv.float32) -> list:
+        """A ``[keys, values]`` list per layer, each (batch, kv heads, max_len, head_dim)."""
         a = self.args
         shape = (batch, a.num_key_value_heads, max_len, a.hidden_size // a.num_attention_heads)
         return [
-            (nv.zeros(shape, dtype), nv.zeros(shape, dtype)) for _ in range(a.num_hidden_layers)
+            [nv.zeros(shape, dtype), nv.zeros(shape, dtype)] for _ in range(a.num_hidden_layers)
         ]
 
     def __call__(self, tokens, cache: list, position):
@@ -133,7 +138,7 @@ class Llama(nn.Module):
         new_cache = []
         for layer, c in zip(self.model.layers, cache):
             x, c = layer(x, c, position)
-            new_cache.append(c)
+            new_cache.append(list(c))
         x = self.model.norm(x)
         if self.args.tie_word_embeddings:
             return self.model.embed_tokens.as_linear(x), new_cache

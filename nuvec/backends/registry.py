@@ -31,6 +31,8 @@ BACKENDS: tuple[tuple[str, str], ...] = (
 )
 
 _IMPLS: dict[tuple[str, type], Callable] = {}
+_INTO: dict[tuple[str, type], Callable] = {}  # in-place forms (``register_into``)
+_SPECIAL: dict[tuple[str, type], Callable] = {}  # step specializers (``register_specialized``)
 _LOADED: set[str] = set()
 _BY_TYPE: dict[str, Backend] = {}  # device type -> its backend (resolved once)
 _BY_ENUM: dict = {}  # DeviceType -> its backend (the per-op lookup)
@@ -42,6 +44,48 @@ def register(prim_type: type, device: str = "cpu") -> Callable[[Callable], Calla
         return fn
 
     return deco
+
+
+def register_into(prim_type: type, device: str = "cpu") -> Callable[[Callable], Callable]:
+    """Registers the in-place form of a primitive whose output has its first input's shape
+    and dtype (a scatter): ``fn(prim, inputs, node) -> (outputs, undo)`` writes the result
+    into ``inputs[0]``'s own buffer, raising before anything is written where the arguments
+    are bad, and ``undo()`` puts the overwritten elements back. A compiled stateful step
+    uses it where only the state holds that input (``compile.inplace``)."""
+
+    def deco(fn: Callable) -> Callable:
+        _INTO[(device, prim_type)] = fn
+        return fn
+
+    return deco
+
+
+def implementation_into(prim_type: type, device: str) -> Callable | None:
+    """The in-place form registered for ``prim_type`` on ``device`` (``register_into``)."""
+    implementation(prim_type, device)  # loads the device's backend
+    return _INTO.get((device, prim_type))
+
+
+def register_specialized(prim_type: type, device: str = "cpu") -> Callable[[Callable], Callable]:
+    """Registers how a compiled tape's step of ``prim_type`` runs with what its primitive and
+    node fix worked out once (the kernel of an element-wise op, a slice's index, a product's
+    output shape): ``fn(prim, node) -> impl`` (called as the registered implementation, for
+    inputs of exactly ``node``'s shapes and dtypes), or None where the generic one serves.
+    A decode step replays a hundred small steps: their per-call setup is most of its time."""
+
+    def deco(fn: Callable) -> Callable:
+        _SPECIAL[(device, prim_type)] = fn
+        return fn
+
+    return deco
+
+
+def specialized(prim, node, device: str, impl: Callable) -> Callable:
+    """The implementation of a fixed-shape step (``register_specialized``), else ``impl``."""
+    fn = _SPECIAL.get((device, type(prim)))
+    if fn is None:
+        return impl
+    return fn(prim, node) or impl
 
 
 def _module_backend(module: str) -> Backend:

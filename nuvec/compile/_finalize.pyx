@@ -127,10 +127,13 @@ def finalize(draft, stream, bint shapeless, steps=None):
             impl = impl_cache[ikey]
         else:
             impl = impl_cache[ikey] = registry.implementation(type(prim), dev)
-        st.impl = impl
         if impl is None or dev != dev0 or s.stream is not stream and s.stream != stream:
             eager = False
         st.node = s.node if s.node is not None else _template(s, draft)
+        if impl is not None and kernel is None and not shapeless:
+            # fixed shapes: what the primitive and node fix is worked out once, here
+            impl = registry.specialized(prim, st.node, dev, impl)
+        st.impl = impl
         st.donate = _donations(s, st, slot, release[k], keep, first_step_slot, draft) \
             if kernel is not None and donates else None
         st.source = s

@@ -21,6 +21,13 @@ Two halves:
   holds the NumPy data, the data owns its memory (or holds a buffer-cache Buffer nobody else
   holds). ``Plan.disarm()`` after the replay.
 
+A step whose primitive has an in-place form on the device (``registry.register_into``: a
+scatter, the KV cache's ``slice_update`` in a decode step) may write into its first argument's
+buffer the same way: that argument is a state input read by no other step (nor by any array
+sharing its memory made before it) and not returned. Such a step may come before steps that
+can raise: it records how to undo its write (the overwritten elements), and ``Plan.rollback``
+restores them, last first, when the replay fails, so the state is still left unchanged.
+
 A step traced into another tape (another entry, the fused tape swapped in) gets its own plan.
 """
 
@@ -31,6 +38,8 @@ from threading import get_ident as _get_ident
 from typing import Any, Optional
 
 import numpy as np
+
+from ..backends import registry
 
 # Steps whose output never shares memory with an input: matmuls write a new buffer, and so
 # do fused kernels (or they reuse a dying intermediate, never an input). Every other step is
@@ -96,21 +105,49 @@ class _Donating:
         return getattr(self.kernel, name)
 
 
-class Plan:
-    """Which state inputs of one tape may lend their buffer, and to which kernels."""
+class _InPlace:
+    """A step's implementation that, while armed (for the thread that armed it), runs the
+    primitive's in-place form on its first argument and logs the undo in ``log``;
+    otherwise it is the implementation itself."""
 
-    __slots__ = ("tape", "by_input", "wrappers", "proven")
+    __slots__ = ("impl", "into", "armed", "thread", "uses", "log")
+
+    def __init__(self, impl: Any, into: Any, log: list) -> None:
+        self.impl = impl
+        self.into = into
+        self.armed = False
+        self.thread = 0
+        self.uses = 0
+        self.log = log
+
+    def __call__(self, prim: Any, datas: list, node: Any) -> list:
+        if self.armed and self.thread == _get_ident():
+            outs, undo = self.into(prim, datas, node)
+            self.log.append(undo)
+            self.uses += 1
+            return outs
+        return self.impl(prim, datas, node)
+
+
+class Plan:
+    """Which state inputs of one tape may lend their buffer, and to which kernels or
+    in-place steps."""
+
+    __slots__ = ("tape", "by_input", "wrappers", "proven", "steps_by_input", "in_place", "log")
 
     def __init__(self, tape: Any) -> None:
         self.tape = tape
         self.by_input: dict[int, list[tuple[_Donating, int, int]]] = {}
         self.wrappers: list[_Donating] = []
+        self.steps_by_input: dict[int, _InPlace] = {}
+        self.in_place: list[_InPlace] = []
+        self.log: list = []  # the armed in-place steps' undos, in the order they ran
         self.proven = False  # a call's state write-back succeeded: arming is safe
 
     def arm(self, ins: list) -> bool:
         """Arms the kernels for the state inputs (arrays in ``ins``) that only the state
         holds; True when any was armed (call ``disarm`` after the replay)."""
-        if not self.proven or not self.by_input:
+        if not self.proven or not (self.by_input or self.steps_by_input):
             return False
         armed: dict[_Donating, list] = {}
         base = self.tape.donation_base
@@ -122,16 +159,31 @@ class Plan:
         for w, pairs in armed.items():
             w.thread = me
             w.armed = tuple(pairs)
-        return bool(armed)
+        steps = 0
+        for i, st in self.steps_by_input.items():
+            if _sole(ins[i], base):
+                st.thread = me
+                st.armed = True
+                steps += 1
+        return bool(armed) or steps > 0
+
+    def rollback(self) -> None:
+        """Puts back what the in-place steps of a failed replay overwrote, last first."""
+        log = self.log
+        while log:
+            log.pop()()
 
     def disarm(self) -> None:
         for w in self.wrappers:
             w.armed = ()
+        for st in self.in_place:
+            st.armed = False
+        self.log.clear()
 
     @property
     def donations(self) -> int:
         """Kernel calls that wrote into a state input's buffer (for tests and stats)."""
-        return sum(w.uses for w in self.wrappers)
+        return sum(w.uses for w in self.wrappers) + sum(st.uses for st in self.in_place)
 
 
 def _sole(a: Any, base: type) -> bool:
@@ -167,9 +219,14 @@ def plan(tape: Any, n_state: int) -> Plan:
     alias: dict[int, set[int]] = {s: {s} for s in range(n_state)}
     sources: dict[int, set[int]] = {s: {s} for s in range(n_state)}  # slot -> state inputs
     reads: dict[int, list[int]] = {}
+    into: dict[int, tuple[Any, set[int]]] = {}  # step -> (in-place form, aliases before it)
     for k, st in enumerate(steps):
         for a in st.args:
             reads.setdefault(a, []).append(k)
+        if st.kernel is None and st.args and st.args[0] < n_state:
+            fn = registry.implementation_into(type(st.prim), st.stream.device.type.value)
+            if fn is not None:
+                into[k] = (fn, set(alias[st.args[0]]))
         if st.kernel is not None or st.prim.name in _FRESH:
             continue
         srcs: set[int] = set()
@@ -213,4 +270,19 @@ def plan(tape: Any, n_state: int) -> Plan:
                 pl.by_input.setdefault(s, []).append((w, p, o))
                 taken.add((k, o))
                 break
+    for k, (fn, group) in into.items():
+        st = steps[k]
+        s = st.args[0]
+        if s in pl.steps_by_input or s in pl.by_input:
+            continue
+        if st.args.count(s) != 1 or any(a in group for a in st.args[1:]):
+            continue  # the update or an index shares the target's memory
+        if group & outputs or any(r != k for a in group for r in reads.get(a, ()) if r >= k):
+            continue  # returned, or read at or after this step by another one
+        if tuple(draft.shape[s]) != tuple(st.shape) or st.dtypes[0] != draft.dtype[s]:
+            continue
+        w = _InPlace(st.impl, fn, pl.log)
+        st.impl = w
+        pl.in_place.append(w)
+        pl.steps_by_input[s] = w
     return pl

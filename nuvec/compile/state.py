@@ -298,6 +298,9 @@ def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
     if pl.arm(ins):
         try:
             outs = tape.run(ins)
+        except BaseException:
+            pl.rollback()  # state buffers written in place get their old elements back
+            raise
         finally:
             pl.disarm()
     else:

@@ -1,4 +1,5 @@
-"""Quantization (MLX's ``quantize``, ``dequantize``, ``quantized_matmul``, ``gather_qmm``):
+"""Quantization (MLX's ``quantize``, ``dequantize``, ``quantized_matmul``, ``gather_qmm``,
+``qqmm``, ``gather_qqmm``):
 argument checks and dtypes here, the packed layouts in ``primitives.quant_formats``.
 
 >>> import nuvec as nv
@@ -22,7 +23,7 @@ from ..primitives.quantized import Dequantize, QuantizedMatmul, Quantize
 from ._common import as_array
 from .products import stacked
 
-__all__ = ["quantize", "dequantize", "quantized_matmul", "gather_qmm", "qqmm"]
+__all__ = ["quantize", "dequantize", "quantized_matmul", "gather_qmm", "qqmm", "gather_qqmm"]
 
 
 def _ops():
@@ -255,24 +256,35 @@ def gather_qmm(
     ``w[rhs_indices]`` (indices over the batch axes of each, broadcast together; None: all
     in order): a mixture of experts' products. The result has shape
     ``indices.shape + (M, N)``."""
-    ops = _ops()
     if lhs_indices is None and rhs_indices is None:
         return quantized_matmul(
             x, w, scales, biases, transpose, group_size, bits, mode, stream=stream
         )
     x, w, scales = as_array(x), as_array(w), as_array(scales)
     biases = None if biases is None else as_array(biases)
+    li, ri = _gather_indices("gather_qmm", x, w, lhs_indices, rhs_indices)
+    xs = _pick(x, li)
+    ws, ss = _pick(w, ri), _pick(scales, ri)
+    bs = None if biases is None else _pick(biases, ri)
+    y = quantized_matmul(xs, ws, ss, bs, transpose, group_size, bits, mode, stream=stream)
+    return _unbatch(y, li)
+
+
+def _gather_indices(op: str, x: Array, w: Array, lhs_indices, rhs_indices) -> list:
+    """The batch indices of ``x`` and ``w`` (None: every batch entry in order), broadcast
+    together; both operands need at least 2 dimensions."""
+    ops = _ops()
     for name, a in (("x", x), ("w", w)):
         if a.ndim < 2:
             raise ValueError(
-                f"gather_qmm: {name} must have at least 2 dimensions, got shape {tuple(a.shape)}"
+                f"{op}: {name} must have at least 2 dimensions, got shape {tuple(a.shape)}"
             )
 
     def indices(idx, a):
         if idx is None:
             if shapeless.relative(a) and a.ndim > 2:
                 raise ValueError(
-                    "gather_qmm: under nv.compile(shapeless=True) the default indices would be "
+                    f"{op}: under nv.compile(shapeless=True) the default indices would be "
                     "the traced batch positions; pass them explicitly"
                 )
             n = 1
@@ -281,19 +293,22 @@ def gather_qmm(
             return ops.reshape(ops.arange(n, dtype=dtypes.uint32), tuple(a.shape[:-2]))
         idx = as_array(idx)
         if not dtypes.issubdtype(idx.dtype, dtypes.integer):
-            raise ValueError(f"gather_qmm: indices must be integral, got {idx.dtype}")
+            raise ValueError(f"{op}: indices must be integral, got {idx.dtype}")
         return idx
 
-    li, ri = ops.broadcast_arrays(indices(lhs_indices, x), indices(rhs_indices, w))
+    return ops.broadcast_arrays(indices(lhs_indices, x), indices(rhs_indices, w))
 
-    def pick(a, idx):
-        flat = stacked(a)
-        return ops.take(flat, ops.flatten(idx) if idx.ndim else ops.reshape(idx, (1,)), axis=0)
 
-    xs = pick(x, li)
-    ws, ss = pick(w, ri), pick(scales, ri)
-    bs = None if biases is None else pick(biases, ri)
-    y = quantized_matmul(xs, ws, ss, bs, transpose, group_size, bits, mode, stream=stream)
+def _pick(a: Array, idx: Array) -> Array:
+    """The matrices ``a[idx]`` of ``a``'s batch axes, stacked on one leading axis."""
+    ops = _ops()
+    flat = stacked(a)
+    return ops.take(flat, ops.flatten(idx) if idx.ndim else ops.reshape(idx, (1,)), axis=0)
+
+
+def _unbatch(y: Array, li: Array) -> Array:
+    """The stacked products ``y`` with the indices' shape as their batch axes."""
+    ops = _ops()
     if not shapeless.relative(li):  # the batch axes back (no traced size of y's)
         return ops.unflatten(y, 0, tuple(li.shape)) if li.ndim else ops.squeeze(y, 0)
     return ops.reshape(y, tuple(li.shape) + tuple(y.shape[-2:]))
@@ -340,7 +355,13 @@ def qqmm(
     >>> nv.qqmm(x, w, mode="mxfp8").shape
     (4, 8)
     """
-    op = "qqmm"
+    return _qqmm(
+        "qqmm", x, w, scales, group_size, bits, mode, global_scale_x, global_scale_w, stream
+    )
+
+
+def _qqmm(op, x, w, scales, group_size, bits, mode, global_scale_x, global_scale_w, stream):
+    """``qqmm``, its errors naming ``op``."""
     if mode not in _QQ_MODES:
         raise ValueError(f"{op}: mode must be one of {', '.join(_QQ_MODES)}, got {mode!r}")
     x, w = as_array(x), as_array(w)
@@ -417,3 +438,51 @@ def _qqmm_float(x, w, group_size, bits, mode, gsx, gsw, stream):
         return dx, dw
 
     return product(x, w)
+
+
+def gather_qqmm(
+    x: Array,
+    w: Array,
+    /,
+    scales: Optional[Array] = None,
+    lhs_indices: Optional[Array] = None,
+    rhs_indices: Optional[Array] = None,
+    group_size: Optional[int] = None,
+    bits: Optional[int] = None,
+    mode: str = "nvfp4",
+    global_scale_x: Optional[Array] = None,
+    global_scale_w: Optional[Array] = None,
+    *,
+    sorted_indices: bool = False,
+    stream=None,
+) -> Array:
+    """``qqmm`` of the matrices ``x[lhs_indices]`` with ``w[rhs_indices]`` (indices over the
+    batch axes of each, broadcast together; None: all in order), both operands quantized
+    (modes ``nvfp4`` and ``mxfp8``; ``w`` packed with its ``scales``, or float). The result
+    has shape ``indices.shape + (M, N)``; ``sorted_indices`` is a hint MLX's kernels use,
+    the values do not depend on it.
+
+    >>> import nuvec as nv
+    >>> x, w = nv.random.normal((2, 3, 64)), nv.random.normal((4, 8, 64))
+    >>> nv.gather_qqmm(x, w, rhs_indices=nv.array([3, 1]), mode="mxfp8").shape
+    (2, 3, 8)
+    """
+    op = "gather_qqmm"
+    if mode not in _QQ_MODES:
+        raise ValueError(f"{op}: mode must be one of {', '.join(_QQ_MODES)}, got {mode!r}")
+    x, w = as_array(x), as_array(w)
+    li, ri = _gather_indices(op, x, w, lhs_indices, rhs_indices)
+    ss = None if scales is None else _pick(as_array(scales), ri)
+    y = _qqmm(
+        op,
+        _pick(x, li),
+        _pick(w, ri),
+        ss,
+        group_size,
+        bits,
+        mode,
+        global_scale_x,
+        global_scale_w,
+        stream,
+    )
+    return _unbatch(y, li)

@@ -135,3 +135,120 @@ def test_an_error_after_the_update_leaves_the_state_unchanged():
     with pytest.raises(Exception, match="out of bounds"):
         nv.eval(step(nv.array([100], nv.int32)), state)
     np.testing.assert_array_equal(np.array(p["w"]), before)
+
+
+# -- steps with an in-place form: a scatter (a KV cache's slice_update) ---------------------
+
+
+def cache_step(read_old: bool = False, check_index: bool = False):
+    """A decode-like step over a state ``cache`` (two arrays): writes row ``pos`` of each,
+    returns a product that reads the new caches (and the old one, with ``read_old``)."""
+    cache = [nv.zeros((1, 2, 8, 4)), nv.zeros((1, 2, 8, 4))]
+    nv.eval(cache)
+
+    def step(x, pos, i):
+        old = cache[0]
+        k = nv.slice_update(cache[0], x, pos, axes=(2,))
+        v = nv.slice_update(cache[1], x * 2.0, pos, axes=(2,))
+        cache[0], cache[1] = k, v
+        out = nv.sum(k * v, axis=-1)
+        if read_old:
+            out = out + nv.sum(old, axis=-1)
+        if check_index:  # a step after the scatters that checks its index (may raise)
+            out = out + nv.take(nv.reshape(v, (-1,)), i)
+        return out
+
+    return cache, step
+
+
+def drive(step, cache, n, i=0, start=0):
+    outs = []
+    for t in range(start, start + n):
+        x = nv.array(np.full((1, 2, 1, 4), t + 1, np.float32))
+        out = step(x, nv.array([t % 8], nv.int32), nv.array(i, nv.int32))
+        nv.eval(out, cache)
+        outs.append(np.array(out))
+    return outs
+
+
+def address(a):
+    return a._data.__array_interface__["data"][0]
+
+
+@pytest.mark.parametrize("read_old", [False, True])
+def test_a_scattered_state_cache_is_written_in_its_own_buffer(read_old):
+    c0, eager = cache_step(read_old)
+    c1, step = cache_step(read_old)
+    comp = nv.compile(step, inputs=c1, outputs=c1)
+    want = drive(eager, c0, 6)
+    got = drive(comp, c1, 6)
+    for a, b in zip(got, want):
+        assert_same(a, b)
+    for j in range(2):  # (a loop variable bound to a cache array would hold it)
+        assert_same(np.array(c1[j]), np.array(c0[j]))
+    x = nv.array(np.ones((1, 2, 1, 4), np.float32))
+    entry = cstate.entry_for(comp, (x, nv.array([0], nv.int32), nv.array(0, nv.int32)), {})
+    pl = entry.info["inplace"]
+    if read_old:  # the old keys are read after their update: copied, never written
+        assert pl.steps_by_input.keys() == {1}
+    else:
+        assert pl.steps_by_input.keys() == {0, 1}
+    n, bufs = pl.donations, [address(a) for a in c1]
+    assert n > 0
+    drive(comp, c1, 2)
+    assert pl.donations == n + 2 * len(pl.steps_by_input)
+    assert [address(a) for a in c1][1] == bufs[1]
+
+
+def test_a_cache_array_held_elsewhere_keeps_its_value():
+    cache, step = cache_step()
+    comp = nv.compile(step, inputs=cache, outputs=cache)
+    drive(comp, cache, 4)
+    held = cache[0]
+    before = np.array(held)
+    view = np.asarray(cache[1])
+    vbefore = view.copy()
+    drive(comp, cache, 3, start=4)
+    np.testing.assert_array_equal(np.array(held), before)
+    np.testing.assert_array_equal(view, vbefore)
+    assert not np.array_equal(np.array(cache[0]), before)
+
+
+def test_an_error_after_an_in_place_scatter_puts_the_cache_back():
+    cache, step = cache_step(check_index=True)
+    comp = nv.compile(step, inputs=cache, outputs=cache)
+    drive(comp, cache, 4)
+    x = nv.array(np.full((1, 2, 1, 4), 9.0, np.float32))
+    entry = cstate.entry_for(comp, (x, nv.array([0], nv.int32), nv.array(0, nv.int32)), {})
+    pl = entry.info["inplace"]
+    assert pl.steps_by_input.keys() == {0, 1}
+    before = [np.array(a) for a in cache]
+    n = pl.donations
+    with pytest.raises(Exception, match="out of bounds"):
+        nv.eval(comp(x, nv.array([5], nv.int32), nv.array(1000, nv.int32)), cache)
+    assert pl.donations == n + 2  # both were written in place before the error, then undone
+    for j in range(2):
+        np.testing.assert_array_equal(np.array(cache[j]), before[j])
+    drive(comp, cache, 2)  # and the step goes on as before
+
+
+def test_scatter_add_into_a_state_array():
+    acc = [nv.zeros((5, 3))]
+    nv.eval(acc)
+
+    def step(idx, u):
+        acc[0] = acc[0].at[idx].add(u)
+        return nv.sum(acc[0])
+
+    comp = nv.compile(step, inputs=acc, outputs=acc)
+    want = np.zeros((5, 3), np.float32)
+    for t in range(5):
+        idx = np.array([t % 5, 1, 1], np.int32)
+        u = np.full((3, 3), t + 1, np.float32)
+        np.add.at(want, idx, u)
+        got = comp(nv.array(idx), nv.array(u))
+        nv.eval(got, acc)
+        np.testing.assert_array_equal(np.array(acc[0]), want)
+        assert np.array(got) == want.sum()
+    entry = cstate.entry_for(comp, (nv.array(idx), nv.array(u)), {})
+    assert entry.info["inplace"].donations > 0

@@ -280,3 +280,77 @@ def test_qqmm_errors_name_the_function():
         nv.qqmm(x, w, mode="mxfp8", global_scale_x=nv.array(1.0))
     with pytest.raises(ValueError, match="qqmm: the last dimensions"):
         nv.qqmm(x, nv.ones((4, 32)), mode="mxfp8")
+
+
+@pytest.mark.parametrize("mode", ["nvfp4", "mxfp8"])
+@pytest.mark.parametrize(
+    "batch_a, lhs, batch_b, rhs",
+    [
+        ((1,), (0,), (3,), (2, 1)),
+        ((1,), None, (3,), (2, 1)),
+        ((2,), None, (3,), (2, 1)),
+        ((3,), (0, 2), (1,), (0,)),
+        ((5,), (0, 2), (3,), (2, 1)),
+        ((2, 2), None, (2, 2), None),
+    ],
+)
+def test_gather_qqmm_is_gather_mm_of_the_operands_through_quantization(
+    mode, batch_a, lhs, batch_b, rhs
+):
+    # MLX's test_gather_qqmm cases (which MLX runs only on its GPU)
+    x = nv.array(RNG.standard_normal(batch_a + (3, 64)).astype(np.float32))
+    w = nv.array(RNG.standard_normal(batch_b + (16, 64)).astype(np.float32))
+    gx = nv.max(nv.abs(x)) if mode == "nvfp4" else None
+    gw = nv.max(nv.abs(w)) if mode == "nvfp4" else None
+    li = None if lhs is None else nv.array(lhs)
+    ri = None if rhs is None else nv.array(rhs)
+    x_hat = np.asarray(_through_quantization(x, mode, gx))
+    w_hat = np.asarray(_through_quantization(w, mode, gw))
+    la = np.arange(int(np.prod(batch_a))).reshape(batch_a) if lhs is None else np.array(lhs)
+    ra = np.arange(int(np.prod(batch_b))).reshape(batch_b) if rhs is None else np.array(rhs)
+    la, ra = np.broadcast_arrays(la, ra)
+    xf = x_hat.reshape((-1,) + x_hat.shape[-2:])[la]
+    wf = w_hat.reshape((-1,) + w_hat.shape[-2:])[ra]
+    want = xf.astype(np.float64) @ np.swapaxes(wf, -1, -2).astype(np.float64)
+    wq, s = nv.quantize(w, mode=mode, global_scale=gw)
+    kw = dict(mode=mode, global_scale_x=gx, global_scale_w=gw)
+    for got in (
+        nv.gather_qqmm(x, wq, s, li, ri, **kw),  # packed weight
+        nv.gather_qqmm(x, w, None, li, ri, **kw),  # quantized on the fly
+    ):
+        assert got.shape == want.shape and got.dtype == nv.float32
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-4)
+    ref = nv.gather_mm(nv.array(x_hat), nv.swapaxes(nv.array(w_hat), -1, -2), li, ri)
+    np.testing.assert_allclose(np.asarray(ref), want, rtol=1e-5, atol=1e-4)
+
+
+def test_gather_qqmm_gradient_reaches_the_gathered_rows():
+    # (MLX's vjp quantizes the cotangent along M and N too: multiples of the group size)
+    x = nv.array(RNG.standard_normal((3, 32, 32)).astype(np.float32))
+    w = nv.array(RNG.standard_normal((4, 32, 32)).astype(np.float32))
+    li, ri = nv.array([2, 0]), nv.array([1, 1])
+
+    def f(a, b):
+        return nv.gather_qqmm(a, b, None, li, ri, mode="mxfp8").sum()
+
+    dx, dw = nv.grad(f, argnums=(0, 1))(x, w)
+    # the entries never gathered get no gradient; gathered ones get qqmm's
+    assert not np.asarray(dx)[1].any() and np.asarray(dx)[[0, 2]].any()
+    assert not np.asarray(dw)[[0, 2, 3]].any() and np.asarray(dw)[1].any()
+    gx, gw = nv.grad(lambda a, b: nv.qqmm(a, b, mode="mxfp8").sum(), argnums=(0, 1))(x[2], w[1])
+    gx0, gw0 = nv.grad(lambda a, b: nv.qqmm(a, b, mode="mxfp8").sum(), argnums=(0, 1))(x[0], w[1])
+    np.testing.assert_allclose(np.asarray(dx)[2], np.asarray(gx), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(dx)[0], np.asarray(gx0), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(dw)[1], np.asarray(gw) + np.asarray(gw0), rtol=1e-5)
+
+
+def test_gather_qqmm_errors_name_the_function():
+    x, w = nv.ones((3, 2, 64)), nv.ones((3, 4, 64))
+    with pytest.raises(ValueError, match="gather_qqmm: mode"):
+        nv.gather_qqmm(x, w, mode="affine")
+    with pytest.raises(ValueError, match="gather_qqmm: x must have at least 2"):
+        nv.gather_qqmm(nv.ones((64,)), w, mode="mxfp8")
+    with pytest.raises(ValueError, match="gather_qqmm: indices must be integral"):
+        nv.gather_qqmm(x, w, rhs_indices=nv.array([0.5]), mode="mxfp8")
+    with pytest.raises(ValueError, match="gather_qqmm: the last dimensions"):
+        nv.gather_qqmm(x, nv.ones((3, 4, 32)), mode="mxfp8")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...primitives.elementwise import AsType, Binary, Select, Unary
-from ..registry import register
+from ..registry import register, register_specialized
 
 try:
     from ...codegen.ir import KernelSpec
@@ -18,8 +18,8 @@ except ImportError:  # the engine is not built yet: NumPy ufuncs stand in
 _SPECS: dict[tuple, object] = {}  # (op, input dtypes, output dtype) -> KernelSpec, or None
 
 
-def _engine(op: str, ins: list[np.ndarray], node) -> np.ndarray | None:
-    """The op through the generated kernel, or None where the engine does not cover it."""
+def _spec(op: str, node):
+    """The single-op KernelSpec of ``node``'s call, or None where the engine lacks it."""
     if _kernels is None:
         return None
     key = (op, tuple(x._dtype.name for x in node._inputs), node._dtype.name)
@@ -27,9 +27,43 @@ def _engine(op: str, ins: list[np.ndarray], node) -> np.ndarray | None:
     if spec is False:
         spec = KernelSpec.single(op, key[1], key[2]) if _supports(op, key[1][-1]) else None
         _SPECS[key] = spec
+    return spec
+
+
+def _engine(op: str, ins: list[np.ndarray], node) -> np.ndarray | None:
+    """The op through the generated kernel, or None where the engine does not cover it."""
+    spec = _spec(op, node)
     if spec is None:
         return None
     return _kernels.run(spec, ins, node._shape)[0]
+
+
+def _specialize(op=None):
+    """A compiled step's element-wise op: its kernel called directly, the spec looked up
+    once (``registry.register_specialized``)."""
+
+    def make(prim, node):
+        spec = _spec(op or prim.op, node)
+        if spec is None:
+            return None
+        try:
+            kernel = _kernels.get_kernel(spec)
+        except Exception:  # no compiler for a JIT-only op: the generic path reports it
+            return None
+        shape = node._shape
+
+        def run(prim, ins, node):
+            return kernel(ins, shape)
+
+        return run
+
+    return make
+
+
+register_specialized(Unary)(_specialize())
+register_specialized(Binary)(_specialize())
+register_specialized(Select)(_specialize("select"))
+register_specialized(AsType)(_specialize("astype"))
 
 
 @register(Unary)

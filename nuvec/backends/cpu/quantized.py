@@ -9,7 +9,7 @@ import numpy as np
 
 from ...primitives import quant_formats as qf
 from ...primitives.quantized import Dequantize, QuantizedMatmul, Quantize
-from ..registry import register
+from ..registry import register, register_specialized
 from .memory import empty
 
 
@@ -118,3 +118,41 @@ def _quantized_matmul(prim, ins, node):
             )
             out[idx] = o
     return [out if out.dtype == out_dtype else out.astype(out_dtype)]
+
+
+@register_specialized(QuantizedMatmul)
+def _quantized_matmul_step(prim, node):
+    """A compiled step's product with one 2-D weight: the output's shape, the compute type
+    and the code table fixed once; x, scales and biases passed as they are where they
+    already have the compute type and layout (the usual case: a model's float32 weights)."""
+    x, w = node._inputs[0], node._inputs[1]
+    if w.ndim != 2 or len(node._inputs) != 4 or not prim.affine:
+        return None
+    out_dtype = np.dtype(node._dtype.np)
+    ct = _compute_dtype(out_dtype)
+    if out_dtype != ct:
+        return None
+    k = x._shape[-1]
+    m = 1
+    for d in x._shape[:-1]:
+        m *= d
+    n = w._shape[-2] if prim.transpose else w._shape[-1] * 32 // prim.bits
+    shape = tuple(node._shape)
+    bits, gs, transpose = prim.bits, prim.group_size, prim.transpose
+    qmm = _kernels().qmm
+    contiguous = np.ascontiguousarray
+
+    def run(prim, ins, node):
+        xf = ins[0].reshape(m, k)
+        if xf.dtype != ct or not xf.flags.c_contiguous:
+            xf = contiguous(xf, ct)
+        s, b = ins[2], ins[3]
+        if s.dtype != ct or not s.flags.c_contiguous:
+            s = contiguous(s, ct)
+        if b.dtype != ct or not b.flags.c_contiguous:
+            b = contiguous(b, ct)
+        out = empty((m, n), ct)
+        qmm(xf, contiguous(ins[1]), s, b, None, bits, gs, transpose, out)
+        return [out.reshape(shape)]
+
+    return run

@@ -26,7 +26,7 @@ from ...primitives.shape import (
     SizedBroadcast,
     SizedReshape,
 )
-from ..registry import register
+from ..registry import register, register_specialized
 from ._views import broadcast_view
 from .memory import empty
 
@@ -95,6 +95,16 @@ def _transpose(prim, ins, node):
 @register(Slice)
 def _slice(prim, ins, node):
     return [ins[0][box(prim.start, prim.stop, prim.strides)]]
+
+
+@register_specialized(Slice)
+def _slice_step(prim, node):
+    index = box(prim.start, prim.stop, prim.strides)  # made once, not per replay
+
+    def run(prim, ins, node):
+        return [ins[0][index]]
+
+    return run
 
 
 @register(SliceUpdate)
