@@ -22,6 +22,7 @@ from functools import lru_cache
 from importlib.resources import files
 
 from .ir import KernelSpec
+from .optable import OPS
 
 # compute types (the value of a node in registers) and storage types (in memory)
 CTYPE = {
@@ -69,23 +70,7 @@ _INT_BITS = {
 }
 
 # ops whose float32 result on float16 / bfloat16 inputs is already in the narrow format
-_EXACT_NARROW = frozenset(
-    (
-        "negative",
-        "abs",
-        "copy",
-        "sign",
-        "maximum",
-        "minimum",
-        "floor",
-        "ceil",
-        "round",
-        "real",
-        "imag",
-        "conjugate",
-        "select",
-    )
-)
+_EXACT_NARROW = frozenset(o.name for o in OPS.values() if o.exact_narrow)
 _ROUND = {"float16": "nv_round_f16", "bfloat16": "nv_round_bf16"}
 
 

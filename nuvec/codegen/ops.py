@@ -1,4 +1,4 @@
-"""Element-wise operations the engine knows: arity, result dtypes, and which dtypes each covers.
+"""Queries over the element-wise op table (``optable.OPS``): arity, result dtypes, coverage.
 
 Example::
 
@@ -11,200 +11,25 @@ Example::
 
 from __future__ import annotations
 
-UNARY = (
-    "abs",
-    "negative",
-    "sign",
-    "sqrt",
-    "rsqrt",
-    "square",
-    "reciprocal",
-    "exp",
-    "expm1",
-    "log",
-    "log1p",
-    "log2",
-    "log10",
-    "sin",
-    "cos",
-    "tan",
-    "arcsin",
-    "arccos",
-    "arctan",
-    "sinh",
-    "cosh",
-    "tanh",
-    "arcsinh",
-    "arccosh",
-    "arctanh",
-    "sigmoid",
-    "erf",
-    "erfinv",
-    "floor",
-    "ceil",
-    "round",
-    "logical_not",
-    "bitwise_invert",
-    "isnan",
-    "isinf",
-    "isposinf",
-    "isneginf",
-    "isfinite",
-    "real",
-    "imag",
-    "conjugate",
-    "copy",
-    "astype",
-)
-BINARY = (
-    "add",
-    "subtract",
-    "multiply",
-    "divide",
-    "floor_divide",
-    "remainder",
-    "power",
-    "maximum",
-    "minimum",
-    "equal",
-    "not_equal",
-    "less",
-    "less_equal",
-    "greater",
-    "greater_equal",
-    "logical_and",
-    "logical_or",
-    "logaddexp",
-    "arctan2",
-    "bitwise_and",
-    "bitwise_or",
-    "bitwise_xor",
-    "left_shift",
-    "right_shift",
-)
-TERNARY = ("select",)
+from .optable import KIND_DTYPES, OPS
 
-ARITY: dict[str, int] = {
-    **{o: 1 for o in UNARY},
-    **{o: 2 for o in BINARY},
-    **{o: 3 for o in TERNARY},
-}
+UNARY = tuple(o.name for o in OPS.values() if o.arity == 1)
+BINARY = tuple(o.name for o in OPS.values() if o.arity == 2)
+TERNARY = tuple(o.name for o in OPS.values() if o.arity == 3)
 
-BOOL_RESULT = frozenset(
-    (
-        "equal",
-        "not_equal",
-        "less",
-        "less_equal",
-        "greater",
-        "greater_equal",
-        "logical_and",
-        "logical_or",
-        "logical_not",
-        "isnan",
-        "isinf",
-        "isposinf",
-        "isneginf",
-        "isfinite",
-    )
-)
+ARITY: dict[str, int] = {o.name: o.arity for o in OPS.values()}
 
-FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
-INT_DTYPES = ("uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64")
+BOOL_RESULT = frozenset(o.name for o in OPS.values() if o.result == "bool")
+_RESULT = {o.name: o.result for o in OPS.values()}
 
-_CMP = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
-_PREDICATES = ("isnan", "isinf", "isposinf", "isneginf", "isfinite")
-_COMMON = (
-    (
-        "copy",
-        "select",
-        "astype",
-        "real",
-        "imag",
-        "conjugate",
-        "logical_not",
-        "logical_and",
-        "logical_or",
-        "maximum",
-        "minimum",
-        "abs",
-    )
-    + _CMP
-    + _PREDICATES
-)
+FLOAT_DTYPES = KIND_DTYPES["f"]
+INT_DTYPES = KIND_DTYPES["i"]
 
-_BOOL_OPS = frozenset(
-    _COMMON + ("add", "multiply", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_invert")
-)
-_INT_OPS = frozenset(
-    _COMMON
-    + (
-        "negative",
-        "sign",
-        "square",
-        "floor",
-        "ceil",
-        "round",
-        "bitwise_invert",
-        "add",
-        "subtract",
-        "multiply",
-        "floor_divide",
-        "remainder",
-        "power",
-        "bitwise_and",
-        "bitwise_or",
-        "bitwise_xor",
-        "left_shift",
-        "right_shift",
-    )
-)
-_FLOAT_OPS = frozenset(
-    o
-    for o in ARITY
-    if o
-    not in (
-        "bitwise_invert",
-        "bitwise_and",
-        "bitwise_or",
-        "bitwise_xor",
-        "left_shift",
-        "right_shift",
-    )
-)
-_COMPLEX_OPS = frozenset(
-    (
-        "add",
-        "subtract",
-        "multiply",
-        "divide",
-        "equal",
-        "not_equal",
-        "abs",
-        "real",
-        "imag",
-        "conjugate",
-        "negative",
-        "square",
-        "exp",
-        "log",
-        "sqrt",
-        "sin",
-        "cos",
-        "copy",
-        "select",
-        "astype",
-        "isnan",
-        "isinf",
-        "isfinite",
-    )
-)
-
+# dtype -> the ops whose kernels cover it
 _TABLE: dict[str, frozenset[str]] = {
-    "bool": _BOOL_OPS,
-    "complex64": _COMPLEX_OPS,
-    **{d: _INT_OPS for d in INT_DTYPES},
-    **{d: _FLOAT_OPS for d in FLOAT_DTYPES},
+    d: frozenset(o.name for o in OPS.values() if k in o.kinds)
+    for k, ds in KIND_DTYPES.items()
+    for d in ds
 }
 
 # dtypes a dialect cannot hold at all
@@ -228,15 +53,16 @@ def supports(op: str, dtype: str, dialect: str = "c") -> bool:
 
 def result_dtype(op: str, arg_dtypes: tuple[str, ...], astype_to: str | None = None) -> str:
     """The dtype of ``op`` applied to arguments of ``arg_dtypes`` (``astype``: ``astype_to``)."""
-    if op == "astype":
+    rule = _RESULT.get(op, "same")
+    if rule == "astype":
         if astype_to is None:
             raise ValueError("result_dtype: astype needs the target dtype")
         return astype_to
-    if op in BOOL_RESULT:
+    if rule == "bool":
         return "bool"
-    if op == "select":
+    if rule == "select":
         return arg_dtypes[1]
-    if op in ("real", "imag", "abs") and arg_dtypes[0] == "complex64":
+    if rule == "real" and arg_dtypes[0] == "complex64":
         return "float32"
     return arg_dtypes[0]
 

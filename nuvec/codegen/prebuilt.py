@@ -4,8 +4,8 @@
     len(prebuilt_specs())        # every supported (op, dtype) and every astype pair
 
 A prebuilt library records ``fingerprint()`` (a hash of the generator's sources: IR, dialects,
-headers); a runtime uses it only when the fingerprint matches its own generator, so single
-ops and fused kernels always come from the same code.
+headers, the op table's kernel fields); a runtime uses it only when the fingerprint matches
+its own generator, so single ops and fused kernels always come from the same code.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from importlib.resources import files
 from .generator import kernel_name
 from .ir import DTYPES, KernelSpec
 from .ops import ARITY, result_dtype, supports
+from .optable import kernel_signature
 
 # what the C kernels are made from (the other dialects do not change them)
 _SOURCES = (
@@ -24,6 +25,7 @@ _SOURCES = (
     "generator.py",
     "ir.py",
     "ops.py",
+    "optable.py:kernel_signature",
     "nv_coeffs.h",
     "nv_math.h",
     "nv_ops.h",
@@ -35,12 +37,16 @@ _SOURCES = (
 
 @lru_cache(maxsize=None)
 def fingerprint() -> str:
-    """sha256 over the sources the C kernels are generated from."""
+    """sha256 over the sources the C kernels are generated from (of the op table only the
+    fields the kernels depend on, so its derivatives and stand-ins can change freely)."""
     h = hashlib.sha256()
     for name in _SOURCES:
         h.update(name.encode())
         h.update(b"\0")
-        h.update(files(__package__).joinpath(*name.split("/")).read_bytes())
+        if name == "optable.py:kernel_signature":
+            h.update(kernel_signature().encode())
+        else:
+            h.update(files(__package__).joinpath(*name.split("/")).read_bytes())
     return h.hexdigest()
 
 

@@ -3,37 +3,25 @@
 All run through the element-wise engine (``nuvec.codegen``): eagerly as a group of one op,
 and fused by ``nv.compile``. Operands have one shape (the ops broadcast them first) and one
 dtype (the ops insert AsType first), except Select's condition, which is bool. The ops'
-names are the engine's op names.
+names are the engine's op names, and their records in ``codegen.optable.OPS`` give the
+result dtype and whether a derivative rule exists.
 """
 
 from __future__ import annotations
 
+from ..codegen.optable import OPS
 from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.primitive import Primitive
 from ._common import align_batch
 
 #: Ops whose result is bool.
-PREDICATES = frozenset(
-    {
-        "logical_not",
-        "isnan",
-        "isinf",
-        "isposinf",
-        "isneginf",
-        "isfinite",
-        "equal",
-        "not_equal",
-        "less",
-        "less_equal",
-        "greater",
-        "greater_equal",
-        "logical_and",
-        "logical_or",
-    }
-)
+PREDICATES = frozenset(o.name for o in OPS.values() if o.result == "bool")
 #: Ops that map complex64 to float32.
-COMPLEX_TO_REAL = frozenset({"real", "imag", "abs"})
+COMPLEX_TO_REAL = frozenset(o.name for o in OPS.values() if o.result == "real")
+#: Ops with derivative rules (the others have zero derivatives almost everywhere or
+#: bool / integer results: transforms skip them).
+DIFFERENTIABLE = frozenset(o.name for o in OPS.values() if o.differentiable)
 
 
 def _rules():
@@ -65,13 +53,7 @@ class Unary(_ElementwiseOp):
 
     @property
     def differentiable(self) -> bool:  # type: ignore[override]
-        return self.op not in PREDICATES and self.op not in (
-            "bitwise_invert",
-            "floor",
-            "ceil",
-            "round",
-            "sign",
-        )
+        return self.op in DIFFERENTIABLE
 
     def infer(self, inputs):
         (x,) = inputs
@@ -96,9 +78,7 @@ class Binary(_ElementwiseOp):
 
     @property
     def differentiable(self) -> bool:  # type: ignore[override]
-        return self.op not in PREDICATES and not self.op.startswith(
-            ("bitwise", "left_shift", "right_shift")
-        )
+        return self.op in DIFFERENTIABLE
 
     def infer(self, inputs):
         a, b = inputs

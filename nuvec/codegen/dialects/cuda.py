@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 
 from ..ir import KernelSpec
+from ..optable import fast_functions
 from .base import Dialect, indent
 
 NVRTC_OPTIONS: tuple[str, ...] = (
@@ -49,27 +50,11 @@ FAST_NVRTC_OPTIONS: tuple[str, ...] = (
     "--prec-sqrt=false",
 )
 
-# float32 functions of a fast-math kernel: the SFU's approximations (__expf, __logf, __sinf,
-# __cosf: a few ulp near zero, worse for large arguments) and CUDA's libdevice (erff, tanhf,
-# expm1f, log1pf: within 2 ulp), in place of nuvec's exact library
-FAST_FUNCTIONS: dict[str, str] = {
-    "exp": "__expf",
-    "log": "__logf",
-    "sin": "__sinf",
-    "cos": "__cosf",
-    "tan": "__tanf",
-    "exp2": "exp2f",
-    "log2": "__log2f",
-    "log10": "__log10f",
-    "expm1": "expm1f",
-    "log1p": "log1pf",
-    "tanh": "tanhf",
-    "erf": "erff",
-    "sigmoid": "nv_fast_sigmoid",
-    "power": "__powf",
-    "sinh": "sinhf",
-    "cosh": "coshf",
-}
+# float32 functions of a fast-math kernel (each op's ``fast["cuda"]`` in the op table): the
+# SFU's approximations (__expf, __logf, __sinf, __cosf: a few ulp near zero, worse for large
+# arguments) and CUDA's libdevice (erff, tanhf, expm1f, log1pf: within 2 ulp), in place of
+# nuvec's exact library
+FAST_FUNCTIONS: dict[str, str] = fast_functions("cuda")
 
 FAST_PRELUDE = r"""
 #if defined(__CUDA_ARCH__)
