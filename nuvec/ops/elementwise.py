@@ -14,6 +14,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..codegen.optable import OPS
 from ..core import dtypes as dt
 from ..core import shapeless
 from ..core.array import Array
@@ -38,7 +39,7 @@ def astype(a, dtype, *, stream=None) -> Array:
     return Array.make(AsType(d), [a], resolve_stream(stream))
 
 
-_REAL_ONLY = {"expm1", "erf", "erfinv", "sigmoid"}  # MLX refuses complex inputs for these
+_REAL_ONLY = frozenset(o.name for o in OPS.values() if o.real_only)  # MLX refuses complex
 
 
 def _unary(op: str, a, stream, *, floating: bool = False, kinds: str | None = None) -> Array:
@@ -93,66 +94,69 @@ def _binary(op: str, a, b, stream, *, result: str = "promote") -> Array:
     return Array.make(prim, (a, b), resolve_stream(stream))
 
 
-def _make_unary(op: str, doc: str, **kw) -> Callable[..., Array]:
+_FLOAT_UNARY: list[str] = []  # the public unary ops whose integer inputs become float32
+
+
+def _make_unary(op: str) -> Callable[..., Array]:
+    """The public function of a unary op, as its record in the op table describes it."""
+    rec = OPS[op]
+    floating = rec.inputs == "float"
+    if floating:
+        _FLOAT_UNARY.append(op)
+
     def f(a, /, *, stream=None) -> Array:
-        return _unary(op, a, stream, **kw)
+        return _unary(op, a, stream, floating=floating, kinds=rec.accepts)
 
     f.__name__ = f.__qualname__ = op
-    f.__doc__ = doc
+    f.__doc__ = rec.doc
     return f
 
 
-def _make_binary(op: str, doc: str, **kw) -> Callable[..., Array]:
+def _make_binary(op: str) -> Callable[..., Array]:
+    """The public function of a binary op, as its record in the op table describes it."""
+    rec = OPS[op]
+    result = rec.inputs
+
     def f(a, b, /, *, stream=None) -> Array:
-        return _binary(op, a, b, stream, **kw)
+        return _binary(op, a, b, stream, result=result)
 
     f.__name__ = f.__qualname__ = op
-    f.__doc__ = doc
+    f.__doc__ = rec.doc
     return f
 
 
-_FLOAT_UNARY: list[str] = []  # the ops below, whose integer inputs become float32
+sqrt = _make_unary("sqrt")
+rsqrt = _make_unary("rsqrt")
+reciprocal = _make_unary("reciprocal")
+exp = _make_unary("exp")
+expm1 = _make_unary("expm1")
+log = _make_unary("log")
+log1p = _make_unary("log1p")
+log2 = _make_unary("log2")
+log10 = _make_unary("log10")
+sin = _make_unary("sin")
+cos = _make_unary("cos")
+tan = _make_unary("tan")
+arcsin = _make_unary("arcsin")
+arccos = _make_unary("arccos")
+arctan = _make_unary("arctan")
+sinh = _make_unary("sinh")
+cosh = _make_unary("cosh")
+tanh = _make_unary("tanh")
+arcsinh = _make_unary("arcsinh")
+arccosh = _make_unary("arccosh")
+arctanh = _make_unary("arctanh")
+sigmoid = _make_unary("sigmoid")
+erf = _make_unary("erf")
+erfinv = _make_unary("erfinv")
 
-
-def _float_unary(op: str) -> Callable[..., Array]:
-    _FLOAT_UNARY.append(op)
-    return _make_unary(op, f"Element-wise {op} (integer inputs become float32).", floating=True)
-
-
-sqrt = _float_unary("sqrt")
-rsqrt = _float_unary("rsqrt")
-reciprocal = _float_unary("reciprocal")
-exp = _float_unary("exp")
-expm1 = _float_unary("expm1")
-log = _float_unary("log")
-log1p = _float_unary("log1p")
-log2 = _float_unary("log2")
-log10 = _float_unary("log10")
-sin = _float_unary("sin")
-cos = _float_unary("cos")
-tan = _float_unary("tan")
-arcsin = _float_unary("arcsin")
-arccos = _float_unary("arccos")
-arctan = _float_unary("arctan")
-sinh = _float_unary("sinh")
-cosh = _float_unary("cosh")
-tanh = _float_unary("tanh")
-arcsinh = _float_unary("arcsinh")
-arccosh = _float_unary("arccosh")
-arctanh = _float_unary("arctanh")
-sigmoid = _float_unary("sigmoid")
-erf = _float_unary("erf")
-erfinv = _float_unary("erfinv")
-
-abs = _make_unary("abs", "Element-wise absolute value.")
-negative = _make_unary("negative", "Element-wise negation.", kinds="uifc")
-sign = _make_unary("sign", "Element-wise sign (-1, 0 or 1).", kinds="uifc")
-square = _make_unary("square", "Element-wise square.")
-conjugate = _make_unary("conjugate", "Complex conjugate.")
+abs = _make_unary("abs")
+negative = _make_unary("negative")
+sign = _make_unary("sign")
+square = _make_unary("square")
+conjugate = _make_unary("conjugate")
 conj = conjugate
-bitwise_invert = _make_unary(
-    "bitwise_invert", "Bitwise NOT of integers (logical NOT of bools).", kinds="uib"
-)
+bitwise_invert = _make_unary("bitwise_invert")
 
 
 def floor(a, /, *, stream=None) -> Array:
@@ -235,14 +239,12 @@ def imag(a, /, *, stream=None) -> Array:
     return _unary("imag", a, stream)
 
 
-add = _make_binary("add", "Element-wise sum.")
-subtract = _make_binary("subtract", "Element-wise difference.")
-multiply = _make_binary("multiply", "Element-wise product.")
-divide = _make_binary(
-    "divide", "Element-wise true division (integers become float32).", result="float"
-)
-floor_divide = _make_binary("floor_divide", "Element-wise floor division.")
-_remainder = _make_binary("remainder", "Element-wise remainder with the divisor's sign.")
+add = _make_binary("add")
+subtract = _make_binary("subtract")
+multiply = _make_binary("multiply")
+divide = _make_binary("divide")
+floor_divide = _make_binary("floor_divide")
+_remainder = _make_binary("remainder")
 
 
 def remainder(a, b, /, *, stream=None) -> Array:
@@ -254,7 +256,7 @@ def remainder(a, b, /, *, stream=None) -> Array:
     return _remainder(a, b, stream=stream)
 
 
-_power = _make_binary("power", "Element-wise power.")
+_power = _make_binary("power")
 
 
 def power(a, b, /, *, stream=None) -> Array:
@@ -272,16 +274,16 @@ def power(a, b, /, *, stream=None) -> Array:
     return out
 
 
-maximum = _make_binary("maximum", "Element-wise maximum (NaN propagates).")
-minimum = _make_binary("minimum", "Element-wise minimum (NaN propagates).")
-equal = _make_binary("equal", "Element-wise ==.")
-not_equal = _make_binary("not_equal", "Element-wise !=.")
-less = _make_binary("less", "Element-wise <.")
-less_equal = _make_binary("less_equal", "Element-wise <=.")
-greater = _make_binary("greater", "Element-wise >.")
-greater_equal = _make_binary("greater_equal", "Element-wise >=.")
-logical_and = _make_binary("logical_and", "Element-wise AND (inputs become bool).", result="bool")
-logical_or = _make_binary("logical_or", "Element-wise OR (inputs become bool).", result="bool")
+maximum = _make_binary("maximum")
+minimum = _make_binary("minimum")
+equal = _make_binary("equal")
+not_equal = _make_binary("not_equal")
+less = _make_binary("less")
+less_equal = _make_binary("less_equal")
+greater = _make_binary("greater")
+greater_equal = _make_binary("greater_equal")
+logical_and = _make_binary("logical_and")
+logical_or = _make_binary("logical_or")
 
 
 def _complex_operand(x) -> bool:
@@ -307,11 +309,11 @@ def arctan2(a, b, /, *, stream=None) -> Array:
     return _binary("arctan2", a, b, stream, result="float")
 
 
-bitwise_and = _make_binary("bitwise_and", "Element-wise bitwise AND.", result="integer")
-bitwise_or = _make_binary("bitwise_or", "Element-wise bitwise OR.", result="integer")
-bitwise_xor = _make_binary("bitwise_xor", "Element-wise bitwise XOR.", result="integer")
-left_shift = _make_binary("left_shift", "Element-wise a << b.", result="integer")
-right_shift = _make_binary("right_shift", "Element-wise a >> b.", result="integer")
+bitwise_and = _make_binary("bitwise_and")
+bitwise_or = _make_binary("bitwise_or")
+bitwise_xor = _make_binary("bitwise_xor")
+left_shift = _make_binary("left_shift")
+right_shift = _make_binary("right_shift")
 
 
 def divmod(a, b, /, *, stream=None) -> tuple[Array, Array]:

@@ -1,9 +1,13 @@
-"""Element-wise primitives on the CPU: one generated kernel per op (a fused group of one)."""
+"""Element-wise primitives on the CPU: one generated kernel per op (a fused group of one);
+the op table's NumPy stand-ins where the engine lacks a dtype."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
+from ...codegen.optable import OPS
 from ...primitives.elementwise import AsType, Binary, Select, Unary
 from ..registry import register, register_specialized
 
@@ -87,7 +91,7 @@ def _binary(prim, ins, node):
 def _select(prim, ins, node):
     out = _engine("select", ins, node)
     if out is None:
-        out = np.where(ins[0], ins[1], ins[2])
+        out = _stand_in("select")(ins[0], ins[1], ins[2])
     return [out]
 
 
@@ -100,74 +104,20 @@ def _astype(prim, ins, node):
 
 
 # -- NumPy stand-ins (used only where the engine does not cover an op) ---------------------
-_UNARY = {
-    "abs": np.abs,
-    "negative": np.negative,
-    "sign": np.sign,
-    "sqrt": np.sqrt,
-    "rsqrt": lambda x: 1 / np.sqrt(x),
-    "square": np.square,
-    "reciprocal": lambda x: 1 / x,
-    "exp": np.exp,
-    "expm1": np.expm1,
-    "log": np.log,
-    "log1p": np.log1p,
-    "log2": np.log2,
-    "log10": np.log10,
-    "sin": np.sin,
-    "cos": np.cos,
-    "tan": np.tan,
-    "arcsin": np.arcsin,
-    "arccos": np.arccos,
-    "arctan": np.arctan,
-    "sinh": np.sinh,
-    "cosh": np.cosh,
-    "tanh": np.tanh,
-    "arcsinh": np.arcsinh,
-    "arccosh": np.arccosh,
-    "arctanh": np.arctanh,
-    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
-    "floor": np.floor,
-    "ceil": np.ceil,
-    "round": np.round,
-    "logical_not": np.logical_not,
-    "bitwise_invert": np.invert,
-    "isnan": np.isnan,
-    "isinf": np.isinf,
-    "isposinf": np.isposinf,
-    "isneginf": np.isneginf,
-    "isfinite": np.isfinite,
-    "real": np.real,
-    "imag": np.imag,
-    "conjugate": np.conjugate,
-    "copy": np.copy,
-}
-_BINARY = {
-    "add": np.add,
-    "subtract": np.subtract,
-    "multiply": np.multiply,
-    "divide": np.divide,
-    "floor_divide": np.floor_divide,
-    "remainder": np.remainder,
-    "power": np.power,
-    "maximum": np.maximum,
-    "minimum": np.minimum,
-    "equal": np.equal,
-    "not_equal": np.not_equal,
-    "less": np.less,
-    "less_equal": np.less_equal,
-    "greater": np.greater,
-    "greater_equal": np.greater_equal,
-    "logical_and": np.logical_and,
-    "logical_or": np.logical_or,
-    "logaddexp": np.logaddexp,
-    "arctan2": np.arctan2,
-    "bitwise_and": np.bitwise_and,
-    "bitwise_or": np.bitwise_or,
-    "bitwise_xor": np.bitwise_xor,
-    "left_shift": np.left_shift,
-    "right_shift": np.right_shift,
-}
+def _special():
+    import scipy.special  # only in this stand-in path
+
+    return scipy.special
+
+
+_STAND_INS: dict[str, Callable] = {}
+
+
+def _stand_in(op: str):
+    f = _STAND_INS.get(op)
+    if f is None:
+        f = _STAND_INS[op] = OPS[op].stand_in(np, _special)
+    return f
 
 
 def _compute_dtype(x: np.ndarray):
@@ -180,12 +130,7 @@ def _compute_dtype(x: np.ndarray):
 
 def _numpy_unary(op, x, node):
     wide = _compute_dtype(x)
-    if op == "erf" or op == "erfinv":
-        import scipy.special as sp  # only in this stand-in path
-
-        f = sp.erf if op == "erf" else sp.erfinv
-    else:
-        f = _UNARY[op]
+    f = _stand_in(op)
     with np.errstate(all="ignore"):
         r = f(x.astype(wide) if wide else x)
     return np.asarray(r).astype(node._dtype.np, copy=False)
@@ -196,5 +141,5 @@ def _numpy_binary(op, a, b, node):
     if wide:
         a, b = a.astype(wide), b.astype(wide)
     with np.errstate(all="ignore"):
-        r = _BINARY[op](a, b)
+        r = _stand_in(op)(a, b)
     return np.asarray(r).astype(node._dtype.np, copy=False)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ...codegen import generator
 from ...codegen.ir import KernelSpec
+from ...codegen.optable import COSTLY, OPS
 from ...codegen.prebuilt import fingerprint
 from . import jit
 from ._eltwise import Kernel, get_num_threads, set_num_threads
@@ -48,37 +49,9 @@ _lock = threading.Lock()
 _prebuilt: dict[str, object] = {"state": None, "lib": None, "reason": ""}
 _counts = {"prebuilt": 0, "jit": 0}
 
-# rough cost of one element of each op, in units of an add (decides the thread split)
-_COSTLY = frozenset(
-    (
-        "exp",
-        "expm1",
-        "log",
-        "log1p",
-        "log2",
-        "log10",
-        "sin",
-        "cos",
-        "tan",
-        "arcsin",
-        "arccos",
-        "arctan",
-        "sinh",
-        "cosh",
-        "tanh",
-        "arcsinh",
-        "arccosh",
-        "arctanh",
-        "sigmoid",
-        "erf",
-        "erfinv",
-        "power",
-        "logaddexp",
-        "arctan2",
-        "floor_divide",
-        "remainder",
-    )
-)
+# cost of one element of each op, in adds (the op table's cost class; decides the thread
+# split); float16 / bfloat16 conversions cost as much as a costly op
+_COST = {o.name: o.cost for o in OPS.values()}
 
 
 # identity fast path: hashing a spec runs Python code, id() does not. Each entry holds its
@@ -133,7 +106,8 @@ def _load_prebuilt():
 def _grain(spec: KernelSpec) -> int:
     """Minimum elements per thread: about 30 us of work (thread wake-up is ~10 us)."""
     cost = sum(
-        12 if n.op in _COSTLY or (n.dtype in ("float16", "bfloat16")) else 1 for n in spec.nodes
+        max(_COST[n.op], COSTLY) if n.dtype in ("float16", "bfloat16") else _COST[n.op]
+        for n in spec.nodes
     )
     return max(2048, 131072 // max(cost, 1))
 

@@ -4,14 +4,17 @@ The same per-element code as the CPU's C kernels (shared math library, each valu
 its dtype, no contraction), so float16 / bfloat16 / float32 / integer / bool results equal the
 CPU's bit for bit; float64 transcendental functions come from CUDA's libdevice (the CPU's from
 the C library), within an ulp or two. An op the engine does not cover for a dtype (none of
-those the ops make today) falls back to the CuPy ufunc of the same name.
+those the ops make today) falls back to its CuPy stand-in in the op table.
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
 import cupy as cp
 
 from ...codegen.ir import KernelSpec
+from ...codegen.optable import OPS
 from ...codegen.ops import supports
 from ...primitives.elementwise import AsType, Binary, Select, Unary
 from . import kernels
@@ -37,28 +40,22 @@ def _engine(op: str, ins: list, node):
     return kernels.run(spec, ins, node._shape)[0]
 
 
-_RENAME = {"bitwise_invert": "invert"}
-_SPECIAL = ("rsqrt", "sigmoid", "erf", "erfinv")
+def _special():
+    import cupyx.scipy.special
+
+    return cupyx.scipy.special
+
+
+_STAND_INS: dict[str, Callable] = {}
 
 
 def _cupy(op: str, ins: list, node):
-    """CuPy stand-in for an op the engine lacks for this dtype."""
+    """The op table's CuPy stand-in for an op the engine lacks for this dtype."""
     xs = [computable(x, a._dtype) for x, a in zip(ins, node._inputs)]
-    if op in _SPECIAL:
-        import cupyx.scipy.special as sp
-
-        fns = {
-            "rsqrt": lambda x: 1 / cp.sqrt(x),
-            "sigmoid": sp.expit,
-            "erf": sp.erf,
-            "erfinv": sp.erfinv,
-        }
-        r = fns[op](*xs)
-    elif op == "select":
-        r = cp.where(*xs)
-    else:
-        r = getattr(cp, _RENAME.get(op, op))(*xs)
-    return finish(r, node._dtype)
+    f = _STAND_INS.get(op)
+    if f is None:
+        f = _STAND_INS[op] = OPS[op].stand_in(cp, _special, cupy=True)
+    return finish(f(*xs), node._dtype)
 
 
 @gpu(Unary)
