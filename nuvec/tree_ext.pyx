@@ -55,3 +55,91 @@ cpdef object flat(object obj, list out):
     if isinstance(obj, (tuple, list)):
         return (t, _children(obj, out))
     return (_STATIC, t, obj)
+
+
+cpdef list containers(tuple trees):
+    """Every list and dict reachable in ``trees``, each once, in the order of
+    ``nuvec.compile.state.containers`` (its Python form): a compiled stateful call walks its
+    state this way on every call."""
+    cdef list out = []
+    cdef set seen = set()
+    cdef list stack = list(trees)
+    cdef object t, tid
+    while stack:
+        t = stack.pop()
+        if isinstance(t, dict):
+            tid = id(t)
+            if tid not in seen:
+                seen.add(tid)
+                out.append(t)
+                stack.extend((<dict>t).values())
+        elif isinstance(t, list):
+            tid = id(t)
+            if tid not in seen:
+                seen.add(tid)
+                out.append(t)
+                stack.extend(<list>t)
+        elif isinstance(t, tuple):
+            stack.extend(<tuple>t)
+    return out
+
+
+cpdef tuple modes_of(list conts):
+    """The mode flags (training, frozen parameters) of the modules among ``conts``, as
+    ``nuvec.compile.state._modes_of``."""
+    cdef list out = []
+    cdef object c, d
+    for c in conts:
+        if type(c) is dict or type(c) is list:
+            continue  # plain containers have no instance dict
+        d = getattr(c, "__dict__", None)
+        if d and ("_training" in d or "_no_grad" in d):
+            out.append((d.get("_training"), tuple(sorted(d.get("_no_grad", ())))))
+    return tuple(out)
+
+
+cdef object _Arr = None
+
+
+def arrays_setup(array_type):
+    """The array type ``arrays`` collects (set by the evaluation module, which may be
+    imported before ``nuvec.tree`` calls ``setup``)."""
+    global _Arr
+    _Arr = array_type
+
+
+cpdef void arrays(object obj, list out):
+    """Only the arrays of ``obj``, in ``flat``'s order (depth first, dict values in key
+    order), building no structure: what ``nv.eval`` walks (``arrays_setup`` first)."""
+    cdef object t = type(obj)
+    cdef object v
+    if t is _Arr:
+        out.append(obj)
+    elif t is list or t is tuple:
+        for v in obj:
+            arrays(v, out)
+    elif t is dict:
+        for v in (<dict>obj).values():
+            arrays(v, out)
+    elif obj is None or t is int or t is float or t is bool or t is str:
+        return
+    elif isinstance(obj, _Arr):
+        out.append(obj)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            arrays(v, out)
+    elif isinstance(obj, (tuple, list)):
+        for v in obj:
+            arrays(v, out)
+
+
+cpdef bint state_key(list leaves, list out):
+    """Appends each array's dtype name and shape to ``out`` (a stateful call's cache key);
+    False (stopping there) at an array that a transform traces."""
+    cdef object a
+    for a in leaves:
+        if a._tracer:
+            return False
+        out.append(a._dtype.name)
+        out.append(a._shape)
+    return True

@@ -18,6 +18,7 @@ step advances the key exactly as an uncompiled call would.
 
 from __future__ import annotations
 
+import importlib
 import sys
 import time
 from typing import Any
@@ -239,18 +240,14 @@ def _prepare(cf, args: tuple, kwargs: dict):
     trees), or None when an array is being traced by a transform."""
     tin, tout, conts = _trees(cf)
     s_leaves, s_def = flatten(tin)
-    for a in s_leaves:
-        if a._tracer:
-            return None
+    same = cf.state_out is cf.state_in  # then both trees have the same containers
+    skey = [s_def, _modes_of(conts if same else containers(tin))]
+    if not _state_key(s_leaves, skey):  # a state array traced by a transform
+        return None
     a_leaves: list = []
     a_key = cf.key_of(args, kwargs, a_leaves, 0)
     if a_key is None:
         return None
-    same = cf.state_out is cf.state_in  # then both trees have the same containers
-    skey = [s_def, _modes_of(conts if same else containers(tin))]
-    for a in s_leaves:
-        skey.append(a._dtype.name)
-        skey.append(a._shape)
     out_def_pre = None
     if cf.state_out is not cf.state_in:
         out_def_pre = flatten(tout)[1]
@@ -354,6 +351,26 @@ def _modes_of(conts: list) -> tuple:
         if d and ("_training" in d or "_no_grad" in d):
             out.append((d.get("_training"), tuple(sorted(d.get("_no_grad", ())))))
     return tuple(out)
+
+
+try:  # the same walks in Cython (nuvec/tree_ext.pyx): every stateful call makes them
+    _ext = importlib.import_module("nuvec.tree_ext")
+    _containers_c, _modes_of, _state_key = _ext.containers, _ext.modes_of, _ext.state_key
+
+    def containers(*trees: Any) -> list:  # type: ignore[no-redef]  # noqa: F811
+        """Every list and dict reachable in ``trees`` (each once)."""
+        return _containers_c(trees)
+
+except (ImportError, AttributeError):  # pragma: no cover - the extension is not rebuilt yet
+
+    def _state_key(leaves: list, out: list) -> bool:
+        """Appends each array's dtype name and shape to ``out``; False at a traced array."""
+        for a in leaves:
+            if a._tracer:
+                return False
+            out.append(a._dtype.name)
+            out.append(a._shape)
+        return True
 
 
 def _name(cf) -> str:

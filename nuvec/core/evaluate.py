@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Iterable
 
 from .array import Array
@@ -19,13 +20,26 @@ except ImportError:  # pragma: no cover - the extension is built by `make instal
     raise ImportError("nuvec's Cython extensions are not built: run `make install`") from None
 
 
+try:  # the tree module's Cython walk, arrays only (nuvec/tree_ext.pyx)
+    _ext = importlib.import_module("nuvec.tree_ext")
+    _ext.arrays_setup(Array)
+    _arrays = _ext.arrays
+except (ImportError, AttributeError):  # pragma: no cover - not rebuilt yet
+    _arrays = None
+
+
 class TraceEvaluationError(RuntimeError):
     """An array being traced (by nv.compile) has no value yet, so it cannot be evaluated."""
 
 
 def _leaves(trees: Iterable[Any], out: list) -> None:
     # left to right, depth first: ``eval(a, b)`` runs a's graph before b's (the order matters
-    # to collectives: a send and a receive pair up in the order each process evaluates them)
+    # to collectives: a send and a receive pair up in the order each process evaluates them);
+    # the tree module's Cython walk gives that order (a training loop's eval(loss, state)
+    # walks every state array on every step)
+    if _arrays is not None:
+        _arrays(trees if type(trees) is tuple else tuple(trees), out)
+        return
     stack = list(trees)
     stack.reverse()
     while stack:
@@ -55,6 +69,14 @@ def _lookup(node):
     return node_runner(node)
 
 
+def _computed(arrays: list[Array]) -> bool:
+    """Whether every array has its value already (then there is no graph to order)."""
+    for a in arrays:
+        if a._data is None:
+            return False
+    return True
+
+
 def evaluate(arrays: list[Array]) -> None:
     """Computes every array in ``arrays`` (and what they need)."""
     run_nodes(topo_order(arrays), _impls, _lookup, _placeholder_error)
@@ -74,7 +96,7 @@ def eval(*trees: Any) -> None:
         return  # already computed (a compiled call's outputs are): nothing to walk
     arrays: list[Array] = []
     _leaves(trees, arrays)
-    if arrays:
+    if arrays and not _computed(arrays):
         evaluate(arrays)
 
 
@@ -89,5 +111,5 @@ def async_eval(*trees: Any) -> None:
             "async_eval: cannot evaluate arrays that a transform (grad, vjp, jvp, vmap) is "
             "tracing; use nv.eval inside the function"
         )
-    if arrays:
+    if arrays and not _computed(arrays):
         evaluate(arrays)
