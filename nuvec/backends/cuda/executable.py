@@ -178,7 +178,7 @@ class _Buffer:
 class _Graph:
     """One recording: the graph, its memory pool and the buffers it reads and writes."""
 
-    __slots__ = ("graph", "pool", "arena", "ins", "outs", "scratch")
+    __slots__ = ("graph", "pool", "arena", "ins", "outs", "scratch", "written", "plan")
 
     def __init__(self, graph, pool, arena, ins: list, outs: dict, scratch: list) -> None:
         self.graph = graph
@@ -187,6 +187,8 @@ class _Graph:
         self.ins = ins  # per input: the _Buffer the graph reads
         self.outs = outs  # per output slot: the _Buffer the graph writes
         self.scratch = scratch  # buffers only the graph uses (kept alive with it)
+        self.written = list({id(b): b for b in outs.values()}.values())  # each buffer once
+        self.plan: list | None = None  # how each output is made (``Executable._plan``)
 
 
 class Executable:
@@ -519,9 +521,11 @@ class Executable:
             copies.append((i, b, x, d))
         cs = self.stream
         with cs:
-            written = list(g.outs.values()) + [b for i, b, x, d in copies if i in fed]
-            if self.in_place:
-                written = list({id(b): b for b in written}.values())  # ins are outs here
+            written = g.written
+            if copies:
+                extra = [b for i, b, x, d in copies if i in fed and b not in written]
+                if extra:
+                    written = written + extra
             for b in written:
                 held = len(b.lent)
                 if not b.reclaim(keep.get(id(b))):
@@ -556,32 +560,53 @@ class Executable:
                 keep[id(g.ins[i])] = inputs[i]
         return keep
 
-    def _outputs(self, g: _Graph, inputs: list) -> list:
-        """The output arrays, as ``Tape._outputs`` makes them."""
+    def _plan(self, g: _Graph) -> list:
+        """How ``_outputs`` makes each output, worked out once per graph: (0, buffer, shape,
+        dtype) an array over a buffer the graph writes, (1, buffer, shape, dtype) another
+        array over a buffer already handed out in this call (a value returned twice), (2, j)
+        the same array as output j, (3, slot, same) an input (itself, or a new array over its
+        data), (4, constant, data) a constant."""
         tape = self.tape
         n_in, n_c = tape.n_inputs, len(tape.consts)
-        out: list = []
-        handed: dict = {}
-        stream = tape.stream
+        plan: list = []
+        seen: set = set()
         for j, slot in enumerate(tape.outputs):
-            plan = tape.out_plan[j]
-            if plan >= 0:
-                out.append(out[plan])
+            p = tape.out_plan[j]
+            if p >= 0:
+                plan.append((2, p))
             elif slot < n_in:
-                v = inputs[slot]
-                out.append(v if plan == -2 else _wrap(v._shape, v._dtype, v._stream, v._data))
+                plan.append((3, slot, p == -2))
             elif slot < n_in + n_c:
-                c = tape.consts[slot - n_in]
-                d = tape.const_data[slot - n_in]
-                out.append(c if d is None else _wrap(c._shape, c._dtype, c._stream, d))
+                plan.append((4, tape.consts[slot - n_in], tape.const_data[slot - n_in]))
             else:
                 b = g.outs[slot]
-                if slot in handed:  # the function returned one value twice: another array
-                    a = _wrap(tuple(b.data.shape), tape.out_dtypes[j], stream, b.data)
-                    b.lent.append(a)
-                else:
-                    a = handed[slot] = b.hand_out(tuple(b.data.shape), tape.out_dtypes[j], stream)
+                first = slot not in seen
+                seen.add(slot)
+                plan.append((0 if first else 1, b, tuple(b.data.shape), tape.out_dtypes[j]))
+        g.plan = plan
+        return plan
+
+    def _outputs(self, g: _Graph, inputs: list) -> list:
+        """The output arrays, as ``Tape._outputs`` makes them."""
+        plan = g.plan if g.plan is not None else self._plan(g)
+        stream = self.tape.stream
+        out: list = []
+        for p in plan:
+            kind = p[0]
+            if kind == 0:
+                out.append(p[1].hand_out(p[2], p[3], stream))
+            elif kind == 1:  # the function returned one value twice: another array
+                a = _wrap(p[2], p[3], stream, p[1].data)
+                p[1].lent.append(a)
                 out.append(a)
+            elif kind == 2:
+                out.append(out[p[1]])
+            elif kind == 3:
+                v = inputs[p[1]]
+                out.append(v if p[2] else _wrap(v._shape, v._dtype, v._stream, v._data))
+            else:
+                c, d = p[1], p[2]
+                out.append(c if d is None else _wrap(c._shape, c._dtype, c._stream, d))
         return out
 
 
