@@ -7,7 +7,7 @@ import pytest
 import nuvec as nv
 from nuvec.backends import registry
 from nuvec.backends.base import Backend, FusionPolicy
-from nuvec.compile import trace as _trace
+from nuvec.compile import passes as _passes
 from nuvec.compile.fuse import fuse
 from nuvec.primitives.norm import LayerNorm
 from nuvec.primitives.reduction import ScaledSoftmax, SoftmaxProduct
@@ -57,14 +57,14 @@ def test_a_backend_that_lowers_nothing_gets_the_composite(monkeypatch):
 
 
 def _unfused_draft(f, x):
-    prev = _trace.FUSE[0]
-    _trace.FUSE[0] = False
+    prev = _passes.FUSE[0]
+    _passes.FUSE[0] = False
     try:
         cf = nv.compile(f)
         cf(x)
         return cf.lookup(cf.key_of((x,), {}, [], 0)).info["draft"]
     finally:
-        _trace.FUSE[0] = prev
+        _passes.FUSE[0] = prev
 
 
 @pytest.mark.parametrize("read_after", [True, False])

@@ -8,12 +8,13 @@
 1
 
 Pipeline (see ARCHITECTURE.md): key (``_runtime.pyx``) -> trace on placeholders
-(``trace.py``) -> tape builder (``_builder.pyx``: identities, constant folding, scalar
-merging, CSE) -> shapeless rewrite (``shapeless.py``) -> fusion (``fuse.py``, kernels from
-``nuvec.codegen``, built on a worker thread: ``background.py``) -> tape (``_finalize.pyx``,
+(``trace.py``) -> the passes of ``passes.PASSES`` over one context: build (``_builder.pyx``:
+identities, constant folding, scalar merging, CSE), shapeless (``shapeless.py``), rewrites
+(``rewrites.py``), fuse (``fuse.py``, kernels from ``nuvec.codegen``, built on a worker
+thread: ``background.py``), schedule (``schedule.py``), finalize (``_finalize.pyx``,
 ``_tape.pyx``: flat replay, eager when the inputs are computed, buffer donation). Stateful
-steps: ``state.py``; introspection: ``f.inspect(...)`` (``report.py``), ``f.stats()``
-(``signature.py`` explains misses), ``nv.export_to_dot``.
+steps: ``state.py``; introspection: ``f.inspect(...)`` (``report.py``), ``f.stats()`` (the
+``Statistics`` record; ``signature.py`` explains misses), ``nv.export_to_dot``.
 """
 
 from ._runtime import CompiledFunction, trace_count

@@ -12,6 +12,7 @@ cimport cython
 import threading
 from collections import OrderedDict
 
+from ..backends.base import CompileOptions
 from ..core.array import Array
 from ..core import device as _device
 from ..tree import flatten, unflatten
@@ -33,18 +34,38 @@ def set_enabled(bint on) -> None:
     _enabled = on
 
 
-def is_enabled() -> bool:
-    return _enabled
-
-
 def trace_count() -> int:
     """How many traces compiled functions have made in this process (a test diagnostic)."""
     return _traces
 
 
-def _count_trace() -> None:
-    global _traces
-    _traces += 1
+@cython.final
+cdef class Statistics:
+    """What one compiled function has done (``f.stats()`` reads it): cache hits and misses,
+    traces (and those not cached: they held an outer transform's tracer), why the last miss
+    missed, the last trace's timings, whether the retrace warning was given."""
+    cdef public Py_ssize_t hits, misses, traces, uncached
+    cdef public object last_miss
+    cdef public dict timings
+    cdef public bint warned
+
+    def __init__(self):
+        self.hits = self.misses = self.traces = self.uncached = 0
+        self.last_miss = None
+        self.timings = {}
+        self.warned = False
+
+    def missed(self, reason: str) -> None:
+        """A call missed the cache, for ``reason``."""
+        self.misses += 1
+        self.last_miss = reason
+
+    def traced(self) -> None:
+        """The function was traced (counted here and in ``trace_count()``)."""
+        global _traces
+        self.traces += 1
+        _traces += 1
+
 
 
 cdef inline object _stream():
@@ -106,44 +127,43 @@ cdef class CompiledFunction:
     Extras: ``stats()`` (hits, misses, traces, the reason of the last miss, timings of the
     last trace), ``inspect(*args, **kwargs)`` (what compile made for these arguments),
     ``clear_cache()``.
+
+    What it was made with is read-only (``fun``, ``shapeless``, ``capacity``, ``options``,
+    ``warn_traces``, the state trees); its counts are one ``Statistics`` record
+    (``statistics``); the cache and the last call's key are what the call path keeps.
     """
-    cdef public object fun
-    cdef public bint shapeless
-    cdef public Py_ssize_t capacity
-    cdef public object cache
-    cdef public object lock
-    cdef public object trace_lock
-    cdef public Py_ssize_t hits, misses, traces, uncached
+    cdef readonly object fun
+    cdef readonly bint shapeless
+    cdef readonly Py_ssize_t capacity
+    cdef readonly object options        # a backends.base.CompileOptions
+    cdef readonly object warn_traces
+    cdef readonly object state_in
+    cdef readonly object state_out
+    cdef readonly bint stateful
+    cdef readonly Statistics statistics
+    cdef readonly object cache
+    cdef readonly object evicted        # recently evicted keys (miss reasons only)
+    cdef readonly object lock
+    cdef readonly object trace_lock
+    cdef tuple mru
     cdef public object last_key
-    cdef public tuple mru
-    cdef public object last_miss
-    cdef public object last_timings
-    cdef public object warn_traces
-    cdef public bint warned
-    cdef public object state_in
-    cdef public object state_out
-    cdef public bint stateful
-    cdef public bint changed_last
-    cdef public object evicted
+    cdef public bint changed_last       # stateful: the last call changed the state's structure
     cdef dict __dict__
     cdef object __weakref__
 
     def __init__(self, fun, *, shapeless=False, capacity=64, inputs=None, outputs=None,
                  warn_traces=None, fast_math=False):
         self.fun = fun
-        self.fast_math = fast_math     # CUDA kernels only (see nv.compile)
+        self.options = CompileOptions(fast_math=bool(fast_math))   # fast_math: CUDA only
         self.shapeless = shapeless
         self.capacity = capacity
         self.cache = OrderedDict()
         self.lock = threading.Lock()
         self.trace_lock = threading.RLock()
-        self.hits = self.misses = self.traces = self.uncached = 0
+        self.statistics = Statistics()
         self.last_key = None
         self.mru = (None, None)     # (key, entry) of the last call: one atomic tuple
-        self.last_miss = None
-        self.last_timings = {}
         self.warn_traces = warn_traces
-        self.warned = False
         self.state_in = inputs
         self.state_out = outputs
         self.stateful = inputs is not None or outputs is not None
@@ -175,7 +195,7 @@ cdef class CompiledFunction:
         if _same_key(mru[0], key):
             # the signature of the last call: already the most recently used entry
             entry = <Entry>mru[1]
-            self.hits += 1
+            self.statistics.hits += 1
         else:
             entry = self.lookup(key)
             if entry is None:
@@ -252,7 +272,7 @@ cdef class CompiledFunction:
                 self.cache.move_to_end(key)
             except KeyError:
                 pass
-            self.hits += 1
+            self.statistics.hits += 1
         return e
 
     def insert(self, key, entry) -> None:
@@ -273,8 +293,14 @@ cdef class CompiledFunction:
         return tape.run(leaves)
 
     def stats(self) -> dict:
-        """Cache statistics: hits, misses, traces, entries, capacity, the reason of the last
-        miss, and the timings (seconds) of the last trace.
+        """Cache statistics: ``hits``, ``misses``, ``traces``, ``uncached_traces``,
+        ``entries``, ``capacity``, ``last_miss`` (the reason of the last miss); the last
+        trace's timings in seconds (``trace_s``: running the function on placeholders;
+        ``simplify_s``, ``fuse_s``, ``kernel_compile_s``, ``finalize_s``; ``pass_s``: each
+        pass of the pipeline; ``simplify_cpu_s``, ``finalize_cpu_s``;
+        ``first_call_s_before_compiler``), its ``steps``, ``fused_kernels`` and
+        ``kernels_in_background``; ``kernels_pending`` (builds queued in the process); and,
+        where the backend has one, ``executable`` (what runs the last call's tape).
 
         >>> import nuvec as nv
         >>> f = nv.compile(lambda x: x + 1)
@@ -282,10 +308,11 @@ cdef class CompiledFunction:
         >>> s = f.stats(); (s["hits"], s["misses"], s["last_miss"])
         (1, 2, 'argument 0: shape (3,) -> (4,)')
         """
-        out = {"hits": self.hits, "misses": self.misses, "traces": self.traces,
-               "uncached_traces": self.uncached, "entries": len(self.cache),
-               "capacity": self.capacity, "last_miss": self.last_miss}
-        out.update(self.last_timings)
+        cdef Statistics st = self.statistics
+        out = {"hits": st.hits, "misses": st.misses, "traces": st.traces,
+               "uncached_traces": st.uncached, "entries": len(self.cache),
+               "capacity": self.capacity, "last_miss": st.last_miss}
+        out.update(st.timings)
         from .background import pending
         out["kernels_pending"] = pending()
         try:

@@ -6,8 +6,9 @@ get the next ids as the builder meets them. A step refers to its arguments and o
 so passes can replace steps without renumbering anything.
 
     d = Draft(n_inputs=1)
-    c = d.add_const(two, key=None)         # a constant value id
-    d.steps.append(DStep(prim, (0, c), (d.new_value(shape, dtype),), stream))
+    c = d.add_const(two)                    # a constant value id
+    d.steps = [DStep(prim, (0, c), (d.new_value(STEP, shape, dtype),), stream)]
+    d.readers()[0], d.producers()[d.steps[0].outs[0]]   # [0], 0: derived once per steps
 """
 
 from __future__ import annotations
@@ -32,9 +33,26 @@ class Draft:
     broadcast_source: dict[int, int] = field(default_factory=dict)
     #: value id of a one-valued constant -> its raw bytes (all elements equal)
     scalar_bytes: dict[int, bytes] = field(default_factory=dict)
-    steps: list[DStep] = field(default_factory=list)
     outputs: list[int] = field(default_factory=list)
     captures_tracer: bool = False
+    _steps: list[DStep] = field(default_factory=list, repr=False)
+    _producers: dict[int, int] | None = field(default=None, repr=False, compare=False)
+    _readers: dict[int, list[int]] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def steps(self) -> list[DStep]:
+        """The steps in run order (each after the steps making its arguments). A pass that
+        rewrites them assigns a new list, or calls ``changed()`` after editing in place."""
+        return self._steps
+
+    @steps.setter
+    def steps(self, steps: list[DStep]) -> None:
+        self._steps = steps
+        self._producers = self._readers = None
+
+    def changed(self) -> None:
+        """Forgets ``producers()`` and ``readers()`` after an in-place edit of the steps."""
+        self._producers = self._readers = None
 
     def new_value(self, kind: int, shape: tuple, dtype: Any) -> int:
         self.kind.append(kind)
@@ -49,21 +67,26 @@ class Draft:
         return v
 
     def producers(self) -> dict[int, int]:
-        """Value id -> index of the step (in ``steps``) that makes it."""
-        out = {}
-        for k, s in enumerate(self.steps):
-            for v in s.outs:
-                out[v] = k
-        return out
+        """Value id -> index of the step (in ``steps``) that makes it; derived once per
+        version of the steps (do not modify the dict)."""
+        if self._producers is None:
+            out = {}
+            for k, s in enumerate(self._steps):
+                for v in s.outs:
+                    out[v] = k
+            self._producers = out
+        return self._producers
 
-    def readers(self) -> dict[int, list[DStep]]:
-        """Value id -> the steps that read it, in step order (a step reading it twice is
-        listed twice)."""
-        out: dict[int, list[DStep]] = {}
-        for s in self.steps:
-            for a in s.args:
-                out.setdefault(a, []).append(s)
-        return out
+    def readers(self) -> dict[int, list[int]]:
+        """Value id -> indices of the steps that read it, ascending (a step reading it twice
+        is listed twice); derived once per version of the steps (do not modify it)."""
+        if self._readers is None:
+            out: dict[int, list[int]] = {}
+            for k, s in enumerate(self._steps):
+                for a in s.args:
+                    out.setdefault(a, []).append(k)
+            self._readers = out
+        return self._readers
 
     def drop_unused(self) -> None:
         """Removes the steps no output depends on (effectful steps always stay)."""

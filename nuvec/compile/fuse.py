@@ -17,10 +17,10 @@ Scalar constants (every element equal, not a tracer) are literals in the source;
 mode a broadcast step feeding a member is read through (the kernel broadcasts the source
 itself).
 
-    saved = list(draft.steps)
     fused = fuse(draft, shapeless=False, policy=backend.policy)  # rewrites draft.steps
-    # (the policy says whether members read after the group join as outputs)
-    # (a kernel that cannot be built: ``draft.steps = saved`` runs the steps unfused)
+    # (the policy says whether members read after the group join as outputs; compile's
+    # pipeline, ``passes.py``, keeps the steps before it to run unfused while, or if, the
+    # kernels cannot be built)
 """
 
 from __future__ import annotations
@@ -69,12 +69,8 @@ def fuse(draft: Draft, shapeless: bool, policy: FusionPolicy) -> list[DStep]:
         if len(s.outs) == 1 and s.prim.elementwise:
             op = kernel_op(s.prim, [dname[a] for a in s.args])
         ops.append(op)
-    consumers: list[set] = [set() for _ in range(n)]
-    for k, s in enumerate(steps):
-        for a in s.args:
-            j = prod.get(a)
-            if j is not None:
-                consumers[j].add(k)
+    readers = draft.readers()
+    consumers = [{k for v in s.outs for k in readers.get(v, ())} for s in steps]
     outputs = set(draft.outputs)
     is_output = [any(o in outputs for o in s.outs) for s in steps]
 

@@ -168,7 +168,7 @@ def inspect_call(cf, args: tuple, kwargs: dict) -> CompileReport:
 
     wait_for_kernels()  # report the fused tape, not the one used while kernels build
     rep = describe_entry(entry, cf.shapeless)
-    rep.timings = dict(cf.last_timings)
+    rep.timings = dict(cf.statistics.timings)
     return rep
 
 

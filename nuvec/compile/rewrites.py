@@ -2,9 +2,8 @@
 (shaped traces only). A rule rewrites ``draft.steps`` and keeps every result's bits on the
 backends that take it.
 
-    for flag, rule in RULES:         # what compile's fuse pass runs first
-        if getattr(policy, flag):
-            rule(draft)
+    rewrite(draft, policy)    # compile's rewrites pass: for each (flag, rule) in RULES the
+                              # policy sets, rule(draft)
 
 Adding a rule: a function here, one line in ``RULES``, its flag in ``FusionPolicy``, and the
 flag set in the policies of the backends where its bits hold.
@@ -29,6 +28,7 @@ def split_addmm(draft: Draft) -> None:
     ``a @ b + c`` once inside the GEMM, so only the CPU splits)."""
     dname = [d.name for d in draft.dtype]
     readers = draft.readers()
+    old = draft.steps
 
     def fusable(s: DStep) -> bool:
         return (
@@ -46,7 +46,7 @@ def split_addmm(draft: Draft) -> None:
             or s.prim.beta != 1.0
             or dname[out] not in ("float32", "float64")
             or not readers.get(out)
-            or not all(fusable(r) for r in readers[out])
+            or not all(fusable(old[r]) for r in readers[out])
         ):
             steps.append(s)
             continue
@@ -69,6 +69,7 @@ def permute_matmuls(draft: Draft) -> None:
     forward and the backward pass) is a view instead of a transposed copy. Same bits: each
     product is the same BLAS call, written with another row stride."""
     readers = draft.readers()
+    steps = draft.steps
     outputs = set(draft.outputs)
     replace: dict[int, DStep] = {}  # id of a chain's last transpose -> its new step
     drop: set[int] = set()
@@ -79,9 +80,9 @@ def permute_matmuls(draft: Draft) -> None:
         while (
             v not in outputs
             and len(readers.get(v, ())) == 1
-            and type(readers[v][0].prim) is Transpose
+            and type(steps[readers[v][0]].prim) is Transpose
         ):
-            chain.append(readers[v][0])
+            chain.append(steps[readers[v][0]])
             v = chain[-1].outs[0]
         if not chain:
             continue

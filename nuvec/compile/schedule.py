@@ -20,7 +20,7 @@ REDUCTIONS = (Reduce, ArgReduce, LogSumExp)
 
 def hoist_reductions(draft: Draft) -> None:
     steps = draft.steps
-    made_by: dict[int, int] = {}  # value id -> index of the step making it
+    made_by = draft.producers()  # steps follow their arguments: a made argument is earlier
     after: dict[int, list[int]] = {}  # step index -> reductions placed right after it
     hoisted = set()
     for k, s in enumerate(steps):
@@ -29,8 +29,6 @@ def hoist_reductions(draft: Draft) -> None:
             if last is not None and (last < k - 1 or last in hoisted):
                 after.setdefault(last, []).append(k)
                 hoisted.add(k)
-        for v in s.outs:
-            made_by[v] = k
     if not hoisted:
         return
     order: list = []

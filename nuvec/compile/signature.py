@@ -198,7 +198,7 @@ def miss_reason(cf, sig: Signature, key=None) -> str:
     if prev is None and len(cf.cache):
         prev = next(reversed(cf.cache.values())).sig
     if prev is None:
-        if cf.traces == 0:
+        if cf.statistics.traces == 0:
             return "first call"
         if cf.capacity <= 0:
             return "caching is off (cache capacity 0)"

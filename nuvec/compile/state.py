@@ -29,7 +29,7 @@ from ..core.device import current_stream
 from ..transforms._trace import tracing
 from ..tree import LEAF, flatten, unflatten
 from ..tree import _STATIC as STATIC
-from . import _runtime, inplace
+from . import inplace
 from .signature import Signature, miss_reason, walk
 
 
@@ -395,8 +395,7 @@ def _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves):
             + [("the modules' modes (training, frozen)", "static", _modes(tin))],
         )
         _check_hashable(cf, key, sig)
-        cf.misses += 1
-        cf.last_miss = miss_reason(cf, sig, key)
+        cf.statistics.missed(miss_reason(cf, sig, key))
         t0 = time.perf_counter()
         stream = current_stream()
         ph_s = [Array.placeholder(a._shape, a._dtype, stream) for a in s_leaves]
@@ -411,8 +410,7 @@ def _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves):
         snap = snapshot(containers(tin, tout))
         _, s_def = flatten(tin)
         pre_out_def = flatten(tout)[1]
-        _runtime._count_trace()
-        cf.traces += 1
+        cf.statistics.traced()
         try:
             merge_into(tin, unflatten(s_def, ph_s), "state")
             from ..core.shapeless import tracing as shapeless_tracing

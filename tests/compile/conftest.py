@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from nuvec.compile import trace as _trace
+from nuvec.compile import passes as _passes
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -16,12 +16,12 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 @contextlib.contextmanager
 def unfused():
     """Compile without fusion (to look at the simplified steps alone)."""
-    prev = _trace.FUSE[0]
-    _trace.FUSE[0] = False
+    prev = _passes.FUSE[0]
+    _passes.FUSE[0] = False
     try:
         yield
     finally:
-        _trace.FUSE[0] = prev
+        _passes.FUSE[0] = prev
 
 
 def bits(a) -> np.ndarray:

@@ -15,7 +15,7 @@ import pytest
 
 import nuvec as nv
 from nuvec.backends.cpu import jit
-from nuvec.compile import trace
+from nuvec.compile import passes
 
 from conftest import assert_same, entry_of, unfused
 
@@ -77,7 +77,7 @@ def test_a_failing_c_compiler_means_unfused_execution_and_one_warning(monkeypatc
     want = [np.asarray(f(x)) for f in fns]  # single ops, loaded before the switch
     monkeypatch.setenv("CC", str(cc))
     monkeypatch.setenv("NUVEC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(trace, "_warned_compiler", [False])
+    monkeypatch.setattr(passes, "_warned_compiler", [False])
     jit.clear_memory_cache()
     try:
         with warnings.catch_warnings(record=True) as w:

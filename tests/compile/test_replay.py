@@ -6,7 +6,7 @@ from collections import namedtuple
 import numpy as np
 
 import nuvec as nv
-from nuvec.compile import _builder, fuse, trace
+from nuvec.compile import _builder, fuse, passes
 
 from conftest import assert_same
 
@@ -45,11 +45,12 @@ def test_replay_does_no_graph_analysis(monkeypatch):
         raise AssertionError("graph analysis on a replay")
 
     for mod, name in (
-        (trace, "build"),
-        (trace, "finalize"),
+        (passes, "build"),
+        (passes, "finalize"),
+        (passes, "fuse"),
         (fuse, "fuse"),
         (_builder, "build"),
-        (trace, "_fuse"),
+        (passes, "run"),
     ):
         monkeypatch.setattr(mod, name, forbidden)
     import nuvec.core.evaluate as ev

@@ -22,10 +22,10 @@ _SWAP_MID_CALL = """
 import gc
 import numpy as np
 import nuvec as nv
-from nuvec.compile import set_background_kernels, trace
+from nuvec.compile import passes, set_background_kernels
 
 set_background_kernels(False)
-trace.FUSE[0] = {fuse}
+passes.FUSE[0] = {fuse}
 
 def fn(x):
     return nv.exp(x) * 2.0 + 1.0
