@@ -13,11 +13,11 @@ swift is installed; NUVEC_SKIP_SHIM=1 leaves it out.
 """
 
 import importlib
+import importlib.util
 import os
 import shutil
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -75,18 +75,29 @@ def cython_extensions() -> list[Extension]:
 
 def _engine_modules():
     """nuvec.codegen.prebuilt and nuvec.backends.cpu.jit without running nuvec/__init__.py
-    (which needs the extensions being built): jit imports only the standard library and
-    nuvec.codegen, and its relative imports need the parent packages, so these stand in for
-    them with the source tree as their path."""
-    for pkg in ("nuvec", "nuvec.backends", "nuvec.backends.cpu"):
-        if pkg not in sys.modules:
-            mod = types.ModuleType(pkg)
-            mod.__path__ = [str(ROOT / pkg.replace(".", "/"))]
-            sys.modules[pkg] = mod
-    return (
-        importlib.import_module("nuvec.codegen.prebuilt"),
-        importlib.import_module("nuvec.backends.cpu.jit"),
+    (which needs the extensions being built). The generator package imports only itself and
+    NumPy: it is imported from its folder under its own name (registered, as Python's recipe
+    for importing a package from a path does, so that its relative imports resolve), and the
+    modules used here are imported now through importlib (an import statement would import
+    the top-level package to load a module of a sub-package not loaded yet). jit imports only
+    the standard library, the C dialect's flags and the kernel error: it is run from its file
+    under its own name, which resolves those imports to the generator loaded here."""
+    if "nuvec.codegen" not in sys.modules:
+        folder = ROOT / "nuvec" / "codegen"
+        spec = importlib.util.spec_from_file_location(
+            "nuvec.codegen", folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
+        codegen = importlib.util.module_from_spec(spec)
+        sys.modules["nuvec.codegen"] = codegen
+        spec.loader.exec_module(codegen)
+        for name in ("errors", "dialects", "prebuilt"):  # what jit and the prebuild use
+            importlib.import_module(f"nuvec.codegen.{name}")
+    spec = importlib.util.spec_from_file_location(
+        "nuvec.backends.cpu.jit", ROOT / "nuvec" / "backends" / "cpu" / "jit.py"
     )
+    jit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(jit)
+    return sys.modules["nuvec.codegen.prebuilt"], jit
 
 
 def _build_shim() -> Path | None:
@@ -130,9 +141,9 @@ class BuildExt(build_ext):
         if out.exists() and stamp_file.exists() and stamp_file.read_text() == want:
             return
         print(f"building prebuilt element-wise kernels -> {out}")
-        n = jit.build_prebuilt(out, jobs=os.cpu_count() or 1)
+        jit.compile_shared(prebuilt.prebuilt_sources(), out, jobs=os.cpu_count() or 1)
         stamp_file.write_text(want)
-        print(f"built {n} prebuilt kernels")
+        print(f"built {len(prebuilt.prebuilt_specs())} prebuilt kernels")
 
 
 setup(ext_modules=cython_extensions(), cmdclass={"build_ext": BuildExt})

@@ -18,16 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..codegen import generator
-
-
-class KernelCompileError(RuntimeError):
-    """A backend could not build its kernels (a missing or failing compiler); ``message``
-    holds what the compiler said."""
-
-    def __init__(self, message: str, command: list[str] | None = None):
-        super().__init__(message)
-        self.message = message
-        self.command = command
+from ..codegen.errors import KernelCompileError as KernelCompileError  # re-exported
 
 
 @dataclass(frozen=True)

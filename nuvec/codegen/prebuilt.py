@@ -1,7 +1,8 @@
 """The set of single-op kernels built ahead of time, and the generator's fingerprint.
 
-    from nuvec.codegen.prebuilt import prebuilt_specs, fingerprint
+    from nuvec.codegen.prebuilt import prebuilt_specs, prebuilt_sources, fingerprint
     len(prebuilt_specs())        # every supported (op, dtype) and every astype pair
+    prebuilt_sources()           # their C sources, in chunks compiled into one library
 
 A prebuilt library records ``fingerprint()`` (a hash of the generator's sources: IR, dialects,
 headers, the op table's kernel fields); a runtime uses it only when the fingerprint matches
@@ -14,7 +15,7 @@ import hashlib
 from functools import lru_cache
 from importlib.resources import files
 
-from .generator import kernel_name
+from .generator import generate_many, kernel_name
 from .ir import DTYPES, KernelSpec
 from .ops import ARITY, result_dtype, supports
 from .optable import kernel_signature
@@ -67,3 +68,14 @@ def prebuilt_specs(dialect: str = "c") -> list[tuple[str, KernelSpec]]:
             ins = ("bool", d, d) if op == "select" else (d,) * arity
             specs.append(KernelSpec.single(op, ins, result_dtype(op, ins)))
     return [(kernel_name(s), s) for s in specs]
+
+
+def prebuilt_sources(chunks: int = 16) -> list[str]:
+    """The C sources of every prebuilt kernel, in up to ``chunks`` translation units (compiled
+    in parallel, linked into one library); the first also exports ``nv_prebuilt_stamp``, the
+    ``fingerprint()`` they were generated with."""
+    specs = prebuilt_specs()
+    groups = [specs[i::chunks] for i in range(chunks)]
+    sources = [generate_many(g, "c") for g in groups if g]
+    sources[0] += f'\nNV_EXPORT const char nv_prebuilt_stamp[65] = "{fingerprint()}";\n'
+    return sources

@@ -15,8 +15,10 @@ a kernel from being built or stored (no compiler, a failing one, a full disk, an
 folder) raises ``KernelCompileError`` with the cause and the setting to change, which the
 compiler turns into one warning and unfused execution. ``clear_kernel_cache()`` empties it.
 
-Besides the standard library this imports only nuvec.codegen (pure Python), so setup.py can
-use it to prebuild the single-op kernels at install time with exactly the same flags.
+It imports only the standard library, the C dialect's flags and the kernel error of
+nuvec.codegen, so setup.py loads it (and the generator) from its file without the package,
+whose extensions it is building, to prebuild the single-op kernels of
+``nuvec.codegen.prebuilt`` at install time with exactly the same flags.
 """
 
 from __future__ import annotations
@@ -36,7 +38,6 @@ __all__ = [
     "KernelCompileError",
     "load",
     "compile_shared",
-    "build_prebuilt",
     "compiler",
     "flags",
     "cache_dir",
@@ -48,7 +49,7 @@ __all__ = [
 ]
 
 from ...codegen.dialects.c import FLAGS as BASE_FLAGS  # no contraction, no fast-math
-from ..base import KernelCompileError  # the C compiler is missing or failed
+from ...codegen.errors import KernelCompileError  # the C compiler is missing or failed
 
 
 _lock = threading.Lock()
@@ -432,19 +433,3 @@ def clear_kernel_cache() -> int:
             except OSError:
                 pass
     return removed
-
-
-def build_prebuilt(out_path: str | os.PathLike, jobs: int | None = None, chunks: int = 16) -> int:
-    """Compile every single-op kernel (codegen.prebuilt) into one library; returns the count.
-
-    The library exports ``nv_prebuilt_stamp``, the generator fingerprint it was built from.
-    """
-    from ...codegen.generator import generate_many
-    from ...codegen.prebuilt import fingerprint, prebuilt_specs
-
-    specs = prebuilt_specs()
-    groups = [specs[i::chunks] for i in range(chunks)]
-    sources = [generate_many(g, "c") for g in groups if g]
-    sources[0] += f'\nNV_EXPORT const char nv_prebuilt_stamp[65] = "{fingerprint()}";\n'
-    compile_shared(sources, out_path, jobs=jobs or os.cpu_count() or 1)
-    return len(specs)
