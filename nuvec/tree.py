@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
+from . import tree_ext as _ext  # type: ignore[attr-defined]  # a Cython module
 from .core.array import Array
 
 __all__ = ["TreeDef", "flatten", "unflatten", "leaves", "is_leaf_def", "LEAF"]
@@ -119,13 +120,9 @@ def _flat(obj: Any, out: list) -> Any:
     return (_STATIC, t, obj)
 
 
-try:  # the Cython walk (nuvec/tree_ext.pyx): same structure, about 3x faster
-    from . import tree_ext as _ext  # type: ignore[attr-defined]  # a Cython module
-
-    _ext.setup(Array, LEAF)
-    _flat_fast = _ext.flat
-except ImportError:  # pragma: no cover - not built yet
-    _flat_fast = _flat
+# the Cython walk (nuvec/tree_ext.pyx): same structure, about 3x faster
+_ext.setup(Array, LEAF)
+_flat_fast = _ext.flat
 
 
 def flatten(obj: Any) -> tuple[list[Array], TreeDef]:

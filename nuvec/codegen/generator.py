@@ -16,7 +16,6 @@ Example::
 from __future__ import annotations
 
 import hashlib
-import struct
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
@@ -86,14 +85,6 @@ def library_source() -> str:
 
 
 # ---- literals -------------------------------------------------------------------------------
-
-
-def _f32_value(bits: int) -> float:
-    return struct.unpack("<f", struct.pack("<I", bits))[0]
-
-
-def _f64_value(bits: int) -> float:
-    return struct.unpack("<d", struct.pack("<Q", bits))[0]
 
 
 def _narrow_to_f32_bits(dtype: str, bits: int) -> int:

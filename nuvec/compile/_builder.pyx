@@ -20,12 +20,7 @@ from ._tape cimport DStep
 
 from ..core.evaluate import evaluate
 from ..primitives.elementwise import AsType
-from ..primitives.shape import Broadcast, Reshape
-
-try:
-    from ..primitives.shape import Transpose
-except ImportError:  # not landed yet
-    Transpose = None
+from ..primitives.shape import Broadcast, Reshape, Transpose
 
 
 cdef bint _is_identity(object prim, object a, bint shapeless):
@@ -40,7 +35,7 @@ cdef bint _is_identity(object prim, object a, bint shapeless):
         return not shapeless and x._shape == a._shape
     if t is AsType:
         return x._dtype == a._dtype
-    if Transpose is not None and t is Transpose:
+    if t is Transpose:
         axes = getattr(prim, "axes", None)
         return axes is not None and tuple(axes) == tuple(range(len(axes)))
     return False

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..backends import registry
 from ..core.array import Array
+from ..primitives.compiled import Compiled
 from ._tape cimport Step, Tape
 
 
@@ -118,7 +119,7 @@ def finalize(draft, stream, bint shapeless, steps=None):
         st.kernel = kernel
         st.broadcast_operands = bool(shapeless and prim.elementwise and len(s.args) > 1
                                      and kernel is None
-                                     and type(prim).__name__ != "Compiled")
+                                     and type(prim) is not Compiled)
         dev = dev_cache.get(id(s.stream))
         if dev is None:
             dev = dev_cache[id(s.stream)] = _device(s.stream)

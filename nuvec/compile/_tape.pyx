@@ -24,6 +24,7 @@ import numpy as np
 
 from ..core.array import Array
 from ..backends import registry
+from ..primitives.shape import broadcast_shape
 
 cdef object _ndarray = np.ndarray
 cdef object _new = Array.__new__
@@ -49,26 +50,6 @@ cdef inline object _make(tuple shape, object dtype, object prim, tuple inputs, o
     for x in inputs:              # as Array.make: __setitem__ needs to know who reads x
         x._readers += 1
     return a
-
-
-cdef tuple _broadcast_shape(list shapes, str name):
-    """The shape ``shapes`` broadcast to (NumPy rules), or a ValueError naming the op."""
-    cdef Py_ssize_t nd = 0, i, off
-    for s in shapes:
-        if len(s) > nd:
-            nd = len(s)
-    out = [1] * nd
-    for s in shapes:
-        off = nd - len(s)
-        for i in range(len(s)):
-            d = s[i]
-            o = out[off + i]
-            if o == 1:
-                out[off + i] = d
-            elif d != 1 and d != o:
-                raise ValueError(f"{name}: shapes {' and '.join(str(tuple(x)) for x in shapes)} "
-                                 "cannot be broadcast together")
-    return tuple(out)
 
 
 cdef str _device(stream):
@@ -166,7 +147,7 @@ cdef class Tape:
                 else:
                     datas.append(self.const_data[i - self.n_inputs])
             if self.shapeless:      # the kernel broadcasts its inputs to their common shape
-                shape = _broadcast_shape([d.shape for d in datas], "compiled")
+                shape = broadcast_shape([d.shape for d in datas], "compiled")
             else:
                 shape = one.shape
             res = one.kernel(datas, shape)
@@ -300,7 +281,7 @@ cdef class Tape:
                 break
         else:
             return
-        shape = _broadcast_shape(shapes, step.prim.name)
+        shape = broadcast_shape(shapes, step.prim.name)
         from ..primitives.shape import Broadcast
         for i in range(len(ins)):
             x = ins[i]

@@ -46,15 +46,6 @@ cdef inline void _mark(object a, set seen):
             seen.add(id(s))
 
 
-def consumers_count(list order):
-    """How many times each node's outputs are used by other nodes in ``order``, by id."""
-    cdef dict counts = {}
-    for a in order:
-        for x in a._inputs:
-            counts[id(x)] = counts.get(id(x), 0) + 1
-    return counts
-
-
 def run_nodes(list order, dict impls, object lookup, object on_placeholder):
     """Runs each node of ``order`` (from ``topo_order``): its implementation is
     ``impls[(device type, primitive type)]`` (filled by ``lookup(node)`` on a miss); stores the

@@ -122,12 +122,21 @@ def operands(a, b, name: str) -> tuple[Array, Array]:
     return a, b
 
 
-def normalize_axis(axis, ndim: int, name: str) -> int:
-    if not isinstance(axis, numbers.Integral):
-        raise TypeError(f"{name}: axis must be an int, got {type(axis).__name__}")
-    ax = int(axis)
-    if not -ndim <= ax < max(ndim, 1) or (ndim == 0 and ax not in (0, -1)):
-        raise ValueError(f"{name}: axis {axis} is out of bounds for an array of dimension {ndim}")
+def normalize_axis(axis, ndim: int, name: str, *, scalar: bool = False) -> int:
+    """``axis`` as an index in ``[0, ndim)``, a negative one counting from the end: the one
+    axis check of the operations.
+
+    A TypeError naming ``name`` unless ``axis`` is an integer (a Python or NumPy int; a bool
+    is refused), a ValueError when it is out of bounds. ``scalar``: a 0-d array takes axis 0
+    (the operations that treat it as one element)."""
+    if isinstance(axis, bool):
+        raise TypeError(f"{name}: axis must be an int, got bool")
+    try:
+        ax = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{name}: axis must be an int, got {type(axis).__name__}") from None
+    if not -ndim <= ax < (max(ndim, 1) if scalar else ndim):
+        raise ValueError(f"{name}: axis {ax} is out of bounds for an array of dimension {ndim}")
     return ax % ndim if ndim else 0
 
 

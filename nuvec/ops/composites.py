@@ -67,7 +67,7 @@ def _axes(axis, ndim: int, name: str) -> list[int]:
             f"{name}: axis must be an int, a sequence of ints or None, got {type(axis).__name__}"
         )
     seq = [axis] if isinstance(axis, numbers.Integral) else list(axis)
-    out = [normalize_axis(a, ndim, name) for a in seq]
+    out = [normalize_axis(a, ndim, name, scalar=True) for a in seq]
     if len(set(out)) != len(out):
         raise ValueError(f"{name}: repeated axis in {tuple(seq)}")
     return sorted(out)
@@ -138,7 +138,7 @@ def unstack(x, /, *, axis: int = 0, stream=None) -> list[Array]:
     x = as_array(x, "unstack")
     if x.ndim == 0:
         raise ValueError("unstack: the array must have at least one dimension")
-    ax = normalize_axis(axis, x.ndim, "unstack")
+    ax = normalize_axis(axis, x.ndim, "unstack", scalar=True)
     n = x.shape[ax]
     if n == 0:
         return []
@@ -158,7 +158,7 @@ def diff(a, /, n: int = 1, axis: int = -1, *, stream=None) -> Array:
         raise ValueError(f"diff: the order n must be non-negative, got {n}")
     if a.ndim == 0:
         raise ValueError("diff: the array must have at least one dimension")
-    ax = normalize_axis(axis, a.ndim, "diff")
+    ax = normalize_axis(axis, a.ndim, "diff", scalar=True)
     for _ in range(n):
         m = a.shape[ax]
         hi = tuple(

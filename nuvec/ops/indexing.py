@@ -44,7 +44,7 @@ from ..primitives.shape import (
     slice_shape,
     slice_triplet,
 )
-from ._common import SCALARS, as_array, constant, weak_dtype
+from ._common import SCALARS, as_array, constant, normalize_axis, weak_dtype
 from .creation import array
 from .elementwise import astype, clip, negative, reciprocal, where
 from .reduction import cumsum
@@ -54,7 +54,6 @@ from .shape import (
     broadcast_to,
     flatten,
     norm_axes,
-    norm_axis,
     reshape,
     slice_axes,
     squeeze,
@@ -603,7 +602,7 @@ def take(a, /, indices, axis: int | None = None, *, stream=None) -> Array:
     if axis is None:
         a = flatten(a, stream=stream) if a.ndim != 1 else a
         axis = 0
-    ax = norm_axis(axis, a.ndim, "take")
+    ax = normalize_axis(axis, a.ndim, "take")
     if isinstance(indices, (bool, np.bool_)):
         raise _bool_error("take")
     if isinstance(indices, _INTS):
@@ -644,7 +643,7 @@ def take_along_axis(a, /, indices, axis: int | None = None, *, stream=None) -> A
     if axis is None:
         a = flatten(a, stream=stream) if a.ndim != 1 else a
         axis = 0
-    ax = norm_axis(axis, a.ndim, "take_along_axis")
+    ax = normalize_axis(axis, a.ndim, "take_along_axis")
     common = _along_shapes(a, idx, ax, "take_along_axis")
     a = broadcast_to(a, common[:ax] + (a._shape[ax],) + common[ax + 1 :], stream=stream)
     idx = broadcast_to(idx, common[:ax] + (idx._shape[ax],) + common[ax + 1 :], stream=stream)
@@ -667,7 +666,7 @@ def put_along_axis(a, /, indices, values, axis: int | None = None, *, stream=Non
     if axis is None:
         a = flatten(a, stream=stream) if a.ndim != 1 else a
         axis = 0
-    ax = norm_axis(axis, a.ndim, "put_along_axis")
+    ax = normalize_axis(axis, a.ndim, "put_along_axis")
     common = _along_shapes(a, idx, ax, "put_along_axis")
     target = a._shape[:ax] + (1,) + a._shape[ax + 1 :]
     if common != target:
@@ -803,8 +802,8 @@ def diagonal(a, /, offset: int = 0, axis1: int = 0, axis2: int = 1, *, stream=No
     a = as_array(a, "diagonal")
     if a.ndim < 2:
         raise ValueError(f"diagonal: the array must have at least 2 dimensions, got {a.shape}")
-    i = norm_axis(axis1, a.ndim, "diagonal")
-    j = norm_axis(axis2, a.ndim, "diagonal")
+    i = normalize_axis(axis1, a.ndim, "diagonal")
+    j = normalize_axis(axis2, a.ndim, "diagonal")
     if i == j:
         raise ValueError(f"diagonal: axis1 and axis2 must differ, both are {i}")
     off = _int_arg(offset, "diagonal", "offset")

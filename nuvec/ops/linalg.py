@@ -40,7 +40,7 @@ from .elementwise import (
     subtract,
 )
 from .reduction import all as rall
-from .reduction import check_axis
+from ._common import normalize_axis
 from .reduction import sum as rsum
 from .shape import (
     broadcast_shapes,
@@ -170,7 +170,7 @@ def _axis_list(axes, ndim: int, name: str) -> list:
 
     if isinstance(axes, numbers.Integral):
         axes = [axes]
-    return [check_axis(ax, ndim, name) for ax in axes]
+    return [normalize_axis(ax, ndim, name) for ax in axes]
 
 
 def tensordot(a, b, /, axes: int | Sequence[Sequence[int]] = 2, *, stream=None) -> Array:

@@ -23,7 +23,7 @@ from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives.reduction import ArgReduce, LogSumExp, NumberOfElements, Reduce, Scan, Softmax
-from ._common import as_array
+from ._common import as_array, normalize_axis
 from .elementwise import (
     astype,
     conjugate,
@@ -42,29 +42,19 @@ from .shape import reshape
 Axis = int | Sequence[int] | None
 
 
-def check_axis(axis, ndim: int, name: str) -> int:
-    """``axis`` normalised to ``[0, ndim)``; ValueError naming ``name`` when out of bounds."""
-    if not isinstance(axis, numbers.Integral) or isinstance(axis, bool):
-        raise TypeError(f"{name}: axis must be an int, got {type(axis).__name__}")
-    ax = int(axis)
-    if not -ndim <= ax < ndim:
-        raise ValueError(f"{name}: axis {axis} is out of bounds for an array of dimension {ndim}")
-    return ax % ndim
-
-
 def reduction_axes(axis: Axis, ndim: int, name: str) -> tuple[int, ...]:
     """Sorted, normalised axes (all of them for None); repeated axes are an error."""
     if axis is None:
         return tuple(range(ndim))
     if isinstance(axis, numbers.Integral) and not isinstance(axis, bool):
-        return (check_axis(axis, ndim, name),)
+        return (normalize_axis(axis, ndim, name),)
     try:
         items = list(axis)  # type: ignore[arg-type]  # a sequence, or the TypeError below
     except TypeError:
         raise TypeError(
             f"{name}: axis must be an int, a sequence of ints or None, got {type(axis).__name__}"
         ) from None
-    axes = [check_axis(a, ndim, name) for a in items]
+    axes = [normalize_axis(a, ndim, name) for a in items]
     if len(set(axes)) != len(axes):
         raise ValueError(f"{name}: repeated axis in {tuple(items)}")
     return tuple(sorted(axes))
@@ -252,7 +242,7 @@ def _argreduce(op: str, a, axis, keepdims: bool, stream) -> Array:
             raise ValueError(f"{op}: cannot reduce an empty array")
         r = _make(ArgReduce(op, 0, False), flat, stream)
         return reshape(r, (1,) * a.ndim) if keepdims else r
-    ax = check_axis(axis, a.ndim, op)
+    ax = normalize_axis(axis, a.ndim, op)
     return _make(ArgReduce(op, ax, keepdims), a, stream)
 
 
@@ -277,7 +267,7 @@ def _scan(op: str, name: str, a, axis, reverse: bool, inclusive: bool, stream) -
         a = reshape(a, (-1,))
         ax = 0
     else:
-        ax = check_axis(axis, a.ndim, name)
+        ax = normalize_axis(axis, a.ndim, name)
     return _make(Scan(op, ax, reverse, inclusive), a, stream)
 
 
@@ -287,7 +277,7 @@ def _complex_logcumsumexp(a: Array, axis, reverse: bool, inclusive: bool, stream
 
     if axis is None:
         a, axis = reshape(a, (-1,), stream=stream), 0
-    ax = check_axis(axis, a.ndim, "logcumsumexp")
+    ax = normalize_axis(axis, a.ndim, "logcumsumexp")
     if a._shape[ax] == 0:
         return a
     m = stop_gradient(max(real(a), axis=ax, keepdims=True, stream=stream))

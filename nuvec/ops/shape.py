@@ -36,9 +36,10 @@ from ..primitives.shape import (
     Squeeze,
     Transpose,
     Unflatten,
+    broadcast_shape,
     reshape_shape,
 )
-from ._common import SCALARS, as_array, constant, dim_arg, shape_arg, weak_dtype
+from ._common import SCALARS, as_array, constant, dim_arg, normalize_axis, shape_arg, weak_dtype
 
 
 # -- helpers -----------------------------------------------------------------------------
@@ -47,14 +48,6 @@ def _int(v, name: str, what: str) -> int:
         return operator.index(v)
     except TypeError:
         raise TypeError(f"{name}: {what} must be an int, got {type(v).__name__}") from None
-
-
-def norm_axis(axis, ndim: int, name: str) -> int:
-    """``axis`` in ``[0, ndim)``; a ValueError naming ``name`` when out of bounds."""
-    ax = _int(axis, name, "axis")
-    if not -ndim <= ax < ndim:
-        raise ValueError(f"{name}: axis {ax} is out of bounds for an array of dimension {ndim}")
-    return ax + ndim if ax < 0 else ax
 
 
 def int_items(v, name: str, what: str) -> tuple:
@@ -70,7 +63,7 @@ def int_items(v, name: str, what: str) -> tuple:
 def norm_axes(axes, ndim: int, name: str) -> tuple[int, ...]:
     """A sequence (or one int) of distinct axes, normalised."""
     axes = int_items(axes, name, "axis")
-    out = tuple(norm_axis(a, ndim, name) for a in axes)
+    out = tuple(normalize_axis(a, ndim, name) for a in axes)
     if len(set(out)) != len(out):
         raise ValueError(f"{name}: repeated axis in {tuple(axes)}")
     return out
@@ -111,22 +104,17 @@ def broadcast_shapes(*shapes: Sequence[int], name: str = "broadcast_shapes") -> 
     """
     if not shapes:
         raise ValueError(f"{name}: at least one shape is needed")
-    ndim = max((len(s) for s in shapes), default=0)
-    out = [1] * ndim
+    dims = []
     for s in shapes:
-        off = ndim - len(s)
-        for i, d in enumerate(s):
-            if type(d) is not int or d < 0:
-                d = dim_arg(d, name)
-                if d < 0:
-                    raise ValueError(f"{name}: negative dimension {d} in shape {tuple(s)}")
-            o = out[off + i]
-            if o == 1:
-                out[off + i] = d
-            elif d != 1 and d != o:
-                listed = " and ".join(str(tuple(x)) for x in shapes)
-                raise ValueError(f"{name}: shapes {listed} cannot be broadcast together")
-    return tuple(out)
+        if all(type(d) is int and d >= 0 for d in s):
+            dims.append(s)
+            continue
+        checked = tuple(dim_arg(d, name) for d in s)
+        for d in checked:
+            if d < 0:
+                raise ValueError(f"{name}: negative dimension {d} in shape {tuple(s)}")
+        dims.append(checked)
+    return broadcast_shape(dims, name)
 
 
 def broadcast_to(a, /, shape: Sequence[int], *, stream=None) -> Array:
@@ -284,8 +272,8 @@ def flatten(a, /, start_axis: int = 0, end_axis: int = -1, *, stream=None) -> Ar
     nd = a.ndim
     if nd == 0:
         return Array.make(Reshape((1,)), [a], resolve_stream(stream))
-    s = norm_axis(start_axis, nd, "flatten")
-    e = norm_axis(end_axis, nd, "flatten")
+    s = normalize_axis(start_axis, nd, "flatten")
+    e = normalize_axis(end_axis, nd, "flatten")
     if e < s:
         raise ValueError(f"flatten: start_axis {start_axis} comes after end_axis {end_axis}")
     if s == e:
@@ -301,7 +289,7 @@ def unflatten(a, /, axis: int, shape: Sequence[int], *, stream=None) -> Array:
     (2, 3, 4)
     """
     a = as_array(a, "unflatten")
-    ax = norm_axis(axis, a.ndim, "unflatten")
+    ax = normalize_axis(axis, a.ndim, "unflatten")
     shape = _shape_arg(shape, "unflatten")
     if not shape:
         raise ValueError("unflatten: the shape to unflatten to cannot be empty")
@@ -432,8 +420,8 @@ def moveaxis(a, /, source: int, destination: int, *, stream=None) -> Array:
     """
     a = as_array(a, "moveaxis")
     nd = a.ndim
-    s = norm_axis(source, nd, "moveaxis")
-    d = norm_axis(destination, nd, "moveaxis")
+    s = normalize_axis(source, nd, "moveaxis")
+    d = normalize_axis(destination, nd, "moveaxis")
     if s == d:
         return a
     perm = [i for i in range(nd) if i != s]
@@ -450,8 +438,8 @@ def swapaxes(a, /, axis1: int, axis2: int, *, stream=None) -> Array:
     """
     a = as_array(a, "swapaxes")
     nd = a.ndim
-    i = norm_axis(axis1, nd, "swapaxes")
-    j = norm_axis(axis2, nd, "swapaxes")
+    i = normalize_axis(axis1, nd, "swapaxes")
+    j = normalize_axis(axis2, nd, "swapaxes")
     if i == j:
         return a
     perm = list(range(nd))
@@ -478,7 +466,7 @@ def concatenate(arrays: Sequence, axis: int | None = 0, *, stream=None) -> Array
     nd = arrays[0].ndim
     if nd == 0:
         raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
-    ax = norm_axis(axis, nd, "concatenate")
+    ax = normalize_axis(axis, nd, "concatenate")
     for x in arrays:
         s = x._shape
         if (
@@ -515,7 +503,7 @@ def stack(arrays: Sequence, axis: int = 0, *, stream=None) -> Array:
     if any(x._shape != s for x in arrays):
         shapes = ", ".join(str(y._shape) for y in arrays)
         raise ValueError(f"stack: all arrays must have the same shape, got {shapes}")
-    ax = norm_axis(axis, len(s) + 1, "stack")
+    ax = normalize_axis(axis, len(s) + 1, "stack")
     return concatenate([expand_dims(x, ax, stream=stream) for x in arrays], ax, stream=stream)
 
 
@@ -529,7 +517,7 @@ def split(a, /, indices_or_sections, axis: int = 0, *, stream=None) -> list[Arra
     a = as_array(a, "split")
     if a.ndim == 0:
         raise ValueError("split: cannot split a zero-dimensional array")
-    ax = norm_axis(axis, a.ndim, "split")
+    ax = normalize_axis(axis, a.ndim, "split")
     n = a._shape[ax]
     if isinstance(indices_or_sections, (int, np.integer)):
         k = int(indices_or_sections)
@@ -600,7 +588,7 @@ def repeat(array, repeats: int, axis: int | None = None, *, stream=None) -> Arra
     if axis is None:
         a = flatten(a, stream=stream) if a.ndim != 1 else a
         axis = 0
-    ax = norm_axis(axis, a.ndim, "repeat")
+    ax = normalize_axis(axis, a.ndim, "repeat")
     if r == 1:
         return a
     s = a._shape
@@ -727,7 +715,7 @@ def roll(a, shift, axis=None, *, stream=None) -> Array:
     if axis is None:
         flat = flatten(a, stream=stream) if a.ndim != 1 else a
         return reshape(_roll_axes(flat, [sum(shifts)], [0], stream), a._shape, stream=stream)
-    axes = [norm_axis(x, a.ndim, "roll") for x in int_items(axis, "roll", "axis")]
+    axes = [normalize_axis(x, a.ndim, "roll") for x in int_items(axis, "roll", "axis")]
     if len(shifts) == 1:
         shifts = shifts * len(axes)
     elif len(axes) == 1:

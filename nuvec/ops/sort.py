@@ -18,7 +18,7 @@ from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives.sort import ArgPartition, ArgSort, Partition, Sort
 from ._common import as_array
-from .reduction import check_axis
+from ._common import normalize_axis
 from .shape import reshape, slice_axes
 
 
@@ -27,7 +27,7 @@ def _prepare(a, axis, name: str) -> tuple[Array, int]:
     a = as_array(a, name)
     if axis is None:
         return reshape(a, (-1,)), 0
-    return a, check_axis(axis, a.ndim, name)
+    return a, normalize_axis(axis, a.ndim, name)
 
 
 def sort(a, /, axis: int | None = -1, *, stream=None) -> Array:

@@ -13,22 +13,13 @@ from ..registry import register
 from . import blas
 from .kernels import run
 
-try:  # results come from the buffer cache where it is built
-    from .memory import empty as _empty
-except ImportError:  # pragma: no cover
-    _empty = None
+from .memory import empty as _buffer  # results come from the buffer cache
 
 _F32 = np.dtype(np.float32)
 
 
 def _half(d: np.dtype) -> bool:
     return d.itemsize == 2 and d.kind in "fV"
-
-
-def _buffer(shape, dtype):
-    if _empty is not None:
-        return _empty(shape, dtype)
-    return np.empty(shape, dtype)
 
 
 def _product(a: np.ndarray, b: np.ndarray, shape) -> np.ndarray:

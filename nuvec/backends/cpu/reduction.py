@@ -20,30 +20,25 @@ from ...primitives.reduction import (
 )
 from ..registry import register
 from .memory import empty
+from ._rows import (
+    extreme_rows as _extreme_rows,
+    logsumexp_rows as _logsumexp_rows,
+    scaled_softmax_rows as _scaled_softmax_rows,
+    softmax_product_rows as _softmax_product_rows,
+    softmax_rows as _softmax_rows,
+    sum_cols as _sum_cols,
+    sum_rows as _sum_rows,
+)
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
-
-try:
-    from ._rows import (
-        extreme_rows as _extreme_rows,
-        logsumexp_rows as _logsumexp_rows,
-        scaled_softmax_rows as _scaled_softmax_rows,
-        softmax_product_rows as _softmax_product_rows,
-        softmax_rows as _softmax_rows,
-        sum_cols as _sum_cols,
-        sum_rows as _sum_rows,
-    )
-except ImportError:  # pragma: no cover - an unbuilt checkout
-    _extreme_rows = None
 
 
 def _rows_out(x: np.ndarray, axes: tuple, keepdims: bool) -> np.ndarray | None:
     """The output of a row kernel (nv_rows.c) reducing ``x`` over ``axes``, or None where
     none applies: the innermost axis alone, of a non-empty C-contiguous float32 / float64."""
     if (
-        _extreme_rows is not None
-        and len(axes) == 1
+        len(axes) == 1
         and axes[0] in (-1, x.ndim - 1)
         and (x.dtype == _F32 or x.dtype == _F64)
         and x.size
@@ -68,8 +63,7 @@ def _leading(x: np.ndarray, axes: tuple) -> bool:
     a column kernel sums over them: bias gradients, layer-norm weight gradients."""
     k = len(axes)
     return (
-        _extreme_rows is not None
-        and 0 < k < x.ndim
+        0 < k < x.ndim
         and sorted(a % x.ndim for a in axes) == list(range(k))
         and (x.dtype == _F32 or x.dtype == _F64)
         and x.size
@@ -193,8 +187,7 @@ def _row_kernels(x: np.ndarray, axes: tuple) -> bool:
     """Whether softmax / logsumexp over ``axes`` runs as one pass per row (float32, the
     innermost axis, C-contiguous; every row non-empty)."""
     return (
-        _extreme_rows is not None
-        and x.dtype == _F32
+        x.dtype == _F32
         and len(axes) == 1
         and axes[0] % x.ndim == x.ndim - 1
         and x.size

@@ -16,7 +16,4 @@ if device.is_available():
     from . import depends  # noqa: F401  (ordering edges)
     from . import distributed  # noqa: F401  (collectives: NCCL, or MPI through the host)
 
-    try:
-        from . import random  # noqa: F401
-    except ImportError:  # pragma: no cover - a tree without the random primitive
-        pass
+    from . import random  # noqa: F401  (threefry random bits)
