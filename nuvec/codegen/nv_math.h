@@ -135,7 +135,11 @@ NV_FN float nv_expm1_f32(float x)
     return (x == x) ? res : x;
 }
 
-/* 2^(t.hi + t.lo), |t.lo| <= ulp(t.hi) */
+/* 2^(t.hi + t.lo), |t.lo| <= ulp(t.hi). t.hi = n + f with n an integer and |f| <= 1/2 (both
+ * exact); 2^f = 1 + ln2 f + f^2 P(f) with ln2 f taken exactly (ln2 as hi + lo), times
+ * 2^t.lo = 1 + ln2 t.lo (t.lo^2 is below 2^-34), all summed as hi + lo and rounded once: the
+ * result before the scaling by 2^n is within about 0.52 ulp, so pow is correctly rounded but
+ * where the exact value lies within a few hundredths of an ulp of a rounding boundary */
 NV_FN float nv_exp2_ff(float th, float tl)
 {
     float xc = th > 200.0f ? 200.0f : th;
@@ -144,8 +148,12 @@ NV_FN float nv_exp2_ff(float th, float tl)
     float t = xc + 0x1.8p23f;
     float n = t - 0x1.8p23f;
     int32_t ni = (int32_t)(nv_f2u(t) - 0x4b400000u);
-    float f = (xc - n) + (xc == th ? tl : 0.0f);   /* xc - n is exact; tl only if not clamped */
-    float e = 1.0f + f * nv_poly_exp2(f);
+    float f = xc - n;                               /* exact */
+    float fl = xc == th ? tl : 0.0f;                /* tl only if not clamped */
+    nv_ff a = nv_two_prod(NV_LN2_HI, f);            /* ln2_hi f exactly */
+    nv_ff s = nv_fast_two_sum(1.0f, a.hi);          /* |a.hi| < 1/2 */
+    float lo = s.lo + (a.lo + fmaf(NV_LN2_LO, f, (f * f) * nv_poly_exp2(f)));
+    float e = s.hi + fmaf(s.hi + lo, NV_LN2_HI * fl, lo);   /* (s.hi + lo) 2^fl */
     int32_t k = ni > 300 ? 300 : ni;
     k = k < -300 ? -300 : k;
     /* three steps so that 2^k with |k| up to 300 saturates to inf / 0 with one rounding */

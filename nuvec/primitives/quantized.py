@@ -157,6 +157,20 @@ class QuantizedMatmul(_Quant):
             mode=self.mode,
         )
 
+    def refuse_gradient(self, i: int) -> None:
+        """Raises for an input the product has no gradient for (autodiff asks for every
+        input on the differentiated path, integer ones too: the packed weight, the float
+        modes' uint8 scales)."""
+        if i == 1:
+            raise ValueError(
+                "quantized_matmul: no gradient with respect to the quantized weights (argument w)"
+            )
+        if i >= 2 and not self.affine:
+            raise ValueError(
+                f"quantized_matmul: no gradient with respect to the scales in {self.mode} "
+                "quantization"
+            )
+
     def vjp(self, primals, cotangents, argnums, outputs):
         ops = _ops()
         g = cotangents[0]

@@ -73,6 +73,11 @@ def backward(
         n = getattr(prim, "transform_inputs", None)
         ins = list(node._inputs)
         seen_ins = ins if n is None else ins[:n]
+        refuse = getattr(prim, "refuse_gradient", None)
+        if refuse is not None:  # an input it has no gradient for, of any dtype (MLX raises)
+            for i, x in enumerate(seen_ins):
+                if id(x) in active:
+                    refuse(i)
         argnums = [i for i, x in enumerate(seen_ins) if id(x) in active and _inexact(x)]
         if not argnums:
             continue

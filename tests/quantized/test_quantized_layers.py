@@ -90,3 +90,19 @@ def test_quantize_with_quantize_input_makes_qqlinears():
     nn.quantize(model, mode="nvfp4", quantize_input=True)
     assert [type(m).__name__ for m in model.layers] == ["QQLinear", "ReLU", "QQLinear"]
     assert model(nv.ones((2, 64))).shape == (2, 32)
+
+
+def test_an_embedding_refuses_quantize_input():
+    # MLX's behaviour: ValueError from nn.quantize (not a TypeError from the keyword)
+    model = nn.Sequential(nn.Embedding(5, 64), nn.ReLU(), nn.Linear(64, 64, bias=False))
+    with pytest.raises(ValueError, match="Embedding.to_quantized: quantize_input"):
+        nn.quantize(model, group_size=32, mode="mxfp8", quantize_input=True)
+    # with a predicate that leaves the embedding alone, the Linear becomes a QQLinear
+    nn.quantize(
+        model,
+        group_size=32,
+        mode="mxfp8",
+        quantize_input=True,
+        class_predicate=lambda _, m: isinstance(m, nn.Linear),
+    )
+    assert [type(m).__name__ for m in model.layers] == ["Embedding", "ReLU", "QQLinear"]

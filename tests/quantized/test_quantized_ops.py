@@ -354,3 +354,23 @@ def test_gather_qqmm_errors_name_the_function():
         nv.gather_qqmm(x, w, rhs_indices=nv.array([0.5]), mode="mxfp8")
     with pytest.raises(ValueError, match="gather_qqmm: the last dimensions"):
         nv.gather_qqmm(x, nv.ones((3, 4, 32)), mode="mxfp8")
+
+
+@pytest.mark.parametrize("mode", ["mxfp4", "mxfp8", "nvfp4"])
+def test_grad_through_integer_scales_or_codes_raises(mode):
+    # MLX's test_fp_vjp_scales_throws: the float modes' scales are uint8, yet a gradient
+    # asked through them is an error, not zeros; so is one through the packed weight
+    x = nv.array(RNG.standard_normal((2, 64)).astype(np.float32))
+    wq, s = nv.quantize(nv.array(RNG.standard_normal((32, 64)).astype(np.float32)), mode=mode)
+    with pytest.raises(ValueError, match=f"no gradient with respect to the scales in {mode}"):
+        nv.grad(lambda s: nv.quantized_matmul(x, wq, s, mode=mode).sum())(s)
+    with pytest.raises(ValueError, match=f"no gradient with respect to the scales in {mode}"):
+        nv.grad(
+            lambda s: nv.gather_qmm(x, wq, s, rhs_indices=nv.array(0), mode=mode).sum()
+        )(s)
+    with pytest.raises(ValueError, match="no gradient with respect to the quantized weights"):
+        nv.grad(lambda w: nv.quantized_matmul(x, w, s, mode=mode).sum())(wq)
+    # the gradient for x alone does not ask about the scales
+    gx = nv.grad(lambda x: nv.quantized_matmul(x, wq, s, mode=mode).sum())(x)
+    w_hat = np.asarray(nv.dequantize(wq, s, mode=mode, dtype=nv.float32))
+    np.testing.assert_allclose(np.asarray(gx), np.ones((2, 32)) @ w_hat, rtol=1e-5, atol=1e-5)

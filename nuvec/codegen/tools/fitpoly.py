@@ -115,15 +115,16 @@ _add(
         lambda r: r**2 / mp.exp(r),
     )
 )
-# 2^f = 1 + f * P(f), |f| <= 1/2
+# 2^f = 1 + ln2 f + f^2 P(f), |f| <= 1/2: nv_exp2_ff takes ln2 f exactly (ln2 as hi + lo)
+# and rounds once at the end; error relative to 2^f
 _add(
     Fit(
         "exp2",
-        _safe(lambda f: (mp.power(2, f) - 1) / f, LN2),
+        _safe(lambda f: (mp.power(2, f) - 1 - LN2 * f) / f**2, LN2**2 / 2),
         -0.5,
         0.5,
-        6,
-        lambda f: f / mp.power(2, f),
+        5,
+        lambda f: f**2 / mp.power(2, f),
     )
 )
 # sin r = r + r^3 P(r^2), |r| <= pi/4 (t = r^2)

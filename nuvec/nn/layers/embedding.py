@@ -38,8 +38,17 @@ class Embedding(Module):
         return nv.matmul(x, nv.transpose(self.weight))
 
     def to_quantized(
-        self, group_size: int | None = None, bits: int | None = None, mode: str = "affine"
+        self,
+        group_size: int | None = None,
+        bits: int | None = None,
+        mode: str = "affine",
+        quantize_input: bool = False,
     ) -> Module:
-        """This layer as a ``QuantizedEmbedding`` (see ``nn.quantize``)."""
-
+        """This layer as a ``QuantizedEmbedding`` (see ``nn.quantize``); an embedding's
+        input is indices, so ``quantize_input`` is refused."""
+        if quantize_input:
+            raise ValueError(
+                "Embedding.to_quantized: quantize_input is not supported (the input is "
+                "indices); quantize only the Linear layers' inputs"
+            )
         return QuantizedEmbedding.from_embedding(self, group_size, bits, mode)
