@@ -252,3 +252,27 @@ def test_scatter_add_into_a_state_array():
         assert np.array(got) == want.sum()
     entry = cstate.entry_for(comp, (nv.array(idx), nv.array(u)), {})
     assert entry.info["inplace"].donations > 0
+
+
+def test_an_in_place_set_at_one_position_checks_its_index():
+    acc = [nv.zeros((5, 3))]
+    nv.eval(acc)
+
+    def step(i, u):
+        a = acc[0]
+        a[i] = u  # a scatter of one position
+        acc[0] = a
+        return nv.sum(acc[0])
+
+    comp = nv.compile(step, inputs=acc, outputs=acc)
+    want = np.zeros((5, 3), np.float32)
+    for t in range(6):
+        want[t % 5 - 5] = t + 1  # negative positions too
+        comp(nv.array([t % 5 - 5], nv.int32), nv.full((1, 3), t + 1.0))
+        nv.eval(acc)
+        np.testing.assert_array_equal(np.array(acc[0]), want)
+    entry = cstate.entry_for(comp, (nv.array([0], nv.int32), nv.ones((1, 3))), {})
+    assert entry.info["inplace"].donations > 0
+    with pytest.raises(Exception, match="out of bounds"):
+        nv.eval(comp(nv.array([7], nv.int32), nv.full((1, 3), 9.0)), acc)
+    np.testing.assert_array_equal(np.array(acc[0]), want)

@@ -108,13 +108,22 @@ def _scatter_into(prim, ins, node):
     a = ins[0]
     target = _front(a, prim.axes)
     index = tuple(ins[2:])
+    update = ins[1]
+    basic = not index  # no index arrays: the whole array, a view
+    if prim.mode == "set" and index and all(i.size == 1 for i in index):
+        # one position (a KV cache's new entry): plain integer indexing, a view, several
+        # times cheaper than fancy indexing; the same bounds and negative indices
+        lead = update.ndim - (target.ndim - len(index))
+        index = tuple(i.item() for i in index)
+        update = update.reshape(update.shape[lead:])
+        basic = True
     try:
-        old = target[index]
+        old = target[index]  # fancy indexing: a copy
     except IndexError as e:
         raise _bounds_error("scatter", e) from None
-    if np.may_share_memory(old, a):  # no index arrays, or 0-d ones (basic indexing: a view)
+    if basic:  # a view of what is overwritten
         old = old.copy()
-    _scatter_to(prim, target, index, ins[1])
+    _scatter_to(prim, target, index, update)
 
     def undo() -> None:
         target[index] = old
