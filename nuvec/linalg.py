@@ -465,8 +465,9 @@ def solve(a, b, *, stream=None) -> Array:
         batch = ops.broadcast_shapes(a.shape[:-2], b.shape[:-2])
         b = ops.broadcast_to(b, tuple(batch) + b.shape[-2:])
         perm, low, up = lu(a, stream=stream)
-        # the rows of b in the factors' order: l @ u @ x = b[order]
-        order = ops.expand_dims(ops.argsort(perm, axis=-1), -1)
+        # the rows of b in the factors' order: l @ u @ x = b[order] (the pivots are locally
+        # constant in a: no gradient goes through them)
+        order = ops.expand_dims(ops.argsort(ops.stop_gradient(perm), axis=-1), -1)
         order = ops.broadcast_to(order, b.shape)
         y = solve_triangular(low, ops.take_along_axis(b, order, axis=-2), stream=stream)
         x = solve_triangular(up, y, upper=True, stream=stream)

@@ -109,8 +109,9 @@ def select_jvp(primals, tangents, argnums) -> list:
 
 
 def astype_vjp(x, g) -> list:
-    """The cotangent converted back to the input's dtype (real part for complex -> real)."""
-    if x._dtype.kind not in "fc":
+    """The cotangent converted back to the input's dtype (real part for complex -> real;
+    an integer input takes it in integers, as MLX)."""
+    if x._dtype.kind not in "fciu":
         return [None]
     return [ops.astype(g, x._dtype)]
 

@@ -11,7 +11,9 @@ matching Gather's output; writes (``mode="set"``) or combines (``"add"``, ``"pro
 (index and update shaped like ``a`` except on ``axis``).
 
 Negative indices count from the end; an index out of range is an error when the graph runs.
-Integer index inputs get no gradient (their cotangents are zeros).
+Index inputs have no gradient: ``index_inputs`` lists them, and a vjp that would have to
+flow into one (indices that depend on a differentiated input and are not under
+``stop_gradient``) is an error, as MLX.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ def _index_zeros(primals, argnums, first_index: int):
 class Gather(Primitive):
     __slots__ = ("axes",)
     name = "gather"
+
+    def index_inputs(self, n: int) -> range:
+        return range(1, n)
 
     def __init__(self, axes: tuple[int, ...]) -> None:
         self.axes = tuple(axes)
@@ -105,6 +110,9 @@ class Gather(Primitive):
 class Scatter(Primitive):
     __slots__ = ("axes", "mode")
     name = "scatter"
+
+    def index_inputs(self, n: int) -> range:
+        return range(2, n)
 
     def __init__(self, axes: tuple[int, ...], mode: str = "set") -> None:
         if mode not in SCATTER_MODES:
@@ -188,6 +196,9 @@ class GatherAxis(Primitive):
     __slots__ = ("axis",)
     name = "gather_axis"
 
+    def index_inputs(self, n: int) -> range:
+        return range(1, 2)
+
     def __init__(self, axis: int) -> None:
         self.axis = axis
 
@@ -237,6 +248,9 @@ class ScatterAxis(Primitive):
 
     __slots__ = ("axis", "mode")
     name = "scatter_axis"
+
+    def index_inputs(self, n: int) -> range:
+        return range(1, 2)
 
     def __init__(self, axis: int, mode: str = "set") -> None:
         if mode not in ("set", "add"):

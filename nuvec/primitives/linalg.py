@@ -118,8 +118,13 @@ def _align(x: Array, ax, nbatch: int) -> Array:
     if ax is None:
         return x
     x = ops.moveaxis(x, ax, 0)
-    own = x._shape[1:]
-    return ops.reshape(x, (x._shape[0],) + (1,) * (nbatch - (len(own) - 2)) + own)
+    return _ones_after_batch(x, nbatch - (x.ndim - 3))
+
+
+def _ones_after_batch(x: Array, n: int) -> Array:
+    """``x`` with ``n`` axes of size 1 inserted after its first (new axes, not a reshape to
+    the traced sizes, so that a shapeless compile replays it on other shapes)."""
+    return _ops().expand_dims(x, tuple(range(1, 1 + n))) if n > 0 else x
 
 
 class Matmul(Primitive):
@@ -227,14 +232,12 @@ class AddMM(Primitive):
         cx, ax, bx = axes
         if ax is None and bx is None:  # only c is batched: the product is shared
             p = _scale(_mm(a, b), self.alpha)
-            c = ops.moveaxis(c, cx, 0)
-            c = ops.reshape(c, (c._shape[0],) + (1,) * (p.ndim - (c.ndim - 1)) + c._shape[1:])
+            c = _ones_after_batch(ops.moveaxis(c, cx, 0), p.ndim - (c.ndim - 1))
             return [ops.add(_scale(c, self.beta), p)], [0]
         nb = max(a.ndim - 2 - (ax is not None), b.ndim - 2 - (bx is not None))
         a2, b2 = _align(a, ax, nb), _align(b, bx, nb)
         if cx is not None:
-            c = ops.moveaxis(c, cx, 0)
-            c = ops.reshape(c, (c._shape[0],) + (1,) * (nb + 2 - (c.ndim - 1)) + c._shape[1:])
+            c = _ones_after_batch(ops.moveaxis(c, cx, 0), nb + 2 - (c.ndim - 1))
         return [Array.make(self, [c, a2, b2])], [0]
 
 
@@ -684,7 +687,8 @@ class LUF(_Batched):
             ops.tril(_mm2(_mT(low), ops.tril(g, k=-1)), k=-1), ops.triu(_mm2(ops.triu(g), _mT(up)))
         )
         gb = _mm2(_mm2(_mT(li), inner), _mT(ui))
-        rows = ops.expand_dims(ops.astype(perm, _dt().int32), -1)
+        # the pivots are locally constant in a, so the gathers take no gradient through them
+        rows = ops.expand_dims(ops.astype(ops.stop_gradient(perm), _dt().int32), -1)
         return [ops.take_along_axis(gb, ops.broadcast_to(rows, gb.shape), axis=-2)]
 
     def jvp(self, primals, tangents, argnums):
@@ -693,7 +697,8 @@ class LUF(_Batched):
         self._square_real(a, "jvp")
         packed, _, perm = Array.make_multi(self, [a])
         low, up, li, ui = self._factors(packed)
-        order = ops.expand_dims(ops.astype(ops.argsort(perm, axis=-1), _dt().int32), -1)
+        order = ops.argsort(ops.stop_gradient(perm), axis=-1)
+        order = ops.expand_dims(ops.astype(order, _dt().int32), -1)
         db = ops.take_along_axis(t, ops.broadcast_to(order, t.shape), axis=-2)
         x = _mm2(_mm2(li, db), ui)
         return [ops.add(_mm2(low, ops.tril(x, k=-1)), _mm2(ops.triu(x), up)), None, None]

@@ -129,7 +129,7 @@ class Reduce(Primitive):
     def vjp(self, primals, cotangents, argnums, outputs):
         ops = _ops()
         x, g, y = primals[0], cotangents[0], outputs[0]
-        if not self.differentiable or x._dtype.kind not in "fc":
+        if not self.differentiable or x._dtype.kind not in "fciu":
             return [ops.zeros_like(x)]
         axes, kd, shape = self.axes, self.keepdims, x._shape
         g = ops.astype(g, x._dtype)
@@ -527,7 +527,7 @@ class Scan(Primitive):
     def vjp(self, primals, cotangents, argnums, outputs):
         ops = _ops()
         x, g = primals[0], cotangents[0]
-        if x._dtype.kind not in "fc":
+        if x._dtype.kind not in "fciu":
             return [ops.zeros_like(x)]
         g = ops.astype(g, x._dtype)
         if self.op == "sum":
@@ -641,40 +641,39 @@ def _reach(x: Array, y: Array) -> Array:
     return eq
 
 
-def _cumextreme_vjp(s: Scan, x, g, y):
-    """Each output's cotangent goes to the last position (in scan order) that reached the
-    running extreme: position j collects the cotangents from j up to the next such position."""
+def _cumextreme_owner(s: Scan, x, y):
+    """For each position, the index along the axis of the element that holds the running
+    extreme there (ties go to the latest element in scan order), cut from the gradient: it is
+    locally constant in ``x``."""
+    from .misc import StopGradient
+
     ops = _ops()
     ax, n = s.axis, x._shape[s.axis]
-    if n == 0:
-        return g
-    eq = _reach(x, y)
-    pos = _positions(x, ax)
-    back = not s.reverse
-    tail = s._scan(g, op="sum", reverse=back)  # sum of g from each position to the scan's end
-    if s.reverse:  # the next reaching position in scan order is the previous index
-        nxt = s._scan(ops.where(eq, pos, -1), op="max", reverse=back, inclusive=False)
-        none = ops.less(nxt, 0)
-    else:
-        nxt = s._scan(ops.where(eq, pos, n), op="min", reverse=back, inclusive=False)
-        none = ops.greater_equal(nxt, n)
-    idx = ops.clip(nxt, 0, n - 1)
-    after = ops.where(none, 0, take_along(tail, idx, ax))
-    return ops.where(eq, ops.subtract(tail, after), 0)
-
-
-def _cumextreme_jvp(s: Scan, x, t, y):
-    ops = _ops()
-    ax, n = s.axis, x._shape[s.axis]
-    if n == 0:
-        return t
     eq = _reach(x, y)
     pos = _positions(x, ax)
     if s.reverse:
         src = s._scan(ops.where(eq, pos, n), op="min")
     else:
         src = s._scan(ops.where(eq, pos, -1), op="max")
-    return take_along(t, ops.clip(src, 0, n - 1), ax)
+    return Array.make(StopGradient(), [ops.clip(src, 0, n - 1)])
+
+
+def _cumextreme_vjp(s: Scan, x, g, y):
+    """Each output's cotangent is added into the element that holds the running extreme
+    there. A scatter-add sums each element's cotangents by themselves (a difference of
+    running sums would lose the small ones next to large ones)."""
+    from .indexing import ScatterAxis
+
+    if x._shape[s.axis] == 0:
+        return g
+    owner = _cumextreme_owner(s, x, y)
+    return Array.make(ScatterAxis(s.axis, "add"), [_zeros(x._shape, g._dtype), owner, g])
+
+
+def _cumextreme_jvp(s: Scan, x, t, y):
+    if x._shape[s.axis] == 0:
+        return t
+    return take_along(t, _cumextreme_owner(s, x, y), s.axis)
 
 
 def _signed_logsum(s: Scan, w: Array, shift: Array, reverse: bool):

@@ -52,13 +52,20 @@ class _AlongAxis(Primitive):
     def _perm(self, x: Array) -> Array:
         raise NotImplementedError
 
+    def _fixed_perm(self, x: Array) -> Array:
+        """The permutation, cut from the gradient: it is locally constant in ``x``, and a
+        gather whose indices depend on a differentiated input has no vjp (so a second
+        derivative of these rules needs the cut)."""
+        from .misc import StopGradient
+
+        return Array.make(StopGradient(), [self._perm(x)])
+
     def vjp(self, primals, cotangents, argnums, outputs):
         ops = _ops()
         x = primals[0]
-        if self.out_index or x._dtype.kind not in "fc":
+        if self.out_index or x._dtype.kind not in "fciu":
             return [ops.zeros_like(x)]
-        perm = self._perm(x)
-        inv = Array.make(ArgSort(self.axis), [perm])
+        inv = Array.make(ArgSort(self.axis), [self._fixed_perm(x)])
         return [take_along(ops.astype(cotangents[0], x._dtype), inv, self.axis)]
 
     def jvp(self, primals, tangents, argnums):
@@ -66,7 +73,7 @@ class _AlongAxis(Primitive):
         x = primals[0]
         if self.out_index:
             return [ops.zeros(x._shape, dt.uint32)]
-        return [take_along(tangents[0], self._perm(x), self.axis)]
+        return [take_along(tangents[0], self._fixed_perm(x), self.axis)]
 
 
 class Sort(_AlongAxis):

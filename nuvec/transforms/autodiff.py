@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Sequence
 from .. import ops
 from ..core import dtypes as dt
 from ..core.array import Array, original, recording_rebinds
+from ..primitives.misc import StopGradient
 from ..tree import flatten, unflatten
 from ._trace import active_order, release, tracer_copy, tracing
 
@@ -32,9 +33,13 @@ def _zeros_like(a: Array) -> Array:
     return ops.zeros_like(a)
 
 
+def _numeric(a: Array) -> bool:
+    return a._dtype.kind in "fciu"
+
+
 def _accumulate(table: dict, keep: dict, a: Array, g: Array | None, where: str) -> None:
-    if g is None or not _inexact(a):
-        return  # integer and boolean arrays carry no gradient
+    if g is None or not _numeric(a):
+        return  # booleans carry no gradient; integers do, in their dtype (as MLX)
     if g._shape != a._shape:
         raise ValueError(
             f"{where}: a cotangent of shape {g._shape} was produced for an array of "
@@ -51,12 +56,39 @@ def _accumulate(table: dict, keep: dict, a: Array, g: Array | None, where: str) 
         table[k] = prev + g
 
 
+def _differentiated(order: list, inputs: Sequence[Array]) -> set:
+    """The ids of the arrays that depend on ``inputs`` other than through ``stop_gradient``
+    (whatever their dtype: integers computed from an input, an argsort, count)."""
+    live = {id(x) for x in inputs}
+    for node in order:
+        if isinstance(node._prim, StopGradient):
+            continue
+        n = getattr(node._prim, "transform_inputs", None)
+        ins = node._inputs if n is None else node._inputs[:n]
+        if any(id(x) in live for x in ins):
+            live.update(id(s) for s in node.siblings)
+    return live
+
+
+def _check_indices(prim, ins: list, live: set) -> None:
+    """MLX's rule: a gather's or scatter's indices have no gradient, so indices that depend
+    on a differentiated input must be cut with ``stop_gradient`` (else the vjp is refused)."""
+    for i in prim.index_inputs(len(ins)):
+        if id(ins[i]) in live:
+            raise ValueError(
+                f"vjp of {prim.name}: cannot differentiate with respect to the indices "
+                f"(input {i} depends on a differentiated input); use stop_gradient on the "
+                "indices to take no gradient through them"
+            )
+
+
 def backward(
     outputs: Sequence[Array], cotangents: Sequence[Array | None], inputs: Sequence[Array]
 ) -> list[Array | None]:
     """The cotangents of ``inputs`` (None where no gradient reaches one) given those of
     ``outputs``: the reverse walk. The caller made ``inputs`` tracers."""
     order, active = active_order(outputs, inputs)
+    live = _differentiated(order, inputs)
     ct: dict = {}
     keep: dict = {}  # id -> array, so that ids stay valid while they key ``ct``
     for o, c in zip(outputs, cotangents):
@@ -76,9 +108,11 @@ def backward(
         refuse = getattr(prim, "refuse_gradient", None)
         if refuse is not None:  # an input it has no gradient for, of any dtype (MLX raises)
             for i, x in enumerate(seen_ins):
-                if id(x) in active:
+                if id(x) in live:
                     refuse(i)
-        argnums = [i for i, x in enumerate(seen_ins) if id(x) in active and _inexact(x)]
+        if getattr(prim, "index_inputs", None) is not None:
+            _check_indices(prim, ins, live)
+        argnums = [i for i, x in enumerate(seen_ins) if id(x) in live and _numeric(x)]
         if not argnums:
             continue
         cts = [c if c is not None else _zeros_like(s) for c, s in zip(cts, sibs)]
@@ -91,10 +125,6 @@ def backward(
         for i, g in zip(argnums, grads):
             _accumulate(ct, keep, ins[i], g, prim.name)
     return [ct.get(id(x)) for x in inputs]
-
-
-def _numeric(a: Array) -> bool:
-    return a._dtype.kind in "fciu"
 
 
 def forward(
@@ -349,11 +379,6 @@ def _value_and_grad(fun, nums, names, args, kwargs, name):
             raise ValueError(
                 f"{name}: the function must return a scalar array (or a tuple whose "
                 f"first item is one), got {what}"
-            )
-        if not _inexact(loss):
-            raise ValueError(
-                f"{name}: the function's output has dtype {loss.dtype.name}; only "
-                "floating-point outputs have a gradient"
             )
         out_leaves, _ = flatten(out)
         gs = backward([loss], [ops.ones_like(loss)], copies)

@@ -74,8 +74,6 @@ def test_errors_name_the_transform():
         nv.grad(lambda x: x * 2)(1.5)
     with pytest.raises(ValueError, match="grad: argname 'z'"):
         nv.grad(lambda x, z=1: x, argnames="z")(nv.ones(()))
-    with pytest.raises(ValueError, match="only floating-point outputs"):
-        nv.grad(lambda x: nv.sum(x.astype(nv.int32)))(nv.ones(2))
     with pytest.raises(ValueError, match="vjp: 2 cotangents given for 1 outputs"):
         nv.vjp(lambda x: x, [nv.ones(2)], [nv.ones(2), nv.ones(2)])
     with pytest.raises(ValueError, match="vjp: a cotangent of shape"):
