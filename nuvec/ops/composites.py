@@ -20,7 +20,7 @@ from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives.depends import Depends
-from ..primitives.misc import Copy
+from ..primitives.misc import Copy, Unbatched
 from . import elementwise as ew
 from ._common import as_array, normalize_axis
 from .creation import array
@@ -306,6 +306,10 @@ def searchsorted(sorted_sequence, values, /, side: str = "left", *, stream=None)
     v = as_array(values, "searchsorted")
     if seq.ndim != 1:
         raise ValueError(f"searchsorted: the sorted sequence must be 1-D, got shape {seq.shape}")
+    # MLX maps only over the values: a batch of sequences is refused under vmap
+    seq = Array.make(
+        Unbatched("searchsorted", "the sorted sequence"), [seq], resolve_stream(stream)
+    )
     common = dt.promote_types(seq.dtype, v.dtype)
     seq = ew.astype(seq, common, stream=stream)
     v = ew.astype(v, common, stream=stream)

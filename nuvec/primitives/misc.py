@@ -32,6 +32,40 @@ class StopGradient(Primitive):
 StopGradient.differentiable = False  # transforms skip it: no cotangent or tangent flows through
 
 
+class Unbatched(Primitive):
+    """The identity on an argument that an operation cannot map over (``op`` and
+    ``argument`` name it): its vmap rule refuses a batched input, as MLX's primitive for that
+    operation does, where the operation is built from others that would map over it."""
+
+    __slots__ = ("op", "argument")
+    name = "unbatched"
+
+    def __init__(self, op: str, argument: str) -> None:
+        self.op = op
+        self.argument = argument
+
+    @property
+    def params(self) -> tuple:
+        return (self.op, self.argument)
+
+    def infer(self, inputs):
+        return [(inputs[0]._shape, inputs[0]._dtype)]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        return [cotangents[0]]
+
+    def jvp(self, primals, tangents, argnums):
+        return [tangents[0]]
+
+    def vmap(self, inputs, axes):
+        if axes[0] is not None:
+            raise ValueError(
+                f"{self.op}: vmap over {self.argument} is not supported (map over the "
+                "other arguments only)"
+            )
+        return [Array.make(self, inputs)], [None]
+
+
 class Copy(Primitive):
     """The identity as a node of its own: transforms make their tracer copies of inputs with it
     (so a copy of an unevaluated array stays connected to that array's graph)."""

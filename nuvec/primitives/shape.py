@@ -959,16 +959,12 @@ class Pad(Primitive):
         return [Array.make(self, [ta, tv])]
 
     def vmap(self, inputs, axes):
-        ops = _ops()
         (a, v), (ax, av) = inputs, axes
-        b = _batch_size(inputs, axes)
-        a = _batch_front(a, ax, b)
+        if av is not None:  # MLX's rule: one padding value for the whole batch
+            raise ValueError(
+                "pad: vmap over the padding value (constant_values) is not supported; "
+                "map over the array only"
+            )
+        a = _batch_front(a, ax, _batch_size(inputs, axes))
         low, high = (0,) + self.low, (0,) + self.high
-        if av is None:
-            return [Array.make(Pad(low, high), [a, v])], [0]
-        # a value per batch element: pad with zeros, then fill the border from a mask
-        zero = _zeros((), a.dtype)
-        padded = Array.make(Pad(low, high), [a, zero])
-        inside = Array.make(Pad(low, high), [ops.ones(a.shape, "bool"), ops.zeros((), "bool")])
-        v = ops.reshape(_batch_front(v, av, b), (b,) + (1,) * (a.ndim - 1))
-        return [ops.where(inside, padded, v)], [0]
+        return [Array.make(Pad(low, high), [a, v])], [0]

@@ -275,6 +275,9 @@ EXEMPT = {
     "tests/quantized/test_quantized_ops.py",
     "CustomKernel": "a user's CUDA kernel: runs on a GPU only, no derivative and no vmap (its "
     "rules raise saying so); tests/cuda/test_gpu_quantized.py runs one",
+    "Unbatched": "the identity whose vmap rule refuses a batched input by design (MLX's "
+    "refusal for searchsorted's sequence): tests/transforms/test_vmap_refusals.py checks the "
+    "refusal, the unbatched vmap, compile and the gradient through it",
     "Compiled": "made only inside nv.compile's tape, whose outputs are evaluated at once; its "
     "rules re-expand the fused members through nv.vjp/jvp/vmap (compile's tests)",
 }

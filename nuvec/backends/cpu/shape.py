@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...primitives.misc import StopGradient
+from ...primitives.misc import StopGradient, Unbatched
 from ...primitives.shape import (
     Broadcast,
     Concatenate,
@@ -138,5 +138,6 @@ def _pad(prim, ins, node):
 
 
 @register(StopGradient)
+@register(Unbatched)
 def _stop_gradient(prim, ins, node):
     return [ins[0]]

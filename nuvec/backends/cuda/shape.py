@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import cupy as cp
 
-from ...primitives.misc import StopGradient
+from ...primitives.misc import StopGradient, Unbatched
 from ...primitives.shape import (
     Broadcast,
     Concatenate,
@@ -86,6 +86,7 @@ def _pad(prim, ins, node):
 
 
 @gpu(StopGradient)
+@gpu(Unbatched)
 def _stop_gradient(prim, ins, node):
     return [ins[0]]
 
