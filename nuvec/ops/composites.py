@@ -372,7 +372,10 @@ def from_dlpack(x, /, *, copy: bool | None = None) -> Array:
     """
     if not hasattr(x, "__dlpack__"):
         raise TypeError(f"from_dlpack: {type(x).__name__} does not implement __dlpack__")
-    host = np.from_dlpack(x)
+    try:
+        host = np.from_dlpack(x)
+    except RuntimeError as e:  # NumPy's answer to a dtype it has no type for (complex32)
+        raise ValueError(f"from_dlpack: cannot import this {type(x).__name__} ({e})") from None
     if copy is True:
         return array(host)
     if host.dtype in (np.float64, np.complex128):  # narrowed as nv.array does (MLX)

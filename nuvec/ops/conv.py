@@ -160,8 +160,20 @@ def conv1d(
     *,
     stream=None,
 ):
-    """1-d convolution: ``x`` ``(N, L, C_in)``, ``weight`` ``(C_out, K, C_in / groups)``."""
-    return _conv(x, weight, stride, padding, dilation, groups, 1, "conv1d", stream)
+    """1-d convolution: ``x`` ``(N, L, C_in)``, ``weight`` ``(C_out, K, C_in / groups)``.
+
+    As MLX's, an input and weight of one higher rank are convolved over all their spatial
+    axes, the one stride, padding and dilation applying to each.
+
+    >>> import nuvec as nv
+    >>> nv.conv1d(nv.ones((1, 4, 1)), nv.ones((1, 2, 1))).reshape(-1).tolist()
+    [2.0, 2.0, 2.0]
+    """
+    nd = 1
+    w_ndim, x_ndim = getattr(weight, "ndim", None), getattr(x, "ndim", None)
+    if isinstance(w_ndim, int) and w_ndim > 3 and w_ndim == x_ndim:
+        nd = w_ndim - 2
+    return _conv(x, weight, stride, padding, dilation, groups, nd, "conv1d", stream)
 
 
 def conv2d(

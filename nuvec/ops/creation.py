@@ -11,7 +11,7 @@ from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives.shape import Broadcast
-from ._common import SCALARS, as_array, scalar_dtype, shape_arg
+from ._common import SCALARS, as_array, dim_arg, scalar_dtype, shape_arg
 from .elementwise import astype, where
 from .shape import (
     _has_sizes,
@@ -70,6 +70,8 @@ def array(obj, dtype=None) -> Array:
     if isinstance(obj, Array):
         return astype(obj, d) if d is not None and d != obj.dtype else obj
     if isinstance(obj, (np.ndarray, np.generic)):
+        for n in obj.shape:  # shapes are 32-bit: an OverflowError before any copy
+            dim_arg(n, "array", "NumPy array's shape")
         src = numpy_default_dtype(obj.dtype)
         data = np.array(obj, dtype=(d or src).np, copy=True, order="C")
         return Array.constant(data, resolve_stream(None), d or src)

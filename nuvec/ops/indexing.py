@@ -129,6 +129,7 @@ class _Index:
                 entries.append(("int", int(x)))
                 used += 1
             elif isinstance(x, _pyslice):
+                _check_slice_bounds(x, name)
                 entries.append(("slice", x))
                 used += 1
             elif isinstance(x, (Array, list, tuple, np.ndarray)):
@@ -207,6 +208,21 @@ class _Index:
 _triplet = slice_triplet
 
 
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+def _check_slice_bounds(sl: _pyslice, name: str) -> None:
+    """MLX's slices hold 32-bit bounds: a larger start, stop or step is an error (not clamped
+    to the axis as NumPy would)."""
+    for what in ("start", "stop", "step"):
+        b = getattr(sl, what)
+        if isinstance(b, _INTS) and not _INT32[0] <= int(b) <= _INT32[1]:
+            raise ValueError(
+                f"{name}: slice {what} {int(b)} does not fit in 32 bits (slice bounds "
+                f"must lie in [{_INT32[0]}, {_INT32[1]}])"
+            )
+
+
 def _bounds(sl: _pyslice) -> tuple:
     """A slice's bounds as ints or None (a RelativeSlice's spec entry)."""
     return tuple(None if b is None else operator.index(b) for b in (sl.start, sl.stop, sl.step))
@@ -243,6 +259,7 @@ def _basic_fast(a: Array, index: tuple, name: str, stream) -> Array | None:
             strides.append(1)
             drop.append(ax)
         elif t is _pyslice:
+            _check_slice_bounds(ix, name)
             b, e, s = _triplet(ix, n)
             start.append(b)
             stop.append(e)
