@@ -161,6 +161,7 @@ def node_runner(node) -> Callable:
         for i, d in enumerate(datas):
             if not isinstance(d, np.ndarray):
                 datas[i] = to_host(d, node._inputs[i]._dtype if i < len(node._inputs) else None)
+        d = None  # holds no input's data through the call (an impl may count its references)
         return fn(prim, datas, node)
 
     return on_host

@@ -204,7 +204,7 @@ cdef class CompiledFunction:
                 self.last_key = key
                 # the call that traced never waits for the C compiler: it runs unfused
                 tape = entry.tape     # owned: see below
-                return entry.build(tape.run(leaves))
+                return entry.build(tape.call(leaves))
             self.mru = (key, entry)
             self.last_key = key
         if entry.ready is not None:
@@ -214,7 +214,7 @@ cdef class CompiledFunction:
         # ``entry.tape`` while this replay runs (its kernels release the GIL): that store
         # frees the tape being replayed unless the call holds it.
         tape = entry.tape
-        return entry.build(tape.run(leaves))
+        return entry.build(tape.call(leaves))
 
     cpdef object key_of(self, tuple args, dict kwargs, list leaves, Py_ssize_t exact):
         """The cache key of a call, filling ``leaves`` with its arrays; None when an array is

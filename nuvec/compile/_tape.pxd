@@ -49,8 +49,11 @@ cdef class Tape:
     cdef public object draft
     cdef public dict views
     cdef public Py_ssize_t donations
+    cdef public object donors
 
     cpdef list run(self, list inputs)
+    cpdef list call(self, list inputs)
+    cdef tuple _donors(self)
     cpdef list replay_data(self, list inputs)
     cdef list _on_data(self, list inputs)
     cdef list _eager(self, list inputs)

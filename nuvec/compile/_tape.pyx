@@ -9,7 +9,10 @@ Two ways to replay, same results:
   an implementation on that device): steps run now on the backend data (NumPy on the CPU,
   CuPy on a CUDA GPU, queued on the tape's stream); intermediates are plain backend arrays
   dropped after their last use, and the outputs are new, evaluated arrays;
-- lazy (otherwise): steps become graph nodes, as the uncompiled function would make them.
+- lazy (otherwise): steps become graph nodes, as the uncompiled function would make them;
+  ``call`` (a compiled function's call) also replays lazily where a kernel could write its
+  output over an input that owns its memory, so that the input's buffer is reused when the
+  caller lets go of the input before evaluating (MLX's donation).
 
 A shapeless tape infers every step's shapes again on each replay (which checks what the trace
 relied on: sizes of a reshape, bounds of a slice), resolves its shape-relative steps to the
@@ -94,6 +97,7 @@ cdef class Tape:
         self.executable = None
         self.scope = None
         self.donation_base = None
+        self.donors = None
 
     cpdef list run(self, list inputs):
         """The output arrays (one per output leaf) of the tape on ``inputs`` (arrays)."""
@@ -112,6 +116,60 @@ cdef class Tape:
                 return self._on_data(inputs)
             return self.executable(inputs)    # the backend's form (a CUDA graph, say)
         return self._arrays(inputs, False)
+
+    cpdef list call(self, list inputs):
+        """``run`` for a compiled function's call (not a stateful step's): where a fused
+        kernel could write its output over an input's buffer (the input read there for the
+        last time, with the output's shape and dtype) and that input owns its memory, the
+        steps become graph nodes instead of running now, as MLX's compiled calls are lazy:
+        if the caller drops its own reference before evaluating (``y = f(x); del x``), the
+        fused node writes into ``x``'s buffer (``backends/cpu/compiled.py``); a reference it
+        keeps keeps ``x``'s value."""
+        cdef tuple donors
+        cdef Py_ssize_t i
+        cdef Tape alive = self
+        if self.eager_ok and self.executable is None and self.donation_base is not None:
+            donors = self.donors if self.donors is not None else self._donors()
+            for i in donors:
+                d = (<object>inputs[i])._data
+                if type(d) is _ndarray and d.flags.c_contiguous and d.flags.writeable and (
+                        (d.base is None and d.flags.owndata)
+                        or type(d.base) is self.donation_base):
+                    return self._arrays(inputs, False)
+        return self.run(inputs)
+
+    cdef tuple _donors(self):
+        """The inputs that a fused step of this tape could write its output over (see
+        ``call``), found once."""
+        cdef list found = []
+        cdef dict last = {}
+        cdef Py_ssize_t k = 0, p
+        cdef Step st
+        cdef set outs = set(self.outputs)
+        draft = self.draft
+        for st in self.steps:
+            for a in st.args:
+                last[a] = k
+            k += 1
+        k = 0
+        if not self.shapeless and draft is not None:
+            for st in self.steps:
+                spec = getattr(st.prim, "spec", None)
+                # a fused kernel, or an unfused element-wise op (its implementation donates
+                # as one: the first call runs the unfused tape while the kernels build)
+                if (st.kernel is not None and spec is not None) or (
+                        st.kernel is None and st.prim.elementwise and spec is None):
+                    for p in range(len(st.args)):
+                        a = st.args[p]
+                        # the tape's input slot i is the draft's value i
+                        if (a < self.n_inputs and a not in outs and last[a] == k
+                                and st.args.count(a) == 1 and draft.shape[a] == st.shape
+                                and draft.dtype[a] == st.dtypes[0] and a not in found
+                                and (spec is None or spec.single_reader(p) >= 0)):
+                            found.append(a)
+                k += 1
+        self.donors = tuple(found)
+        return self.donors
 
     cpdef list replay_data(self, list inputs):
         """The steps run on the inputs' device data, within the backend's ``scope`` (a CUDA

@@ -1,6 +1,13 @@
 # cython: language_level=3
 """Graph walks, iterative (a chain of a million operations needs no recursion)."""
 
+import numpy as np
+
+cdef object _ndarray = np.ndarray
+
+cdef extern from "Python.h":
+    Py_ssize_t Py_REFCNT(object o)
+
 
 def topo_order(list outputs):
     """The unevaluated nodes that ``outputs`` depend on, inputs before consumers.
@@ -65,15 +72,22 @@ def run_nodes(list order, dict impls, object lookup, object on_placeholder):
             if d is None:
                 on_placeholder()
             datas.append(d)
+        # the loop variables would hold the last input and its data through the call: an
+        # implementation that asks whether only the graph refers to an input (``lone_input``)
+        # must see the graph's references alone
+        x = None
+        d = None
         key = (node._stream.device.type, type(prim))
         fn = impls.get(key)
         if fn is None:
             fn = lookup(node)
             impls[key] = fn
         outs = fn(prim, datas, node)
+        datas = None
         sib = node._siblings
         if sib is None:
             node._data = outs[0]
+            outs = None   # (the data's one holder is its array: see lone_input)
             if not node._tracer:
                 for x in ins:
                     x._readers -= 1
@@ -83,6 +97,7 @@ def run_nodes(list order, dict impls, object lookup, object on_placeholder):
             for j in range(len(sib)):
                 x = sib[j]
                 x._data = outs[j]
+            outs = None
             if not node._tracer:
                 for x in ins:
                     x._readers -= 1
@@ -91,3 +106,36 @@ def run_nodes(list order, dict impls, object lookup, object on_placeholder):
                     x._inputs = ()
                     x._prim = None
                     x._siblings = None
+        x = None
+        sib = None
+
+
+def lone_input(object node, list datas, Py_ssize_t p, object base):
+    """The data of input ``p`` of ``node`` (being run by ``run_nodes``, ``datas`` its inputs'
+    data) when nothing but ``node`` refers to that input array and nothing but the array to
+    its memory, so an implementation may write ``node``'s output over it (MLX's donation);
+    else None.
+
+    The counts are exact: the input array is held by ``node``'s input tuple (once: an array
+    passed twice is refused) and this call's local; its data by the array, ``datas`` and the
+    local. Any other holder (a name in the caller's code, a NumPy view or buffer export, a
+    second consumer, a list of arrays being evaluated) raises a count and refuses."""
+    cdef tuple ins = node._inputs
+    if p >= len(ins) or p >= len(datas):
+        return None
+    cdef object x = ins[p]
+    if Py_REFCNT(x) != 2 or x._readers != 1 or x._tracer:
+        return None
+    cdef object d = x._data
+    if type(d) is not _ndarray or datas[p] is not d or Py_REFCNT(d) != 3:
+        return None
+    cdef object b = d.base
+    if b is None:
+        if not d.flags.owndata:
+            return None
+    elif base is None or type(b) is not base or Py_REFCNT(b) != 2:   # ``d.base`` + ``b``
+        return None
+    b = None
+    if not (d.flags.c_contiguous and d.flags.writeable):
+        return None
+    return d

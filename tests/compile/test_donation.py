@@ -70,3 +70,112 @@ def test_an_input_the_kernel_reads_twice_keeps_its_buffer():
     for _ in range(2):
         assert_same(np.asarray(g(X)), np.asarray(f(X)))
     assert entry_of(g).tape.donations == 0
+
+
+# -- an input the caller lets go of (MLX's donation, seen through NumPy zero-copy) -----------
+
+
+def _address(a) -> int:
+    return np.asarray(a, copy=False).__array_interface__["data"][0]
+
+
+def _fresh_input():
+    x = nv.arange(16, dtype=nv.float32)
+    nv.eval(x)
+    return x, _address(x)
+
+
+def _ready(g):
+    e = entry_of(g)
+    if e.ready is not None:
+        e.ready.wait()
+
+
+@pytest.mark.usefixtures("cpu_device")
+@pytest.mark.parametrize("fused", [False, True], ids=["tracing call", "fused kernel"])
+def test_an_input_dropped_before_evaluation_lends_its_buffer(fused):
+    def f(x):
+        return nv.sin(x) + 1
+
+    g = nv.compile(f)
+    want = np.asarray(f(nv.arange(16, dtype=nv.float32)))  # uncompiled
+    if fused:
+        g(nv.zeros((16,)))
+        _ready(g)
+    x, address = _fresh_input()
+    out = g(x)
+    del x  # the caller's last reference: only the compiled call's graph holds it now
+    nv.eval(out)
+    assert _address(out) == address
+    np.testing.assert_array_equal(np.asarray(out), want)
+
+
+@pytest.mark.usefixtures("cpu_device")
+def test_an_input_held_across_the_call_keeps_its_value():
+    g = nv.compile(lambda x: nv.sin(x) + 1)
+    g(nv.zeros((16,)))
+    _ready(g)
+    want = np.asarray(nv.sin(nv.arange(16, dtype=nv.float32)) + 1)
+    for hold in ("name", "numpy view", "other graph", "eval list"):
+        x, address = _fresh_input()
+        view = np.asarray(x, copy=False) if hold == "numpy view" else None
+        other = x * 2 if hold == "other graph" else None  # a lazy node reading x
+        out = g(x)
+        if hold == "eval list":
+            nv.eval(out, x)
+        else:
+            nv.eval(out)
+        assert _address(out) != address, hold
+        np.testing.assert_array_equal(np.asarray(out), want)
+        np.testing.assert_array_equal(np.asarray(x), np.arange(16, dtype=np.float32))
+        if view is not None:
+            np.testing.assert_array_equal(view, np.arange(16, dtype=np.float32))
+        if other is not None:
+            np.testing.assert_array_equal(np.asarray(other), 2 * np.arange(16, dtype=np.float32))
+
+
+@pytest.mark.usefixtures("cpu_device")
+def test_an_input_read_after_the_kernel_or_returned_is_not_lent():
+    def f(x, y):
+        return nv.exp(x) * y, x  # x is an output
+
+    def h(x, y):
+        return nv.exp(x) * y, nv.sum(x)  # x is read after the product
+
+    for fn in (f, h):
+        g = nv.compile(fn)
+        for _ in range(2):
+            x, address = _fresh_input()
+            y, y_address = _fresh_input()
+            got = g(x, y)
+            del x, y
+            nv.eval(got)
+            want = fn(nv.arange(16, dtype=nv.float32), nv.arange(16, dtype=nv.float32))
+            for a, b in zip(got, want):
+                assert_same(np.asarray(a), np.asarray(b))
+            _ready(g)
+
+
+@pytest.mark.usefixtures("cpu_device")
+def test_the_same_array_passed_twice_keeps_its_value():
+    g = nv.compile(lambda a, b: nv.sin(a) + b)
+    g(nv.zeros((16,)), nv.zeros((16,)))
+    _ready(g)
+    x, address = _fresh_input()
+    out = g(x, x)
+    nv.eval(out)
+    np.testing.assert_array_equal(np.asarray(x), np.arange(16, dtype=np.float32))
+    a = nv.arange(16, dtype=nv.float32)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(nv.sin(a) + a))
+
+
+@pytest.mark.usefixtures("cpu_device")
+def test_an_uncompiled_graph_donates_as_well():
+    x, address = _fresh_input()
+    y = nv.exp(nv.sin(x))
+    del x
+    nv.eval(y)
+    assert _address(y) == address
+    np.testing.assert_array_equal(
+        np.asarray(y), np.asarray(nv.exp(nv.sin(nv.arange(16, dtype=nv.float32))))
+    )

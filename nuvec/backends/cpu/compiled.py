@@ -12,9 +12,11 @@ on a failure it raises ``KernelCompileError`` with the compiler's message.
 from __future__ import annotations
 
 from ...codegen import generator
+from ...core._graph import lone_input
 from ...primitives.compiled import Compiled
 from ..registry import register
 from . import jit, kernels
+from ._allocator import Buffer
 from ._eltwise import Kernel
 from .jit import KernelCompileError
 
@@ -79,6 +81,53 @@ def prepare(specs) -> dict:
     return out
 
 
+_pairs_of: dict = {}
+
+
+def _donation_pairs(spec) -> tuple:
+    """(input, output) positions where the kernel may write the output over the input: the
+    input is read by one argument of one node, the output's node depends on that read (the
+    kernels' pointers are ``restrict``: the store cannot come before the load) and both have
+    one dtype. Each output at most once."""
+    pairs = _pairs_of.get(spec)
+    if pairs is None:
+        found = []
+        taken: set = set()
+        for p, dtype in enumerate(spec.inputs):
+            reader = spec.single_reader(p)
+            if reader < 0:
+                continue
+            for o, node in enumerate(spec.outputs):
+                if (
+                    o not in taken
+                    and spec.nodes[node].dtype == dtype
+                    and spec.depends(node, reader)
+                ):
+                    taken.add(o)
+                    found.append((p, o))
+                    break
+        pairs = _pairs_of[spec] = tuple(found)
+        if len(_pairs_of) > 4096:  # specs made afresh per trace: do not hoard them
+            _pairs_of.clear()
+            _pairs_of[spec] = pairs
+    return pairs
+
+
 @register(Compiled)
 def _compiled(prim, ins, node):
-    return kernels.run(prim.spec, ins, node._shape)
+    # A fused node of a graph (a compiled call left lazy, see Tape.call) writes an output
+    # into an input's buffer when only this node refers to that input, as MLX donates: the
+    # caller's arrays are never written, since any reference it keeps refuses the donation.
+    spec = prim.spec
+    shape = node._shape
+    outs = None
+    for p, o in _donation_pairs(spec):
+        if node._inputs[p]._shape != shape:  # no local name: lone_input counts references
+            continue
+        d = lone_input(node, ins, p, Buffer)
+        if d is not None:
+            if outs is None:
+                outs = [None] * len(spec.outputs)
+            outs[o] = d
+            d = None
+    return kernels.run(spec, ins, shape, outs)

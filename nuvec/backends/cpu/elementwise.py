@@ -9,7 +9,9 @@ import numpy as np
 
 from ...codegen.optable import OPS
 from ...primitives.elementwise import AsType, Binary, Select, Unary
+from ...core._graph import lone_input
 from ..registry import register, register_specialized
+from ._allocator import Buffer
 
 try:
     from ...codegen.ir import KernelSpec
@@ -39,7 +41,16 @@ def _engine(op: str, ins: list[np.ndarray], node) -> np.ndarray | None:
     spec = _spec(op, node)
     if spec is None:
         return None
-    return _kernels.run(spec, ins, node._shape)[0]
+    shape = node._shape
+    dtype = node._dtype
+    for p in range(len(ins)):
+        # the output over an input's buffer where only this node refers to that input (MLX's
+        # donation): a single op reads each element once, before writing it
+        if node._inputs[p]._shape == shape and node._inputs[p]._dtype == dtype:
+            d = lone_input(node, ins, p, Buffer)
+            if d is not None:
+                return _kernels.run(spec, ins, shape, [d])[0]
+    return _kernels.run(spec, ins, shape)[0]
 
 
 def _specialize(op=None):
@@ -72,10 +83,9 @@ register_specialized(AsType)(_specialize("astype"))
 
 @register(Unary)
 def _unary(prim, ins, node):
-    x = ins[0]
     out = _engine(prim.op, ins, node)
     if out is None:
-        out = _numpy_unary(prim.op, x, node)
+        out = _numpy_unary(prim.op, ins[0], node)
     return [out]
 
 
