@@ -6,7 +6,8 @@
 >>> "exp" in buf.getvalue() and buf.getvalue().startswith("digraph")
 True
 
-Operations are boxes (a fused kernel lists its ops), arrays are ellipses labelled with dtype
+Operations are boxes (a fused kernel is named as MLX names it: ``Compiled`` and its ops'
+names, ``CompiledBroadcastMultiplyAdd``), arrays are ellipses labelled with dtype
 and shape; keyword arguments name outputs (``export_to_dot("g.dot", loss=l)``). Render with
 ``dot -Tsvg g.dot -o g.svg``.
 """
@@ -19,12 +20,57 @@ from typing import Any, TextIO
 from .core.array import Array
 from .tree import flatten
 from .compile.report import prim_label
+from .primitives.compiled import Compiled
 
 __all__ = ["export_to_dot"]
 
 
 def _quote(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# MLX's primitive names where they are not the op's name in CamelCase
+_MLX_NAMES = {
+    "arccos": "ArcCos",
+    "arccosh": "ArcCosh",
+    "arcsin": "ArcSin",
+    "arcsinh": "ArcSinh",
+    "arctan": "ArcTan",
+    "arctan2": "ArcTan2",
+    "arctanh": "ArcTanh",
+    "astype": "AsType",
+    "erfinv": "ErfInv",
+    "logaddexp": "LogAddExp",
+    "broadcast_to": "Broadcast",
+}
+
+
+def _mlx_name(name: str) -> str:
+    return _MLX_NAMES.get(name) or "".join(w[:1].upper() + w[1:] for w in name.split("_"))
+
+
+def _compiled_name(node: Array) -> str:
+    """A fused node's name as MLX gives it: ``Compiled`` and then its operations' names in
+    order, a broadcast that the kernel does (an input of a smaller shape than its output)
+    named before the first operation that reads it."""
+    prim = node._prim
+    ins = node._inputs
+    parts = ["Compiled"]
+    seen: set[int] = set()
+    for member, args in prim.members:
+        for kind, i in args:
+            if kind == "in" and i not in seen and i < len(ins):
+                seen.add(i)
+                if tuple(ins[i]._shape) != tuple(node._shape):
+                    parts.append("Broadcast")
+        parts.append(_mlx_name(member.name))
+    return "".join(parts)
+
+
+def _label(a: Array) -> str:
+    if type(a._prim) is Compiled:
+        return _compiled_name(a)
+    return prim_label(a._prim)
 
 
 def export_to_dot(file: str | os.PathLike | TextIO, *args: Any, **kwargs: Any) -> None:
@@ -80,7 +126,7 @@ def export_to_dot(file: str | os.PathLike | TextIO, *args: Any, **kwargs: Any) -
             continue
         done_prims.add(key)
         pid = f"p{len(done_prims)}"
-        lines.append(f"  {pid} [shape=box, label={_quote(prim_label(p))}];")
+        lines.append(f"  {pid} [shape=box, label={_quote(_label(a))}];")
         for x in a._inputs:
             lines.append(f"  {names[id(x)]} -> {pid};")
         for s in a.siblings:

@@ -34,6 +34,35 @@ def test_export_to_dot_writes_the_graph(tmp_path):
         nv.export_to_dot(buf)
 
 
+@pytest.mark.usefixtures("cpu_device")  # a compiled call left lazy (its inputs can donate)
+def test_export_to_dot_names_a_fused_node_as_mlx_does():
+    def fun(x, y, z):
+        yy = nv.broadcast_to(y, z.shape)
+        return x + yy * z, yy.sum()
+
+    def two(x, y):
+        return nv.arctan(nv.logaddexp(x, y) * 2.0)
+
+    def normal(*shape):
+        x = nv.random.normal(shape)
+        nv.eval(x)  # owns its memory (nv.ones is a broadcast view)
+        return x
+
+    for f, args, name in (
+        (fun, (normal(3, 3), nv.array(0.5), normal(3, 3)), "CompiledBroadcastMultiplyAdd"),
+        (two, (normal(4), normal(4)), "CompiledLogAddExpMultiplyArcTan"),
+    ):
+        g = nv.compile(f)
+        nv.eval(g(*args))
+        entry = next(iter(g.cache.values()))
+        if entry.ready is not None:
+            entry.ready.wait()  # the fused tape (the tracing call runs the unfused one)
+        out = g(*args)
+        buf = io.StringIO()
+        nv.export_to_dot(buf, out)
+        assert f'label="{name}"' in buf.getvalue(), buf.getvalue()
+
+
 def test_inspect_shows_steps_groups_and_kernel_sources():
     f = nv.compile(lambda x, y: (nv.exp(x) * y + 1.0, nv.sum(x)))
     x, y = nv.ones((3,)), nv.ones((3,))
