@@ -187,3 +187,17 @@ def test_graphs_can_be_turned_off(monkeypatch):
         for _ in range(4):
             f(w1, w2, x)
         assert _entry(f, w1, w2, x).tape.executable.graph is None
+
+
+def test_a_scalar_keeps_its_zero_dimensions_on_upload():
+    from nuvec.backends.cuda.runtime import upload
+
+    for host in (np.array(2.0, np.float32), np.float32(0.5), np.array([[3]], np.int32)[0, 0]):
+        dev = upload(host)
+        assert dev.shape == () and float(dev.get()) == float(host)
+    # what a shapeless replay of a slice update does with the Python scalar it stores
+    g = nv.compile(lambda x: x.at[-1].maximum(0.5), shapeless=True)
+    with nv.stream(nv.gpu):
+        for n in (4, 5, 2):
+            x = nv.array(np.arange(n, dtype=np.float32))
+            np.testing.assert_array_equal(np.asarray(g(x)), np.asarray(x.at[-1].maximum(0.5)))

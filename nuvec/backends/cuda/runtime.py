@@ -74,7 +74,9 @@ def cuda_stream(s: Stream) -> cp.cuda.Stream:
 def upload(data, d: dt.Dtype | None = None) -> cp.ndarray:
     """Host data (NumPy, any strides) as a device array in nuvec's storage for ``d`` (by
     default the data's own dtype). The copy is queued on the current stream."""
-    a = np.ascontiguousarray(data)
+    # (np.ascontiguousarray would make a 0-d array 1-d: a scalar constant replayed by a
+    # shapeless tape then broadcast from (1,) to the traced shape ())
+    a = np.asarray(data, order="C")
     if a.dtype == BF16_NP:
         a = a.view(_U16)
     elif d is not None and d != dt.bfloat16 and a.dtype != d.np:
