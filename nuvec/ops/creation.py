@@ -224,6 +224,7 @@ def full_like(a, /, vals, dtype=None, *, stream=None) -> Array:
 
 def _finite(name: str, **vals) -> None:
     for k, v in vals.items():
+        _refuse_size(v, name, k)
         if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, bool):
             raise TypeError(f"{name}: {k} must be a real number, got {type(v).__name__}")
         if not math.isfinite(v):
@@ -253,6 +254,8 @@ def arange(first=None, /, stop=None, step=None, dtype=None, *, start=None, strea
     elif start is None:
         start = 0 if first is None else first
     step = 1 if step is None else step
+    if _sizes((start, stop, step)):
+        return _sized_arange(start, stop, step, dtype, stream)
     for k, v in (("start", start), ("stop", stop), ("step", step)):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
             raise TypeError(f"arange: {k} must be a real number, got {type(v).__name__}")
@@ -293,6 +296,50 @@ def arange(first=None, /, stop=None, step=None, dtype=None, *, start=None, strea
     return Array.constant(data, resolve_stream(stream), d)
 
 
+def _sized_arange(start, stop, step, dtype, stream) -> Array:
+    """``arange`` with a stop read from ``.shape`` under a shapeless trace (``nv.arange(
+    x.shape[0])``): integer start and step, the length a Size, so the range follows the
+    replayed shapes (a replay whose range is empty where the trace's was not raises). The
+    values are ``start + step * i``, ``i`` counted by an exclusive running sum of ones
+    (exact in int32), cast to ``dtype``."""
+    from ..core import shapeless
+    from .elementwise import add, multiply
+    from .reduction import cumsum
+
+    for k, v in (("start", start), ("step", step)):
+        _refuse_size(v, "arange", k)
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+            raise ValueError(
+                f"arange: with a stop read from .shape under nv.compile(shapeless=True), "
+                f"{k} must be an int, got {type(v).__name__}{shapeless._user_line()}; "
+                "compile without shapeless=True"
+            )
+    step = int(step)
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    # the length, as a Size: ceil((stop - start) / step) in integer arithmetic
+    n = (stop - start + (step - 1)) // step if step > 0 else (start - stop + (-step - 1)) // -step
+    traced = n.value if isinstance(n, shapeless.Size) else n
+    if traced < 0:
+        raise ValueError(
+            f"arange: the range traced empty (stop before start){shapeless._user_line()}; "
+            "a shapeless replay could not follow it: compile without shapeless=True"
+        )
+    start = int(start)
+    last = start + step * max(traced - 1, 0)
+    if not (-(2**31) <= start < 2**31 and -(2**31) <= last < 2**31):
+        raise ValueError(f"arange: a shapeless range is int32; {last} does not fit")
+    d = dt.int32 if dtype is None else dt.to_dtype(dtype)
+    if d == dt.bool_:
+        raise TypeError("arange: cannot make a range of bool")
+    i = cumsum(full((n,), 1, dt.int32, stream=stream), inclusive=False, stream=stream)
+    if step != 1:
+        i = multiply(i, step, stream=stream)
+    if start != 0:
+        i = add(i, start, stream=stream)
+    return i if d == dt.int32 else astype(i, d, stream=stream)
+
+
 def linspace(
     start, stop, num: int = 50, endpoint: bool = True, dtype=dt.float32, *, stream=None
 ) -> Array:
@@ -314,7 +361,20 @@ def linspace(
     return Array.constant(values.astype(d.np), resolve_stream(stream), d)
 
 
+def _refuse_size(v, name: str, what: str) -> None:
+    """A size read from ``.shape`` under a shapeless trace, where the op would bake it."""
+    from ..core import shapeless
+
+    if isinstance(v, shapeless.Size):
+        raise ValueError(
+            f"{name}: {what} is a size read from .shape (traced as {v.value})"
+            f"{shapeless._user_line()}, which nv.compile(shapeless=True) cannot replay here "
+            f"(its value would be baked in); compile without shapeless=True"
+        )
+
+
 def _count(v, name: str, what: str) -> int:
+    _refuse_size(v, name, what)
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise TypeError(f"{name}: {what} must be an int, got {type(v).__name__}")
     if v < 0:
@@ -323,6 +383,7 @@ def _count(v, name: str, what: str) -> int:
 
 
 def _diagonal(k, name: str) -> int:
+    _refuse_size(k, name, "k")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"{name}: k must be an int, got {type(k).__name__}")
     return int(k)

@@ -102,9 +102,44 @@ def test_a_size_reaching_python_code_is_refused_naming_the_line(fn):
         g(arange(3, 2))
 
 
-def test_an_operation_that_cannot_take_a_size_raises():
-    g = nv.compile(lambda x: nv.arange(x.shape[0]) + x, shapeless=True)
-    with pytest.raises(TypeError, match="arange: stop must be a real number, got Size"):
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: nv.arange(x.shape[-1]) + x,
+        lambda x: nv.arange(x.shape[-1], dtype=nv.float32) * x,
+        lambda x: x * nv.arange(2, 3 * x.shape[1] + 2, 3),
+        lambda x: nv.arange(x.shape[1])[::-1] + x[:1],
+        lambda x: nv.arange(7, x.shape[0] - 1, -2)[:1] * x[:1, :1],  # a negative step
+        lambda x: nv.arange(x.shape[0] * x.shape[1]).reshape(x.shape) + x,
+        lambda x: nv.ones((x.shape[1],), nv.int32) * nv.arange(x.shape[1]),
+    ],
+)
+def test_ranges_of_sizes_read_from_the_shape(fn):
+    same_as_uncompiled(fn, (2, 3), (4, 1), (1, 5), (3, 0), (0, 2))
+
+
+@pytest.mark.parametrize(
+    "fn, op",
+    [
+        (lambda x: nv.eye(x.shape[0]), "eye: n"),
+        (lambda x: nv.linspace(0, 1, x.shape[0]), "linspace: num"),
+        (lambda x: nv.linspace(0, x.shape[0], 4), "linspace: stop"),
+        (lambda x: nv.arange(x.shape[0], 10), "arange: start"),
+        (lambda x: nv.arange(0, 10, x.shape[0]), "arange: step"),
+        (lambda x: nv.tri(x.shape[0]), "tri: n"),
+    ],
+)
+def test_a_creation_that_cannot_follow_a_size_is_refused_naming_it(fn, op):
+    g = nv.compile(fn, shapeless=True)
+    with pytest.raises(
+        ValueError, match=rf"{op} is a size read from \.shape .*\(at .*test_shapeless_sizes"
+    ):
+        g(arange(3))
+
+
+def test_a_float_range_of_a_size_is_refused_naming_it():
+    g = nv.compile(lambda x: nv.arange(0, x.shape[0], 0.5), shapeless=True)
+    with pytest.raises(ValueError, match=r"arange: .* step must be an int, got float \(at .*"):
         g(arange(3))
 
 
