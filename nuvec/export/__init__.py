@@ -155,7 +155,7 @@ class FunctionExporter:
 
     def _report(self, t: Trace) -> None:
         """Describes ``t`` to the callback, as MLX does: its inputs, keyword inputs, outputs,
-        constants, then each primitive (nuvec's name and constructor arguments)."""
+        constants, then each primitive (MLX's name and arguments for it)."""
         n_in = len(t.inputs)
         n_values = n_in + len(t.constants)
 
@@ -190,8 +190,8 @@ class FunctionExporter:
                     "type": "primitive",
                     "inputs": data(st.args),
                     "outputs": data(outs),
-                    "name": st.prim.name,
-                    "arguments": fileformat.primitive_state(st.prim),
+                    "name": fileformat.mlx_name(st.prim),
+                    "arguments": fileformat.mlx_arguments(st.prim),
                 }
             )
 

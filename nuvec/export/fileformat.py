@@ -127,6 +127,58 @@ def primitive_ref(prim: Primitive) -> tuple[str, list]:
     return f"{mod}.{cls.__name__}", encoded
 
 
+# MLX's primitive classes whose name nuvec's class of the same name reports as it is.
+_MLX_CLASSES = frozenset(
+    "AddMM ArgPartition ArgReduce ArgSort AsType Broadcast Cholesky Concatenate Copy Depends "
+    "Eig Eigh ExpandDims FFT Flatten Gather GatherAxis Inverse LUF LogSumExp Matmul "
+    "NumberOfElements Pad Partition QRF QuantizedMatmul RandomBits Reshape SVD Scatter "
+    "ScatterAxis Select Slice SliceUpdate Softmax Sort Squeeze StopGradient Transpose "
+    "Unflatten".split()
+)
+# nuvec operation names whose MLX primitive is not their CamelCase spelling.
+_MLX_NAMES = {
+    "logaddexp": "LogAddExp",
+    "erfinv": "ErfInv",
+    "all": "And",
+    "any": "Or",
+    "cumsum": "CumSum",
+    "cumprod": "CumProd",
+    "cummax": "CumMax",
+    "cummin": "CumMin",
+    "logcumsumexp": "CumLogAddExp",
+    "custom_function": "CustomTransforms",
+    "broadcast_to": "Broadcast",
+    "slice_update": "SliceUpdate",
+}
+
+
+def mlx_name(prim: Primitive) -> str:
+    """MLX's name for the primitive ``prim`` stands for (``Subtract``, ``AsType``, ``Sum``),
+    what MLX's export callback reports; nuvec's own names stay in the file format."""
+    cls = type(prim).__name__
+    if cls in _MLX_CLASSES:
+        return cls
+    n = prim.name
+    if n in _MLX_NAMES:
+        return _MLX_NAMES[n]
+    if n.startswith("arc"):  # arcsin -> ArcSin, arctan2 -> ArcTan2
+        return "Arc" + n[3:].capitalize()
+    return "".join(part.capitalize() for part in n.split("_"))
+
+
+_LOG_BASES = {"log2": 0, "log10": 1, "log": 2}  # MLX's Log::Base: two, ten, e
+
+
+def mlx_arguments(prim: Primitive) -> list:
+    """The arguments MLX's export callback reports for ``prim``: an element-wise operation's
+    name is its primitive's, so only the logarithm's base remains (MLX's ``Log::Base``);
+    other primitives report their constructor arguments."""
+    if type(prim).__name__ in ("Unary", "Binary"):
+        base = _LOG_BASES.get(prim.name)
+        return [] if base is None else [base]
+    return primitive_state(prim)
+
+
 def primitive_state(prim: Primitive) -> list:
     """The constructor arguments of ``prim`` (what an export callback reports; its
     parameters where they cannot be read back)."""
@@ -213,7 +265,7 @@ class ConstantPool:
         hit = self._by_id.get(id(a))
         if hit is not None and hit[0] is a:
             return hit[1], hit[2]
-        h = np.asarray(a)
+        h = a._host()  # (np.asarray refuses bfloat16, whose buffer format NumPy lacks)
         if 0 in h.strides:
             h_ = h[tuple(slice(0, 1) if st == 0 else slice(None) for st in h.strides)]
         else:
@@ -337,7 +389,7 @@ def _broadcast_constant(src: Source, c: Array, dims: Any, where: str) -> Array:
         return c
     if len(shape) != len(c.shape) or any(m not in (1, d) for m, d in zip(c.shape, shape)):
         raise src.error(f"{where}: a tensor of shape {c.shape} does not broadcast to {shape}")
-    data = np.broadcast_to(np.asarray(c), shape)
+    data = np.broadcast_to(c._host(), shape)
     return Array.constant(data, c.stream, c.dtype)
 
 
