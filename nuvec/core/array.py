@@ -25,6 +25,7 @@ import numpy as np
 from ..printing import format_array
 from . import dtypes as _dt
 from . import shapeless as _shapeless
+from ._buffer import BufferExporter
 from .device import Stream, current_stream
 
 # Filled in by nuvec.ops at import (the operators below call the public ops).
@@ -77,7 +78,7 @@ def _operand(o, op: str):
     )
 
 
-class Array:
+class Array(BufferExporter):
     __slots__ = (
         "_shape",
         "_dtype",
@@ -347,6 +348,8 @@ class Array:
     def __index__(self) -> int:
         if self._dtype.kind not in "uib":
             raise TypeError(f"only integer arrays can be used as an index, not {self._dtype.name}")
+        if self.size != 1:  # a TypeError, as NumPy: bytes(a) then falls back to the buffer
+            raise TypeError(f"only one-element integer arrays are an index, not {self.size}")
         return int(self.item())
 
     __hash__ = object.__hash__

@@ -50,7 +50,7 @@ _FORMATS = ("npy", "npz", "safetensors", "gguf")
 
 def _host(a, name: str, what: str) -> np.ndarray:
     if isinstance(a, Array):
-        return np.asarray(a)
+        return a._host()  # (np.asarray refuses bfloat16: NumPy lacks its buffer format)
     if isinstance(a, np.ndarray):
         return a
     raise TypeError(f"{what}: {name!r} is a {type(a).__name__}, not an array")

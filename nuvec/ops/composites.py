@@ -23,7 +23,7 @@ from ..primitives.depends import Depends
 from ..primitives.misc import Copy, Unbatched
 from . import elementwise as ew
 from ._common import as_array, normalize_axis
-from .creation import array
+from .creation import array, host_from_dlpack
 from .indexing import diagonal, getitem, take
 from .reduction import any as _any
 from .reduction import sum
@@ -349,7 +349,7 @@ def asarray(a, dtype=None, *, copy: bool | None = None) -> Array:
     if copy is False:
         host = a if isinstance(a, np.ndarray) else None
         if host is None and hasattr(a, "__dlpack__"):
-            host = np.from_dlpack(a)
+            host = host_from_dlpack(a, "asarray")
         if host is None:
             raise ValueError(f"asarray: copy=False, but a {type(a).__name__} must be copied")
         src = dt.from_numpy(host.dtype)
@@ -364,7 +364,9 @@ def asarray(a, dtype=None, *, copy: bool | None = None) -> Array:
 
 def from_dlpack(x, /, *, copy: bool | None = None) -> Array:
     """An array from an object with ``__dlpack__`` (a NumPy array, a CuPy or torch tensor on
-    the host): shares its memory when ``copy`` is False or None and the layout allows it.
+    the host): shares its memory, in any layout without negative strides, unless ``copy`` is
+    True or the dtype is narrowed (float64 to float32, as ``nv.array``); a negative stride or a
+    dtype nuvec lacks is a ValueError.
 
     >>> import numpy as np, nuvec as nv
     >>> nv.from_dlpack(np.arange(3, dtype=np.int32)).tolist()
@@ -372,21 +374,20 @@ def from_dlpack(x, /, *, copy: bool | None = None) -> Array:
     """
     if not hasattr(x, "__dlpack__"):
         raise TypeError(f"from_dlpack: {type(x).__name__} does not implement __dlpack__")
-    try:
-        host = np.from_dlpack(x)
-    except RuntimeError as e:  # NumPy's answer to a dtype it has no type for (complex32)
-        raise ValueError(f"from_dlpack: cannot import this {type(x).__name__} ({e})") from None
+    host = host_from_dlpack(x, "from_dlpack")
+    if any(s < 0 for s in host.strides):  # MLX's arrays have no negative strides
+        raise ValueError(
+            f"from_dlpack: the tensor has a negative stride {host.strides}; "
+            "copy it to a non-negative layout first"
+        )
     if copy is True:
         return array(host)
     if host.dtype in (np.float64, np.complex128):  # narrowed as nv.array does (MLX)
         if copy is False:
             raise ValueError(f"from_dlpack: copy=False, but {host.dtype} data is narrowed (a copy)")
         return array(host)
-    if host.flags.c_contiguous:
-        return Array.constant(host, resolve_stream(None), dt.from_numpy(host.dtype))
-    if copy is False:
-        raise ValueError("from_dlpack: copy=False, but the input's layout needs a copy")
-    return array(host)
+    # shared with any layout (transposed, stepped or broadcast strides), as MLX
+    return Array.constant(host, resolve_stream(None), dt.from_numpy(host.dtype))
 
 
 def contiguous(a, /, allow_col_major: bool = False, *, stream=None) -> Array:

@@ -85,12 +85,77 @@ def array(obj, dtype=None) -> Array:
             raise ValueError(f"array: cannot build an array from this input ({e})") from None
         return Array.constant(data, resolve_stream(None), target)
     if hasattr(obj, "__dlpack__") or hasattr(obj, "__array__"):
-        return array(np.asarray(obj), dtype)
+        try:
+            host = np.asarray(obj) if hasattr(obj, "__array__") else None
+        except (TypeError, RuntimeError, ValueError):
+            if not hasattr(obj, "__dlpack__"):
+                raise
+            host = None  # e.g. a torch bfloat16 tensor, which NumPy cannot hold
+        if host is None:
+            host = host_from_dlpack(obj, "array")
+        return array(host, dtype)
     if isinstance(obj, (bytes, bytearray)):  # a buffer of bytes is uint8 (MLX)
         return array(np.frombuffer(obj, np.uint8), dtype)
     if isinstance(obj, memoryview):
         return array(np.asarray(obj), dtype)
     raise TypeError(f"array: unsupported input type {type(obj).__name__}")
+
+
+class _Capsule:
+    """Hands NumPy's ``from_dlpack`` a capsule already taken from the producer."""
+
+    def __init__(self, capsule, device) -> None:
+        self._capsule, self._device = capsule, device
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._capsule
+
+    def __dlpack_device__(self):
+        return self._device
+
+
+def _bfloat16_from_dlpack(x) -> np.ndarray | None:
+    """``x``'s memory as a bfloat16 NumPy array when ``x`` is a bfloat16 DLPack tensor on the
+    host, else None. NumPy imports no bfloat16 from DLPack, so the tensor's dtype is relabelled
+    in the (unversioned, still unconsumed) capsule as uint16, imported without a copy, and
+    viewed as ml_dtypes' bfloat16."""
+    import ctypes
+
+    try:
+        capsule = x.__dlpack__()
+        device = x.__dlpack_device__()
+    except Exception:  # noqa: BLE001 (any refusal of the producer: not a bfloat16 import)
+        return None
+    api = ctypes.pythonapi
+    api.PyCapsule_IsValid.restype = ctypes.c_int
+    api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    if not api.PyCapsule_IsValid(capsule, b"dltensor"):
+        return None
+    # DLTensor: data (8 bytes), device (8), ndim (4), then dtype {code: u8, bits: u8, lanes: u16}
+    dtype = (ctypes.c_uint8 * 4).from_address(api.PyCapsule_GetPointer(capsule, b"dltensor") + 20)
+    if (dtype[0], dtype[1], dtype[2], dtype[3]) != (4, 16, 1, 0):  # kDLBfloat, 16 bits, 1 lane
+        return None
+    dtype[0] = 1  # kDLUInt: the same 16 bits
+    return np.from_dlpack(_Capsule(capsule, device)).view(dt.bfloat16.np)
+
+
+def host_from_dlpack(x, name: str) -> np.ndarray:
+    """The host memory of a DLPack producer ``x`` as a NumPy array (no copy); a dtype NumPy
+    cannot take (complex32) is a ValueError naming ``name``."""
+    try:
+        host = np.from_dlpack(x)
+    except (RuntimeError, BufferError, TypeError) as e:
+        bf = _bfloat16_from_dlpack(x)
+        if bf is not None:
+            return bf
+        raise ValueError(f"{name}: cannot import this DLPack tensor ({e})") from None
+    try:
+        dt.from_numpy(host.dtype)
+    except TypeError:
+        raise ValueError(f"{name}: nuvec has no dtype for this DLPack tensor's data") from None
+    return host
 
 
 def _flat(obj):
@@ -107,7 +172,7 @@ def _hostify(obj):
     if isinstance(obj, (list, tuple)):
         return [_hostify(x) for x in obj]
     if isinstance(obj, Array):
-        return np.asarray(obj)
+        return obj._host()
     return obj
 
 

@@ -117,10 +117,18 @@ def f64(x: np.ndarray) -> np.ndarray:
     return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
 
 
+def host(a) -> np.ndarray:
+    """``a`` as a NumPy array; bfloat16 as ml_dtypes' (NumPy takes no bfloat16 buffer from an
+    array, as with MLX, so its bits are read as uint16 and relabelled)."""
+    if isinstance(a, nv.array) and a.dtype == nv.bfloat16:
+        return np.asarray(a.view(nv.uint16)).view(ml_dtypes.bfloat16)
+    return np.asarray(a)
+
+
 def assert_close(actual: nv.array, expected: np.ndarray, dtype: str, mag=None) -> None:
     """``actual`` (of dtype ``dtype``) within rounding of ``expected`` (float64): the error
     allowed is RTOL times ``mag`` (the size of the terms that were summed) or |expected|."""
-    a = np.asarray(actual)
+    a = host(actual)
     assert a.shape == np.shape(expected), (a.shape, np.shape(expected))
     a = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
     e = np.asarray(expected)

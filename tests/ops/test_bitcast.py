@@ -20,7 +20,7 @@ def test_view_matches_numpy(t):
     got = nv.array(a).view(getattr(nv, t))
     want = a.view(npd(t))
     assert got.shape == want.shape and got.dtype == getattr(nv, t)
-    np.testing.assert_array_equal(np.array(got).view(np.uint8), want.view(np.uint8))
+    np.testing.assert_array_equal(np.array(got.view(nv.uint8)), want.view(np.uint8))
     back = nv.view(got, nv.int32)
     np.testing.assert_array_equal(np.array(back), a)
 

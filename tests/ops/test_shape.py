@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import nuvec as nv
-from _helpers import exact
+from _helpers import exact, host
 from nuvec.primitives import shape as P
 
 DTYPES = [
@@ -75,7 +75,7 @@ def same(out, expected: np.ndarray) -> None:
     assert isinstance(out, nv.array)
     assert out.shape == expected.shape, (out.shape, expected.shape)
     assert out.dtype.name == (expected.dtype.name if expected.dtype != np.bool_ else "bool")
-    got = np.ascontiguousarray(np.asarray(out))
+    got = np.ascontiguousarray(host(out))
     assert got.tobytes() == np.ascontiguousarray(expected).tobytes()
 
 

@@ -1,0 +1,2 @@
+class BufferExporter:
+    """Base of ``Array``: the C-level buffer export (``_buffer.pyx``)."""

@@ -1,0 +1,75 @@
+# cython: language_level=3, auto_pickle=False
+"""The Python buffer protocol for ``Array`` (``memoryview(a)``, ``bytes(a)``, ``np.asarray``).
+
+Python 3.11 has no ``__buffer__`` for classes written in Python, so ``Array`` derives from
+``BufferExporter``, a C type with no state of its own whose ``bf_getbuffer`` slot exports the
+array's host data: it evaluates the array, takes the buffer of the NumPy array behind it (the
+memory itself on the CPU, strides and all, no copy; a host copy for a GPU array), and
+reports MLX's struct format for the dtype (``q``/``Q`` for 64-bit integers, ``bfloat16`` for
+bfloat16, which NumPy therefore refuses to convert, as in MLX). While a view exists it holds
+the array and the NumPy array, so neither the array nor its memory can go away under it.
+The view is writable exactly where the memory is (a broadcast view is not).
+"""
+from cpython.buffer cimport PyBuffer_Release, PyObject_GetBuffer
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+
+import numpy as np
+
+# The struct-module format of each dtype (MLX's choices); bytes objects that live as long as
+# the module, so their pointers can be handed to consumers.
+cdef dict _FORMATS = {
+    "bool": b"?",
+    "uint8": b"B",
+    "uint16": b"H",
+    "uint32": b"I",
+    "uint64": b"Q",
+    "int8": b"b",
+    "int16": b"h",
+    "int32": b"i",
+    "int64": b"q",
+    "float16": b"e",
+    "float32": b"f",
+    "float64": b"d",
+    "bfloat16": b"bfloat16",
+    "complex64": b"Zf",
+}
+
+
+cdef class BufferExporter:
+    """Base of ``Array``: the C-level buffer export (see the module docstring)."""
+
+    def __getbuffer__(self, Py_buffer *view, int flags):
+        cdef object me = self
+        host = me._host()
+        name = me._dtype.name
+        fmt = _FORMATS.get(name)
+        if fmt is None:
+            raise BufferError(f"memoryview: no buffer format for dtype {name}")
+        if name == "bfloat16" and host.dtype != np.uint16:
+            host = host.view(np.uint16)  # same bits; NumPy exports no buffer of ml_dtypes types
+        cdef Py_buffer *inner = <Py_buffer *>PyMem_Malloc(sizeof(Py_buffer))
+        if inner == NULL:
+            raise MemoryError()
+        try:
+            PyObject_GetBuffer(host, inner, flags)
+        except BaseException:
+            PyMem_Free(inner)
+            raise
+        view.buf = inner.buf
+        view.obj = self
+        view.len = inner.len
+        view.itemsize = inner.itemsize
+        view.readonly = inner.readonly
+        view.ndim = inner.ndim
+        view.format = <char *>fmt if inner.format != NULL else NULL
+        view.shape = inner.shape
+        view.strides = inner.strides
+        view.suboffsets = inner.suboffsets
+        view.internal = inner
+
+    def __releasebuffer__(self, Py_buffer *view):
+        cdef Py_buffer *inner = <Py_buffer *>view.internal
+        if inner != NULL:
+            PyBuffer_Release(inner)
+            PyMem_Free(inner)
+            view.internal = NULL
