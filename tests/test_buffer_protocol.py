@@ -7,6 +7,7 @@ import gc
 import pickle
 import weakref
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -59,13 +60,14 @@ def test_a_lazy_array_is_evaluated_first():
     assert memoryview(a).tolist() == [1.0, 1.0, 1.0]
 
 
-def test_bfloat16_exports_mlx_format_and_numpy_refuses_it():
-    a = nv.ones((3, 4), dtype=nv.bfloat16)
-    mv = memoryview(a)
-    assert mv.format == "bfloat16" and mv.shape == (3, 4) and mv.itemsize == 2
-    assert bytes(mv)[:2] == np.array([1.0], np.float32).view(np.uint16)[1:].tobytes()
-    with pytest.raises(ValueError, match="bfloat16"):
-        np.array(a)
+def test_bfloat16_exports_no_buffer_and_numpy_takes_it_through_array():
+    a = nv.array([1.5, -2.0], dtype=nv.bfloat16)
+    with pytest.raises(BufferError, match="bfloat16"):
+        memoryview(a)
+    h = np.asarray(a)  # NumPy falls back to __array__ where the buffer is refused
+    assert h.dtype == ml_dtypes.bfloat16 and h.astype(np.float32).tolist() == [1.5, -2.0]
+    bits = memoryview(a.view(nv.uint16))
+    assert bits.format == "H" and bits.tolist() == h.view(np.uint16).tolist()
 
 
 def test_bytes_of_an_array():

@@ -5,10 +5,14 @@ Python 3.11 has no ``__buffer__`` for classes written in Python, so ``Array`` de
 ``BufferExporter``, a C type with no state of its own whose ``bf_getbuffer`` slot exports the
 array's host data: it evaluates the array, takes the buffer of the NumPy array behind it (the
 memory itself on the CPU, strides and all, no copy; a host copy for a GPU array), and
-reports MLX's struct format for the dtype (``q``/``Q`` for 64-bit integers, ``bfloat16`` for
-bfloat16, which NumPy therefore refuses to convert, as in MLX). While a view exists it holds
-the array and the NumPy array, so neither the array nor its memory can go away under it.
-The view is writable exactly where the memory is (a broadcast view is not).
+reports MLX's struct format for the dtype (``q``/``Q`` for 64-bit integers). While a view
+exists it holds the array and the NumPy array, so neither the array nor its memory can go
+away under it. The view is writable exactly where the memory is (a broadcast view is not).
+
+bfloat16 has no struct format that NumPy reads, and NumPy asks for the buffer before
+``__array__``: an exported buffer would make ``np.asarray`` of a bfloat16 array fail, so
+bfloat16 exports none (a BufferError) and NumPy takes ml_dtypes' bfloat16 through
+``__array__``. (MLX exports the format "bfloat16", which NumPy refuses.)
 """
 from cpython.buffer cimport PyBuffer_Release, PyObject_GetBuffer
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
@@ -30,7 +34,6 @@ cdef dict _FORMATS = {
     "float16": b"e",
     "float32": b"f",
     "float64": b"d",
-    "bfloat16": b"bfloat16",
     "complex64": b"Zf",
 }
 
@@ -45,8 +48,11 @@ cdef class BufferExporter:
         fmt = _FORMATS.get(name)
         if fmt is None:
             raise BufferError(f"memoryview: no buffer format for dtype {name}")
-        if name == "bfloat16" and host.dtype != np.uint16:
-            host = host.view(np.uint16)  # same bits; NumPy exports no buffer of ml_dtypes types
+        if name == "bfloat16":
+            raise BufferError(
+                "memoryview: a bfloat16 array has no buffer format NumPy reads; use "
+                "a.view(nuvec.uint16) for its bits or np.asarray(a) for ml_dtypes' bfloat16"
+            )
         cdef Py_buffer *inner = <Py_buffer *>PyMem_Malloc(sizeof(Py_buffer))
         if inner == NULL:
             raise MemoryError()
