@@ -110,18 +110,15 @@ NV_FN float nv_poly_erf(float t)
     return p;
 }
 
-/* erfc: on [-1.525, 1.52], error 4.37e-11 */
+/* erfc: on [-1.525, 1.52], error 1.89e-09 */
 NV_FN float nv_poly_erfc(float t)
 {
-    float p = fmaf(t, 0x1.01b436p-19f, 0x1.7bc83cp-17f);
-    p = fmaf(t, p, 0x1.d17c7p-19f);
-    p = fmaf(t, p, 0x1.a42236p-14f);
-    p = fmaf(t, p, -0x1.eebc7ap-12f);
-    p = fmaf(t, p, 0x1.37a128p-9f);
-    p = fmaf(t, p, -0x1.81cfd8p-7f);
-    p = fmaf(t, p, 0x1.e766b6p-5f);
-    p = fmaf(t, p, -0x1.74fa5cp-2f);
-    p = fmaf(t, p, -0x1.855e9ep+0f);
+    float p = fmaf(t, 0x1.a57d8p-13f, -0x1.9f415ep-13f);
+    p = fmaf(t, p, 0x1.5f1a58p-9f);
+    p = fmaf(t, p, -0x1.7d5a96p-7f);
+    p = fmaf(t, p, 0x1.e767b2p-5f);
+    p = fmaf(t, p, -0x1.74fe94p-2f);
+    p = fmaf(t, p, -0x1.855eccp+0f);
     return p;
 }
 

@@ -66,8 +66,8 @@ NV_FN float nv_rint_small(float x)
 
 /* ---- exp family ---------------------------------------------------------------------------
  * x = n ln2 + r, |r| <= ln2/2 (Cody-Waite with fma: the first step is exact), then
- * exp(r) = 1 + r + r^2 P(r) and a scaling by 2^n in two exact steps so that a subnormal result
- * is rounded only once. */
+ * exp(r) = 1 + r + r^2 P(r) and a scaling by 2^n such that a subnormal result is rounded only
+ * once. Every variant below has nv_exp_f32's bits on its domain. */
 
 #define NV_LN2_HI 0x1.62e43p-1f
 #define NV_LN2_LO -0x1.05c61p-29f
@@ -94,28 +94,73 @@ NV_FN float nv_exp_core(float x, float xl, int32_t scale)
     return (x == x) ? e : x;
 }
 
-/* Below -104 the result is 0 (under half the least subnormal). It is selected, and the core
- * runs on 0 there: run at its clamp (-110) it would pass through subnormal steps, which x86
- * cores run in microcode (a softmax over a -1e9 mask took 3x longer). */
-NV_FN float nv_exp_f32(float x)
+/* x clamped to [lo, hi] (lo < 0 < hi; NaN gives lo or hi) as two integer minimums on its bits,
+ * one instruction each where float selects with NaN rules take a compare and a blend: as
+ * unsigned numbers the negative floats beyond lo are the larger ones, as signed numbers the
+ * positive floats beyond hi */
+NV_FN float nv_clamp_bits(float x, float lo, float hi)
 {
-    int under = x < -104.0f;
-    float e = nv_exp_core(under ? 0.0f : x, 0.0f, 0);
-    return under ? 0.0f : e;
+    uint32_t u = nv_f2u(x), ul = nv_f2u(lo);
+    u = u < ul ? u : ul;
+    int32_t i = (int32_t)u, ih = (int32_t)nv_f2u(hi);
+    return nv_u2f((uint32_t)(i < ih ? i : ih));
 }
 
-/* exp(x) for 0 <= x <= 88, where nv_exp_f32's clamps and special cases do nothing and its
- * result is normal: the same steps, the scaling by 2^n as one add to the exponent field (exact
- * here, as nv_ldexp2's two products are), so the same bits for fewer operations */
-NV_FN float nv_exp_nonneg(float x)
+/* min(a, hi) for a >= +0 or a NaN with its sign bit clear (which gives hi), hi > 0 */
+NV_FN float nv_min_pos(float a, float hi)
+{
+    int32_t i = (int32_t)nv_f2u(a), ih = (int32_t)nv_f2u(hi);
+    return nv_u2f((uint32_t)(i < ih ? i : ih));
+}
+
+/* exp(x) as 2^n (1 + p(r)), x = n ln2 + r. The scaling is two products: s1 = 2^(n - j) (from
+ * the bits of t, which hold n), then s2 = 2^j with j = 64 for n > 0 and -64 otherwise, so
+ * s1 (1 + p) is always normal (rounded once, as an fma; the same as rounding 1 + p and scaling
+ * exactly) and the product by s2 rounds a subnormal or overflowing result once. x is clamped
+ * to [-104, 89], so n is in [-150, 128] (89 gives inf). Below -104 the result is 0 through
+ * s2 = 0: an exact product instead of one that underflows, which x86 cores run in microcode (a
+ * softmax over a -1e9 mask took 3x longer). NaN returns x itself (the same bits everywhere). */
+NV_FN float nv_exp_f32(float x)
+{
+    float xc = nv_clamp_bits(x, -104.0f, 89.0f);
+    float t = fmaf(xc, NV_LOG2E, 0x1.8p23f);
+    float n = t - 0x1.8p23f;
+    float r = fmaf(-n, NV_LN2_HI, xc);
+    r = fmaf(-n, NV_LN2_LO, r);
+    float p = nv_exp_poly(r);
+    uint32_t s2 = n > 0.0f ? 0x5f800000u : 0x1f800000u;     /* 2^64 : 2^-64 */
+    s2 = xc == -104.0f ? 0u : s2;
+    float s1 = nv_u2f((nv_f2u(t) << 23) + (0x7f000000u - s2)); /* 2^(n + 127 - j) */
+    float e = fmaf(p, s1, s1) * nv_u2f(s2);
+    return (x == x) ? e : x;
+}
+
+/* exp(x) for x <= -0, as nv_exp_f32 (n <= 0 picks j = -64 there), with fewer steps; a NaN
+ * with its sign bit set (as -|x| gives) returns 0, for the caller to select */
+NV_FN float nv_exp_nonpos(float x)
+{
+    uint32_t u = nv_f2u(x), ul = nv_f2u(-104.0f);
+    float xc = nv_u2f(u < ul ? u : ul);
+    float t = fmaf(xc, NV_LOG2E, 0x1.8p23f);
+    float n = t - 0x1.8p23f;
+    float r = fmaf(-n, NV_LN2_HI, xc);
+    r = fmaf(-n, NV_LN2_LO, r);
+    float p = nv_exp_poly(r);
+    float s1 = nv_u2f((nv_f2u(t) << 23) + 0x5f800000u);         /* 2^(n + 64) */
+    return fmaf(p, s1, s1) * (xc == -104.0f ? 0.0f : 0x1p-64f);
+}
+
+/* exp(x) for x in [-87, 88], where 2^n is a normal float: one scaling, s (1 + p) as an fma
+ * rounded once (nv_exp_f32's bits there, whose two products are then exact) */
+NV_FN float nv_exp_normal(float x)
 {
     float t = fmaf(x, NV_LOG2E, 0x1.8p23f);
     float n = t - 0x1.8p23f;
-    uint32_t ni = nv_f2u(t) - 0x4b400000u;
     float r = fmaf(-n, NV_LN2_HI, x);
     r = fmaf(-n, NV_LN2_LO, r);
-    float e = 1.0f + nv_exp_poly(r);
-    return nv_u2f(nv_f2u(e) + (ni << 23));
+    float p = nv_exp_poly(r);
+    float s = nv_u2f((nv_f2u(t) << 23) + 0x3f800000u);          /* 2^n */
+    return fmaf(p, s, s);
 }
 
 NV_FN float nv_expm1_f32(float x)
@@ -473,7 +518,7 @@ NV_FN float nv_tanh_f32(float x)
     float z = a * a;
     float p = nv_poly_tanh(z);
     float small = fmaf(a * z, p, a);
-    float e = nv_exp_nonneg(2.0f * (a < 20.0f ? a : 20.0f));
+    float e = nv_exp_normal(2.0f * (a < 20.0f ? a : 20.0f));
     float big = 1.0f - 2.0f / (e + 1.0f);
     float v = a < 1.0f ? small : big;
     return (x == x) ? copysignf(v, x) : x;
@@ -521,38 +566,37 @@ NV_FN float nv_atanh_f32(float x)
 
 /* ---- sigmoid, erf, erfinv ------------------------------------------------------------------ */
 
-/* 1 / (1 + t) for x >= 0 and t / (1 + t) for x < 0, t = exp(-|x|); 1 + t is carried as
- * hi + lo and the quotient corrected once, so only exp's error and one rounding remain */
+/* 1 / (1 + t) for x >= 0 and t / (1 + t) for x < 0, t = exp(-|x|), as q = num / (1 + t)
+ * corrected once by the residual num - q (1 + t) = (num - q) - q t, which is rounded only once
+ * (num - q is exact: q lies within a factor 2 of num), so only exp's error and about one
+ * rounding remain */
 NV_FN float nv_sigmoid_f32(float x)
 {
-    float t = nv_exp_f32(-fabsf(x));            /* in (0, 1] */
-    nv_ff d = nv_fast_two_sum(1.0f, t);
-    float inv = 1.0f / d.hi;
+    float t = nv_exp_nonpos(-fabsf(x));         /* in [0, 1] */
+    float inv = 1.0f / (1.0f + t);
     float num = x >= 0.0f ? 1.0f : t;
     float q = num * inv;
-    float r = fmaf(-q, d.hi, num) - q * d.lo;
+    float r = fmaf(-q, t, num - q);
     float v = fmaf(r, inv, q);
     return (x == x) ? v : x;
 }
 
+/* |x| < 7/8: a (2/sqrt(pi) + z P(z)), z = a^2. Above, 1 - exp(-a^2 + Q(a - 2.4)): the argument
+ * in [-18, -1.5] is rounded once (an fma on the exact a^2), which costs erf at most 0.2 ulp as
+ * exp(arg) <= 0.22 scales its error down, and exp's result is normal there (nv_exp_normal). a
+ * is clamped at 3.92, where 1 - erfc(3.92) rounds to 1, so larger |x| give 1 with no select. */
 NV_FN float nv_erf_f32(float x)
 {
     float a = fabsf(x);
     float z = a * a;
-    /* |x| < 7/8: a (2/sqrt(pi) + z P(z)) */
     float p = nv_poly_erf(z);
     float small = fmaf(a, 0x1.20dd76p+0f, a * fmaf(z, p, -0x1.f7ac92p-25f));
-    /* 7/8 <= |x| < 3.92: 1 - exp(-a^2 + Q(a - 2.4)) */
-    float u = (a < 3.92f ? a : 3.92f) - 2.4f;
-    float q = nv_poly_erfc(u);
-    float ac = a < 3.92f ? a : 3.92f;
-    nv_ff sq = nv_two_prod(ac, ac);
-    nv_ff arg = nv_two_sum(q, -sq.hi);
-    float e = nv_exp_core(arg.hi, arg.lo - sq.lo, 0);
-    float mid = 1.0f - e;
-    float v = a < 0.875f ? small : mid;
-    v = a < 3.92f ? v : 1.0f;
-    return (x == x) ? copysignf(v, x) : x;
+    float ac = nv_min_pos(a, 3.92f);
+    float q = nv_poly_erfc(ac - 2.4f);
+    float mid = 1.0f - nv_exp_normal(fmaf(-ac, ac, q));
+    float v = a < 0.875f ? small : mid;         /* >= 0: the sign of x is or-ed in */
+    v = nv_u2f(nv_f2u(v) | (nv_f2u(x) & 0x80000000u));
+    return (x == x) ? v : x;
 }
 
 NV_FN float nv_erfinv_f32(float x)

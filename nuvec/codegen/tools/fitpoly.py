@@ -226,7 +226,7 @@ _add(
         lambda u: mp.log(mp.erfc(u + 2.4)) + (u + 2.4) ** 2,
         0.875 - 2.4,
         3.92 - 2.4,
-        9,
+        6,
         lambda u: mp.erfc(u + 2.4) / mp.erf(u + 2.4),
     )
 )
