@@ -48,7 +48,7 @@ class Loop:
     isa: str
     status: str  # "vector", "libcall" or "scalar"
     vector_bytes: int  # widest vector the loop runs on (0 when scalar)
-    why: str  # the compiler's reason when scalar
+    why: str  # the compiler's reason when scalar; when vector, the calls of a scalar clone
 
 
 def cpu_flags() -> set[str]:
@@ -137,18 +137,24 @@ def _loops(source: str) -> dict[int, tuple[str, str, int]]:
 
 
 def _calls(obj: Path) -> dict[str, set[str]]:
-    """{function: external functions it calls}, from the object's disassembly relocations."""
+    """{function: external functions it calls}, from the object's disassembly relocations.
+
+    A function built as clones (the baseline build's ``target_clones``) appears under its own
+    name for all of them and under ``name.default`` for the default clone alone; the resolver
+    that picks a clone at load time is left out."""
     text = subprocess.run(["objdump", "-dr", str(obj)], capture_output=True, text=True).stdout
     out: dict[str, set[str]] = {}
-    func = None
+    funcs: tuple[str, ...] = ()
     for line in text.splitlines():
         m = re.match(r"^[0-9a-f]+ <([\w.]+)>:$", line)
         if m:
-            func = m.group(1).split(".")[0]
+            name, _, clone = m.group(1).partition(".")
+            funcs = () if clone == "resolver" else (name, f"{name}.{clone}") if clone else (name,)
             continue
         m = re.search(r"R_\w+_PLT32\s+(\w+)", line)
-        if m and func and not m.group(1).startswith("nv_"):
-            out.setdefault(func, set()).add(m.group(1))
+        if m and not m.group(1).startswith("nv_"):
+            for func in funcs:
+                out.setdefault(func, set()).add(m.group(1))
     return out
 
 
@@ -174,7 +180,10 @@ def analyse(source: str, isa: str, label: str | None = None) -> list[Loop]:
         ]
         name = label or kernel
         if widths:
-            out.append(Loop(name, kind, isa, "vector", max(widths), ""))
+            # vectorized in a clone only: the default clone's calls say why it is not
+            ext = sorted(calls.get(f"{kernel}_{kind}.default", ()))
+            why = f"default clone calls {', '.join(ext)}" if ext else ""
+            out.append(Loop(name, kind, isa, "vector", max(widths), why))
             continue
         body = [msg for ln, _, msg in diags if line < int(ln) <= end]
         if any("__builtin_memcpy" in m or "__builtin_memset" in m for m in body):
@@ -228,6 +237,13 @@ def summary(loops: list[Loop]) -> str:
     lines.append(f"contiguous loops left scalar: {len(scalar)}")
     for lp in sorted(scalar, key=lambda lp: (lp.kernel, lp.isa)):
         lines.append(f"  {lp.isa:8s} {lp.kernel}: {lp.why}")
+    cloned = [lp for lp in loops if lp.loop == "contig" and lp.status == "vector" and lp.why]
+    if cloned:
+        isas = ", ".join(sorted({lp.isa for lp in cloned}))
+        lines.append(
+            f"contiguous loops vectorized in their x86-64-v3 clone only ({isas}; the default "
+            f"clone, run where the processor has no FMA, is scalar): {len(cloned)}"
+        )
     return "\n".join(lines)
 
 
