@@ -43,16 +43,16 @@ cdef class BufferExporter:
 
     def __getbuffer__(self, Py_buffer *view, int flags):
         cdef object me = self
-        host = me._host()
         name = me._dtype.name
-        fmt = _FORMATS.get(name)
-        if fmt is None:
-            raise BufferError(f"memoryview: no buffer format for dtype {name}")
         if name == "bfloat16":
             raise BufferError(
                 "memoryview: a bfloat16 array has no buffer format NumPy reads; use "
                 "a.view(nuvec.uint16) for its bits or np.asarray(a) for ml_dtypes' bfloat16"
             )
+        fmt = _FORMATS.get(name)
+        if fmt is None:
+            raise BufferError(f"memoryview: no buffer format for dtype {name}")
+        host = me._host()
         cdef Py_buffer *inner = <Py_buffer *>PyMem_Malloc(sizeof(Py_buffer))
         if inner == NULL:
             raise MemoryError()
