@@ -132,9 +132,8 @@ def test_unavailable_reason_without_library(fresh_state, tmp_path):
     monkeypatch.delenv("NUVEC_SHIM_LIB")
     monkeypatch.setattr(shim, "candidate_paths", lambda: [tmp_path / "libNuvecShim.so"])
     monkeypatch.setattr(shim._State, "loaded", False)
-    assert shim.unavailable_reason().startswith(
-        "shim library not built: run `make install` where swift is present"
-    )
+    assert shim.unavailable_reason().startswith(shim.NOT_BUILT)
+    assert "Metal" in shim.NOT_BUILT
 
 
 def test_wrong_library_is_refused(lib, fresh_state):

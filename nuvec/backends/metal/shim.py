@@ -56,7 +56,7 @@ NV_GRID_THREADS, NV_GRID_THREADGROUPS = 0, 1
 NV_BUILD_METAL = 1
 MATH_MODES = {"safe": 0, "relaxed": 1, "fast": 2}
 
-NOT_BUILT = "shim library not built: run `make install` where swift is present"
+NOT_BUILT = "the Metal shim library is not built: run `make install` where swift is present"
 
 
 # ----------------------------------------------------------------------------- structs
