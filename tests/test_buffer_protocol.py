@@ -3,6 +3,7 @@ in every layout and in bfloat16."""
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import pickle
 import weakref
@@ -12,6 +13,17 @@ import numpy as np
 import pytest
 
 import nuvec as nv
+
+
+@pytest.fixture(autouse=True)
+def _on_the_cpu():
+    """The zero-copy contract is about CPU memory: pin the default device (a GPU machine's
+    default is the GPU; its arrays export read-only host copies, tested below)."""
+    before = nv.default_device()
+    nv.set_default_device(nv.cpu)
+    yield
+    nv.set_default_device(before)
+
 
 FORMATS = [
     (nv.bool_, np.bool_, "?"),
@@ -159,3 +171,19 @@ def test_from_dlpack_bfloat16_and_refused_dtypes():
     assert nv.array(_Producer(src, 4, 16)).dtype == nv.bfloat16
     with pytest.raises(ValueError, match="from_dlpack"):
         nv.from_dlpack(_Producer(src.view(np.float16), 5, 32))  # complex32
+
+
+@pytest.mark.skipif(not nv.is_available(nv.gpu), reason="needs a GPU")
+def test_a_gpu_array_exports_a_read_only_host_copy():
+    a = nv.arange(6, dtype=nv.float32, stream=nv.gpu).reshape(2, 3)
+    mv = memoryview(a)
+    assert mv.readonly and mv.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    with pytest.raises(BufferError, match="read-only host copy"):
+        (ctypes.c_char * 24).from_buffer(a)  # ctypes asks for a writable buffer
+
+
+def test_a_cpu_array_exports_a_writable_buffer_to_ctypes():
+    a = nv.arange(4, dtype=nv.float32) * 2
+    raw = (ctypes.c_float * 4).from_buffer(a)
+    raw[1] = 7.0
+    assert a.tolist() == [0.0, 7.0, 4.0, 6.0]

@@ -4,7 +4,8 @@
 Python 3.11 has no ``__buffer__`` for classes written in Python, so ``Array`` derives from
 ``BufferExporter``, a C type with no state of its own whose ``bf_getbuffer`` slot exports the
 array's host data: it evaluates the array, takes the buffer of the NumPy array behind it (the
-memory itself on the CPU, strides and all, no copy; a host copy for a GPU array), and
+memory itself on the CPU, strides and all, no copy; for a GPU array a read-only host copy, so
+that a write through the view can never be silently lost), and
 reports MLX's struct format for the dtype (``q``/``Q`` for 64-bit integers). While a view
 exists it holds the array and the NumPy array, so neither the array nor its memory can go
 away under it. The view is writable exactly where the memory is (a broadcast view is not).
@@ -14,7 +15,7 @@ bfloat16 has no struct format that NumPy reads, and NumPy asks for the buffer be
 bfloat16 exports none (a BufferError) and NumPy takes ml_dtypes' bfloat16 through
 ``__array__``. (MLX exports the format "bfloat16", which NumPy refuses.)
 """
-from cpython.buffer cimport PyBuffer_Release, PyObject_GetBuffer
+from cpython.buffer cimport PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 
 import numpy as np
@@ -53,6 +54,13 @@ cdef class BufferExporter:
         if fmt is None:
             raise BufferError(f"memoryview: no buffer format for dtype {name}")
         host = me._host()
+        # Device data reaches the host as a copy: writing to it would not reach the array.
+        cdef bint copied = not isinstance(me._data, np.ndarray)
+        if copied and flags & PyBUF_WRITABLE:
+            raise BufferError(
+                "buffer: the array lives on the GPU, so its buffer is a read-only host copy; "
+                "a writable buffer needs an array in CPU memory"
+            )
         cdef Py_buffer *inner = <Py_buffer *>PyMem_Malloc(sizeof(Py_buffer))
         if inner == NULL:
             raise MemoryError()
@@ -65,7 +73,7 @@ cdef class BufferExporter:
         view.obj = self
         view.len = inner.len
         view.itemsize = inner.itemsize
-        view.readonly = inner.readonly
+        view.readonly = inner.readonly or copied
         view.ndim = inner.ndim
         view.format = <char *>fmt if inner.format != NULL else NULL
         view.shape = inner.shape
