@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import io
 import pickle
 import weakref
 
@@ -175,15 +176,17 @@ def test_from_dlpack_bfloat16_and_refused_dtypes():
 
 @pytest.mark.skipif(not nv.is_available(nv.gpu), reason="needs a GPU")
 def test_a_gpu_array_exports_a_read_only_host_copy():
-    a = nv.arange(6, dtype=nv.float32, stream=nv.gpu)  # on the GPU (the default here is the CPU)
+    a = nv.negative(nv.arange(6, dtype=nv.float32), stream=nv.gpu)  # computed in GPU memory
     mv = memoryview(a)
-    assert mv.readonly and mv.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
-    with pytest.raises(BufferError, match="read-only host copy"):
-        (ctypes.c_char * 24).from_buffer(a)  # ctypes asks for a writable buffer
+    assert mv.readonly and mv.tolist() == [-0.0, -1.0, -2.0, -3.0, -4.0, -5.0]
+    with pytest.raises(TypeError, match="read-write"):  # readinto reports the refusal so
+        io.BytesIO(bytes(24)).readinto(a)
 
 
-def test_a_cpu_array_exports_a_writable_buffer_to_ctypes():
+def test_a_cpu_array_exports_a_writable_buffer():
     a = nv.arange(4, dtype=nv.float32) * 2
     raw = (ctypes.c_float * 4).from_buffer(a)
     raw[1] = 7.0
     assert a.tolist() == [0.0, 7.0, 4.0, 6.0]
+    io.BytesIO(np.full(4, 3.0, np.float32).tobytes()).readinto(a)
+    assert a.tolist() == [3.0, 3.0, 3.0, 3.0]
