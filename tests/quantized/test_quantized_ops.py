@@ -365,9 +365,7 @@ def test_grad_through_integer_scales_or_codes_raises(mode):
     with pytest.raises(ValueError, match=f"no gradient with respect to the scales in {mode}"):
         nv.grad(lambda s: nv.quantized_matmul(x, wq, s, mode=mode).sum())(s)
     with pytest.raises(ValueError, match=f"no gradient with respect to the scales in {mode}"):
-        nv.grad(
-            lambda s: nv.gather_qmm(x, wq, s, rhs_indices=nv.array(0), mode=mode).sum()
-        )(s)
+        nv.grad(lambda s: nv.gather_qmm(x, wq, s, rhs_indices=nv.array(0), mode=mode).sum())(s)
     with pytest.raises(ValueError, match="no gradient with respect to the quantized weights"):
         nv.grad(lambda w: nv.quantized_matmul(x, w, s, mode=mode).sum())(wq)
     # the gradient for x alone does not ask about the scales
