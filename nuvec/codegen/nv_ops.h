@@ -11,7 +11,9 @@
  *   integer power with a negative exponent: 1 for a == 1, +-1 for a == -1, else 0
  *   left_shift by a count < 0 or >= bits: 0; right_shift by such a count: -1 for negative
  *   a, else 0 (as NumPy)
- *   float -> integer: truncate toward zero, saturate to the target's range, NaN -> 0
+ *   float -> 32/64-bit integer: truncate toward zero, saturate to the target's range, NaN -> 0
+ *   float -> 8/16-bit integer: the low bits of the truncated int32 (as NumPy and MLX: 300.5 ->
+ *   uint8 44); outside int32's range and NaN: those of INT32_MIN (0), as x86's conversion gives
  *   float64 / int -> float16 / bfloat16: correctly rounded (no double rounding)
  *   complex -> real: the real part; complex -> bool: re != 0 || im != 0
  * The prelude provides NV_FN, bit casts (nv_f2u, nv_u2f and, with float64, nv_d2u, nv_u2d),
@@ -299,10 +301,17 @@ NV_FN uint64_t nv_f32_to_u64(float x)
     uint64_t r = (uint64_t)(in ? x : 0.0f);
     return x >= 0x1p64f ? 18446744073709551615ull : r;
 }
-NV_FN int8_t nv_f32_to_i8(float x) { int32_t v = nv_f32_to_i32(x); return (int8_t)(v < -128 ? -128 : (v > 127 ? 127 : v)); }
-NV_FN int16_t nv_f32_to_i16(float x) { int32_t v = nv_f32_to_i32(x); return (int16_t)(v < -32768 ? -32768 : (v > 32767 ? 32767 : v)); }
-NV_FN uint8_t nv_f32_to_u8(float x) { int32_t v = nv_f32_to_i32(x); return (uint8_t)(v < 0 ? 0 : (v > 255 ? 255 : v)); }
-NV_FN uint16_t nv_f32_to_u16(float x) { int32_t v = nv_f32_to_i32(x); return (uint16_t)(v < 0 ? 0 : (v > 65535 ? 65535 : v)); }
+/* float -> 8/16-bit: the low bits of int32 (in range) or of INT32_MIN (out of range, NaN) */
+NV_FN uint32_t nv_f32_low32(float x)
+{
+    int in = x > -0x1p31f & x < 0x1p31f;
+    int32_t r = (int32_t)(in ? x : 0.0f);
+    return in ? (uint32_t)r : 0x80000000u;
+}
+NV_FN int8_t nv_f32_to_i8(float x) { return (int8_t)(uint8_t)nv_f32_low32(x); }
+NV_FN int16_t nv_f32_to_i16(float x) { return (int16_t)(uint16_t)nv_f32_low32(x); }
+NV_FN uint8_t nv_f32_to_u8(float x) { return (uint8_t)nv_f32_low32(x); }
+NV_FN uint16_t nv_f32_to_u16(float x) { return (uint16_t)nv_f32_low32(x); }
 
 /* integers wider than 24 bits -> float32, rounded to odd: a later rounding to bfloat16 is then
  * correctly rounded (float32 has more than 2 bits beyond bfloat16's 8) */
@@ -580,10 +589,16 @@ NV_FN uint64_t nv_f64_to_u64(double x)
     uint64_t r = (uint64_t)(in ? x : 0.0);
     return x >= 0x1p64 ? 18446744073709551615ull : r;
 }
-NV_FN int8_t nv_f64_to_i8(double x) { int32_t v = nv_f64_to_i32(x); return (int8_t)(v < -128 ? -128 : (v > 127 ? 127 : v)); }
-NV_FN int16_t nv_f64_to_i16(double x) { int32_t v = nv_f64_to_i32(x); return (int16_t)(v < -32768 ? -32768 : (v > 32767 ? 32767 : v)); }
-NV_FN uint8_t nv_f64_to_u8(double x) { int32_t v = nv_f64_to_i32(x); return (uint8_t)(v < 0 ? 0 : (v > 255 ? 255 : v)); }
-NV_FN uint16_t nv_f64_to_u16(double x) { int32_t v = nv_f64_to_i32(x); return (uint16_t)(v < 0 ? 0 : (v > 65535 ? 65535 : v)); }
+NV_FN uint32_t nv_f64_low32(double x)
+{
+    int in = x > -0x1p31 & x < 0x1p31;
+    int32_t r = (int32_t)(in ? x : 0.0);
+    return in ? (uint32_t)r : 0x80000000u;
+}
+NV_FN int8_t nv_f64_to_i8(double x) { return (int8_t)(uint8_t)nv_f64_low32(x); }
+NV_FN int16_t nv_f64_to_i16(double x) { return (int16_t)(uint16_t)nv_f64_low32(x); }
+NV_FN uint8_t nv_f64_to_u8(double x) { return (uint8_t)nv_f64_low32(x); }
+NV_FN uint16_t nv_f64_to_u16(double x) { return (uint16_t)nv_f64_low32(x); }
 
 /* float64 -> float32 rounded to odd (see nv_i64_to_f32_odd) */
 NV_FN float nv_f64_to_f32_odd(double d)

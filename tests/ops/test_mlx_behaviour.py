@@ -383,3 +383,10 @@ def test_pad_value_keeps_the_arrays_precision():
     assert nv.pad(a, 1, constant_values=0.1).tolist() == [0.1, 1.0, 0.1]
     assert nv.pad(nv.array([1.0], nv.float16), 1, constant_values=0.1).dtype == nv.float16
     assert nv.pad(nv.array([1, 2]), 1, constant_values=3).tolist() == [3, 1, 2, 3]
+
+
+def test_float_to_uint8_wraps_as_mlx_and_numpy():
+    x = np.array([300.5, -1.5, 1000.0, 255.9], np.float32)
+    want = x.astype(np.uint8).tolist()  # [44, 255, 232, 255]
+    assert nv.array(x).astype(nv.uint8).tolist() == want == [44, 255, 232, 255]
+    assert nv.compile(lambda a: (a * 1).astype(nv.uint8))(nv.array(x)).tolist() == want
