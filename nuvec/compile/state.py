@@ -82,25 +82,15 @@ def _trees(cf) -> tuple[Any, Any, list]:
 # -- containers ----------------------------------------------------------------------------
 
 
+# the container walk, the modules' modes and the state key are Cython (nuvec/tree_ext.pyx):
+# every stateful call makes them
+_ext = importlib.import_module("nuvec.tree_ext")
+_modes_of, _state_key = _ext.modes_of, _ext.state_key
+
+
 def containers(*trees: Any) -> list:
     """Every list and dict reachable in ``trees`` (each once)."""
-    out, seen = [], set()
-    stack = list(trees)
-    while stack:
-        t = stack.pop()
-        if isinstance(t, dict):
-            if id(t) not in seen:
-                seen.add(id(t))
-                out.append(t)
-                stack.extend(t.values())
-        elif isinstance(t, list):
-            if id(t) not in seen:
-                seen.add(id(t))
-                out.append(t)
-                stack.extend(t)
-        elif isinstance(t, tuple):
-            stack.extend(t)
-    return out
+    return _ext.containers(trees)
 
 
 def snapshot(conts: list) -> list:
@@ -341,36 +331,6 @@ def _modes(tree: Any) -> tuple:
     """The mode flags of the modules in ``tree`` (training, frozen parameters): not part of
     the tree structure, but they change what the step computes, so they key the trace."""
     return _modes_of(containers(tree))
-
-
-def _modes_of(conts: list) -> tuple:
-    """``_modes`` of the trees whose containers are ``conts``."""
-    out = []
-    for c in conts:
-        d = getattr(c, "__dict__", None)
-        if d and ("_training" in d or "_no_grad" in d):
-            out.append((d.get("_training"), tuple(sorted(d.get("_no_grad", ())))))
-    return tuple(out)
-
-
-try:  # the same walks in Cython (nuvec/tree_ext.pyx): every stateful call makes them
-    _ext = importlib.import_module("nuvec.tree_ext")
-    _containers_c, _modes_of, _state_key = _ext.containers, _ext.modes_of, _ext.state_key
-
-    def containers(*trees: Any) -> list:  # type: ignore[no-redef]  # noqa: F811
-        """Every list and dict reachable in ``trees`` (each once)."""
-        return _containers_c(trees)
-
-except (ImportError, AttributeError):  # pragma: no cover - the extension is not rebuilt yet
-
-    def _state_key(leaves: list, out: list) -> bool:
-        """Appends each array's dtype name and shape to ``out``; False at a traced array."""
-        for a in leaves:
-            if a._tracer:
-                return False
-            out.append(a._dtype.name)
-            out.append(a._shape)
-        return True
 
 
 def _name(cf) -> str:

@@ -20,12 +20,10 @@ except ImportError:  # pragma: no cover - the extension is built by `make instal
     raise ImportError("nuvec's Cython extensions are not built: run `make install`") from None
 
 
-try:  # the tree module's Cython walk, arrays only (nuvec/tree_ext.pyx)
-    _ext = importlib.import_module("nuvec.tree_ext")
-    _ext.arrays_setup(Array)
-    _arrays = _ext.arrays
-except (ImportError, AttributeError):  # pragma: no cover - not rebuilt yet
-    _arrays = None
+# the tree module's Cython walk, arrays only (nuvec/tree_ext.pyx)
+_ext = importlib.import_module("nuvec.tree_ext")
+_ext.arrays_setup(Array)
+_arrays = _ext.arrays
 
 
 class TraceEvaluationError(RuntimeError):
@@ -37,19 +35,7 @@ def _leaves(trees: Iterable[Any], out: list) -> None:
     # to collectives: a send and a receive pair up in the order each process evaluates them);
     # the tree module's Cython walk gives that order (a training loop's eval(loss, state)
     # walks every state array on every step)
-    if _arrays is not None:
-        _arrays(trees if type(trees) is tuple else tuple(trees), out)
-        return
-    stack = list(trees)
-    stack.reverse()
-    while stack:
-        t = stack.pop()
-        if isinstance(t, Array):
-            out.append(t)
-        elif isinstance(t, (list, tuple)):
-            stack.extend(reversed(t))
-        elif isinstance(t, dict):
-            stack.extend(reversed(list(t.values())))
+    _arrays(trees if type(trees) is tuple else tuple(trees), out)
 
 
 def _placeholder_error() -> None:
