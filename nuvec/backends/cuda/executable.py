@@ -52,6 +52,7 @@ import weakref
 import cupy as cp
 
 from ...core.array import Array
+from ...primitives.compiled import Compiled
 from .runtime import storage_dtype
 
 WARM_CALLS = 3  # calls 1 and 2 replay plainly (and build every kernel); call 3 records
@@ -436,7 +437,7 @@ class Executable:
             datas = [values[i] for i in step.args]
             mine = [t for t in range(step.nout) if step.out + t in targets]
             try:
-                if mine and step.kernel is not None and type(step.prim).__name__ == "Compiled":
+                if mine and step.kernel is not None and isinstance(step.prim, Compiled):
                     outs = [
                         targets[step.out + t].data
                         if step.out + t in targets
