@@ -16,6 +16,7 @@ import cupy as cp
 from ...codegen.ir import KernelSpec
 from ...codegen.optable import OPS
 from ...codegen.ops import supports
+from ...primitives.compiled import Compiled
 from ...primitives.elementwise import AsType, Binary, Select, Unary
 from . import kernels
 from .runtime import computable, finish, gpu
@@ -78,13 +79,6 @@ def _astype(prim, ins, node):
     return [_engine("astype", ins, node)]
 
 
-try:
-    from ...primitives.compiled import Compiled
-except ImportError:  # pragma: no cover - compile's fused primitive not in this tree
-    Compiled = None
-
-if Compiled is not None:
-
-    @gpu(Compiled)
-    def _compiled(prim, ins, node):
-        return kernels.run(prim.spec, ins, node._shape)
+@gpu(Compiled)
+def _compiled(prim, ins, node):
+    return kernels.run(prim.spec, ins, node._shape)

@@ -15,6 +15,7 @@ import numpy as np
 from ...codegen.ir import KernelSpec
 from ...core import dtypes as dt
 from ...codegen.ops import supports
+from ...primitives.compiled import Compiled
 from ...primitives.elementwise import AsType, Binary, Select, Unary
 from . import layout, memory, runtime
 from .memory import MetalArray
@@ -98,22 +99,15 @@ def _astype(prim, ins, node):
     return _engine("astype", prim, ins, node)
 
 
-try:
-    from ...primitives.compiled import Compiled
-except ImportError:  # pragma: no cover - compile's fused primitive not in this tree
-    Compiled = None
-
-if Compiled is not None:
-
-    @gpu(Compiled)
-    def _compiled(prim, ins, node):
-        spec = prim.spec
-        ok = all(supports("copy", d, "metal") for d in spec.inputs) and all(
-            supports("copy", n.dtype, "metal") for n in spec.nodes
-        )
-        if ok:
-            dts = [dt.from_name(spec.nodes[o].dtype).np for o in spec.outputs]
-            outs = run(spec, ins, node._shape, runtime.queue(node._stream), dts)
-            if outs is not None:
-                return outs
-        return on_cpu(prim, ins, node)
+@gpu(Compiled)
+def _compiled(prim, ins, node):
+    spec = prim.spec
+    ok = all(supports("copy", d, "metal") for d in spec.inputs) and all(
+        supports("copy", n.dtype, "metal") for n in spec.nodes
+    )
+    if ok:
+        dts = [dt.from_name(spec.nodes[o].dtype).np for o in spec.outputs]
+        outs = run(spec, ins, node._shape, runtime.queue(node._stream), dts)
+        if outs is not None:
+            return outs
+    return on_cpu(prim, ins, node)
