@@ -18,11 +18,11 @@ step advances the key exactly as an uncompiled call would.
 
 from __future__ import annotations
 
-import importlib
 import sys
 import time
 from typing import Any
 
+from .. import tree_ext as _ext  # type: ignore[attr-defined]  # a Cython module
 from ..core.array import Array, original, recording_rebinds
 from ..core.evaluate import evaluate
 from ..core.device import current_stream
@@ -34,16 +34,9 @@ from .signature import Signature, miss_reason, walk
 
 
 def random_state() -> list | None:
-    """``nv.random.state`` (a list holding the global key) if the random module is loaded."""
-    mod = sys.modules.get("nuvec.random")
-    if mod is None:
-        try:
-            import importlib
-
-            mod = importlib.import_module("nuvec.random")
-        except ImportError:
-            return None
-    st = getattr(mod, "state", None)
+    """``nv.random.state`` (a list holding the global key) once the random module is loaded
+    (``import nuvec`` loads it; it sits above compile, so it is looked up, not imported)."""
+    st = getattr(sys.modules.get("nuvec.random"), "state", None)
     return st if isinstance(st, list) else None
 
 
@@ -84,7 +77,6 @@ def _trees(cf) -> tuple[Any, Any, list]:
 
 # the container walk, the modules' modes and the state key are Cython (nuvec/tree_ext.pyx):
 # every stateful call makes them
-_ext = importlib.import_module("nuvec.tree_ext")
 _modes_of, _state_key = _ext.modes_of, _ext.state_key
 
 

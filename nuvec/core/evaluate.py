@@ -9,9 +9,9 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Iterable
 
+from .. import tree_ext as _ext  # type: ignore[attr-defined]  # a Cython module
 from .array import Array
 
 try:
@@ -21,7 +21,6 @@ except ImportError:  # pragma: no cover - the extension is built by `make instal
 
 
 # the tree module's Cython walk, arrays only (nuvec/tree_ext.pyx)
-_ext = importlib.import_module("nuvec.tree_ext")
 _ext.arrays_setup(Array)
 _arrays = _ext.arrays
 
