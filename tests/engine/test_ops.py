@@ -9,6 +9,7 @@ the transcendental functions (the full-range float32 accuracy lives in test_accu
 from __future__ import annotations
 
 import warnings
+import zlib
 
 import numpy as np
 import pytest
@@ -30,12 +31,22 @@ from engine_util import (
 from nuvec.codegen.ops import ARITY
 from nuvec.backends.cpu import kernels
 
-RNG = np.random.default_rng(1234)
 N = 3000
 
 
+@pytest.fixture
+def rng(request) -> np.random.Generator:
+    """A generator seeded from the test's name (function and parameters): a test draws the same
+    inputs whether it runs alone (``-k erf``), in any order (xdist) or in the whole file."""
+    return np.random.default_rng(zlib.crc32(request.node.name.encode()))
+
+
 def _sigmoid(x):
-    return sps.expit(x)
+    """1 / (1 + e^-x), also below x = -709, where e^-x overflows and SciPy's expit gives 0 for
+    a subnormal result."""
+    with np.errstate(over="ignore"):
+        e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
 REF = {
@@ -157,6 +168,10 @@ EXACT = frozenset(
 
 # float32 bounds (ulp of the correctly rounded result); the rest of the transcendental ops: 4
 TIGHT = {"exp": 2, "log": 2, "sin": 2, "cos": 2, "tanh": 2, "sigmoid": 2, "erf": 2}
+# float64 bounds against the reference, 2 ulp unless the reference itself is further off: SciPy's
+# erfinv is up to 2 ulp from the correctly rounded value (test_accuracy.py holds nuvec's to 2 ulp
+# of mpmath's)
+F64_BOUND = {"erfinv": 3}
 
 DOMAIN = {
     "arcsin": "unit",
@@ -170,23 +185,23 @@ DOMAIN = {
 }
 
 
-def _inputs(op: str, dtype: str) -> list[np.ndarray]:
+def _inputs(op: str, dtype: str, rng: np.random.Generator) -> list[np.ndarray]:
     kind = DOMAIN.get(op, "any")
     if op in ("left_shift", "right_shift"):
-        a = values(dtype, N, RNG)
-        b = RNG.integers(-3, 70 if dtype.startswith("int") else 70, N).astype(np.int64)
+        a = values(dtype, N, rng)
+        b = rng.integers(-3, 70 if dtype.startswith("int") else 70, N).astype(np.int64)
         if dtype.startswith("u"):
             b = np.abs(b)
         return [a, b.astype(npdtype(dtype))]
     if op == "power" and dtype in INTS:
-        return [values(dtype, N, RNG, "small"), np.abs(values(dtype, N, RNG, "small"))]
+        return [values(dtype, N, rng, "small"), np.abs(values(dtype, N, rng, "small"))]
     if op == "select":
-        return [values("bool", N, RNG), values(dtype, N, RNG), values(dtype, N, RNG)]
+        return [values("bool", N, rng), values(dtype, N, rng), values(dtype, N, rng)]
     if ARITY[op] == 2:
-        a = values(dtype, N, RNG, kind)
-        b = values(dtype, N, RNG, kind)
-        return [a, RNG.permutation(b)]
-    return [values(dtype, N, RNG, kind)]
+        a = values(dtype, N, rng, kind)
+        b = values(dtype, N, rng, kind)
+        return [a, rng.permutation(b)]
+    return [values(dtype, N, rng, kind)]
 
 
 def _reference(op: str, dtype: str, ins: list[np.ndarray], out: str) -> np.ndarray:
@@ -225,10 +240,10 @@ def _cases():
 
 
 @pytest.mark.parametrize("op,dtype", list(_cases()))
-def test_op_against_numpy(op: str, dtype: str) -> None:
+def test_op_against_numpy(op: str, dtype: str, rng: np.random.Generator) -> None:
     spec = spec_single(op, dtype)
     out = spec.nodes[0].dtype
-    ins = _inputs(op, dtype)
+    ins = _inputs(op, dtype, rng)
     got = kernels.run(spec, ins, ins[0].shape)[0]
     ref = _reference(op, dtype, ins, out)
     assert got.dtype == npdtype(out) and got.shape == ins[0].shape
@@ -246,7 +261,7 @@ def test_op_against_numpy(op: str, dtype: str) -> None:
         _check_complex_close(got, ref, ins, 6, what)
         return
     if dtype == "float64":
-        bound = 2
+        bound = F64_BOUND.get(op, 2)
     elif dtype == "float32":
         bound = TIGHT.get(op, 4)
     else:
@@ -293,14 +308,14 @@ def _check_complex_close(got, ref, ins, k, what):
 # ---- casts ---------------------------------------------------------------------------------
 
 
-def _cast_inputs(src: str) -> np.ndarray:
-    x = values(src, N, RNG)
+def _cast_inputs(src: str, rng: np.random.Generator) -> np.ndarray:
+    x = values(src, N, rng)
     if src in FLOATS or src == "complex64":
         # add integers of every size so that conversions to wide ints are exercised
         ints = np.concatenate(
             [
-                RNG.integers(-(2**62), 2**62, 200).astype(np.float64),
-                RNG.integers(0, 300, 200).astype(np.float64) - 150,
+                rng.integers(-(2**62), 2**62, 200).astype(np.float64),
+                rng.integers(0, 300, 200).astype(np.float64) - 150,
             ]
         )
         x = np.concatenate([x, ints.astype(npdtype(src))])
@@ -318,8 +333,8 @@ def _in_range(x: np.ndarray, dst: str) -> np.ndarray:
 
 @pytest.mark.parametrize("src", DTYPES)
 @pytest.mark.parametrize("dst", DTYPES)
-def test_astype_against_numpy(src: str, dst: str) -> None:
-    x = _cast_inputs(src)
+def test_astype_against_numpy(src: str, dst: str, rng: np.random.Generator) -> None:
+    x = _cast_inputs(src, rng)
     got = run1("astype", x, out=dst)
     assert got.dtype == npdtype(dst)
     with warnings.catch_warnings():
