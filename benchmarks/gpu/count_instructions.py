@@ -3,9 +3,10 @@ code (no GPU needed): NVRTC compiles each chain's ``vec`` kernel with nuvec's op
 ``cuobjdump`` disassembles it. Needs libnvrtc, cuobjdump and nvdisasm (pip: nvidia-cuda-nvrtc,
 nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm); set CUOBJDUMP to cuobjdump's path if needed.
 
-    python benchmarks/gpu/count_instructions.py [--fast] [gelu gelu_tanh swiglu 10op]
+    python benchmarks/gpu/count_instructions.py [--fast] [gelu gelu_tanh swiglu 10op exp ...]
 
-``--fast``: the kernels of ``nv.compile(..., fast_math=True)``.
+``--fast``: the kernels of ``nv.compile(..., fast_math=True)``. Names pick chains and single ops
+(the math library's functions, one kernel each: ``OPS``); none: all of them.
 
 Per element = the kernel's static count / (V + 1): the body is unrolled V times, plus a tail
 that does one element.
@@ -29,6 +30,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "cuda"))
 os.environ.setdefault("NUVEC_COMPILE_SYNC", "1")
 import nuvec as nv  # noqa: E402
 from nuvec.backends.cuda import source  # noqa: E402
+from nuvec.codegen.ir import KernelSpec  # noqa: E402
 from nuvec.primitives.compiled import Compiled  # noqa: E402
 from test_source import NVRTC  # noqa: E402  (libnvrtc from CuPy's or NVIDIA's wheels)
 
@@ -127,8 +129,31 @@ def chains(dt):
     }
 
 
+# single ops of the math library, each its own kernel (an eager op's)
+OPS = ("exp", "expm1", "sinh", "cosh", "tanh", "sigmoid", "erf", "log", "sin")
+
+
+def report(dt_name: str, name: str, spec) -> None:
+    """One line: the kernel's instructions per element, float and integer ones apart."""
+    if FAST[0]:
+        spec = dataclasses.replace(spec, fast=True)
+    V = source.vec_width(spec, (0,) * len(spec.inputs))
+    ops = count(spec)
+    total = sum(ops.values())
+    fp = sum(v for k, v in ops.items() if k in FP)
+    it = sum(v for k, v in ops.items() if k in INT)
+    print(
+        f"{dt_name:9s} {name:10s} V={V}  per element ~{total / (V + 1):.0f}  "
+        f"(float {fp}, integer {it}, all {total})",
+        flush=True,
+    )
+
+
 def main(names: list[str]) -> None:
     for dt in (nv.float32, nv.bfloat16):
+        for op in OPS:
+            if not names or op in names:
+                report(dt.name, op, KernelSpec.single(op, (dt.name,), dt.name))
         for name, (fn, args) in chains(dt).items():
             if names and name not in names:
                 continue
@@ -138,18 +163,7 @@ def main(names: list[str]) -> None:
             for st in tape.steps:
                 if type(st.prim) is not Compiled:
                     continue
-                spec = st.prim.spec
-                if FAST[0]:
-                    spec = dataclasses.replace(spec, fast=True)
-                V = source.vec_width(spec, (0,) * len(spec.inputs))
-                ops = count(spec)
-                total = sum(ops.values())
-                fp = sum(v for k, v in ops.items() if k in FP)
-                it = sum(v for k, v in ops.items() if k in INT)
-                print(
-                    f"{dt.name:9s} {name:10s} V={V}  per element ~{total / (V + 1):.0f}  "
-                    f"(float {fp}, integer {it}, all {total})"
-                )
+                report(dt.name, name, st.prim.spec)
 
 
 if __name__ == "__main__":

@@ -29,13 +29,6 @@ typedef struct { float hi; float lo; } nv_ff;        /* unevaluated sum hi + lo 
 /* 2^k as a float, for k in [-126, 127] */
 NV_FN float nv_pow2i(int32_t k) { return nv_u2f((uint32_t)(k + 127) << 23); }
 
-/* x * 2^k with a single rounding, for |k| <= 250 and x in [0.5, 2) */
-NV_FN float nv_ldexp2(float x, int32_t k)
-{
-    int32_t k1 = k >> 1;
-    return (x * nv_pow2i(k1)) * nv_pow2i(k - k1);
-}
-
 /* a + b = s + e exactly (|a| >= |b| or a == 0) */
 NV_FN nv_ff nv_fast_two_sum(float a, float b)
 {
@@ -76,22 +69,6 @@ NV_FN float nv_rint_small(float x)
 NV_FN float nv_exp_poly(float r)
 {
     return fmaf(r * r, nv_poly_exp(r), r);     /* exp(r) - 1 */
-}
-
-/* exp(x + xl) * 2^scale; xl is a small correction (|xl| < 2^-20 |x| or so), |scale| <= 4 */
-NV_FN float nv_exp_core(float x, float xl, int32_t scale)
-{
-    float xc = x > 100.0f ? 100.0f : x;
-    xc = xc < -110.0f ? -110.0f : xc;
-    xc = (x == x) ? xc : 0.0f;                  /* keep the integer part defined for NaN */
-    float t = fmaf(xc, NV_LOG2E, 0x1.8p23f);
-    float n = t - 0x1.8p23f;
-    int32_t ni = (int32_t)(nv_f2u(t) - 0x4b400000u);
-    float r = fmaf(-n, NV_LN2_HI, xc);
-    r = fmaf(-n, NV_LN2_LO, r) + xl;
-    float e = 1.0f + nv_exp_poly(r);
-    e = nv_ldexp2(e, ni + scale);
-    return (x == x) ? e : x;
 }
 
 /* x clamped to [lo, hi] (lo < 0 < hi; NaN gives lo or hi) as two integer minimums on its bits,
@@ -163,20 +140,23 @@ NV_FN float nv_exp_normal(float x)
     return fmaf(p, s, s);
 }
 
+/* exp(x) - 1 as 2^n (1 + q) - 1 = 2^n q + (2^n - 1), one fma; 2^n - 1 is exact for n <= 24
+ * and rounds to 2^n above, where the result's ulp is at least 2. As in nv_exp_f32 the scaling
+ * is split in two for n > 0 (2^(n-64) here, 2^64 after, exact but for an overflow, which
+ * rounds once), so the whole range needs no separate exp; for n <= 0, 2^n >= 2^-43 is normal.
+ * Below -30 the result is -1 (the clamp), NaN returns x. */
 NV_FN float nv_expm1_f32(float x)
 {
-    float xc = x > 60.0f ? 60.0f : x;
-    xc = xc < -30.0f ? -30.0f : xc;
-    xc = (x == x) ? xc : 0.0f;
+    float xc = nv_clamp_bits(x, -30.0f, 89.0f);
     float t = fmaf(xc, NV_LOG2E, 0x1.8p23f);
     float n = t - 0x1.8p23f;
-    int32_t ni = (int32_t)(nv_f2u(t) - 0x4b400000u);
     float r = fmaf(-n, NV_LN2_HI, xc);
     r = fmaf(-n, NV_LN2_LO, r);
     float q = nv_exp_poly(r);                   /* exp(r) - 1 */
-    float s = nv_pow2i(ni);
-    float res = fmaf(s, q, s - 1.0f);           /* 2^n (1 + q) - 1 */
-    res = x > 60.0f ? nv_exp_f32(x) : res;
+    uint32_t j = n > 0.0f ? 0x20000000u : 0u;   /* 64 << 23 or 0 */
+    float s1 = nv_u2f((nv_f2u(t) << 23) + (0x3f800000u - j));   /* 2^(n - j) */
+    float one = nv_u2f(0x3f800000u - j);                        /* 2^-j */
+    float res = fmaf(s1, q, s1 - one) * nv_u2f(0x3f800000u + j);
     return (x == x) ? res : x;
 }
 
@@ -493,13 +473,29 @@ NV_FN float nv_atan2_f32(float y, float x)
 
 /* ---- hyperbolic ----------------------------------------------------------------------------- */
 
+/* exp(a) / 2 for a >= +0 (a NaN with its sign bit clear gives inf): nv_exp_f32's steps with
+ * 2^(n-1) split as 2^(n-65) 2^64, so that it is finite up to 89.4 where exp(a) is not; the
+ * same bits as nv_exp_f32(a) / 2 where that is finite */
+NV_FN float nv_exp_half_nonneg(float a)
+{
+    float ac = nv_min_pos(a, 90.0f);
+    float t = fmaf(ac, NV_LOG2E, 0x1.8p23f);
+    float n = t - 0x1.8p23f;
+    float r = fmaf(-n, NV_LN2_HI, ac);
+    r = fmaf(-n, NV_LN2_LO, r);
+    float p = nv_exp_poly(r);
+    float s1 = nv_u2f((nv_f2u(t) << 23) + 0x1f000000u);         /* 2^(n - 65) */
+    return fmaf(p, s1, s1) * 0x1p64f;
+}
+
+/* |x| < 1: a + a^3 P(a^2); above, e^a / 2 - 1 / (4 e^a / 2) (inf - 0 once e^a / 2 overflows) */
 NV_FN float nv_sinh_f32(float x)
 {
     float a = fabsf(x);
     float z = a * a;
     float p = nv_poly_sinh(z);
     float small = fmaf(a * z, p, a);
-    float eh = nv_exp_core(a, 0.0f, -1);        /* e^a / 2 */
+    float eh = nv_exp_half_nonneg(a);
     float big = eh - 0.25f / eh;
     float v = a < 1.0f ? small : big;
     return (x == x) ? copysignf(v, x) : x;
@@ -507,9 +503,9 @@ NV_FN float nv_sinh_f32(float x)
 
 NV_FN float nv_cosh_f32(float x)
 {
-    float a = fabsf(x);
-    float eh = nv_exp_core(a, 0.0f, -1);
-    return eh + 0.25f / eh;
+    float eh = nv_exp_half_nonneg(fabsf(x));
+    float v = eh + 0.25f / eh;
+    return (x == x) ? v : x;
 }
 
 NV_FN float nv_tanh_f32(float x)

@@ -1,4 +1,5 @@
-"""Every float32 input of the 2-ulp functions against float64 references (a long check).
+"""Every float32 input of the 2-ulp functions and of the rest of the exp family (expm1, sinh,
+cosh: 4 ulp) against float64 references (a long check).
 
     python tests/engine/exhaustive_f32.py [op ...]     # one process per op, prints the maxima
 
@@ -28,6 +29,9 @@ def sweep(op: str) -> tuple[str, int, float]:
         "tanh": np.tanh,
         "sigmoid": sps.expit,
         "erf": sps.erf,
+        "expm1": np.expm1,
+        "sinh": np.sinh,
+        "cosh": np.cosh,
     }
     kernels.set_num_threads(1)
     k = kernels.get_kernel(KernelSpec.single(op, ("float32",), "float32"))
@@ -54,7 +58,7 @@ def sweep(op: str) -> tuple[str, int, float]:
 
 
 def main(ops: list[str]) -> None:
-    ops = ops or ["exp", "log", "sin", "cos", "tanh", "sigmoid", "erf"]
+    ops = ops or ["exp", "log", "sin", "cos", "tanh", "sigmoid", "erf", "expm1", "sinh", "cosh"]
     from concurrent.futures import as_completed
 
     with ProcessPoolExecutor(len(ops)) as ex:

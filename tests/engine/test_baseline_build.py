@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(
     reason="the baseline build's clones are an x86-64 gcc build",
 )
 
-OPS = ("exp", "tanh", "erf", "sigmoid", "log", "sin", "expm1", "sinh")
+OPS = ("exp", "tanh", "erf", "sigmoid", "log", "sin", "expm1", "sinh", "cosh")
 
 RNG = np.random.default_rng(23)
 X = np.concatenate(
