@@ -10,6 +10,7 @@ read ``DEVICE``; here ``--device`` or ``NUVEC_TEST_DEVICE``):
     python -m pytest tests/ops                    # every device this machine has
     python -m pytest tests/ops --device gpu       # the GPU as the default device only
     NUVEC_TEST_DEVICE=cpu python -m pytest tests  # the CPU only, also on a GPU machine
+    python -m pytest tests --op-suite --device gpu  # the op suite alone (no OFF_AXIS files)
 
 The value is ``all`` (the default: the CPU, and the GPU where nuvec finds one) or a
 comma-separated list of ``cpu`` and ``gpu``. With one device the test ids are unchanged; with
@@ -74,6 +75,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the default devices the op suite runs on, once each: 'all' (the CPU, and the GPU "
         "where there is one), or 'cpu', 'gpu', 'cpu,gpu' (default: $NUVEC_TEST_DEVICE or all)",
     )
+    parser.addoption(
+        "--op-suite",
+        action="store_true",
+        help="collect only the tests that run once per device (not the OFF_AXIS files)",
+    )
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if config.getoption("--op-suite") and off_axis(collection_path):
+        return True
+    return None
 
 
 def _devices(value: str) -> list[str]:
@@ -128,7 +140,7 @@ def off_axis(path: Path) -> str | None:
         rel = path.resolve().relative_to(HERE)
     except ValueError:
         return None
-    return OFF_AXIS.get(rel.parts[0])
+    return OFF_AXIS.get(rel.parts[0]) if rel.parts else None
 
 
 def _cpu_only(node, fixturenames) -> bool:

@@ -2,6 +2,11 @@
 # Build nuvec, run the CUDA tests, then the GPU benchmarks, on a machine with an NVIDIA GPU.
 # Logs and results go to $OUT (default ./gpu_out); the last lines printed are the summaries.
 #   bash benchmarks/gpu/on_device.sh            # TESTS=0 / BENCH=0 skip a part
+#   SUITE=op TESTS=0 BENCH=0 bash benchmarks/gpu/on_device.sh   # the op suite on the GPU
+# SUITE names test paths to run once more with SUITE_DEVICE (default gpu) as the default device
+# (pytest's --device, tests/conftest.py; "cpu,gpu" runs each test on both); SUITE=op is the op
+# suite (tests --op-suite: every test but a backend's own and those of processes or the
+# machine). SUITE_ARGS go to that pytest run.
 set -u
 OUT=${OUT:-gpu_out}
 mkdir -p "$OUT"
@@ -32,9 +37,11 @@ if [ "${BENCH:-1}" = 1 ]; then
   grep -E "error|Error" "$OUT/bench.log" | cut -c1-300 | head -20
   sed -n '/^GPU: /,$p' "$OUT/bench.log"
 fi
-if [ -n "${SUITE:-}" ]; then   # other test folders; on a GPU machine nv.gpu is the default device
+if [ -n "${SUITE:-}" ]; then
+  [ "$SUITE" = op ] && SUITE="tests --op-suite"
   t0=$(date +%s)
-  timeout "${SUITE_TIMEOUT:-120}" $PY -m pytest $SUITE -p no:cacheprovider --maxfail=25 > "$OUT/suite.log" 2>&1
-  echo "suite ($SUITE): rc=$? in $(( $(date +%s) - t0 )) s"
+  timeout "${SUITE_TIMEOUT:-300}" $PY -m pytest $SUITE --device "${SUITE_DEVICE:-gpu}" \
+      -p no:cacheprovider --maxfail=25 -rfE ${SUITE_ARGS:-} > "$OUT/suite.log" 2>&1
+  echo "suite (--device ${SUITE_DEVICE:-gpu}): rc=$? in $(( $(date +%s) - t0 )) s"
   grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/suite.log" | cut -c1-300 | tail -8
 fi
