@@ -221,12 +221,17 @@ def _sizes(shape) -> bool:
 
 
 def _fill(v: Array, shape: tuple, name: str, stream) -> Array:
-
+    """``v`` broadcast to ``shape`` into a buffer of its own (MLX's ``full`` copies even at
+    the same shape, so the result never aliases ``v``)."""
     if v._shape != shape and (
         len(shape) < v.ndim or broadcast_shapes(v._shape, shape, name=name) != shape
     ):
         raise ValueError(f"{name}: cannot broadcast values of shape {v._shape} to {shape}")
-    return broadcast_to(v, shape, stream=stream)
+    from ..core import shapeless
+
+    if shapeless.relative(v):  # a traced value: the broadcast follows its shape at a replay
+        return broadcast_to(v, shape, stream=stream)
+    return Array.make(Broadcast(shape, fill=True), [v], resolve_stream(stream))
 
 
 def zeros(shape, dtype=dt.float32, *, stream=None) -> Array:
@@ -257,8 +262,7 @@ def _constant_fill(shape, value, dtype, name: str, stream) -> Array:
     scalar = Array.constant(np.array(value, d.np), st, d)
     if not shape:
         return scalar
-
-    return Array.make(Broadcast(shape), [scalar], st)
+    return Array.make(Broadcast(shape, fill=True), [scalar], st)
 
 
 def zeros_like(a, /, dtype=None, *, stream=None) -> Array:

@@ -68,18 +68,27 @@ class Broadcast(_ToShape):
     Shapeless forms (MLX's): with more inputs, to the shape all of them broadcast to (what
     ``broadcast_arrays`` and ``*_like`` record), re-inferred at each replay; with one input
     and ``expect`` (the traced input shape), a target that may have come from that shape, so
-    a replay on another input shape is refused rather than guessed."""
+    a replay on another input shape is refused rather than guessed.
 
-    __slots__ = ("expect",)
+    ``fill``: the output is a buffer of its own holding the broadcast values (what ``zeros``,
+    ``ones`` and ``full`` make, as MLX's ``Full``: writable through NumPy, counted as active
+    memory), not a view. Compile treats both forms alike: the values are the same."""
+
+    __slots__ = ("expect", "fill")
     name = "broadcast_to"
     fixes_shape = False
 
-    def __init__(self, shape: tuple[int, ...], expect: tuple[int, ...] | None = None) -> None:
+    def __init__(
+        self, shape: tuple[int, ...], expect: tuple[int, ...] | None = None, fill: bool = False
+    ) -> None:
         self.shape = tuple(shape)
         self.expect = None if expect is None else tuple(expect)
+        self.fill = bool(fill)
 
     @property
     def params(self) -> tuple:
+        if self.fill:
+            return (self.shape, self.expect, True)
         return (self.shape,) if self.expect is None else (self.shape, self.expect)
 
     @property
@@ -153,6 +162,8 @@ class Broadcast(_ToShape):
         # align the batched input's trailing dims to the target shape
         pad = len(self.shape) - (x.ndim - 1)
         x = ops.reshape(x, (b,) + (1,) * pad + x.shape[1:])
+        if self.fill:
+            return [Array.make(Broadcast((b,) + self.shape, fill=True), [x])], [0]
         return [ops.broadcast_to(x, (b,) + self.shape)], [0]
 
 

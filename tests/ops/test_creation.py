@@ -197,3 +197,48 @@ def test_tril_gradient_is_the_masked_cotangent():
     c = np.arange(1.0, 10.0).reshape(3, 3)
     _, (g,) = nv.vjp(lambda x: nv.tril(x, -1), [nv.zeros((3, 3))], [exact(c)])
     np.testing.assert_array_equal(np.asarray(g), np.tril(c, -1).astype(np.float32))
+
+
+@pytest.mark.parametrize("make", ["zeros", "ones", "full", "zeros_like", "full_array"])
+def test_constant_fills_own_a_writable_buffer(make):
+    """zeros / ones / full evaluate to a buffer of their own (as MLX's Full), not a read-only
+    broadcast of one scalar: NumPy can view it writably, the allocator counts it, and a full
+    of an array at its own shape is a copy."""
+    from nuvec.backends.cpu import memory
+
+    src = nv.array([[1.0, 2.0, 3.0]] * 4)
+    nv.eval(src)
+    made = {
+        "zeros": lambda: nv.zeros((4, 3)),
+        "ones": lambda: nv.ones((4, 3)),
+        "full": lambda: nv.full((4, 3), 2.5),
+        "zeros_like": lambda: nv.zeros_like(src),
+        "full_array": lambda: nv.full((4, 3), src),
+    }[make]
+    before = memory.get_active_memory()
+    a = made()
+    nv.eval(a)
+    assert memory.get_active_memory() >= before + 4 * 3 * 4
+    view = np.array(a, copy=False)
+    assert view.flags.writeable and view.strides == (12, 4)
+    expected = np.array(a).copy()
+    view[0, 0] = 7.0  # the array's own memory: the change shows, the source's does not
+    assert a[0, 0].item() == 7.0 and np.array_equal(np.array(a)[1:], expected[1:])
+    assert np.array_equal(np.array(src), [[1.0, 2.0, 3.0]] * 4)
+    # broadcast_to stays a view (MLX's too)
+    b = nv.broadcast_to(nv.array(1.0), (5, 2))
+    assert np.array(b, copy=False).strides == (0, 0)
+
+
+def test_constant_fills_stay_scalars_to_compile():
+    """Inside a compiled function a zeros / full constant is still a broadcast of one value:
+    equal results to the eager call, and the same values as a broadcast view."""
+
+    def f(x):
+        return x * nv.full(x.shape, 3.0) + nv.ones(x.shape) - nv.zeros_like(x)
+
+    x = nv.arange(6, dtype=nv.float32).reshape(2, 3)
+    cf = nv.compile(f)
+    for _ in range(2):
+        assert np.array_equal(np.array(cf(x)), np.array(f(x)))
+    assert np.array_equal(np.array(f(x)), np.arange(6, dtype=np.float32).reshape(2, 3) * 3 + 1)

@@ -314,9 +314,10 @@ def get_peak_memory() -> int:
 
 
 def reset_peak_memory() -> None:
-    """Reset the peak to the current active memory."""
+    """Reset the peak to 0, as MLX does: the next allocation sets it to the active memory
+    then, so a later peak reads the most held at once from here on."""
     global _peak
-    _peak = _active
+    _peak = 0
 
 
 def get_cache_memory() -> int:

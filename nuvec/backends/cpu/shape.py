@@ -44,6 +44,10 @@ def box(start, stop, strides) -> tuple:
 
 @register(Broadcast)
 def _broadcast(prim, ins, node):
+    if prim.fill:  # zeros / ones / full: a buffer of their own (MLX's Full)
+        out = empty(node._shape, ins[0].dtype)
+        np.copyto(out, ins[0])
+        return [out]
     return [broadcast_view(ins[0], node._shape)]  # a shapeless form infers it
 
 
