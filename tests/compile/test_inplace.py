@@ -10,11 +10,10 @@ import numpy as np
 import pytest
 
 import nuvec as nv
-import nuvec.nn as nn
-import nuvec.optimizers as optim
 from nuvec.compile import state as cstate
 
 from conftest import assert_same
+from training_step import adam_step, mlp
 
 # the in-place state update is the CPU's (fused C kernels writing old state buffers)
 pytestmark = pytest.mark.usefixtures("cpu_device")
@@ -25,24 +24,8 @@ YS = nv.array(rng.integers(0, 4, 32).astype(np.int32))
 
 
 def setup(compiled: bool):
-    nv.random.seed(5)
-    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
-    nv.eval(model.parameters())
-    opt = optim.Adam(learning_rate=1e-2)
-    opt.init(model.trainable_parameters())
-    lg = nn.value_and_grad(
-        model, lambda m, x, y: nn.losses.cross_entropy(m(x), y, reduction="mean")
-    )
-
-    def step(x, y):
-        loss, grads = lg(model, x, y)
-        opt.update(model, grads)
-        return loss
-
-    state = [model.state, opt.state]
-    if compiled:
-        step = functools.partial(nv.compile, inputs=state, outputs=state)(step)
-    return model, opt, state, step
+    t = adam_step(lambda: mlp(8, 16, 4), seed=5, compiled=compiled)
+    return t.model, t.opt, t.state, t.step
 
 
 def run(step, state, n):

@@ -2,7 +2,6 @@
 gives each thread the bits of the uncompiled step, and a batch of another shape runs (traced
 again) with the reason in ``stats()``. (Held references and errors: test_inplace.py.)"""
 
-import functools
 import threading
 
 import numpy as np
@@ -10,7 +9,7 @@ import pytest
 
 import nuvec as nv
 import nuvec.nn as nn
-import nuvec.optimizers as optim
+from training_step import adam_step, mlp
 
 pytestmark = pytest.mark.usefixtures("cpu_device")
 
@@ -78,26 +77,10 @@ def test_eight_threads_calling_one_compiled_step_get_the_uncompiled_bits():
 
 
 def test_a_batch_of_another_shape_runs_and_the_miss_says_why():
-    def setup():
-        nv.random.seed(2)
-        model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
-        nv.eval(model.parameters())
-        opt = optim.Adam(learning_rate=1e-2)
-        opt.init(model.trainable_parameters())
-        lg = nn.value_and_grad(
-            model, lambda m, x, y: nn.losses.cross_entropy(m(x), y, reduction="mean")
-        )
-
-        def step(x, y):
-            loss, grads = lg(model, x, y)
-            opt.update(model, grads)
-            return loss
-
-        return model, [model.state, opt.state], step
-
-    model_c, state_c, plain_c = setup()
-    comp = functools.partial(nv.compile, inputs=state_c, outputs=state_c)(plain_c)
-    model_e, state_e, eager = setup()
+    c = adam_step(lambda: mlp(64, 32, 10), seed=2, compiled=True)
+    e = adam_step(lambda: mlp(64, 32, 10), seed=2, compiled=False)
+    model_c, state_c, comp = c.model, c.state, c.step
+    model_e, state_e, eager = e.model, e.state, e.step
     data = [batch(32), batch(32), batch(17), batch(32)]
     for x, y in data:
         got, ref = comp(x, y), eager(x, y)

@@ -11,8 +11,8 @@ import pytest
 
 import nuvec as nv
 import nuvec.nn as nn
-import nuvec.optimizers as optim
 from devices import cuda_only
+from training_step import adam_step, mlp
 
 pytestmark = cuda_only
 cp = pytest.importorskip("cupy")
@@ -44,33 +44,20 @@ def train(compiled: bool, data, dropout: float = 0.0, steps: int = 8):
     """(losses as arrays read only at the end, final parameters, the compiled step or None)
     of an MLX-style step: Sequential MLP, value_and_grad, Adam, state in and out."""
     with nv.stream(nv.gpu):
-        nv.random.seed(5)
-        layers = [nn.Linear(48, 64), nn.ReLU()]
-        if dropout:
-            layers.append(nn.Dropout(dropout))
-        model = nn.Sequential(*layers, nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
-        nv.eval(model.parameters())
-        opt = optim.Adam(learning_rate=1e-2)
-        opt.init(model.trainable_parameters())
-        lg = nn.value_and_grad(
-            model, lambda m, x, y: nn.losses.cross_entropy(m(x), y, reduction="mean")
+        t = adam_step(
+            lambda: mlp(48, 64, 64, 10, dropout=dropout),
+            seed=5,
+            compiled=compiled,
+            random_state=True,
         )
-
-        def step(x, y):
-            loss, g = lg(model, x, y)
-            opt.update(model, g)
-            return loss
-
-        state = [model.state, opt.state, nv.random.state]
-        fn = nv.compile(step, inputs=state, outputs=state) if compiled else step
         xs = [(gpu_array(x), gpu_array(y)) for x, y in data]
         losses = []
         for i in range(steps):
-            losses.append(fn(*xs[i % len(xs)]))
-            nv.eval(losses[-1], state)
+            losses.append(t.step(*xs[i % len(xs)]))
+            nv.eval(losses[-1], t.state)
         got = [np.asarray(v) for v in losses]  # every loss read after the last step
-        params = [np.asarray(v) for _, v in nv.utils.tree_flatten(model.parameters())]
-        return got, params, (fn if compiled else None), model, opt
+        params = [np.asarray(v) for _, v in nv.utils.tree_flatten(t.model.parameters())]
+        return got, params, (t.step if compiled else None), t.model, t.opt
 
 
 def executable_of(fn):
@@ -293,29 +280,17 @@ def test_an_embedding_step_is_recorded_with_the_eager_bits():
 
     def run(compiled: bool):
         with nv.stream(nv.gpu):
-            nv.random.seed(2)
-            emb, head = nn.Embedding(13, 16), nn.Linear(16, 13)
-            model = nn.Sequential(emb, nn.ReLU(), head)
-            nv.eval(model.parameters())
-            opt = optim.Adam(learning_rate=1e-2)
-            opt.init(model.trainable_parameters())
-            lg = nn.value_and_grad(
-                model, lambda m, x, y: nn.losses.cross_entropy(m(x), y, reduction="mean")
+            t = adam_step(
+                lambda: nn.Sequential(nn.Embedding(13, 16), nn.ReLU(), nn.Linear(16, 13)),
+                seed=2,
+                compiled=compiled,
             )
-
-            def step(x, y):
-                loss, g = lg(model, x, y)
-                opt.update(model, g)
-                return loss
-
-            state = [model.state, opt.state]
-            fn = nv.compile(step, inputs=state, outputs=state) if compiled else step
-            xs = [gpu_array(t) for t in toks]
+            xs = [gpu_array(tok) for tok in toks]
             losses = []
             for i in range(7):
-                losses.append(fn(xs[i % 3], xs[(i + 1) % 3]))
-                nv.eval(losses[-1], state)
-            return [np.asarray(v) for v in losses], np.asarray(emb.weight), fn
+                losses.append(t.step(xs[i % 3], xs[(i + 1) % 3]))
+                nv.eval(losses[-1], t.state)
+            return [np.asarray(v) for v in losses], np.asarray(t.model.layers[0].weight), t.step
 
     want, want_w, _ = run(False)
     got, got_w, fn = run(True)

@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 import nuvec as nv
-import nuvec.nn as nn
-import nuvec.optimizers as optim
 from devices import cuda_only
+from training_step import adam_step, mlp
 
 pytestmark = cuda_only
 cp = pytest.importorskip("cupy")
@@ -93,25 +92,14 @@ def test_compiled_training_step_on_gpu_equals_eager():
 
     def run(compiled: bool) -> list[float]:
         with nv.stream(nv.gpu):
-            nv.random.seed(3)
-            model = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Dropout(0.2), nn.Linear(32, 4))
-            opt = optim.Adam(learning_rate=1e-2)
-            opt.init(model.trainable_parameters())
+            t = adam_step(
+                lambda: mlp(20, 32, 4, dropout=0.2), seed=3, compiled=compiled, random_state=True
+            )
             x, y = on_gpu(data), nv.array(np.arange(16) % 4)
-
-            def step(x, y):
-                loss, g = nn.value_and_grad(
-                    model, lambda m, a, b: nn.losses.cross_entropy(m(a), b, reduction="mean")
-                )(model, x, y)
-                opt.update(model, g)
-                return loss
-
-            state = [model.state, opt.state, nv.random.state]
-            fn = nv.compile(step, inputs=state, outputs=state) if compiled else step
             losses = []
             for _ in range(6):
-                loss = fn(x, y)
-                nv.eval(state)
+                loss = t.step(x, y)
+                nv.eval(t.state)
                 losses.append(loss.item())
             return losses
 
