@@ -21,6 +21,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..core._graph import on_host_already
 from .base import Backend
 
 #: (device type, module of its ``BACKEND``); GPU backends in probe order
@@ -149,7 +150,9 @@ def implementation(prim_type: type, device: str) -> Callable | None:
 
 
 def node_runner(node) -> Callable:
-    """The function that runs ``node``'s primitive on its device: ``fn(prim, datas, node)``."""
+    """The function that runs ``node``'s primitive on its device: ``fn(prim, datas, node)``.
+    On the CPU it copies device data to the host first; its ``host_impl`` is the
+    implementation alone, for a caller that has checked the data are NumPy arrays."""
     device = node._stream.device.type.value
     fn = implementation(type(node._prim), device)
     if fn is None:
@@ -158,12 +161,15 @@ def node_runner(node) -> Callable:
         return fn
 
     def on_host(prim, datas, node, fn=fn):
-        for i, d in enumerate(datas):
-            if not isinstance(d, np.ndarray):
-                datas[i] = to_host(d, node._inputs[i]._dtype if i < len(node._inputs) else None)
-        d = None  # holds no input's data through the call (an impl may count its references)
+        if not on_host_already(datas):
+            for i, d in enumerate(datas):
+                if not isinstance(d, np.ndarray):
+                    ins = node._inputs
+                    datas[i] = to_host(d, ins[i]._dtype if i < len(ins) else None)
+            d = None  # holds no input's data through the call (an impl counts its references)
         return fn(prim, datas, node)
 
+    on_host.host_impl = fn  # type: ignore[attr-defined]  # what it calls on host data
     return on_host
 
 

@@ -55,34 +55,56 @@ cdef inline void _mark(object a, set seen):
 
 def run_nodes(list order, dict impls, object lookup, object on_placeholder):
     """Runs each node of ``order`` (from ``topo_order``): its implementation is
-    ``impls[(device type, primitive type)]`` (filled by ``lookup(node)`` on a miss); stores the
-    outputs' data and detaches non-tracers from their inputs. Clears ``order`` as it goes, so
-    an intermediate's memory is released as soon as its last consumer has run."""
+    ``impls[device type][primitive type]``, a pair ``(fn, host_fn)`` that ``lookup(node)``
+    gives on a miss, where ``host_fn`` (or None) is ``fn`` without its conversion of inputs to
+    NumPy arrays, called when they all are; stores the outputs' data and detaches non-tracers
+    from their inputs. Clears ``order`` as it goes, so an intermediate's memory is released as
+    soon as its last consumer has run."""
     cdef Py_ssize_t i, j, n = len(order)
     cdef list datas
-    cdef object node, prim, ins, x, fn, outs, sib, key, d
+    cdef object node, prim, ins, x, fn, host_fn, outs, sib, d, dev
+    cdef tuple entry
+    cdef bint host
+    # the device type's table, looked up again only when the device type changes: hashing a
+    # DeviceType runs Python code, a primitive class hashes by identity
+    cdef object last_dev = None
+    cdef dict table = None
     for i in range(n):
         node = order[i]
         order[i] = None
         prim = node._prim
         ins = node._inputs
         datas = []
+        host = True
         for x in ins:
             d = x._data
             if d is None:
                 on_placeholder()
+            elif type(d) is not _ndarray:
+                host = False
             datas.append(d)
         # the loop variables would hold the last input and its data through the call: an
         # implementation that asks whether only the graph refers to an input (``lone_input``)
         # must see the graph's references alone
         x = None
         d = None
-        key = (node._stream.device.type, type(prim))
-        fn = impls.get(key)
-        if fn is None:
-            fn = lookup(node)
-            impls[key] = fn
-        outs = fn(prim, datas, node)
+        dev = node._stream.device.type
+        if dev is not last_dev:
+            table = impls.get(dev)
+            if table is None:
+                table = impls[dev] = {}
+            last_dev = dev
+        entry = table.get(type(prim))
+        if entry is None:
+            entry = tuple(lookup(node))
+            table[type(prim)] = entry
+        fn, host_fn = entry
+        entry = None
+        if host and host_fn is not None:
+            outs = host_fn(prim, datas, node)
+        else:
+            outs = fn(prim, datas, node)
+        fn = host_fn = None
         datas = None
         sib = node._siblings
         if sib is None:
@@ -139,3 +161,12 @@ def lone_input(object node, list datas, Py_ssize_t p, object base):
     if not (d.flags.c_contiguous and d.flags.writeable):
         return None
     return d
+
+
+def on_host_already(list datas):
+    """Whether every datum in ``datas`` is a NumPy array (exactly), as the CPU's data are."""
+    cdef object d
+    for d in datas:
+        if type(d) is not _ndarray:
+            return False
+    return True

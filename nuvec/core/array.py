@@ -170,7 +170,7 @@ class Array(BufferExporter):
                 tracer = True
         a._tracer = tracer
         a._readers = 0
-        if prim.fixes_shape and tracer:
+        if tracer and prim.fixes_shape:
             _shapeless.note(a)
         return a
 

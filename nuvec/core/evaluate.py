@@ -48,10 +48,11 @@ def _placeholder_error() -> None:
 _impls: dict = {}
 
 
-def _lookup(node):
+def _lookup(node) -> tuple:
     from ..backends.registry import node_runner
 
-    return node_runner(node)
+    fn = node_runner(node)
+    return fn, getattr(fn, "host_impl", None)
 
 
 def _computed(arrays: list[Array]) -> bool:

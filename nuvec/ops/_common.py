@@ -73,25 +73,25 @@ def scalar_operand(v, dtype: dt.Dtype, like: Array) -> Array:
     (the op broadcasts it). Compile reads a zero-stride constant as the scalar it is. These
     arrays are operands only, never returned to the user, so sharing them is safe."""
     stream = like._stream
-    backend = backend_of(stream)
-    if (
-        backend is None
-        or not backend.broadcast_scalars
-        or isinstance(v, complex)
-        or v != v
-        or shapeless.relative(like)
-    ):
+    if like._tracer and shapeless.relative(like):
         return constant(v, dtype, stream)
-    key = (repr(v) if isinstance(v, float) else v, dtype.name, like._shape, stream)
+    # -0.0 and 0.0 are equal keys but different bits; NaN is never equal to itself. The
+    # stream by identity (hashing one runs Python code): each entry holds its stream, so the
+    # id cannot be reused by another stream while the entry exists
+    key = (v if v or type(v) is not float else repr(v), dtype.name, like._shape, id(stream))
     c = _SCALAR_VIEWS.get(key)
-    if c is None:
-        data = np.array(v, dtype=dtype.np)
-        if like._shape:
-            data = np.broadcast_to(data, like._shape)
-        c = Array.constant(data, stream, dtype)
-        if len(_SCALAR_VIEWS) >= 1024:
-            _SCALAR_VIEWS.clear()
-        _SCALAR_VIEWS[key] = c
+    if c is not None:
+        return c
+    backend = backend_of(stream)
+    if backend is None or not backend.broadcast_scalars or isinstance(v, complex) or v != v:
+        return constant(v, dtype, stream)
+    data = np.array(v, dtype=dtype.np)
+    if like._shape:
+        data = np.broadcast_to(data, like._shape)
+    c = Array.constant(data, stream, dtype)
+    if len(_SCALAR_VIEWS) >= 1024:
+        _SCALAR_VIEWS.clear()
+    _SCALAR_VIEWS[key] = c
     return c
 
 

@@ -18,10 +18,10 @@ from ..codegen.optable import OPS
 from ..core import dtypes as dt
 from ..core import shapeless
 from ..core.array import Array
-from ..core.device import resolve_stream
+from ..core.device import current_stream, resolve_stream
 from ..primitives.elementwise import AsType, Binary, Select, Unary
 from ..primitives.misc import StopGradient
-from ._common import as_array, operands
+from ._common import as_array, operands, scalar_operand
 from .shape import broadcast_arrays
 
 
@@ -66,16 +66,32 @@ def _binary(op: str, a, b, stream, *, result: str = "promote") -> Array:
     prim = _BINARY_PRIMS.get(op)
     if prim is None:
         prim = _BINARY_PRIMS[op] = Binary(op)
-    # Fast path: two arrays of one dtype and shape need no promotion nor broadcast.
-    if (
-        type(a) is Array
-        and type(b) is Array
-        and a._dtype is b._dtype
-        and a._shape == b._shape
-        and (result == "promote" or (result == "float" and a._dtype.kind in "fc"))
-        and not ((a._tracer or b._tracer) and shapeless.active())
-    ):
-        return Array.make(prim, (a, b), resolve_stream(stream))
+    ta, tb = type(a), type(b)
+    if ta is Array and (result == "promote" or result == "float"):
+        # Fast paths: two arrays of one dtype and shape need no promotion nor broadcast; nor
+        # does an array with a Python scalar that takes the array's dtype (weak typing)
+        if tb is Array:
+            if (
+                a._dtype is b._dtype
+                and a._shape == b._shape
+                and (result == "promote" or a._dtype.kind in "fc")
+                and not ((a._tracer or b._tracer) and shapeless.active())
+            ):
+                return Array.make(
+                    prim, (a, b), current_stream() if stream is None else resolve_stream(stream)
+                )
+        elif tb is float or tb is int:
+            c = _weak_operand(b, a)
+            if c is not None:
+                return Array.make(
+                    prim, (a, c), current_stream() if stream is None else resolve_stream(stream)
+                )
+    elif tb is Array and (ta is float or ta is int) and (result == "promote" or result == "float"):
+        c = _weak_operand(a, b)
+        if c is not None:
+            return Array.make(
+                prim, (c, b), current_stream() if stream is None else resolve_stream(stream)
+            )
     if result == "bool":
         a, b = as_array(a, op), as_array(b, op)
         a, b = astype(a, dt.bool_), astype(b, dt.bool_)
@@ -91,7 +107,17 @@ def _binary(op: str, a, b, stream, *, result: str = "promote") -> Array:
         # under a shapeless trace always: the operands may differ at a replay, and the
         # gradients must sum over the axes they broadcast there
         a, b = broadcast_arrays(a, b, name=op)
-    return Array.make(prim, (a, b), resolve_stream(stream))
+    return Array.make(prim, (a, b), current_stream() if stream is None else resolve_stream(stream))
+
+
+def _weak_operand(v, like: Array) -> Array | None:
+    """Python float or int ``v`` as an operand of ``like``'s dtype and shape where weak typing
+    gives it ``like``'s dtype and nothing needs broadcasting (a floating ``like``), else None
+    (the general path decides)."""
+    if like._dtype.kind not in "fc" or (like._tracer and shapeless.active()):
+        return None
+    c = scalar_operand(v, like._dtype, like)
+    return c if c._shape == like._shape else None
 
 
 _FLOAT_UNARY: list[str] = []  # the public unary ops whose integer inputs become float32

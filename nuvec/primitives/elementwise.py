@@ -87,7 +87,7 @@ class Binary(_ElementwiseOp):
                 f"{self.op}: operand shapes {a._shape} and {b._shape} differ "
                 "(the ops broadcast them first)"
             )
-        if a._dtype != b._dtype:
+        if a._dtype is not b._dtype and a._dtype != b._dtype:
             raise TypeError(f"{self.op}: operand dtypes {a._dtype.name} and {b._dtype.name} differ")
         return [(a._shape, dt.bool_ if self.op in PREDICATES else a._dtype)]
 

@@ -390,3 +390,30 @@ def test_float_to_uint8_wraps_as_mlx_and_numpy():
     want = x.astype(np.uint8).tolist()  # [44, 255, 232, 255]
     assert nv.array(x).astype(nv.uint8).tolist() == want == [44, 255, 232, 255]
     assert nv.compile(lambda a: (a * 1).astype(nv.uint8))(nv.array(x)).tolist() == want
+
+
+@pytest.mark.parametrize("dtype", [nv.float32, nv.float16, nv.bfloat16, nv.complex64])
+def test_python_scalars_take_the_array_dtype(dtype):
+    # weak typing, on either side of the operator, for floats and ints
+    x = nv.array([1.0, -2.0, 3.0], dtype=dtype)
+    for y in (x * 2.0, 2.0 * x, x + 3, 3 - x, x / 2, nv.add(x, 1.5)):
+        assert y.dtype == dtype
+    assert (2 - x).tolist() == (nv.array([2, 2, 2], dtype=dtype) - x).tolist()
+
+
+def test_python_scalars_zero_signs_and_nan_stay_apart():
+    # -0.0 equals 0.0 and NaN equals nothing: neither may reuse another scalar's operand
+    x = nv.array([1.0, -1.0])
+    assert np.signbit(np.array(x * 0.0)).tolist() == [False, True]
+    assert np.signbit(np.array(x * -0.0)).tolist() == [True, False]
+    assert np.signbit(np.array(x * 0.0)).tolist() == [False, True]
+    assert np.isnan(np.array(x + math.nan)).all()
+    assert (x + 0).tolist() == [1.0, -1.0]
+
+
+def test_python_int_next_to_an_int_array_is_range_checked():
+    x = nv.array([1, 2], dtype=nv.int8)
+    assert (x + 3).dtype == nv.int8
+    with pytest.raises(ValueError, match="does not fit"):
+        x + 300
+    assert (nv.array([1.5]) + 2**40).dtype == nv.float32

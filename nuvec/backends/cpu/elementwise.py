@@ -21,36 +21,57 @@ except ImportError:  # the engine is not built yet: NumPy ufuncs stand in
     _kernels = None
 
 
-_SPECS: dict[tuple, object] = {}  # (op, input dtypes, output dtype) -> KernelSpec, or None
+_SPECS: dict[tuple, object] = {}  # (op, output dtype, input dtypes) -> KernelSpec, or None
+_KERNELS: dict[tuple, object] = {}  # the same key -> the spec's Kernel, or None
+
+
+def _key(op: str, node) -> tuple:
+    # dtype names: a str caches its hash, a Dtype's hash runs Python code
+    ins = node._inputs
+    if len(ins) == 2:
+        return (op, node._dtype.name, ins[0]._dtype.name, ins[1]._dtype.name)
+    if len(ins) == 1:
+        return (op, node._dtype.name, ins[0]._dtype.name)
+    return (op, node._dtype.name, *[x._dtype.name for x in ins])
 
 
 def _spec(op: str, node):
     """The single-op KernelSpec of ``node``'s call, or None where the engine lacks it."""
     if _kernels is None:
         return None
-    key = (op, tuple(x._dtype.name for x in node._inputs), node._dtype.name)
+    key = _key(op, node)
     spec = _SPECS.get(key, False)
     if spec is False:
-        spec = KernelSpec.single(op, key[1], key[2]) if _supports(op, key[1][-1]) else None
+        names = tuple(x._dtype.name for x in node._inputs)
+        spec = KernelSpec.single(op, names, node._dtype.name) if _supports(op, names[-1]) else None
         _SPECS[key] = spec
     return spec
 
 
 def _engine(op: str, ins: list[np.ndarray], node) -> np.ndarray | None:
     """The op through the generated kernel, or None where the engine does not cover it."""
-    spec = _spec(op, node)
-    if spec is None:
+    key = _key(op, node)
+    kernel = _KERNELS.get(key, False)
+    if kernel is False:
+        spec = _spec(op, node)
+        kernel = None if spec is None else _kernels.get_kernel(spec)
+        _KERNELS[key] = kernel
+    if kernel is None:
         return None
     shape = node._shape
     dtype = node._dtype
-    for p in range(len(ins)):
+    p = 0
+    for x in node._inputs:
         # the output over an input's buffer where only this node refers to that input (MLX's
         # donation): a single op reads each element once, before writing it
-        if node._inputs[p]._shape == shape and node._inputs[p]._dtype == dtype:
+        if x._shape == shape and x._dtype is dtype:
+            x = None  # (lone_input counts the references to the input)
             d = lone_input(node, ins, p, Buffer)
             if d is not None:
-                return _kernels.run(spec, ins, shape, [d])[0]
-    return _kernels.run(spec, ins, shape)[0]
+                return kernel(ins, shape, [d])[0]
+        p += 1
+    x = None
+    return kernel(ins, shape)[0]
 
 
 def _specialize(op=None):
