@@ -4,6 +4,10 @@ Each case builds its inputs on the host, runs the function once under ``nv.strea
 once under ``nv.stream(nv.gpu)``, and compares: element-wise work and everything that only
 moves data must agree exactly; float reductions, matmul, softmax and gradients within rounding
 (a different summation order).
+
+The op suite itself also runs with the GPU as the default device (``--device gpu``, see
+tests/conftest.py) against NumPy; what stays here is what it cannot see: GPU results with the
+CPU's bits, the GPU's storage, streams, transfers and primitive coverage.
 """
 
 from __future__ import annotations
@@ -136,62 +140,7 @@ def test_integer_and_bool_ops():
         same(v, u)
 
 
-# -- shape, indexing --------------------------------------------------------------------------
-
-
-def test_shape_ops():
-    x = randn(4, 6, 5)
-
-    def f(a):
-        return [
-            nv.transpose(a, (2, 0, 1)) + 0,
-            a[1:3, ::2, ::-1] * 1,
-            nv.reshape(a, (24, 5)),
-            nv.concatenate([a, a * 2], axis=1),
-            nv.pad(a, ((1, 0), (0, 2), (1, 1))),
-            nv.expand_dims(a, 1),
-            nv.squeeze(a[:, :1], 1),
-            nv.flatten(a, 1),
-            nv.broadcast_to(a[:, :1], (4, 6, 5)) + 0,
-            nv.stack([a, a]),
-            nv.tile(a, (1, 2, 1)),
-            nv.stop_gradient(a),
-        ]
-
-    c, g = run_both(f, x)
-    for u, v in zip(c, g):
-        same(v, u)
-
-
-def test_indexing_gather_and_scatter():
-    x = randn(8, 5)
-    idx = np.array([3, 0, 7, 3], dtype=np.int32)
-    along = RNG.integers(0, 5, (8, 3)).astype(np.int32)
-
-    def f(a, i, j):
-        b = a.at[i].add(1.0)  # repeated index 3: both additions count
-        m = a.at[i].maximum(0.5)
-        p = a.at[nv.array([1, 2, 2], dtype=nv.int32)].multiply(2.0)
-        s = a.astype(nv.int32).at[i].add(1)
-        t = (a > 0).at[i].add(True)
-        return [
-            a[i],
-            a[:, 2],
-            nv.take(a, i, axis=0),
-            nv.take_along_axis(a, j, 1),
-            nv.put_along_axis(a, j[:, :1], -1.0, 1),
-            b,
-            m,
-            p,
-            s,
-            t,
-            a[i, 1:3],
-            a[nv.array([-1, -8], dtype=nv.int32)],
-        ]
-
-    c, g = run_both(f, x, idx, along)
-    for u, v in zip(c, g):
-        same(v, u)
+# -- indexing --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("mode", ["maximum", "minimum", "add", "multiply"])
@@ -210,144 +159,7 @@ def test_scatter_modes_with_repeated_and_scalar_indices(mode, dtype):
             same(w, u)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_row_scatter_add_has_the_cpus_bits_every_run(dtype):
-    # an embedding's gradient: many updates per row, in an order that matters in the last bits
-    x = randn(7, 33).astype(dtype)
-    idx = RNG.integers(-7, 7, 500).astype(np.int32)
-    upd = (RNG.standard_normal((500, 33)) * 10.0 ** RNG.integers(-3, 4, (500, 1))).astype(dtype)
-
-    def f(a, i, u):
-        return a.at[i].add(u)
-
-    c, g = run_both(f, x, idx, upd)
-    same(g, c)
-    _, g2 = run_both(f, x, idx, upd)
-    same(g2, g)
-
-
-def test_setitem_on_gpu():
-    with nv.stream(nv.gpu):
-        a = nv.zeros((3, 4))
-        a[1] = nv.ones((4,)) * 2
-        a[:, 0] = 7
-        h = np.asarray(a)
-    want = np.zeros((3, 4), np.float32)
-    want[1] = 2
-    want[:, 0] = 7
-    np.testing.assert_array_equal(h, want)
-
-
-# -- reductions, scans, sort, linalg, random -----------------------------------------------
-
-
-@pytest.mark.parametrize("dtype", [np.float32, BF16, np.int32, np.bool_])
-def test_reductions(dtype):
-    if dtype == np.bool_:
-        x = RNG.integers(0, 2, (7, 9, 4)).astype(bool)
-    elif dtype == np.int32:
-        x = RNG.integers(-50, 50, (7, 9, 4)).astype(np.int32)
-    else:
-        x = randn(7, 9, 4, dtype=dtype)
-
-    def f(a):
-        r = [
-            nv.sum(a),
-            nv.sum(a, axis=1),
-            nv.max(a, axis=(0, 2)),
-            nv.min(a, axis=2, keepdims=True),
-            nv.all(a, axis=0),
-            nv.any(a),
-            nv.argmax(a, axis=1),
-            nv.argmin(a, axis=0, keepdims=True),
-        ]
-        if dtype != np.bool_:
-            r += [
-                nv.prod(a[:2, :2], axis=1),
-                nv.cumsum(a, axis=1),
-                nv.cummax(a, axis=2),
-                nv.cummin(a, axis=0, reverse=True),
-                nv.cumsum(a, axis=2, inclusive=False),
-            ]
-        if dtype in (np.float32, BF16):
-            r += [
-                nv.mean(a, axis=0),
-                nv.var(a, axis=1),
-                nv.logsumexp(a, axis=2),
-                nv.softmax(a, axis=1),
-                nv.logcumsumexp(a, axis=1),
-                nv.cumprod(a[:, :3], axis=1),
-            ]
-        return r
-
-    c, g = run_both(f, x)
-    for u, v in zip(c, g):
-        if u.dtype.kind in "fV" and u.dtype != np.bool_:
-            tol = 1e-2 if dtype == BF16 else 1e-5
-            close(v, u, rtol=tol, atol=tol)
-        else:
-            same(v, u)
-
-
-@pytest.mark.parametrize("dtype", [np.float32, BF16, np.int32, np.float16])
-def test_sorting(dtype):
-    x = (RNG.integers(-20, 20, (6, 40)) if dtype == np.int32 else randn(6, 40)).astype(dtype)
-    if dtype != np.int32:
-        x[0, 3] = np.nan
-    c, g = run_both(
-        lambda a: [
-            nv.sort(a, axis=1),
-            nv.sort(a, axis=0),
-            nv.argsort(a, axis=1),
-            nv.topk(a, 5, axis=1),
-        ],
-        x,
-    )
-    for u, v in zip(c[:2], g[:2]):
-        same(v, u)
-    # stable argsort: equal keys keep their order, so the permutation itself matches
-    same(g[2], c[2])
-    # the top 5 as sets (NumPy sorts bfloat16 NaNs unreliably: compare in float32)
-    same(np.sort(g[3].astype(np.float32), axis=1), np.sort(c[3].astype(np.float32), axis=1))
-    with nv.stream(nv.gpu):
-        a = nv.array(x)
-        p = np.asarray(nv.partition(a, 7, axis=1)).astype(np.float64)
-        ip = np.asarray(nv.argpartition(a, 7, axis=1))
-    s = np.sort(x.astype(np.float64), axis=1)
-    np.testing.assert_array_equal(np.isnan(p[:, 7]), np.isnan(s[:, 7]))
-    ok = ~np.isnan(s[:, 7])
-    np.testing.assert_array_equal(p[ok, 7], s[ok, 7])
-    assert all(sorted(r.tolist()) == list(range(40)) for r in ip)
-
-
-@pytest.mark.parametrize("dtype", [np.float32, BF16, np.float16, np.int32, np.float64])
-def test_matmul(dtype):
-    if dtype == np.int32:
-        a, b = (RNG.integers(-9, 9, s).astype(np.int32) for s in ((3, 20, 30), (30, 17)))
-    else:
-        a, b = randn(3, 20, 30, dtype=dtype), randn(30, 17, dtype=dtype)
-    bias = randn(17, dtype=dtype) if dtype != np.int32 else np.arange(17, dtype=np.int32)
-    c, g = run_both(
-        lambda x, y, z: [
-            x @ y,
-            nv.addmm(z, x, y, alpha=2.0, beta=0.5) if dtype != np.int32 else x @ y + z,
-            x[0] @ y[:, 0],
-        ],
-        a,
-        b,
-        bias,
-    )
-    for u, v in zip(c, g):
-        if dtype == np.int32:
-            same(v, u)
-        else:
-            tol = {
-                np.dtype(np.float32): 1e-5,
-                BF16: 1e-2,
-                np.dtype(np.float16): 1e-3,
-                np.dtype(np.float64): 1e-12,
-            }[np.dtype(dtype)]
-            close(v, u, rtol=tol, atol=tol * 10)
+# -- random ----------------------------------------------------------------------------------
 
 
 def test_random_bits_match_the_cpu():
@@ -371,27 +183,6 @@ def test_random_bits_match_the_cpu():
 
 
 # -- transforms and compile -------------------------------------------------------------------
-
-
-def _loss(w, x):
-    h = nv.tanh(x @ w["a"] + w["b"])
-    return nv.mean(nv.logsumexp(h, axis=1)) + nv.sum(w["a"] ** 2) * 1e-3
-
-
-def test_grad_vjp_jvp_vmap():
-    w = {"a": randn(6, 4), "b": randn(4)}
-    x = randn(5, 6)
-    out = []
-    for dev in (nv.cpu, nv.gpu):
-        with nv.stream(dev):
-            wa = {k: nv.array(v) for k, v in w.items()}
-            xa = nv.array(x)
-            val, grads = nv.value_and_grad(_loss)(wa, xa)
-            _, jv = nv.jvp(lambda a: nv.sin(a) * a, [xa], [nv.ones_like(xa)])
-            vm = nv.vmap(lambda r: nv.sum(r * r))(xa)
-            out.append(host([val, grads["a"], grads["b"], jv[0], vm]))
-    for u, v in zip(*out):
-        close(v, u, rtol=1e-5, atol=1e-6)
 
 
 def _chain(x, y):
@@ -435,18 +226,6 @@ def test_compile_fuses_into_gpu_kernels():
         plain = nv.tanh(nv.exp(xa) * 2 + 1) - xa * xa
         same(host(r), host(plain))
     assert launches == 1, f"the compiled function launched {launches} kernels"
-
-
-def test_compiled_grad_step_on_gpu():
-    w = {"a": randn(6, 4), "b": randn(4)}
-    x = randn(5, 6)
-    res = []
-    for fn in (nv.value_and_grad(_loss), nv.compile(nv.value_and_grad(_loss))):
-        with nv.stream(nv.gpu):
-            val, g = fn({k: nv.array(v) for k, v in w.items()}, nv.array(x))
-            res.append(host([val, g["a"], g["b"]]))
-    for u, v in zip(*res):
-        close(v, u, rtol=1e-6, atol=1e-7)
 
 
 # -- streams, synchronisation, transfers --------------------------------------------------

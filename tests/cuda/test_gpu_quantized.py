@@ -1,5 +1,6 @@
-"""Quantization and nv.fast.cuda_kernel on a CUDA GPU against the CPU (run on the GPU
-machine; skipped elsewhere)."""
+"""Batched and gathered quantized products on a CUDA GPU against the CPU, and
+nv.fast.cuda_kernel (run on the GPU machine; skipped elsewhere). The quantized op suite
+(tests/quantized) runs with the GPU as the default device too (``--device gpu``)."""
 
 from __future__ import annotations
 
@@ -12,36 +13,6 @@ from devices import cuda_only
 pytest.importorskip("cupy")
 pytestmark = cuda_only
 RNG = np.random.default_rng(3)
-
-
-@pytest.mark.parametrize("bits", [2, 3, 4, 5, 6, 8])
-@pytest.mark.parametrize("transpose", [True, False])
-def test_quantized_matmul_matches_the_cpu(bits, transpose):
-    w = RNG.standard_normal((64, 128) if transpose else (128, 128)).astype(np.float32)
-    x = RNG.standard_normal((3, 128)).astype(np.float32)
-    wq, s, b = nv.quantize(nv.array(w), 64, bits, stream=nv.cpu)
-    with nv.stream(nv.cpu):
-        cpu_y = np.asarray(nv.quantized_matmul(nv.array(x), wq, s, b, transpose, 64, bits))
-        cpu_d = np.asarray(nv.dequantize(wq, s, b, 64, bits))
-    with nv.stream(nv.gpu):
-        y = np.asarray(nv.quantized_matmul(nv.array(x), wq, s, b, transpose, 64, bits))
-        d = np.asarray(nv.dequantize(wq, s, b, 64, bits))
-        gq, gs, gb = nv.quantize(nv.array(w), 64, bits)
-    np.testing.assert_array_equal(d, cpu_d)
-    np.testing.assert_allclose(y, cpu_y, rtol=1e-5, atol=1e-4)
-    assert np.asarray(gq).tobytes() == np.asarray(wq).tobytes()
-
-
-@pytest.mark.parametrize("mode", ["mxfp4", "mxfp8", "nvfp4"])
-def test_float_modes_match_the_cpu(mode):
-    w = RNG.standard_normal((32, 128)).astype(np.float32)
-    x = RNG.standard_normal((2, 128)).astype(np.float32)
-    wq, s = nv.quantize(nv.array(w), mode=mode, stream=nv.cpu)
-    with nv.stream(nv.cpu):
-        want = np.asarray(nv.quantized_matmul(nv.array(x), wq, s, mode=mode))
-    with nv.stream(nv.gpu):
-        got = np.asarray(nv.quantized_matmul(nv.array(x), wq, s, mode=mode))
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("transpose", [True, False])
