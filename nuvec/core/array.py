@@ -70,7 +70,8 @@ def _is_operand(o) -> bool:
 
 
 def _operand(o, op: str):
-    if type(o) is Array or _is_operand(o):
+    t = type(o)
+    if t is Array or t is float or t is int or _is_operand(o):
         return o
     raise ValueError(
         f"{op}: an array operator cannot take a {type(o).__name__} (only arrays and scalars; "
