@@ -4,14 +4,23 @@
     python -m benchmarks.vectorization --quick          # float32 math ops and the chains
     python -m benchmarks.vectorization --isa avx2,avx512 --ops tanh,exp --json out.json
 
-Each kernel of nuvec.codegen has two loops (nuvec/codegen/dialects/c.py): ``contig``, run on
-contiguous operands and on operands broadcast along rows of at least 64 elements (the launcher
-expands those into contiguous blocks), and ``strided``, run on any other layout (transposed,
-sliced with a step, broadcast along short rows). The sources (the prebuilt single-op kernels,
-and the fused kernels nv.compile makes of benchmarks.workloads' chains) are compiled with
-nuvec's own flags plus gcc's vectorization report (``-fopt-info-vec-optimized-missed``); each
-loop is then vectorized (the widest vector it got), replaced by a libc call (memcpy/memset),
-or scalar with the compiler's reason. Needs gcc (clang has no such report).
+Each kernel of nuvec.codegen has a ``contig`` function (nuvec/codegen/dialects/c.py), the loop
+run on contiguous operands and on operands broadcast along rows of at least 64 elements (the
+launcher expands those into contiguous blocks), and a ``strided`` one, run on any other layout
+(transposed, sliced with a step, broadcast along short rows): for a costly kernel (a
+transcendental, a division) its runs of 32 elements or more go through ``blocks``, which copies
+the strided operands into blocks for the contiguous loop; shorter runs, and every run of a cheap
+kernel (where the strided loads are the cost), take a direct loop, built scalar. The sources
+(the prebuilt single-op kernels, and the fused kernels nv.compile makes of benchmarks.workloads'
+chains) are compiled with nuvec's own flags plus gcc's vectorization report
+(``-fopt-info-vec-optimized-missed``), for x86-64 (native, baseline, AVX2, AVX-512: a compile
+report, so the processor need not have them) and for aarch64 NEON where a cross gcc
+(``aarch64-linux-gnu-gcc``) is installed or the machine is one. Each contiguous loop is then
+vectorized (the widest vector it got), replaced by a libc call (memcpy/memset), or scalar with
+the compiler's reason; a blocked strided function gets its contiguous loop's status (scalar if a
+broadcast fill of it stays scalar, or if it calls math of its own), a cheap kernel's the direct
+loop's; the element-by-element copies of strided operands (``gather``/``scatter``, one loop per
+element size) are listed once per ISA.
 """
 
 from __future__ import annotations
@@ -20,6 +29,8 @@ import argparse
 import json
 import os
 import re
+import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,24 +38,30 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-# -march per ISA, on top of nuvec's flags without its own -march
-ISAS = {
-    "native": None,  # exactly nuvec's flags here (jit.flags())
-    "baseline": (),  # the wheels' build (NUVEC_MARCH=none): SSE2 on x86-64
-    "avx2": ("-march=x86-64-v3",),
-    "avx512": ("-march=x86-64-v4",),
+# (compiler, -march) per ISA, on top of nuvec's flags without their own -march
+ISAS: dict[str, tuple[str, tuple[str, ...] | None]] = {
+    "native": ("gcc", None),  # exactly nuvec's flags here (jit.flags())
+    "baseline": ("gcc", ()),  # the wheels' build (NUVEC_MARCH=none): SSE2 on x86-64
+    "avx2": ("gcc", ("-march=x86-64-v3",)),
+    "avx512": ("gcc", ("-march=x86-64-v4",)),
+    "neon": ("aarch64-linux-gnu-gcc", ("-march=armv8-a",)),
 }
+X86 = ("baseline", "avx2", "avx512")
 QUICK_OPS = ("tanh", "exp", "erf", "sigmoid", "multiply", "add", "log", "sin")
 
-_FUNC = re.compile(r"void (\w+)_(strided|contig)\(")
+_FUNC = re.compile(r"void (\w+)_(strided|contig|blocks)\(")
+_HELPER = re.compile(r"void (nv_gather|nv_scatter)\(")
+_CASE = re.compile(r"^    (?:case (\d+)|default): NV_COPY_STEP")
+_FILL = re.compile(r"^    if \(s\[\d+\] == 0\) for ")
 _DIAG = re.compile(r"^[^:]*:(\d+):\d+: (optimized|missed): (.*)$")
 _WIDTH = re.compile(r"loop vectorized using (\d+) byte vectors")
 
 
 @dataclass
 class Loop:
-    kernel: str  # kernel name (nv_tanh__float32__float32) or "chain:<name>:<dtype>"
-    loop: str  # "contig" or "strided"
+    kernel: str  # kernel name (nv_tanh__float32__float32), "chain:<name>:<dtype>", or the
+    # copy helper and element size ("nv_gather:4")
+    loop: str  # "contig", "strided" or "copy"
     isa: str
     status: str  # "vector", "libcall" or "scalar"
     vector_bytes: int  # widest vector the loop runs on (0 when scalar)
@@ -62,14 +79,26 @@ def cpu_flags() -> set[str]:
     return set()
 
 
+def compiler_for(isa: str) -> str:
+    """The gcc that builds ``isa``: the machine's own where it is of that architecture."""
+    cc, _ = ISAS[isa]
+    if isa == "neon" and platform.machine() in ("aarch64", "arm64"):
+        return "gcc"
+    return cc
+
+
 def available_isas() -> list[str]:
-    """The ISAs of ISAS this machine can run (an AVX-512 build only where the CPU has it)."""
-    have = cpu_flags()
+    """The ISAs of ISAS whose report this machine can make: its own build and baseline, the
+    other x86-64 levels on x86-64 (a compile report needs no such processor), NEON on aarch64
+    or with a cross gcc."""
     out = ["native", "baseline"]
-    if {"avx2", "fma"} <= have:
-        out.append("avx2")
-    if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= have:
-        out.append("avx512")
+    machine = platform.machine()
+    if machine in ("x86_64", "AMD64"):
+        out += ["avx2", "avx512"]
+        if shutil.which(ISAS["neon"][0]):
+            out.append("neon")
+    elif machine in ("aarch64", "arm64"):
+        out = ["native", "neon"]
     return out
 
 
@@ -77,9 +106,12 @@ def _flags(isa: str) -> list[str]:
     from nuvec.backends.cpu import jit
 
     own = list(jit.flags())
-    if ISAS[isa] is None:
+    march = ISAS[isa][1]
+    if march is None:
         return own
-    return [f for f in own if not f.startswith("-march=")] + list(ISAS[isa])
+    if isa == "baseline":
+        return [f for f in own if not f.startswith("-march=")]
+    return [f for f in own if not f.startswith(("-march=", "-mcpu="))] + list(march)
 
 
 def single_sources(
@@ -122,27 +154,47 @@ def chain_sources(dtypes: tuple[str, ...] = ("float32", "bfloat16", "float16")) 
 
 
 def _loops(source: str) -> dict[int, tuple[str, str, int]]:
-    """{line of the loop's ``for``: (kernel, loop kind, line of its closing brace)}."""
+    """{line: (kernel, kind, line of the loop's end)} for each loop to classify: the ``for``
+    loops of the contiguous and strided functions; in a blocked form (``_blocks``) its call of
+    the contiguous function (kind "strided-call") and its broadcast fills ("fill"); the copy
+    helpers' loops (kernel "nv_gather:<size>", kind "copy")."""
     lines = source.splitlines()
-    found, current = {}, None
+    found: dict[int, tuple[str, str, int]] = {}
+    current: tuple[str, str] | None = None
+    helper = None
     for i, text in enumerate(lines, 1):
         m = _FUNC.search(text)
         if m:
-            current = (m.group(1), m.group(2))
-        elif current and text.startswith("    for (int64_t i = 0; i < n; i++)"):
+            current, helper = (m.group(1), m.group(2)), None
+            continue
+        h = _HELPER.search(text)
+        if h:
+            current, helper = None, h.group(1)
+            continue
+        if helper and (c := _CASE.match(text)):
+            found[i] = (f"{helper}:{c.group(1) or 8}", "copy", i)
+        if current is None:
+            continue
+        kernel, kind = current
+        if kind != "blocks" and text.startswith("    for (int64_t i = 0; i < n; i++)"):
             end = next(j for j in range(i, len(lines) + 1) if lines[j - 1] == "    }")
-            found[i] = (current[0], current[1], end)
+            found[i] = (kernel, kind, end)
+            current = None
+        elif kind == "blocks" and _FILL.match(text):
+            found[i] = (kernel, "fill", i)
+        elif kind == "blocks" and text.strip().startswith(f"{kernel}_contig(m,"):
+            found[i] = (kernel, "strided-call", i)
             current = None
     return found
 
 
-def _calls(obj: Path) -> dict[str, set[str]]:
+def _calls(obj: Path, objdump: str = "objdump") -> dict[str, set[str]]:
     """{function: external functions it calls}, from the object's disassembly relocations.
 
     A function built as clones (the baseline build's ``target_clones``) appears under its own
     name for all of them and under ``name.default`` for the default clone alone; the resolver
     that picks a clone at load time is left out."""
-    text = subprocess.run(["objdump", "-dr", str(obj)], capture_output=True, text=True).stdout
+    text = subprocess.run([objdump, "-dr", str(obj)], capture_output=True, text=True).stdout
     out: dict[str, set[str]] = {}
     funcs: tuple[str, ...] = ()
     for line in text.splitlines():
@@ -151,58 +203,94 @@ def _calls(obj: Path) -> dict[str, set[str]]:
             name, _, clone = m.group(1).partition(".")
             funcs = () if clone == "resolver" else (name, f"{name}.{clone}") if clone else (name,)
             continue
-        m = re.search(r"R_\w+_PLT32\s+(\w+)", line)
+        m = re.search(r"R_(?:X86_64_PLT32|AARCH64_CALL26|AARCH64_JUMP26)\s+(\w+)", line)
         if m and not m.group(1).startswith("nv_"):
             for func in funcs:
                 out.setdefault(func, set()).add(m.group(1))
     return out
 
 
+def _status(diags: list[tuple[str, str, str]], line: int, end: int) -> tuple[str, int, str]:
+    """(status, widest vector, gcc's reason) of the loop at ``line`` (body up to ``end``)."""
+    widths = [
+        int(w.group(1)) for ln, _, msg in diags if int(ln) == line if (w := _WIDTH.search(msg))
+    ]
+    if widths:
+        return "vector", max(widths), ""
+    body = [msg for ln, _, msg in diags if line <= int(ln) <= end]
+    if any("__builtin_memcpy" in m or "__builtin_memset" in m for m in body):
+        return "libcall", 0, "memcpy/memset"
+    after = False
+    for ln, _, msg in diags:  # the first reason gcc gives after "couldn't vectorize"
+        if int(ln) == line and "couldn't vectorize loop" in msg:
+            after = True
+        elif after and "not vectorized" in msg and (end > line or int(ln) == line):
+            return "scalar", 0, msg.split("not vectorized:", 1)[1].strip()
+    return "scalar", 0, ""
+
+
 def analyse(source: str, isa: str, label: str | None = None) -> list[Loop]:
     """Compile one source for ``isa`` and classify each of its kernel loops."""
+    cc = compiler_for(isa)
+    objdump = cc[: -len("gcc")] + "objdump" if cc.endswith("gcc") else "objdump"
     with tempfile.TemporaryDirectory(prefix="nuvec-vec-") as d:
         c, report = Path(d) / "k.c", Path(d) / "vec.txt"
         c.write_text(source)
-        cmd = ["gcc", *_flags(isa), f"-fopt-info-vec-optimized-missed={report}", "-c", str(c)]
+        cmd = [cc, *_flags(isa), f"-fopt-info-vec-optimized-missed={report}", "-c", str(c)]
         r = subprocess.run(cmd + ["-o", str(Path(d) / "k.o")], capture_output=True, text=True)
         if r.returncode != 0:
-            raise RuntimeError(f"gcc failed for {isa}: {r.stderr[-2000:]}")
+            raise RuntimeError(f"{cc} failed for {isa}: {r.stderr[-2000:]}")
         diags = [m.groups() for m in map(_DIAG.match, report.read_text().splitlines()) if m]
-        calls = _calls(Path(d) / "k.o")
+        calls = _calls(Path(d) / "k.o", objdump)
+    loops = sorted(_loops(source).items())
+    contig: dict[str, Loop] = {}
+    direct: dict[str, Loop] = {}
+    fills: dict[str, list[str]] = {}
     out = []
-    for line, (kernel, kind, end) in sorted(_loops(source).items()):
-        widths = [
-            int(w.group(1))
-            for ln, _, msg in diags
-            if int(ln) == line
-            for w in [_WIDTH.search(msg)]
-            if w
-        ]
-        name = label or kernel
-        if widths:
+    for line, (kernel, kind, end) in loops:
+        status, width, why = _status(diags, line, end)
+        name = kernel if kind == "copy" else (label or kernel)
+        if kind == "fill":
+            if status == "scalar":
+                fills.setdefault(kernel, []).append(why or "no report")
+            continue
+        if kind == "strided-call":
+            continue
+        if status == "vector":
             # vectorized in a clone only: the default clone's calls say why it is not
             ext = sorted(calls.get(f"{kernel}_{kind}.default", ()))
             why = f"default clone calls {', '.join(ext)}" if ext else ""
-            out.append(Loop(name, kind, isa, "vector", max(widths), why))
+        elif status == "scalar":
+            if not why and kind == "strided":
+                why = "direct loop, built with no-tree-vectorize"
+            ext = sorted(calls.get(f"{kernel}_{kind}", ()))
+            if ext:  # a library function without a vector variant keeps the loop scalar
+                why = f"calls {', '.join(ext)}; gcc: {why or 'no reason'}"
+            why = why or "no report"
+        lp = Loop(name, kind, isa, status, width, why)
+        if kind == "contig":
+            contig[kernel] = lp
+            out.append(lp)
+        elif kind == "strided":
+            direct[kernel] = lp
+        else:
+            out.append(lp)
+    blocked = {k for _, (k, kind, _) in loops if kind == "strided-call"}
+    for kernel, d in direct.items():
+        c = contig.get(kernel)
+        if kernel not in blocked or c is None:  # a cheap kernel: the direct loop alone
+            why = d.why if d.status != "scalar" else f"cheap kernel, {d.why}"
+            out.append(Loop(d.kernel, "strided", isa, d.status, d.vector_bytes, why))
             continue
-        body = [msg for ln, _, msg in diags if line < int(ln) <= end]
-        if any("__builtin_memcpy" in m or "__builtin_memset" in m for m in body):
-            out.append(Loop(name, kind, isa, "libcall", 0, "memcpy/memset"))
-            continue
-        why = ""
-        after = False
-        for ln, _, msg in diags:  # the first reason gcc gives after "couldn't vectorize"
-            if int(ln) == line and "couldn't vectorize loop" in msg:
-                after = True
-            elif after and "not vectorized" in msg:
-                why = msg.split("not vectorized:", 1)[1].strip()
-                break
-        if not why and kind == "strided":
-            why = "not asked: strided loops are built with no-tree-vectorize"
-        ext = sorted(calls.get(f"{kernel}_{kind}", ()))
-        if ext:  # a library function without a vector variant keeps the loop scalar
-            why = f"calls {', '.join(ext)}; gcc: {why or 'no reason'}"
-        out.append(Loop(name, kind, isa, "scalar", 0, why or "no report"))
+        status, width = c.status, c.vector_bytes
+        why = "blocks through the contiguous loop" + (f"; {c.why}" if c.why else "")
+        if fills.get(kernel):
+            status, width = "scalar", 0
+            why = f"a broadcast fill is scalar: {fills[kernel][0]}"
+        own = sorted(calls.get(f"{kernel}_blocks", ()))
+        if own:  # math of its own, outside the contiguous loop
+            status, width, why = "scalar", 0, f"blocks call {', '.join(own)}"
+        out.append(Loop(c.kernel, "strided", isa, status, width, why))
     return out
 
 
@@ -216,11 +304,19 @@ def run(
     tasks = [(src, isa, label) for isa in isas for src, label in work]
     with ThreadPoolExecutor(jobs) as ex:
         results = ex.map(lambda t: analyse(*t), tasks)
-    return [loop for r in results for loop in r]
+    out, copies = [], set()
+    for loop in (loop for r in results for loop in r):
+        if loop.loop == "copy":  # the same helpers in every source: once per ISA
+            if (loop.isa, loop.kernel) in copies:
+                continue
+            copies.add((loop.isa, loop.kernel))
+        out.append(loop)
+    return out
 
 
 def summary(loops: list[Loop]) -> str:
-    """Counts per ISA and loop kind, then every contiguous loop that stays scalar."""
+    """Counts per ISA and loop kind, then every contiguous or strided loop that stays scalar
+    and the copies of strided operands."""
     lines = ["| ISA | loop | vectorized | libc call | scalar | widest vector (bytes) |"]
     lines.append("| --- | --- | --- | --- | --- | --- |")
     keys = sorted({(lp.isa, lp.loop) for lp in loops})
@@ -232,11 +328,24 @@ def summary(loops: list[Loop]) -> str:
             f"| {isa} | {kind} | {n['vector']} | {n['libcall']} | {n['scalar']} | "
             f"{', '.join(map(str, widths)) or '-'} |"
         )
-    scalar = [lp for lp in loops if lp.loop == "contig" and lp.status == "scalar"]
-    lines.append("")
-    lines.append(f"contiguous loops left scalar: {len(scalar)}")
-    for lp in sorted(scalar, key=lambda lp: (lp.kernel, lp.isa)):
-        lines.append(f"  {lp.isa:8s} {lp.kernel}: {lp.why}")
+    for kind, what in (("contig", "contiguous"), ("strided", "strided")):
+        scalar = [lp for lp in loops if lp.loop == kind and lp.status == "scalar"]
+        lines.append("")
+        lines.append(f"{what} loops left scalar: {len(scalar)}")
+        if kind == "strided":  # the cheap kernels' direct loops, counted, not listed
+            cheap = [lp for lp in scalar if lp.why.startswith("cheap kernel")]
+            if cheap:
+                lines.append(f"  {len(cheap)} cheap kernels' direct loops ({cheap[0].why})")
+            scalar = [lp for lp in scalar if lp not in cheap]
+        for lp in sorted(scalar, key=lambda lp: (lp.kernel, lp.isa)):
+            lines.append(f"  {lp.isa:8s} {lp.kernel}: {lp.why}")
+    copies = sorted((lp for lp in loops if lp.loop == "copy"), key=lambda lp: (lp.isa, lp.kernel))
+    if copies:
+        lines.append("")
+        lines.append("copies of strided operands into and out of blocks (element by element):")
+        for lp in copies:
+            got = f"{lp.vector_bytes}-byte vectors" if lp.status == "vector" else lp.why
+            lines.append(f"  {lp.isa:8s} {lp.kernel}: {lp.status} ({got or 'no report'})")
     cloned = [lp for lp in loops if lp.loop == "contig" and lp.status == "vector" and lp.why]
     if cloned:
         isas = ", ".join(sorted({lp.isa for lp in cloned}))

@@ -1,8 +1,13 @@
-"""The C compiler vectorizes the contiguous loop of the float32 math kernels and of the fused
-chains (benchmarks.vectorization, a fast subset: nuvec's own flags on this machine)."""
+"""The C compiler vectorizes the loops of the float32 math kernels and of the fused chains
+(benchmarks.vectorization, a fast subset), for contiguous operands and for strided and broadcast
+ones, which the strided function of a costly kernel copies into blocks for the same contiguous
+loop (a cheap kernel's strided function is a direct scalar loop): nuvec's own flags on this
+machine, the AVX2 and AVX-512 builds (a compile report: no such processor needed) and aarch64
+NEON where a cross gcc is installed."""
 
 from __future__ import annotations
 
+import platform
 import shutil
 
 import pytest
@@ -15,23 +20,55 @@ pytestmark = pytest.mark.skipif(
     reason="the vectorization report needs gcc and objdump",
 )
 
-OPS = ("tanh", "exp", "erf", "sigmoid", "multiply", "add")
+OPS = ("tanh", "exp", "erf", "sigmoid", "expm1", "sinh", "cosh", "multiply", "add")
+UNARY = [op for op in OPS if op not in ("multiply", "add")]
+COSTLY = [f"nv_{op}__float32__float32" for op in UNARY]
+CHEAP = [f"nv_{op}__float32_float32__float32" for op in ("multiply", "add")]
+WANT = COSTLY + CHEAP
+
+
+def _by_kind(loops: list[V.Loop], kind: str) -> dict[str, V.Loop]:
+    return {lp.kernel: lp for lp in loops if lp.loop == kind}
 
 
 def test_float32_math_and_chains_vectorize() -> None:
     srcs = [(s, None) for s in V.single_sources(OPS, 1, ("float32",))]
     srcs += [(s, label) for label, s in V.chain_sources(("float32", "bfloat16")).items()]
     loops = [lp for src, label in srcs for lp in V.analyse(src, "native", label)]
-    contig = {lp.kernel: lp for lp in loops if lp.loop == "contig"}
-    want = [f"nv_{op}__float32__float32" for op in OPS[:4]]
-    want += [f"nv_{op}__float32_float32__float32" for op in OPS[4:]]
-    want += [f"chain:{c}:{d}" for c in W.CHAINS for d in ("float32", "bfloat16")]
-    assert sorted(set(want) - set(contig)) == []
-    scalar = {k: contig[k].why for k in want if contig[k].status != "vector"}
-    assert scalar == {}
-    assert all(contig[k].vector_bytes >= 16 for k in want)
-    # the strided loop is deliberately left scalar, and the report says so
-    assert all(lp.status == "scalar" for lp in loops if lp.loop == "strided")
+    chains = [f"chain:{c}:{d}" for c in W.CHAINS for d in ("float32", "bfloat16")]
+    for kind, want in (("contig", WANT + chains), ("strided", COSTLY + chains)):
+        got = _by_kind(loops, kind)
+        assert sorted(set(want) - set(got)) == [], kind
+        scalar = {k: got[k].why for k in want if got[k].status != "vector"}
+        assert scalar == {}, kind
+        assert all(got[k].vector_bytes >= 16 for k in want), kind
+    strided = _by_kind(loops, "strided")
+    assert all(strided[k].status == "scalar" and "cheap" in strided[k].why for k in CHEAP)
+    # the copies of strided operands are listed, one per helper and element size
+    copies = _by_kind(loops, "copy")
+    assert {f"nv_gather:{n}" for n in (1, 2, 4, 8)} <= set(copies)
+    assert {f"nv_scatter:{n}" for n in (1, 2, 4, 8)} <= set(copies)
+
+
+def _isas() -> list[str]:
+    out = []
+    if platform.machine() in ("x86_64", "AMD64"):
+        out += ["avx2", "avx512", "baseline"]
+    out += ["neon"]
+    return out
+
+
+@pytest.mark.parametrize("isa", _isas())
+def test_float32_math_vectorizes_per_isa(isa: str) -> None:
+    if isa == "neon" and "neon" not in V.available_isas():
+        pytest.skip("no aarch64 gcc here (apt: gcc-aarch64-linux-gnu)")
+    (src,) = V.single_sources(OPS, 1, ("float32",))
+    loops = V.analyse(src, isa)
+    widest = {"avx2": 32, "avx512": 64, "baseline": 32, "neon": 16}[isa]
+    for kind, want in (("contig", WANT), ("strided", COSTLY)):
+        got = _by_kind(loops, kind)
+        assert {k: got[k].why for k in want if got[k].status != "vector"} == {}, kind
+        assert max(got[k].vector_bytes for k in want) == widest, kind
 
 
 def test_report_names_a_scalar_loop_and_its_cause() -> None:
@@ -40,5 +77,10 @@ def test_report_names_a_scalar_loop_and_its_cause() -> None:
     loops = {(lp.kernel, lp.loop): lp for lp in V.analyse(src, "native")}
     f64 = loops[("nv_exp__float64__float64", "contig")]
     assert f64.status == "scalar" and "calls exp" in f64.why
+    # its strided function runs the same loop, and says so
+    s64 = loops[("nv_exp__float64__float64", "strided")]
+    assert s64.status == "scalar" and "through the contiguous loop" in s64.why
     assert loops[("nv_exp__float32__float32", "contig")].status == "vector"
-    assert "contiguous loops left scalar: 1" in V.summary(list(loops.values()))
+    assert loops[("nv_exp__float32__float32", "strided")].status == "vector"
+    text = V.summary(list(loops.values()))
+    assert "contiguous loops left scalar: 1" in text and "strided loops left scalar: 1" in text
