@@ -140,8 +140,10 @@ def lone_input(object node, list datas, Py_ssize_t p, object base):
 
     The counts are exact: the input array is held by ``node``'s input tuple (once: an array
     passed twice is refused) and this call's local; its data by the array, ``datas`` and the
-    local. Any other holder (a name in the caller's code, a NumPy view or buffer export, a
-    second consumer, a list of arrays being evaluated) raises a count and refuses."""
+    local; each link of its base chain (views of views, down to a ``base`` or an ndarray
+    owning its memory) by the next link alone. Any other holder (a name in the caller's code,
+    a NumPy view or buffer export, a second consumer, a list of arrays being evaluated)
+    raises a count and refuses."""
     cdef tuple ins = node._inputs
     if p >= len(ins) or p >= len(datas):
         return None
@@ -151,12 +153,26 @@ def lone_input(object node, list datas, Py_ssize_t p, object base):
     cdef object d = x._data
     if type(d) is not _ndarray or datas[p] is not d or Py_REFCNT(d) != 3:
         return None
+    # the memory's owner, through views of views (a reshape, a transpose, a slice of an
+    # element-wise result: NumPy's base chain stops at each ndarray whose own base is not an
+    # ndarray); each link held only by the next one's ``base`` (+ ``b``, this local)
     cdef object b = d.base
     if b is None:
         if not d.flags.owndata:
             return None
-    elif base is None or type(b) is not base or Py_REFCNT(b) != 2:   # ``d.base`` + ``b``
-        return None
+    while b is not None:
+        if Py_REFCNT(b) != 2:
+            return None
+        if type(b) is _ndarray:
+            if b.flags.owndata:
+                break
+            b = b.base
+            if b is None:
+                return None
+        elif base is not None and type(b) is base:
+            break
+        else:
+            return None
     b = None
     if not (d.flags.c_contiguous and d.flags.writeable):
         return None

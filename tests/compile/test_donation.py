@@ -179,3 +179,54 @@ def test_an_uncompiled_graph_donates_as_well():
     np.testing.assert_array_equal(
         np.asarray(y), np.asarray(nv.exp(nv.sin(nv.arange(16, dtype=nv.float32))))
     )
+
+
+def _chains():
+    return {
+        "reshape": lambda a: nv.reshape(a, (4, 4)),
+        "transpose twice": lambda a: nv.reshape(a, (4, 4)).T.T,
+        "stop_gradient": nv.stop_gradient,
+        "slice": lambda a: a[:-1],
+    }
+
+
+@pytest.mark.usefixtures("cpu_device")
+@pytest.mark.parametrize("chain", list(_chains()))
+def test_a_buffer_lends_itself_through_views_of_an_intermediate(chain):
+    """An element-wise result read through a reshape, transposes, stop_gradient or a slice
+    (views of views: NumPy's base chain has several links) still lends its buffer to the
+    next element-wise op when only the graph holds it (MLX donates through these no-ops)."""
+    view = _chains()[chain]
+    x, address = _fresh_input()
+    y = nv.abs(view(nv.abs(x)))
+    del x
+    nv.eval(y)
+    assert _address(y) == address
+    ref = np.abs(np.asarray(view(nv.arange(16, dtype=nv.float32))))
+    np.testing.assert_array_equal(np.asarray(y), ref)
+
+
+@pytest.mark.usefixtures("cpu_device")
+@pytest.mark.parametrize("chain", list(_chains()))
+def test_a_view_of_an_intermediate_the_caller_keeps_is_never_written(chain):
+    """The same chains, with the caller keeping the view, the element-wise result under it or
+    a NumPy view of it: nothing is donated and every kept value stays as it was."""
+    view = _chains()[chain]
+    for keep in ("view", "inner", "numpy"):
+        x = nv.arange(16, dtype=nv.float32)
+        inner = nv.abs(x)
+        v = view(inner)
+        nv.eval(v)
+        expected = np.asarray(v).copy()
+        held = {"view": v, "inner": inner, "numpy": np.asarray(v, copy=False)}[keep]
+        if keep != "inner":
+            del inner
+        out = nv.negative(v)
+        if keep != "view":
+            del v
+        nv.eval(out)
+        np.testing.assert_array_equal(np.asarray(out), -expected)
+        np.testing.assert_array_equal(
+            np.asarray(held).reshape(-1)[: expected.size], expected.reshape(-1)
+        )
+        assert _address(out) != _address(held)
