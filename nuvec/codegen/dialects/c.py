@@ -137,12 +137,13 @@ class CDialect(Dialect):
             s_store.append(f"*({st} *)(q{j} + i * s{j}) = {self.store(d, b.outputs[k])};")
         loop_s = s_load + b.lines + s_store
         # the blocked form, for kernels whose math costs more than the loads (a
-        # transcendental, a division, or four ops per operand): blocks of NV_SBLOCK elements through the contiguous
-        # loop, each strided operand copied into (inputs) or out of (outputs) a buffer on the
-        # stack, a broadcast input (step 0) filled once, a contiguous one passed as it is, so
-        # that the math runs vectorized whatever the layout; runs shorter than NV_SBLOCK_MIN
-        # keep the direct loop. Cheap kernels only have the direct loop, built scalar: there
-        # the strided loads and stores are the cost, and copies would add to it.
+        # transcendental, a division, or four ops per operand): blocks of NV_SBLOCK elements
+        # through the contiguous loop, each strided operand copied into (inputs) or out of
+        # (outputs) a buffer on the stack, a broadcast input (step 0) filled once, a contiguous
+        # one passed as it is, so that the math runs vectorized whatever the layout; runs
+        # shorter than NV_SBLOCK_MIN keep the direct loop. Cheap kernels only have the direct
+        # loop, built scalar: there the strided loads and stores are the cost, and copies
+        # would add to it.
         cost = sum(OPS[n.op].cost if n.op in OPS else 1 for n in spec.nodes)
         blocked = cost >= COSTLY or cost >= 4 * (len(b.used_inputs) + len(outs))
         s_fill, s_blk, s_args, s_out = [], [], [], []
