@@ -475,21 +475,25 @@ def train_benchmarks(steps: int, have: dict) -> list[dict]:
     """Per-step times of each library's training step (``training.py``), every case."""
     from benchmarks.gpu import training
 
-    libs = [("nuvec (nv.compile)", "nuvec", True)]
+    # (row name, library, compiled, jax's matmul precision); float32 products: nuvec and
+    # PyTorch (allow_tf32 off by default) in full float32, jax.jit at XLA's default precision
+    # (TF32 on the tensor cores of this GPU) and at "highest" (full float32)
+    libs = [("nuvec (nv.compile)", "nuvec", True, None)]
     if have.get("nuvec-eager"):
-        libs.append(("nuvec (eager)", "nuvec", False))
+        libs.append(("nuvec (eager)", "nuvec", False, None))
     if have.get("jax"):
-        libs.append(("jax.jit", "jax", True))
+        libs.append(("jax.jit", "jax", True, None))
+        libs.append(("jax.jit, precision highest", "jax", True, "highest"))
     if have.get("torch"):
-        libs.append(("PyTorch eager", "torch", False))
+        libs.append(("PyTorch eager", "torch", False, None))
         if have.get("torch.compile"):
-            libs.append(("torch.compile", "torch", True))
+            libs.append(("torch.compile", "torch", True, None))
     rows = []
     for case, batch in TRAIN_CASES:
-        for name, lib, compiled in libs:
+        for name, lib, compiled, precision in libs:
             row = {"case": case, "batch": batch, "library": name}
             try:
-                run, sync, info = training.train(lib, case, batch, compiled)
+                run, sync, info = training.train(lib, case, batch, compiled, precision)
                 t0 = time.perf_counter()
                 run()
                 sync()

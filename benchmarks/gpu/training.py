@@ -132,7 +132,8 @@ def _torch(case: str, batch: int, compiled: bool):
     return run, torch.cuda.synchronize, None
 
 
-def _jax(case: str, batch: int):
+def _jax(case: str, batch: int, precision: str | None = None):
+    import contextlib
     import functools
 
     import jax
@@ -153,20 +154,29 @@ def _jax(case: str, batch: int):
     state = [params, tx.init(params)]
     batches = itertools.cycle([(jnp.asarray(x), jnp.asarray(y)) for x, y in data(case, batch)])
 
+    # XLA's default float32 products on this GPU may run on the tensor cores in TF32;
+    # "highest" asks for full float32, nuvec's and PyTorch's default. The precision is part of
+    # jit's cache key, so each setting has an executable of its own.
+    scope = (
+        (lambda: jax.default_matmul_precision(precision)) if precision else contextlib.nullcontext
+    )
+
     def run():
-        state[0], state[1], _ = step(state[0], state[1], *next(batches))
+        with scope():
+            state[0], state[1], _ = step(state[0], state[1], *next(batches))
 
     return run, lambda: jax.block_until_ready(state), None
 
 
-def train(library: str, case: str, batch: int, compiled: bool = True):
-    """(run one step, wait for the device, the executable's stats or None)."""
+def train(library: str, case: str, batch: int, compiled: bool = True, precision: str | None = None):
+    """(run one step, wait for the device, the executable's stats or None). ``precision``
+    (jax only): ``jax.default_matmul_precision`` for the step, e.g. ``"highest"``."""
     if library == "nuvec":
         return _nuvec(case, batch, compiled)
     if library == "torch":
         return _torch(case, batch, compiled)
     if library == "jax":
-        return _jax(case, batch)
+        return _jax(case, batch, precision)
     raise ValueError(f"train: unknown library {library!r}")
 
 

@@ -132,7 +132,7 @@ def _language_model(torch: Any) -> Any:
 
         def forward(self, x: Any) -> Any:
             n = x.shape[1]
-            h = self.tokens(x) + self.positions(torch.arange(n))
+            h = self.tokens(x) + self.positions(torch.arange(n, device=x.device))
             for layer in self.layers:
                 h = layer(h, self.mask[:n, :n])
             return self.head(self.ln(h))
