@@ -145,25 +145,24 @@ def _jax(case: str, batch: int, precision: str | None = None):
     params, loss_fn = _language_model(jax, jnp) if case == "transformer" else _mlp(jax, jnp)
     tx = optax.adam(1e-3)
 
+    # XLA's default float32 products on this GPU run on the tensor cores in TF32; "highest"
+    # asks for full float32, nuvec's and PyTorch's default. The precision is read while the
+    # step is traced, so the scope sits inside it (around the call it would cost host time).
+    def scope():
+        return jax.default_matmul_precision(precision) if precision else contextlib.nullcontext()
+
     @functools.partial(jax.jit, donate_argnums=(0, 1))
     def step(params, opt_state, x, y):
-        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
-        updates, opt_state = tx.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
+        with scope():
+            loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+            updates, opt_state = tx.update(grads, opt_state, params)
+            return optax.apply_updates(params, updates), opt_state, loss
 
     state = [params, tx.init(params)]
     batches = itertools.cycle([(jnp.asarray(x), jnp.asarray(y)) for x, y in data(case, batch)])
 
-    # XLA's default float32 products on this GPU may run on the tensor cores in TF32;
-    # "highest" asks for full float32, nuvec's and PyTorch's default. The precision is part of
-    # jit's cache key, so each setting has an executable of its own.
-    scope = (
-        (lambda: jax.default_matmul_precision(precision)) if precision else contextlib.nullcontext
-    )
-
     def run():
-        with scope():
-            state[0], state[1], _ = step(state[0], state[1], *next(batches))
+        state[0], state[1], _ = step(state[0], state[1], *next(batches))
 
     return run, lambda: jax.block_until_ready(state), None
 

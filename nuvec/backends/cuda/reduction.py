@@ -2,7 +2,11 @@
 
 float16 / bfloat16 inputs are computed in float32 and rounded once (as on the CPU). Float
 results equal the CPU's up to the order of the additions (a tree on the GPU, NumPy's pairwise
-sums on the CPU); integer, bool, max/min and arg results are identical. cummax / cummin /
+sums on the CPU); integer, bool, max/min and arg results are identical. A float32 / float64 sum
+over the leading or the trailing axes of a C-contiguous array (a bias gradient, a row sum) is a
+product with a vector of ones through nuvec's cuBLAS handle: CuPy's reduction kernel reads
+such a column sum at a small fraction of the memory bandwidth (about 0.12 ms for 8192 x 512 on
+an H200), cuBLAS at nearly all of it, in full float32 arithmetic. cummax / cummin /
 logcumsumexp (and cumprod of bool) use a log-step scan (log2(n) passes of the op).
 """
 
@@ -13,12 +17,38 @@ import numpy as np
 
 from ...core import dtypes as dt
 from ...primitives.reduction import ArgReduce, LogSumExp, NumberOfElements, Reduce, Scan, Softmax
+from . import gemm
 from .runtime import computable, finish, gpu, is_half
 
 
 def _acc(d: dt.Dtype):
     """The CuPy dtype a result of nuvec dtype ``d`` is accumulated in."""
     return np.float32 if is_half(d) else d.np
+
+
+def _sum(x, axes: tuple, acc, keepdims: bool):
+    """``cp.sum(x, axes, acc, keepdims)``; over a leading or trailing block of axes of a
+    C-contiguous float32 / float64 ``x`` (``acc`` its own dtype), as a product with ones."""
+    axes = tuple(sorted(a % x.ndim for a in axes)) if x.ndim else ()
+    k = len(axes)
+    if (
+        0 < k < x.ndim
+        and x.dtype == acc
+        and x.dtype.type in (np.float32, np.float64)
+        and x.flags.c_contiguous
+        and x.size > 0
+        and (axes == tuple(range(k)) or axes == tuple(range(x.ndim - k, x.ndim)))
+    ):
+        lead = axes[0] == 0
+        kept = [d for i, d in enumerate(x.shape) if i not in axes]
+        n = x.size // int(np.prod(kept))
+        flat = x.reshape((n, -1) if lead else (-1, n))
+        ones = cp.ones((1, n) if lead else (n, 1), x.dtype)
+        r = gemm.matmul(ones, flat) if lead else gemm.matmul(flat, ones)
+        if r is not None:
+            shape = [1 if i in axes else d for i, d in enumerate(x.shape)] if keepdims else kept
+            return r.reshape(shape)
+    return cp.sum(x, axis=axes, dtype=acc, keepdims=keepdims)
 
 
 @gpu(NumberOfElements)
@@ -34,7 +64,7 @@ def _reduce(prim, ins, node):
     if op == "sum":
         if x.dtype == np.bool_ and out.kind != "b":
             x = x.astype(_acc(out))
-        r = cp.sum(x, axis=axes, dtype=_acc(out), keepdims=kd)
+        r = _sum(x, axes, np.dtype(_acc(out)), kd)
     elif op == "prod":
         if x.dtype == np.bool_ and out == dt.bool_:
             r = cp.all(x, axis=axes, keepdims=kd)
@@ -73,7 +103,7 @@ def _softmax(prim, ins, node):
         return [cp.empty(node._shape, x.dtype if not is_half(node._dtype) else np.uint16)]
     m = cp.amax(x, axis=prim.axes, keepdims=True)
     e = cp.exp(x - m)
-    e /= cp.sum(e, axis=prim.axes, keepdims=True)
+    e /= _sum(e, prim.axes, e.dtype, True)
     return [finish(cp.reshape(e, node._shape), node._dtype)]
 
 
@@ -87,7 +117,8 @@ def _logsumexp(prim, ins, node):
         return [finish(cp.empty(node._shape, _acc(node._dtype)), node._dtype)]
     m = cp.amax(x, axis=axes, keepdims=True)
     m = cp.where(cp.isfinite(m), m, 0).astype(x.dtype, copy=False)
-    s = cp.sum(cp.exp(x - m), axis=axes, keepdims=True)
+    e = cp.exp(x - m)
+    s = _sum(e, axes, e.dtype, True)
     r = cp.log(s) + m
     return [finish(cp.reshape(r, node._shape), node._dtype)]
 
