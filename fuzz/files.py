@@ -5,7 +5,8 @@ functions (``nv.export_function``) are made, then cut short, bit-flipped, or giv
 headers (huge lengths, counts, shapes and offsets in their own fields; for an exported
 function also any value of its graph document), and loaded with ``nv.load`` (or
 ``nv.import_function``) in a worker process whose address space is capped. Each load must
-succeed or raise ValueError / OSError naming the file; its peak of traced allocations (NumPy
+succeed or raise ValueError / OSError naming the file (RuntimeError for a .npy file whose
+data is missing: it is read when evaluated, as MLX reads it); its peak of traced allocations (NumPy
 reports its buffers to tracemalloc) must stay within twice the bytes the file holds (for a
 compressed .npz, the bytes its members actually inflate to) plus a fixed 256 KiB; the worker
 must never die. A crashing input is kept under ``--keep``.
@@ -316,8 +317,12 @@ def _worker(args) -> None:
         base = tracemalloc.get_traced_memory()[0]
         outcome = "loaded"
         try:
-            got = nv.import_function(str(path)) if fmt == "nvfn" else nv.load(str(path))
-        except (ValueError, OSError) as e:
+            if fmt == "nvfn":
+                got = nv.import_function(str(path))
+            else:  # evaluated too: a .npy file's data is read then (MLX's lazy load)
+                got = nv.load(str(path))
+                nv.eval(got)
+        except (ValueError, OSError, RuntimeError) as e:
             outcome = "clean_errors" if str(path) in str(e) else "bad_errors"
             if outcome == "bad_errors":
                 bad.append(f"{fmt} {kind}: {type(e).__name__}: {str(e)[:200]}")

@@ -268,3 +268,56 @@ def test_gguf_quantized_tensors_load_as_mlx_triplets(tmp_path, qtype):
     groups = np.repeat(np.arange(cols // 32), 32)
     deq = vals * s.astype(np.float32)[:, groups] + b.astype(np.float32)[:, groups]
     np.testing.assert_array_equal(deq, want.reshape(rows, cols))
+
+
+def test_npy_data_is_read_when_evaluated_into_a_cache_buffer(tmp_path):
+    """MLX's lazy load: the header is read by ``load``, the data at evaluation, whole, into a
+    buffer of the CPU cache (active memory counts it; an element-wise op on a loaded array
+    that nothing else holds writes over it, so a load and a load times a scalar peak alike)."""
+    from nuvec.backends.cpu import memory
+
+    path = str(tmp_path / "d.npy")
+    np.save(path, np.arange(4096, dtype=np.float32))
+    x = nv.load(path)
+    assert x.primitive is not None and x.shape == (4096,) and x.dtype == nv.float32
+    before = memory.get_active_memory()
+    nv.eval(x)
+    assert memory.get_active_memory() >= before + 4096 * 4
+    np.testing.assert_array_equal(np.array(x), np.arange(4096, dtype=np.float32))
+    del x
+    scale = nv.array(2.0)
+    memory.reset_peak_memory()
+    y = nv.load(path)
+    nv.eval(y)
+    load_only = memory.get_peak_memory()
+    y = nv.load(path) * scale
+    nv.eval(y)
+    assert memory.get_peak_memory() == load_only
+    np.testing.assert_array_equal(np.array(y), 2 * np.arange(4096, dtype=np.float32))
+
+
+@pytest.mark.parametrize("when", ["before load", "after load"])
+def test_npy_data_missing_at_evaluation_is_a_runtime_error(tmp_path, when):
+    """A file truncated before or after ``load`` (MLX's RuntimeError at evaluation), never a
+    partly read array; the stream that loaded it and the one reading it may differ."""
+    path = str(tmp_path / "t.npy")
+    np.save(path, np.arange(16, dtype=np.float32))
+    size = os.path.getsize(path)
+    if when == "before load":
+        os.truncate(path, size - 8)
+    out = nv.add(nv.load(path, stream=nv.new_stream(nv.cpu)), 1.0, stream=nv.new_stream(nv.cpu))
+    if when == "after load":
+        os.truncate(path, size - 8)
+    with pytest.raises(RuntimeError, match=r"t\.npy.*truncated"):
+        nv.eval(out)
+
+
+def test_npy_renamed_over_after_load_reads_the_file_loaded(tmp_path):
+    """The loaded file stays open until the data is read: nuvec's writers rename a new file
+    over the path, and the array still reads the file ``load`` opened."""
+    path = str(tmp_path / "r.npy")
+    nv.save(path, nv.arange(8))
+    x = nv.load(path)
+    nv.save(path, nv.arange(8) * 10)
+    assert x.tolist() == list(range(8))
+    assert nv.load(path).tolist() == [10 * i for i in range(8)]

@@ -6,12 +6,16 @@ Each takes a path or an open binary file object. A path is written through a tem
 beside it, synced to disk and renamed into place, so an error or a crash never leaves a
 half-written file under the name. Readers trust nothing in a file: every declared length,
 count and offset is checked against the bytes present before anything is allocated, and a
-damaged file raises ValueError naming the file and what is wrong. Arrays loaded from a path
-are views of a private memory map of it (nothing is read until used, and a large checkpoint
-is not held twice); the file must not be truncated in place while they are alive.
+damaged file raises ValueError naming the file and what is wrong. A ``.npy`` file loaded from
+a path on the CPU is read as MLX reads it: its header at once, its data when the array is
+evaluated, into a buffer of the CPU cache (``lazy.py``; data the file lacks then is a
+RuntimeError naming the file, raised before anything is allocated). The other formats' arrays
+loaded from a path are views of a private memory map of it (nothing is read until used, and a
+large checkpoint is not held twice); the file must not be truncated in place while they are
+alive.
 
 One module per format: ``npy.py``, ``npz.py``, ``safetensors.py``, ``gguf.py``; ``_source.py``
-holds the bounded reads and the atomic writes.
+holds the bounded reads and the atomic writes, ``lazy.py`` the read made at evaluation.
 
 >>> import nuvec as nv, tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "w.safetensors")
@@ -32,6 +36,7 @@ from ..core.device import resolve_stream
 from ..core.dtypes import from_numpy
 from . import gguf, npy, npz, safetensors
 from ._source import Source, is_path, write_file
+from .lazy import FileData
 
 __all__ = [
     "save",
@@ -257,6 +262,12 @@ def load(
     s = resolve_stream(stream)
     src = Source.open(file, what)
     if format == "npy":
+        if src.opened is not None and s.device.type.value == "cpu":
+            # a path on the CPU: read when evaluated, as MLX reads (the header now)
+            at, dtype, shape, fortran = npy.header(src)
+            if not fortran and dtype.isnative:
+                prim = FileData(src.opened, at, dtype, shape, src.label, what)
+                return Array.make(prim, [], s)
         return _wrap(npy.read(src), s)
     if format == "npz":
         return {k: _wrap(v, s) for k, v in npz.read(src, file).items()}

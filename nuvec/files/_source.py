@@ -14,6 +14,7 @@ from __future__ import annotations
 import mmap
 import os
 import threading
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +34,7 @@ class Source:
     def __init__(self, label: str, what: str, size: int, mapped=None, fileobj=None, base: int = 0):
         self.label, self.what, self.size = label, what, size
         self._map, self._file, self._base = mapped, fileobj, base
+        self.opened: Any = None  # a path's own open file
 
     @staticmethod
     def open(file, what: str) -> "Source":
@@ -40,10 +42,16 @@ class Source:
             path = os.fspath(file)
             if not os.path.exists(path):
                 raise FileNotFoundError(f"{what}: no such file {path!r}")
-            with open(path, "rb") as f:
+            f = open(path, "rb")
+            try:
                 size = os.fstat(f.fileno()).st_size
                 m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY) if size else None
-            return Source(path, what, size, mapped=m)
+            except BaseException:
+                f.close()
+                raise
+            src = Source(path, what, size, mapped=m)
+            src.opened = f  # what a lazy read (``lazy.FileData``) reads from later
+            return src
         return Source.of_fileobj(file, what)
 
     @staticmethod

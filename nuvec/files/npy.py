@@ -89,9 +89,9 @@ def descr_dtype(descr, src: Source) -> np.dtype:
     return dt
 
 
-def read(src: Source, start: int = 0, end: int | None = None) -> np.ndarray:
-    """The array stored at ``[start, end)`` of ``src`` (the whole source by default), in the
-    machine's byte order and C order."""
+def header(src: Source, start: int = 0, end: int | None = None) -> tuple:
+    """(where the data starts, dtype, shape, fortran_order) of the array stored at
+    ``[start, end)`` of ``src``; the data itself is not checked to be there."""
     end = src.size if end is None else end
     if end - start < 10:
         raise src.error(f"{end - start} bytes are too few for a .npy file: truncated")
@@ -100,7 +100,14 @@ def read(src: Source, start: int = 0, end: int | None = None) -> np.ndarray:
     if start + hstart + n > end:
         raise src.error(f"the header ({n} bytes) extends past the end of the data: truncated")
     dtype, shape, fortran = parse_header(src.take(start + hstart, n), encoding, src)
-    data_at = start + hstart + n
+    return start + hstart + n, dtype, shape, fortran
+
+
+def read(src: Source, start: int = 0, end: int | None = None) -> np.ndarray:
+    """The array stored at ``[start, end)`` of ``src`` (the whole source by default), in the
+    machine's byte order and C order."""
+    end = src.size if end is None else end
+    data_at, dtype, shape, fortran = header(src, start, end)
     count = 1
     for d in shape:
         count *= d
