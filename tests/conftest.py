@@ -102,14 +102,14 @@ def _devices(value: str) -> list[str]:
 
 @contextlib.contextmanager
 def default_device(device: nv.Device):
-    """Makes ``device`` the default device for the enclosed code, with a copy of the global
-    random key made on it (compiled stateful steps thread the key: it must live where they
-    run); both are put back afterwards. Nothing changes where ``device`` is the default."""
-    prev = nv.default_device()
-    if device == prev:
+    """Makes ``device`` the default device for the enclosed code, with the global random key
+    on it (compiled stateful steps thread the key: it must live where they run; a draw leaves
+    its successor on the draw's stream); both are put back afterwards. Nothing changes where
+    both are on ``device`` already."""
+    prev, key = nv.default_device(), nv.random.state[0]
+    if device == prev and key.stream.device == device:
         yield
         return
-    key = nv.random.state[0]
     nv.set_default_device(device)
     nv.random.state[0] = nv.array(np.asarray(key))
     try:
@@ -144,7 +144,10 @@ def off_axis(path: Path) -> str | None:
 
 
 def _cpu_only(node, fixturenames) -> bool:
-    return node.get_closest_marker("cpu_only") is not None or "cpu_device" in fixturenames
+    mark = node.get_closest_marker("cpu_only")
+    if mark is not None and not (mark.args or mark.kwargs.get("reason")):
+        raise pytest.UsageError(f"{node.nodeid}: cpu_only needs a reason, cpu_only('...')")
+    return mark is not None or "cpu_device" in fixturenames
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
