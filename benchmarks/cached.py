@@ -3,11 +3,16 @@
     python -m benchmarks.cached                 # 64K, 1M, 4M and 16M float32 elements
     python -m benchmarks.cached --quick         # 64K, 1M, 4M; fewer samples
     python -m benchmarks.cached --libs numpy,nuvec --threads 1 --json out.json
+    python -m benchmarks.cached --peer-path /opt/torchenv/lib/python3.11/site-packages
 
 At these sizes the arrays stay in the caches and the math decides, not the memory system. Cases:
 single ops (tanh, exp, erf, sigmoid, x * 2.5) and benchmarks.workloads' chains (gelu_erf,
-gelu_tanh, swiglu, chain10). NumPy runs eagerly, jax as jax.jit, nuvec both eagerly (``nuvec``:
-the prebuilt single-op kernels, one per op) and as nv.compile (one fused kernel per chain). Each
+gelu_tanh, swiglu, chain10). NumPy runs eagerly, jax as jax.jit, torch as torch.compile
+(inductor; it compiles each case and size anew, so its worker takes minutes), nuvec both eagerly
+(``nuvec``: the prebuilt single-op kernels, one per op) and as nv.compile (one fused kernel per
+chain). A peer installed outside this Python's site-packages is found through ``--peer-path``
+(folders put on the workers' PYTHONPATH, after the repository); a peer that cannot be imported
+is reported as not available. Each
 (library, threads) pair runs in its own process (benchmarks.runner's environment: thread
 limits, caches in a temporary folder), all in one run, so the ratios compare like with like.
 The load average before and after the run is printed with the figures: on a shared machine it
@@ -34,7 +39,7 @@ TIMING = {
     "full": dict(samples=7, warmup=2, min_sample_s=0.02, budget_s=1.0),
     "quick": dict(samples=3, warmup=1, min_sample_s=0.01, budget_s=0.3),
 }
-DEFAULT_LIBS = ("numpy", "jax", "nuvec")
+DEFAULT_LIBS = ("numpy", "jax", "torch", "nuvec")
 
 
 def scale(F: Any, x: Any) -> Any:
@@ -43,7 +48,7 @@ def scale(F: Any, x: Any) -> Any:
 
 
 def _variants(adapter: Any) -> list[str]:
-    """NumPy eagerly; jax compiled; nuvec both (its eager ops are prebuilt kernels)."""
+    """NumPy eagerly; jax and torch compiled; nuvec both (its eager ops are prebuilt kernels)."""
     if adapter.name == "nuvec":
         return [adapter.eager, adapter.compiled]
     return [adapter.compiled] if adapter.compiled else [adapter.eager]
@@ -82,7 +87,9 @@ def worker(lib: str, sizes: list[int], mode: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _run_worker(lib: str, threads: int, sizes: list[int], mode: str) -> list[dict[str, Any]]:
+def _run_worker(
+    lib: str, threads: int, sizes: list[int], mode: str, peer_path: list[str] | None = None
+) -> list[dict[str, Any]]:
     from .runner import Settings, worker_env
 
     with tempfile.TemporaryDirectory(prefix="nvbench-cached-") as tmp:
@@ -95,9 +102,14 @@ def _run_worker(lib: str, threads: int, sizes: list[int], mode: str) -> list[dic
             scratch=Path(tmp),
         )
         env = worker_env(settings, Path(tmp))
+        if peer_path:
+            env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], *peer_path])
         cmd = [sys.executable, "-m", "benchmarks.cached", "--worker", lib, "--mode", mode]
         cmd += ["--sizes", ",".join(map(str, sizes))]
-        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        try:
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+        except subprocess.TimeoutExpired:
+            return [{"status": "not available", "lib": lib, "why": "worker ran past 1800 s"}]
     if r.returncode != 0:
         why = (r.stderr or r.stdout).strip().splitlines()[-1:] or [f"exit {r.returncode}"]
         return [{"status": "not available", "lib": lib, "why": why[0][:200]}]
@@ -150,6 +162,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", default=None, help="comma-separated counts (default: 1 and all)")
     ap.add_argument("--sizes", default=None, help="comma-separated element counts")
     ap.add_argument("--json", default=None, help="write every row to this file")
+    ap.add_argument(
+        "--peer-path",
+        action="append",
+        default=[],
+        help="a folder with peers installed outside site-packages (repeatable)",
+    )
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--mode", default="full", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -165,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     for th in threads:
         for lib in a.libs.split(","):
             print(f"{lib}, {th} thread(s) ...", file=sys.stderr, flush=True)
-            rows += _run_worker(lib, th, sizes, mode)
+            rows += _run_worker(lib, th, sizes, mode, a.peer_path)
     after = os.getloadavg()
     print(table(rows))
     print(
