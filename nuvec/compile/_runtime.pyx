@@ -202,7 +202,8 @@ cdef class CompiledFunction:
                 from .trace import miss
                 entry = miss(self, key, args, kwargs, leaves)   # inserts (and sets mru)
                 self.last_key = key
-                # the call that traced never waits for the C compiler: it runs unfused
+                # the call that traced never waits for the C compiler: fused steps whose
+                # kernels are still being built run their operations one by one
                 tape = entry.tape     # owned: see below
                 return entry.build(tape.call(leaves))
             self.mru = (key, entry)

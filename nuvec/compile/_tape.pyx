@@ -155,10 +155,9 @@ cdef class Tape:
         if not self.shapeless and draft is not None:
             for st in self.steps:
                 spec = getattr(st.prim, "spec", None)
-                # a fused kernel, or an unfused element-wise op (its implementation donates
-                # as one: the first call runs the unfused tape while the kernels build)
-                if (st.kernel is not None and spec is not None) or (
-                        st.kernel is None and st.prim.elementwise and spec is None):
+                # a fused kernel (built, or still being built: its graph node donates as the
+                # kernel would), or an unfused element-wise op (its implementation donates)
+                if st.prim.elementwise:
                     for p in range(len(st.args)):
                         a = st.args[p]
                         # the tape's input slot i is the draft's value i

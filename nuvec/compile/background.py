@@ -1,11 +1,14 @@
 """Fused kernels built off the calling thread.
 
 A new trace whose fused kernels are not built yet (neither loaded nor in the disk cache)
-runs its first call on the unfused tape, which gives the same results bit for bit (single
-ops and fused groups come from one generator), and hands the C compiler's work to one worker
-thread; when the kernels are ready the entry's tape is swapped for the fused one. So the
-first call of a new function never waits for the C compiler; a later call of that signature
-waits for the kernels if they are still being built (then runs fused).
+gets its fused tape at once, and the C compiler's work goes to one worker thread. Until a
+kernel is loaded, its fused step runs its operations one by one through the prebuilt
+single-op kernels, which gives the same bits (single ops and fused groups come from one
+generator); a graph the first call leaves lazy holds the fused nodes all the same, and each
+runs fused or op by op, whichever is ready when it is evaluated. When the kernels are
+built, the entry's tape is swapped for one that calls them directly. So the first call of
+a new function never waits for the C compiler; a later call of that signature waits for
+the kernels if they are still being built (then runs fused).
 
     from nuvec.compile import set_background_kernels, wait_for_kernels
     set_background_kernels(False)     # build kernels in the call instead (tests, benchmarks)

@@ -60,7 +60,7 @@ class Context:
     origins: dict = field(default_factory=dict)  # shapeless: node id -> where the trace made it
     backend: Backend = field(init=False)
     draft: Draft = field(init=False)
-    #: the steps before the rewrites: the tape while fused kernels build, or if they cannot
+    #: the steps before the rewrites: the tape if fused kernels cannot be built
     unfused: list | None = None
     fused: list = field(default_factory=list)  # the fused steps
     deferred: bool = False  # their kernels are built on the worker thread
@@ -169,8 +169,11 @@ def schedule_pass(ctx: Context) -> None:
 
 
 def finalize_pass(ctx: Context) -> None:
+    # Deferred kernels: the tape is the fused one all the same. Its fused steps, whose kernels
+    # are not built yet, run their operations one by one (the CPU ``Compiled`` node), and a
+    # graph it leaves lazy (``Tape.call``) holds the fused nodes, as MLX's compiled calls do.
     ctx.plan = _out_plan(ctx.out_leaves, ctx.placeholders)
-    ctx.tape = make_tape(ctx, ctx.unfused if ctx.deferred else None)
+    ctx.tape = make_tape(ctx)
 
 
 #: (name, pass), in the order they run
@@ -210,20 +213,20 @@ def make_tape(ctx: Context, steps: list | None = None) -> Tape:
     return tape
 
 
-def build_deferred(ctx: Context) -> Tape | None:
+def build_deferred(ctx: Context) -> tuple[Tape, bool]:
     """(worker thread) Builds the kernels of the fused steps the passes deferred; returns
-    the fused tape, or None when they cannot be built (the unfused tape stays)."""
+    the fused tape and True, or, when they cannot be built, the unfused tape and False."""
     t = time.perf_counter()
     try:
         launchers = ctx.backend.prepare([f.prim.spec for f in ctx.fused], ctx.options)
     except KernelCompileError as e:
         warn_compiler(e, stacklevel=3)
-        return None
+        return make_tape(ctx, ctx.unfused), False
     finally:
         ctx.kernel_s += time.perf_counter() - t
     for f in ctx.fused:
         f.kernel = launchers.get(f.prim.spec)
-    return make_tape(ctx)
+    return make_tape(ctx), True
 
 
 def warn_compiler(e: KernelCompileError, stacklevel: int) -> None:

@@ -173,12 +173,12 @@ def make_entry(
 
 
 def _install_fused(cf, entry: Entry, ctx: passes.Context) -> None:
-    """(worker thread) Builds the fused kernels, then swaps the entry to the fused tape."""
+    """(worker thread) Builds the fused kernels, then swaps the entry's tape for the one
+    that calls them (or, if they cannot be built, for the unfused tape)."""
     try:
-        tape = passes.build_deferred(ctx)
-        if tape is None:
-            return
-        entry.info["fused"] = ctx.fused
+        tape, built = passes.build_deferred(ctx)
+        if built:
+            entry.info["fused"] = ctx.fused
         # One attribute store: a call sees the old tape or the new. A call still replaying
         # the old one owns a reference to it (CompiledFunction.__call__, Tape.run), so
         # dropping the entry's reference here cannot free it mid-call.
@@ -186,7 +186,7 @@ def _install_fused(cf, entry: Entry, ctx: passes.Context) -> None:
         st = cf.statistics
         timings = dict(st.timings)
         timings["kernel_compile_s"] = timings.get("kernel_compile_s", 0.0) + ctx.kernel_s
-        timings.update(steps=len(tape.steps), fused_kernels=len(ctx.fused))
+        timings.update(steps=len(tape.steps), fused_kernels=len(ctx.fused) if built else 0)
         st.timings = timings
     finally:
         ev = entry.ready

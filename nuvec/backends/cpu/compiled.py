@@ -11,7 +11,10 @@ on a failure it raises ``KernelCompileError`` with the compiler's message.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...codegen import generator
+from ...codegen.ir import KernelSpec
 from ...core._graph import lone_input
 from ...primitives.compiled import Compiled
 from ..registry import register
@@ -113,11 +116,52 @@ def _donation_pairs(spec) -> tuple:
     return pairs
 
 
+def _literal(dtype: str, bits: int) -> np.ndarray:
+    """The 0-d array of a kernel constant (``KernelSpec.constants``: dtype, raw bits)."""
+    d = kernels._np_dtypes((dtype,))[0]
+    return np.frombuffer(int(bits).to_bytes(d.itemsize, "little"), dtype=d).reshape(())
+
+
+def run_unfused(spec, ins: list, shape: tuple, outs: list | None = None) -> list:
+    """The outputs of ``spec`` computed node by node, each node by its single-op kernel (the
+    prebuilt ones: no C compiler), each rounded to its dtype as the fused kernel rounds it,
+    so the bits are the fused kernel's. ``outs``: as ``Kernel.__call__``; an output may be
+    written over an input only where the fused kernel may (``_donation_pairs``): that input's
+    one reader comes at or before the output's node, so nothing reads it afterwards."""
+    vals: list = []
+    want = {}
+    for o, j in enumerate(spec.outputs):
+        if outs is not None and outs[o] is not None:
+            want.setdefault(j, outs[o])
+    for j, n in enumerate(spec.nodes):
+        args = []
+        for kind, i in n.args:
+            if kind == "in":
+                args.append(ins[i])
+            elif kind == "node":
+                args.append(vals[i])
+            else:
+                args.append(_literal(*spec.constants[i]))
+        single = KernelSpec.single(n.op, tuple(spec.arg_dtype(a) for a in n.args), n.dtype)
+        into = want.get(j)
+        vals.append(kernels.run(single, args, shape, None if into is None else [into])[0])
+    res = []
+    seen: set = set()
+    for j in spec.outputs:
+        v = vals[j]
+        res.append(v.copy() if id(v) in seen else v)  # two outputs never share a buffer
+        seen.add(id(v))
+    return res
+
+
 @register(Compiled)
 def _compiled(prim, ins, node):
     # A fused node of a graph (a compiled call left lazy, see Tape.call) writes an output
     # into an input's buffer when only this node refers to that input, as MLX donates: the
     # caller's arrays are never written, since any reference it keeps refuses the donation.
+    # Its kernel may still be being built (a trace's first call, ``compile/background.py``):
+    # then the node runs its operations one by one, which gives the same bits and never
+    # waits for the C compiler.
     spec = prim.spec
     shape = node._shape
     outs = None
@@ -130,4 +174,6 @@ def _compiled(prim, ins, node):
                 outs = [None] * len(spec.outputs)
             outs[o] = d
             d = None
+    if spec not in kernels._kernels:
+        return run_unfused(spec, ins, shape, outs)
     return kernels.run(spec, ins, shape, outs)
