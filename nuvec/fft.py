@@ -29,7 +29,7 @@ from .core.array import Array
 from .core.device import resolve_stream, stream as _stream_ctx
 from .primitives.fft import FFT
 from . import ops
-from .ops._common import as_array
+from .ops._common import as_array, normalize_axes, normalize_axis
 from .ops.creation import array
 
 _NORMS = ("backward", "ortho", "forward")
@@ -88,14 +88,7 @@ def _transform(a, n, axes, real: bool, inverse: bool, norm: str, stream, name: s
         raise ValueError(f"{name}: {len(n)} sizes for {len(axes)} axes")
     if not axes:
         return a
-    for ax in axes:
-        if not -a.ndim <= ax < a.ndim:
-            raise ValueError(
-                f"{name}: axis {ax} is out of bounds for an array of dimension {a.ndim}"
-            )
-    axes = [ax % a.ndim for ax in axes]
-    if len(set(axes)) != len(axes):
-        raise ValueError(f"{name}: repeated axis in {axes}")
+    axes = list(normalize_axes(axes, a.ndim, name))
     if n is None:
         n = [a.shape[ax] for ax in axes]
         if real and inverse:
@@ -364,15 +357,9 @@ def _shift(a, axes, inverse: bool, stream, name: str) -> Array:
     axes = _int_list(axes, name, "axes")
     if not axes:
         return a
-    shifts = []
-    for ax in axes:
-        if not -a.ndim <= ax < a.ndim:
-            raise ValueError(
-                f"{name}: axis {ax} is out of bounds for an array of dimension {a.ndim}"
-            )
-        half = a.shape[ax] // 2
-        shifts.append(-half if inverse else half)
-    return ops.roll(a, shifts, [ax % a.ndim for ax in axes], stream=stream)
+    axes = [normalize_axis(ax, a.ndim, name) for ax in axes]
+    shifts = [-(a.shape[ax] // 2) if inverse else a.shape[ax] // 2 for ax in axes]
+    return ops.roll(a, shifts, axes, stream=stream)
 
 
 def fftshift(a, axes: int | Sequence[int] | None = None, *, stream=None) -> Array:

@@ -33,7 +33,7 @@ from .core.array import Array
 from .core.device import resolve_stream, stream as _stream_ctx
 from .primitives.linalg import LUF, QRF, SVD, Cholesky, Eig, Eigh, Inverse, _apply
 from . import ops
-from .ops._common import as_array, operands
+from .ops._common import as_array, normalize_axes, normalize_axis, operands
 from .ops.creation import array
 
 __all__ = [
@@ -186,13 +186,7 @@ def norm(
                 f"norm: axis must be None, an int or a sequence of ints, got {type(axis).__name__}"
             ) from None
     if axes is not None:
-        for ax in axes:
-            if not -a.ndim <= ax < a.ndim:
-                raise ValueError(
-                    f"norm: axis {ax} is out of bounds for an array of dimension {a.ndim}"
-                )
-        if len({ax % a.ndim for ax in axes}) != len(axes):
-            raise ValueError(f"norm: repeated axis in {axes}")
+        normalize_axes(axes, a.ndim, "norm")
     with _on(stream):
         if ord is None:
             if axes is None:
@@ -511,10 +505,7 @@ def cross(a, b, axis: int = -1, *, stream=None) -> Array:
     if not isinstance(axis, numbers.Integral) or isinstance(axis, bool):
         raise TypeError(f"cross: axis must be an int, got {type(axis).__name__}")
     for x in (a, b):
-        if not -x.ndim <= axis < x.ndim:
-            raise ValueError(
-                f"cross: axis {axis} is out of bounds for an array of dimension {x.ndim}"
-            )
+        normalize_axis(axis, x.ndim, "cross")
         if x.shape[axis] not in (2, 3):
             raise ValueError(f"cross: the axis must have size 2 or 3, got {x.shape[axis]}")
     with _on(stream):

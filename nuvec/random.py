@@ -27,7 +27,7 @@ from . import ops
 from .core import dtypes as dt
 from .core.array import Array
 from .core.device import resolve_stream
-from .ops._common import as_array, shape_arg
+from .ops._common import as_array, normalize_axis, shape_arg
 from .ops.creation import array
 from .primitives.random import WIDTH_DTYPES, RandomBits
 from .core.evaluate import eval as _eval
@@ -373,9 +373,7 @@ def categorical(
     nd = logits.ndim
     if nd == 0:
         raise ValueError("categorical: logits must have at least one dimension")
-    if not -nd <= axis < nd:
-        raise ValueError(f"categorical: axis {axis} is out of bounds for logits of dimension {nd}")
-    lg = ops.moveaxis(logits, axis % nd, -1)
+    lg = ops.moveaxis(logits, normalize_axis(axis, nd, "categorical"), -1)
     batch, k = lg.shape[:-1], lg.shape[-1]
     if lg.dtype.kind != "f":
         lg = ops.astype(lg, dt.float32)
@@ -410,9 +408,7 @@ def permutation(x, axis: int = 0, key: Array | None = None, *, stream=None) -> A
     x = as_array(x, "permutation")
     if x.ndim == 0:
         raise ValueError("permutation: x must be an int or an array with at least one dimension")
-    if not -x.ndim <= axis < x.ndim:
-        raise ValueError(f"permutation: axis {axis} is out of bounds for dimension {x.ndim}")
-    n = x.shape[axis]
+    n = x.shape[normalize_axis(axis, x.ndim, "permutation")]
     order = ops.argsort(_bits((n,), 4, key, "permutation", stream), axis=0)
     return ops.take(x, order, axis=axis)
 

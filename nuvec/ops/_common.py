@@ -122,22 +122,32 @@ def operands(a, b, name: str) -> tuple[Array, Array]:
     return a, b
 
 
-def normalize_axis(axis, ndim: int, name: str, *, scalar: bool = False) -> int:
+def normalize_axis(axis, ndim: int, name: str, *, scalar: bool = False, what: str = "axis") -> int:
     """``axis`` as an index in ``[0, ndim)``, a negative one counting from the end: the one
-    axis check of the operations.
+    axis check of nuvec's functions.
 
     A TypeError naming ``name`` unless ``axis`` is an integer (a Python or NumPy int; a bool
     is refused), a ValueError when it is out of bounds. ``scalar``: a 0-d array takes axis 0
-    (the operations that treat it as one element)."""
+    (the operations that treat it as one element). ``what`` names the argument in the
+    messages (vmap's "input axis")."""
     if isinstance(axis, bool):
-        raise TypeError(f"{name}: axis must be an int, got bool")
+        raise TypeError(f"{name}: {what} must be an int, got bool")
     try:
         ax = operator.index(axis)
     except TypeError:
-        raise TypeError(f"{name}: axis must be an int, got {type(axis).__name__}") from None
+        raise TypeError(f"{name}: {what} must be an int, got {type(axis).__name__}") from None
     if not -ndim <= ax < (max(ndim, 1) if scalar else ndim):
-        raise ValueError(f"{name}: axis {ax} is out of bounds for an array of dimension {ndim}")
+        raise ValueError(f"{name}: {what} {ax} is out of bounds for an array of dimension {ndim}")
     return ax % ndim if ndim else 0
+
+
+def normalize_axes(axes: Sequence, ndim: int, name: str) -> tuple[int, ...]:
+    """Each of ``axes`` through ``normalize_axis``, in the given order; a ValueError naming
+    ``name`` when two of them are the same axis."""
+    out = tuple(normalize_axis(a, ndim, name) for a in axes)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name}: repeated axis in {tuple(axes)}")
+    return out
 
 
 _DIM_MAX = 2**31 - 1  # MLX's shapes are 32-bit

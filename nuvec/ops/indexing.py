@@ -34,6 +34,7 @@ from ..core import dtypes as dt
 from ..core import shapeless
 from ..core.array import Array
 from ..core.device import resolve_stream
+from ..primitives._common import inverse_permutation
 from ..primitives.indexing import Gather, GatherAxis, IndexOutOfBounds, Scatter, ScatterAxis
 from ..primitives.shape import (
     ExpandDims,
@@ -455,11 +456,8 @@ def _update(a: Array, index, value, mode: str, name: str, stream) -> Array:
     upd = _fit(value, final, name, stream)
     # undo the placement: drop the None axes, then the transpose
     gathered = idx[0]._shape + tuple(v._shape[ax] for ax in range(v.ndim) if ax not in axes)
-    inv = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inv[p] = i
     upd = reshape(upd, tuple(gathered[p] for p in perm), stream=stream)
-    upd = transpose(upd, tuple(inv), stream=stream)
+    upd = transpose(upd, inverse_permutation(perm), stream=stream)
     out = Array.make(Scatter(axes, mode), [v, upd] + idx, st)
     if v is a:
         return out

@@ -23,7 +23,7 @@ from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives.reduction import ArgReduce, LogSumExp, NumberOfElements, Reduce, Scan, Softmax
-from ._common import as_array, normalize_axis
+from ._common import as_array, normalize_axes, normalize_axis
 from .elementwise import (
     astype,
     conjugate,
@@ -54,10 +54,7 @@ def reduction_axes(axis: Axis, ndim: int, name: str) -> tuple[int, ...]:
         raise TypeError(
             f"{name}: axis must be an int, a sequence of ints or None, got {type(axis).__name__}"
         ) from None
-    axes = [normalize_axis(a, ndim, name) for a in items]
-    if len(set(axes)) != len(axes):
-        raise ValueError(f"{name}: repeated axis in {tuple(items)}")
-    return tuple(sorted(axes))
+    return tuple(sorted(normalize_axes(items, ndim, name)))
 
 
 def sum_dtype(d: dt.Dtype) -> dt.Dtype:

@@ -39,7 +39,16 @@ from ..primitives.shape import (
     broadcast_shape,
     reshape_shape,
 )
-from ._common import SCALARS, as_array, constant, dim_arg, normalize_axis, shape_arg, weak_dtype
+from ._common import (
+    SCALARS,
+    as_array,
+    constant,
+    dim_arg,
+    normalize_axes,
+    normalize_axis,
+    shape_arg,
+    weak_dtype,
+)
 
 
 # -- helpers -----------------------------------------------------------------------------
@@ -62,11 +71,7 @@ def int_items(v, name: str, what: str) -> tuple:
 
 def norm_axes(axes, ndim: int, name: str) -> tuple[int, ...]:
     """A sequence (or one int) of distinct axes, normalised."""
-    axes = int_items(axes, name, "axis")
-    out = tuple(normalize_axis(a, ndim, name) for a in axes)
-    if len(set(out)) != len(out):
-        raise ValueError(f"{name}: repeated axis in {tuple(axes)}")
-    return out
+    return normalize_axes(int_items(axes, name, "axis"), ndim, name)
 
 
 def _shape_arg(shape, name: str) -> list[int]:

@@ -26,6 +26,43 @@ def zeros(shape, dtype):
     return ops().zeros(shape, dtype)
 
 
+# -- axes -----------------------------------------------------------------------------------
+
+
+def check_axes(name: str, axes, ndim: int) -> None:
+    """A primitive's stored axes (already normalised by the op that made it) against its
+    input's ``ndim``: a ValueError naming ``name`` for one outside ``[0, ndim)``."""
+    for ax in axes:
+        if not 0 <= ax < ndim:
+            raise ValueError(f"{name}: axis {ax} is out of bounds for an array of dimension {ndim}")
+
+
+def batched_axis(axis: int, b: int) -> int:
+    """An unbatched input's ``axis`` as an axis of the input with a batch axis inserted at
+    ``b`` (a vmap rule's parameter)."""
+    return axis + 1 if axis >= b else axis
+
+
+def batched_axes(axes, b: int) -> tuple:
+    """``batched_axis`` of each of ``axes``."""
+    return tuple(a + 1 if a >= b else a for a in axes)
+
+
+def inverse_permutation(perm) -> tuple:
+    """The permutation that undoes the transpose by ``perm``."""
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return tuple(inv)
+
+
+def arange_along(n: int, axis: int, ndim: int):
+    """``arange(n)`` (int32) laid along ``axis`` of an ``ndim``-dimensional shape of ones."""
+    shape = [1] * ndim
+    shape[axis] = n
+    return ops().reshape(ops().arange(n), shape)
+
+
 def batch_front(x, ax, size):
     """``x`` with its batch axis first: moved there, or broadcast along a new one (None)."""
     o = ops()

@@ -19,7 +19,7 @@ from __future__ import annotations
 from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.primitive import Primitive
-from ._common import ops as _ops
+from ._common import arange_along, batched_axes, ops as _ops
 
 
 class FFT(Primitive):
@@ -67,9 +67,7 @@ class FFT(Primitive):
         """``inner`` at the frequencies of the last axis that stand for a mirrored pair too
         (all but the zero frequency and, for an even length, the Nyquist one), else ``outer``."""
         ops = _ops()
-        shape = [1] * ndim
-        shape[self.axes[-1]] = size
-        k = ops.reshape(ops.arange(size), shape)
+        k = arange_along(size, self.axes[-1], ndim)
         interior = ops.logical_and(ops.greater(k, 0), ops.less(k, size - 1 + odd))
         return ops.where(interior, inner, outer)
 
@@ -115,5 +113,6 @@ class FFT(Primitive):
 
     def vmap(self, inputs, axes):
         (x,), (b,) = inputs, axes
-        shifted = tuple(a + 1 if a >= b else a for a in self.axes)
-        return [Array.make(FFT(shifted, self.inverse, self.real, self.odd), [x])], [b]
+        return [
+            Array.make(FFT(batched_axes(self.axes, b), self.inverse, self.real, self.odd), [x])
+        ], [b]

@@ -21,7 +21,7 @@ from __future__ import annotations
 from ..core.array import Array
 from ..core.primitive import Primitive
 from ._common import batch_front as _batch_front, batch_size as _batch_size
-from ._common import ops as _ops, zeros as _zeros
+from ._common import batched_axes, ops as _ops, zeros as _zeros
 
 SCATTER_MODES = ("set", "add", "prod", "max", "min")
 
@@ -92,7 +92,7 @@ class Gather(Primitive):
         ax_a, ax_i = axes[0], axes[1:]
         if all(x is None for x in ax_i):
             # only the source is batched: its batch axis is one more untouched axis
-            new_axes = tuple(d + (d >= ax_a) for d in self.axes)
+            new_axes = batched_axes(self.axes, ax_a)
             taken = set(new_axes)
             before = sum(1 for d in range(ax_a) if d not in taken)
             out = Array.make(Gather(new_axes), [a] + idx)

@@ -23,7 +23,18 @@ from ..core import dtypes as dt
 from ..core import shapeless
 from ..core.array import Array
 from ..core.primitive import Primitive
-from ._common import Expanding, conj, lowers, ops as _ops, zeros as _zeros
+from ._common import (
+    Expanding,
+    arange_along,
+    batched_axes,
+    batched_axis,
+    check_axes,
+    conj,
+    inverse_permutation,
+    lowers,
+    ops as _ops,
+    zeros as _zeros,
+)
 from .shape import ExpandDims
 
 REDUCE_OPS = ("sum", "prod", "max", "min", "all", "any")
@@ -50,12 +61,6 @@ def reduced_shape(shape: tuple, axes: tuple, keepdims: bool) -> tuple:
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
-def _check_axes(name: str, axes: tuple, ndim: int) -> None:
-    for ax in axes:
-        if not 0 <= ax < ndim:
-            raise ValueError(f"{name}: axis {ax} is out of bounds for an array of dimension {ndim}")
-
-
 def _keep(y: Array, shape: tuple, axes: tuple, keepdims: bool) -> Array:
     """A reduction's result reshaped to the keepdims shape of an input of ``shape`` (under a
     shapeless trace with its axes inserted instead, which holds no traced size)."""
@@ -73,11 +78,6 @@ def _expand(y: Array, x: Array, axes: tuple, keepdims: bool) -> Array:
     if shapeless.relative(x) or shapeless.relative(y):
         return _ops().broadcast_arrays(kept, x)[0]
     return _ops().broadcast_to(kept, x._shape)
-
-
-def _batched_axes(axes: tuple, b: int) -> tuple:
-    """Unbatched axes as axes of the input with a batch axis inserted at ``b``."""
-    return tuple(a + 1 if a >= b else a for a in axes)
 
 
 # -- Reduce -------------------------------------------------------------------------------
@@ -111,7 +111,7 @@ class Reduce(Primitive):
 
     def infer(self, inputs):
         (x,) = inputs
-        _check_axes(self.op, self.axes, x.ndim)
+        check_axes(self.op, self.axes, x.ndim)
         if self.op in ("max", "min"):
             for ax in self.axes:
                 if x._shape[ax] == 0:
@@ -163,7 +163,7 @@ class Reduce(Primitive):
         (x,), (b,) = inputs, axes
         if b is None:
             return [Array.make(self, [x])], [None]
-        new = Reduce(self.op, _batched_axes(self.axes, b), self.keepdims, self.dtype)
+        new = Reduce(self.op, batched_axes(self.axes, b), self.keepdims, self.dtype)
         out_b = b if self.keepdims else b - sum(1 for a in self.axes if a < b)
         return [Array.make(new, [x])], [out_b]
 
@@ -199,10 +199,7 @@ def _prod_partials(x: Array, axes: tuple) -> Array:
     others = ops.multiply(
         ops.cumprod(flat, -1, inclusive=False), ops.cumprod(flat, -1, reverse=True, inclusive=False)
     )
-    inv = [0] * len(perm)
-    for k, p in enumerate(perm):
-        inv[p] = k
-    return ops.transpose(ops.reshape(others, xt._shape), inv)
+    return ops.transpose(ops.reshape(others, xt._shape), inverse_permutation(perm))
 
 
 # -- ArgReduce ----------------------------------------------------------------------------
@@ -232,7 +229,7 @@ class NumberOfElements(Primitive):
         return n if n > 0 else 0
 
     def infer(self, inputs):
-        _check_axes("number_of_elements", self.axes, inputs[0].ndim)
+        check_axes("number_of_elements", self.axes, inputs[0].ndim)
         return [((), self.dtype)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
@@ -275,7 +272,7 @@ class ArgReduce(Primitive):
 
     def infer(self, inputs):
         (x,) = inputs
-        _check_axes(self.op, (self.axis,), x.ndim)
+        check_axes(self.op, (self.axis,), x.ndim)
         if x._shape[self.axis] == 0:
             raise ValueError(
                 f"{self.op}: cannot reduce over axis {self.axis} of size 0 (shape {x._shape})"
@@ -293,7 +290,7 @@ class ArgReduce(Primitive):
         (x,), (b,) = inputs, axes
         if b is None:
             return [Array.make(self, [x])], [None]
-        ax = self.axis + 1 if self.axis >= b else self.axis
+        ax = batched_axis(self.axis, b)
         out_b = b if self.keepdims or self.axis >= b else b - 1
         return [Array.make(ArgReduce(self.op, ax, self.keepdims), [x])], [out_b]
 
@@ -318,7 +315,7 @@ class Softmax(Primitive):
 
     def infer(self, inputs):
         (x,) = inputs
-        _check_axes("softmax", self.axes, x.ndim)
+        check_axes("softmax", self.axes, x.ndim)
         if x._dtype.kind != "f":
             raise TypeError(f"softmax: expects a floating-point input, got {x._dtype.name}")
         return [(x._shape, x._dtype)]
@@ -333,7 +330,7 @@ class Softmax(Primitive):
         (x,), (b,) = inputs, axes
         if b is None:
             return [Array.make(self, [x])], [None]
-        return [Array.make(Softmax(_batched_axes(self.axes, b), self.precise), [x])], [b]
+        return [Array.make(Softmax(batched_axes(self.axes, b), self.precise), [x])], [b]
 
 
 def softmax_product(y: Array, g: Array, axes: tuple, scale: float = 1.0) -> Array:
@@ -445,7 +442,7 @@ class LogSumExp(Primitive):
 
     def infer(self, inputs):
         (x,) = inputs
-        _check_axes("logsumexp", self.axes, x.ndim)
+        check_axes("logsumexp", self.axes, x.ndim)
         if x._dtype.kind != "f":
             raise TypeError(f"logsumexp: expects a floating-point input, got {x._dtype.name}")
         return [(reduced_shape(x._shape, self.axes, self.keepdims), x._dtype)]
@@ -472,7 +469,7 @@ class LogSumExp(Primitive):
         if b is None:
             return [Array.make(self, [x])], [None]
         out_b = b if self.keepdims else b - sum(1 for a in self.axes if a < b)
-        return [Array.make(LogSumExp(_batched_axes(self.axes, b), self.keepdims), [x])], [out_b]
+        return [Array.make(LogSumExp(batched_axes(self.axes, b), self.keepdims), [x])], [out_b]
 
 
 # -- Scan ---------------------------------------------------------------------------------
@@ -511,7 +508,7 @@ class Scan(Primitive):
 
     def infer(self, inputs):
         (x,) = inputs
-        _check_axes(self.name, (self.axis,), x.ndim)
+        check_axes(self.name, (self.axis,), x.ndim)
         if self.op == "logaddexp" and x._dtype.kind != "f":
             raise TypeError(f"logcumsumexp: expects a floating-point input, got {x._dtype.name}")
         return [(x._shape, scan_dtype(self.op, x._dtype))]
@@ -563,7 +560,7 @@ class Scan(Primitive):
         (x,), (b,) = inputs, axes
         if b is None:
             return [Array.make(self, [x])], [None]
-        ax = self.axis + 1 if self.axis >= b else self.axis
+        ax = batched_axis(self.axis, b)
         return [Array.make(Scan(self.op, ax, self.reverse, self.inclusive), [x])], [b]
 
 
@@ -594,11 +591,7 @@ def take_along(x: Array, idx: Array, axis: int) -> Array:
 
 def _positions(x: Array, axis: int) -> Array:
     """0, 1, ... n-1 along ``axis`` (int32), broadcast to x's shape."""
-    ops = _ops()
-    n = x._shape[axis]
-    shape = [1] * x.ndim
-    shape[axis] = n
-    return ops.broadcast_to(ops.reshape(ops.arange(n), shape), x._shape)
+    return _ops().broadcast_to(arange_along(x._shape[axis], axis, x.ndim), x._shape)
 
 
 def _cumprod_parts(s: Scan, x: Array):

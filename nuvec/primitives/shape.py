@@ -16,7 +16,7 @@ from ..core import shapeless
 from ..core.array import Array
 from ..core.primitive import Primitive
 from ._common import batch_front as _batch_front, batch_size as _batch_size
-from ._common import ops as _ops, zeros as _zeros
+from ._common import batched_axes, inverse_permutation, ops as _ops, zeros as _zeros
 
 
 class _View(Primitive):
@@ -625,16 +625,13 @@ class Transpose(_View):
         return [(tuple(s[a] for a in self.axes), inputs[0]._dtype)]
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        inv = [0] * len(self.axes)
-        for i, a in enumerate(self.axes):
-            inv[a] = i
-        return [Array.make(Transpose(tuple(inv)), cotangents)]
+        return [Array.make(Transpose(inverse_permutation(self.axes)), cotangents)]
 
     def vmap(self, inputs, axes):
         (x,), (ax,) = inputs, axes
         if ax is None:
             return [Array.make(self, inputs)], [None]
-        perm = (ax,) + tuple(a + (a >= ax) for a in self.axes)
+        perm = (ax,) + batched_axes(self.axes, ax)
         return [Array.make(Transpose(perm), [x])], [0]
 
 

@@ -12,12 +12,7 @@ from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.primitive import Primitive
 from .reduction import take_along
-from ._common import ops as _ops
-
-
-def _check(name: str, x, axis: int) -> None:
-    if not 0 <= axis < x.ndim:
-        raise ValueError(f"{name}: axis {axis} is out of bounds for an array of dimension {x.ndim}")
+from ._common import batched_axis, check_axes, ops as _ops
 
 
 class _AlongAxis(Primitive):
@@ -35,7 +30,7 @@ class _AlongAxis(Primitive):
 
     def infer(self, inputs):
         (x,) = inputs
-        _check(self.name, x, self.axis)
+        check_axes(self.name, (self.axis,), x.ndim)
         return [(x._shape, dt.uint32 if self.out_index else x._dtype)]
 
     def _with_axis(self, axis: int) -> "_AlongAxis":
@@ -45,8 +40,7 @@ class _AlongAxis(Primitive):
         (x,), (b,) = inputs, axes
         if b is None:
             return [Array.make(self, [x])], [None]
-        ax = self.axis + 1 if self.axis >= b else self.axis
-        return [Array.make(self._with_axis(ax), [x])], [b]
+        return [Array.make(self._with_axis(batched_axis(self.axis, b)), [x])], [b]
 
     # permutation rules (Sort, Partition): the index primitive that gives the permutation
     def _perm(self, x: Array) -> Array:
@@ -108,7 +102,7 @@ class _Partitioned(_AlongAxis):
 
     def infer(self, inputs):
         (x,) = inputs
-        _check(self.name, x, self.axis)
+        check_axes(self.name, (self.axis,), x.ndim)
         n = x._shape[self.axis]
         if not 0 <= self.kth < n:
             raise ValueError(

@@ -15,7 +15,9 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+from .. import ops
 from ..core.array import Array, recording_rebinds
+from ..ops._common import normalize_axis
 from ..tree import broadcast_prefix, flatten, unflatten
 from ._trace import active_order, tracing
 
@@ -61,14 +63,6 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0) -> Callable:
     return wrapped
 
 
-def _norm(ax: int, ndim: int, what: str) -> int:
-    if not -ndim <= ax < ndim:
-        raise ValueError(
-            f"vmap: {what} axis {ax} is out of bounds for an array of dimension {ndim}"
-        )
-    return ax % ndim
-
-
 def _vmap_call(fun, in_axes, out_axes, args, kwargs):
     if isinstance(in_axes, (list, tuple)) and len(in_axes) != len(args):
         raise ValueError(f"vmap: in_axes has {len(in_axes)} entries for {len(args)} arguments")
@@ -80,7 +74,7 @@ def _vmap_call(fun, in_axes, out_axes, args, kwargs):
     for x, ax in zip(leaves, axes):
         if ax is None:
             continue
-        ax = _norm(ax, x.ndim, "input") if x.ndim else _no_axis(x)
+        ax = normalize_axis(ax, x.ndim, "vmap", what="input axis") if x.ndim else _no_axis(x)
         n = x.shape[ax]
         if size is None:
             size = n
@@ -155,8 +149,6 @@ def replay(outputs, placeholders, bound: dict) -> None:
 def _place(v: Array, ax, oax, size: int) -> Array:
     """``v`` with its batch axis ``ax`` moved to ``oax`` (broadcast along a new axis when it
     is unbatched)."""
-    from .. import ops
-
     if not isinstance(v, Array):
         if oax is None:
             return v
@@ -170,10 +162,10 @@ def _place(v: Array, ax, oax, size: int) -> Array:
         return v
     if ax is None:
         nd = v.ndim + 1
-        oax = _norm(oax, nd, "output")
+        oax = normalize_axis(oax, nd, "vmap", what="output axis")
         v = ops.expand_dims(v, oax)
         shape = list(v.shape)
         shape[oax] = size
         return ops.broadcast_to(v, tuple(shape))
-    oax = _norm(oax, v.ndim, "output")
+    oax = normalize_axis(oax, v.ndim, "vmap", what="output axis")
     return v if ax == oax else ops.moveaxis(v, ax, oax)
