@@ -137,6 +137,9 @@ class _Index:
                 entries.append(("array", _index_array(x, name)))
                 used += 1
                 has_array = True
+            elif hasattr(type(x), "__index__"):  # an integer-like object, as NumPy takes it
+                entries.append(("int", operator.index(x)))
+                used += 1
             else:
                 raise TypeError(f"{name}: cannot index with an object of type {type(x).__name__}")
         if n_ell > 1:

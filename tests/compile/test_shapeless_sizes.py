@@ -93,6 +93,9 @@ def _branch(x):
         lambda x: x + len(x),
         lambda x: [r for r in x][0],
         lambda x: x[: x.shape[0] // 2],
+        lambda x: x[x.shape[0] // 2 :, : x.shape[1] - 1],
+        lambda x: x[:: x.shape[0]],
+        lambda x: x[x.shape[0] - 1],
         lambda x: x + np.float32(x.shape[0]),
     ],
 )
