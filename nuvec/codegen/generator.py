@@ -156,6 +156,8 @@ def cast_expr(src: str, dst: str, x: str) -> str:
             return f"((float){x})"
         return f"{narrow}(nv_f64_to_f32_odd({x}))"
     # src is float32, float16 or bfloat16 (a float32 register)
+    if src == "float16" and dst == "uint32":
+        return f"nv_f16_to_u32({x})"
     if dst in _INT_BITS:
         return f"nv_f32_to_{SUFFIX[dst]}({x})"
     if dst == "float64":

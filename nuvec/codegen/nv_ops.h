@@ -11,7 +11,12 @@
  *   integer power with a negative exponent: 1 for a == 1, +-1 for a == -1, else 0
  *   left_shift by a count < 0 or >= bits: 0; right_shift by such a count: -1 for negative
  *   a, else 0 (as NumPy)
- *   float -> 32/64-bit integer: truncate toward zero, saturate to the target's range, NaN -> 0
+ *   float -> int32 / int64: truncate toward zero; outside the range and NaN: INT_MIN (x86's
+ *   "integer indefinite", as NumPy and MLX give on x86-64: -3e9 -> int32 -2147483648)
+ *   float -> uint32 / uint64: below 2^(n-1) as the signed conversion (so -1e9 -> uint32
+ *   3294967296), from 2^(n-1) on that of x - 2^(n-1) with the top bit flipped (inf -> 0): the
+ *   x86-64 sequence NumPy's contiguous loops and MLX use; float16 -> uint32 is the low half of
+ *   the int64 conversion (NaN, +-inf -> 0), as NumPy's and MLX's float16 loops give
  *   float -> 8/16-bit integer: the low bits of the truncated int32 (as NumPy and MLX: 300.5 ->
  *   uint8 44); outside int32's range and NaN: those of INT32_MIN (0), as x86's conversion gives
  *   float64 / int -> float16 / bfloat16: correctly rounded (no double rounding)
@@ -273,34 +278,31 @@ NV_CMP(i32, int32_t)
 NV_CMP(i64, int64_t)
 NV_CMP(f32, float)
 
-/* ---- float32 -> integer: truncate, saturate, NaN -> 0 ---------------------------------------- */
+/* ---- float32 -> integer: x86-64's conversions (see the header) ---------------------------- */
 
 NV_FN int32_t nv_f32_to_i32(float x)
 {
     int in = x > -0x1p31f & x < 0x1p31f;
     int32_t r = (int32_t)(in ? x : 0.0f);
-    r = x >= 0x1p31f ? 2147483647 : r;
-    return x <= -0x1p31f ? (-2147483647 - 1) : r;
+    return in ? r : (-2147483647 - 1);
 }
 NV_FN int64_t nv_f32_to_i64(float x)
 {
     int in = x > -0x1p63f & x < 0x1p63f;
     int64_t r = (int64_t)(in ? x : 0.0f);
-    r = x >= 0x1p63f ? 9223372036854775807ll : r;
-    return x <= -0x1p63f ? (-9223372036854775807ll - 1) : r;
+    return in ? r : (-9223372036854775807ll - 1);
 }
 NV_FN uint32_t nv_f32_to_u32(float x)
 {
-    int in = x > -1.0f & x < 0x1p32f;
-    uint32_t r = (uint32_t)(in ? x : 0.0f);
-    return x >= 0x1p32f ? 4294967295u : r;
+    int hi = x >= 0x1p31f;   /* x - 2^31 is exact there */
+    return (uint32_t)nv_f32_to_i32(hi ? x - 0x1p31f : x) ^ (hi ? 0x80000000u : 0u);
 }
 NV_FN uint64_t nv_f32_to_u64(float x)
 {
-    int in = x > -1.0f & x < 0x1p64f;
-    uint64_t r = (uint64_t)(in ? x : 0.0f);
-    return x >= 0x1p64f ? 18446744073709551615ull : r;
+    int hi = x >= 0x1p63f;
+    return (uint64_t)nv_f32_to_i64(hi ? x - 0x1p63f : x) ^ (hi ? 0x8000000000000000ull : 0ull);
 }
+NV_FN uint32_t nv_f16_to_u32(float x) { return (uint32_t)nv_f32_to_i64(x); }
 /* float -> 8/16-bit: the low bits of int32 (in range) or of INT32_MIN (out of range, NaN) */
 NV_FN uint32_t nv_f32_low32(float x)
 {
@@ -567,27 +569,23 @@ NV_FN int32_t nv_f64_to_i32(double x)
 {
     int in = x > -2147483649.0 & x < 2147483648.0;
     int32_t r = (int32_t)(in ? x : 0.0);
-    r = x >= 2147483648.0 ? 2147483647 : r;
-    return x <= -2147483649.0 ? (-2147483647 - 1) : r;
+    return in ? r : (-2147483647 - 1);
 }
 NV_FN int64_t nv_f64_to_i64(double x)
 {
     int in = x > -0x1p63 & x < 0x1p63;
     int64_t r = (int64_t)(in ? x : 0.0);
-    r = x >= 0x1p63 ? 9223372036854775807ll : r;
-    return x <= -0x1p63 ? (-9223372036854775807ll - 1) : r;
+    return in ? r : (-9223372036854775807ll - 1);
 }
 NV_FN uint32_t nv_f64_to_u32(double x)
 {
-    int in = x > -1.0 & x < 4294967296.0;
-    uint32_t r = (uint32_t)(in ? x : 0.0);
-    return x >= 4294967296.0 ? 4294967295u : r;
+    int hi = x >= 0x1p31;
+    return (uint32_t)nv_f64_to_i32(hi ? x - 0x1p31 : x) ^ (hi ? 0x80000000u : 0u);
 }
 NV_FN uint64_t nv_f64_to_u64(double x)
 {
-    int in = x > -1.0 & x < 0x1p64;
-    uint64_t r = (uint64_t)(in ? x : 0.0);
-    return x >= 0x1p64 ? 18446744073709551615ull : r;
+    int hi = x >= 0x1p63;
+    return (uint64_t)nv_f64_to_i64(hi ? x - 0x1p63 : x) ^ (hi ? 0x8000000000000000ull : 0ull);
 }
 NV_FN uint32_t nv_f64_low32(double x)
 {

@@ -392,6 +392,25 @@ def test_float_to_uint8_wraps_as_mlx_and_numpy():
     assert nv.compile(lambda a: (a * 1).astype(nv.uint8))(nv.array(x)).tolist() == want
 
 
+@pytest.mark.parametrize("dst", ["int32", "uint32", "int64", "uint64"])
+@pytest.mark.parametrize("src", ["float16", "float32", "float64"])
+def test_float_to_wide_int_as_numpy_on_x86(src, dst):
+    # out-of-range values take x86-64's bits as NumPy and MLX do: -1e9 -> uint32 3294967296
+    x = np.array(
+        [-1e9, 3e9, -3e9, 5e9, 1e19, -1e19, 2.0**63, 2.0**64, 1e30, -2.5, 7.9, np.inf, -np.inf]
+        + [np.nan] * 3,
+        np.float32,
+    ).astype(src)
+    with np.errstate(invalid="ignore"):  # in NumPy's vector loop (see tests/engine/test_ops.py)
+        want = np.concatenate([np.zeros(64, src), x, np.zeros(64, src)]).astype(dst)[64:-64]
+    if src == "float32" and dst == "uint32":
+        assert want[0] == 3294967296
+    cast = getattr(nv, dst)
+    assert np.array_equal(np.asarray(nv.array(x).astype(cast)), want)
+    f = nv.compile(lambda a: (a * 1).astype(cast))
+    assert np.array_equal(np.asarray(f(nv.array(x))), want)
+
+
 @pytest.mark.parametrize("dtype", [nv.float32, nv.float16, nv.bfloat16, nv.complex64])
 def test_python_scalars_take_the_array_dtype(dtype):
     # weak typing, on either side of the operator, for floats and ints
