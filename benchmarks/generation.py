@@ -3,7 +3,11 @@
 (the same model file, run on ``mlx.core`` / ``mlx.nn``), each in its own subprocess.
 
     python -m benchmarks.generation                   # MLX where this interpreter has it
-    MLX_PYTHON=/tmp/mlxenv/bin/python python -m benchmarks.generation --tokens 64
+    MLX_PYTHON=/tmp/mlxenv/bin/python python -m benchmarks.generation --tokens 64 --rounds 5
+
+The libraries run in alternating rounds (nuvec, MLX, nuvec, ...), each round a fresh process
+timing one generation per mode after a warm-up; the table gives each mode's median over the
+rounds and every round's figure, as a loaded machine's figures drift over minutes.
 
 PyTorch has no model of this file (its API differs); it is reported as not measured.
 """
@@ -13,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,12 +40,8 @@ model = generate.load(model_dir, bits, 64)
 out = {}
 for mode, compiled in (("compiled", True), ("eager", False)):
     generate.generate(model, [1, 2, 3], 8, compiled=compiled)          # warm-up
-    best = None
-    for _ in range(3):
-        toks, secs = generate.generate(model, [1, 2, 3], tokens, compiled=compiled)
-        rate = (len(toks) - 2) / secs
-        best = rate if best is None else max(best, rate)
-    out[mode] = best
+    toks, secs = generate.generate(model, [1, 2, 3], tokens, compiled=compiled)
+    out[mode] = (len(toks) - 2) / secs
     out[mode + "_tokens"] = toks
 print("RESULT " + json.dumps(out))
 """
@@ -69,6 +70,7 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--bits", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds per library")
     args = ap.parse_args(argv)
     sys.path.insert(0, EXAMPLES)
     import make_tiny_llama
@@ -77,12 +79,26 @@ def main(argv=None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = os.path.join(tmp, "tiny_llama")
         make_tiny_llama.main([model_dir])
-        results["nuvec"] = run("nuvec", sys.executable, model_dir, args.tokens, args.bits)
         mlx_python = os.environ.get("MLX_PYTHON", sys.executable)
+        libs = {"nuvec": sys.executable}
         if has_module(mlx_python, "mlx.core"):
-            results["mlx"] = run("mlx", mlx_python, model_dir, args.tokens, args.bits)
+            libs["mlx"] = mlx_python
         else:
             results["mlx"] = {"error": ["mlx not importable (set MLX_PYTHON)"]}
+        rounds: dict[str, list[dict]] = {lib: [] for lib in libs}
+        for _ in range(args.rounds):
+            for lib, python in libs.items():
+                rounds[lib].append(run(lib, python, model_dir, args.tokens, args.bits))
+        for lib, rs in rounds.items():
+            errors = [r for r in rs if "error" in r]
+            if errors:
+                results[lib] = errors[0]
+                continue
+            results[lib] = {}
+            for mode in ("compiled", "eager"):
+                results[lib][mode] = statistics.median(r[mode] for r in rs)
+                results[lib][mode + "_rounds"] = [r[mode] for r in rs]
+            results[lib]["tokens"] = rs[0]["compiled_tokens"]
     results["torch"] = {
         "error": [
             "not measured: no PyTorch model of this file"
@@ -90,13 +106,20 @@ def main(argv=None) -> dict:
             else "torch not installed"
         ]
     }
-    print(f"decode tokens/s, 4-bit tiny Llama, batch 1, {args.tokens} tokens (best of 3)")
+    print(
+        f"decode tokens/s, 4-bit tiny Llama, batch 1, {args.tokens} tokens "
+        f"(median of {args.rounds} alternating rounds; each round in brackets)"
+    )
     for lib, r in results.items():
         if "error" in r:
             print(f"  {lib:6s} {' '.join(r['error'])}")
         else:
+            each = {
+                m: " ".join(f"{v:.1f}" for v in r[m + "_rounds"]) for m in ("compiled", "eager")
+            }
             print(
-                f"  {lib:6s} compiled {r['compiled']:8.1f}   eager {r['eager']:8.1f}   "
+                f"  {lib:6s} compiled {r['compiled']:8.1f} [{each['compiled']}]   "
+                f"eager {r['eager']:8.1f} [{each['eager']}]   "
                 f"compiled/eager {r['compiled'] / r['eager']:.2f}x"
             )
     if "compiled" in results["nuvec"] and "compiled" in results.get("mlx", {}):

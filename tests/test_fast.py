@@ -275,3 +275,27 @@ def test_cuda_kernel_writes_mlx_s_signature_and_needs_a_gpu():
             grid=(1, 1, 1),
             threadgroup=(1, 1, 1),
         )
+
+
+def test_rope_angles_shared_between_calls_follow_the_offset():
+    # q and k of every layer share one offset: their angles are computed once, yet a new
+    # value of the same offset object (in-place update) or another dtype gets its own
+    rng = np.random.default_rng(3)
+    x = nv.array(rng.standard_normal((1, 2, 3, 8)).astype(np.float32))
+    kw = dict(traditional=False, base=1e4, scale=1.0)
+    pos = nv.array([4], nv.int32)
+    first = nv.fast.rope(x, 8, offset=pos, **kw)
+    again = nv.fast.rope(x, 8, offset=pos, **kw)
+    assert np.array_equal(np.asarray(first), np.asarray(again))
+    want = nv.fast.rope(x, 8, offset=nv.array([4], nv.int32), **kw)
+    assert np.array_equal(np.asarray(first), np.asarray(want))
+    pos[0] = 9
+    moved = nv.fast.rope(x, 8, offset=pos, **kw)
+    fresh = nv.fast.rope(x, 8, offset=nv.array([9], nv.int32), **kw)
+    assert np.array_equal(np.asarray(moved), np.asarray(fresh))
+    half = nv.fast.rope(x.astype(nv.float16), 8, offset=pos, **kw)
+    assert half.dtype == nv.float16
+    f = nv.compile(
+        lambda a, p: nv.fast.rope(a, 8, offset=p, **kw) + nv.fast.rope(a, 8, offset=p, **kw)
+    )
+    assert np.array_equal(np.asarray(f(x, pos)), np.asarray(moved + moved))
