@@ -42,6 +42,7 @@ def test_the_cpu_lowers_its_row_primitives_only_where_they_apply():
     assert not Backend().supports(LayerNorm(1e-5, False, False), [x])
 
 
+@pytest.mark.cpu_only("patches the CPU backend's lowerings")
 def test_a_backend_that_lowers_nothing_gets_the_composite(monkeypatch):
     cpu = registry.backend("cpu")
     x = nv.array(np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32))

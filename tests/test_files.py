@@ -270,6 +270,7 @@ def test_gguf_quantized_tensors_load_as_mlx_triplets(tmp_path, qtype):
     np.testing.assert_array_equal(deq, want.reshape(rows, cols))
 
 
+@pytest.mark.cpu_only("the lazy .npy read is the CPU stream's; other devices read at load")
 def test_npy_data_is_read_when_evaluated_into_a_cache_buffer(tmp_path):
     """MLX's lazy load: the header is read by ``load``, the data at evaluation, whole, into a
     buffer of the CPU cache (active memory counts it; an element-wise op on a loaded array

@@ -23,9 +23,9 @@ What this proves:
   * that the generated code, under C++ semantics close to MSL's (32-bit int, 64-bit long,
     signed char, no double: float -> double promotion is a compile error), computes the same
     bits as the CPU: casts (x86-64's out-of-range float -> int results, round-to-nearest-even
-    float16 / bfloat16, exact int -> float16/bfloat16), and the math, which is nuvec's own (nv_math.h, built
-    from + - * / sqrt fma only, the same source as the C dialect's), never the Metal
-    library's erf/tanh/exp;
+    float16 / bfloat16, exact int -> float16/bfloat16), and the math, which is nuvec's own
+    (nv_math.h, built from + - * / sqrt fma only, the same source as the C dialect's), never
+    the Metal library's erf/tanh/exp;
   * that it has no undefined behaviour on these inputs (UBSan: signed overflow, shifts,
     out-of-range float -> int conversions), which a GPU compiler could otherwise exploit.
 
