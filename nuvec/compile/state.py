@@ -40,19 +40,6 @@ def random_state() -> list | None:
     return st if isinstance(st, list) else None
 
 
-def _contains(tree: Any, target: Any) -> bool:
-    stack = [tree]
-    while stack:
-        t = stack.pop()
-        if t is target:
-            return True
-        if isinstance(t, dict):
-            stack.extend(t.values())
-        elif isinstance(t, (list, tuple)):
-            stack.extend(t)
-    return False
-
-
 def _trees(cf) -> tuple[Any, Any, list]:
     """The (input, output) state trees, the random key's list added where it is missing, and
     every list and dict in them (``containers``: one walk when they are the same tree)."""
@@ -66,7 +53,7 @@ def _trees(cf) -> tuple[Any, Any, list]:
     if same:
         has_in = has_out = present
     else:
-        has_in, has_out = (_contains(tin, rs), _contains(tout, rs)) if present else (False, False)
+        has_in, has_out = (_holds(tin, rs), _holds(tout, rs)) if present else (False, False)
     if not present:
         conts.append(rs)
     return (tin, None if has_in else rs), (tout, None if has_out else rs), conts
@@ -83,6 +70,11 @@ _modes_of, _state_key = _ext.modes_of, _ext.state_key
 def containers(*trees: Any) -> list:
     """Every list and dict reachable in ``trees`` (each once)."""
     return _ext.containers(trees)
+
+
+def _holds(tree: Any, target: list) -> bool:
+    """Whether the list ``target`` is reachable in ``tree`` (the container walk's lists)."""
+    return any(c is target for c in _ext.containers((tree,)))
 
 
 def snapshot(conts: list) -> list:
