@@ -15,6 +15,7 @@ import nuvec as nv
 import nuvec.nn as nn
 from nuvec.core.primitive import Primitive
 from nuvec.core.array import Array
+from nuvec.export import fileformat
 
 
 @pytest.fixture
@@ -453,3 +454,22 @@ def test_callback_names_are_mlx_primitive_names():
     for want in ("ArcSin", "LogAddExp", "Broadcast", "Transpose", "CumSum", "AsType", "And"):
         assert want in names, (want, names)
     assert "GreaterEqual" in names and "Sum" in names
+
+
+def test_a_transposed_constant_is_read_back_in_its_layout(path):
+    # a product's bits may depend on its operands' layout (cuBLAS picks its kernel by it), so
+    # a captured transposed weight must come back transposed, not as a C-ordered copy
+    w = rng_array((32, 64), seed=3)
+    x = rng_array((4, 64), seed=4)
+    nv.export_function(path, lambda a: a @ w.T, x)
+    (trace,), _, _ = fileformat.read(path)
+    (const,) = trace.constants
+    want = np.asarray(w).T
+    assert const.shape == want.shape and not const._host().flags.c_contiguous
+    assert const._host().strides == want.strides
+    assert bits_equal(const, w.T)
+    assert bits_equal(nv.import_function(path)(x)[0], x @ w.T)
+    with open(path, "rb") as f:
+        header = f.read(struct.unpack("<Q", f.read(8))[0])
+    doc = json.loads(json.loads(header)["__metadata__"]["function"])
+    assert doc["traces"][0]["constants"] == [["c0", [64, 32], [1, 0]]]

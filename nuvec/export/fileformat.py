@@ -3,13 +3,17 @@
 The file is a safetensors file (``nuvec/files/safetensors.py`` reads it, checking every
 size against the file): its tensors are the constants (``c0``, ``c1``, ..., each stored once
 for all the traces that use it; a constant with zero strides is stored as its smallest
-slice), and its metadata holds ``format: nuvec.function``, ``version``, the user's
-``metadata`` string and ``function``, a JSON document::
+slice, and one whose strides permute a C-ordered array's, a transposed weight, as that array
+and the permutation, so that it is read back in its layout: on the GPU, cuBLAS picks its
+kernel, and so the bits of a product, by the operands' layout), and its metadata holds
+``format: nuvec.function``, ``version``, the user's ``metadata`` string and ``function``,
+a JSON document::
 
     {"shapeless": false,
      "traces": [{"kwargs": ["z"],                       # sorted keyword names
                  "inputs": [[[3], "int32"], [[3], "int32"]],
                  "constants": [["c0", [16, 2048]]],    # tensor name, shape it broadcasts to
+                                                        # (and the axes of a permuted one)
                  "steps": [{"op": "elementwise.Binary", "state": ["add"],
                             "args": [0, 1], "outs": [[[3], "int32"]]}],
                  "outputs": [3]}]}
@@ -38,6 +42,7 @@ import numpy as np
 from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.device import current_stream
+from ..core.evaluate import eval
 from ..core.primitive import Primitive
 from ..files import safetensors
 from ..files._source import Source, checked_shape, write_file
@@ -56,6 +61,7 @@ from ..primitives import (
     shape,
     sort,
 )
+from ..ops.shape import transpose
 from .graph import Step, Trace, apply
 
 FORMAT = "nuvec.function"
@@ -260,14 +266,22 @@ class ConstantPool:
         self._by_content: dict[tuple, str] = {}
         self._by_id: dict[int, tuple[Array, str, tuple]] = {}
 
-    def add(self, a: Array) -> tuple[str, tuple]:
-        """(tensor name, shape) of ``a``."""
+    def add(self, a: Array) -> tuple[str, tuple, tuple | None]:
+        """(tensor name, shape, axes) of ``a``: ``a`` is the tensor broadcast to the shape, or
+        where axes is not None, the tensor transposed by them."""
         hit = self._by_id.get(id(a))
         if hit is not None and hit[0] is a:
-            return hit[1], hit[2]
+            return hit[1], hit[2], hit[3]
         h = a._host()  # (np.asarray refuses bfloat16, whose buffer format NumPy lacks)
+        axes = None
         if 0 in h.strides:
             h_ = h[tuple(slice(0, 1) if st == 0 else slice(None) for st in h.strides)]
+        elif not h.flags.c_contiguous:
+            order = tuple(int(i) for i in np.argsort([-st for st in h.strides], kind="stable"))
+            if h.transpose(order).flags.c_contiguous:
+                h_, axes = h.transpose(order), tuple(int(i) for i in np.argsort(order))
+            else:
+                h_ = h
         else:
             h_ = h
         compact = h_ if h_.flags.c_contiguous else h_.copy(order="C")
@@ -282,8 +296,8 @@ class ConstantPool:
             name = f"c{len(self.host)}"
             self.host[name] = compact
             self._by_content[key] = name
-        self._by_id[id(a)] = (a, name, tuple(h.shape))
-        return name, tuple(h.shape)
+        self._by_id[id(a)] = (a, name, tuple(h.shape), axes)
+        return name, tuple(h.shape), axes
 
 
 def encode_trace(t: Trace, pool: ConstantPool) -> dict:
@@ -292,11 +306,14 @@ def encode_trace(t: Trace, pool: ConstantPool) -> dict:
         op, state = primitive_ref(st.prim)
         outs = [[list(s), d.name] for s, d in st.outs]
         steps.append({"op": op, "state": state, "args": list(st.args), "outs": outs})
-    consts = [list(pool.add(c)) for c in t.constants]
+    consts = [pool.add(c) for c in t.constants]
     return {
         "kwargs": list(t.kwarg_keys),
         "inputs": [[list(s), d.name] for s, d in t.inputs],
-        "constants": [[name, list(s)] for name, s in consts],
+        "constants": [
+            [name, list(s)] if axes is None else [name, list(s), list(axes)]
+            for name, s, axes in consts
+        ],
         "steps": steps,
         "outputs": list(t.outputs),
     }
@@ -361,9 +378,13 @@ def _read_trace(src: Source, doc: Any, k: int, consts: dict) -> Trace:
     if type(doc["constants"]) is not list:
         raise src.error(f"{where}: the constants are not a list")
     for j, c in enumerate(doc["constants"]):
-        if type(c) is not list or len(c) != 2 or type(c[0]) is not str or c[0] not in consts:
+        if type(c) is not list or len(c) not in (2, 3) or type(c[0]) is not str:
+            raise src.error(f"{where}: constant {j} is not [tensor name, shape(, axes)]")
+        if c[0] not in consts:
             raise src.error(f"{where}: constant {j} names no tensor of the file")
-        t.constants.append(_broadcast_constant(src, consts[c[0]], c[1], f"{where}'s constant {j}"))
+        w = f"{where}'s constant {j}"
+        tensor = consts[c[0]] if len(c) == 2 else _permuted(src, consts[c[0]], c[2], w)
+        t.constants.append(_broadcast_constant(src, tensor, c[1], w))
     n = len(inputs) + len(t.constants)
     if type(doc["steps"]) is not list:
         raise src.error(f"{where}: the steps are not a list")
@@ -381,6 +402,19 @@ def _read_trace(src: Source, doc: Any, k: int, consts: dict) -> Trace:
     t.outputs = list(_ids(src, doc["outputs"], n, f"{where}'s outputs"))
     _check_shapes(src, t, where)
     return t
+
+
+def _permuted(src: Source, c: Array, axes: Any, where: str) -> Array:
+    """``c`` transposed by ``axes``, evaluated: a strided view in the layout it was saved from."""
+    if (
+        type(axes) is not list
+        or sorted(axes) != list(range(c.ndim))
+        or any(type(i) is not int for i in axes)
+    ):
+        raise src.error(f"{where}: axes {axes!r} are not a permutation of {c.ndim} axes")
+    out = transpose(c, axes)
+    eval(out)
+    return out
 
 
 def _broadcast_constant(src: Source, c: Array, dims: Any, where: str) -> Array:
