@@ -264,7 +264,7 @@ class ConstantPool:
     def __init__(self) -> None:
         self.host: dict[str, np.ndarray] = {}  # tensor name -> compact host data
         self._by_content: dict[tuple, str] = {}
-        self._by_id: dict[int, tuple[Array, str, tuple]] = {}
+        self._by_id: dict[int, tuple[Array, str, tuple, tuple | None]] = {}
 
     def add(self, a: Array) -> tuple[str, tuple, tuple | None]:
         """(tensor name, shape, axes) of ``a``: ``a`` is the tensor broadcast to the shape, or
