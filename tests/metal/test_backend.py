@@ -427,8 +427,10 @@ def evaluate_on_metal(outputs: list) -> None:
     def lookup(node):
         t = type(node._prim)
         if node._stream.device.type is DeviceType.gpu:
-            return runtime.IMPLS.get(t) or runtime.host_impl(registry._IMPLS[("cpu", t)])
-        return registry.node_runner(node)
+            fn = runtime.IMPLS.get(t) or runtime.host_impl(registry._IMPLS[("cpu", t)])
+            return fn, None
+        fn = registry.node_runner(node)
+        return fn, getattr(fn, "host_impl", None)  # run_nodes takes (runner, host-data form)
 
     def placeholder():
         raise AssertionError("placeholder evaluated")
