@@ -134,18 +134,19 @@ def cast_expr(src: str, dst: str, x: str) -> str:
     if src in _INT_BITS:
         if dst in _INT_BITS:
             return f"(({CTYPE[dst]}){x})"
-        if dst == "float32":
-            return f"((float){x})"
         if dst == "float64":
-            return f"((double){x})"
+            return f"nv_from_int_f64((double){x})"
+        f32 = f"nv_from_int_f32((float){x})"  # exact below 2^24 (and rounded once above)
+        if dst == "float32":
+            return f32
         bits, signed = _INT_BITS[src], src.startswith("int")
         if bits <= 16:
-            return f"{narrow}((float){x})"
+            return f"{narrow}({f32})"
         if dst == "float16":  # beyond 2^17 everything is inf: clamp, then exact in float32
-            lo = f" < ({CTYPE[src]})-131072 ? -131072.0f : " if signed else " ? 0.0f : "
+            big = f"{x} > ({CTYPE[src]})131072{'' if signed else 'u'} ? 131072.0f : "
             if signed:
-                return f"{narrow}({x} > ({CTYPE[src]})131072 ? 131072.0f : ({x}{lo}(float){x}))"
-            return f"{narrow}({x} > ({CTYPE[src]})131072u ? 131072.0f : (float){x})"
+                return f"{narrow}({big}({x} < ({CTYPE[src]})-131072 ? -131072.0f : {f32}))"
+            return f"{narrow}({big}{f32})"
         if src == "uint64":
             return f"{narrow}(nv_u64_to_f32_odd({x}))"
         return f"{narrow}(nv_i64_to_f32_odd((int64_t){x}))"

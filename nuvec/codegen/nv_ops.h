@@ -315,11 +315,17 @@ NV_FN int16_t nv_f32_to_i16(float x) { return (int16_t)(uint16_t)nv_f32_low32(x)
 NV_FN uint8_t nv_f32_to_u8(float x) { return (uint8_t)nv_f32_low32(x); }
 NV_FN uint16_t nv_f32_to_u16(float x) { return (uint16_t)nv_f32_low32(x); }
 
+/* integer -> float32: wrap the conversion, (float)i, in this. A zero result is +0.0 there, but
+ * GCC (-fno-trapping-math, with a one-instruction round, as x86-64-v3's) rewrites
+ * (float)(int)x as truncf(x), which keeps x's sign: -0.3 -> int 0 -> -0.0. Clearing the sign
+ * of a zero gives the conversion's bits back, and the loop still vectorises. */
+NV_FN float nv_from_int_f32(float f) { return nv_u2f(nv_f2u(f) & (f == 0.0f ? 0x7fffffffu : ~0u)); }
+
 /* integers wider than 24 bits -> float32, rounded to odd: a later rounding to bfloat16 is then
  * correctly rounded (float32 has more than 2 bits beyond bfloat16's 8) */
 NV_FN float nv_i64_to_f32_odd(int64_t i)
 {
-    float f = (float)i;
+    float f = nv_from_int_f32((float)i);
     float fc = f >= 0x1p63f ? 0x1p62f : f;
     int64_t back = (int64_t)fc;
     int exact = f < 0x1p63f & back == i;
@@ -330,7 +336,7 @@ NV_FN float nv_i64_to_f32_odd(int64_t i)
 }
 NV_FN float nv_u64_to_f32_odd(uint64_t i)
 {
-    float f = (float)i;
+    float f = nv_from_int_f32((float)i);
     uint64_t back = f >= 0x1p64f ? 0ull : (uint64_t)(f >= 0x1p64f ? 0.0f : f);
     int exact = f < 0x1p64f & back == i;
     uint32_t b = nv_f2u(f);
@@ -458,6 +464,12 @@ NV_FN nv_c64 nv_cos_c64(nv_c64 z)
 
 #define NV_INF_D nv_u2d(0x7ff0000000000000ull)
 #define NV_NAN_D nv_u2d(0x7ff8000000000000ull)
+
+/* integer -> float64: as nv_from_int_f32 */
+NV_FN double nv_from_int_f64(double d)
+{
+    return nv_u2d(nv_d2u(d) & (d == 0.0 ? 0x7fffffffffffffffull : ~0ull));
+}
 
 NV_FN double nv_add_f64(double a, double b) { return a + b; }
 NV_FN double nv_subtract_f64(double a, double b) { return a - b; }

@@ -147,3 +147,21 @@ def test_fused_kernel_is_jit_and_cached() -> None:
     assert kernels.get_kernel(spec) is k1
     single = KernelSpec.single("exp", ("float32",), "float32")
     assert kernels.get_kernel(single).source in ("prebuilt", "jit")
+
+
+@pytest.mark.parametrize("fdt", ["float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("idt", ["int8", "int16", "int32", "int64", "uint8", "uint32", "uint64"])
+def test_fused_float_int_float_keeps_zero_positive(fdt: str, idt: str) -> None:
+    # GCC folds (float)(int)x into truncf(x) under -fno-trapping-math, which would give -0.0
+    # for -1 < x < 0; a conversion from an integer gives +0.0 there
+    spec = KernelSpec(
+        inputs=(fdt,),
+        constants=(),
+        nodes=(Node("astype", (("in", 0),), idt), Node("astype", (("node", 0),), fdt)),
+        outputs=(1,),
+    )
+    x = np.array([-0.3, -0.99, -0.0, 0.0, 0.7, -1.5] * 40, np.float64).astype(npdtype(fdt))
+    (fused,) = kernels.run(spec, [x], x.shape)
+    chain = run_chain(spec, [x], x.shape)[0]
+    assert_bits_equal(fused, chain, f"{fdt} -> {idt} -> {fdt}")
+    assert not np.signbit(fused.astype(np.float64)[:4]).any()
