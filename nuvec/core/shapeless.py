@@ -77,6 +77,18 @@ def note(a) -> None:
         _local.origins[id(a)] = f"{f.f_code.co_filename}:{f.f_lineno}"
 
 
+def refuse_traced(x, op: str, what: str) -> None:
+    """Under a shapeless trace on which ``x`` depends, the ValueError for an operation that
+    takes ``what`` from ``x``'s traced shape, so that no replay on another shape could be
+    right (a gather of positions counted at the trace, say)."""
+    if relative(x):
+        raise ValueError(
+            f"{op}: under nv.compile(shapeless=True) {what} would come from the traced shape "
+            f"{x._shape}{_user_line()}, so it cannot be replayed on other shapes; compile this "
+            "function without shapeless=True"
+        )
+
+
 def from_user(frame) -> bool:
     """Whether ``frame`` (the caller of a public entry point) is user code, outside nuvec."""
     return frame is not None and not frame.f_code.co_filename.startswith(_PACKAGE)
@@ -98,7 +110,8 @@ class Size:
     raises a ValueError naming the line instead. Not an int subclass: C code reads an int
     subclass's value without asking it.
 
-    ``expr``: ``("dim", array, axis)``, or ``(op, left, right)`` of expressions and ints.
+    ``expr``: ``("dim", array, axis)``, ``(op, left, right)`` of expressions and ints, or
+    ``("check", expr, (low, what))`` (``at_least``).
     """
 
     __slots__ = ("value", "expr")
@@ -187,6 +200,15 @@ _APPLY = {
 }
 
 
+def at_least(size, low: int, what: str):
+    """``size`` (an int or a Size) required to be at least ``low``, at the trace and again at
+    each replay; ``what`` begins the ValueError otherwise (``"conv1d: the output length"``)."""
+    value = size.value if isinstance(size, Size) else size
+    if value < low:
+        raise ValueError(f"{what} is {value}, less than {low}")
+    return Size(value, ("check", size.expr, (low, what))) if isinstance(size, Size) else size
+
+
 def user_shape(a) -> tuple:
     """``a.shape`` as user code sees it under a shapeless trace: Sizes (see ``Size``)."""
     return tuple(Size(d, ("dim", a, i)) for i, d in enumerate(a._shape))
@@ -202,6 +224,8 @@ def symbolic(expr, arrays: list):
             arrays.append(expr[1])
             k = len(arrays) - 1
         return ("dim", k, expr[2])
+    if expr[0] == "check":
+        return ("check", symbolic(expr[1], arrays), expr[2])
     return (expr[0], symbolic(expr[1], arrays), symbolic(expr[2], arrays))
 
 
@@ -211,6 +235,11 @@ def evaluate(expr, shapes) -> int:
         return expr
     if expr[0] == "dim":
         return shapes[expr[1]][expr[2]]
+    if expr[0] == "check":
+        value, (low, what) = evaluate(expr[1], shapes), expr[2]
+        if value < low:
+            raise ValueError(f"{what} is {value} at this shapeless replay, less than {low}")
+        return value
     a, b = evaluate(expr[1], shapes), evaluate(expr[2], shapes)
     if expr[0] in ("//", "%") and b == 0:
         raise ZeroDivisionError("integer division or modulo by zero (a size of a shapeless replay)")

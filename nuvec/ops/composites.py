@@ -17,6 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from ..core import dtypes as dt
+from ..core import shapeless
 from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives.depends import Depends
@@ -233,6 +234,7 @@ def median(
     n = x.shape[-1]
     if n == 0:
         raise ValueError("median: cannot take the median along an empty axis")
+    shapeless.refuse_traced(x, "median", "the middle positions")
     s = sort(x, -1, stream=stream)
     mid = ew.astype(getitem(s, (Ellipsis, n // 2), stream=stream), out_dtype, stream=stream)
     if n % 2 == 0:

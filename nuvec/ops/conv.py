@@ -18,10 +18,13 @@ tile the input exactly, reduces a reshaped view.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import operator
 from typing import Sequence, Union
 
 from ..core import dtypes as dt
+from ..core import shapeless
 from ..core.device import stream as on_stream
 from . import reduction
 from ._common import as_array
@@ -45,6 +48,25 @@ def _out_size(size: int, k: int, s: int, d: int) -> int:
     return (size - d * (k - 1) - 1) // s + 1
 
 
+def _output_sizes(x, kernel, stride, dilation, op: str) -> tuple:
+    """(N, *spatial output sizes) of a window operation on the padded ``x``; under a shapeless
+    trace, sizes that follow each replay and check it (core.shapeless.Size)."""
+    if not shapeless.relative(x):
+        return (
+            x.shape[0],
+            *(_out_size(n, *a) for n, *a in zip(x.shape[1:-1], kernel, stride, dilation)),
+        )
+    n, *spatial, _ = shapeless.user_shape(x)
+    what = f"{op}: the number of output positions"
+    return (
+        n,
+        *(
+            shapeless.at_least(_out_size(m, *a), 1, what)
+            for m, *a in zip(spatial, kernel, stride, dilation)
+        ),
+    )
+
+
 def _window_slices(x, kernel, stride, dilation, op: str):
     """For each kernel offset (row-major), the slice of ``x`` (already padded, shape
     ``(N, *spatial, C)``) that the offset sees at every output position."""
@@ -57,10 +79,11 @@ def _window_slices(x, kernel, stride, dilation, op: str):
         )
     slices = []
     for offs in itertools.product(*(range(k) for k in kernel)):
+        # offset o sees o*d, o*d + s, ... up to (k - 1 - o)*d before the end: bounds that hold
+        # no size, so a shapeless replay cuts the same windows from any input
         idx = [slice(None)]
-        for o, n, s, d in zip(offs, out, stride, dilation):
-            start = o * d
-            idx.append(slice(start, start + (n - 1) * s + 1, s))
+        for o, k, s, d in zip(offs, kernel, stride, dilation):
+            idx.append(slice(o * d, -(k - 1 - o) * d or None, s))
         idx.append(slice(None))
         slices.append(x[tuple(idx)])
     return slices, out
@@ -112,25 +135,28 @@ def conv_general(
         d = dt.promote_types(x.dtype, weight.dtype)
         x, weight = astype(x, d), astype(weight, d)
     xp = _pad_spatial(x, padding)
-    slices, out = _window_slices(xp, kernel, stride, dilation, op)
-    n = x.shape[0]
+    slices, _ = _window_slices(xp, kernel, stride, dilation, op)
     k = len(slices)
+    # the windows' batch and spatial axes as the rows of one matrix product; under a shapeless
+    # trace they are sizes that follow each replay (core.shapeless.Size)
+    lead = _output_sizes(xp, kernel, stride, dilation, op)
+    rows = functools.reduce(operator.mul, lead, 1)
     if groups == 1:
         cols = slices[0] if k == 1 else concatenate(slices, axis=-1)
-        cols = reshape(cols, (-1, k * c_in))
+        cols = reshape(cols, (rows, k * c_in))
         w2 = reshape(weight, (c_out, k * c_in))
         y = matmul(cols, transpose(w2))
-        return reshape(y, (n, *out, c_out))
+        return reshape(y, (*lead, c_out))
     og = c_out // groups
     ys = []
     for g in range(groups):
         part = [s[..., g * cg : (g + 1) * cg] for s in slices]
         cols = part[0] if k == 1 else concatenate(part, axis=-1)
-        cols = reshape(cols, (-1, k * cg))
+        cols = reshape(cols, (rows, k * cg))
         w2 = reshape(weight[g * og : (g + 1) * og], (og, k * cg))
         ys.append(matmul(cols, transpose(w2)))
     y = concatenate(ys, axis=-1)
-    return reshape(y, (n, *out, c_out))
+    return reshape(y, (*lead, c_out))
 
 
 def _checked(x, weight, groups, nd: int, op: str):
@@ -227,7 +253,8 @@ def pool(
     count = 1
     for k in kernel:
         count *= k
-    if tuple(kernel) == tuple(stride) and all(n % k == 0 for n, k in zip(spatial, kernel)):
+    tiles = tuple(kernel) == tuple(stride) and all(n % k == 0 for n, k in zip(spatial, kernel))
+    if tiles and not shapeless.relative(x):  # (its reshape holds the traced sizes)
         # windows tile the input: reshape (N, H/k, k, W/k, k, C) and reduce the k axes
         shape = [x.shape[0]]
         for n, k in zip(spatial, kernel):

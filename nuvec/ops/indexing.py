@@ -825,6 +825,7 @@ def diagonal(a, /, offset: int = 0, axis1: int = 0, axis2: int = 1, *, stream=No
     if i == j:
         raise ValueError(f"diagonal: axis1 and axis2 must differ, both are {i}")
     off = _int_arg(offset, "diagonal", "offset")
+    shapeless.refuse_traced(a, "diagonal", "the positions on the diagonal")
     n, m = a._shape[i], a._shape[j]
     k = max(0, min(n - max(0, -off), m - max(0, off)))
     r = ops.arange(k)
@@ -849,6 +850,7 @@ def diag(a, /, k: int = 0, *, stream=None) -> Array:
         return diagonal(a, k, stream=stream)
     if a.ndim != 1:
         raise ValueError(f"diag: the input must be 1-D or 2-D, got shape {a.shape}")
+    shapeless.refuse_traced(a, "diag", "the positions on the diagonal")
     n = a._shape[0] + abs(k)
     r = ops.arange(a._shape[0])
     rows = ops.add(r, -k) if k < 0 else r

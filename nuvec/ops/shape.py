@@ -642,6 +642,8 @@ def pad(a, pad_width, mode: str = "constant", constant_values=0, *, stream=None)
         )
     if all(lo == 0 and hi == 0 for lo, hi in pairs):
         return a
+    if mode != "constant":
+        shapeless.refuse_traced(a, "pad", f"the positions that mode={mode!r} copies")
     if mode == "edge":
         return _edge_pad(a, pairs, stream)
     if mode in ("reflect", "symmetric"):

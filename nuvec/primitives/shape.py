@@ -461,6 +461,8 @@ def _shift(e, front):
         return e
     if e[0] == "dim":
         return ("dim", e[1], e[2] + front[e[1]])
+    if e[0] == "check":
+        return ("check", _shift(e[1], front), e[2])
     return (e[0], _shift(e[1], front), _shift(e[2], front))
 
 
@@ -925,7 +927,6 @@ class Pad(Primitive):
 
     __slots__ = ("low", "high")
     name = "pad"
-    fixes_shape = True
 
     def __init__(self, low, high) -> None:
         self.low, self.high = tuple(low), tuple(high)

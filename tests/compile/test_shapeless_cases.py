@@ -159,3 +159,61 @@ def test_an_input_reached_through_the_closure_is_refused():
     with pytest.raises(ValueError, match="reaches one of its input arrays"):
         nv.compile(lambda a: a + y)(x)
     assert_same(np.asarray(nv.compile(fn)(x + 0)), np.asarray(fn(x + 0)))  # another array
+
+
+def _normal(*shape):
+    return nv.array(np.random.default_rng(len(shape) + sum(shape)).normal(size=shape), nv.float32)
+
+
+@pytest.mark.parametrize(
+    "fn, weight, shapes",
+    [
+        (lambda x, w: nv.conv1d(x, w, stride=2, padding=1), (6, 3, 3), [(4, 64, 3), (1, 33, 3)]),
+        (lambda x, w: nv.conv1d(x, w, dilation=2, groups=3), (6, 3, 1), [(2, 9, 3), (1, 40, 3)]),
+    ],
+)
+def test_conv1d_replays_on_any_length(fn, weight, shapes):
+    w = _normal(*weight)
+    same_as_uncompiled(lambda x: fn(x, w), *[(_normal(*s),) for s in shapes + [(2, 8, 3)]])
+
+
+def test_conv2d_and_pooling_replay_on_any_size():
+    w = _normal(5, 3, 3, 2)
+    import nuvec.nn as nn
+
+    pool = nn.MaxPool2d(2, stride=2)
+    fn = lambda x: pool(nv.conv2d(x, w, stride=(1, 2), padding=1))  # noqa: E731
+    same_as_uncompiled(fn, *[(_normal(*s),) for s in [(2, 8, 8, 2), (1, 12, 6, 2), (3, 5, 9, 2)]])
+
+
+def test_constant_padding_replays_and_other_modes_are_refused_by_name():
+    same_as_uncompiled(lambda x: nv.pad(x, (1, 2)), (f32(1, 2, 3),), (f32(1, 2, 3, 4, 5),))
+    for mode in ("edge", "reflect", "symmetric"):
+        g = nv.compile(lambda x, mode=mode: nv.pad(x, (1, 2), mode=mode), shapeless=True)
+        with pytest.raises(ValueError, match=f"pad: under nv.compile.*mode='{mode}'"):
+            g(f32(1, 2, 3))
+
+
+def test_a_convolution_on_an_input_smaller_than_the_kernel_raises_at_the_replay():
+    w = nv.ones((2, 3, 1))
+    g = same_as_uncompiled(lambda x: nv.conv1d(x, w), (nv.ones((1, 8, 1)),), (nv.ones((1, 3, 1)),))
+    with pytest.raises(ValueError, match="conv1d: the number of output positions is 0"):
+        g(nv.ones((1, 2, 1)))
+    with pytest.raises(ValueError, match="smaller than the"):
+        nv.conv1d(nv.ones((1, 2, 1)), w)  # as the uncompiled call
+
+
+@pytest.mark.parametrize(
+    "op, fn",
+    [
+        ("diagonal", nv.diagonal),
+        ("diagonal", nv.diag),
+        ("diag", lambda x: nv.diag(x[0])),
+        ("diagonal", nv.trace),
+        ("median", lambda x: nv.median(x, axis=1)),
+    ],
+)
+def test_gathers_of_positions_counted_at_the_trace_are_refused_by_name(op, fn):
+    g = nv.compile(fn, shapeless=True)
+    with pytest.raises(ValueError, match=f"{op}: under nv.compile\\(shapeless=True\\)"):
+        g(nv.ones((3, 4)))

@@ -119,6 +119,23 @@ def test_bfloat16_is_stored_as_uint16_bits():
     assert b.tolist() == [3.0, -4.5, 6.0] and b[1].item() == -4.5
 
 
+@pytest.mark.parametrize("axes", [(1, 0), (2, 0, 1), (1, 2, 0)])
+def test_a_transposed_array_comes_to_the_host_in_its_layout(axes):
+    x = np.arange(2 * 3 * 5, dtype=np.float32).reshape(2, 3, 5)
+    x = x[0] if len(axes) == 2 else x
+    with nv.stream(nv.gpu):
+        t = nv.transpose(nv.array(x), axes)
+        nv.eval(t)
+    assert not t._data.flags.c_contiguous
+    h = np.asarray(t)
+    want = x.transpose(axes)
+    assert h.strides == want.strides and np.array_equal(h, want)
+    with nv.stream(nv.gpu):  # a strided view that is no permutation: a C-ordered copy
+        s = nv.transpose(nv.array(x), axes)[..., ::2]
+        nv.eval(s)
+    assert np.array_equal(np.asarray(s), want[..., ::2])
+
+
 def test_integer_and_bool_ops():
     a = RNG.integers(-100, 100, (50,)).astype(np.int32)
     b = RNG.integers(1, 7, (50,)).astype(np.int32)

@@ -87,8 +87,18 @@ def upload(data, d: dt.Dtype | None = None) -> cp.ndarray:
 
 
 def to_host(data, d: dt.Dtype | None = None) -> np.ndarray:
-    """Device data as NumPy (waits for the work that makes it); bfloat16 bits viewed back."""
-    h = data.get()
+    """Device data as NumPy (waits for the work that makes it); bfloat16 bits viewed back.
+    A transposed view comes back in its layout (its strides in the same order), as a NumPy view
+    of the CPU's would: export stores a captured weight in the layout it was used in."""
+    order = None
+    if data.ndim > 1 and not data.flags.c_contiguous:
+        order = sorted(range(data.ndim), key=lambda i: -abs(data.strides[i]))
+        if not data.transpose(order).flags.c_contiguous:
+            order = None
+    if order is None:
+        h = data.get()
+    else:
+        h = data.transpose(order).get().transpose(np.argsort(order))
     if d is not None and d == dt.bfloat16 and h.dtype == _U16:
         h = h.view(BF16_NP)
     return h
