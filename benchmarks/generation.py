@@ -9,7 +9,10 @@ The libraries run in alternating rounds (nuvec, MLX, nuvec, ...), each round a f
 timing one generation per mode after a warm-up; the table gives each mode's median over the
 rounds and every round's figure, as a loaded machine's figures drift over minutes.
 
-PyTorch has no model of this file (its API differs); it is reported as not measured.
+PyTorch runs the same model written in PyTorch (benchmarks/torch_llama.py, the same greedy
+tokens as nuvec's float32 model) with the checkpoint's float32 weights: its user API has no
+4-bit CPU product. ``--bits 0`` runs nuvec and MLX unquantized too, like for like.
+``TORCH_PYTHON`` names an interpreter with torch (default: this one).
 """
 
 from __future__ import annotations
@@ -49,8 +52,13 @@ print("RESULT " + json.dumps(out))
 
 def run(lib: str, python: str, model_dir: str, tokens: int, bits: int) -> dict:
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if lib == "torch":
+        files = [os.path.join(model_dir, n) for n in ("weights.npz", "config.json")]
+        cmd = [python, "-m", "benchmarks.torch_llama", *files, str(tokens)]
+    else:
+        cmd = [python, "-c", WORKER, lib, model_dir, str(tokens), str(bits), EXAMPLES]
     proc = subprocess.run(
-        [python, "-c", WORKER, lib, model_dir, str(tokens), str(bits), EXAMPLES],
+        cmd,
         capture_output=True,
         text=True,
         env=env,
@@ -80,11 +88,23 @@ def main(argv=None) -> dict:
         model_dir = os.path.join(tmp, "tiny_llama")
         make_tiny_llama.main([model_dir])
         mlx_python = os.environ.get("MLX_PYTHON", sys.executable)
+        torch_python = os.environ.get("TORCH_PYTHON", sys.executable)
         libs = {"nuvec": sys.executable}
-        if has_module(mlx_python, "mlx.core"):
-            libs["mlx"] = mlx_python
-        else:
-            results["mlx"] = {"error": ["mlx not importable (set MLX_PYTHON)"]}
+        for lib, python, module, var in (
+            ("mlx", mlx_python, "mlx.core", "MLX_PYTHON"),
+            ("torch", torch_python, "torch", "TORCH_PYTHON"),
+        ):
+            if has_module(python, module):
+                libs[lib] = python
+            else:
+                results[lib] = {"error": [f"{module} not importable (set {var})"]}
+        if "torch" in libs:
+            import nuvec as nv
+            import numpy as np
+
+            stored = nv.load(os.path.join(model_dir, "model.safetensors"))
+            arrays = {k: np.asarray(v) for k, v in stored.items()}
+            np.savez(os.path.join(model_dir, "weights.npz"), **arrays)  # type: ignore[arg-type]
         rounds: dict[str, list[dict]] = {lib: [] for lib in libs}
         for _ in range(args.rounds):
             for lib, python in libs.items():
@@ -99,13 +119,6 @@ def main(argv=None) -> dict:
                 results[lib][mode] = statistics.median(r[mode] for r in rs)
                 results[lib][mode + "_rounds"] = [r[mode] for r in rs]
             results[lib]["tokens"] = rs[0]["compiled_tokens"]
-    results["torch"] = {
-        "error": [
-            "not measured: no PyTorch model of this file"
-            if has_module(sys.executable, "torch")
-            else "torch not installed"
-        ]
-    }
     print(
         f"decode tokens/s, 4-bit tiny Llama, batch 1, {args.tokens} tokens "
         f"(median of {args.rounds} alternating rounds; each round in brackets)"
@@ -113,20 +126,20 @@ def main(argv=None) -> dict:
     for lib, r in results.items():
         if "error" in r:
             print(f"  {lib:6s} {' '.join(r['error'])}")
-        else:
-            each = {
-                m: " ".join(f"{v:.1f}" for v in r[m + "_rounds"]) for m in ("compiled", "eager")
-            }
-            print(
-                f"  {lib:6s} compiled {r['compiled']:8.1f} [{each['compiled']}]   "
-                f"eager {r['eager']:8.1f} [{each['eager']}]   "
-                f"compiled/eager {r['compiled'] / r['eager']:.2f}x"
-            )
-    if "compiled" in results["nuvec"] and "compiled" in results.get("mlx", {}):
+            continue
+        each = {m: " ".join(f"{v:.1f}" for v in r[m + "_rounds"]) for m in ("compiled", "eager")}
         print(
-            f"  nuvec compiled / mlx compiled: "
-            f"{results['nuvec']['compiled'] / results['mlx']['compiled']:.2f}x"
+            f"  {lib:6s} compiled {r['compiled']:8.1f} [{each['compiled']}]   "
+            f"eager {r['eager']:8.1f} [{each['eager']}]   "
+            f"compiled/eager {r['compiled'] / r['eager']:.2f}x"
+            + ("   (float32 weights)" if lib == "torch" and args.bits else "")
         )
+    for peer in ("mlx", "torch"):
+        if "compiled" in results["nuvec"] and "compiled" in results.get(peer, {}):
+            print(
+                f"  nuvec compiled / {peer} compiled: "
+                f"{results['nuvec']['compiled'] / results[peer]['compiled']:.2f}x"
+            )
     return results
 
 
