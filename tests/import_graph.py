@@ -1,9 +1,10 @@
 """nuvec's internal import graph, read from the sources (no import is run).
 
 Each ``.py`` file is parsed with ``ast``; Cython files (``.pyx``), which ``ast`` cannot read,
-by their ``import`` / ``cimport`` lines. An import is *module-level* when it runs at import
-time (also inside ``if``/``try`` at the top), *function-level* when it sits inside a function
-body (it runs on the first call). Imports under ``if TYPE_CHECKING:`` are not counted.
+by their ``import`` / ``cimport`` lines outside triple-quoted strings. An import is
+*module-level* when it runs at import time (also inside ``if``/``try`` at the top),
+*function-level* when it sits inside a function body (it runs on the first call). Imports
+under ``if TYPE_CHECKING:`` are not counted.
 
 Importing ``nuvec.a.b`` first runs the package ``nuvec.a``'s ``__init__``, so an import of a
 module also depends on its parent packages, except those the importer is itself inside (they
@@ -133,7 +134,12 @@ _CYTHON_IMPORT = re.compile(r"^(\s*)c?import\s+([\w., ]+)$")
 
 
 def _cython_imports(graph: Graph, name: str, path: Path) -> None:
+    in_string = False  # inside a triple-quoted string (a docstring's usage example)
     for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        quoted = in_string
+        in_string ^= line.count('"""') % 2 == 1
+        if quoted or '"""' in line:
+            continue
         line = line.split("#")[0].rstrip()
         if m := _CYTHON_FROM.match(line):
             indent, dots, module, names = m.groups()

@@ -22,6 +22,7 @@ from typing import Callable
 import numpy as np
 
 from ..core._graph import on_host_already
+from ..core.device import Stream, resolve_stream
 from .base import Backend
 
 #: (device type, module of its ``BACKEND``); GPU backends in probe order
@@ -189,8 +190,6 @@ def synchronize(stream=None) -> None:
     """Waits until the work queued on ``stream`` (a Stream or a Device; every stream when
     None) has run: ``nv.synchronize()``. Evaluation on a GPU only queues work; the CPU runs it
     when evaluated, so there is nothing to wait for there."""
-    from ..core.device import Stream, resolve_stream
-
     if stream is not None and not isinstance(stream, Stream):
         stream = resolve_stream(stream)
     if stream is None:

@@ -16,6 +16,7 @@ from ..backends.base import CompileOptions
 from ..core.array import Array
 from ..core import device as _device
 from ..tree import flatten, unflatten
+from .background import pending
 from ._tape cimport Tape
 
 cdef object _Array = Array
@@ -314,7 +315,6 @@ cdef class CompiledFunction:
                "uncached_traces": st.uncached, "entries": len(self.cache),
                "capacity": self.capacity, "last_miss": st.last_miss}
         out.update(st.timings)
-        from .background import pending
         out["kernels_pending"] = pending()
         try:
             entry = self.cache.get(self.last_key)

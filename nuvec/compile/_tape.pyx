@@ -27,7 +27,8 @@ import numpy as np
 
 from ..core.array import Array
 from ..backends import registry
-from ..primitives.shape import broadcast_shape
+from ..primitives.misc import Copy
+from ..primitives.shape import Broadcast, broadcast_shape
 
 cdef object _ndarray = np.ndarray
 cdef object _new = Array.__new__
@@ -339,7 +340,6 @@ cdef class Tape:
         else:
             return
         shape = broadcast_shape(shapes, step.prim.name)
-        from ..primitives.shape import Broadcast
         for i in range(len(ins)):
             x = ins[i]
             if x._shape == shape:
@@ -406,7 +406,6 @@ cdef object _fresh(object v):
     """A new array with the value of ``v`` (sharing its data, or a copy node if lazy)."""
     if v._data is not None:
         return _make(v._shape, v._dtype, None, (), v._stream, v._data, False)
-    from ..primitives.misc import Copy
     return Array.make(Copy(), (v,), v._stream)
 
 

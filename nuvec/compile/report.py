@@ -30,7 +30,10 @@ from ..backends import registry
 from ..codegen import kernel_name
 from ..core.array import Array
 from ..primitives.compiled import Compiled
+from .background import wait_for_kernels
 from .draft import Draft
+from .state import entry_for
+from .trace import miss
 
 
 @dataclass
@@ -105,7 +108,6 @@ def describe_entry(entry, shapeless: bool) -> CompileReport:
     draft: Draft = entry.info["draft"]
     steps = []
     groups = []
-    from ..primitives.compiled import Compiled
 
     tape = entry.tape  # once: the kernel worker may swap in the fused tape meanwhile
     for s in [st.source for st in tape.steps]:
@@ -148,8 +150,6 @@ def describe_entry(entry, shapeless: bool) -> CompileReport:
 def inspect_call(cf, args: tuple, kwargs: dict) -> CompileReport:
     """The report of the entry ``cf`` uses for this call (traced now if not cached)."""
     if cf.stateful:
-        from .state import entry_for
-
         entry = entry_for(cf, args, kwargs)  # the state is not changed by inspecting
     else:
         leaves: list = []
@@ -161,11 +161,7 @@ def inspect_call(cf, args: tuple, kwargs: dict) -> CompileReport:
             )
         entry = cf.lookup(key)
         if entry is None:
-            from .trace import miss
-
             entry = miss(cf, key, args, kwargs, leaves)
-    from .background import wait_for_kernels
-
     wait_for_kernels()  # report the fused tape, not the one used while kernels build
     rep = describe_entry(entry, cf.shapeless)
     rep.timings = dict(cf.statistics.timings)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core import shapeless as core_shapeless
 from ..core.array import Array
-from ..primitives.shape import Broadcast
+from ..primitives.shape import Broadcast, broadcast_shape
 from .draft import CONST, Draft
 
 
@@ -61,8 +61,6 @@ def make_shapeless(draft: Draft, name: str = "function", origins: dict | None = 
                         scalar_const[v] = nv_
                     return scalar_const[v]
             return v
-
-    from ..primitives.shape import broadcast_shape
 
     for s in draft.steps:
         if s.prim.elementwise:

@@ -13,6 +13,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ..core import device, dtypes
 from ..core.array import Array
 from ..core.device import current_stream
 
@@ -23,8 +24,6 @@ def is_constant(value: Any) -> bool:
     """Whether a non-array leaf is a constant a compiled function may be keyed on: a Python
     scalar, string or None (MLX's), a NumPy scalar, or one of nuvec's dtypes, devices and
     streams. Other objects (a class instance) are refused, as MLX refuses them."""
-    from ..core import device, dtypes
-
     return isinstance(
         value,
         (

@@ -26,11 +26,13 @@ from .. import tree_ext as _ext  # type: ignore[attr-defined]  # a Cython module
 from ..core.array import Array, original, recording_rebinds
 from ..core.evaluate import evaluate
 from ..core.device import current_stream
+from ..core.shapeless import tracing as shapeless_tracing
 from ..transforms._trace import tracing
 from ..tree import LEAF, flatten, unflatten
 from ..tree import _STATIC as STATIC
 from . import inplace
 from .signature import Signature, miss_reason, walk
+from .trace import _check_hashable, fun_name, make_entry, store
 
 
 def random_state() -> list | None:
@@ -318,14 +320,10 @@ def _modes(tree: Any) -> tuple:
 
 
 def _name(cf) -> str:
-    from .trace import fun_name
-
     return fun_name(cf.fun)
 
 
 def _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves):
-    from .trace import _check_hashable, make_entry, store
-
     with cf.trace_lock:
         entry = cf.lookup(key)
         if entry is not None:
@@ -357,8 +355,6 @@ def _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves):
         cf.statistics.traced()
         try:
             merge_into(tin, unflatten(s_def, ph_s), "state")
-            from ..core.shapeless import tracing as shapeless_tracing
-
             with (
                 tracing(),
                 recording_rebinds() as rebound,

@@ -22,6 +22,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from ..backends import registry
 from ..printing import format_array
 from . import dtypes as _dt
 from . import shapeless as _shapeless
@@ -274,8 +275,6 @@ class Array(BufferExporter):
 
         if self._data is None:
             evaluate([self])
-        from ..backends import registry
-
         return registry.to_host(self._data, self._dtype)
 
     def item(self):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from .. import tree_ext as _ext  # type: ignore[attr-defined]  # a Cython module
+from ..backends.registry import node_runner
 from .array import Array
 
 try:
@@ -49,8 +50,6 @@ _impls: dict = {}
 
 
 def _lookup(node) -> tuple:
-    from ..backends.registry import node_runner
-
     fn = node_runner(node)
     return fn, getattr(fn, "host_impl", None)
 

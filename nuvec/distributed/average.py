@@ -12,6 +12,7 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
+from .. import ops
 from ..core import dtypes as dt
 from ..tree import flatten, unflatten
 from .group import Group, resolve_group
@@ -83,8 +84,6 @@ def average_gradients(
     dtypes = {x.dtype for x in leaves}
     if all_reduce_size <= 0 or len(dtypes) > 1:
         return unflatten(td, [_mean(x, n, g, ctype, s) for x in leaves])
-    from .. import ops
-
     itemsize = (ctype or leaves[0].dtype).size
     sizes = [x.size for x in leaves]
     out = [None] * len(leaves)

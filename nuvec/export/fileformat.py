@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from ..codegen.ops import BINARY, UNARY
 from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.device import current_stream
@@ -246,8 +247,6 @@ def _primitive(src: Source, op: Any, state: Any, where: str) -> Primitive:
     except Exception as e:  # a constructor given what it never expects: the file is bad
         raise src.error(f"{where}: {op} cannot be built from {_short(state)} ({e})") from None
     if isinstance(prim, (elementwise.Unary, elementwise.Binary)):
-        from ..codegen.ops import BINARY, UNARY
-
         known = UNARY if type(prim) is elementwise.Unary else BINARY
         if prim.op not in known:
             raise src.error(f"{where}: {_short(prim.op)} is not an element-wise operation")

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..backends.cpu.memory import empty
 from ..backends.registry import register
+from ..core.array import Array
 from ..core.dtypes import from_numpy
 from ..core.primitive import Primitive
 
@@ -39,8 +40,6 @@ class FileData(Primitive):
         return [(self.shape, from_numpy(self.dtype))]
 
     def vmap(self, inputs, axes):
-        from ..core.array import Array
-
         return [Array.make(self, [])], [None]
 
     def _error(self, problem: str) -> RuntimeError:

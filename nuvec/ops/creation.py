@@ -8,11 +8,13 @@ import sys
 import numpy as np
 
 from ..core import dtypes as dt
+from ..core import shapeless
 from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives.shape import Broadcast
 from ._common import SCALARS, as_array, dim_arg, scalar_dtype, shape_arg
-from .elementwise import astype, where
+from .elementwise import add, astype, multiply, where
+from .reduction import cumsum
 from .shape import (
     _has_sizes,
     broadcast_arrays,
@@ -202,8 +204,6 @@ def full(shape, vals, dtype=None, *, stream=None) -> Array:
 def _derive(a: Array, frame) -> None:
     """See ``core.shapeless.derive``; ``frame`` is the caller of a creation, or the caller of
     the creation that called it (``zeros_like`` of a constant keeps the user's shape)."""
-    from ..core import shapeless
-
     if shapeless.active():
         while frame is not None and frame.f_code.co_filename == __file__:
             frame = frame.f_back
@@ -212,8 +212,6 @@ def _derive(a: Array, frame) -> None:
 
 def _sizes(shape) -> bool:
     """Whether ``shape`` holds sizes read from ``.shape`` under a shapeless trace."""
-    from ..core import shapeless
-
     if not shapeless.active():
         return False
 
@@ -227,8 +225,6 @@ def _fill(v: Array, shape: tuple, name: str, stream) -> Array:
         len(shape) < v.ndim or broadcast_shapes(v._shape, shape, name=name) != shape
     ):
         raise ValueError(f"{name}: cannot broadcast values of shape {v._shape} to {shape}")
-    from ..core import shapeless
-
     if shapeless.relative(v):  # a traced value: the broadcast follows its shape at a replay
         return broadcast_to(v, shape, stream=stream)
     return Array.make(Broadcast(shape, fill=True), [v], resolve_stream(stream))
@@ -280,8 +276,6 @@ def ones_like(a, /, dtype=None, *, stream=None) -> Array:
 def full_like(a, /, vals, dtype=None, *, stream=None) -> Array:
     """``vals`` broadcast to the shape of ``a``, with ``a``'s dtype unless ``dtype`` is given.
     Under a shapeless trace ``a`` is an operand of the broadcast, so the shape follows it."""
-    from ..core import shapeless
-
     a = as_array(a, "full_like")
     if shapeless.relative(a):
         v = array(vals) if not isinstance(vals, Array) else vals
@@ -371,10 +365,6 @@ def _sized_arange(start, stop, step, dtype, stream) -> Array:
     replayed shapes (a replay whose range is empty where the trace's was not raises). The
     values are ``start + step * i``, ``i`` counted by an exclusive running sum of ones
     (exact in int32), cast to ``dtype``."""
-    from ..core import shapeless
-    from .elementwise import add, multiply
-    from .reduction import cumsum
-
     for k, v in (("start", start), ("step", step)):
         _refuse_size(v, "arange", k)
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
@@ -432,8 +422,6 @@ def linspace(
 
 def _refuse_size(v, name: str, what: str) -> None:
     """A size read from ``.shape`` under a shapeless trace, where the op would bake it."""
-    from ..core import shapeless
-
     if isinstance(v, shapeless.Size):
         raise ValueError(
             f"{name}: {what} is a size read from .shape (traced as {v.value})"

@@ -14,6 +14,7 @@ import math
 import numbers
 
 from ..core import dtypes as dt
+from ..core import shapeless
 from ..core.array import Array
 from ..core.device import stream as _on_stream
 from . import elementwise as ew
@@ -58,8 +59,6 @@ def _batch_indices(idx, x: Array, op: str, arg: str) -> Array:
     """``idx`` (flat indices into ``x``'s batch axes) or, when None, every batch position."""
     batch = x.shape[:-2]
     if idx is None:
-        from ..core import shapeless
-
         if shapeless.relative(x) and batch:
             raise ValueError(
                 f"{op}: under nv.compile(shapeless=True) the default {arg} would be the "

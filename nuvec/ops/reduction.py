@@ -20,6 +20,7 @@ import numbers
 from typing import Sequence
 
 from ..core import dtypes as dt
+from ..core import shapeless
 from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives.reduction import ArgReduce, LogSumExp, NumberOfElements, Reduce, Scan, Softmax
@@ -133,8 +134,6 @@ def any(a, /, axis: Axis = None, keepdims: bool = False, *, stream=None) -> Arra
 def _count(a: Array, axes, ddof: int = 0, dtype=dt.float32):
     """The element count of ``a`` along ``axes`` less ``ddof`` (at least 0): a Python int, or
     under a shapeless trace a node that reads it from the shape at each replay."""
-    from ..core import shapeless
-
     if shapeless.relative(a):
         return Array.make(NumberOfElements(axes, ddof, dtype), [a])
     n = 1

@@ -12,11 +12,12 @@ transposed layouts), summed over batch dimensions that were broadcast.
 
 from __future__ import annotations
 
+from ..core import dtypes as dt
 from ..core import shapeless
 from ..core.array import Array
 from ..core.primitive import Primitive
 from ._common import Expanding, conj, ops as _ops
-from .shape import Transpose
+from .shape import Transpose, sum_to_like
 
 
 def _bshape(*shapes: tuple) -> tuple:
@@ -44,8 +45,6 @@ def matmul_shape(a, b, name: str = "matmul") -> tuple:
 def unbroadcast(g: Array, x: Array) -> Array:
     """``g`` summed over the dimensions that were broadcast to reach its shape from ``x``'s
     (under a shapeless trace decided again at each replay, see ``sum_to_like``)."""
-    from .shape import sum_to_like
-
     if shapeless.relative(g) or shapeless.relative(x):
         return sum_to_like(g, x)
     ops = _ops()
@@ -271,8 +270,6 @@ _REAL_OR_COMPLEX = ("float32", "float64", "complex64")
 
 
 def _real_of(d):
-    from ..core import dtypes as dt
-
     return dt.float32 if d == dt.complex64 else d
 
 
@@ -299,12 +296,6 @@ def _triangle_grad(g: Array, lower: bool) -> Array:
     """The cotangent of ``t`` from that of ``_sym_from_triangle(t)``: the read triangle gets
     ``g`` plus the mirrored entries of ``g``, the other triangle nothing."""
     return _ops().add(_tri(g, lower), _tri(_mT(g), lower, 1))
-
-
-def _dt():
-    from ..core import dtypes
-
-    return dtypes
 
 
 def _real_only(name: str, x: Array, rule: str) -> None:
@@ -547,8 +538,6 @@ class Eig(_Batched):
         return (self.vectors,)
 
     def infer(self, inputs):
-        from ..core import dtypes as dt
-
         (a,) = inputs
         name = "eig" if self.vectors else "eigvals"
         _square(name, a)
@@ -644,8 +633,6 @@ class LUF(_Batched):
     name = "lu_factor"
 
     def infer(self, inputs):
-        from ..core import dtypes as dt
-
         (a,) = inputs
         if a.ndim < 2:
             raise ValueError(f"lu: arrays must have at least 2 dimensions, got {a.ndim}")
@@ -688,7 +675,7 @@ class LUF(_Batched):
         )
         gb = _mm2(_mm2(_mT(li), inner), _mT(ui))
         # the pivots are locally constant in a, so the gathers take no gradient through them
-        rows = ops.expand_dims(ops.astype(ops.stop_gradient(perm), _dt().int32), -1)
+        rows = ops.expand_dims(ops.astype(ops.stop_gradient(perm), dt.int32), -1)
         return [ops.take_along_axis(gb, ops.broadcast_to(rows, gb.shape), axis=-2)]
 
     def jvp(self, primals, tangents, argnums):
@@ -698,7 +685,7 @@ class LUF(_Batched):
         packed, _, perm = Array.make_multi(self, [a])
         low, up, li, ui = self._factors(packed)
         order = ops.argsort(ops.stop_gradient(perm), axis=-1)
-        order = ops.expand_dims(ops.astype(order, _dt().int32), -1)
+        order = ops.expand_dims(ops.astype(order, dt.int32), -1)
         db = ops.take_along_axis(t, ops.broadcast_to(order, t.shape), axis=-2)
         x = _mm2(_mm2(li, db), ui)
         return [ops.add(_mm2(low, ops.tril(x, k=-1)), _mm2(ops.triu(x), up)), None, None]

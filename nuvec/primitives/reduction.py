@@ -35,7 +35,9 @@ from ._common import (
     ops as _ops,
     zeros as _zeros,
 )
-from .shape import ExpandDims
+from .indexing import GatherAxis, ScatterAxis
+from .misc import StopGradient
+from .shape import Broadcast, ExpandDims
 
 REDUCE_OPS = ("sum", "prod", "max", "min", "all", "any")
 SCAN_OPS = {
@@ -402,8 +404,6 @@ class ScaledSoftmax(Expanding):
         return [Array.make(Softmax((inputs[0].ndim - 1,)), [t])]
 
     def vjp(self, primals, cotangents, argnums, outputs):
-        from .shape import Broadcast
-
         y, g = outputs[0], cotangents[0]
         axes = (y.ndim - 1,)
         out = []
@@ -584,8 +584,6 @@ def _shift(x: Array, axis: int, toward_end: bool) -> Array:
 
 def take_along(x: Array, idx: Array, axis: int) -> Array:
     """``take_along_axis`` through its primitive (indices of x's shape)."""
-    from .indexing import GatherAxis
-
     return Array.make(GatherAxis(axis), [x, idx])
 
 
@@ -638,8 +636,6 @@ def _cumextreme_owner(s: Scan, x, y):
     """For each position, the index along the axis of the element that holds the running
     extreme there (ties go to the latest element in scan order), cut from the gradient: it is
     locally constant in ``x``."""
-    from .misc import StopGradient
-
     ops = _ops()
     ax, n = s.axis, x._shape[s.axis]
     eq = _reach(x, y)
@@ -655,8 +651,6 @@ def _cumextreme_vjp(s: Scan, x, g, y):
     """Each output's cotangent is added into the element that holds the running extreme
     there. A scatter-add sums each element's cotangents by themselves (a difference of
     running sums would lose the small ones next to large ones)."""
-    from .indexing import ScatterAxis
-
     if x._shape[s.axis] == 0:
         return g
     owner = _cumextreme_owner(s, x, y)

@@ -17,6 +17,7 @@ from ..core.array import Array
 from ..core.primitive import Primitive
 from ._common import batch_front as _batch_front, batch_size as _batch_size
 from ._common import batched_axes, inverse_permutation, ops as _ops, zeros as _zeros
+from .indexing import IndexOutOfBounds
 
 
 class _View(Primitive):
@@ -755,8 +756,6 @@ def index_box(shape, spec, name: str = "getitem") -> tuple[tuple, tuple, tuple]:
     for ax, (e, n) in enumerate(zip(spec, shape)):
         if type(e) is int:
             if not -n <= e < n:
-                from .indexing import IndexOutOfBounds
-
                 raise IndexOutOfBounds(
                     f"{name}: index {e} is out of bounds for axis {ax} with size {n}"
                 )

@@ -12,6 +12,7 @@ from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.primitive import Primitive
 from .reduction import take_along
+from .misc import StopGradient
 from ._common import batched_axis, check_axes, ops as _ops
 
 
@@ -50,8 +51,6 @@ class _AlongAxis(Primitive):
         """The permutation, cut from the gradient: it is locally constant in ``x``, and a
         gather whose indices depend on a differentiated input has no vjp (so a second
         derivative of these rules needs the cut)."""
-        from .misc import StopGradient
-
         return Array.make(StopGradient(), [self._perm(x)])
 
     def vjp(self, primals, cotangents, argnums, outputs):

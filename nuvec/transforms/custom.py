@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+from .. import ops
 from ..core.array import Array
 from ..ops import zeros_like
 from ..primitives.misc import CustomFunction
@@ -193,8 +194,6 @@ def _per_arg(r: Any, primals: tuple) -> tuple:
 def _unbatch(g: Any, ax: Any, primal: Any) -> Any:
     """A per-example cotangent tree (batch on axis 0) laid out like its batched primal: the
     batch axis moved to the primal's, or summed where the primal is not batched."""
-    from .. import ops
-
     leaves, td = flatten(g)
     axes = broadcast_prefix(ax, primal, "custom_function vmap")
     out = []

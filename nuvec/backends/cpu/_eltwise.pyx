@@ -21,6 +21,8 @@ import os
 
 import numpy as np
 
+from nuvec.backends.cpu.cores import usable_cpus
+
 cnp.import_array()
 
 cdef extern from "csrc/nv_eltwise.h":
@@ -126,8 +128,6 @@ def set_num_threads(n: int | None) -> int | None:
         raise ValueError(f"set_num_threads: need at least 1 thread, got {n}")
     prev = None if _adaptive else _nthreads
     if n is None:
-        from nuvec.backends.cpu.cores import usable_cpus
-
         _nthreads, _adaptive = usable_cpus(), True
     else:
         _nthreads, _adaptive = n, False

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...codegen.ir import KernelSpec, Node
 from ...primitives.reduction import (
     ArgReduce,
     LogSumExp,
@@ -19,6 +20,7 @@ from ...primitives.reduction import (
     SoftmaxProduct,
 )
 from ..registry import register
+from .kernels import get_kernel, run
 from .memory import empty
 from ._rows import (
     extreme_rows as _extreme_rows,
@@ -149,15 +151,11 @@ def _shifted_exp(x: np.ndarray, m: np.ndarray) -> np.ndarray:
     """``exp(x - m)`` (``m`` broadcast): one pass of nuvec's own kernel for float32 (several
     times NumPy's exp here), NumPy otherwise."""
     if x.dtype == _F32:
-        from .kernels import run
-
         return run(_SHIFTED_EXP, [x, m], x.shape)[0]
     return np.exp(x - m)
 
 
 def _specs():
-    from ...codegen.ir import KernelSpec, Node
-
     shifted_exp = KernelSpec(
         inputs=("float32", "float32"),
         constants=(),
@@ -177,8 +175,6 @@ def _divide_rows(e: np.ndarray, s: np.ndarray) -> None:
     """``e /= s`` (``s`` broadcast): in place through nuvec's kernel for float32 (its threads,
     where NumPy's broadcast divide runs on one), NumPy otherwise."""
     if e.dtype == _F32:
-        from .kernels import run
-
         run(_DIVIDE, [e, s], e.shape, [e])
     else:
         e /= s
@@ -204,8 +200,6 @@ def _address(spec) -> int:
     spec costs microseconds, and every softmax asks)."""
     a = _ADDRESSES.get(id(spec))
     if a is None:
-        from .kernels import get_kernel
-
         a = _ADDRESSES[id(spec)] = get_kernel(spec).address
     return a
 

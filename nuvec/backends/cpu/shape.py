@@ -26,6 +26,7 @@ from ...primitives.shape import (
     SizedBroadcast,
     SizedReshape,
 )
+from .. import registry
 from ..registry import register, register_specialized
 from ._views import broadcast_view
 from .memory import empty
@@ -85,8 +86,6 @@ def _reshaped(x: np.ndarray, shape) -> np.ndarray:
 def _resolved(prim, ins, node):
     """A shape-relative primitive (made under a shapeless trace) run as the node it resolves
     to for its inputs' shapes (its leading inputs)."""
-    from .. import registry
-
     p, used = prim.resolve(tuple(node._inputs))
     return registry.implementation(type(p), "cpu")(p, ins[: len(used)], node)
 

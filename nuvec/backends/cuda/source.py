@@ -23,6 +23,7 @@ low); its name is ``entry_name(variant, idx)``.
 from __future__ import annotations
 
 from ...codegen.dialects import DIALECTS
+from ...codegen.dialects import cuda as cuda_dialect
 from ...codegen.ir import ITEMSIZE, KernelSpec
 
 VARIANTS = ("vec", "contig", "scalar", "strided")
@@ -42,8 +43,6 @@ def dialect():
 def nvrtc_options(fast: bool = False) -> tuple[str, ...]:
     """NVRTC options of a kernel: no contraction, IEEE division and square root; or, for a
     fast-math kernel (``KernelSpec.fast``), contraction and approximate division."""
-    from ...codegen.dialects import cuda as cuda_dialect
-
     return cuda_dialect.FAST_NVRTC_OPTIONS if fast else cuda_dialect.NVRTC_OPTIONS
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import nuvec as nv
 
 from .base import Module
-from .quantized import QuantizedLinear
+from .quantized import QQLinear, QuantizedLinear
 
 
 class Identity(Module):
@@ -57,8 +57,6 @@ class Linear(Module):
     ) -> Module:
         """This layer as a ``QuantizedLinear`` (see ``nn.quantize``), or with
         ``quantize_input`` as a ``QQLinear`` (its inputs quantized too)."""
-        from .quantized import QQLinear
-
         if quantize_input:
             return QQLinear.from_linear(self, group_size, bits, mode)
         return QuantizedLinear.from_linear(self, group_size, bits, mode)
