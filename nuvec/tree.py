@@ -21,12 +21,12 @@ paths; the structure is nested tuples, so equality and hashing run at C speed.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from . import tree_ext as _ext  # type: ignore[attr-defined]  # a Cython module
 from .core.array import Array
 
-__all__ = ["TreeDef", "flatten", "unflatten", "leaves", "is_leaf_def", "LEAF"]
+__all__ = ["TreeDef", "flatten", "unflatten", "leaves", "all_leaves", "is_leaf_def", "LEAF"]
 
 
 class _LeafMarker:
@@ -143,6 +143,30 @@ def leaves(obj: Any) -> list[Array]:
     out: list[Array] = []
     _flat_fast(obj, out)
     return out
+
+
+def all_leaves(obj: Any) -> list:
+    """Every leaf of ``obj`` in ``flatten`` order: its arrays and its non-array leaves (None,
+    numbers, strings, other objects), for checks on what a tree holds.
+
+    >>> import nuvec as nv
+    >>> all_leaves([1, {"a": None, "b": (nv.ones(2), "s")}])[::2]
+    [1, 's']
+    """
+    arrays: list[Array] = []
+    out: list = []
+    _leaves_of(_flat_fast(obj, arrays), iter(arrays), out)
+    return out
+
+
+def _leaves_of(node: Any, arrays: Iterator[Array], out: list) -> None:
+    if node is LEAF:
+        out.append(next(arrays))
+    elif node[0] is _STATIC:
+        out.append(node[2])
+    else:
+        for child in node[-1]:  # a container's children come last in its node
+            _leaves_of(child, arrays, out)
 
 
 def is_leaf_def(td: TreeDef) -> bool:

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """The hot path of nuvec.tree: walking a tree into its arrays and its structure.
 
-Same output as ``nuvec.tree._flat`` (which stays as the fallback when this is not built)."""
+Same output as ``nuvec.tree._flat``, its Python form, which the tests compare it with."""
 
 cdef object _Array = None
 cdef object _LEAF = None
@@ -58,9 +58,9 @@ cpdef object flat(object obj, list out):
 
 
 cpdef list containers(tuple trees):
-    """Every list and dict reachable in ``trees``, each once, in the order of
-    ``nuvec.compile.state.containers`` (its Python form): a compiled stateful call walks its
-    state this way on every call."""
+    """Every list and dict reachable in ``trees``, each once (depth first, the last item of a
+    container first; tuples are walked through, not listed): a compiled stateful call
+    (``nuvec.compile.state.containers``) walks its state this way on every call."""
     cdef list out = []
     cdef set seen = set()
     cdef list stack = list(trees)

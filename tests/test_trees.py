@@ -117,6 +117,18 @@ def test_python_and_cython_walks_agree():
     assert all(a is b for a, b in zip(o1, o2))
 
 
+def test_all_leaves_holds_every_leaf_in_flatten_order():
+    Point = collections.namedtuple("Point", "x y")
+    a, b = nv.ones(1), nv.zeros(2)
+    t = [1, {"k": None, "j": (a, "s")}, Point(2.5, [b]), ()]
+    got = tree.all_leaves(t)
+    assert got[:2] == [1, None] and got[2] is a and got[3:5] == ["s", 2.5] and got[5] is b
+    assert len(got) == 6
+    arrays = [x for x in got if isinstance(x, nv.array)]
+    assert [id(x) for x in arrays] == [id(x) for x in tree.leaves(t)]
+    assert tree.all_leaves(a)[0] is a and tree.all_leaves(7) == [7] and tree.all_leaves([]) == []
+
+
 def test_broadcast_prefix():
     x = nv.ones(1)
     args = (x, {"a": x, "b": [x, x]}, 3)

@@ -27,12 +27,8 @@ from .shape import (
 
 def _infer_list_dtype(obj) -> dt.Dtype:
     kinds = set()
-    stack = [obj]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, (list, tuple)):
-            stack.extend(x)
-        elif isinstance(x, Array):
+    for x in _flat(obj):
+        if isinstance(x, Array):
             kinds.add(x.dtype)
         elif isinstance(x, SCALARS):
             kinds.add(scalar_dtype(x))

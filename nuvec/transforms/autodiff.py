@@ -19,7 +19,7 @@ from .. import ops
 from ..core import dtypes as dt
 from ..core.array import Array, original, recording_rebinds
 from ..primitives.misc import StopGradient
-from ..tree import flatten, unflatten
+from ..tree import all_leaves, flatten, unflatten
 from ._trace import active_order, release, tracer_copy, tracing
 
 __all__ = ["vjp", "jvp", "grad", "value_and_grad"]
@@ -485,16 +485,8 @@ def _check_static(diff: list, name: str, nums: list, names: list) -> None:
     """Differentiated arguments must hold only arrays (MLX raises the same way)."""
     labels = [f"argument {n}" for n in nums] + [f"keyword argument {k!r}" for k in names]
     for label, sub in zip(labels, diff):
-        stack = [sub]
-        while stack:
-            t = stack.pop()
-            if isinstance(t, Array):
-                continue
-            if isinstance(t, (list, tuple)):
-                stack.extend(t)
-            elif isinstance(t, dict):
-                stack.extend(t.values())
-            elif t is not None:
+        for t in reversed(all_leaves(sub)):  # right to left: the error names the last offender
+            if t is not None and not isinstance(t, Array):
                 raise ValueError(
                     f"{name}: {label} holds a {type(t).__name__}; only arrays (in "
                     "lists, tuples and dicts) can be differentiated"

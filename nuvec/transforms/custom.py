@@ -26,7 +26,7 @@ from .. import ops
 from ..core.array import Array
 from ..ops import zeros_like
 from ..primitives.misc import CustomFunction
-from ..tree import broadcast_prefix, flatten, unflatten
+from ..tree import all_leaves, broadcast_prefix, flatten, unflatten
 from .autodiff import backward, forward
 from .vmap import vmap
 
@@ -207,17 +207,9 @@ def _unbatch(g: Any, ax: Any, primal: Any) -> Any:
 
 def _flatten_with_none(tree: Any) -> tuple[list, Any]:
     """Like ``flatten``, but a None leaf (no cotangent for that input) counts as a leaf."""
-    out: list = []
-    stack = [tree]
-    while stack:
-        t = stack.pop()
-        if t is None or isinstance(t, Array):
-            out.append(t)
-        elif isinstance(t, (list, tuple)):
-            stack.extend(reversed(t))
-        elif isinstance(t, dict):
-            stack.extend(reversed(list(t.values())))
-        else:
+    out = all_leaves(tree)
+    for t in out:
+        if t is not None and not isinstance(t, Array):
             raise TypeError(
                 f"custom_function: a vjp returned a {type(t).__name__} where an "
                 "array (or None) was expected"

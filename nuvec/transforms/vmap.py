@@ -18,23 +18,15 @@ from typing import Any, Callable
 from .. import ops
 from ..core.array import Array, recording_rebinds
 from ..ops._common import normalize_axis
-from ..tree import broadcast_prefix, flatten, unflatten
+from ..tree import all_leaves, broadcast_prefix, flatten, unflatten
 from ._trace import active_order, tracing
 
 __all__ = ["vmap"]
 
 
 def _check_axes(spec: Any, name: str, what: str) -> None:
-    stack = [spec]
-    while stack:
-        s = stack.pop()
-        if s is None or (isinstance(s, int) and not isinstance(s, bool)):
-            continue
-        if isinstance(s, (list, tuple)):
-            stack.extend(s)
-        elif isinstance(s, dict):
-            stack.extend(s.values())
-        else:
+    for s in reversed(all_leaves(spec)):  # right to left: the error names the last offender
+        if s is not None and (not isinstance(s, int) or isinstance(s, bool)):
             raise ValueError(
                 f"{name}: {what} must be ints, None, or lists/tuples/dicts of them; "
                 f"got {type(s).__name__}"
