@@ -120,7 +120,8 @@ def main(argv=None) -> dict:
                 results[lib][mode + "_rounds"] = [r[mode] for r in rs]
             results[lib]["tokens"] = rs[0]["compiled_tokens"]
     print(
-        f"decode tokens/s, 4-bit tiny Llama, batch 1, {args.tokens} tokens "
+        f"decode tokens/s, {f'{args.bits}-bit' if args.bits else 'float32'} tiny Llama, batch 1, "
+        f"{args.tokens} tokens "
         f"(median of {args.rounds} alternating rounds; each round in brackets)"
     )
     for lib, r in results.items():
