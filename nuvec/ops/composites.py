@@ -160,15 +160,10 @@ def diff(a, /, n: int = 1, axis: int = -1, *, stream=None) -> Array:
     if a.ndim == 0:
         raise ValueError("diff: the array must have at least one dimension")
     ax = normalize_axis(axis, a.ndim, "diff", scalar=True)
+    # bounds that hold no size, so that a shapeless replay takes them from its own shape
+    hi = tuple(builtins.slice(1, None) if i == ax else builtins.slice(None) for i in range(a.ndim))
+    lo = tuple(builtins.slice(None, -1) if i == ax else builtins.slice(None) for i in range(a.ndim))
     for _ in range(n):
-        m = a.shape[ax]
-        hi = tuple(
-            builtins.slice(1, None) if i == ax else builtins.slice(None) for i in range(a.ndim)
-        )
-        lo = tuple(
-            builtins.slice(0, builtins.max(m - 1, 0)) if i == ax else builtins.slice(None)
-            for i in range(a.ndim)
-        )
         a = ew.subtract(getitem(a, hi, stream=stream), getitem(a, lo, stream=stream), stream=stream)
     return a
 

@@ -481,6 +481,7 @@ def _triangle(name: str, x, k: int, lower: bool, stream) -> Array:
     x = as_array(x, name)
     if x.ndim < 2:
         raise ValueError(f"{name}: the array must have at least 2 dimensions, got shape {x.shape}")
+    shapeless.refuse_traced(x, name, "the triangle's mask")
     n, m = x.shape[-2:]
     mask = tri(n, m, k if lower else k - 1, dt.bool_, stream=stream)
     if lower:

@@ -733,6 +733,7 @@ def roll(a, shift, axis=None, *, stream=None) -> Array:
 
 
 def _roll_axes(a: Array, shifts, axes, stream) -> Array:
+    shapeless.refuse_traced(a, "roll", "where the shift splits each axis")
     total: dict[int, int] = {}
     for s, ax in zip(shifts, axes):
         total[ax] = total.get(ax, 0) + s

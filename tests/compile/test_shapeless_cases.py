@@ -211,9 +211,20 @@ def test_a_convolution_on_an_input_smaller_than_the_kernel_raises_at_the_replay(
         ("diag", lambda x: nv.diag(x[0])),
         ("diagonal", nv.trace),
         ("median", lambda x: nv.median(x, axis=1)),
+        ("tril", nv.tril),
+        ("triu", lambda x: nv.triu(x, 1)),
+        ("roll", lambda x: nv.roll(x, 1, axis=0)),
+        ("roll", lambda x: nv.roll(x, 4, axis=1)),  # a whole turn at the traced size
     ],
 )
-def test_gathers_of_positions_counted_at_the_trace_are_refused_by_name(op, fn):
+def test_positions_counted_at_the_trace_are_refused_by_name(op, fn):
     g = nv.compile(fn, shapeless=True)
     with pytest.raises(ValueError, match=f"{op}: under nv.compile\\(shapeless=True\\)"):
         g(nv.ones((3, 4)))
+
+
+def test_differences_replay_on_any_length():
+    # traced on (2, 2); the (2, 3) replay once kept the traced 2 - 1 columns of the low side
+    fn = lambda x: nv.diff(x, axis=1)  # noqa: E731
+    same_as_uncompiled(fn, (nv.ones((2, 2)),), (_normal(2, 3),), (_normal(4, 1),), (_normal(1, 6),))
+    same_as_uncompiled(lambda x: nv.diff(x, n=2), (_normal(5),), (_normal(9),), (_normal(2),))
