@@ -7,8 +7,9 @@ operands again from their own shapes, so each element-wise step reads the source
 broadcast operands when those broadcast to its traced result shape: a broadcast step, a
 constant that nuvec made of a traced shape (``core.shapeless.derive``: a broadcast of another
 constant, or one value in every element, which becomes a 0-d constant). A user's constant keeps
-its shape. Steps left without a use are dropped. A step that still fixes a traced size fails
-the trace with an error naming it.
+its shape. Steps left without a use are dropped. A step that the trace made with a size in
+its parameters (which may have come from a traced shape) fails the trace with an error naming
+it; one made before the trace (a module's lazy parameters) replays as it is.
 
     make_shapeless(draft)    # rewrites draft.steps, or raises ValueError
 """
@@ -76,7 +77,8 @@ def make_shapeless(draft: Draft, name: str = "function", origins: dict | None = 
                 s.args = srcs
     draft.drop_unused()
     for s in draft.steps:
-        if getattr(s.prim, "fixes_shape", False):
+        # a node made before the trace (``origins`` lacks it) holds no traced size
+        if getattr(s.prim, "fixes_shape", False) and (origins is None or id(s.node) in origins):
             params = s.prim.params
             where = (origins or {}).get(id(s.node))
             raise ValueError(

@@ -37,8 +37,8 @@ def relative(x) -> bool:
 
 @contextmanager
 def tracing(on: bool = True) -> Iterator[dict]:
-    """Marks a shapeless trace (``on``) in this thread; yields the origins of the nodes made
-    with a traced size (``{id(array): "file:line"}``, see ``note``)."""
+    """Marks a shapeless trace (``on``) in this thread; yields the origins of the nodes it made
+    with a size in their parameters (``{id(array): "file:line" or None}``, see ``note``)."""
     saved = (
         getattr(_local, "on", False),
         getattr(_local, "origins", None),
@@ -66,15 +66,16 @@ def derived(a) -> bool:
 
 
 def note(a) -> None:
-    """Records the user's line that made ``a`` (a node whose parameters hold a traced size),
-    so that the shapeless refusal can name it."""
+    """Records that this shapeless trace made ``a`` (a node whose parameters hold a size, which
+    may have come from a traced shape), with the user's line that made it ("file:line", None
+    where there is none), so that the shapeless refusal can name it. A node made before the
+    trace (a module's lazy parameters) holds no traced size and is not recorded."""
     if not getattr(_local, "on", False):
         return
     f: FrameType | None = sys._getframe(1)
     while f is not None and f.f_code.co_filename.startswith(_PACKAGE):
         f = f.f_back
-    if f is not None:
-        _local.origins[id(a)] = f"{f.f_code.co_filename}:{f.f_lineno}"
+    _local.origins[id(a)] = f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else None
 
 
 def refuse_traced(x, op: str, what: str) -> None:

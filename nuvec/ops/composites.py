@@ -458,6 +458,7 @@ def as_strided(
     """
 
     a = as_array(a, "as_strided")
+    shapeless.refuse_traced(a, "as_strided", "the element offsets")
     shape = tuple(a.shape if shape is None else shape)
     if any(isinstance(d, bool) or not isinstance(d, numbers.Integral) for d in shape):
         raise TypeError(f"as_strided: shape must be a sequence of ints, got {shape!r}")

@@ -200,6 +200,7 @@ def hadamard_transform(a, scale: float | None = None, stream=None) -> Array:
     """
     op = "hadamard_transform"
     a = as_array(a, op)
+    shapeless.refuse_traced(a, op, "the butterfly of the last axis's size")
     if a.size == 0:
         raise ValueError(f"{op}: empty arrays are not supported")
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)):

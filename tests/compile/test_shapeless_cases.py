@@ -215,6 +215,8 @@ def test_a_convolution_on_an_input_smaller_than_the_kernel_raises_at_the_replay(
         ("triu", lambda x: nv.triu(x, 1)),
         ("roll", lambda x: nv.roll(x, 1, axis=0)),
         ("roll", lambda x: nv.roll(x, 4, axis=1)),  # a whole turn at the traced size
+        ("as_strided", nv.as_strided),
+        ("hadamard_transform", nv.hadamard_transform),
     ],
 )
 def test_positions_counted_at_the_trace_are_refused_by_name(op, fn):
@@ -228,3 +230,23 @@ def test_differences_replay_on_any_length():
     fn = lambda x: nv.diff(x, axis=1)  # noqa: E731
     same_as_uncompiled(fn, (nv.ones((2, 2)),), (_normal(2, 3),), (_normal(4, 1),), (_normal(1, 6),))
     same_as_uncompiled(lambda x: nv.diff(x, n=2), (_normal(5),), (_normal(9),), (_normal(2),))
+
+
+def test_a_modules_lazy_parameters_replay_with_it():
+    # made before the trace, their random initialisation holds no traced size
+    import nuvec.nn as nn
+
+    layer = nn.Linear(8, 5)  # not evaluated: the trace reaches its initialisation
+    g = nv.compile(layer, shapeless=True)
+    got = [np.asarray(g(x)) for x in (_normal(2, 8), _normal(5, 8), _normal(1, 8))]
+    for x, y in zip((_normal(2, 8), _normal(5, 8), _normal(1, 8)), got):
+        assert_same(y, np.asarray(layer(x)))
+
+
+def test_recurrent_layers_are_refused_by_name():
+    import nuvec.nn as nn
+
+    for layer in (nn.RNN(8, 4), nn.GRU(8, 4), nn.LSTM(8, 4)):
+        g = nv.compile(layer, shapeless=True)
+        with pytest.raises(ValueError, match="the number of time steps"):
+            g(_normal(2, 3, 8))

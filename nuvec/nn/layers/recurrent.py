@@ -19,6 +19,7 @@ from typing import Callable, Optional
 
 import nuvec as nv
 
+from ...core import shapeless
 from .base import Module
 
 
@@ -32,6 +33,8 @@ def _check_input(x, input_size: int, name: str) -> None:
             f"{name}: expects an input (N, L, {input_size}) or (L, {input_size}), "
             f"got shape {tuple(x.shape)}"
         )
+    # the time loop runs once per step of the traced length
+    shapeless.refuse_traced(x, name, "the number of time steps")
 
 
 def _initial(state, x, hidden_size: int):
