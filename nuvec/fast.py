@@ -23,6 +23,7 @@ import numpy as np
 
 from . import ops
 from .core import dtypes as dt
+from .core import shapeless
 from .core.array import Array
 from .primitives._common import lowers
 from .primitives.norm import LayerNorm, composite as composite_layer_norm
@@ -129,6 +130,7 @@ def rope(
         if tuple(freqs.shape) != (half,):
             raise ValueError(f"rope: freqs must have shape ({half},), got {tuple(freqs.shape)}")
         inv = np.float32(1) / np.asarray(freqs.astype(dt.float32))
+    shapeless.refuse_traced(a, "rope", "the angles of each position")
     length = a.shape[-2]
     key = (length, float(np.float32(scale)), inv.astype(np.float32).tobytes(), a.dtype, a.ndim)
     if isinstance(offset, Array):

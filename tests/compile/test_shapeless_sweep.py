@@ -103,3 +103,64 @@ def test_replays_equal_the_uncompiled_call_or_raise(name, f):
             assert [a.shape for a in got] == [b.shape for b in want], where
             for a, b in zip(got, want):
                 assert np.array_equal(a, b, equal_nan=True), where
+
+
+def _self_attention(m):
+    return lambda x: m(x, x, x)
+
+
+def _unmasked(m):
+    return lambda x: m(x, None)
+
+
+# layers of nuvec.nn on inputs of their kind: (name, layer factory, traced / replayed pairs)
+_SEQ = [((2, 3, 8), (1, 5, 8)), ((2, 3, 8), (2, 1, 8)), ((1, 3, 8), (4, 3, 8))]
+_ROWS = [((2, 64), (5, 64)), ((3, 64), (1, 64))]
+_IMAGE = [((1, 6, 6, 8), (2, 9, 7, 8)), ((2, 6, 6, 8), (1, 6, 6, 8))]
+LAYERS = [
+    ("Linear", lambda: nn.Linear(8, 5), _SEQ + [((2, 8), (5, 8))]),
+    ("LayerNorm", lambda: nn.LayerNorm(8), _SEQ),
+    ("RMSNorm", lambda: nn.RMSNorm(8), _SEQ),
+    ("GroupNorm", lambda: nn.GroupNorm(2, 8), _SEQ),
+    ("BatchNorm", lambda: nn.BatchNorm(8), _SEQ),
+    ("InstanceNorm", lambda: nn.InstanceNorm(8), _SEQ),
+    ("MultiHeadAttention", lambda: _self_attention(nn.MultiHeadAttention(8, 2)), _SEQ),
+    ("Conv1d", lambda: nn.Conv1d(8, 4, 3, padding=1), _SEQ),
+    ("Conv2d", lambda: nn.Conv2d(8, 4, 3, stride=2), _IMAGE),
+    ("MaxPool1d", lambda: nn.MaxPool1d(2), _SEQ),
+    ("AvgPool2d", lambda: nn.AvgPool2d(2), _IMAGE),
+    ("Upsample", lambda: nn.Upsample(2.0), _IMAGE),
+    ("RoPE", lambda: nn.RoPE(8), _SEQ),
+    ("RNN", lambda: nn.RNN(8, 4), _SEQ),
+    ("GRU", lambda: nn.GRU(8, 4), _SEQ),
+    ("LSTM", lambda: nn.LSTM(8, 4), _SEQ),
+    ("TransformerEncoderLayer", lambda: _unmasked(nn.TransformerEncoderLayer(8, 2)), _SEQ),
+    ("QuantizedLinear", lambda: nn.QuantizedLinear(64, 32), _ROWS),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, make, pairs", LAYERS, ids=[n for n, _, _ in LAYERS])
+def test_layers_replay_equal_to_uncompiled_or_raise(name, make, pairs):
+    nv.random.seed(0)
+    layer = make()
+    if isinstance(layer, nn.Module):
+        layer.eval()
+    for k, (traced, replayed) in enumerate(pairs):
+        g = nv.compile(layer, shapeless=True)
+        try:
+            nv.eval(g(_normal(traced, k)))
+        except ValueError:
+            continue
+        x = _normal(replayed, 100 + k)
+        where = f"{name}: traced on {traced}, replayed on {replayed}"
+        try:
+            want = np.asarray(layer(x))
+        except Exception:
+            with pytest.raises(ValueError):
+                nv.eval(g(x))
+            continue
+        try:
+            got = np.asarray(g(x))
+        except ValueError:
+            continue
+        assert got.shape == want.shape and np.array_equal(got, want, equal_nan=True), where
