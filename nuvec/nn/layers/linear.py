@@ -13,6 +13,7 @@ from typing import Any
 
 import nuvec as nv
 
+from ...core import shapeless
 from .base import Module
 from .quantized import QQLinear, QuantizedLinear
 
@@ -68,10 +69,11 @@ class Linear(Module):
                 f"Linear: expected inputs with last dimension {w.shape[1]}, got "
                 f"shape {tuple(x.shape)}"
             )
-        lead = tuple(x.shape[:-1])
         # one 2-d product over all leading axes: one BLAS call forward, and the weight's
-        # gradient is one product too (not a batch of them summed)
-        x2 = nv.reshape(x, (-1, w.shape[1])) if x.ndim != 2 else x
+        # gradient is one product too (not a batch of them summed); under a shapeless trace
+        # the leading sizes follow each replay
+        lead = tuple(shapeless.user_shape(x) if shapeless.relative(x) else x.shape)[:-1]
+        x2 = x if x.ndim == 2 else nv.flatten(x, 0, -2) if x.ndim > 2 else nv.expand_dims(x, 0)
         if "bias" in self:
             y = nv.addmm(self["bias"], x2, nv.transpose(w))
         else:
