@@ -88,11 +88,15 @@ KNOWN_FUNCTION_LEVEL = {
 GRAPH = ig.build()
 
 
+def _under(module: str, prefixes: tuple) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
 def layer_of(module: str) -> int:
     best, rank = -1, len(LAYERS) - 2  # the public namespace unless a longer prefix matches
     for i, (_, prefixes) in enumerate(LAYERS):
         for p in prefixes:
-            if (module == p or module.startswith(p + ".")) and len(p) > best:
+            if _under(module, (p,)) and len(p) > best:
                 best, rank = len(p), i
     return rank
 
@@ -120,10 +124,6 @@ def test_upward_function_level_imports_are_the_known_ones():
         if i.function_level and layer_of(i.target) > layer_of(i.importer)
     }
     assert up <= KNOWN_UPWARD, f"new imports into a higher layer: {sorted(up - KNOWN_UPWARD)}"
-
-
-def _under(module: str, prefixes: tuple) -> bool:
-    return any(module == p or module.startswith(p + ".") for p in prefixes)
 
 
 def test_function_level_imports_are_the_allowed_kinds_or_known():

@@ -172,7 +172,7 @@ class Array(BufferExporter):
                 tracer = True
         a._tracer = tracer
         a._readers = 0
-        if prim.fixes_shape:
+        if prim.fixes_shape and _shapeless.running:
             _shapeless.note(a)
         return a
 
@@ -196,7 +196,7 @@ class Array(BufferExporter):
         sib = tuple(outs)
         for a in outs:
             a._siblings = sib
-            if prim.fixes_shape:
+            if prim.fixes_shape and _shapeless.running:
                 _shapeless.note(a)
         return outs
 

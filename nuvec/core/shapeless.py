@@ -21,6 +21,9 @@ from types import FrameType
 from typing import Iterator
 
 _local = threading.local()
+#: shapeless traces running now, in any thread: an eager call skips ``note`` while it is 0
+running = 0
+_running_lock = threading.Lock()
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
@@ -39,16 +42,21 @@ def relative(x) -> bool:
 def tracing(on: bool = True) -> Iterator[dict]:
     """Marks a shapeless trace (``on``) in this thread; yields the origins of the nodes it made
     with a size in their parameters (``{id(array): "file:line" or None}``, see ``note``)."""
+    global running
     saved = (
         getattr(_local, "on", False),
         getattr(_local, "origins", None),
         getattr(_local, "derived", None),
     )
     _local.on, _local.origins, _local.derived = on, {}, {}
+    with _running_lock:
+        running += on
     try:
         yield _local.origins
     finally:
         _local.on, _local.origins, _local.derived = saved
+        with _running_lock:
+            running -= on
 
 
 def derive(a, frame) -> None:
@@ -208,6 +216,12 @@ def at_least(size, low: int, what: str):
     if value < low:
         raise ValueError(f"{what} is {value}, less than {low}")
     return Size(value, ("check", size.expr, (low, what))) if isinstance(size, Size) else size
+
+
+def sizes(a) -> tuple:
+    """``a``'s shape for nuvec's own size arithmetic: Sizes under a shapeless trace that ``a``
+    depends on (so that a reshape to them follows each replay), its ints otherwise."""
+    return user_shape(a) if relative(a) else a._shape
 
 
 def user_shape(a) -> tuple:

@@ -51,12 +51,7 @@ def _out_size(size: int, k: int, s: int, d: int) -> int:
 def _output_sizes(x, kernel, stride, dilation, op: str) -> tuple:
     """(N, *spatial output sizes) of a window operation on the padded ``x``; under a shapeless
     trace, sizes that follow each replay and check it (core.shapeless.Size)."""
-    if not shapeless.relative(x):
-        return (
-            x.shape[0],
-            *(_out_size(n, *a) for n, *a in zip(x.shape[1:-1], kernel, stride, dilation)),
-        )
-    n, *spatial, _ = shapeless.user_shape(x)
+    n, *spatial, _ = shapeless.sizes(x)
     what = f"{op}: the number of output positions"
     return (
         n,
@@ -269,5 +264,5 @@ def pool(
         acc = maximum(acc, s) if kind == "max" else acc + s
     if shapeless.relative(acc):  # a reshape to the output sizes checks them at each replay
         lead = _output_sizes(x, kernel, stride, (1,) * nd, op)
-        acc = reshape(acc, (*lead, shapeless.user_shape(acc)[-1]))
+        acc = reshape(acc, (*lead, shapeless.sizes(acc)[-1]))
     return acc if kind == "max" else acc / count

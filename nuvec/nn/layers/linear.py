@@ -72,7 +72,7 @@ class Linear(Module):
         # one 2-d product over all leading axes: one BLAS call forward, and the weight's
         # gradient is one product too (not a batch of them summed); under a shapeless trace
         # the leading sizes follow each replay
-        lead = tuple(shapeless.user_shape(x) if shapeless.relative(x) else x.shape)[:-1]
+        lead = tuple(shapeless.sizes(x))[:-1]
         x2 = x if x.ndim == 2 else nv.flatten(x, 0, -2) if x.ndim > 2 else nv.expand_dims(x, 0)
         if "bias" in self:
             y = nv.addmm(self["bias"], x2, nv.transpose(w))
