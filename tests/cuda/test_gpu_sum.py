@@ -77,3 +77,26 @@ def test_compiled_sums_and_softmax_equal_eager():
                 np.testing.assert_array_equal(np.array(c), np.array(e))
     sm = np.exp(x - x.max(1, keepdims=True))
     np.testing.assert_allclose(np.array(eager[2]), sm / sm.sum(1, keepdims=True), rtol=1e-5)
+
+
+def test_the_ones_of_the_sums_are_kept_and_not_grown_while_a_graph_records():
+    import cupy as cp
+
+    from nuvec.backends.cuda import reduction
+
+    first = reduction._ones(300, np.float32)
+    again = reduction._ones(200, np.float32)
+    assert again.data.ptr == first.data.ptr and again.size == 200
+    assert cp.all(first == 1).item()
+    kept = reduction._ONES[(cp.cuda.Device().id, np.dtype(np.float32))]
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        try:
+            longer = reduction._ones(kept.size + 1, np.float32)
+        finally:
+            stream.end_capture()
+    assert longer.size == kept.size + 1
+    assert reduction._ONES[(cp.cuda.Device().id, np.dtype(np.float32))] is kept
+    grown = reduction._ones(kept.size + 1, np.float32)
+    assert grown.size == kept.size + 1 and cp.all(grown == 1).item()

@@ -26,6 +26,28 @@ def _acc(d: dt.Dtype):
     return np.float32 if is_half(d) else d.np
 
 
+_ONES: dict = {}  # (device id, dtype) -> the longest vector of ones made so far
+
+
+def _ones(n: int, dtype):
+    """``n`` ones of ``dtype`` on the current device: a slice of one vector kept per device and
+    dtype, so that a step's sums make no fill kernel each. The kept vector grows only outside a
+    graph's recording (there a new vector would live in the recording's arena and its fill
+    would only be recorded); while recording, a vector too short is made for that call."""
+    key = (cp.cuda.Device().id, np.dtype(dtype))
+    kept = _ONES.get(key)
+    if kept is not None and kept.size >= n:
+        return kept[:n]
+    stream = cp.cuda.get_current_stream()
+    if stream.is_capturing():
+        return cp.ones(n, dtype)
+    with cp.cuda.using_allocator(cp.get_default_memory_pool().malloc):  # outlives any arena
+        kept = cp.ones(max(n, 2 * (kept.size if kept is not None else 0)), dtype)
+    stream.synchronize()  # filled before any other stream reads it
+    _ONES[key] = kept
+    return kept[:n]
+
+
 def _sum(x, axes: tuple, acc, keepdims: bool):
     """``cp.sum(x, axes, acc, keepdims)``; over a leading or trailing block of axes of a
     C-contiguous float32 / float64 ``x`` (``acc`` its own dtype), as a product with ones."""
@@ -43,7 +65,8 @@ def _sum(x, axes: tuple, acc, keepdims: bool):
         kept = [d for i, d in enumerate(x.shape) if i not in axes]
         n = x.size // int(np.prod(kept))
         flat = x.reshape((n, -1) if lead else (-1, n))
-        ones = cp.ones((1, n) if lead else (n, 1), x.dtype)
+        ones = _ones(n, x.dtype)
+        ones = ones.reshape((1, n) if lead else (n, 1))
         r = gemm.matmul(ones, flat) if lead else gemm.matmul(flat, ones)
         if r is not None:
             shape = [1 if i in axes else d for i, d in enumerate(x.shape)] if keepdims else kept
