@@ -249,15 +249,15 @@ def pool(
     for k in kernel:
         count *= k
     tiles = tuple(kernel) == tuple(stride) and all(n % k == 0 for n, k in zip(spatial, kernel))
-    if tiles and not shapeless.relative(x):  # (its reshape holds the traced sizes)
-        # windows tile the input: reshape (N, H/k, k, W/k, k, C) and reduce the k axes
+    if kind == "max" and tiles and not shapeless.relative(x):  # (the reshape holds traced sizes)
+        # windows tile the input: reshape (N, H/k, k, W/k, k, C) and reduce the k axes. Only
+        # for max, which any order gives exactly: an average always adds the window's slices
+        # in one order, so that a shapeless trace (which cannot reshape) gives the same bits
         shape = [x.shape[0]]
         for n, k in zip(spatial, kernel):
             shape += [n // k, k]
         shape.append(x.shape[-1])
-        axes = tuple(2 + 2 * i for i in range(nd))
-        t = reshape(x, shape)
-        return reduction.max(t, axis=axes) if kind == "max" else reduction.mean(t, axis=axes)
+        return reduction.max(reshape(x, shape), axis=tuple(2 + 2 * i for i in range(nd)))
     slices, _ = _window_slices(x, kernel, stride, (1,) * nd, op)
     acc = slices[0]
     for s in slices[1:]:
