@@ -148,6 +148,27 @@ def _template_value(tname: str, value: Any, name: str) -> tuple[str, str]:
     )
 
 
+def _math_mode(options: Any, name: str) -> str:
+    """The ``math_mode`` of MLX's ``compile_options`` dict ("safe" by default)."""
+    if options is None:
+        return "safe"
+    if not isinstance(options, dict):
+        raise ValueError(
+            f"{_WHERE} {name}: compile_options must be a dict, got {type(options).__name__}"
+        )
+    mode = "safe"
+    for key, value in options.items():
+        if key != "math_mode":
+            raise ValueError(f"{_WHERE} {name}: compile_options has no option {key!r}")
+        if value not in ("safe", "relaxed", "fast"):
+            raise ValueError(
+                f"{_WHERE} {name}: compile_options math_mode must be 'safe', 'relaxed' or "
+                f"'fast', got {value!r}"
+            )
+        mode = value
+    return mode
+
+
 class MetalKernel:
     """What ``nv.fast.metal_kernel`` returns: call it with ``inputs``, ``grid``,
     ``threadgroup``, ``output_shapes``, ``output_dtypes`` (and optionally ``template``,
@@ -163,6 +184,7 @@ class MetalKernel:
         header: str = "",
         ensure_row_contiguous: bool = True,
         atomic_outputs: bool = False,
+        compile_options: Optional[dict] = None,
     ) -> None:
         if not isinstance(name, str) or not _IDENT.match(name):
             raise ValueError(f"{_WHERE}: name must be an identifier, got {name!r}")
@@ -175,6 +197,7 @@ class MetalKernel:
             raise TypeError(f"{_WHERE} {name}: source must be a str, got {type(source).__name__}")
         if not isinstance(header, str):
             raise TypeError(f"{_WHERE} {name}: header must be a str, got {type(header).__name__}")
+        self.math_mode = _math_mode(compile_options, name)
         self.name = name
         self.source = source
         self.header = header
@@ -353,5 +376,6 @@ class MetalKernel:
             tuple(slots),
             tuple(self.shape_info),
             self.ensure_row_contiguous,
+            self.math_mode,
         )
         return Array.make_multi(prim, arrays, st)

@@ -504,6 +504,7 @@ def metal_kernel(
     header: str = "",
     ensure_row_contiguous: bool = True,
     atomic_outputs: bool = False,
+    compile_options: Optional[dict] = None,
 ) -> MetalKernel:
     """A user's Metal Shading Language kernel (MLX's ``mx.fast.metal_kernel``), compiled
     through the Swift shim on first launch.
@@ -513,7 +514,9 @@ def metal_kernel(
     ``kernel(inputs=[...], grid=(x, y, z), threadgroup=(x, y, z), output_shapes=[...],
     output_dtypes=[...], template=[("T", nv.float32)], init_value=None, verbose=False)``,
     ``grid`` counting threads, and returns the outputs. Making the kernel works anywhere;
-    launching needs a Metal device (``nv.metal.is_available()``).
+    launching needs a Metal device (``nv.metal.is_available()``). ``compile_options``
+    ``{"math_mode": "safe" | "relaxed" | "fast"}`` picks Metal's math mode ("safe": IEEE
+    results, the default).
 
     >>> k = nv.fast.metal_kernel("myexp", ["inp"], ["out"],
     ...     "uint i = thread_position_in_grid.x; out[i] = exp(inp[i]);")
@@ -527,5 +530,12 @@ def metal_kernel(
     <BLANKLINE>
     """
     return MetalKernel(
-        name, input_names, output_names, source, header, ensure_row_contiguous, atomic_outputs
+        name,
+        input_names,
+        output_names,
+        source,
+        header,
+        ensure_row_contiguous,
+        atomic_outputs,
+        compile_options,
     )

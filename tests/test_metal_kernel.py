@@ -114,6 +114,12 @@ def test_verbose_prints_the_source(capsys):
         (("k", ["a b"], ["o"], ""), "fast.metal_kernel: input_names holds 'a b'"),
         (("k", ["a"], ["a"], ""), "fast.metal_kernel k: input and output names must all differ"),
         (("k", ["a"], ["o"], 3), "fast.metal_kernel k: source must be a str"),
+        (("k", ["a"], ["o"], "", "", True, False, []), "k: compile_options must be a dict"),
+        (("k", ["a"], ["o"], "", "", True, False, {"fp": 1}), "k: compile_options has no option"),
+        (
+            ("k", ["a"], ["o"], "", "", True, False, {"math_mode": "exact"}),
+            "k: compile_options math_mode must be 'safe', 'relaxed' or 'fast', got 'exact'",
+        ),
     ],
 )
 def test_construction_errors_name_the_argument(args, message):
@@ -338,7 +344,9 @@ def test_launch_copies_to_row_contiguous_and_checks_the_threadgroup(recording):
     copy = buf.as_array(np.uint8)[off : off + 96].view(np.float32).reshape(6, 4)
     assert np.array_equal(copy, base.T) and buf.handle != memory.locate(base)[0].handle
     recording.max_threads = 256  # the next pipeline holds at most 256 threads
-    k = nv.fast.metal_kernel("big", ["a"], ["o"], "o[0] = a[0];")
+    k = nv.fast.metal_kernel(
+        "big", ["a"], ["o"], "o[0] = a[0];", compile_options={"math_mode": "fast"}
+    )
     big = k(
         inputs=[nv.array(base)],
         output_shapes=[(1,)],
@@ -353,3 +361,4 @@ def test_launch_copies_to_row_contiguous_and_checks_the_threadgroup(recording):
         r"threadgroup \(512, 1, 1\) has 512 threads, more than the pipeline",
     ):
         launch(big)
+    assert recording.compiled[-1][1] == "fast"  # compile_options' math mode reaches the shim

@@ -90,6 +90,7 @@ class MetalCustomKernel(Primitive):
         "slots",
         "shape_info",
         "contiguous",
+        "math_mode",
     )
     name = "metal_kernel"
     differentiable = False
@@ -106,6 +107,7 @@ class MetalCustomKernel(Primitive):
         slots: tuple,
         shape_info: tuple,
         contiguous: bool = True,
+        math_mode: str = "safe",
     ) -> None:
         self.name_ = name
         self.source = source
@@ -116,6 +118,7 @@ class MetalCustomKernel(Primitive):
         self.slots = slots
         self.shape_info = shape_info
         self.contiguous = bool(contiguous)
+        self.math_mode = math_mode
 
     @property
     def params(self) -> tuple:
@@ -129,6 +132,7 @@ class MetalCustomKernel(Primitive):
             self.slots,
             self.shape_info,
             self.contiguous,
+            self.math_mode,
         )
 
     def infer(self, inputs):

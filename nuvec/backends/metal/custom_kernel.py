@@ -23,13 +23,14 @@ __all__ = ["bind"]
 
 
 def _kernel(prim: MetalCustomKernel):
-    """The pipeline of ``prim``'s entry point; the library is compiled once per device (the
+    """The pipeline of ``prim``'s entry point; the library is compiled (in the kernel's
+    ``compile_options`` math mode, "safe" by default) once per device (the
     backend's library cache, which ``runtime.use_device`` swaps with the device)."""
-    key = ("metal_kernel", prim.source)
+    key = ("metal_kernel", prim.source, prim.math_mode)
     libs = runtime._State.libraries
     lib = libs.get(key)
     if lib is None:
-        lib = libs.setdefault(key, runtime.device().compile(prim.source, math_mode="safe"))
+        lib = libs.setdefault(key, runtime.device().compile(prim.source, math_mode=prim.math_mode))
     k = runtime._State.kernels.get(key)
     if k is None:
         k = runtime._State.kernels.setdefault(key, lib.kernel(prim.name_))
