@@ -5,9 +5,10 @@ as constant bytes to the kernels that read them, outputs allocated in shared buf
 with ``init_value`` when given), and one dispatch with the grid in threads, as MLX's (the
 threadgroup clipped to the grid per axis; larger than the pipeline allows is an error).
 
-Run on Linux against a recording device (tests/test_metal_kernel.py): the slots, bytes, grid
-and threadgroup handed to the shim. Never run: Apple's compiler on this source, the dispatch
-on an Apple GPU.
+Run on Linux against a recording device (tests/test_metal_kernel.py: the slots, bytes, grid
+and threadgroup handed to the shim) and in the C++ emulation of MSL (tests/metal/
+test_backend.py: a template kernel reading shapes and strides of a transposed view, run thread
+by thread). Never run: Apple's compiler on this source, the dispatch on an Apple GPU.
 """
 
 from __future__ import annotations
