@@ -33,7 +33,7 @@ from typing import Any, Optional, Sequence
 from . import metal
 from .core import dtypes as dt
 from .core.array import Array
-from .core.device import resolve_stream
+from .core.device import Device, DeviceType, resolve_stream
 from .ops.creation import array
 from .primitives.custom_kernel import MetalCustomKernel
 
@@ -361,7 +361,8 @@ class MetalKernel:
                 f"{_WHERE} {name}: Metal is not available here "
                 f"({metal.unavailable_reason()}); user Metal kernels run on an Apple GPU only"
             )
-        st = resolve_stream(stream)
+        # as MLX: no stream given means the GPU's default stream, not the default device's
+        st = resolve_stream(Device(DeviceType.gpu) if stream is None else stream)
         if st.device.type.value != "gpu":
             raise ValueError(
                 f"{_WHERE} {name}: runs on the GPU only (the stream is on {st.device})"

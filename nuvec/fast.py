@@ -514,7 +514,8 @@ def metal_kernel(
     ``kernel(inputs=[...], grid=(x, y, z), threadgroup=(x, y, z), output_shapes=[...],
     output_dtypes=[...], template=[("T", nv.float32)], init_value=None, verbose=False)``,
     ``grid`` counting threads, and returns the outputs. Making the kernel works anywhere;
-    launching needs a Metal device (``nv.metal.is_available()``). ``compile_options``
+    launching needs a Metal device (``nv.metal.is_available()``) and runs on ``stream`` (the
+    GPU's default stream when None, as in MLX). ``compile_options``
     ``{"math_mode": "safe" | "relaxed" | "fast"}`` picks Metal's math mode ("safe": IEEE
     results, the default).
 
