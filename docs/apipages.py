@@ -121,7 +121,8 @@ PAGES = [
     Page(
         "fast",
         "Fast",
-        "``nuvec.fast``: fused forms of common layers' arithmetic.",
+        "``nuvec.fast``: fused forms of common layers' arithmetic, and user GPU kernels "
+        "(``cuda_kernel``, ``metal_kernel``).",
         [("nuvec.fast", "nuvec.fast")],
     ),
     Page(

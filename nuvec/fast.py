@@ -30,6 +30,7 @@ from .primitives.norm import LayerNorm, composite as composite_layer_norm
 from .primitives.reduction import ScaledSoftmax
 from .ops.creation import array
 from .primitives.custom_kernel import CustomKernel
+from ._metal_kernel import MetalKernel
 from .core.device import resolve_stream
 
 __all__ = [
@@ -503,11 +504,39 @@ def metal_kernel(
     header: str = "",
     ensure_row_contiguous: bool = True,
     atomic_outputs: bool = False,
-    compile_options=None,
-):
-    """MLX's ``mx.fast.metal_kernel``: not available in nuvec (its Metal backend runs through
-    the Swift shim, which has no entry point for user kernels)."""
-    raise RuntimeError(
-        "metal_kernel: user Metal kernels are not supported by nuvec's Metal "
-        "shim; use nv.fast.cuda_kernel on a CUDA GPU"
+    compile_options: Optional[dict] = None,
+) -> MetalKernel:
+    """A user's Metal Shading Language kernel (MLX's ``mx.fast.metal_kernel``), compiled
+    through the Swift shim on first launch.
+
+    ``source`` is the body; the signature is generated per call from the inputs' dtypes and
+    the names the body uses (see ``nuvec._metal_kernel``). The returned object launches it:
+    ``kernel(inputs=[...], grid=(x, y, z), threadgroup=(x, y, z), output_shapes=[...],
+    output_dtypes=[...], template=[("T", nv.float32)], init_value=None, verbose=False)``,
+    ``grid`` counting threads, and returns the outputs. Making the kernel works anywhere;
+    launching needs a Metal device (``nv.metal.is_available()``) and runs on ``stream`` (the
+    GPU's default stream when None, as in MLX). ``compile_options``
+    ``{"math_mode": "safe" | "relaxed" | "fast"}`` picks Metal's math mode ("safe": IEEE
+    results, the default).
+
+    >>> k = nv.fast.metal_kernel("myexp", ["inp"], ["out"],
+    ...     "uint i = thread_position_in_grid.x; out[i] = exp(inp[i]);")
+    >>> print(k.source_for([nv.ones((16,))], [nv.float32]))
+    [[kernel]] void custom_kernel_myexp_float_float(
+      const device float* inp [[buffer(0)]],
+      device float* out [[buffer(1)]],
+      uint3 thread_position_in_grid [[thread_position_in_grid]]) {
+    uint i = thread_position_in_grid.x; out[i] = exp(inp[i]);
+    }
+    <BLANKLINE>
+    """
+    return MetalKernel(
+        name,
+        input_names,
+        output_names,
+        source,
+        header,
+        ensure_row_contiguous,
+        atomic_outputs,
+        compile_options,
     )

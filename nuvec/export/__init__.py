@@ -21,7 +21,8 @@ graph; see ``fileformat.py``); it cannot read MLX's ``.mlxfn`` files, nor MLX nu
 Reading a file runs no code from it: a damaged or foreign file raises ValueError naming it.
 The imported function runs on the default device. A ``custom_function`` is exported as its
 forward graph (its custom derivative rules are Python code, so they are not kept); fused
-kernels, user kernels (``nv.fast.cuda_kernel``) and collectives cannot be exported.
+kernels, user kernels (``nv.fast.cuda_kernel``, ``nv.fast.metal_kernel``) and collectives
+cannot be exported.
 """
 
 from __future__ import annotations

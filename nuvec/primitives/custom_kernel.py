@@ -1,6 +1,7 @@
-"""``CustomKernel``: a user's kernel source (``nv.fast.cuda_kernel``) as a graph node; its
-parameters are the full source and launch, so equal kernels share a compiled module and CSE
-merges equal calls. Only the CUDA backend runs it; it has no derivative rules."""
+"""``CustomKernel`` and ``MetalCustomKernel``: a user's kernel source (``nv.fast.cuda_kernel``,
+``nv.fast.metal_kernel``) as a graph node; its parameters are the full source and launch, so
+equal kernels share a compiled module. The CUDA backend runs the first, the Metal backend the
+second; neither has derivative rules."""
 
 from __future__ import annotations
 
@@ -70,4 +71,83 @@ class CustomKernel(Primitive):
     def vmap(self, inputs, axes):
         raise ValueError(
             f"cuda_kernel {self.name_}: a user kernel cannot be vmapped (its grid is fixed)"
+        )
+
+
+class MetalCustomKernel(Primitive):
+    """A user's Metal kernel (``nv.fast.metal_kernel``): the full generated source, the entry
+    point's name, the launch (grid in threads), how many argument slots each input takes
+    (itself, then its shape / strides / ndim where the source reads them) and which of those
+    three each input has. Only the Metal backend runs it."""
+
+    __slots__ = (
+        "name_",
+        "source",
+        "output_specs",
+        "grid",
+        "threadgroup",
+        "init_value",
+        "slots",
+        "shape_info",
+        "contiguous",
+        "math_mode",
+    )
+    name = "metal_kernel"
+    differentiable = False
+    effectful = True  # user code may do anything: never folded or merged
+
+    def __init__(
+        self,
+        name: str,
+        source: str,
+        output_specs: tuple,
+        grid: tuple,
+        threadgroup: tuple,
+        init_value,
+        slots: tuple,
+        shape_info: tuple,
+        contiguous: bool = True,
+        math_mode: str = "safe",
+    ) -> None:
+        self.name_ = name
+        self.source = source
+        self.output_specs = output_specs  # ((shape, dtype), ...)
+        self.grid = grid
+        self.threadgroup = threadgroup
+        self.init_value = init_value
+        self.slots = slots
+        self.shape_info = shape_info
+        self.contiguous = bool(contiguous)
+        self.math_mode = math_mode
+
+    @property
+    def params(self) -> tuple:
+        return (
+            self.name_,
+            self.source,
+            self.output_specs,
+            self.grid,
+            self.threadgroup,
+            self.init_value,
+            self.slots,
+            self.shape_info,
+            self.contiguous,
+            self.math_mode,
+        )
+
+    def infer(self, inputs):
+        return [(tuple(s), d) for s, d in self.output_specs]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        raise ValueError(
+            f"metal_kernel {self.name_}: a user kernel has no gradient (wrap it "
+            "in nv.custom_function to give it one)"
+        )
+
+    def jvp(self, primals, tangents, argnums):
+        raise ValueError(f"metal_kernel {self.name_}: a user kernel has no derivative")
+
+    def vmap(self, inputs, axes):
+        raise ValueError(
+            f"metal_kernel {self.name_}: a user kernel cannot be vmapped (its grid is fixed)"
         )

@@ -13,6 +13,7 @@ importing this package registers the "gpu" implementations:
   compiled with math_mode "safe", dispatched through the shim (``elementwise``; libraries are
   cached by source hash in the shim);
 * matmul / addmm for float32, float16, bfloat16, int32: an own tiled MSL kernel (``linalg``);
+* user kernels of ``nv.fast.metal_kernel`` (``custom_kernel``);
 * every other primitive: its CPU implementation, run over the same unified memory after the
   GPU work it reads has finished (``runtime.register_fallbacks``). Reductions, indexing,
   sorting, random bits, shape copies and so on therefore run on the CPU cores.
@@ -36,7 +37,7 @@ def install() -> list:
     returns the primitive types that run on the CPU. Called on import where Metal exists."""
     from .. import cpu  # noqa: F401  (the CPU implementations the fallbacks reuse)
     from ..registry import _IMPLS, register
-    from . import compiled, elementwise, linalg  # noqa: F401  (fill runtime.IMPLS)
+    from . import compiled, custom_kernel, elementwise, linalg  # noqa: F401  (fill runtime.IMPLS)
     from .runtime import IMPLS, register_fallbacks
 
     for prim_type, fn in IMPLS.items():

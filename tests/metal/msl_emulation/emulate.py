@@ -96,7 +96,8 @@ class Param:
         return words[-1] if words else ""
 
 
-_KERNEL = re.compile(r"\bkernel\s+void\s+(\w+)\s*\(")
+# MSL spells the qualifier `kernel` or `[[kernel]]`
+_KERNEL = re.compile(r"\bkernel(?:\]\])?\s+void\s+(\w+)\s*\(")
 _PARAM = re.compile(
     r"^(?P<type>.*?)\s*(?P<kind>[*&]?)\s*(?P<name>\w+)\s*"
     r"\[\[\s*(?P<attr>\w+)\s*(?:\(\s*(?P<index>\d+)\s*\))?\s*\]\]$",
@@ -168,9 +169,23 @@ def _thread_expr(p: Param, kernel: str) -> str:
     raise ValueError(f"kernel {kernel}: [[{p.attr}]] of type {p.type} is not emulated")
 
 
-def wrappers(kernels: Mapping[str, list[Param]]) -> str:
-    """C++ appended to the source: one body per kernel binding slots to parameters, and the
-    table the runner looks kernels up in."""
+_INSTANCE = re.compile(
+    r'\[\[\s*host_name\(\s*"(\w+)"\s*\)\s*\]\]\s*\[\[\s*kernel\s*\]\]\s*'
+    r"decltype\(\s*(\w+)\s*(<[^>]*>)\s*\)"
+)
+
+
+def instances(source: str) -> dict[str, str]:
+    """The template arguments of each explicitly instantiated kernel, by its host name
+    (``template [[host_name("k")]] [[kernel]] decltype(k<float, 3>) k<float, 3>;``)."""
+    return {m.group(1): m.group(3) for m in _INSTANCE.finditer(source) if m.group(1) == m.group(2)}
+
+
+def wrappers(kernels: Mapping[str, list[Param]], targs: Mapping[str, str] | None = None) -> str:
+    """C++ appended to the source: one body per kernel binding slots to parameters (a
+    template kernel called with its instantiation's arguments, ``targs``), and the table the
+    runner looks kernels up in."""
+    targs = targs or {}
     lines = [
         "",
         "/* ---- emulation entry points (tests/metal/msl_emulation/emulate.py) ---- */",
@@ -198,7 +213,7 @@ def wrappers(kernels: Mapping[str, list[Param]]) -> str:
         )
         lines.append("{")
         lines.append("    (void)tg; (void)lt; (void)sz;")
-        lines.append(f"    {name}(" + ",\n        ".join(args) + ");")
+        lines.append(f"    {name}{targs.get(name, '')}(" + ",\n        ".join(args) + ");")
         lines.append("}")
     table = ",\n    ".join(f'{{"{n}", nv_emu_body_{n}}}' for n in kernels)
     lines.append(f'extern "C" const nv_emu_entry nv_emu_entries[] = {{\n    {table}}};')
@@ -237,12 +252,13 @@ def build(source: str, cache_dir: Path) -> Module:
     kernels = parse_kernels(source)
     if not kernels:
         raise ValueError("build: the source has no kernel functions")
-    full = source + wrappers(kernels)
+    full = source + wrappers(kernels, instances(source))
     key = hashlib.sha256(
         "\0".join(
             [
                 full,
                 (INCLUDE / "metal_stdlib").read_text(),
+                (INCLUDE / "metal_atomic").read_text(),
                 RUNNER.read_text(),
                 cxx,
                 *FLAGS,
@@ -357,7 +373,7 @@ def run(module: Module, jobs: list[Job]) -> None:
         for slot, value in sorted(job.args.items()):
             p = slots[slot]
             if isinstance(value, np.ndarray):
-                if p.kind != "*":
+                if p.kind not in ("*", "&"):  # Metal binds a buffer to a reference too
                     raise RunError(f"{job.kernel}: slot {slot} ({p.name}) takes constant bytes")
                 o = _owner(value)
                 bid = ids.setdefault(id(o), len(owners))
