@@ -17,30 +17,38 @@ def topo_order(list outputs):
     """
     cdef list order = []
     cdef set seen = set()
-    cdef list stack = []
-    cdef list children
-    cdef Py_ssize_t i
-    cdef object a, x, s
+    # the walk's frames as two parallel stacks (a node and the index of its next input):
+    # no Python object is made per frame
+    cdef list nodes = []
+    cdef list next_input = []
+    cdef tuple children
+    cdef Py_ssize_t i, n, top
+    cdef object a, x
     for a in outputs:
         if a._data is not None or a._prim is None or id(a) in seen:
             continue
-        stack.append([a, list(a._inputs), 0])
+        nodes.append(a)
+        next_input.append(0)
         _mark(a, seen)
-        while stack:
-            top = stack[len(stack) - 1]
-            children = top[1]
-            i = top[2]
-            while i < len(children):
+        while nodes:
+            top = len(nodes) - 1
+            a = nodes[top]
+            children = a._inputs
+            i = next_input[top]
+            n = len(children)
+            while i < n:
                 x = children[i]
                 i += 1
                 if x._data is None and x._prim is not None and id(x) not in seen:
                     _mark(x, seen)
-                    top[2] = i
-                    stack.append([x, list(x._inputs), 0])
+                    next_input[top] = i
+                    nodes.append(x)
+                    next_input.append(0)
                     break
             else:
-                stack.pop()
-                order.append(top[0])
+                nodes.pop()
+                next_input.pop()
+                order.append(a)
     return order
 
 
@@ -177,6 +185,27 @@ def lone_input(object node, list datas, Py_ssize_t p, object base):
     if not (d.flags.c_contiguous and d.flags.writeable):
         return None
     return d
+
+
+def donatable_input(object node, list datas, object base):
+    """The data of the first input of ``node`` that has ``node``'s shape and dtype and that
+    ``lone_input`` lets ``node``'s output overwrite, or None (the element-wise kernels'
+    donation: a single op reads each element once, before writing it)."""
+    cdef tuple ins = node._inputs
+    cdef object shape = node._shape
+    cdef object dtype = node._dtype
+    cdef Py_ssize_t p
+    cdef object x
+    for p in range(len(ins)):
+        x = ins[p]
+        # a count above the graph's own references refuses at once (see lone_input)
+        if Py_REFCNT(x) > 2 or x._dtype is not dtype or x._shape != shape:
+            continue
+        x = None
+        d = lone_input(node, datas, p, base)
+        if d is not None:
+            return d
+    return None
 
 
 def on_host_already(list datas):

@@ -29,8 +29,11 @@ from . import shapeless as _shapeless
 from ._buffer import BufferExporter
 from .device import Stream, current_stream
 
-# Filled in by nuvec.ops at import (the operators below call the public ops).
+# Filled in by nuvec.ops at import (the operators below call the public ops; with an array or
+# a Python scalar the arithmetic operators call the element-wise op's body directly, as the
+# public function would, one Python call fewer per eager op).
 _ops: Any = None
+_binary: Any = None
 
 
 class _Rebinds(threading.local):
@@ -386,27 +389,51 @@ class Array(BufferExporter):
 
     # -- operators ----------------------------------------------------------------------
     def __add__(self, o):
+        t = type(o)
+        if t is Array or t is float or t is int:
+            return _binary("add", self, o, None, result="promote")
         return _ops.add(self, _operand(o, "add"))
 
     def __radd__(self, o):
+        t = type(o)
+        if t is float or t is int:
+            return _binary("add", o, self, None, result="promote")
         return _ops.add(_operand(o, "add"), self)
 
     def __sub__(self, o):
+        t = type(o)
+        if t is Array or t is float or t is int:
+            return _binary("subtract", self, o, None, result="promote")
         return _ops.subtract(self, _operand(o, "subtract"))
 
     def __rsub__(self, o):
+        t = type(o)
+        if t is float or t is int:
+            return _binary("subtract", o, self, None, result="promote")
         return _ops.subtract(_operand(o, "subtract"), self)
 
     def __mul__(self, o):
+        t = type(o)
+        if t is Array or t is float or t is int:
+            return _binary("multiply", self, o, None, result="promote")
         return _ops.multiply(self, _operand(o, "multiply"))
 
     def __rmul__(self, o):
+        t = type(o)
+        if t is float or t is int:
+            return _binary("multiply", o, self, None, result="promote")
         return _ops.multiply(_operand(o, "multiply"), self)
 
     def __truediv__(self, o):
+        t = type(o)
+        if t is Array or t is float or t is int:
+            return _binary("divide", self, o, None, result="float")
         return _ops.divide(self, _operand(o, "divide"))
 
     def __rtruediv__(self, o):
+        t = type(o)
+        if t is float or t is int:
+            return _binary("divide", o, self, None, result="float")
         return _ops.divide(_operand(o, "divide"), self)
 
     def __floordiv__(self, o):

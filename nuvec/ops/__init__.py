@@ -16,6 +16,8 @@ from .products import *  # noqa: F401,F403
 from .bitcast import *  # noqa: F401,F403
 from .quantized import *  # noqa: F401,F403
 from .elementwise import abs, round, divmod  # noqa: F401  (shadow builtins on purpose)
+from .elementwise import _binary as _elementwise_binary
 
 _array_module._ops = __import__(__name__, fromlist=["*"])
+_array_module._binary = _elementwise_binary
 from . import methods as _methods  # noqa: E402,F401  (installs MLX's Array methods)

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...codegen.optable import OPS
 from ...primitives.elementwise import AsType, Binary, Select, Unary
-from ...core._graph import lone_input
+from ...core._graph import donatable_input
 from ..registry import register, register_specialized
 from ._allocator import Buffer
 
@@ -58,20 +58,12 @@ def _engine(op: str, ins: list[np.ndarray], node) -> np.ndarray | None:
         _KERNELS[key] = kernel
     if kernel is None:
         return None
-    shape = node._shape
-    dtype = node._dtype
-    p = 0
-    for x in node._inputs:
-        # the output over an input's buffer where only this node refers to that input (MLX's
-        # donation): a single op reads each element once, before writing it
-        if x._shape == shape and x._dtype is dtype:
-            x = None  # (lone_input counts the references to the input)
-            d = lone_input(node, ins, p, Buffer)
-            if d is not None:
-                return kernel(ins, shape, [d])[0]
-        p += 1
-    x = None
-    return kernel(ins, shape)[0]
+    # the output over an input's buffer where only this node refers to that input (MLX's
+    # donation): a single op reads each element once, before writing it
+    d = donatable_input(node, ins, Buffer)
+    if d is not None:
+        return kernel(ins, node._shape, [d])[0]
+    return kernel(ins, node._shape)[0]
 
 
 def _specialize(op=None):
@@ -104,6 +96,11 @@ register_specialized(AsType)(_specialize("astype"))
 
 @register(Unary)
 def _unary(prim, ins, node):
+    # the cached kernel's path inline (eager ops pay each Python call per node)
+    kernel = _KERNELS.get((prim.op, node._dtype.name, node._inputs[0]._dtype.name))
+    if kernel is not None:
+        d = donatable_input(node, ins, Buffer)
+        return kernel(ins, node._shape, None if d is None else [d])
     out = _engine(prim.op, ins, node)
     if out is None:
         out = _numpy_unary(prim.op, ins[0], node)
@@ -112,6 +109,12 @@ def _unary(prim, ins, node):
 
 @register(Binary)
 def _binary(prim, ins, node):
+    x, y = node._inputs
+    kernel = _KERNELS.get((prim.op, node._dtype.name, x._dtype.name, y._dtype.name))
+    x = y = None  # (donatable_input counts the references to the inputs)
+    if kernel is not None:
+        d = donatable_input(node, ins, Buffer)
+        return kernel(ins, node._shape, None if d is None else [d])
     out = _engine(prim.op, ins, node)
     if out is None:
         out = _numpy_binary(prim.op, ins[0], ins[1], node)
