@@ -6,10 +6,10 @@
 
 Each kernel of nuvec.codegen has a ``contig`` function (nuvec/codegen/dialects/c.py), the loop
 run on contiguous operands and on operands broadcast along rows of at least 64 elements (the
-launcher expands those into contiguous blocks; a kernel with split nodes, sin / cos / tan, runs
-it by blocks in three loops, all three of which must vectorize), and a ``strided`` one, run on any other layout
-(transposed, sliced with a step, broadcast along short rows): for a costly kernel (a
-transcendental, a division) its runs of 32 elements or more go through ``blocks``, which copies
+launcher expands those into contiguous blocks; a kernel with split nodes, sin / cos / tan,
+runs it by blocks in three loops, all three of which must vectorize), and a ``strided`` one,
+run on any other layout (transposed, sliced with a step, broadcast along short rows): for a
+costly kernel (a transcendental, a division) its runs of 32 elements or more go through ``blocks``, which copies
 the strided operands into blocks for the contiguous loop; shorter runs, and every run of a cheap
 kernel (where the strided loads are the cost), take a direct loop, built scalar. The sources
 (the prebuilt single-op kernels, and the fused kernels nv.compile makes of benchmarks.workloads'
@@ -160,9 +160,9 @@ def chain_sources(dtypes: tuple[str, ...] = ("float32", "bfloat16", "float16")) 
 def _loops(source: str) -> dict[int, tuple[str, str, int]]:
     """{line: (kernel, kind, line of the loop's end)} for each loop to classify: the ``for``
     loops of the contiguous and strided functions (a split kernel's contiguous function has
-    three, kind "contig-part", which ``analyse`` reports as one); in a blocked form (``_blocks``) its call of
-    the contiguous function (kind "strided-call") and its broadcast fills ("fill"); the copy
-    helpers' loops (kernel "nv_gather:<size>", kind "copy")."""
+    three, kind "contig-part", which ``analyse`` reports as one); in a blocked form
+    (``_blocks``) its call of the contiguous function (kind "strided-call") and its broadcast
+    fills ("fill"); the copy helpers' loops (kernel "nv_gather:<size>", kind "copy")."""
     lines = source.splitlines()
     found: dict[int, tuple[str, str, int]] = {}
     current: tuple[str, str] | None = None
