@@ -6,16 +6,16 @@
 
 Each kernel of nuvec.codegen has a ``contig`` function (nuvec/codegen/dialects/c.py), the loop
 run on contiguous operands and on operands broadcast along rows of at least 64 elements (the
-launcher expands those into contiguous blocks; a kernel with split nodes, sin / cos / tan,
-runs it by blocks in three loops, all three of which must vectorize), and a ``strided`` one,
-run on any other layout (transposed, sliced with a step, broadcast along short rows): for a
-costly kernel (a transcendental, a division) its runs of 32 elements or more go through ``blocks``, which copies
-the strided operands into blocks for the contiguous loop; shorter runs, and every run of a cheap
-kernel (where the strided loads are the cost), take a direct loop, built scalar. The sources
-(the prebuilt single-op kernels, and the fused kernels nv.compile makes of benchmarks.workloads'
-chains) are compiled with nuvec's own flags plus gcc's vectorization report
-(``-fopt-info-vec-optimized-missed``), for x86-64 (native, baseline, AVX2, AVX-512: a compile
-report, so the processor need not have them) and for aarch64 NEON where a cross gcc
+launcher expands those into contiguous blocks; a kernel with split nodes, sin / cos / tan, runs
+it by blocks in three loops, all three of which must vectorize), and a ``strided`` one, run on
+any other layout (transposed, sliced with a step, broadcast along short rows): for a costly
+kernel (a transcendental, a division) its runs of 32 elements or more go through ``blocks``,
+which copies the strided operands into blocks for the contiguous loop; shorter runs, and every
+run of a cheap kernel (where the strided loads are the cost), take a direct loop, built scalar.
+The sources (the prebuilt single-op kernels, and the fused kernels nv.compile makes of
+benchmarks.workloads' chains) are compiled with nuvec's own flags plus gcc's vectorization
+report (``-fopt-info-vec-optimized-missed``), for x86-64 (native, baseline, AVX2, AVX-512: a
+compile report, so the processor need not have them) and for aarch64 NEON where a cross gcc
 (``aarch64-linux-gnu-gcc``) is installed or the machine is one. Each contiguous loop is then
 vectorized (the widest vector it got), replaced by a libc call (memcpy/memset), or scalar with
 the compiler's reason; a blocked strided function gets its contiguous loop's status (scalar if a
