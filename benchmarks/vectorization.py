@@ -6,15 +6,16 @@
 
 Each kernel of nuvec.codegen has a ``contig`` function (nuvec/codegen/dialects/c.py), the loop
 run on contiguous operands and on operands broadcast along rows of at least 64 elements (the
-launcher expands those into contiguous blocks), and a ``strided`` one, run on any other layout
-(transposed, sliced with a step, broadcast along short rows): for a costly kernel (a
-transcendental, a division) its runs of 32 elements or more go through ``blocks``, which copies
-the strided operands into blocks for the contiguous loop; shorter runs, and every run of a cheap
-kernel (where the strided loads are the cost), take a direct loop, built scalar. The sources
-(the prebuilt single-op kernels, and the fused kernels nv.compile makes of benchmarks.workloads'
-chains) are compiled with nuvec's own flags plus gcc's vectorization report
-(``-fopt-info-vec-optimized-missed``), for x86-64 (native, baseline, AVX2, AVX-512: a compile
-report, so the processor need not have them) and for aarch64 NEON where a cross gcc
+launcher expands those into contiguous blocks; a kernel with split nodes, sin / cos / tan, runs
+it by blocks in three loops, all three of which must vectorize), and a ``strided`` one, run on
+any other layout (transposed, sliced with a step, broadcast along short rows): for a costly
+kernel (a transcendental, a division) its runs of 32 elements or more go through ``blocks``,
+which copies the strided operands into blocks for the contiguous loop; shorter runs, and every
+run of a cheap kernel (where the strided loads are the cost), take a direct loop, built scalar.
+The sources (the prebuilt single-op kernels, and the fused kernels nv.compile makes of
+benchmarks.workloads' chains) are compiled with nuvec's own flags plus gcc's vectorization
+report (``-fopt-info-vec-optimized-missed``), for x86-64 (native, baseline, AVX2, AVX-512: a
+compile report, so the processor need not have them) and for aarch64 NEON where a cross gcc
 (``aarch64-linux-gnu-gcc``) is installed or the machine is one. Each contiguous loop is then
 vectorized (the widest vector it got), replaced by a libc call (memcpy/memset), or scalar with
 the compiler's reason; a blocked strided function gets its contiguous loop's status (scalar if a
@@ -52,6 +53,9 @@ QUICK_OPS = ("tanh", "exp", "erf", "sigmoid", "multiply", "add", "log", "sin")
 _FUNC = re.compile(r"void (\w+)_(strided|contig|blocks)\(")
 _HELPER = re.compile(r"void (nv_gather|nv_scatter)\(")
 _CASE = re.compile(r"^    (?:case (\d+)|default): NV_COPY_STEP")
+# the loops of a split kernel's contiguous function (guard pass, split body, full body)
+_PART = re.compile(r"^( +)for \(int64_t i = i0; i < e; i\+\+\) \{$")
+_PARTS = ("guard pass", "split body", "full body")
 _FILL = re.compile(r"^    if \(s\[\d+\] == 0\) for ")
 _DIAG = re.compile(r"^[^:]*:(\d+):\d+: (optimized|missed): (.*)$")
 _WIDTH = re.compile(r"loop vectorized using (\d+) byte vectors")
@@ -155,9 +159,10 @@ def chain_sources(dtypes: tuple[str, ...] = ("float32", "bfloat16", "float16")) 
 
 def _loops(source: str) -> dict[int, tuple[str, str, int]]:
     """{line: (kernel, kind, line of the loop's end)} for each loop to classify: the ``for``
-    loops of the contiguous and strided functions; in a blocked form (``_blocks``) its call of
-    the contiguous function (kind "strided-call") and its broadcast fills ("fill"); the copy
-    helpers' loops (kernel "nv_gather:<size>", kind "copy")."""
+    loops of the contiguous and strided functions (a split kernel's contiguous function has
+    three, kind "contig-part", which ``analyse`` reports as one); in a blocked form
+    (``_blocks``) its call of the contiguous function (kind "strided-call") and its broadcast
+    fills ("fill"); the copy helpers' loops (kernel "nv_gather:<size>", kind "copy")."""
     lines = source.splitlines()
     found: dict[int, tuple[str, str, int]] = {}
     current: tuple[str, str] | None = None
@@ -179,6 +184,12 @@ def _loops(source: str) -> dict[int, tuple[str, str, int]]:
         if kind != "blocks" and text.startswith("    for (int64_t i = 0; i < n; i++)"):
             end = next(j for j in range(i, len(lines) + 1) if lines[j - 1] == "    }")
             found[i] = (kernel, kind, end)
+            current = None
+        elif kind == "contig" and (p := _PART.match(text)):
+            close = p.group(1) + "}"
+            end = next(j for j in range(i, len(lines) + 1) if lines[j - 1] == close)
+            found[i] = (kernel, "contig-part", end)
+        elif kind == "contig" and text == "}":
             current = None
         elif kind == "blocks" and _FILL.match(text):
             found[i] = (kernel, "fill", i)
@@ -246,9 +257,22 @@ def analyse(source: str, isa: str, label: str | None = None) -> list[Loop]:
     contig: dict[str, Loop] = {}
     direct: dict[str, Loop] = {}
     fills: dict[str, list[str]] = {}
+    parts: dict[str, list[tuple[str, int, str]]] = {}
     out = []
     for line, (kernel, kind, end) in loops:
         status, width, why = _status(diags, line, end)
+        if kind == "contig-part":  # one loop of a split kernel's contiguous function
+            parts.setdefault(kernel, []).append((status, width, why))
+            if len(parts[kernel]) < len(_PARTS):
+                continue
+            # the function is as vectorized as its worst loop
+            kind = "contig"
+            bad = [(_PARTS[k], w) for k, (st, _, w) in enumerate(parts[kernel]) if st != "vector"]
+            if bad:
+                status, width = "scalar", 0
+                why = f"{bad[0][0]}: {bad[0][1] or 'no report'}"
+            else:
+                status, width = "vector", min(w for _, w, _ in parts[kernel])
         name = kernel if kind == "copy" else (label or kernel)
         if kind == "fill":
             if status == "scalar":

@@ -20,7 +20,20 @@ pytestmark = pytest.mark.skipif(
     reason="the vectorization report needs gcc and objdump",
 )
 
-OPS = ("tanh", "exp", "erf", "sigmoid", "expm1", "sinh", "cosh", "multiply", "add")
+OPS = (
+    "tanh",
+    "exp",
+    "erf",
+    "sigmoid",
+    "expm1",
+    "sinh",
+    "cosh",
+    "sin",
+    "cos",
+    "tan",
+    "multiply",
+    "add",
+)
 UNARY = [op for op in OPS if op not in ("multiply", "add")]
 COSTLY = [f"nv_{op}__float32__float32" for op in UNARY]
 CHEAP = [f"nv_{op}__float32_float32__float32" for op in ("multiply", "add")]

@@ -16,7 +16,7 @@ Example::
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib.resources import files
 
@@ -179,26 +179,51 @@ class Body:
     lines: list[str]  # statements, in the loop, after the inputs are loaded
     outputs: list[str]  # variable holding each output (in spec.outputs order)
     used_inputs: list[int]  # inputs the body reads
+    # where some node has a split form (ElementwiseOp.split): ``lines`` with each such node's
+    # cheaper function, and the guards of their arguments (uint32_t expressions, nonzero where
+    # the cheaper function does not hold); empty otherwise
+    split_lines: list[str] = field(default_factory=list)
+    guards: list[str] = field(default_factory=list)
 
 
 def node_expr(
-    op: str, arg_dtypes: tuple[str, ...], dtype: str, args: list[str], fast: dict | None = None
+    op: str,
+    arg_dtypes: tuple[str, ...],
+    dtype: str,
+    args: list[str],
+    fast: dict | None = None,
+    split: bool = False,
 ) -> str:
     """C expression computing one node from argument expressions. ``fast`` (a fast-math
     kernel): the dialect's approximate function per op, and no rounding of float16 /
-    bfloat16 intermediates (they are rounded where they are stored)."""
+    bfloat16 intermediates (they are rounded where they are stored). ``split``: the op's
+    cheaper function (ElementwiseOp.split) in place of ``nv_<op>_f32``, where it has one."""
     if op == "astype":
         return cast_expr(arg_dtypes[0], dtype, args[0])
     if op == "select":
         return f"({args[0]} ? {args[1]} : {args[2]})"
     src = arg_dtypes[0]
+    fn = f"nv_{op}_{SUFFIX[src]}"
+    if split and _split_of(op, src, fast) is not None:
+        fn = _split_of(op, src, fast)[0]
     if fast is not None:
-        fn = fast.get(op) if SUFFIX[src] == "f32" and src != "complex64" else None
-        return f"{fn or f'nv_{op}_{SUFFIX[src]}'}({', '.join(args)})"
-    expr = f"nv_{op}_{SUFFIX[src]}({', '.join(args)})"
+        ffn = fast.get(op) if SUFFIX[src] == "f32" and src != "complex64" else None
+        return f"{ffn or fn}({', '.join(args)})"
+    expr = f"{fn}({', '.join(args)})"
     if dtype in _ROUND and op not in _EXACT_NARROW:
         expr = f"{_ROUND[dtype]}({expr})"
     return expr
+
+
+def _split_of(op: str, src: str, fast: dict | None) -> tuple[str, str] | None:
+    """The (function, guard) a node of ``op`` on ``src`` runs as in split blocks, if any: a
+    float32 computation (float16 and bfloat16 too) of nuvec's own function."""
+    rec = OPS.get(op)
+    if rec is None or rec.split is None or SUFFIX[src] != "f32" or src == "complex64":
+        return None
+    if fast is not None and op in fast:
+        return None
+    return rec.split
 
 
 def body(spec: KernelSpec, dialect) -> Body:
@@ -208,7 +233,7 @@ def body(spec: KernelSpec, dialect) -> Body:
         for i, (d, b) in enumerate(spec.constants)
     ]
     used: set[int] = set()
-    lines = []
+    lines, split_lines, guards = [], [], []
     fast = getattr(dialect, "FAST_FUNCTIONS", None) if spec.fast else None
     for j, node in enumerate(spec.nodes):
         names = []
@@ -221,11 +246,17 @@ def body(spec: KernelSpec, dialect) -> Body:
             else:
                 names.append(f"k{i}")
         arg_dtypes = tuple(spec.arg_dtype(a) for a in node.args)
-        lines.append(
-            f"const {CTYPE[node.dtype]} v{j} = "
-            f"{node_expr(node.op, arg_dtypes, node.dtype, names, fast)};"
+        decl = f"const {CTYPE[node.dtype]} v{j} = "
+        lines.append(decl + f"{node_expr(node.op, arg_dtypes, node.dtype, names, fast)};")
+        split_lines.append(
+            decl + f"{node_expr(node.op, arg_dtypes, node.dtype, names, fast, split=True)};"
         )
-    return Body(consts, lines, [f"v{o}" for o in spec.outputs], sorted(used))
+        sp = _split_of(node.op, arg_dtypes[0], fast)
+        if sp is not None:
+            guards.append(f"{sp[1]}({names[0]})")
+    if not guards:
+        split_lines = []
+    return Body(consts, lines, [f"v{o}" for o in spec.outputs], sorted(used), split_lines, guards)
 
 
 def default_name(spec: KernelSpec) -> str:

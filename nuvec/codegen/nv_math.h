@@ -290,10 +290,13 @@ NV_FN float nv_log1p_f32(float x)
 }
 
 /* ---- sin / cos / tan ----------------------------------------------------------------------
- * Argument reduction by pi/2 with integer arithmetic on the bits of 2/pi (Payne-Hanek), the
- * same for every argument above pi/4, so huge arguments are as accurate as small ones:
- * |x| = m 2^(E-150), Y = m 2^(E-150) (2/pi) mod 4 in 2.62 fixed point from a 96-bit window of
- * 2/pi; the window is picked from the constant words below by selects (no memory table). */
+ * Two argument reductions by pi/2, each element picking one by its own |x|, so that the result
+ * depends on x alone: below NV_TRIG_SMALL, Cody-Waite (|x| - q pi/2 with pi/2 in three float
+ * pieces, q the nearest integer to |x| 2/pi); from there on, integer arithmetic on the bits of
+ * 2/pi (Payne-Hanek), as accurate for huge arguments as for small ones. The C kernels run the
+ * Cody-Waite functions alone (nv_sin_small_f32, ...) over blocks without an argument in
+ * [NV_TRIG_SMALL, inf) (nv_trig_large_f32), and the full ones over the other blocks; NaN and
+ * inf give the same bits through both. */
 
 /* words of floor(2/pi * 2^320), least significant first, from index 3 */
 #define NV_TP3 0xfe5163abu
@@ -317,7 +320,9 @@ NV_FN uint32_t nv_tp_word(int32_t i)
 
 typedef struct { int32_t q; float hi; float lo; } nv_reduced;
 
-/* |x| = q pi/2 + (hi + lo), |hi + lo| <= pi/4 (about), for finite x */
+/* |x| = q pi/2 + (hi + lo), |hi + lo| <= pi/4 (about), for finite x (Payne-Hanek): |x| =
+ * m 2^(E-150), Y = m 2^(E-150) (2/pi) mod 4 in 2.62 fixed point from a 96-bit window of 2/pi;
+ * the window is picked from the constant words above by selects (no memory table) */
 NV_FN nv_reduced nv_rem_pio2(float x)
 {
     uint32_t u = nv_f2u(x) & 0x7fffffffu;
@@ -354,6 +359,64 @@ NV_FN nv_reduced nv_rem_pio2(float x)
     return out;
 }
 
+/* the bound of the Cody-Waite reduction: every float32 below it is reduced accurately enough
+ * for sin and cos to stay within 2 ulp (tests/engine/test_accuracy.py checks all of them) */
+#define NV_TRIG_SMALL 0x1p22f
+#define NV_2_OVER_PI 0x1.45f306p-1f
+/* pi/2 = P1 + P2 + P3 + (about 1e-23) */
+#define NV_PIO2_P1 0x1.921fb6p+0f
+#define NV_PIO2_P2 -0x1.777a5cp-25f
+#define NV_PIO2_P3 -0x1.ee59dap-50f
+
+/* |x| = q pi/2 + (hi + lo), |hi + lo| <= pi/4 (about), for |x| < NV_TRIG_SMALL (Cody-Waite).
+ * q = rint(|x| 2/pi) through the magic constant 1.5 2^23, whose low bits then hold q. |x| - q P1
+ * is exact (a multiple of ulp(P1) = 2^-23 below 2 in magnitude, as one fma), q P2 is split
+ * exactly into p2 + e2, (r1 - p2) exactly into hi + lo; the rest, e2 + q P3, is rounded once.
+ * inf and NaN give NaN pieces (the callers return x - x for them). */
+NV_FN nv_reduced nv_rem_pio2_small(float x)
+{
+    float a = fabsf(x);
+    float t = fmaf(a, NV_2_OVER_PI, 0x1.8p23f);
+    float q = t - 0x1.8p23f;
+    float r1 = fmaf(-q, NV_PIO2_P1, a);
+    float p2 = q * NV_PIO2_P2;
+    float e2 = fmaf(q, NV_PIO2_P2, -p2);
+    nv_ff h = nv_two_sum(r1, -p2);
+    float lo = h.lo - fmaf(q, NV_PIO2_P3, e2);
+    nv_ff r = nv_fast_two_sum(h.hi, lo);
+    nv_reduced out;
+    out.q = (int32_t)(nv_f2u(t) & 3u);
+    out.hi = r.hi;
+    out.lo = r.lo;
+    return out;
+}
+
+/* whether finite x is at or above NV_TRIG_SMALL in magnitude (where the *_small functions
+ * below do not hold): the flag the C kernels or over a block */
+NV_FN uint32_t nv_trig_large_f32(float x)
+{
+    uint32_t u = nv_f2u(x) & 0x7fffffffu;
+    return (uint32_t)(u - nv_f2u(NV_TRIG_SMALL) < 0x7f800000u - nv_f2u(NV_TRIG_SMALL));
+}
+
+/* the reduction of any x: each element by its own |x|; a branch on the GPU (its warps rarely
+ * diverge), selects in C, where the kernels call this only on blocks that hold a large x */
+NV_FN nv_reduced nv_rem_pio2_any(float x)
+{
+#if defined(__CUDA_ARCH__) || defined(__METAL_VERSION__)
+    if (fabsf(x) < NV_TRIG_SMALL)
+        return nv_rem_pio2_small(x);
+    return nv_rem_pio2(x);
+#else
+    nv_reduced s = nv_rem_pio2_small(x), b = nv_rem_pio2(x);
+    int32_t small = fabsf(x) < NV_TRIG_SMALL;
+    s.q = small ? s.q : b.q;
+    s.hi = small ? s.hi : b.hi;
+    s.lo = small ? s.lo : b.lo;
+    return s;
+#endif
+}
+
 /* sin and cos of hi + lo, |hi| <= pi/4 */
 NV_FN float nv_sin_kernel(float h, float l)
 {
@@ -372,33 +435,41 @@ NV_FN float nv_cos_kernel(float h, float l)
     return w + c;
 }
 
-NV_FN float nv_sin_f32(float x)
+/* sin, cos, tan of x from its reduction r of |x|; the sign of x is or-ed in for the odd ones
+ * (so sin(-0) is -0); inf and NaN give x - x */
+NV_FN float nv_sin_reduced(float x, nv_reduced r)
 {
-    nv_reduced r = nv_rem_pio2(x);
     float s = nv_sin_kernel(r.hi, r.lo), c = nv_cos_kernel(r.hi, r.lo);
     float v = (r.q & 1) ? c : s;
-    v = (r.q & 2) ? -v : v;
-    v = x < 0.0f ? -v : v;
+    uint32_t sg = ((uint32_t)(r.q & 2) << 30) ^ (nv_f2u(x) & 0x80000000u);
+    v = nv_u2f(nv_f2u(v) ^ sg);
     return fabsf(x) < NV_INF_F ? v : x - x;
 }
 
-NV_FN float nv_cos_f32(float x)
+NV_FN float nv_cos_reduced(float x, nv_reduced r)
 {
-    nv_reduced r = nv_rem_pio2(x);
     float s = nv_sin_kernel(r.hi, r.lo), c = nv_cos_kernel(r.hi, r.lo);
     float v = (r.q & 1) ? s : c;
-    v = ((r.q + 1) & 2) ? -v : v;
+    v = nv_u2f(nv_f2u(v) ^ ((uint32_t)((r.q + 1) & 2) << 30));
     return fabsf(x) < NV_INF_F ? v : x - x;
 }
 
-NV_FN float nv_tan_f32(float x)
+NV_FN float nv_tan_reduced(float x, nv_reduced r)
 {
-    nv_reduced r = nv_rem_pio2(x);
     float s = nv_sin_kernel(r.hi, r.lo), c = nv_cos_kernel(r.hi, r.lo);
     float v = (r.q & 1) ? -c / s : s / c;
-    v = x < 0.0f ? -v : v;
+    v = nv_u2f(nv_f2u(v) ^ (nv_f2u(x) & 0x80000000u));
     return fabsf(x) < NV_INF_F ? v : x - x;
 }
+
+NV_FN float nv_sin_f32(float x) { return nv_sin_reduced(x, nv_rem_pio2_any(x)); }
+NV_FN float nv_cos_f32(float x) { return nv_cos_reduced(x, nv_rem_pio2_any(x)); }
+NV_FN float nv_tan_f32(float x) { return nv_tan_reduced(x, nv_rem_pio2_any(x)); }
+
+/* the same bits for |x| < NV_TRIG_SMALL, inf and NaN */
+NV_FN float nv_sin_small_f32(float x) { return nv_sin_reduced(x, nv_rem_pio2_small(x)); }
+NV_FN float nv_cos_small_f32(float x) { return nv_cos_reduced(x, nv_rem_pio2_small(x)); }
+NV_FN float nv_tan_small_f32(float x) { return nv_tan_reduced(x, nv_rem_pio2_small(x)); }
 
 /* ---- inverse trigonometric ----------------------------------------------------------------- */
 

@@ -59,6 +59,10 @@ class ElementwiseOp:
     cost: int = 1
     #: per dialect, the approximate float32 function of a fast-math kernel
     fast: Mapping[str, str] = field(default_factory=dict)
+    #: (function, guard): a cheaper float32 function with the same bits as ``nv_<op>_f32``
+    #: wherever ``guard`` (of the same argument, in nv_math.h) is 0; the C kernels run it over
+    #: blocks of elements that all clear the guard, and ``nv_<op>_f32`` over the other blocks
+    split: tuple[str, str] | None = None
     derivative: Callable[..., Any] | None = None
     #: whether ``derivative`` reads the output (the jvp recomputes it then)
     derivative_reads_out: bool = False
@@ -148,6 +152,11 @@ def _arctan2_partials(nv, a, b, out):
 #: The cost class of a transcendental function or a division loop, in adds.
 COSTLY = 12
 _CUDA = "cuda"
+
+
+def _trig_split(name: str) -> tuple[str, str]:
+    """sin, cos, tan: the Cody-Waite reduction alone, below NV_TRIG_SMALL (nv_math.h)."""
+    return (f"nv_{name}_small_f32", "nv_trig_large_f32")
 
 
 def _float_doc(name: str) -> str:
@@ -265,9 +274,16 @@ def _table() -> dict[str, ElementwiseOp]:
         t("log1p", "f", lambda nv, x, out: nv.reciprocal(x + 1.0), fast="log1pf"),
         t("log2", "f", lambda nv, x, out: nv.reciprocal(x * _LN2), fast="__log2f"),
         t("log10", "f", lambda nv, x, out: nv.reciprocal(x * _LN10), fast="__log10f"),
-        t("sin", "fc", lambda nv, x, out: nv.cos(x), fast="__sinf"),
-        t("cos", "fc", lambda nv, x, out: -nv.sin(x), fast="__cosf"),
-        t("tan", "f", lambda nv, x, out: nv.square(out) + 1.0, reads_out=True, fast="__tanf"),
+        t("sin", "fc", lambda nv, x, out: nv.cos(x), fast="__sinf", split=_trig_split("sin")),
+        t("cos", "fc", lambda nv, x, out: -nv.sin(x), fast="__cosf", split=_trig_split("cos")),
+        t(
+            "tan",
+            "f",
+            lambda nv, x, out: nv.square(out) + 1.0,
+            reads_out=True,
+            fast="__tanf",
+            split=_trig_split("tan"),
+        ),
         t("arcsin", "f", lambda nv, x, out: nv.rsqrt(1.0 - nv.square(x))),
         t("arccos", "f", lambda nv, x, out: -nv.rsqrt(1.0 - nv.square(x))),
         t("arctan", "f", lambda nv, x, out: nv.reciprocal(nv.square(x) + 1.0)),
@@ -524,7 +540,7 @@ OPS: dict[str, ElementwiseOp] = _table()
 
 def kernel_signature() -> str:
     """The fields the generated C code depends on, for the prebuilt kernels' fingerprint."""
-    ops = [(o.name, o.arity, o.kinds, o.result, o.exact_narrow) for o in OPS.values()]
+    ops = [(o.name, o.arity, o.kinds, o.result, o.exact_narrow, o.split) for o in OPS.values()]
     return repr((KIND_DTYPES, ops))
 
 

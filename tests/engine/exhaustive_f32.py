@@ -1,5 +1,5 @@
-"""Every float32 input of the 2-ulp functions and of the rest of the exp family (expm1, sinh,
-cosh: 4 ulp) against float64 references (a long check).
+"""Every float32 input of the 2-ulp functions, of the rest of the exp family (expm1, sinh,
+cosh: 4 ulp) and of tan (4 ulp) against float64 references (a long check).
 
     python tests/engine/exhaustive_f32.py [op ...]     # one process per op, prints the maxima
 
@@ -32,6 +32,7 @@ def sweep(op: str) -> tuple[str, int, float]:
         "expm1": np.expm1,
         "sinh": np.sinh,
         "cosh": np.cosh,
+        "tan": np.tan,
     }
     kernels.set_num_threads(1)
     k = kernels.get_kernel(KernelSpec.single(op, ("float32",), "float32"))
@@ -58,7 +59,19 @@ def sweep(op: str) -> tuple[str, int, float]:
 
 
 def main(ops: list[str]) -> None:
-    ops = ops or ["exp", "log", "sin", "cos", "tanh", "sigmoid", "erf", "expm1", "sinh", "cosh"]
+    ops = ops or [
+        "exp",
+        "log",
+        "sin",
+        "cos",
+        "tanh",
+        "sigmoid",
+        "erf",
+        "expm1",
+        "sinh",
+        "cosh",
+        "tan",
+    ]
     from concurrent.futures import as_completed
 
     with ProcessPoolExecutor(len(ops)) as ex:

@@ -329,7 +329,7 @@ def test_float64(op: str) -> None:
 
 @pytest.mark.skipif(not os.environ.get("NUVEC_EXHAUSTIVE"), reason="set NUVEC_EXHAUSTIVE=1")
 @pytest.mark.parametrize(
-    "op", ["exp", "log", "sin", "cos", "tanh", "sigmoid", "erf", "expm1", "sinh", "cosh"]
+    "op", ["exp", "log", "sin", "cos", "tanh", "sigmoid", "erf", "expm1", "sinh", "cosh", "tan"]
 )
 def test_float32_every_input(op: str) -> None:
     ref, bound = F32_UNARY[op]
