@@ -275,6 +275,8 @@ EXEMPT = {
     "tests/quantized/test_quantized_ops.py",
     "CustomKernel": "a user's CUDA kernel: runs on a GPU only, no derivative and no vmap (its "
     "rules raise saying so); tests/cuda/test_gpu_quantized.py runs one",
+    "MetalCustomKernel": "a user's Metal kernel (nv.fast.metal_kernel): runs on Metal only, no "
+    "derivative and no vmap; tests/metal/test_backend.py runs one through the Metal emulation",
     "Unbatched": "the identity whose vmap rule refuses a batched input by design (MLX's "
     "refusal for searchsorted's sequence): tests/transforms/test_vmap_refusals.py checks the "
     "refusal, the unbatched vmap, compile and the gradient through it",
