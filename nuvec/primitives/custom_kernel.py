@@ -8,7 +8,33 @@ from __future__ import annotations
 from ..core.primitive import Primitive
 
 
-class CustomKernel(Primitive):
+class _UserKernel(Primitive):
+    """What both user-kernel primitives share: outputs as declared, and no rules."""
+
+    __slots__ = ()
+    api = ""  # the public function's name, for the errors
+    differentiable = False
+    effectful = True  # user code may do anything: never folded or merged
+
+    def infer(self, inputs):
+        return [(tuple(s), d) for s, d in self.output_specs]
+
+    def vjp(self, primals, cotangents, argnums, outputs):
+        raise ValueError(
+            f"{self.api} {self.name_}: a user kernel has no gradient (wrap it "
+            "in nv.custom_function to give it one)"
+        )
+
+    def jvp(self, primals, tangents, argnums):
+        raise ValueError(f"{self.api} {self.name_}: a user kernel has no derivative")
+
+    def vmap(self, inputs, axes):
+        raise ValueError(
+            f"{self.api} {self.name_}: a user kernel cannot be vmapped (its grid is fixed)"
+        )
+
+
+class CustomKernel(_UserKernel):
     __slots__ = (
         "name_",
         "source",
@@ -20,8 +46,7 @@ class CustomKernel(Primitive):
         "contiguous",
     )
     name = "custom_kernel"
-    differentiable = False
-    effectful = True  # user code may do anything: never folded or merged
+    api = "cuda_kernel"
 
     def __init__(
         self,
@@ -56,25 +81,8 @@ class CustomKernel(Primitive):
             self.contiguous,
         )
 
-    def infer(self, inputs):
-        return [(tuple(s), d) for s, d in self.output_specs]
 
-    def vjp(self, primals, cotangents, argnums, outputs):
-        raise ValueError(
-            f"cuda_kernel {self.name_}: a user kernel has no gradient (wrap it "
-            "in nv.custom_function to give it one)"
-        )
-
-    def jvp(self, primals, tangents, argnums):
-        raise ValueError(f"cuda_kernel {self.name_}: a user kernel has no derivative")
-
-    def vmap(self, inputs, axes):
-        raise ValueError(
-            f"cuda_kernel {self.name_}: a user kernel cannot be vmapped (its grid is fixed)"
-        )
-
-
-class MetalCustomKernel(Primitive):
+class MetalCustomKernel(_UserKernel):
     """A user's Metal kernel (``nv.fast.metal_kernel``): the full generated source, the entry
     point's name, the launch (grid in threads), how many argument slots each input takes
     (itself, then its shape / strides / ndim where the source reads them) and which of those
@@ -93,8 +101,7 @@ class MetalCustomKernel(Primitive):
         "math_mode",
     )
     name = "metal_kernel"
-    differentiable = False
-    effectful = True  # user code may do anything: never folded or merged
+    api = "metal_kernel"
 
     def __init__(
         self,
@@ -133,21 +140,4 @@ class MetalCustomKernel(Primitive):
             self.shape_info,
             self.contiguous,
             self.math_mode,
-        )
-
-    def infer(self, inputs):
-        return [(tuple(s), d) for s, d in self.output_specs]
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        raise ValueError(
-            f"metal_kernel {self.name_}: a user kernel has no gradient (wrap it "
-            "in nv.custom_function to give it one)"
-        )
-
-    def jvp(self, primals, tangents, argnums):
-        raise ValueError(f"metal_kernel {self.name_}: a user kernel has no derivative")
-
-    def vmap(self, inputs, axes):
-        raise ValueError(
-            f"metal_kernel {self.name_}: a user kernel cannot be vmapped (its grid is fixed)"
         )
