@@ -50,8 +50,13 @@ _impls: dict = {}
 
 
 def _lookup(node) -> tuple:
+    """``(fn, host_fn, kernel_for, base)`` for ``run_nodes``: an implementation on host data
+    may name the element-wise kernel it would call for a node (``kernel_for``) and the class
+    of the buffers whose memory that kernel may write over (``donation_base``)."""
     fn = node_runner(node)
-    return fn, getattr(fn, "host_impl", None)
+    host = getattr(fn, "host_impl", None)
+    kernel_for = getattr(host, "kernel_for", None)
+    return fn, host, kernel_for, getattr(host, "donation_base", None)
 
 
 def _computed(arrays: list[Array]) -> bool:
