@@ -201,16 +201,39 @@ def placeholder(shape, dtype, stream=None, tracer=True):
     return a
 
 
+# A direct-mapped cache in front of ``_scalar_views``, by identity: the same float or int
+# object (a literal in the caller's code is one object), dtype, shape tuple and stream give
+# the same constant, found with no key built. Each slot holds what it compares, so no
+# identity can be reused while it is there.
+cdef enum:
+    _NSLOTS = 256
+cdef list _slots = [None] * _NSLOTS
+
+
 cdef inline ArrayBase _scalar(object v, ArrayBase like):
     """The cached broadcast constant of Python float or int ``v`` next to ``like``, a floating
     array (weak typing: the constant has ``like``'s dtype), or None (the ops decide)."""
     d = like._dtype
+    shape = like._shape
+    stream = like._stream
+    cdef size_t h = (<size_t><void *>v >> 4) ^ (<size_t><void *>d >> 3) ^ \
+        (<size_t><void *>shape >> 5) ^ (<size_t><void *>stream >> 6)
+    h = (h ^ (h >> 8)) & (_NSLOTS - 1)
+    cdef object e = _slots[h]
+    cdef tuple t
+    if e is not None:
+        t = <tuple>e
+        if t[0] is v and t[1] is d and t[2] is shape and t[3] is stream:
+            return <ArrayBase>t[4]
     if d.kind not in "fc":
         return None
     # the key of ops._common.scalar_operand
-    key = (v if v or type(v) is not float else repr(v), d.name, like._shape, id(like._stream))
+    key = (v if v or type(v) is not float else repr(v), d.name, shape, id(stream))
     c = _scalar_views.get(key)
-    return None if c is None else <ArrayBase>c
+    if c is None:
+        return None
+    _slots[h] = (v, d, shape, stream, c)
+    return <ArrayBase>c
 
 
 cdef object _fast(int k, object left, object right):

@@ -68,35 +68,41 @@ cdef inline void _mark(ArrayBase a, set seen):
             seen.add(id(s))
 
 
-# (id(prim), id(output dtype), id(each input's dtype)) -> (prim, the dtypes, kernel or False):
-# the element-wise kernel an implementation's ``kernel_for`` named for such a node; the entry
-# holds what its key's ids name, so no id is reused while it exists
-cdef dict _DIRECT = {}
+# The element-wise kernel an implementation's ``kernel_for`` named for a primitive and its
+# output and input dtypes: a direct-mapped cache by identity, each slot a tuple (prim, output
+# dtype, input dtypes..., kernel or False) that holds what it compares, so no identity is
+# reused while it is there
+cdef enum:
+    _NSLOTS = 256
+cdef list _slots = [None] * _NSLOTS
 
 
 cdef object _direct_kernel(object prim, ArrayBase node, tuple ins, object kernel_for):
     """The kernel that runs ``node`` (called as ``kernel(datas, shape, outs)``), or None."""
     cdef Py_ssize_t n = len(ins)
-    cdef object d0, d1
+    cdef object d0, d1 = None
+    cdef object dt = node._dtype
     if n == 1:
         d0 = (<ArrayBase>ins[0])._dtype
-        key = (id(prim), id(node._dtype), id(d0))
     elif n == 2:
         d0 = (<ArrayBase>ins[0])._dtype
         d1 = (<ArrayBase>ins[1])._dtype
-        key = (id(prim), id(node._dtype), id(d0), id(d1))
     else:
         return None
-    v = _DIRECT.get(key)
-    if v is None:
-        k = kernel_for(prim, node)
-        if k is None:           # not looked up yet: the implementation looks it up
-            return None
-        if len(_DIRECT) >= 4096:
-            _DIRECT.clear()
-        v = (prim, node._dtype, d0, d1 if n == 2 else None, k)
-        _DIRECT[key] = v
-    k = (<tuple>v)[4]
+    cdef size_t h = (<size_t><void *>prim >> 4) ^ (<size_t><void *>dt >> 3) ^ \
+        (<size_t><void *>d0 >> 5) ^ (<size_t><void *>d1 >> 6)
+    h = (h ^ (h >> 8)) & (_NSLOTS - 1)
+    cdef object e = _slots[h]
+    cdef tuple t
+    if e is not None:
+        t = <tuple>e
+        if t[0] is prim and t[1] is dt and t[2] is d0 and t[3] is d1:
+            k = t[4]
+            return None if k is False else k
+    k = kernel_for(prim, node)
+    if k is None:           # not looked up yet: the implementation looks it up
+        return None
+    _slots[h] = (prim, dt, d0, d1, k)
     return None if k is False else k
 
 

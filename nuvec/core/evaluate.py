@@ -82,8 +82,10 @@ def eval(*trees: Any) -> None:
     >>> x = nv.ones((2, 2)); y = x + 1
     >>> nv.eval(y, {"x": x})
     """
-    if len(trees) == 1 and type(trees[0]) is Array and trees[0]._data is not None:
-        return  # already computed (a compiled call's outputs are): nothing to walk
+    if len(trees) == 1 and type(trees[0]) is Array:
+        if trees[0]._data is None:  # one array: the walk of its tree is the array itself
+            evaluate([trees[0]])
+        return  # else already computed (a compiled call's outputs are): nothing to walk
     arrays: list[Array] = []
     _leaves(trees, arrays)
     if arrays and not _computed(arrays):
