@@ -16,7 +16,11 @@ class ArrayBase:
 FIELDS: tuple[str, ...]
 
 def setup_core(
-    array_type: type, state: Any, cached_default: Any, current_stream: Any, from_numpy: Any,
+    array_type: type,
+    state: Any,
+    cached_default: Any,
+    current_stream: Any,
+    from_numpy: Any,
     shapeless: Any,
 ) -> None: ...
 def setup_ops(ops: Any, binary: Any, operand: Any, scalar_views: dict, prims: tuple) -> None: ...

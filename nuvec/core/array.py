@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from ..backends import registry
 from ..printing import format_array
 from . import dtypes as _dt
 from . import shapeless as _shapeless
-from . import _array as _c  
+from . import _array as _c
 from . import device as _device
 from .device import Stream, current_stream
 

@@ -18,7 +18,7 @@ from .quantized import *  # noqa: F401,F403
 from .elementwise import abs, round, divmod  # noqa: F401  (shadow builtins on purpose)
 from . import elementwise as _elementwise
 from ._common import _SCALAR_VIEWS
-from ..core import _array as _array_c  
+from ..core import _array as _array_c
 
 _array_module._ops = __import__(__name__, fromlist=["*"])
 _array_c.setup_ops(
