@@ -14,4 +14,5 @@ cdef public class ArrayBase [object NvArrayObject, type NvArrayType]:
     cdef Py_ssize_t _readers  # how many unevaluated arrays take this one as an input
     cdef object __weakref__
 
-cdef ArrayBase new_node(object shape, object dtype, object prim, tuple inputs, object stream)
+cdef ArrayBase new_node(object shape, object dtype, object prim, tuple inputs, object stream,
+                        bint reads=*)

@@ -130,9 +130,11 @@ cdef inline object _stream_now():
     return _current_stream()
 
 
-cdef ArrayBase new_node(object shape, object dtype, object prim, tuple inputs, object stream):
-    """A node of ``prim`` over ``inputs`` (counted as their reader); a tracer where one of
-    them is. The one place nodes are made (``make``, ``make_multi``, ``constant``, ...)."""
+cdef ArrayBase new_node(object shape, object dtype, object prim, tuple inputs, object stream,
+                        bint reads=True):
+    """A node of ``prim`` over ``inputs`` (counted as their reader unless ``reads`` is false:
+    siblings count as one reader); a tracer where one of them is. The one place nodes are
+    made (``make``, ``make_multi``, ``constant``, ...)."""
     cdef ArrayBase a = <ArrayBase>nv_alloc(_Array, ())
     cdef ArrayBase x
     cdef bint tracer = False
@@ -144,7 +146,8 @@ cdef ArrayBase new_node(object shape, object dtype, object prim, tuple inputs, o
     a._stream = stream
     for o in inputs:
         x = <ArrayBase?>o
-        x._readers += 1
+        if reads:
+            x._readers += 1
         if x._tracer:
             tracer = True
     a._tracer = tracer
@@ -172,7 +175,7 @@ def make_multi(prim, inputs, stream=None):
     cdef Py_ssize_t i = 0
     cdef bint note = prim.fixes_shape and _shapeless.running
     for shape, dtype in specs:
-        a = new_node(shape, dtype, prim, ins, stream)
+        a = new_node(shape, dtype, prim, ins, stream, i == 0)
         a._pos = i
         outs.append(a)
         i += 1

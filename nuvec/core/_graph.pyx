@@ -70,7 +70,7 @@ cdef inline void _mark(ArrayBase a, set seen):
 
 # The element-wise kernel an implementation's ``kernel_for`` named for a primitive and its
 # output and input dtypes: a direct-mapped cache by identity, each slot a tuple (prim, output
-# dtype, input dtypes..., kernel or False) that holds what it compares, so no identity is
+# dtype, input dtypes, kernel_for, kernel or False) that holds what it compares, so no identity is
 # reused while it is there
 cdef enum:
     _NSLOTS = 256
@@ -96,13 +96,13 @@ cdef object _direct_kernel(object prim, ArrayBase node, tuple ins, object kernel
     cdef tuple t
     if e is not None:
         t = <tuple>e
-        if t[0] is prim and t[1] is dt and t[2] is d0 and t[3] is d1:
-            k = t[4]
+        if t[0] is prim and t[1] is dt and t[2] is d0 and t[3] is d1 and t[4] is kernel_for:
+            k = t[5]
             return None if k is False else k
     k = kernel_for(prim, node)
     if k is None:           # not looked up yet: the implementation looks it up
         return None
-    _slots[h] = (prim, dt, d0, d1, k)
+    _slots[h] = (prim, dt, d0, d1, kernel_for, k)
     return None if k is False else k
 
 
