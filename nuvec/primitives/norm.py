@@ -2,9 +2,10 @@
 backward pass ``LayerNormVJP``, each one pass over the rows of the last axis.
 
 The forward pass has the bits of the composite form (``ops.composites.layer_norm_composite``:
-mean, centre, variance, ``rsqrt``, scale, shift) on C-contiguous data (NumPy sums a strided axis in another order:
-the CPU makes such an ``x`` contiguous first); the backward pass recomputes the statistics
-from ``x`` and returns ``dx`` and, for a weight and a bias, their gradients summed over the rows:
+mean, centre, variance, ``rsqrt``, scale, shift) on C-contiguous data (NumPy sums a strided
+axis in another order: the CPU makes such an ``x`` contiguous first); the backward pass
+recomputes the statistics from ``x`` and returns ``dx`` and, for a weight and a bias, their
+gradients summed over the rows:
 
     y = Array.make(LayerNorm(eps, True, True), [x, w, b])
     dx, dw, db = Array.make_multi(LayerNormVJP(eps, True, True), [x, w, g])
