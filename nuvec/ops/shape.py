@@ -42,6 +42,7 @@ from ..primitives.shape import (
 from ._common import (
     SCALARS,
     as_array,
+    cast,
     constant,
     dim_arg,
     normalize_axes,
@@ -177,6 +178,13 @@ def reshape(a, /, shape: Sequence[int], *, stream=None) -> Array:
     >>> nv.reshape(nv.arange(6), (2, -1)).shape
     (2, 3)
     """
+    return reshape_for_caller(a, shape, stream)
+
+
+def reshape_for_caller(a, shape, stream) -> Array:
+    """``reshape``'s body, called by ``reshape`` and by the ``a.reshape`` method alike, so
+    that the frame two above this one is the code that asked for the reshape (a shapeless
+    trace tells the user's literal sizes from the ones nuvec's own operations computed)."""
     a = as_array(a, "reshape")
     if shapeless.active() and _has_sizes(shape):
         return _sized_reshape(a, shape, stream)
@@ -188,8 +196,7 @@ def reshape(a, /, shape: Sequence[int], *, stream=None) -> Array:
             raise ValueError(f"reshape: negative dimension in {tuple(shape)}")
         reshape_shape(a._shape, shape)
         # sizes that nuvec's own operations computed from the traced shapes hold only there
-        f = sys._getframe(1)
-        caller = f.f_back if f.f_code is _reshape_method() else f  # a.reshape(...): its caller
+        caller = sys._getframe(2)
         literal = any(d != -1 for d in shape)
         expect = None if shapeless.from_user(caller) or not literal else a._shape
         out = Array.make(Reshape(tuple(shape), expect), [a], resolve_stream(stream))
@@ -220,12 +227,6 @@ def reshape(a, /, shape: Sequence[int], *, stream=None) -> Array:
     if shape == a._shape:
         return a
     return Array.make(Reshape(shape), [a], resolve_stream(stream))
-
-
-def _reshape_method():
-    from .methods import _reshape
-
-    return _reshape.__code__
 
 
 def _has_sizes(shape) -> bool:
@@ -486,9 +487,7 @@ def concatenate(arrays: Sequence, axis: int | None = 0, *, stream=None) -> Array
     if len(arrays) == 1:
         return arrays[0]
     if any(x._dtype != d for x in arrays):
-        from .elementwise import astype
-
-        arrays = [astype(x, d, stream=stream) for x in arrays]
+        arrays = [cast(x, d, stream) for x in arrays]
     return Array.make(Concatenate(ax), arrays, resolve_stream(stream))
 
 
@@ -648,8 +647,6 @@ def pad(a, pad_width, mode: str = "constant", constant_values=0, *, stream=None)
         return _edge_pad(a, pairs, stream)
     if mode in ("reflect", "symmetric"):
         return _mirror_pad(a, pairs, mode, stream)
-    from .elementwise import astype
-
     if isinstance(constant_values, SCALARS):  # a Python number keeps the array's precision
         v = constant(constant_values, weak_dtype(constant_values, a._dtype))
     else:
@@ -658,7 +655,7 @@ def pad(a, pad_width, mode: str = "constant", constant_values=0, *, stream=None)
         raise ValueError(f"pad: constant_values must be a scalar, got shape {v.shape}")
     if v.ndim:
         v = reshape(v, (), stream=stream)
-    v = astype(v, a._dtype, stream=stream)
+    v = cast(v, a._dtype, stream)
     lows = tuple(p[0] for p in pairs)
     highs = tuple(p[1] for p in pairs)
     return Array.make(Pad(lows, highs), [a, v], resolve_stream(stream))
