@@ -38,7 +38,9 @@ def _keep(y: Array, shape: tuple, axes: tuple, keepdims: bool) -> Array:
     return ops.reshape(y, kept_shape(shape, axes))
 
 
-def _softmax_product_composite(y: Array, g: Array, axes: tuple, scale: float = 1.0) -> Array:
+def softmax_product_composite(y: Array, g: Array, axes: tuple, scale: float = 1.0) -> Array:
+    """``(g * y - y * sum(g * y, axes)) * scale`` from element-wise ops and one sum: the
+    composite that ``SoftmaxProduct`` stands for (its bits)."""
     gy = ops.multiply(g, y)
     s = Array.make(Reduce("sum", tuple(axes), True, y._dtype), [gy])
     p = ops.subtract(gy, ops.multiply(y, s))
@@ -152,7 +154,7 @@ def softmax_product(y: Array, g: Array, axes: tuple, scale: float = 1.0) -> Arra
         prim = SoftmaxProduct(scale)
         if lowers(prim, [y, g]):
             return Array.make(prim, [y, g])
-    return _softmax_product_composite(y, g, axes, scale)
+    return softmax_product_composite(y, g, axes, scale)
 
 
 def _shift(x: Array, axis: int, toward_end: bool) -> Array:
@@ -305,7 +307,7 @@ def _softmax_vmap(prim, inputs, axes):
 
 def _softmax_product_expand(prim, inputs) -> list:
     y, g = inputs
-    return [_softmax_product_composite(y, g, (y.ndim - 1,), prim.scale)]
+    return [softmax_product_composite(y, g, (y.ndim - 1,), prim.scale)]
 
 
 def _scaled_softmax_expand(prim, inputs) -> list:
