@@ -3,17 +3,17 @@ generator, so the choice of dialect sits above both)."""
 
 from __future__ import annotations
 
-from . import dialects
+from .dialects import DIALECTS
 from .generator import kernel_name
 from .ir import KernelSpec
 
 
 def _dialect(name: str):
     try:
-        return dialects.DIALECTS[name]
+        return DIALECTS[name]
     except KeyError:
         raise ValueError(
-            f"generate: unknown dialect {name!r}; expected one of {sorted(dialects.DIALECTS)}"
+            f"generate: unknown dialect {name!r}; expected one of {sorted(DIALECTS)}"
         ) from None
 
 

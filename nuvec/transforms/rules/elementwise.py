@@ -84,7 +84,7 @@ def select_vjp(primals, g, argnums) -> list:
     """``where(c, a, b)``: the cotangent goes to ``a`` where c holds, to ``b`` elsewhere."""
     c = primals[0]
     zero = ops.zeros_like(g)
-    out = []
+    out: list[Array | None] = []
     for i in argnums:
         if i == 0:
             out.append(None)  # the condition is boolean: no gradient

@@ -125,19 +125,19 @@ def _extreme_mask(x: Array, yk: Array) -> Array:
 def _prod_partials(x: Array, axes: tuple) -> Array:
     """d prod(x, axes) / dx: the product of the other elements, as the product of an exclusive
     cumulative product from each side (no division, so zeros need no special case)."""
-    axes = sorted(axes)
-    if not axes:
+    order = sorted(axes)
+    if not order:
         return ops.ones_like(x)
-    if len(axes) == 1:
-        a = axes[0]
+    if len(order) == 1:
+        a = order[0]
         return ops.multiply(
             ops.cumprod(x, a, inclusive=False), ops.cumprod(x, a, reverse=True, inclusive=False)
         )
-    keep = [i for i in range(x.ndim) if i not in axes]
-    perm = keep + axes
+    keep = [i for i in range(x.ndim) if i not in order]
+    perm = keep + order
     xt = ops.transpose(x, perm)
     n = 1
-    for a in axes:
+    for a in order:
         n *= x._shape[a]
     flat = ops.reshape(xt, xt._shape[: len(keep)] + (n,))
     others = ops.multiply(
