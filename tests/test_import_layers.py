@@ -60,12 +60,6 @@ KNOWN_UPWARD = {
 # fall.
 OPTIONAL = ("nuvec.backends.cuda", "nuvec.backends.metal", "nuvec.distributed.backends")
 KNOWN_FUNCTION_LEVEL = {
-    # the call path (Cython; Entry, Tape and the cache typed in one module) runs the miss path
-    # (trace), the stateful path (state) and the reports (report), which build and read its
-    # Entries; splitting Entry into a module of its own (a .pxd) would make these module-level
-    ("nuvec.compile._runtime", "nuvec.compile.state"): 1,
-    ("nuvec.compile._runtime", "nuvec.compile.trace"): 1,
-    ("nuvec.compile._runtime", "nuvec.compile.report"): 2,
     # evaluation makes arrays' data; an array evaluates itself on host access (MLX's array and
     # eval likewise need each other)
     ("nuvec.core.array", "nuvec.core.evaluate"): 1,

@@ -19,7 +19,7 @@ from ..core.shapeless import tracing as shapeless_tracing
 from ..transforms._trace import tracing
 from ..tree import LEAF, flatten, unflatten
 from . import background, passes
-from ._runtime import OUT_ONE, OUT_TREE, OUT_TUPLE, Entry
+from ._entry import OUT_ONE, OUT_TREE, OUT_TUPLE, Entry
 from .draft import Draft
 from .signature import Signature, miss_reason
 
