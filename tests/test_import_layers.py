@@ -63,9 +63,6 @@ KNOWN_FUNCTION_LEVEL = {
     # evaluation makes arrays' data; an array evaluates itself on host access (MLX's array and
     # eval likewise need each other)
     ("nuvec.core.array", "nuvec.core.evaluate"): 1,
-    # the registry reads devices' streams; whether a GPU device exists is the backends' probe,
-    # which the registry runs
-    ("nuvec.core.device", "nuvec.backends.registry"): 2,
     # isnan & co. of an integer array and imag of a real one are constant fills, made by
     # creation, which builds on the element-wise ops (and whose fills' shapeless bookkeeping
     # walks frames by creation's file)
