@@ -179,10 +179,6 @@ class QRF(_Batched):
         k = min(m, n)
         return [(a._shape[:-1] + (k,), a._dtype), (a._shape[:-2] + (k, n), a._dtype)]
 
-    # For m >= n (full column rank): with x = q^T da r^-1 and w its strictly lower part,
-    # dr = (x - w + w^T) r and dq = da r^-1 - q (x - w + w^T); the cotangent of a is
-    # (gq + q copyltu(r gr^T - gq^T q)) r^-T, copyltu mirroring the lower triangle upwards.
-
     @staticmethod
     def _tall(a: Array, rule: str) -> None:
         _real_only("qr", a, rule)
@@ -261,11 +257,6 @@ class Cholesky(_Batched):
         _check_dtype("cholesky", a, _REAL)
         return [(a._shape, a._dtype)]
 
-    # The rules work with the lower factor l of s = the symmetric matrix of the triangle read
-    # (an upper factor is the transpose of the lower one of a.T): with phi(x) the lower
-    # triangle of x with its diagonal halved, dl = l phi(l^-1 ds l^-T), and the cotangent of
-    # s is sym(l^-T phi(l^T g) l^-1).
-
 
 class Eig(_Batched):
     """Eigenvalues (..., n) and, with ``vectors``, right eigenvectors (..., n, n; column j
@@ -313,11 +304,6 @@ class Eigh(_Batched):
         vals = (a._shape[:-1], _real_of(a._dtype))
         return [vals, (a._shape, a._dtype)] if self.vectors else [vals]
 
-    # With s = v diag(w) v^T (s: the symmetric matrix of the triangle read) and
-    # f_ij = 1 / (w_j - w_i) off the diagonal (0 on it): dw = diag(v^T ds v),
-    # dv = v (f * (v^T ds v)); the cotangent of s is v (diag(gw) + f * (v^T gv)) v^T,
-    # symmetrised. Eigenvalues must be distinct for the vectors' rule.
-
     def _decomposed(self, a: Array):
         w, v = Array.make_multi(Eigh(self.uplo, True), [a])
         return w, v
@@ -343,11 +329,6 @@ class LUF(_Batched):
             (a._shape[:-2] + (min(m, n),), dt.uint32),
             (a._shape[:-1], dt.uint32),
         ]
-
-    # For square a with the pivoting held fixed: b = a[order] = l u (order the inverse of
-    # perm); with x = l^-1 db u^-1, dl = l tril(x, -1) and du = triu(x) u, packed as one
-    # array; the cotangent of b is l^-T (tril(l^T gl, -1) + triu(gu u^T)) u^-T, and a's is
-    # b's rows put back in place (row i of a is row perm[i] of b).
 
     @staticmethod
     def _square_real(a: Array, rule: str) -> None:

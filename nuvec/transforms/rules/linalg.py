@@ -76,6 +76,10 @@ def _svd_singular_vectors(prim, a: Array):
     return u[..., :k], _mT(vt[..., :k, :])
 
 
+# The rules work with the lower factor l of s = the symmetric matrix of the triangle read
+# (an upper factor is the transpose of the lower one of a.T): with phi(x) the lower
+# triangle of x with its diagonal halved, dl = l phi(l^-1 ds l^-T), and the cotangent of
+# s is sym(l^-T phi(l^T g) l^-1).
 def _cholesky_phi(prim, x: Array) -> Array:
     return ops.subtract(ops.tril(x), ops.multiply(ops.multiply(x, _eye_like(x)), 0.5))
 
@@ -84,12 +88,20 @@ def _cholesky_lower(prim, y: Array) -> Array:
     return _mT(y) if prim.upper else y
 
 
+# With s = v diag(w) v^T (s: the symmetric matrix of the triangle read) and
+# f_ij = 1 / (w_j - w_i) off the diagonal (0 on it): dw = diag(v^T ds v),
+# dv = v (f * (v^T ds v)); the cotangent of s is v (diag(gw) + f * (v^T gv)) v^T,
+# symmetrised. Eigenvalues must be distinct for the vectors' rule.
 def _eigh_gaps(w: Array) -> Array:
     diff = ops.subtract(ops.expand_dims(w, -2), ops.expand_dims(w, -1))  # w_j - w_i
     eye = ops.eye(w.shape[-1], dtype=w.dtype)
     return ops.multiply(ops.reciprocal(ops.add(diff, eye)), ops.subtract(1.0, eye))
 
 
+# For square a with the pivoting held fixed: b = a[order] = l u (order the inverse of
+# perm); with x = l^-1 db u^-1, dl = l tril(x, -1) and du = triu(x) u, packed as one
+# array; the cotangent of b is l^-T (tril(l^T gl, -1) + triu(gu u^T)) u^-T, and a's is
+# b's rows put back in place (row i of a is row perm[i] of b).
 def _luf_factors(packed: Array):
     low = ops.add(ops.tril(packed, k=-1), _eye_like(packed))
     li = Array.make(Inverse(tri=True, upper=False), [low])
@@ -213,6 +225,9 @@ def _batched_vmap(prim, inputs, axes):
     return outs, [0] * len(outs)
 
 
+# For m >= n (full column rank): with x = q^T da r^-1 and w its strictly lower part,
+# dr = (x - w + w^T) r and dq = da r^-1 - q (x - w + w^T); the cotangent of a is
+# (gq + q copyltu(r gr^T - gq^T q)) r^-T, copyltu mirroring the lower triangle upwards.
 def _qrf_vjp(prim, primals, cotangents, argnums, outputs):
     (a,) = primals
     prim._tall(a, "vjp")
