@@ -64,10 +64,6 @@ KNOWN_FUNCTION_LEVEL = {
     # evaluation makes arrays' data; an array evaluates itself on host access (MLX's array and
     # eval likewise need each other)
     ("nuvec.core.array", "nuvec.core.evaluate"): 1,
-    # isnan & co. of an integer array and imag of a real one are constant fills, made by
-    # creation, which builds on the element-wise ops (and whose fills' shapeless bookkeeping
-    # walks frames by creation's file)
-    ("nuvec.ops.elementwise", "nuvec.ops.creation"): 2,
     # the upward one of KNOWN_UPWARD
     ("nuvec.ops.quantized", "nuvec.transforms.custom"): 1,
 }
