@@ -15,8 +15,10 @@ from collections import OrderedDict
 from ..backends.base import CompileOptions
 from ..core.array import Array
 from ..core import device as _device
-from ..tree import flatten, unflatten
+from ..tree import flatten
+from . import report, state, trace
 from .background import pending
+from ._entry cimport Entry
 from ._tape cimport Tape
 
 cdef object _Array = Array
@@ -87,41 +89,6 @@ cdef inline bint _same_key(object a, object b):
         return False
 
 
-# How outputs are rebuilt: one array, a flat tuple of arrays, or a tree.
-OUT_ONE = 0
-OUT_TUPLE = 1
-OUT_TREE = 2
-
-
-@cython.final
-cdef class Entry:
-    """One cached trace: the tape, how to rebuild the outputs, and what it was traced for."""
-    cdef public Tape tape
-    cdef public int out_kind
-    cdef public object out_def
-    cdef public Py_ssize_t n_out
-    cdef public object sig          # the signature (for miss reasons and introspection)
-    cdef public object info         # what the trace made (introspection)
-    cdef public object post_def     # stateful: the state's structure after the call
-    cdef public object pre_def      # stateful: the state's structure before the call
-    cdef public object ready        # an Event while its fused kernels build, else None
-
-    cpdef wait_ready(self):
-        """Waits for the fused kernels being built for this entry (then its tape is the
-        fused one, or the unfused one if they could not be built)."""
-        ev = self.ready
-        if ev is not None:
-            ev.wait()
-            self.ready = None
-
-    cpdef object build(self, list outs):
-        if self.out_kind == 0:
-            return outs[0]
-        if self.out_kind == 1:
-            return tuple(outs)
-        return unflatten(self.out_def, outs[:self.n_out] if len(outs) != self.n_out else outs)
-
-
 cdef class CompiledFunction:
     """A compiled function (made by ``nv.compile``): call it like the function it wraps.
 
@@ -186,8 +153,7 @@ cdef class CompiledFunction:
         if not _enabled:
             return self.fun(*args, **kwargs)
         if self.stateful:
-            from .state import call_stateful
-            return call_stateful(self, args, kwargs)
+            return state.call_stateful(self, args, kwargs)
         leaves = []
         key = self.key_of(args, kwargs, leaves, 0)
         if key is None:       # an argument is being traced: run the function itself
@@ -200,8 +166,7 @@ cdef class CompiledFunction:
         else:
             entry = self.lookup(key)
             if entry is None:
-                from .trace import miss
-                entry = miss(self, key, args, kwargs, leaves)   # inserts (and sets mru)
+                entry = trace.miss(self, key, args, kwargs, leaves)   # inserts (and sets mru)
                 self.last_key = key
                 # the call that traced never waits for the C compiler: fused steps whose
                 # kernels are still being built run their operations one by one
@@ -321,8 +286,7 @@ cdef class CompiledFunction:
         except TypeError:
             entry = None
         if entry is not None:      # the last call's executable (GPU): recorded, or why not
-            from .report import executable_stats
-            ex = executable_stats(entry.tape)
+            ex = report.executable_stats(entry.tape)
             if ex is not None:
                 out["executable"] = ex
         return out
@@ -343,8 +307,7 @@ cdef class CompiledFunction:
         >>> [g.ops for g in r.groups]
         [('exp', 'multiply', 'add')]
         """
-        from .report import inspect_call
-        return inspect_call(self, args, kwargs)
+        return report.inspect_call(self, args, kwargs)
 
     def __repr__(self):
         return f"<compiled function {getattr(self.fun, '__qualname__', self.fun)!r}>"

@@ -18,7 +18,6 @@ step advances the key exactly as an uncompiled call would.
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any
 
@@ -32,14 +31,7 @@ from ..tree import LEAF, flatten, unflatten
 from ..tree import _STATIC as STATIC
 from . import inplace
 from .signature import Signature, miss_reason, walk
-from .trace import _check_hashable, fun_name, make_entry, store
-
-
-def random_state() -> list | None:
-    """``nv.random.state`` (a list holding the global key) once the random module is loaded
-    (``import nuvec`` loads it; it sits above compile, so it is looked up, not imported)."""
-    st = getattr(sys.modules.get("nuvec.random"), "state", None)
-    return st if isinstance(st, list) else None
+from .trace import _check_hashable, fun_name, make_entry, random_state, store
 
 
 def _trees(cf) -> tuple[Any, Any, list]:

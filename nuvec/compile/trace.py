@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 import time
 import warnings
@@ -18,9 +19,16 @@ from ..core.shapeless import tracing as shapeless_tracing
 from ..transforms._trace import tracing
 from ..tree import LEAF, flatten, unflatten
 from . import background, passes
-from ._runtime import OUT_ONE, OUT_TREE, OUT_TUPLE, Entry
+from ._entry import OUT_ONE, OUT_TREE, OUT_TUPLE, Entry
 from .draft import Draft
 from .signature import Signature, miss_reason
+
+
+def random_state() -> list | None:
+    """``nv.random.state`` (a list holding the global key) once the random module is loaded
+    (``import nuvec`` loads it; it sits above compile, so it is looked up, not imported)."""
+    st = getattr(sys.modules.get("nuvec.random"), "state", None)
+    return st if isinstance(st, list) else None
 
 
 def fun_name(fun: Any) -> str:
@@ -111,8 +119,6 @@ def trace_call(
         rebuilt = unflatten(td, ph)
         targs, tkwargs = rebuilt if kwargs else (rebuilt, {})
     cf.statistics.traced()
-    from .state import random_state
-
     rs = random_state()
     key0 = rs[0] if rs else None
     try:

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 from ..compile._builder import build
 from ..compile.draft import CONST
 from ..compile.shapeless import make_shapeless
-from ..compile.state import random_state
+from ..compile.trace import random_state
 from ..core import shapeless as shapeless_mode
 from ..core.array import Array, original, recording_rebinds
 from ..core.device import current_stream
