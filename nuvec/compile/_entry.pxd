@@ -16,6 +16,8 @@ cdef class Entry:
     cdef public object post_def     # stateful: the state's structure after the call
     cdef public object pre_def      # stateful: the state's structure before the call
     cdef public object ready        # an Event while its fused kernels build, else None
+    cdef public object conditions   # shapeless: the shape comparisons its trace took, or None
+    cdef public Entry alternative   # shapeless: the entry of the same key traced before it
 
     cpdef wait_ready(self)
     cpdef object build(self, list outs)

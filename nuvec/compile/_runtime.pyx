@@ -15,6 +15,7 @@ from collections import OrderedDict
 from ..backends.base import CompileOptions
 from ..core.array import Array
 from ..core import device as _device
+from ..core.shapeless import hold as _hold
 from ..tree import flatten
 from . import report, state, trace
 from .background import pending
@@ -89,6 +90,20 @@ cdef inline bint _same_key(object a, object b):
         return False
 
 
+cdef Entry _holding(Entry e, list leaves):
+    """``e``, or the first of its alternatives, whose shape conditions hold for ``leaves``."""
+    cdef list shapes = None
+    while e is not None:
+        if e.conditions is None:
+            return e
+        if shapes is None:
+            shapes = [a._shape for a in leaves]
+        if _hold(e.conditions, shapes):
+            return e
+        e = e.alternative
+    return None
+
+
 cdef class CompiledFunction:
     """A compiled function (made by ``nv.compile``): call it like the function it wraps.
 
@@ -159,12 +174,16 @@ cdef class CompiledFunction:
         if key is None:       # an argument is being traced: run the function itself
             return self.fun(*args, **kwargs)
         mru = self.mru
+        entry = None
         if _same_key(mru[0], key):
             # the signature of the last call: already the most recently used entry
             entry = <Entry>mru[1]
-            self.statistics.hits += 1
-        else:
-            entry = self.lookup(key)
+            if entry.conditions is not None:
+                entry = _holding(entry, leaves)
+            if entry is not None:
+                self.statistics.hits += 1
+        if entry is None:
+            entry = self.lookup(key, leaves)
             if entry is None:
                 entry = trace.miss(self, key, args, kwargs, leaves)   # inserts (and sets mru)
                 self.last_key = key
@@ -223,8 +242,9 @@ cdef class CompiledFunction:
             i += 1
         return tuple(key)
 
-    cpdef object lookup(self, object key):
-        """The cached entry of ``key`` (marked most recently used), or None.
+    cpdef object lookup(self, object key, list leaves=None):
+        """The cached entry of ``key`` (marked most recently used), or None; of a shapeless
+        key, the one whose shape conditions hold for ``leaves``.
 
         Reads take no lock: each OrderedDict operation is atomic under the GIL, and an entry
         evicted between the two is still a valid tape (it is simply used once more). Inserts
@@ -234,6 +254,8 @@ cdef class CompiledFunction:
             e = self.cache.get(key)
         except TypeError:
             return None    # an unhashable static argument: the slow path explains it
+        if e is not None and (<Entry>e).conditions is not None:
+            e = _holding(e, leaves) if leaves is not None else None
         if e is not None:
             try:
                 self.cache.move_to_end(key)
@@ -246,6 +268,10 @@ cdef class CompiledFunction:
         if self.capacity <= 0:
             return
         with self.lock:
+            if entry.conditions is not None:  # the key's earlier traces, for other conditions
+                head = self.cache.get(key)
+                if head is not None and head is not entry:
+                    entry.alternative = head
             self.cache[key] = entry
             self.cache.move_to_end(key)
             self.mru = (key, entry)

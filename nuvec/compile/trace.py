@@ -15,6 +15,7 @@ from typing import Any
 
 from ..core.array import Array, original, recording_rebinds
 from ..core.device import current_stream
+from ..core.shapeless import conditions as shape_conditions
 from ..core.shapeless import tracing as shapeless_tracing
 from ..transforms._trace import tracing
 from ..tree import LEAF, flatten, unflatten
@@ -38,12 +39,12 @@ def fun_name(fun: Any) -> str:
 def miss(cf, key, args: tuple, kwargs: dict, leaves: list) -> Entry:
     """Traces a call whose key is not cached; stores and returns the entry."""
     with cf.trace_lock:
-        entry = cf.lookup(key)  # another thread may have traced it meanwhile
+        entry = cf.lookup(key, leaves)  # another thread may have traced it meanwhile
         if entry is not None:
             return entry
         sig = Signature.of(args, kwargs, leaves, cf.shapeless)
         _check_hashable(cf, key, sig)
-        cf.statistics.missed(miss_reason(cf, sig, key))
+        cf.statistics.missed(miss_reason(cf, sig, key, leaves))
         fast = not kwargs and all(type(a) is Array for a in args)
         entry = trace_call(cf, args, kwargs, leaves, fast)
         entry.sig = sig
@@ -122,11 +123,16 @@ def trace_call(
     rs = random_state()
     key0 = rs[0] if rs else None
     try:
-        with tracing(), recording_rebinds() as rebound, shapeless_tracing(cf.shapeless) as origins:
+        with (
+            tracing(),
+            recording_rebinds() as rebound,
+            shapeless_tracing(cf.shapeless, ph) as origins,
+        ):
             out = cf.fun(*targs, **tkwargs)
             ph = [original(p, rebound) for p in ph]  # ``x[i] = v`` inside rebinds an input
             out_leaves, out_def = flatten(out)
             entry = make_entry(cf, ph, out, out_leaves, out_def, stream, t0, origins=origins)
+            entry.conditions = shape_conditions()
             _check_captured(cf, entry.info["draft"], leaves)
             return entry
     except BaseException:
