@@ -25,7 +25,7 @@ import sys
 import threading
 from contextlib import contextmanager
 from types import FrameType
-from typing import Iterator, Sequence
+from typing import Iterator, NoReturn, Sequence
 
 _local = threading.local()
 #: shapeless traces running now, in any thread: an eager call skips ``note`` while it is 0
@@ -184,7 +184,7 @@ class Size:
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)
 
-    def _refuse(self, *_args, **_kwargs):
+    def _refuse(self, *_args, **_kwargs) -> NoReturn:
         raise ValueError(
             "nv.compile(shapeless=True): a size read from an array's .shape (traced as "
             f"{self.value}){_user_line()} is used where its traced value would be "
@@ -211,10 +211,10 @@ class Size:
         found.append((op, a, b, outcome))
         return outcome
 
-    def __eq__(self, o):  # type: ignore[override]
+    def __eq__(self, o):
         return self._compare(o, "==")
 
-    def __ne__(self, o):  # type: ignore[override]
+    def __ne__(self, o):
         return self._compare(o, "!=")
 
     def __lt__(self, o):
@@ -232,7 +232,7 @@ class Size:
     def __bool__(self):
         return self._compare(0, "!=")
 
-    __hash__ = _refuse  # type: ignore[assignment]
+    __hash__ = _refuse
     __index__ = __int__ = __float__ = __complex__ = __truediv__ = __rtruediv__ = _refuse
     __pow__ = __rpow__ = __divmod__ = __rdivmod__ = __abs__ = __round__ = _refuse
     __trunc__ = __floor__ = __ceil__ = __invert__ = _refuse
