@@ -123,7 +123,7 @@ def single_sources(
 ) -> list[str]:
     """The prebuilt single-op kernels (of ``ops`` over inputs of ``dtypes``, else all), as
     ``chunks`` C sources."""
-    from nuvec.codegen.generator import generate_many
+    from nuvec.codegen.source import generate_many
     from nuvec.codegen.prebuilt import prebuilt_specs
 
     specs = [

@@ -82,8 +82,8 @@ PAGES = [
     Page(
         "ops_shape",
         "Shapes",
-        "Reshaping, joining, splitting and reordering axes.",
-        [("nuvec.ops.shape", "nuvec")],
+        "Reshaping, joining, splitting, padding and reordering axes.",
+        [("nuvec.ops.shape", "nuvec"), ("nuvec.ops.padding", "nuvec")],
     ),
     Page(
         "ops_indexing",

@@ -58,7 +58,7 @@ from .core.device import (  # noqa: F401
 from .constants import e, euler_gamma, inf, nan, newaxis, pi  # noqa: F401
 from .printing import PrintOptions, get_printoptions, printoptions, set_printoptions  # noqa: F401
 from .core.evaluate import async_eval, eval  # noqa: F401
-from .backends.registry import synchronize  # noqa: F401
+from .core.device import synchronize  # noqa: F401
 from .ops import *  # noqa: F401,F403
 from .ops import abs, divmod, round  # noqa: F401
 from .core.array import Array as array  # noqa: F401,E402  (the class; nv.array(obj) builds one)

@@ -26,7 +26,8 @@ from .core import dtypes as dt
 from .core import shapeless
 from .core.array import Array
 from .primitives._common import lowers
-from .primitives.norm import LayerNorm, composite as composite_layer_norm
+from .ops.composites import layer_norm_composite
+from .primitives.norm import LayerNorm
 from .primitives.reduction import ScaledSoftmax
 from .ops.creation import array
 from .primitives.custom_kernel import CustomKernel
@@ -77,7 +78,7 @@ def layer_norm(
     prim = LayerNorm(eps, weight is not None, bias is not None)
     if lowers(prim, args):  # one pass per row (the CPU)
         return Array.make(prim, args)
-    return composite_layer_norm(x, weight, bias, eps)
+    return layer_norm_composite(x, weight, bias, eps)
 
 
 def _scaled_rows(rows: ScaledSoftmax, q: Array, mask, scores_shape: tuple) -> bool:

@@ -10,6 +10,7 @@ import pytest
 import nuvec as nv
 import nuvec.nn as nn
 from nuvec.primitives.reduction import ScaledSoftmax, SoftmaxProduct
+from nuvec.transforms.rules.reduction import softmax_product_composite
 
 RNG = np.random.default_rng(9)
 pytestmark = pytest.mark.usefixtures("cpu_device")  # the primitive is the CPU's
@@ -94,7 +95,7 @@ def test_the_scaled_softmax_product_has_the_composite_bits():
     got = Array_make(SoftmaxProduct(SCALE), [y, g])
     assert (
         np.asarray(got).tobytes()
-        == np.asarray(SoftmaxProduct.composite(y, g, (1,), SCALE)).tobytes()
+        == np.asarray(softmax_product_composite(y, g, (1,), SCALE)).tobytes()
     )
 
 

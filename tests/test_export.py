@@ -241,6 +241,25 @@ def test_shapeless(path):
         assert bits_equal(f(x)[0], g(x))
 
 
+def test_shapeless_branches_on_sizes_keep_their_conditions(path):
+    def fun(x, y):  # MLX's test_export_control_flow
+        return x + y if y.shape[0] <= 2 else x + 2 * y
+
+    with nv.exporter(path, fun, shapeless=True) as export:
+        export(nv.array(1), nv.array([1, 2, 3]))
+        export(nv.array(1), nv.array([1, 2]))
+    f = nv.import_function(path)
+    for n in (1, 2, 3, 5):
+        y = nv.arange(n)
+        assert f(nv.array(1), y)[0].tolist() == fun(nv.array(1), y).tolist()
+
+    nv.export_function(path, fun, nv.array(1), nv.array([1, 2, 3]), shapeless=True)
+    f = nv.import_function(path)
+    assert f(nv.array(1), nv.arange(4))[0].tolist() == [1, 3, 5, 7]
+    with pytest.raises(ValueError, match=r"where input 1's dim 0 <= 2 \(False at the trace\)"):
+        f(nv.array(1), nv.arange(2))
+
+
 def test_shapeless_indexing_and_reshapes(path):
     def fun(x):
         return x[:, -1] * 2 + x[1:, :2].sum() + x.reshape(-1).max()
@@ -415,6 +434,17 @@ def test_a_safetensors_file_that_is_no_function(path):
         (lambda d: d["traces"][0]["constants"][0].__setitem__(1, [9, 9]), "broadcast"),
         (lambda d: d["traces"][0].update(kwargs=["b", "a"]), "keyword names"),
         (lambda d: d["traces"][0].pop("steps"), "is not"),
+        (lambda d: d["traces"][0].update(conditions=[]), "conditions are not"),
+        (lambda d: d["traces"][0].update(conditions=[["<", 1, 2]]), "not \\[comparison"),
+        (lambda d: d["traces"][0].update(conditions=[["in", 1, 2, True]]), "not \\[comparison"),
+        (
+            lambda d: d["traces"][0].update(conditions=[["<", ["dim", 3, 0], 2, True]]),
+            "input 3 does not exist",
+        ),
+        (
+            lambda d: d["traces"][0].update(conditions=[["<", ["**", 2, 2], 2, True]]),
+            "unknown form",
+        ),
         (lambda d: d.update(traces={}), "not {shapeless, traces}"),
     ],
 )

@@ -10,7 +10,8 @@ import pytest
 
 import nuvec as nv
 from nuvec.backends.cpu import kernels
-from nuvec.primitives.norm import LayerNorm, composite
+from nuvec.ops.composites import layer_norm_composite as composite
+from nuvec.primitives.norm import LayerNorm
 
 RNG = np.random.default_rng(5)
 pytestmark = pytest.mark.usefixtures("cpu_device")  # the primitive is the CPU's

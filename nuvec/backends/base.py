@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..codegen import generator
+from ..codegen import generator, source
 from ..codegen.errors import KernelCompileError as KernelCompileError  # re-exported
 
 
@@ -103,7 +103,7 @@ class Backend:
 
     def source(self, spec: Any) -> str:
         """The generated source of one fused kernel (what ``inspect`` shows)."""
-        return generator.generate(spec, self.dialect, generator.kernel_name(spec))
+        return source.generate(spec, self.dialect, generator.kernel_name(spec))
 
     def replay_constants(self, consts: list) -> list:
         """The data of a tape's constants for a direct replay (uploaded once, not per call);

@@ -22,7 +22,6 @@ from typing import Callable
 import numpy as np
 
 from ..core._graph import on_host_already
-from ..core.device import Stream, resolve_stream
 from .base import Backend
 
 #: (device type, module of its ``BACKEND``); GPU backends in probe order
@@ -187,11 +186,8 @@ def to_host(data, dtype=None) -> np.ndarray:
 
 
 def synchronize(stream=None) -> None:
-    """Waits until the work queued on ``stream`` (a Stream or a Device; every stream when
-    None) has run: ``nv.synchronize()``. Evaluation on a GPU only queues work; the CPU runs it
-    when evaluated, so there is nothing to wait for there."""
-    if stream is not None and not isinstance(stream, Stream):
-        stream = resolve_stream(stream)
+    """Waits until the work queued on ``stream`` (a Stream; every stream when None) has run
+    (``nv.synchronize``, ``core.device.synchronize``, resolves a Device to its stream first)."""
     if stream is None:
         for b in list(_BY_TYPE.values()):
             b.synchronize(None)

@@ -8,7 +8,8 @@ Example::
     supports("erf", "bfloat16")               # True
 """
 
-from .generator import generate, generate_many, kernel_name, single_name
+from .generator import kernel_name, single_name
+from .source import generate, generate_many
 from .ir import DTYPES, ITEMSIZE, KernelSpec, Node
 from .ops import result_dtype, supports
 

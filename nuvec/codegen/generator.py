@@ -276,36 +276,3 @@ def kernel_name(spec: KernelSpec) -> str:
     if spec.is_single():
         return single_name(spec.nodes[0].op, spec.inputs, spec.nodes[0].dtype)
     return default_name(spec)
-
-
-def _dialect(name: str):
-    from . import dialects
-
-    try:
-        return dialects.DIALECTS[name]
-    except KeyError:
-        raise ValueError(
-            f"generate: unknown dialect {name!r}; expected one of {sorted(dialects.DIALECTS)}"
-        ) from None
-
-
-def generate(spec: KernelSpec, dialect: str = "c", name: str | None = None) -> str:
-    """Full, self-contained source of the kernel for ``spec`` in ``dialect``.
-
-    >>> src = generate(KernelSpec.single("add", ("int8", "int8"), "int8"), "c", "my_add")
-    >>> "void my_add(" in src
-    True
-    """
-    spec.validate()
-    d = _dialect(dialect)
-    d.check(spec)
-    return d.module([(name or kernel_name(spec), spec)])
-
-
-def generate_many(kernels: list[tuple[str, KernelSpec]], dialect: str = "c") -> str:
-    """One source holding several kernels (the prelude and library once)."""
-    d = _dialect(dialect)
-    for _, spec in kernels:
-        spec.validate()
-        d.check(spec)
-    return d.module(kernels)

@@ -50,19 +50,6 @@ NV_FN float nv_poly_log(float t)
     return p;
 }
 
-/* tanh: on [0, 1], error 4.95e-10 */
-NV_FN float nv_poly_tanh(float t)
-{
-    float p = fmaf(t, 0x1.e76a14p-14f, -0x1.ae8c22p-11f);
-    p = fmaf(t, p, 0x1.8f860ep-9f);
-    p = fmaf(t, p, -0x1.18db62p-7f);
-    p = fmaf(t, p, 0x1.64c044p-6f);
-    p = fmaf(t, p, -0x1.b9f6dap-5f);
-    p = fmaf(t, p, 0x1.11103cp-3f);
-    p = fmaf(t, p, -0x1.555552p-2f);
-    return p;
-}
-
 /* sinh: on [0, 1], error 1.53e-10 */
 NV_FN float nv_poly_sinh(float t)
 {

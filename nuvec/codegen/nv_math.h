@@ -579,16 +579,32 @@ NV_FN float nv_cosh_f32(float x)
     return (x == x) ? v : x;
 }
 
+/* tanh a = m / (m + 2), m = expm1(2a), a = |x| clamped at 9.5 (where m / (m + 2) rounds to 1):
+ * one path for every a, no polynomial of its own. m = 2^n q + (2^n - 1) with q = expm1(r) on
+ * the reduced argument (nv_expm1_f32's steps; n <= 27 here, so 2^n is normal and needs no
+ * split scaling, and 2^n - 1 is exact up to n = 24, above which its rounding is below 2^-24 of
+ * m and damped by 2 / (m + 2)), one division. Below m = 2 (h = m / 2 < 1/2, a < ln2 / 2) the rounding of
+ * m + 2 would reach the result undamped, so there v = h - h v0 = h (1 - v0), exact in value,
+ * recomputes it from the quotient v0: v0's error enters multiplied by h, leaving about q's and
+ * the fma's roundings (within 2 ulp over every float32, tests/engine/exhaustive_f32.py). The
+ * sign of x is or-ed in (tanh(-0) is -0); NaN returns x. */
 NV_FN float nv_tanh_f32(float x)
 {
-    float a = fabsf(x);
-    float z = a * a;
-    float p = nv_poly_tanh(z);
-    float small = fmaf(a * z, p, a);
-    float e = nv_exp_normal(2.0f * (a < 20.0f ? a : 20.0f));
-    float big = 1.0f - 2.0f / (e + 1.0f);
-    float v = a < 1.0f ? small : big;
-    return (x == x) ? copysignf(v, x) : x;
+    float a = nv_min_pos(fabsf(x), 9.5f);
+    float y = a + a;
+    float t = fmaf(y, NV_LOG2E, 0x1.8p23f);
+    float n = t - 0x1.8p23f;
+    float r = fmaf(-n, NV_LN2_HI, y);
+    r = fmaf(-n, NV_LN2_LO, r);
+    float q = nv_exp_poly(r);                   /* expm1(r) */
+    float s = nv_u2f((nv_f2u(t) << 23) + 0x3f800000u);          /* 2^n */
+    float em = fmaf(s, q, s - 1.0f);
+    float v0 = em / (em + 2.0f);
+    float h = 0.5f * em;
+    float v1 = fmaf(-h, v0, h);
+    float v = h < 0.5f ? v1 : v0;
+    v = nv_u2f(nv_f2u(v) | (nv_f2u(x) & 0x80000000u));
+    return (x == x) ? v : x;
 }
 
 NV_FN float nv_asinh_f32(float x)
@@ -633,18 +649,14 @@ NV_FN float nv_atanh_f32(float x)
 
 /* ---- sigmoid, erf, erfinv ------------------------------------------------------------------ */
 
-/* 1 / (1 + t) for x >= 0 and t / (1 + t) for x < 0, t = exp(-|x|), as q = num / (1 + t)
- * corrected once by the residual num - q (1 + t) = (num - q) - q t, which is rounded only once
- * (num - q is exact: q lies within a factor 2 of num), so only exp's error and about one
- * rounding remain */
+/* 1 / (1 + t) for x >= 0 and t / (1 + t) for x < 0, t = exp(-|x|), as one correctly rounded
+ * division: exp's error (damped by 1 / (1 + t) for x >= 0), the rounding of 1 + t and the
+ * quotient's stay within 2 ulp over every float32 (tests/engine/exhaustive_f32.py) */
 NV_FN float nv_sigmoid_f32(float x)
 {
     float t = nv_exp_nonpos(-fabsf(x));         /* in [0, 1] */
-    float inv = 1.0f / (1.0f + t);
     float num = x >= 0.0f ? 1.0f : t;
-    float q = num * inv;
-    float r = fmaf(-q, t, num - q);
-    float v = fmaf(r, inv, q);
+    float v = num / (1.0f + t);
     return (x == x) ? v : x;
 }
 

@@ -517,7 +517,8 @@ NV_FN double nv_arctanh_f64(double a) { return atanh(a); }
 NV_FN double nv_erf_f64(double a) { return erf(a); }
 NV_FN double nv_power_f64(double a, double b) { return pow(a, b); }
 NV_FN double nv_arctan2_f64(double a, double b) { return atan2(a, b); }
-/* as nv_sigmoid_f32: 1 + t carried as hi + lo, the quotient corrected once */
+/* 1 / (1 + t) or t / (1 + t), t = exp(-|x|): 1 + t carried as hi + lo, the quotient corrected
+ * once */
 NV_FN double nv_sigmoid_f64(double x)
 {
     double t = exp(-fabs(x));

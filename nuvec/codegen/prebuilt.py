@@ -15,7 +15,8 @@ import hashlib
 from functools import lru_cache
 from importlib.resources import files
 
-from .generator import generate_many, kernel_name
+from .generator import kernel_name
+from .source import generate_many
 from .ir import DTYPES, KernelSpec
 from .ops import ARITY, result_dtype, supports
 from .optable import kernel_signature
@@ -26,6 +27,7 @@ _SOURCES = (
     "generator.py",
     "ir.py",
     "ops.py",
+    "source.py",
     "optable.py:kernel_signature",
     "nv_coeffs.h",
     "nv_math.h",

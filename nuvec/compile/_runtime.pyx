@@ -15,8 +15,11 @@ from collections import OrderedDict
 from ..backends.base import CompileOptions
 from ..core.array import Array
 from ..core import device as _device
-from ..tree import flatten, unflatten
+from ..core.shapeless import hold as _hold
+from ..tree import flatten
+from . import report, state, trace
 from .background import pending
+from ._entry cimport Entry
 from ._tape cimport Tape
 
 cdef object _Array = Array
@@ -87,39 +90,18 @@ cdef inline bint _same_key(object a, object b):
         return False
 
 
-# How outputs are rebuilt: one array, a flat tuple of arrays, or a tree.
-OUT_ONE = 0
-OUT_TUPLE = 1
-OUT_TREE = 2
-
-
-@cython.final
-cdef class Entry:
-    """One cached trace: the tape, how to rebuild the outputs, and what it was traced for."""
-    cdef public Tape tape
-    cdef public int out_kind
-    cdef public object out_def
-    cdef public Py_ssize_t n_out
-    cdef public object sig          # the signature (for miss reasons and introspection)
-    cdef public object info         # what the trace made (introspection)
-    cdef public object post_def     # stateful: the state's structure after the call
-    cdef public object pre_def      # stateful: the state's structure before the call
-    cdef public object ready        # an Event while its fused kernels build, else None
-
-    cpdef wait_ready(self):
-        """Waits for the fused kernels being built for this entry (then its tape is the
-        fused one, or the unfused one if they could not be built)."""
-        ev = self.ready
-        if ev is not None:
-            ev.wait()
-            self.ready = None
-
-    cpdef object build(self, list outs):
-        if self.out_kind == 0:
-            return outs[0]
-        if self.out_kind == 1:
-            return tuple(outs)
-        return unflatten(self.out_def, outs[:self.n_out] if len(outs) != self.n_out else outs)
+cdef Entry _holding(Entry e, list leaves):
+    """``e``, or the first of its alternatives, whose shape conditions hold for ``leaves``."""
+    cdef list shapes = None
+    while e is not None:
+        if e.conditions is None:
+            return e
+        if shapes is None:
+            shapes = [a._shape for a in leaves]
+        if _hold(e.conditions, shapes):
+            return e
+        e = e.alternative
+    return None
 
 
 cdef class CompiledFunction:
@@ -186,22 +168,24 @@ cdef class CompiledFunction:
         if not _enabled:
             return self.fun(*args, **kwargs)
         if self.stateful:
-            from .state import call_stateful
-            return call_stateful(self, args, kwargs)
+            return state.call_stateful(self, args, kwargs)
         leaves = []
         key = self.key_of(args, kwargs, leaves, 0)
         if key is None:       # an argument is being traced: run the function itself
             return self.fun(*args, **kwargs)
         mru = self.mru
+        entry = None
         if _same_key(mru[0], key):
             # the signature of the last call: already the most recently used entry
             entry = <Entry>mru[1]
-            self.statistics.hits += 1
-        else:
-            entry = self.lookup(key)
+            if entry.conditions is not None:
+                entry = _holding(entry, leaves)
+            if entry is not None:
+                self.statistics.hits += 1
+        if entry is None:
+            entry = self.lookup(key, leaves)
             if entry is None:
-                from .trace import miss
-                entry = miss(self, key, args, kwargs, leaves)   # inserts (and sets mru)
+                entry = trace.miss(self, key, args, kwargs, leaves)   # inserts (and sets mru)
                 self.last_key = key
                 # the call that traced never waits for the C compiler: fused steps whose
                 # kernels are still being built run their operations one by one
@@ -258,8 +242,9 @@ cdef class CompiledFunction:
             i += 1
         return tuple(key)
 
-    cpdef object lookup(self, object key):
-        """The cached entry of ``key`` (marked most recently used), or None.
+    cpdef object lookup(self, object key, list leaves=None):
+        """The cached entry of ``key`` (marked most recently used), or None; of a shapeless
+        key, the one whose shape conditions hold for ``leaves``.
 
         Reads take no lock: each OrderedDict operation is atomic under the GIL, and an entry
         evicted between the two is still a valid tape (it is simply used once more). Inserts
@@ -269,6 +254,8 @@ cdef class CompiledFunction:
             e = self.cache.get(key)
         except TypeError:
             return None    # an unhashable static argument: the slow path explains it
+        if e is not None and (<Entry>e).conditions is not None:
+            e = _holding(e, leaves) if leaves is not None else None
         if e is not None:
             try:
                 self.cache.move_to_end(key)
@@ -281,6 +268,10 @@ cdef class CompiledFunction:
         if self.capacity <= 0:
             return
         with self.lock:
+            if entry.conditions is not None:  # the key's earlier traces, for other conditions
+                head = self.cache.get(key)
+                if head is not None and head is not entry:
+                    entry.alternative = head
             self.cache[key] = entry
             self.cache.move_to_end(key)
             self.mru = (key, entry)
@@ -321,8 +312,7 @@ cdef class CompiledFunction:
         except TypeError:
             entry = None
         if entry is not None:      # the last call's executable (GPU): recorded, or why not
-            from .report import executable_stats
-            ex = executable_stats(entry.tape)
+            ex = report.executable_stats(entry.tape)
             if ex is not None:
                 out["executable"] = ex
         return out
@@ -343,8 +333,7 @@ cdef class CompiledFunction:
         >>> [g.ops for g in r.groups]
         [('exp', 'multiply', 'add')]
         """
-        from .report import inspect_call
-        return inspect_call(self, args, kwargs)
+        return report.inspect_call(self, args, kwargs)
 
     def __repr__(self):
         return f"<compiled function {getattr(self.fun, '__qualname__', self.fun)!r}>"

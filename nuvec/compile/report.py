@@ -159,7 +159,7 @@ def inspect_call(cf, args: tuple, kwargs: dict) -> CompileReport:
                 "inspect: an argument is being traced by a transform; call "
                 "inspect on concrete arrays"
             )
-        entry = cf.lookup(key)
+        entry = cf.lookup(key, leaves)
         if entry is None:
             entry = miss(cf, key, args, kwargs, leaves)
     wait_for_kernels()  # report the fused tape, not the one used while kernels build

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..core import device, dtypes
+from ..core import device, dtypes, shapeless
 from ..core.array import Array
 from ..core.device import current_stream
 
@@ -181,8 +181,21 @@ def _short(kind: str, d: Any, v: Any) -> str:
     return kind
 
 
-def miss_reason(cf, sig: Signature, key=None) -> str:
-    """The reason a call of ``cf`` with signature ``sig`` missed the cache."""
+def miss_reason(cf, sig: Signature, key=None, leaves=None) -> str:
+    """The reason a call of ``cf`` with signature ``sig`` (and arrays ``leaves``) missed the
+    cache."""
+    try:
+        head = cf.cache.get(key) if key is not None else None
+    except TypeError:  # an unhashable static argument
+        head = None
+    if head is not None and head.conditions is not None and leaves is not None:
+        shapes = [a._shape for a in leaves]
+        failed = next((c for c in head.conditions if not shapeless.hold((c,), shapes)), None)
+        if failed is not None:
+            return (
+                "shapeless: a comparison of the traced shapes comes out otherwise: "
+                f"{shapeless.describe(failed)}"
+            )
     if key is not None and key in cf.evicted:
         del cf.evicted[key]
         return (

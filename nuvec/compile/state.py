@@ -18,7 +18,6 @@ step advances the key exactly as an uncompiled call would.
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any
 
@@ -26,20 +25,14 @@ from .. import tree_ext as _ext  # type: ignore[attr-defined]  # a Cython module
 from ..core.array import Array, original, recording_rebinds
 from ..core.evaluate import evaluate
 from ..core.device import current_stream
+from ..core.shapeless import conditions as shape_conditions
 from ..core.shapeless import tracing as shapeless_tracing
 from ..transforms._trace import tracing
 from ..tree import LEAF, flatten, unflatten
 from ..tree import _STATIC as STATIC
 from . import inplace
 from .signature import Signature, miss_reason, walk
-from .trace import _check_hashable, fun_name, make_entry, store
-
-
-def random_state() -> list | None:
-    """``nv.random.state`` (a list holding the global key) once the random module is loaded
-    (``import nuvec`` loads it; it sits above compile, so it is looked up, not imported)."""
-    st = getattr(sys.modules.get("nuvec.random"), "state", None)
-    return st if isinstance(st, list) else None
+from .trace import _check_hashable, fun_name, make_entry, random_state, store
 
 
 def _trees(cf) -> tuple[Any, Any, list]:
@@ -236,7 +229,7 @@ def entry_for(cf, args: tuple, kwargs: dict):
     if p is None:
         raise ValueError("inspect: an argument or the state is being traced by a transform")
     tin, tout, s_leaves, a_leaves, key, _ = p
-    entry = cf.lookup(key)
+    entry = cf.lookup(key, s_leaves + a_leaves)
     return (
         entry if entry is not None else _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves)
     )
@@ -247,7 +240,7 @@ def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
     if p is None:  # inside a transform: run the step itself
         return cf.fun(*args, **kwargs)
     tin, tout, s_leaves, a_leaves, key, conts = p
-    entry = cf.lookup(key)
+    entry = cf.lookup(key, s_leaves + a_leaves)
     if entry is None:
         entry = _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves)
     elif entry.ready is not None:
@@ -325,7 +318,7 @@ def _name(cf) -> str:
 
 def _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves):
     with cf.trace_lock:
-        entry = cf.lookup(key)
+        entry = cf.lookup(key, s_leaves + a_leaves)
         if entry is not None:
             return entry
         sig = Signature.of(
@@ -337,7 +330,7 @@ def _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves):
             + [("the modules' modes (training, frozen)", "static", _modes(tin))],
         )
         _check_hashable(cf, key, sig)
-        cf.statistics.missed(miss_reason(cf, sig, key))
+        cf.statistics.missed(miss_reason(cf, sig, key, s_leaves + a_leaves))
         t0 = time.perf_counter()
         stream = current_stream()
         ph_s = [Array.placeholder(a._shape, a._dtype, stream) for a in s_leaves]
@@ -358,9 +351,10 @@ def _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves):
             with (
                 tracing(),
                 recording_rebinds() as rebound,
-                shapeless_tracing(cf.shapeless) as origins,
+                shapeless_tracing(cf.shapeless, ph_s + ph_a) as origins,
             ):
                 out = cf.fun(*targs, **tkwargs)
+                conditions = shape_conditions()
             ph_s = [original(p, rebound) for p in ph_s]  # ``x[i] = v`` rebinds an input
             ph_a = [original(p, rebound) for p in ph_a]
             out_leaves, out_def = flatten(out)
@@ -378,6 +372,7 @@ def _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves):
             n_out=len(out_leaves),
             origins=origins,
         )
+        entry.conditions = conditions
         entry.post_def = post_def
         entry.pre_def = pre_out_def
         entry.info["changes"] = post_def != pre_out_def

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 import time
 import warnings
@@ -14,13 +15,21 @@ from typing import Any
 
 from ..core.array import Array, original, recording_rebinds
 from ..core.device import current_stream
+from ..core.shapeless import conditions as shape_conditions
 from ..core.shapeless import tracing as shapeless_tracing
 from ..transforms._trace import tracing
 from ..tree import LEAF, flatten, unflatten
 from . import background, passes
-from ._runtime import OUT_ONE, OUT_TREE, OUT_TUPLE, Entry
+from ._entry import OUT_ONE, OUT_TREE, OUT_TUPLE, Entry
 from .draft import Draft
 from .signature import Signature, miss_reason
+
+
+def random_state() -> list | None:
+    """``nv.random.state`` (a list holding the global key) once the random module is loaded
+    (``import nuvec`` loads it; it sits above compile, so it is looked up, not imported)."""
+    st = getattr(sys.modules.get("nuvec.random"), "state", None)
+    return st if isinstance(st, list) else None
 
 
 def fun_name(fun: Any) -> str:
@@ -30,12 +39,12 @@ def fun_name(fun: Any) -> str:
 def miss(cf, key, args: tuple, kwargs: dict, leaves: list) -> Entry:
     """Traces a call whose key is not cached; stores and returns the entry."""
     with cf.trace_lock:
-        entry = cf.lookup(key)  # another thread may have traced it meanwhile
+        entry = cf.lookup(key, leaves)  # another thread may have traced it meanwhile
         if entry is not None:
             return entry
         sig = Signature.of(args, kwargs, leaves, cf.shapeless)
         _check_hashable(cf, key, sig)
-        cf.statistics.missed(miss_reason(cf, sig, key))
+        cf.statistics.missed(miss_reason(cf, sig, key, leaves))
         fast = not kwargs and all(type(a) is Array for a in args)
         entry = trace_call(cf, args, kwargs, leaves, fast)
         entry.sig = sig
@@ -111,16 +120,19 @@ def trace_call(
         rebuilt = unflatten(td, ph)
         targs, tkwargs = rebuilt if kwargs else (rebuilt, {})
     cf.statistics.traced()
-    from .state import random_state
-
     rs = random_state()
     key0 = rs[0] if rs else None
     try:
-        with tracing(), recording_rebinds() as rebound, shapeless_tracing(cf.shapeless) as origins:
+        with (
+            tracing(),
+            recording_rebinds() as rebound,
+            shapeless_tracing(cf.shapeless, ph) as origins,
+        ):
             out = cf.fun(*targs, **tkwargs)
             ph = [original(p, rebound) for p in ph]  # ``x[i] = v`` inside rebinds an input
             out_leaves, out_def = flatten(out)
             entry = make_entry(cf, ph, out, out_leaves, out_def, stream, t0, origins=origins)
+            entry.conditions = shape_conditions()
             _check_captured(cf, entry.info["draft"], leaves)
             return entry
     except BaseException:

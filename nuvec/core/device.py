@@ -14,6 +14,8 @@ import platform
 import threading
 from typing import Iterator
 
+from ..backends import registry
+
 
 class DeviceType(enum.Enum):
     cpu = "cpu"
@@ -82,8 +84,6 @@ class Stream:
 
 def gpu_backend_name() -> str | None:
     """The GPU backend present on this machine ("cuda", "metal"), or None."""
-    from ..backends import registry
-
     return registry.gpu_backend_name()
 
 
@@ -100,8 +100,6 @@ def _new_index() -> int:
 
 def check_device(device: Device) -> Device:
     if device.type is DeviceType.gpu and gpu_backend_name() is None:
-        from ..backends import registry
-
         raise ValueError(f"no GPU on this machine: {registry.gpu_unavailable_reason()}")
     return device
 
@@ -207,6 +205,13 @@ def stream(s) -> Iterator[Stream]:
         yield target
     finally:
         _state.stream, _state.device = saved
+
+
+def synchronize(stream=None) -> None:
+    """Waits until the work queued on ``stream`` (a Stream or a Device; every stream when
+    None) has run: ``nv.synchronize()``. Evaluation on a GPU only queues work; the CPU runs it
+    when evaluated, so there is nothing to wait for there."""
+    registry.synchronize(None if stream is None else resolve_stream(stream))
 
 
 def _as_device_type(d) -> DeviceType:

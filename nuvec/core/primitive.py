@@ -1,17 +1,13 @@
 """The Primitive base class: what makes an array in the graph.
 
-A primitive is a small, immutable object: a name, parameters (``params``, hashable), and
-rules. Equality and hash are over the type and parameters, which is what common-subexpression
+A primitive is a small, immutable object: a name and parameters (``params``, hashable).
+Equality and hash are over the type and parameters, which is what common-subexpression
 elimination compares. A primitive never imports a backend: backends register how to run it
-(``nuvec.backends``).
+(``nuvec.backends``), and its transform rules (vjp, jvp, vmap) live in the transforms layer,
+in tables keyed by its class (``nuvec.transforms.rules``).
 
-Subclasses implement:
-
-- ``infer(inputs) -> list[(shape, dtype)]``: the outputs' shapes and dtypes (used eagerly,
-  while tracing and on every shapeless replay);
-- ``vjp(primals, cotangents, argnums, outputs) -> list`` (one cotangent per argnum),
-  ``jvp(primals, tangents, argnums) -> list`` (one tangent per output),
-  ``vmap(inputs, axes) -> (outputs, out_axes)``; each may raise ``NotImplementedError``.
+Subclasses implement ``infer(inputs) -> list[(shape, dtype)]``: the outputs' shapes and
+dtypes (used eagerly, while tracing and on every shapeless replay).
 
 Flags used by compile: ``elementwise`` (a fusable element-wise op over same-shape operands),
 ``effectful`` (never folded into a constant nor merged with an equal one: random draws with
@@ -52,12 +48,3 @@ class Primitive:
 
     def infer(self, inputs: Sequence) -> list[tuple[tuple[int, ...], Any]]:
         raise NotImplementedError(self.name)
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        raise NotImplementedError(f"{self.name}: no vjp rule")
-
-    def jvp(self, primals, tangents, argnums):
-        raise NotImplementedError(f"{self.name}: no jvp rule")
-
-    def vmap(self, inputs, axes):
-        raise NotImplementedError(f"{self.name}: no vmap rule")

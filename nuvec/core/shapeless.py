@@ -6,19 +6,26 @@ Python bounds, ``zeros_like`` its argument, ``mean`` its element count as a node
 never skip a node because it is an identity at the traced shape. They do so only for arrays
 that depend on the trace's inputs (tracers); constants keep the eager forms.
 
-    with shapeless.tracing():
+    with shapeless.tracing(inputs=placeholders):
         out = fun(*placeholders)
+        conditions = shapeless.conditions()   # the shape comparisons the trace's branches took
     if shapeless.relative(x): ...          # record a shape-relative node for x
+
+A comparison of sizes of the inputs (``if x.shape[0] > 2:``) is answered with its traced
+outcome and recorded as a condition: a compiled function replays the trace only for shapes
+where every condition comes out the same, and traces again for the others, as ``jax.jit``
+retraces for a new static value (MLX bakes the traced outcome into every replay).
 """
 
 from __future__ import annotations
 
+import operator
 import os
 import sys
 import threading
 from contextlib import contextmanager
 from types import FrameType
-from typing import Iterator
+from typing import Iterator, NoReturn, Sequence
 
 _local = threading.local()
 #: shapeless traces running now, in any thread: an eager call skips ``note`` while it is 0
@@ -39,24 +46,64 @@ def relative(x) -> bool:
 
 
 @contextmanager
-def tracing(on: bool = True) -> Iterator[dict]:
-    """Marks a shapeless trace (``on``) in this thread; yields the origins of the nodes it made
-    with a size in their parameters (``{id(array): "file:line" or None}``, see ``note``)."""
+def tracing(on: bool = True, inputs: Sequence = ()) -> Iterator[dict]:
+    """Marks a shapeless trace (``on``) of a function of ``inputs`` (its placeholders) in this
+    thread; yields the origins of the nodes it made with a size in their parameters
+    (``{id(array): "file:line" or None}``, see ``note``)."""
     global running
     saved = (
         getattr(_local, "on", False),
         getattr(_local, "origins", None),
         getattr(_local, "derived", None),
+        getattr(_local, "inputs", None),
+        getattr(_local, "conditions", None),
     )
     _local.on, _local.origins, _local.derived = on, {}, {}
+    _local.inputs = {id(a): k for k, a in enumerate(inputs)}
+    _local.conditions = []
     with _running_lock:
         running += on
     try:
         yield _local.origins
     finally:
-        _local.on, _local.origins, _local.derived = saved
+        (_local.on, _local.origins, _local.derived, _local.inputs, _local.conditions) = saved
         with _running_lock:
             running -= on
+
+
+def conditions() -> tuple | None:
+    """The conditions this thread's shapeless trace recorded so far (see ``Size``), each
+    ``(op, left, right, outcome)`` with ``symbolic`` expressions of the inputs' dimensions;
+    None where there are none."""
+    found = getattr(_local, "conditions", None)
+    return tuple(found) if found else None
+
+
+def hold(conds: tuple, shapes: Sequence) -> bool:
+    """Whether every condition of ``conds`` has its traced outcome for inputs of ``shapes``
+    (False where a shape has too few dimensions for one)."""
+    try:
+        return all(
+            _COMPARE[op](evaluate(a, shapes), evaluate(b, shapes)) is r for op, a, b, r in conds
+        )
+    except (IndexError, ValueError, ZeroDivisionError):
+        return False
+
+
+def describe(cond: tuple) -> str:
+    """A condition as it reads: ``input 1's dim 0 <= 2 (True at the trace)``."""
+    op, a, b, r = cond
+    return f"{_show(a)} {op} {_show(b)} ({r} at the trace)"
+
+
+def _show(expr) -> str:
+    if type(expr) is int:
+        return str(expr)
+    if expr[0] == "dim":
+        return f"input {expr[1]}'s dim {expr[2]}"
+    if expr[0] == "check":
+        return _show(expr[1])
+    return f"({_show(expr[1])} {expr[0]} {_show(expr[2])})"
 
 
 def derive(a, frame) -> None:
@@ -114,10 +161,12 @@ class Size:
     """A size read from ``x.shape`` in the traced function under a shapeless trace: the traced
     value (``value``, what printing shows) with where it came from and its integer arithmetic
     (``+ - * // %`` with ints and other sizes), so ``x.reshape(x.shape[0] * x.shape[1], -1)``
-    replays on any shape. Any other use (a comparison, ``if``, ``int()``, an index, a float,
-    an operation that takes a shape other than reshape) would bake the traced value, so it
-    raises a ValueError naming the line instead. Not an int subclass: C code reads an int
-    subclass's value without asking it.
+    replays on any shape. A comparison with an int or another size of the inputs gives its
+    traced outcome and records it as a condition of the trace (see the module's docstring).
+    Any other use (``int()``, an index, a float, a size of an intermediate array in a
+    comparison, an operation that takes a shape other than reshape) would bake the traced
+    value, so it raises a ValueError naming the line instead. Not an int subclass: C code reads
+    an int subclass's value without asking it.
 
     ``expr``: ``("dim", array, axis)``, ``(op, left, right)`` of expressions and ints, or
     ``("check", expr, (low, what))`` (``at_least``).
@@ -135,16 +184,55 @@ class Size:
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)
 
-    def _refuse(self, *_args, **_kwargs):
+    def _refuse(self, *_args, **_kwargs) -> NoReturn:
         raise ValueError(
             "nv.compile(shapeless=True): a size read from an array's .shape (traced as "
             f"{self.value}){_user_line()} is used where its traced value would be "
-            "baked into the compiled function (a comparison, an if, int(), an index, a shape "
-            "argument other than reshape's); compile this function without shapeless=True, "
-            "or keep the size in reshape and integer arithmetic"
+            "baked into the compiled function (int(), an index, a float, a shape argument "
+            "other than reshape's, a comparison with a size of an intermediate array); "
+            "compile this function without shapeless=True, or keep the size in reshape, "
+            "integer arithmetic and comparisons of the inputs' sizes"
         )
 
-    __bool__ = __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __hash__ = _refuse
+    def _compare(self, other, op: str) -> bool:
+        if isinstance(other, Size):
+            right, value = other.expr, other.value
+        elif type(other) is int:
+            right, value = other, other
+        else:
+            self._refuse()
+        inputs, found = getattr(_local, "inputs", None), getattr(_local, "conditions", None)
+        if inputs is None or found is None:  # a size kept past its trace
+            self._refuse()
+        a, b = _of_inputs(self.expr, inputs), _of_inputs(right, inputs)
+        if a is None or b is None:  # a size of an intermediate array: no check before a replay
+            self._refuse()
+        outcome = _COMPARE[op](self.value, value)
+        found.append((op, a, b, outcome))
+        return outcome
+
+    def __eq__(self, o):
+        return self._compare(o, "==")
+
+    def __ne__(self, o):
+        return self._compare(o, "!=")
+
+    def __lt__(self, o):
+        return self._compare(o, "<")
+
+    def __le__(self, o):
+        return self._compare(o, "<=")
+
+    def __gt__(self, o):
+        return self._compare(o, ">")
+
+    def __ge__(self, o):
+        return self._compare(o, ">=")
+
+    def __bool__(self):
+        return self._compare(0, "!=")
+
+    __hash__ = _refuse
     __index__ = __int__ = __float__ = __complex__ = __truediv__ = __rtruediv__ = _refuse
     __pow__ = __rpow__ = __divmod__ = __rdivmod__ = __abs__ = __round__ = _refuse
     __trunc__ = __floor__ = __ceil__ = __invert__ = _refuse
@@ -207,6 +295,31 @@ _APPLY = {
     "//": lambda a, b: a // b,
     "%": lambda a, b: a % b,
 }
+
+
+_COMPARE = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+def _of_inputs(expr, inputs: dict):
+    """``expr`` with each array replaced by its position among the trace's inputs, or None if
+    it reads a dimension of another array."""
+    if type(expr) is int:
+        return expr
+    if expr[0] == "dim":
+        k = inputs.get(id(expr[1]))
+        return None if k is None else ("dim", k, expr[2])
+    if expr[0] == "check":
+        inner = _of_inputs(expr[1], inputs)
+        return None if inner is None else ("check", inner, expr[2])
+    a, b = _of_inputs(expr[1], inputs), _of_inputs(expr[2], inputs)
+    return None if a is None or b is None else (expr[0], a, b)
 
 
 def at_least(size, low: int, what: str):

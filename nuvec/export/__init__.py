@@ -31,6 +31,7 @@ import os
 from typing import Any, Callable
 
 from ..compile import compile
+from ..core.shapeless import describe
 from ..core.array import Array
 from . import fileformat
 from .graph import Trace, replay, trace
@@ -306,6 +307,7 @@ class ImportedFunction:
                 + "".join(
                     f", {k}={s} {d}" for k, (s, d) in zip(t.kwarg_keys, leaves[t.n_positional :])
                 )
+                + "".join(f"; where {describe(c)}" for c in t.conditions)
             )
         raise ValueError(
             f"import_function: {self._label} has no exported signature for "

@@ -315,7 +315,23 @@ def encode_trace(t: Trace, pool: ConstantPool) -> dict:
         ],
         "steps": steps,
         "outputs": list(t.outputs),
+        **({"conditions": [_encode_condition(c) for c in t.conditions]} if t.conditions else {}),
     }
+
+
+def _encode_condition(c: tuple) -> list:
+    op, a, b, outcome = c
+    return [op, _encode_size(a), _encode_size(b), outcome]
+
+
+def _encode_size(e: Any) -> Any:
+    if type(e) is int:
+        return e
+    if e[0] == "dim":
+        return list(e)
+    if e[0] == "check":
+        return ["check", _encode_size(e[1]), [e[2][0], e[2][1]]]
+    return [e[0], _encode_size(e[1]), _encode_size(e[2])]
 
 
 def write(file, encoded: list[dict], shapeless: bool, metadata: str, pool: ConstantPool) -> None:
@@ -359,14 +375,16 @@ def read(file, what: str = "import_function") -> tuple[list[Trace], bool, str]:
 
 def _read_trace(src: Source, doc: Any, k: int, consts: dict) -> Trace:
     where = f"trace {k}"
-    if not isinstance(doc, dict) or set(doc) != {
+    if not isinstance(doc, dict) or set(doc) - {"conditions"} != {
         "kwargs",
         "inputs",
         "constants",
         "steps",
         "outputs",
     }:
-        raise src.error(f"{where} is not {{kwargs, inputs, constants, steps, outputs}}")
+        raise src.error(
+            f"{where} is not {{kwargs, inputs, constants, steps, outputs(, conditions)}}"
+        )
     keys = doc["kwargs"]
     if type(keys) is not list or not all(type(x) is str for x in keys) or keys != sorted(set(keys)):
         raise src.error(f"{where}: the keyword names are not a sorted list of distinct strings")
@@ -374,6 +392,12 @@ def _read_trace(src: Source, doc: Any, k: int, consts: dict) -> Trace:
     if len(keys) > len(inputs):
         raise src.error(f"{where}: more keyword names than inputs")
     t = Trace(tuple(keys), inputs)
+    conds = doc.get("conditions", [])
+    if type(conds) is not list or not conds and "conditions" in doc:
+        raise src.error(f"{where}: the conditions are not a non-empty list")
+    t.conditions = tuple(
+        _condition(src, c, inputs, f"{where}'s condition {j}") for j, c in enumerate(conds)
+    )
     if type(doc["constants"]) is not list:
         raise src.error(f"{where}: the constants are not a list")
     for j, c in enumerate(doc["constants"]):
@@ -401,6 +425,46 @@ def _read_trace(src: Source, doc: Any, k: int, consts: dict) -> Trace:
     t.outputs = list(_ids(src, doc["outputs"], n, f"{where}'s outputs"))
     _check_shapes(src, t, where)
     return t
+
+
+_SIZE_OPS = ("+", "-", "*", "//", "%")
+_COMPARISONS = ("==", "!=", "<", "<=", ">", ">=")
+
+
+def _condition(src: Source, c: Any, inputs: list, where: str) -> tuple:
+    """A shapeless trace's condition ``[op, size, size, outcome]`` (see core.shapeless)."""
+    if type(c) is not list or len(c) != 4 or c[0] not in _COMPARISONS or type(c[3]) is not bool:
+        raise src.error(f"{where} is not [comparison, size, size, outcome]")
+    return (c[0], _size(src, c[1], inputs, where, 0), _size(src, c[2], inputs, where, 0), c[3])
+
+
+def _size(src: Source, e: Any, inputs: list, where: str, depth: int) -> Any:
+    """A size expression of a condition: an int, ``["dim", input, axis]``, ``[op, size,
+    size]`` or ``["check", size, [low, what]]``, checked against the trace's inputs."""
+    if type(e) is int and abs(e) < 1 << 63:
+        return e
+    if type(e) is not list or not e or depth > 64:
+        raise src.error(f"{where}: a size that is not an int or a size expression")
+    if e[0] == "dim" and len(e) == 3 and all(type(x) is int for x in e[1:]):
+        if 0 <= e[1] < len(inputs) and 0 <= e[2] < len(inputs[e[1]][0]):
+            return ("dim", e[1], e[2])
+        raise src.error(f"{where}: dimension {e[2]} of input {e[1]} does not exist")
+    if e[0] in _SIZE_OPS and len(e) == 3:
+        return (
+            e[0],
+            _size(src, e[1], inputs, where, depth + 1),
+            _size(src, e[2], inputs, where, depth + 1),
+        )
+    if (
+        e[0] == "check"
+        and len(e) == 3
+        and type(e[2]) is list
+        and len(e[2]) == 2
+        and type(e[2][0]) is int
+        and type(e[2][1]) is str
+    ):
+        return ("check", _size(src, e[1], inputs, where, depth + 1), (e[2][0], e[2][1]))
+    raise src.error(f"{where}: a size expression of an unknown form")
 
 
 def _permuted(src: Source, c: Array, axes: Any, where: str) -> Array:

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 from ..compile._builder import build
 from ..compile.draft import CONST
 from ..compile.shapeless import make_shapeless
-from ..compile.state import random_state
+from ..compile.trace import random_state
 from ..core import shapeless as shapeless_mode
 from ..core.array import Array, original, recording_rebinds
 from ..core.device import current_stream
@@ -42,6 +42,9 @@ class Trace:
     constants: list[Array] = field(default_factory=list)  # evaluated arrays
     steps: list[Step] = field(default_factory=list)
     outputs: list[int] = field(default_factory=list)
+    #: shapeless: the comparisons of the inputs' sizes the trace's branches took (see
+    #: core.shapeless), which a call's shapes must give again
+    conditions: tuple = ()
 
     @property
     def n_positional(self) -> int:
@@ -58,7 +61,9 @@ class Trace:
                 return False
             if not shapeless and tuple(a.shape) != tuple(shape):
                 return False
-        return True
+        return not self.conditions or shapeless_mode.hold(
+            self.conditions, [tuple(a.shape) for a in leaves]
+        )
 
 
 def outputs_of(out: Any, what: str) -> list[Array]:
@@ -86,9 +91,10 @@ def trace(fun: Callable, args: list, kwargs: dict, shapeless: bool, name: str, w
         with (
             tracing(),
             recording_rebinds() as rebound,
-            shapeless_mode.tracing(shapeless) as origins,
+            shapeless_mode.tracing(shapeless, ph) as origins,
         ):
             out = fun(*ph[: len(args)], **dict(zip(keys, ph[len(args) :])))
+            conditions = shapeless_mode.conditions() or ()
             ph = [original(p, rebound) for p in ph]  # ``x += y`` inside rebinds an input
             draft = build(ph, outputs_of(out, what), shapeless)
             if shapeless:
@@ -105,7 +111,9 @@ def trace(fun: Callable, args: list, kwargs: dict, shapeless: bool, name: str, w
             f"{what}: {name} uses an array that an outer transform traces; export a function "
             "of its own inputs (outside grad, vmap or compile)"
         )
-    return _from_draft(draft, keys, [(a.shape, a.dtype) for a in leaves])
+    t = _from_draft(draft, keys, [(a.shape, a.dtype) for a in leaves])
+    t.conditions = conditions
+    return t
 
 
 def _from_draft(draft, keys: tuple, inputs: list) -> Trace:

@@ -5,6 +5,7 @@ from .creation import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
+from .padding import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .sort import *  # noqa: F401,F403

@@ -1,4 +1,5 @@
-"""Helpers shared by the op modules: turning inputs into arrays, weak scalar typing."""
+"""Helpers shared by the op modules: turning inputs into arrays (``array``: host data, Python
+scalars and sequences, DLPack producers), casts, weak scalar typing, argument checks."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ..core import shapeless
 from ..backends.registry import backend_of
 from ..core.array import Array
 from ..core.device import resolve_stream
+from ..primitives.elementwise import AsType
 
 SCALARS = (bool, int, float, complex)
 
@@ -46,6 +48,14 @@ def constant(value, dtype: dt.Dtype, stream=None) -> Array:
     return Array.constant(np.array(value, dtype=dtype.np), resolve_stream(stream), dtype)
 
 
+def cast(a: Array, d: dt.Dtype, stream=None) -> Array:
+    """``a`` as dtype ``d``: ``a`` itself when it has it, else an AsType node (``astype``
+    without its argument checks, for the ops' own casts)."""
+    if a._dtype == d:
+        return a
+    return Array.make(AsType(d), [a], resolve_stream(stream))
+
+
 def as_array(x, name: str = "operation") -> Array:
     """``x`` as an Array (Python scalars get their default dtype)."""
     if isinstance(x, Array):
@@ -53,8 +63,6 @@ def as_array(x, name: str = "operation") -> Array:
     if isinstance(x, SCALARS):
         return constant(x, scalar_dtype(x))
     if isinstance(x, (np.ndarray, np.generic, list, tuple)) or hasattr(x, "__array__"):
-        from .creation import array
-
         try:
             return array(x)
         except (TypeError, ValueError) as e:  # a ragged list: say which operation got it
@@ -116,9 +124,7 @@ def operands(a, b, name: str) -> tuple[Array, Array]:
         a, b = as_array(a, name), as_array(b, name)
     if a._dtype != b._dtype:
         d = dt.promote_types(a._dtype, b._dtype)
-        from .elementwise import astype
-
-        a, b = astype(a, d), astype(b, d)
+        a, b = cast(a, d), cast(b, d)
     return a, b
 
 
@@ -188,3 +194,155 @@ def shape_arg(shape, name: str, allow_minus_one: bool = False) -> tuple[int, ...
         if d < 0 and not (allow_minus_one and d == -1):
             raise ValueError(f"{name}: negative dimension {d} in shape {out}")
     return out
+
+
+# -- host data to arrays ---------------------------------------------------------------
+
+
+def _infer_list_dtype(obj) -> dt.Dtype:
+    kinds = set()
+    for x in _flat(obj):
+        if isinstance(x, Array):
+            kinds.add(x.dtype)
+        elif isinstance(x, SCALARS):
+            kinds.add(scalar_dtype(x))
+        elif isinstance(x, (np.generic, np.ndarray)):
+            kinds.add(numpy_default_dtype(x.dtype))
+        else:
+            raise ValueError(f"array: unsupported element type {type(x).__name__}")
+    if not kinds:
+        return dt.float32  # an empty list (MLX)
+    out = dt.bool_
+    for k in kinds:
+        out = dt.promote_types(out, k)
+    return out
+
+
+def numpy_default_dtype(d: np.dtype) -> dt.Dtype:
+    """The dtype a NumPy array of dtype ``d`` gets without ``dtype=``: its own, except that
+    float64 becomes float32 and complex128 complex64 (MLX's rule)."""
+    out = dt.from_numpy(d)  # complex128 is complex64 already
+    return dt.float32 if out == dt.float64 else out
+
+
+def array(obj, dtype=None) -> Array:
+    """An array from a scalar, nested sequence, NumPy array or nuvec array (copied).
+
+    MLX's defaults: Python ints are int32 (int64 where one does not fit), floats float32;
+    NumPy arrays keep their dtype, except float64 which becomes float32 (and complex128
+    complex64) unless ``dtype`` says otherwise; an empty list is float32.
+
+    >>> import numpy as np, nuvec as nv
+    >>> nv.array([[1, 2], [3, 4]]).dtype
+    nuvec.int32
+    >>> nv.array(np.zeros(2)).dtype, nv.array(np.zeros(2), nv.float64).dtype
+    (nuvec.float32, nuvec.float64)
+    """
+    d = dt.to_dtype(dtype) if dtype is not None else None
+    if isinstance(obj, Array):
+        return cast(obj, d) if d is not None else obj
+    if isinstance(obj, (np.ndarray, np.generic)):
+        for n in obj.shape:  # shapes are 32-bit: an OverflowError before any copy
+            dim_arg(n, "array", "NumPy array's shape")
+        src = numpy_default_dtype(obj.dtype)
+        data = np.array(obj, dtype=(d or src).np, copy=True, order="C")
+        return Array.constant(data, resolve_stream(None), d or src)
+    if isinstance(obj, SCALARS) or isinstance(obj, (list, tuple)):
+        if isinstance(obj, (list, tuple)) and any(isinstance(x, Array) for x in _flat(obj)):
+            obj = _hostify(obj)
+        target = d or _infer_list_dtype(obj)
+        try:
+            data = np.array(obj, dtype=target.np)
+        except (ValueError, OverflowError) as e:
+            raise ValueError(f"array: cannot build an array from this input ({e})") from None
+        return Array.constant(data, resolve_stream(None), target)
+    if hasattr(obj, "__dlpack__") or hasattr(obj, "__array__"):
+        try:
+            host = np.asarray(obj) if hasattr(obj, "__array__") else None
+        except (TypeError, RuntimeError, ValueError):
+            if not hasattr(obj, "__dlpack__"):
+                raise
+            host = None  # e.g. a torch bfloat16 tensor, which NumPy cannot hold
+        if host is None:
+            host = host_from_dlpack(obj, "array")
+        return array(host, dtype)
+    if isinstance(obj, (bytes, bytearray)):  # a buffer of bytes is uint8 (MLX)
+        return array(np.frombuffer(obj, np.uint8), dtype)
+    if isinstance(obj, memoryview):
+        return array(np.asarray(obj), dtype)
+    raise TypeError(f"array: unsupported input type {type(obj).__name__}")
+
+
+class _Capsule:
+    """Hands NumPy's ``from_dlpack`` a capsule already taken from the producer."""
+
+    def __init__(self, capsule, device) -> None:
+        self._capsule, self._device = capsule, device
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._capsule
+
+    def __dlpack_device__(self):
+        return self._device
+
+
+def _bfloat16_from_dlpack(x) -> np.ndarray | None:
+    """``x``'s memory as a bfloat16 NumPy array when ``x`` is a bfloat16 DLPack tensor on the
+    host, else None. NumPy imports no bfloat16 from DLPack, so the tensor's dtype is relabelled
+    in the (unversioned, still unconsumed) capsule as uint16, imported without a copy, and
+    viewed as ml_dtypes' bfloat16."""
+    import ctypes
+
+    try:
+        capsule = x.__dlpack__()
+        device = x.__dlpack_device__()
+    except Exception:  # noqa: BLE001 (any refusal of the producer: not a bfloat16 import)
+        return None
+    api = ctypes.pythonapi
+    api.PyCapsule_IsValid.restype = ctypes.c_int
+    api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    if not api.PyCapsule_IsValid(capsule, b"dltensor"):
+        return None
+    # DLTensor: data (8 bytes), device (8), ndim (4), then dtype {code: u8, bits: u8, lanes: u16}
+    dtype = (ctypes.c_uint8 * 4).from_address(api.PyCapsule_GetPointer(capsule, b"dltensor") + 20)
+    if (dtype[0], dtype[1], dtype[2], dtype[3]) != (4, 16, 1, 0):  # kDLBfloat, 16 bits, 1 lane
+        return None
+    dtype[0] = 1  # kDLUInt: the same 16 bits
+    return np.from_dlpack(_Capsule(capsule, device)).view(dt.bfloat16.np)
+
+
+def host_from_dlpack(x, name: str) -> np.ndarray:
+    """The host memory of a DLPack producer ``x`` as a NumPy array (no copy); a dtype NumPy
+    cannot take (complex32) is a ValueError naming ``name``."""
+    try:
+        host = np.from_dlpack(x)
+    except (RuntimeError, BufferError, TypeError) as e:
+        bf = _bfloat16_from_dlpack(x)
+        if bf is not None:
+            return bf
+        raise ValueError(f"{name}: cannot import this DLPack tensor ({e})") from None
+    try:
+        dt.from_numpy(host.dtype)
+    except TypeError:
+        raise ValueError(f"{name}: nuvec has no dtype for this DLPack tensor's data") from None
+    return host
+
+
+def _flat(obj):
+    stack = [obj]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(x)
+        else:
+            yield x
+
+
+def _hostify(obj):
+    if isinstance(obj, (list, tuple)):
+        return [_hostify(x) for x in obj]
+    if isinstance(obj, Array):
+        return obj._host()
+    return obj

@@ -27,7 +27,7 @@ from ._common import as_array, normalize_axis
 from .creation import array, host_from_dlpack
 from .indexing import diagonal, getitem, take
 from .reduction import any as _any
-from .reduction import sum
+from .reduction import mean, sum
 from .shape import flatten, reshape, split, squeeze, transpose
 from .sort import sort
 
@@ -489,3 +489,20 @@ def as_strided(
         flat = flat + grid
     index = array(flat.astype(np.int32 if size < 2**31 else np.int64))
     return take(reshape(a, (-1,), stream=stream), index, axis=0, stream=stream)
+
+
+def layer_norm_composite(x: Array, w: Array | None, b: Array | None, eps: float) -> Array:
+    """The layer norm over the last axis from element-wise and reduction ops (``nv.fast``'s
+    form where the backend runs no ``LayerNorm`` primitive, and that primitive's composite).
+
+    >>> import nuvec as nv
+    >>> layer_norm_composite(nv.array([[1.0, 3.0]]), None, None, 1e-5).tolist()
+    [[-0.9999949932098389, 0.9999949932098389]]
+    """
+    xc = x - mean(x, axis=-1, keepdims=True)
+    y = xc * ew.rsqrt(mean(xc * xc, axis=-1, keepdims=True) + eps)
+    if w is not None:
+        y = y * w
+    if b is not None:
+        y = y + b
+    return y

@@ -30,7 +30,8 @@ from . import reduction
 from ._common import as_array
 from .elementwise import astype, maximum
 from .linalg import matmul
-from .shape import concatenate, pad, reshape, transpose
+from .padding import pad
+from .shape import concatenate, reshape, transpose
 
 IntOrTuple = Union[int, Sequence[int]]
 

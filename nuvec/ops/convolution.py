@@ -21,7 +21,8 @@ from ._common import as_array
 from .composites import flip as _flip
 from .creation import zeros
 from .indexing import getitem
-from .shape import concatenate, expand_dims, pad, reshape
+from .padding import pad
+from .shape import concatenate, expand_dims, reshape
 
 __all__ = ["conv_general", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolve"]
 

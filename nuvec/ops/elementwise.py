@@ -22,6 +22,7 @@ from ..core.device import current_stream, resolve_stream
 from ..primitives.elementwise import AsType, Binary, Select, Unary
 from ..primitives.misc import StopGradient
 from ._common import as_array, operands, scalar_operand
+from .fills import full_like, zeros_like
 from .shape import broadcast_arrays
 
 
@@ -236,8 +237,6 @@ def _predicate(op: str, default: bool):
     def f(a, /, *, stream=None) -> Array:
         a = as_array(a, op)
         if a._dtype.kind not in "fc":
-            from .creation import full_like
-
             return full_like(a, default, dt.bool_)
         if a._dtype.kind == "c" and op in ("isposinf", "isneginf"):
             # MLX: equality with +inf or -inf (a complex number equals it when its real part
@@ -267,8 +266,6 @@ def imag(a, /, *, stream=None) -> Array:
     """Imaginary part (zeros for real dtypes)."""
     a = as_array(a, "imag")
     if a._dtype.kind != "c":
-        from .creation import zeros_like
-
         return zeros_like(a)
     return _unary("imag", a, stream)
 

@@ -46,8 +46,19 @@ from ..primitives.shape import (
     slice_triplet,
 )
 from ._common import SCALARS, as_array, constant, normalize_axis, weak_dtype
-from .creation import array
-from .elementwise import astype, clip, negative, reciprocal, where
+from .creation import arange, array, zeros
+from .elementwise import (
+    add,
+    astype,
+    clip,
+    less,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    reciprocal,
+    where,
+)
 from .reduction import cumsum
 from .shape import (
     broadcast_arrays,
@@ -430,13 +441,11 @@ def _fit(value: Array, shape: tuple, name: str, stream) -> Array:
         ) from None
 
 
-_COMBINE = {"add": "add", "prod": "multiply", "max": "maximum", "min": "minimum"}
+_COMBINE = {"add": add, "prod": multiply, "max": maximum, "min": minimum}
 
 
 def _update(a: Array, index, value, mode: str, name: str, stream) -> Array:
     """A copy of ``a`` with ``value`` written (mode "set") or combined into ``a[index]``."""
-    from .. import ops
-
     a = as_array(a, name)
     value = _value(value, a, name)
     ix = _Index(a, index, name)
@@ -450,7 +459,7 @@ def _update(a: Array, index, value, mode: str, name: str, stream) -> Array:
         upd = reshape(upd, box, stream=stream)
         if mode != "set":
             cur = slice_axes(a, start, stop, strides, stream=stream)
-            upd = getattr(ops, _COMBINE[mode])(cur, upd, stream=stream)
+            upd = _COMBINE[mode](cur, upd, stream=stream)
         whole = box == a._shape and all(s == 1 for s in strides)
         if whole:
             return upd
@@ -471,8 +480,6 @@ def _update(a: Array, index, value, mode: str, name: str, stream) -> Array:
 def _relative_update(a: Array, ix: _Index, value: Array, mode: str, name: str, stream) -> Array:
     """``_update`` of a basic index under a shapeless trace: the box, the value's broadcast
     to it and the write are all normalised again on each replay (no traced size)."""
-    from .. import ops
-
     st = resolve_stream(stream)
     cur = _relative_slice(a, ix.spec(), stream)
     target = _drop_and_insert(cur, ix, stream)  # the indexed shape
@@ -495,7 +502,7 @@ def _relative_update(a: Array, ix: _Index, value: Array, mode: str, name: str, s
     if ints:
         upd = Array.make(ExpandDims(ints), [upd], st)
     if mode != "set":
-        upd = getattr(ops, _COMBINE[mode])(cur, upd, stream=stream)
+        upd = _COMBINE[mode](cur, upd, stream=stream)
     return Array.make(RelativeSliceUpdate(cur._prim.spec), [a, upd], st)
 
 
@@ -705,8 +712,6 @@ def put_along_axis(a, /, indices, values, axis: int | None = None, *, stream=Non
 def _dynamic_grid(a: Array, start, axes, sizes, name: str, stream):
     """Index arrays for a box of ``sizes`` on ``axes`` at the runtime ``start`` (negative
     starts count from the end; starts are clamped so that the box fits, as XLA's)."""
-    from .. import ops
-
     start = as_array(start, name)
     if start._dtype.kind not in "ui":
         raise TypeError(f"{name}: start indices must be integers, not {start.dtype.name}")
@@ -719,17 +724,17 @@ def _dynamic_grid(a: Array, start, axes, sizes, name: str, stream):
     axes = norm_axes(axes, a.ndim, name)
     if start.size != len(axes):
         raise ValueError(f"{name}: {start.size} start indices for {len(axes)} axes")
-    start = ops.astype(reshape(start, (len(axes),), stream=stream), dt.int64)
+    start = astype(reshape(start, (len(axes),), stream=stream), dt.int64)
     k = len(axes)
     grid = []
     for j, ax in enumerate(axes):
         n, s = a._shape[ax], sizes[j]
         st = reshape(slice_axes(start, (j,), (j + 1,), (1,), stream=stream), (), stream=stream)
-        st = ops.where(ops.less(st, 0), ops.add(st, n), st)
-        st = ops.minimum(ops.maximum(st, 0), max(n - s, 0))
+        st = where(less(st, 0), add(st, n), st)
+        st = minimum(maximum(st, 0), max(n - s, 0))
         shape = [1] * k
         shape[j] = s
-        grid.append(ops.add(reshape(ops.arange(s, dtype=dt.int64), shape), st))
+        grid.append(add(reshape(arange(s, dtype=dt.int64), shape), st))
     return axes, broadcast_arrays(*grid, name=name, stream=stream)
 
 
@@ -815,8 +820,6 @@ def diagonal(a, /, offset: int = 0, axis1: int = 0, axis2: int = 1, *, stream=No
     >>> nv.diagonal(nv.reshape(nv.arange(9), (3, 3)), 1).tolist()
     [1, 5]
     """
-    from .. import ops
-
     a = as_array(a, "diagonal")
     if a.ndim < 2:
         raise ValueError(f"diagonal: the array must have at least 2 dimensions, got {a.shape}")
@@ -828,9 +831,9 @@ def diagonal(a, /, offset: int = 0, axis1: int = 0, axis2: int = 1, *, stream=No
     shapeless.refuse_traced(a, "diagonal", "the positions on the diagonal")
     n, m = a._shape[i], a._shape[j]
     k = max(0, min(n - max(0, -off), m - max(0, off)))
-    r = ops.arange(k)
-    rows = ops.add(r, max(0, -off)) if off < 0 else r
-    cols = ops.add(r, off) if off > 0 else r
+    r = arange(k)
+    rows = add(r, max(0, -off)) if off < 0 else r
+    cols = add(r, off) if off > 0 else r
     out = Array.make(Gather((i, j)), [a, rows, cols], resolve_stream(stream))
     return transpose(out, tuple(range(1, out.ndim)) + (0,), stream=stream)
 
@@ -842,8 +845,6 @@ def diag(a, /, k: int = 0, *, stream=None) -> Array:
     >>> nv.diag(nv.array([1, 2])).tolist()
     [[1, 0], [0, 2]]
     """
-    from .. import ops
-
     a = as_array(a, "diag")
     k = _int_arg(k, "diag", "k")
     if a.ndim == 2:
@@ -852,10 +853,10 @@ def diag(a, /, k: int = 0, *, stream=None) -> Array:
         raise ValueError(f"diag: the input must be 1-D or 2-D, got shape {a.shape}")
     shapeless.refuse_traced(a, "diag", "the positions on the diagonal")
     n = a._shape[0] + abs(k)
-    r = ops.arange(a._shape[0])
-    rows = ops.add(r, -k) if k < 0 else r
-    cols = ops.add(r, k) if k > 0 else r
-    base = ops.zeros((n, n), a._dtype, stream=stream)
+    r = arange(a._shape[0])
+    rows = add(r, -k) if k < 0 else r
+    cols = add(r, k) if k > 0 else r
+    base = zeros((n, n), a._dtype, stream=stream)
     return Array.make(Scatter((0, 1), "set"), [base, a, rows, cols], resolve_stream(stream))
 
 

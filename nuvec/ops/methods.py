@@ -20,6 +20,7 @@ from ..core.array import Array
 from ..primitives.misc import Copy
 from .creation import array
 from .indexing import ArrayAt
+from .shape import reshape_for_caller
 
 _OPS = sys.modules[__package__]  # nuvec.ops (being imported when this runs)
 
@@ -80,7 +81,7 @@ def _reshape(self, *shape, stream=None) -> Array:
     """``a.reshape(2, 3)`` or ``a.reshape((2, 3))``; see :func:`nuvec.reshape`."""
     if len(shape) == 1 and not isinstance(shape[0], int):
         shape = shape[0]
-    return _OPS.reshape(self, shape, stream=stream)
+    return reshape_for_caller(self, shape, stream)
 
 
 def _transpose(self, *axes, stream=None) -> Array:

@@ -21,15 +21,15 @@ from ..core.device import resolve_stream
 from ..primitives import quant_formats as qf
 from ..primitives.quantized import Dequantize, QuantizedMatmul, Quantize
 from ._common import as_array
+from .creation import arange
+from .elementwise import abs as _abs, astype
+from .indexing import take
+from .linalg import matmul
+from .reduction import max as _max
+from .shape import broadcast_arrays, expand_dims, flatten, reshape, squeeze, swapaxes, unflatten
 from .products import stacked
 
 __all__ = ["quantize", "dequantize", "quantized_matmul", "gather_qmm", "qqmm", "gather_qqmm"]
-
-
-def _ops():
-    from .. import ops
-
-    return ops
 
 
 def _params(op: str, mode: str, group_size, bits) -> tuple[int, int]:
@@ -222,18 +222,17 @@ def quantized_matmul(
     out = dtypes.promote_types(x.dtype, sd) if sd is not None else x.dtype
     if not dtypes.issubdtype(out, dtypes.floating):
         raise ValueError(f"{op}: only real floating types are supported, got x of {x.dtype}")
-    ops = _ops()
     vector = x.ndim == 1
     if vector:
-        x = ops.expand_dims(x, 0)
-    x = ops.astype(x, out)
+        x = expand_dims(x, 0)
+    x = astype(x, out)
     args = [x, w]
     if sd is not None:
-        args += [ops.astype(scales, out), ops.astype(biases, out)]
+        args += [astype(scales, out), astype(biases, out)]
     else:
         args += [scales]
     y = Array.make(QuantizedMatmul(group_size, bits, mode, transpose), args, resolve_stream(stream))
-    return ops.squeeze(y, 0) if vector else y
+    return squeeze(y, 0) if vector else y
 
 
 def gather_qmm(
@@ -273,7 +272,6 @@ def gather_qmm(
 def _gather_indices(op: str, x: Array, w: Array, lhs_indices, rhs_indices) -> list:
     """The batch indices of ``x`` and ``w`` (None: every batch entry in order), broadcast
     together; both operands need at least 2 dimensions."""
-    ops = _ops()
     for name, a in (("x", x), ("w", w)):
         if a.ndim < 2:
             raise ValueError(
@@ -290,28 +288,26 @@ def _gather_indices(op: str, x: Array, w: Array, lhs_indices, rhs_indices) -> li
             n = 1
             for s in a.shape[:-2]:
                 n *= s
-            return ops.reshape(ops.arange(n, dtype=dtypes.uint32), tuple(a.shape[:-2]))
+            return reshape(arange(n, dtype=dtypes.uint32), tuple(a.shape[:-2]))
         idx = as_array(idx)
         if not dtypes.issubdtype(idx.dtype, dtypes.integer):
             raise ValueError(f"{op}: indices must be integral, got {idx.dtype}")
         return idx
 
-    return ops.broadcast_arrays(indices(lhs_indices, x), indices(rhs_indices, w))
+    return broadcast_arrays(indices(lhs_indices, x), indices(rhs_indices, w))
 
 
 def _pick(a: Array, idx: Array) -> Array:
     """The matrices ``a[idx]`` of ``a``'s batch axes, stacked on one leading axis."""
-    ops = _ops()
     flat = stacked(a)
-    return ops.take(flat, ops.flatten(idx) if idx.ndim else ops.reshape(idx, (1,)), axis=0)
+    return take(flat, flatten(idx) if idx.ndim else reshape(idx, (1,)), axis=0)
 
 
 def _unbatch(y: Array, li: Array) -> Array:
     """The stacked products ``y`` with the indices' shape as their batch axes."""
-    ops = _ops()
     if not shapeless.relative(li):  # the batch axes back (no traced size of y's)
-        return ops.unflatten(y, 0, tuple(li.shape)) if li.ndim else ops.squeeze(y, 0)
-    return ops.reshape(y, tuple(li.shape) + tuple(y.shape[-2:]))
+        return unflatten(y, 0, tuple(li.shape)) if li.ndim else squeeze(y, 0)
+    return reshape(y, tuple(li.shape) + tuple(y.shape[-2:]))
 
 
 _QQ_MODES = ("nvfp4", "mxfp8")
@@ -371,7 +367,6 @@ def _qqmm(op, x, w, scales, group_size, bits, mode, global_scale_x, global_scale
         raise ValueError(f"{op}: x must be float32, float16 or bfloat16, got {x.dtype}")
     if mode != "nvfp4" and (global_scale_x is not None or global_scale_w is not None):
         raise ValueError(f"{op}: global scales are only used by nvfp4, not {mode}")
-    ops = _ops()
     if scales is not None:  # w packed: no gradient for it
         w_hat = dequantize(
             w,
@@ -390,8 +385,8 @@ def _qqmm(op, x, w, scales, group_size, bits, mode, global_scale_x, global_scale
                 f"weight {tuple(w_hat.shape)}"
             )
         x_hat = _through_quantization(x, group_size, bits, mode, global_scale_x, stream)
-        y = ops.matmul(x_hat, ops.swapaxes(w_hat, -1, -2), stream=stream)
-        return ops.astype(y, x.dtype, stream=stream)
+        y = matmul(x_hat, swapaxes(w_hat, -1, -2), stream=stream)
+        return astype(y, x.dtype, stream=stream)
     if w.dtype not in floats:
         raise ValueError(
             f"{op}: an unquantized w must be float32, float16 or bfloat16 (a packed one needs "
@@ -407,22 +402,20 @@ def _qqmm(op, x, w, scales, group_size, bits, mode, global_scale_x, global_scale
 def _qqmm_float(x, w, group_size, bits, mode, gsx, gsw, stream):
     from ..transforms.custom import custom_function
 
-    ops = _ops()
-
     @custom_function
     def product(x, w):
         x_hat = _through_quantization(x, group_size, bits, mode, gsx, stream)
         w_hat = _through_quantization(w, group_size, bits, mode, gsw, stream)
-        y = ops.matmul(x_hat, ops.swapaxes(w_hat, -1, -2), stream=stream)
-        return ops.astype(y, x.dtype, stream=stream)
+        y = matmul(x_hat, swapaxes(w_hat, -1, -2), stream=stream)
+        return astype(y, x.dtype, stream=stream)
 
     @product.vjp
     def product_vjp(primals, cotangent, output):
         px, pw = primals
         amax = None
         if gsx is not None or gsw is not None:
-            amax = ops.astype(ops.max(ops.abs(cotangent)), dtypes.float32)
-        t = ops.swapaxes
+            amax = astype(_max(_abs(cotangent)), dtypes.float32)
+        t = swapaxes
         dx = qqmm(cotangent, t(pw, -1, -2), None, group_size, bits, mode, amax, gsw, stream=stream)
         dw = qqmm(
             t(cotangent, -1, -2),

@@ -23,7 +23,15 @@ from ..core import dtypes as dt
 from ..core import shapeless
 from ..core.array import Array
 from ..core.device import resolve_stream
-from ..primitives.reduction import ArgReduce, LogSumExp, NumberOfElements, Reduce, Scan, Softmax
+from ..primitives.reduction import (
+    ArgReduce,
+    LogSumExp,
+    NumberOfElements,
+    Reduce,
+    Scan,
+    Softmax,
+    sum_dtype,
+)
 from ._common import as_array, normalize_axes, normalize_axis
 from .elementwise import (
     astype,
@@ -56,15 +64,6 @@ def reduction_axes(axis: Axis, ndim: int, name: str) -> tuple[int, ...]:
             f"{name}: axis must be an int, a sequence of ints or None, got {type(axis).__name__}"
         ) from None
     return tuple(sorted(normalize_axes(items, ndim, name)))
-
-
-def sum_dtype(d: dt.Dtype) -> dt.Dtype:
-    """MLX's result dtype for sum and prod: small integers and bool widen to 32 bits."""
-    if d == dt.bool_ or d in (dt.int8, dt.int16):
-        return dt.int32
-    if d in (dt.uint8, dt.uint16):
-        return dt.uint32
-    return d
 
 
 def _float_dtype(d: dt.Dtype) -> dt.Dtype:

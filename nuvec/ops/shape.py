@@ -28,7 +28,6 @@ from ..primitives.shape import (
     Concatenate,
     ExpandDims,
     Flatten,
-    Pad,
     Reshape,
     SizedBroadcast,
     SizedReshape,
@@ -40,14 +39,12 @@ from ..primitives.shape import (
     reshape_shape,
 )
 from ._common import (
-    SCALARS,
     as_array,
-    constant,
+    cast,
     dim_arg,
     normalize_axes,
     normalize_axis,
     shape_arg,
-    weak_dtype,
 )
 
 
@@ -177,6 +174,13 @@ def reshape(a, /, shape: Sequence[int], *, stream=None) -> Array:
     >>> nv.reshape(nv.arange(6), (2, -1)).shape
     (2, 3)
     """
+    return reshape_for_caller(a, shape, stream)
+
+
+def reshape_for_caller(a, shape, stream) -> Array:
+    """``reshape``'s body, called by ``reshape`` and by the ``a.reshape`` method alike, so
+    that the frame two above this one is the code that asked for the reshape (a shapeless
+    trace tells the user's literal sizes from the ones nuvec's own operations computed)."""
     a = as_array(a, "reshape")
     if shapeless.active() and _has_sizes(shape):
         return _sized_reshape(a, shape, stream)
@@ -188,8 +192,7 @@ def reshape(a, /, shape: Sequence[int], *, stream=None) -> Array:
             raise ValueError(f"reshape: negative dimension in {tuple(shape)}")
         reshape_shape(a._shape, shape)
         # sizes that nuvec's own operations computed from the traced shapes hold only there
-        f = sys._getframe(1)
-        caller = f.f_back if f.f_code is _reshape_method() else f  # a.reshape(...): its caller
+        caller = sys._getframe(2)
         literal = any(d != -1 for d in shape)
         expect = None if shapeless.from_user(caller) or not literal else a._shape
         out = Array.make(Reshape(tuple(shape), expect), [a], resolve_stream(stream))
@@ -220,12 +223,6 @@ def reshape(a, /, shape: Sequence[int], *, stream=None) -> Array:
     if shape == a._shape:
         return a
     return Array.make(Reshape(shape), [a], resolve_stream(stream))
-
-
-def _reshape_method():
-    from .methods import _reshape
-
-    return _reshape.__code__
 
 
 def _has_sizes(shape) -> bool:
@@ -486,9 +483,7 @@ def concatenate(arrays: Sequence, axis: int | None = 0, *, stream=None) -> Array
     if len(arrays) == 1:
         return arrays[0]
     if any(x._dtype != d for x in arrays):
-        from .elementwise import astype
-
-        arrays = [astype(x, d, stream=stream) for x in arrays]
+        arrays = [cast(x, d, stream) for x in arrays]
     return Array.make(Concatenate(ax), arrays, resolve_stream(stream))
 
 
@@ -603,112 +598,6 @@ def repeat(array, repeats: int, axis: int | None = None, *, stream=None) -> Arra
     return reshape(x, s[:ax] + (s[ax] * r,) + s[ax + 1 :], stream=stream)
 
 
-def _pad_widths(pad_width, ndim: int) -> list[tuple[int, int]]:
-    try:
-        w = np.asarray(pad_width)
-        if w.size == 0:
-            w = w.astype(np.int64)
-        if w.dtype.kind not in "iu" or w.ndim > 2:
-            raise ValueError
-        if ndim == 0:
-            return []
-        w = np.broadcast_to(w, (ndim, 2))
-    except ValueError:
-        raise ValueError(
-            f"pad: pad_width {pad_width!r} is not an int, a (before, after) pair "
-            f"or one pair per axis of a {ndim}-dimensional array"
-        ) from None
-    pairs = [(int(lo), int(hi)) for lo, hi in w]
-    if any(lo < 0 or hi < 0 for lo, hi in pairs):
-        raise ValueError(f"pad: padding sizes must not be negative, got {pad_width!r}")
-    return pairs
-
-
-def pad(a, pad_width, mode: str = "constant", constant_values=0, *, stream=None) -> Array:
-    """``a`` padded on each axis: ``pad_width`` is an int, ``(n,)``, a ``(before, after)``
-    pair for every axis, or one pair per axis. ``mode`` is "constant" (``constant_values``,
-    a scalar or 0-d array), "edge" (repeats the border values), "reflect" (mirrors about the
-    border element) or "symmetric" (mirrors including it), as NumPy's ``np.pad``.
-
-    >>> import nuvec as nv
-    >>> nv.pad(nv.array([1, 2]), (1, 2)).tolist()
-    [0, 1, 2, 0, 0]
-    """
-    a = as_array(a, "pad")
-    pairs = _pad_widths(pad_width, a.ndim)
-    if mode not in ("constant", "edge", "reflect", "symmetric"):
-        raise ValueError(
-            f"pad: mode must be 'constant', 'edge', 'reflect' or 'symmetric', got {mode!r}"
-        )
-    if all(lo == 0 and hi == 0 for lo, hi in pairs):
-        return a
-    if mode != "constant":
-        shapeless.refuse_traced(a, "pad", f"the positions that mode={mode!r} copies")
-    if mode == "edge":
-        return _edge_pad(a, pairs, stream)
-    if mode in ("reflect", "symmetric"):
-        return _mirror_pad(a, pairs, mode, stream)
-    from .elementwise import astype
-
-    if isinstance(constant_values, SCALARS):  # a Python number keeps the array's precision
-        v = constant(constant_values, weak_dtype(constant_values, a._dtype))
-    else:
-        v = as_array(constant_values, "pad")
-    if v.size != 1:
-        raise ValueError(f"pad: constant_values must be a scalar, got shape {v.shape}")
-    if v.ndim:
-        v = reshape(v, (), stream=stream)
-    v = astype(v, a._dtype, stream=stream)
-    lows = tuple(p[0] for p in pairs)
-    highs = tuple(p[1] for p in pairs)
-    return Array.make(Pad(lows, highs), [a, v], resolve_stream(stream))
-
-
-def _mirror_pad(a: Array, pairs, mode: str, stream) -> Array:
-    """Reflect or symmetric padding as a gather along each padded axis; the source index of
-    every output position is NumPy's own padding of ``arange(n)``."""
-    from .indexing import take
-
-    for ax, (lo, hi) in enumerate(pairs):
-        if not lo and not hi:
-            continue
-        n = a._shape[ax]
-        if n == 0:
-            raise ValueError(f"pad: cannot {mode}-pad the empty axis {ax} of shape {a._shape}")
-        index = np.pad(np.arange(n, dtype=np.int32), (lo, hi), mode=mode)  # type: ignore[call-overload]
-        a = take(a, Array.constant(index, a._stream, dt.int32), axis=ax, stream=stream)
-    return a
-
-
-def _edge_pad(a: Array, pairs, stream) -> Array:
-    for ax, (lo, hi) in enumerate(pairs):
-        if not lo and not hi:
-            continue
-        n = a._shape[ax]
-        if n == 0:
-            raise ValueError(f"pad: cannot edge-pad axis {ax} of size 0")
-        parts = []
-        nd = a.ndim
-        unit = (1,) * nd
-        if lo:
-            first = slice_axes(
-                a, (0,) * nd, a._shape[:ax] + (1,) + a._shape[ax + 1 :], unit, stream=stream
-            )
-            parts.append(
-                broadcast_to(first, a._shape[:ax] + (lo,) + a._shape[ax + 1 :], stream=stream)
-            )
-        parts.append(a)
-        if hi:
-            last = slice_axes(
-                a, (0,) * ax + (n - 1,) + (0,) * (nd - ax - 1), a._shape, unit, stream=stream
-            )
-            parts.append(
-                broadcast_to(last, a._shape[:ax] + (hi,) + a._shape[ax + 1 :], stream=stream)
-            )
-        a = concatenate(parts, ax, stream=stream)
-    return a
-
-
 def roll(a, shift, axis=None, *, stream=None) -> Array:
     """Shifts elements along ``axis`` (of the flattened array when ``axis`` is None) with
     wrap-around; ``shift`` and ``axis`` may be tuples (broadcast against each other).
@@ -772,6 +661,5 @@ __all__ = [
     "split",
     "tile",
     "repeat",
-    "pad",
     "roll",
 ]

@@ -4,7 +4,6 @@ and ``ConvertFP8`` (floats to and from fp8 e4m3 codes held in uint8, MLX's encod
 from __future__ import annotations
 
 from ..core import dtypes as dt
-from ..core.array import Array
 from ..core.primitive import Primitive
 
 
@@ -42,24 +41,6 @@ class View(Primitive):
         x = inputs[0]
         return [(view_shape(x._shape, x._dtype, self.dtype), self.dtype)]
 
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return [None for _ in argnums]  # not differentiable (transforms skip it): no gradient
-
-    def jvp(self, primals, tangents, argnums):
-        return [None]
-
-    def vmap(self, inputs, axes):
-        from .. import ops
-
-        x, ax = inputs[0], axes[0]
-        if ax is None:
-            return [Array.make(self, [x])], [None]
-        if ax != 0:
-            x = ops.moveaxis(x, ax, 0)
-        if x.ndim == 1 and x._dtype.size != self.dtype.size:
-            raise ValueError("view: a scalar can only be viewed as a dtype of the same size")
-        return [Array.make(self, [x])], [0]
-
 
 class ConvertFP8(Primitive):
     """Floats to fp8 e4m3 codes (``to_fp8``: round to nearest even, magnitudes from 464 up,
@@ -79,12 +60,3 @@ class ConvertFP8(Primitive):
 
     def infer(self, inputs):
         return [(inputs[0]._shape, self.dtype)]
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return [None for _ in argnums]  # not differentiable (transforms skip it): no gradient
-
-    def jvp(self, primals, tangents, argnums):
-        return [None]
-
-    def vmap(self, inputs, axes):
-        return [Array.make(self, inputs)], list(axes)

@@ -19,20 +19,6 @@ class _UserKernel(Primitive):
     def infer(self, inputs):
         return [(tuple(s), d) for s, d in self.output_specs]
 
-    def vjp(self, primals, cotangents, argnums, outputs):
-        raise ValueError(
-            f"{self.api} {self.name_}: a user kernel has no gradient (wrap it "
-            "in nv.custom_function to give it one)"
-        )
-
-    def jvp(self, primals, tangents, argnums):
-        raise ValueError(f"{self.api} {self.name_}: a user kernel has no derivative")
-
-    def vmap(self, inputs, axes):
-        raise ValueError(
-            f"{self.api} {self.name_}: a user kernel cannot be vmapped (its grid is fixed)"
-        )
-
 
 class CustomKernel(_UserKernel):
     __slots__ = (

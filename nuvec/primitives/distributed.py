@@ -26,7 +26,6 @@ Gradients follow MLX, where MLX defines them:
 from __future__ import annotations
 
 from ..core import dtypes as dt
-from ..core.array import Array
 from ..core.primitive import Primitive
 
 REDUCE_OPS = ("sum", "max", "min")
@@ -71,33 +70,6 @@ class AllReduce(_Collective):
             raise ValueError(f"{self.name}: {x._dtype.name} values have no order")
         return [(x._shape, x._dtype)]
 
-    def vjp(self, primals, cotangents, argnums, outputs):
-        (g,) = cotangents
-        if self.op == "sum":
-            return [g]
-        from .. import ops
-
-        mask = ops.equal(primals[0], outputs[0])
-        return [ops.where(mask, g, ops.zeros_like(g))]
-
-    def jvp(self, primals, tangents, argnums):
-        (t,) = tangents
-        s = primals[0]._stream
-        if self.op == "sum":
-            return [Array.make(AllReduce("sum", self.group), [t], s)]
-        from .. import ops
-
-        x = primals[0]
-        y = Array.make(AllReduce(self.op, self.group), [x], s)
-        mask = ops.equal(x, y)
-        total = Array.make(AllReduce("sum", self.group), [ops.where(mask, t, ops.zeros_like(t))], s)
-        holders = Array.make(AllReduce("sum", self.group), [ops.astype(mask, t._dtype)], s)
-        return [total / holders]
-
-    def vmap(self, inputs, axes):
-        # element-wise across processes: the batch axis stays where it is
-        return [Array.make(AllReduce(self.op, self.group), inputs, inputs[0]._stream)], list(axes)
-
 
 class AllGather(_Collective):
     """The processes' ``x`` concatenated along axis 0 in rank order (a 0-d ``x`` gives a
@@ -112,33 +84,6 @@ class AllGather(_Collective):
         if not x._shape:
             return [((n,), x._dtype)]
         return [((x._shape[0] * n,) + x._shape[1:], x._dtype)]
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        from .. import ops
-
-        (g,) = cotangents
-        x = primals[0]
-        r = self.group.rank()
-        if not x._shape:
-            return [ops.reshape(g[r : r + 1], ())]
-        d = x._shape[0]
-        return [g[r * d : (r + 1) * d]]
-
-    def jvp(self, primals, tangents, argnums):
-        return [Array.make(AllGather(self.group), [tangents[0]], primals[0]._stream)]
-
-    def vmap(self, inputs, axes):
-        from .. import ops
-
-        (x,), (ax,) = inputs, axes
-        if ax is None:
-            return [Array.make(self, [x], x._stream)], [None]
-        # gather concatenates each example's axis 0: put the batch axis behind it
-        if x.ndim == 1:
-            x = ops.expand_dims(x, 0)  # 0-d examples: one row each
-        else:
-            x = ops.moveaxis(x, ax, 1)
-        return [Array.make(AllGather(self.group), [x], x._stream)], [1]
 
 
 class SumScatter(_Collective):
@@ -158,28 +103,6 @@ class SumScatter(_Collective):
             )
         return [((x._shape[0] // n,) + x._shape[1:], x._dtype)]
 
-    def vjp(self, primals, cotangents, argnums, outputs):
-        from .. import ops
-
-        (g,) = cotangents
-        n, r = self.group.size(), self.group.rank()
-        pad = [(r * g.shape[0], (n - 1 - r) * g.shape[0])] + [(0, 0)] * (g.ndim - 1)
-        return [ops.pad(g, pad)]
-
-    def jvp(self, primals, tangents, argnums):
-        return [Array.make(SumScatter(self.group), [tangents[0]], primals[0]._stream)]
-
-    def vmap(self, inputs, axes):
-        from .. import ops
-
-        (x,), (ax,) = inputs, axes
-        if ax is None:
-            return [Array.make(self, [x], x._stream)], [None]
-        if x.ndim == 1:
-            raise ValueError("sum_scatter: cannot scatter 0-d examples (they have no axis 0)")
-        x = ops.moveaxis(x, ax, 1)  # each example's axis 0 first, the batch axis behind it
-        return [Array.make(SumScatter(self.group), [x], x._stream)], [1]
-
 
 class Send(_Collective):
     """Sends ``x`` to process ``dst``; the output is ``x`` (evaluate it to send)."""
@@ -198,15 +121,6 @@ class Send(_Collective):
     def infer(self, inputs):
         (x,) = inputs
         return [(x._shape, x._dtype)]
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        raise NotImplementedError("send: has no gradient (as in MLX)")
-
-    def jvp(self, primals, tangents, argnums):
-        raise NotImplementedError("send: has no forward-mode derivative (as in MLX)")
-
-    def vmap(self, inputs, axes):
-        return [Array.make(Send(self.dst, self.group), inputs, inputs[0]._stream)], list(axes)
 
 
 class Recv(_Collective):
@@ -229,17 +143,3 @@ class Recv(_Collective):
 
     def infer(self, inputs):
         return [(self.shape, self.dtype)]
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return []  # no inputs to send a cotangent to
-
-    def jvp(self, primals, tangents, argnums):
-        from .. import ops
-
-        return [ops.zeros(self.shape, self.dtype)]  # a received value does not depend on inputs
-
-    def vmap(self, inputs, axes):
-        raise NotImplementedError(
-            "recv: cannot be vmapped (it has no input to map over; "
-            "receive the batched array instead)"
-        )

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from ..codegen.optable import OPS
 from ..core import dtypes as dt
-from ..core.array import Array
 from ..core.primitive import Primitive
-from ._common import align_batch
 
 #: Ops whose result is bool.
 PREDICATES = frozenset(o.name for o in OPS.values() if o.result == "bool")
@@ -22,12 +20,6 @@ COMPLEX_TO_REAL = frozenset(o.name for o in OPS.values() if o.result == "real")
 #: Ops with derivative rules (the others have zero derivatives almost everywhere or
 #: bool / integer results: transforms skip them).
 DIFFERENTIABLE = frozenset(o.name for o in OPS.values() if o.differentiable)
-
-
-def _rules():
-    from . import elementwise_rules
-
-    return elementwise_rules
 
 
 class _ElementwiseOp(Primitive):
@@ -63,15 +55,6 @@ class Unary(_ElementwiseOp):
             return [(x._shape, dt.float32)]
         return [(x._shape, x._dtype)]
 
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return _rules().unary_vjp(self.op, primals[0], cotangents[0], outputs[0])
-
-    def jvp(self, primals, tangents, argnums):
-        return _rules().unary_jvp(self.op, primals[0], tangents[0])
-
-    def vmap(self, inputs, axes):
-        return [Array.make(self, inputs)], list(axes)
-
 
 class Binary(_ElementwiseOp):
     __slots__ = ()
@@ -91,16 +74,6 @@ class Binary(_ElementwiseOp):
             raise TypeError(f"{self.op}: operand dtypes {a._dtype.name} and {b._dtype.name} differ")
         return [(a._shape, dt.bool_ if self.op in PREDICATES else a._dtype)]
 
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return _rules().binary_vjp(self.op, primals, cotangents[0], argnums, outputs[0])
-
-    def jvp(self, primals, tangents, argnums):
-        return _rules().binary_jvp(self.op, primals, tangents, argnums)
-
-    def vmap(self, inputs, axes):
-        inputs = align_batch(inputs, axes)
-        return [Array.make(self, inputs)], [0]
-
 
 class Select(Primitive):
     """``where(cond, a, b)``: cond is bool, a and b share a dtype; all one shape."""
@@ -114,16 +87,6 @@ class Select(Primitive):
         if not (c._shape == a._shape == b._shape):
             raise ValueError(f"select: operand shapes {c._shape}, {a._shape}, {b._shape} differ")
         return [(a._shape, a._dtype)]
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return _rules().select_vjp(primals, cotangents[0], argnums)
-
-    def jvp(self, primals, tangents, argnums):
-        return _rules().select_jvp(primals, tangents, argnums)
-
-    def vmap(self, inputs, axes):
-        inputs = align_batch(inputs, axes)
-        return [Array.make(self, inputs)], [0]
 
 
 class AsType(Primitive):
@@ -140,12 +103,3 @@ class AsType(Primitive):
 
     def infer(self, inputs):
         return [(inputs[0]._shape, self.dtype)]
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return _rules().astype_vjp(primals[0], cotangents[0])
-
-    def jvp(self, primals, tangents, argnums):
-        return _rules().astype_jvp(self.dtype, tangents[0])
-
-    def vmap(self, inputs, axes):
-        return [Array.make(self, inputs)], list(axes)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ..core.array import Array
 from ..core.primitive import Primitive
 
 
@@ -14,19 +13,6 @@ class StopGradient(Primitive):
 
     def infer(self, inputs):
         return [(inputs[0]._shape, inputs[0]._dtype)]
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        from .. import ops
-
-        return [ops.zeros_like(primals[0])]
-
-    def jvp(self, primals, tangents, argnums):
-        from .. import ops
-
-        return [ops.zeros_like(primals[0])]
-
-    def vmap(self, inputs, axes):
-        return [Array.make(self, inputs)], list(axes)
 
 
 StopGradient.differentiable = False  # transforms skip it: no cotangent or tangent flows through
@@ -51,20 +37,6 @@ class Unbatched(Primitive):
     def infer(self, inputs):
         return [(inputs[0]._shape, inputs[0]._dtype)]
 
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return [cotangents[0]]
-
-    def jvp(self, primals, tangents, argnums):
-        return [tangents[0]]
-
-    def vmap(self, inputs, axes):
-        if axes[0] is not None:
-            raise ValueError(
-                f"{self.op}: vmap over {self.argument} is not supported (map over the "
-                "other arguments only)"
-            )
-        return [Array.make(self, inputs)], [None]
-
 
 class Copy(Primitive):
     """The identity as a node of its own: transforms make their tracer copies of inputs with it
@@ -76,15 +48,6 @@ class Copy(Primitive):
 
     def infer(self, inputs):
         return [(inputs[0]._shape, inputs[0]._dtype)]
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return [cotangents[0]]
-
-    def jvp(self, primals, tangents, argnums):
-        return [tangents[0]]
-
-    def vmap(self, inputs, axes):
-        return [Array.make(self, inputs)], list(axes)
 
 
 class CustomFunction(Primitive):
@@ -117,12 +80,3 @@ class CustomFunction(Primitive):
 
     def infer(self, inputs):
         return [(x._shape, x._dtype) for x in inputs[self.n_in :]]
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return self.fn._rule_vjp(self, primals, cotangents, argnums, outputs)
-
-    def jvp(self, primals, tangents, argnums):
-        return self.fn._rule_jvp(self, primals, tangents, argnums)
-
-    def vmap(self, inputs, axes):
-        return self.fn._rule_vmap(self, inputs, axes)

@@ -9,7 +9,6 @@ that compile never folds it into a constant nor merges it with another draw.
 from __future__ import annotations
 
 from ..core import dtypes as dt
-from ..core.array import Array
 from ..core.primitive import Primitive
 
 WIDTH_DTYPES = {1: dt.uint8, 2: dt.uint16, 4: dt.uint32}
@@ -44,18 +43,3 @@ class RandomBits(Primitive):
                 f"{key._dtype.name} {key._shape}"
             )
         return [(key._shape[:-1] + self.shape, WIDTH_DTYPES[self.width])]
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return [None for _ in argnums]  # integer output: no gradient
-
-    def jvp(self, primals, tangents, argnums):
-        return [None]
-
-    def vmap(self, inputs, axes):
-        from .. import ops
-
-        (key,), (ax,) = inputs, axes
-        if ax is None:
-            return [Array.make(self, [key])], [None]
-        key = ops.moveaxis(key, ax, 0) if ax != 0 else key
-        return [Array.make(self, [key])], [0]

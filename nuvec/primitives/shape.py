@@ -6,18 +6,15 @@ Concatenate, Pad.
 
 Transform rules follow MLX: a view's vjp is the matching inverse rearrangement of the
 cotangent; its jvp applies the primitive to the tangent; its vmap applies the primitive with
-the batch axis added to its parameters. Rules that need operations import ``nuvec.ops``
-lazily (the ops import this module).
+the batch axis added to its parameters (``nuvec.transforms.rules.shape``).
 """
 
 from __future__ import annotations
 
 from ..core import shapeless
-from ..core.array import Array
 from ..core.primitive import Primitive
-from ._common import batch_front as _batch_front, batch_size as _batch_size
-from ._common import batched_axes, inverse_permutation, ops as _ops, zeros as _zeros
 from .indexing import IndexOutOfBounds
+from .reduction import Reduce, sum_dtype
 
 
 class _View(Primitive):
@@ -25,9 +22,6 @@ class _View(Primitive):
 
     __slots__ = ()
     view = True
-
-    def jvp(self, primals, tangents, argnums):
-        return [Array.make(self, tangents)]
 
 
 class _ToShape(_View):
@@ -116,57 +110,6 @@ class Broadcast(_ToShape):
         ((shape, _),) = self.infer(inputs)
         return Broadcast(shape), inputs[:1]
 
-    def jvp(self, primals, tangents, argnums):
-        # with more inputs, only input 0 is broadcast: the others give its shape only
-        t = dict(zip(argnums, tangents))
-        if 0 not in t:
-            return [_ops().full_like(Array.make(self, primals), 0, dtype=tangents[0].dtype)]
-        return [Array.make(self, [t[0]] + list(primals[1:]))]
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        ops = _ops()
-        x, g = primals[0], cotangents[0]
-        lead = g.ndim - x.ndim
-        if shapeless.relative(x) or shapeless.relative(g):  # the axes follow each replay
-            g = sum_to_like(g, x)
-            return [g if i == 0 else ops.zeros_like(primals[i]) for i in argnums]
-        axes = tuple(range(lead)) + tuple(
-            lead + i for i, d in enumerate(x.shape) if d == 1 and g.shape[lead + i] != 1
-        )
-        if axes:
-            g = ops.sum(g, axis=axes, keepdims=True)
-        if lead:  # squeezed, not reshaped: the shape follows from x's at a shapeless replay
-            g = ops.squeeze(g, tuple(range(lead)))
-        return [g if i == 0 else ops.zeros_like(primals[i]) for i in argnums]
-
-    def vmap(self, inputs, axes):
-        ops = _ops()
-        if len(inputs) > 1:
-            if all(ax is None for ax in axes):
-                return [Array.make(self, inputs)], [None]
-            # batch axes first, then each batched operand's own axes aligned right
-            nd = max(x.ndim - (ax is not None) for x, ax in zip(inputs, axes))
-            xs = []
-            for x, ax in zip(inputs, axes):
-                if ax is not None:
-                    x = ops.moveaxis(x, ax, 0)
-                    pad = nd - (x.ndim - 1)
-                    if pad:
-                        x = Array.make(ExpandDims(tuple(range(1, 1 + pad))), [x])
-                xs.append(x)
-            return [Array.make(self, xs)], [0]
-        (x,), (ax,) = inputs, axes
-        if ax is None:
-            return [Array.make(self, inputs)], [None]
-        x = ops.moveaxis(x, ax, 0)
-        b = x.shape[0]
-        # align the batched input's trailing dims to the target shape
-        pad = len(self.shape) - (x.ndim - 1)
-        x = ops.reshape(x, (b,) + (1,) * pad + x.shape[1:])
-        if self.fill:
-            return [Array.make(Broadcast((b,) + self.shape, fill=True), [x])], [0]
-        return [ops.broadcast_to(x, (b,) + self.shape)], [0]
-
 
 class SumToShape(Primitive):
     """Input 0 summed (keepdims) over its ``lead`` leading axes and the axes where input 1
@@ -196,44 +139,11 @@ class SumToShape(Primitive):
         return [(tuple(1 if i in axes else d for i, d in enumerate(g._shape)), g._dtype)]
 
     def resolve(self, inputs):
-        from ..ops.reduction import sum_dtype
-        from .reduction import Reduce
-
         g, x = inputs
         axes = self.axes(g, x)
         if not axes:  # the eager rule returns g itself: an identity view
             return Reshape(g._shape), (g,)
         return Reduce("sum", axes, True, sum_dtype(g._dtype)), (g,)
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        g, x = primals
-        ops = _ops()
-        back = ops.broadcast_arrays(cotangents[0], g)[0]
-        return [back if i == 0 else ops.zeros_like(x) for i in argnums]
-
-    def jvp(self, primals, tangents, argnums):
-        t = dict(zip(argnums, tangents))
-        if 0 not in t:
-            return [_ops().zeros_like(Array.make(self, primals))]
-        return [Array.make(self, [t[0], primals[1]])]
-
-    def vmap(self, inputs, axes):
-        # the batch axis of g placed after its lead axes, where it meets x's (same size)
-        b = _batch_size(inputs, axes)
-        g, x = (_batch_front(y, ax, b) for y, ax in zip(inputs, axes))
-        ops = _ops()
-        g = ops.moveaxis(g, 0, self.lead)
-        return [Array.make(self, [g, x])], [self.lead]
-
-
-def sum_to_like(g: Array, x: Array) -> Array:
-    """``g`` summed to ``x``'s shape over the axes broadcasting added (one sum, as the eager
-    rules make it), those axes chosen from each shapeless replay's shapes."""
-    lead = g.ndim - x.ndim
-    g = Array.make(SumToShape(lead), [g, x])
-    if lead:
-        g = Array.make(Squeeze(tuple(range(lead))), [g])
-    return g
 
 
 class ReshapeLike(_View):
@@ -250,32 +160,6 @@ class ReshapeLike(_View):
 
     def resolve(self, inputs):
         return Reshape(inputs[1]._shape), inputs[:1]
-
-    def jvp(self, primals, tangents, argnums):
-        t = dict(zip(argnums, tangents))
-        if 0 not in t:
-            return [_ops().zeros_like(Array.make(self, primals))]
-        return [Array.make(self, [t[0], primals[1]])]
-
-    def vmap(self, inputs, axes):
-        b = _batch_size(inputs, axes)
-        g, x = (_batch_front(y, ax, b) for y, ax in zip(inputs, axes))
-        return [Array.make(self, [g, x])], [0]
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        g, x = primals
-        out = []
-        for i in argnums:
-            c = Array.make(ReshapeLike(), [cotangents[0], g]) if i == 0 else _ops().zeros_like(x)
-            out.append(c)
-        return out
-
-
-def reshape_like(g: Array, x: Array) -> Array:
-    """``g`` reshaped to ``x``'s shape: at each shapeless replay's shape under such a trace."""
-    if shapeless.relative(x) or shapeless.relative(g):
-        return Array.make(ReshapeLike(), [g, x])
-    return _ops().reshape(g, x.shape)
 
 
 def reshape_shape(shape, spec, name: str = "reshape") -> tuple[int, ...]:
@@ -340,17 +224,6 @@ class Reshape(_ToShape):
         self.infer(inputs)
         return Reshape(reshape_shape(inputs[0]._shape, self.shape)), inputs
 
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return [reshape_like(cotangents[0], primals[0])]
-
-    def vmap(self, inputs, axes):
-        ops = _ops()
-        (x,), (ax,) = inputs, axes
-        if ax is None:
-            return [Array.make(self, inputs)], [None]
-        x = ops.moveaxis(x, ax, 0)
-        return [ops.reshape(x, (x.shape[0],) + self.shape)], [0]
-
 
 class _Sized(_View):
     """Base of the views to sizes read from arrays' shapes in the traced function: ``spec``
@@ -374,12 +247,6 @@ class _Sized(_View):
     def infer(self, inputs):
         return [(self.target(inputs), inputs[0]._dtype)]
 
-    def jvp(self, primals, tangents, argnums):
-        t = dict(zip(argnums, tangents))
-        if 0 not in t:
-            return [_ops().zeros_like(Array.make(self, primals))]
-        return [Array.make(self, [t[0]] + list(primals[1:]))]
-
 
 class SizedReshape(_Sized):
     """A reshape to sizes read from arrays' shapes in the traced function (``x.reshape(
@@ -396,22 +263,6 @@ class SizedReshape(_Sized):
 
     def resolve(self, inputs):
         return Reshape(self.target(inputs)), inputs[:1]
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        g = cotangents[0]
-        return [
-            reshape_like(g, primals[0]) if i == 0 else _ops().zeros_like(primals[i])
-            for i in argnums
-        ]
-
-    def vmap(self, inputs, axes):
-        if all(ax is None for ax in axes):
-            return [Array.make(self, inputs)], [None]
-        moved, front = _batched_front(inputs, axes)
-        spec = tuple(_shift(e, front) for e in self.spec)
-        if axes[0] is None:  # the same reshape for every batch element
-            return [Array.make(SizedReshape(spec), moved)], [None]
-        return [Array.make(SizedReshape((("dim", 0, 0),) + spec), moved)], [0]
 
 
 class SizedBroadcast(_Sized):
@@ -430,30 +281,6 @@ class SizedBroadcast(_Sized):
 
     def resolve(self, inputs):
         return Broadcast(self.target(inputs)), inputs[:1]
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        g = cotangents[0]
-        return [
-            sum_to_like(g, primals[0]) if i == 0 else _ops().zeros_like(primals[i]) for i in argnums
-        ]
-
-    def vmap(self, inputs, axes):
-        if all(ax is None for ax in axes):
-            return [Array.make(self, inputs)], [None]
-        moved, front = _batched_front(inputs, axes)
-        pad = len(self.spec) - (moved[0].ndim - front[0])  # the value's axes aligned right
-        if front[0] and pad:
-            moved[0] = Array.make(ExpandDims(tuple(range(1, 1 + pad))), [moved[0]])
-        k = front.index(True)  # the batch size: a batched input's leading axis
-        spec = (("dim", k, 0),) + tuple(_shift(e, front) for e in self.spec)
-        return [Array.make(SizedBroadcast(spec), moved)], [0]
-
-
-def _batched_front(inputs, axes) -> tuple[list, list]:
-    """The inputs with their batch axes moved first, and which of them have one."""
-    ops = _ops()
-    moved = [x if ax is None else ops.moveaxis(x, ax, 0) for x, ax in zip(inputs, axes)]
-    return moved, [ax is not None for ax in axes]
 
 
 def _shift(e, front):
@@ -491,17 +318,6 @@ class Unflatten(_View):
         ((shape, _),) = self.infer(inputs)
         return Reshape(shape), inputs
 
-    def vjp(self, primals, cotangents, argnums, outputs):
-        end = self.axis + len(self.shape) - 1
-        return [Array.make(Flatten(self.axis, end), cotangents)]
-
-    def vmap(self, inputs, axes):
-        (x,), (ax,) = inputs, axes
-        if ax is None:
-            return [Array.make(self, inputs)], [None]
-        x = _ops().moveaxis(x, ax, 0)
-        return [Array.make(Unflatten(self.axis + 1, self.shape), [x])], [0]
-
 
 class ExpandDims(_View):
     """Inserts size-1 axes at ``axes`` (sorted positions in the output). Holds no size, so
@@ -522,16 +338,6 @@ class ExpandDims(_View):
         for ax in self.axes:
             shape.insert(ax, 1)
         return [(tuple(shape), inputs[0]._dtype)]
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return [Array.make(Squeeze(self.axes), cotangents)]
-
-    def vmap(self, inputs, axes):
-        (x,), (ax,) = inputs, axes
-        if ax is None:
-            return [Array.make(self, inputs)], [None]
-        x = _ops().moveaxis(x, ax, 0)
-        return [Array.make(ExpandDims(tuple(a + 1 for a in self.axes)), [x])], [0]
 
 
 class Squeeze(_View):
@@ -563,16 +369,6 @@ class Squeeze(_View):
         shape = tuple(d for i, d in enumerate(s) if i not in drop)
         return [(shape, inputs[0]._dtype)]
 
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return [Array.make(ExpandDims(self.axes), cotangents)]
-
-    def vmap(self, inputs, axes):
-        (x,), (ax,) = inputs, axes
-        if ax is None:
-            return [Array.make(self, inputs)], [None]
-        x = _ops().moveaxis(x, ax, 0)
-        return [Array.make(Squeeze(tuple(a + 1 for a in self.axes)), [x])], [0]
-
 
 class Flatten(_View):
     """Merges axes ``start..end`` (inclusive) into one. Holds no size."""
@@ -593,16 +389,6 @@ class Flatten(_View):
         for d in s[self.start : self.end + 1]:
             n *= d
         return [(s[: self.start] + (n,) + s[self.end + 1 :], inputs[0]._dtype)]
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return [reshape_like(cotangents[0], primals[0])]
-
-    def vmap(self, inputs, axes):
-        (x,), (ax,) = inputs, axes
-        if ax is None:
-            return [Array.make(self, inputs)], [None]
-        x = _ops().moveaxis(x, ax, 0)
-        return [Array.make(Flatten(self.start + 1, self.end + 1), [x])], [0]
 
 
 class Transpose(_View):
@@ -626,16 +412,6 @@ class Transpose(_View):
     def infer(self, inputs):
         s = inputs[0]._shape
         return [(tuple(s[a] for a in self.axes), inputs[0]._dtype)]
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        return [Array.make(Transpose(inverse_permutation(self.axes)), cotangents)]
-
-    def vmap(self, inputs, axes):
-        (x,), (ax,) = inputs, axes
-        if ax is None:
-            return [Array.make(self, inputs)], [None]
-        perm = (ax,) + batched_axes(self.axes, ax)
-        return [Array.make(Transpose(perm), [x])], [0]
 
 
 def slice_shape(shape, start, stop, strides) -> tuple[int, ...]:
@@ -667,23 +443,6 @@ class Slice(_View):
             (slice_shape(inputs[0]._shape, self.start, self.stop, self.strides), inputs[0]._dtype)
         ]
 
-    def vjp(self, primals, cotangents, argnums, outputs):
-        x, g = primals[0], cotangents[0]
-        upd = SliceUpdate(self.start, self.stop, self.strides)
-        return [Array.make(upd, [_zeros(x.shape, g.dtype), g])]
-
-    def vmap(self, inputs, axes):
-        (x,), (ax,) = inputs, axes
-        if ax is None:
-            return [Array.make(self, inputs)], [None]
-        b = x.shape[ax]
-        prim = Slice(
-            self.start[:ax] + (0,) + self.start[ax:],
-            self.stop[:ax] + (b,) + self.stop[ax:],
-            self.strides[:ax] + (1,) + self.strides[ax:],
-        )
-        return [Array.make(prim, [x])], [ax]
-
 
 class SliceUpdate(Primitive):
     """A copy of input 0 with the box of ``Slice(start, stop, strides)`` replaced by input 1
@@ -710,33 +469,6 @@ class SliceUpdate(Primitive):
                 f"slice_update: update dtype {u._dtype.name} differs from {a._dtype.name}"
             )
         return [(a._shape, a._dtype)]
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        a, u = primals
-        g = cotangents[0]
-        out = []
-        for i in argnums:
-            if i == 0:
-                out.append(Array.make(self, [g, _zeros(u.shape, g.dtype)]))
-            else:
-                out.append(Array.make(Slice(self.start, self.stop, self.strides), [g]))
-        return out
-
-    def jvp(self, primals, tangents, argnums):
-        t = dict(zip(argnums, tangents))
-        a, u = primals
-        ta = t.get(0)
-        tu = t.get(1)
-        dtype = (ta if ta is not None else tu).dtype
-        ta = ta if ta is not None else _zeros(a.shape, dtype)
-        tu = tu if tu is not None else _zeros(u.shape, dtype)
-        return [Array.make(self, [ta, tu])]
-
-    def vmap(self, inputs, axes):
-        b = _batch_size(inputs, axes)
-        a, u = (_batch_front(x, ax, b) for x, ax in zip(inputs, axes))
-        prim = SliceUpdate((0,) + self.start, (b,) + self.stop, (1,) + self.strides)
-        return [Array.make(prim, [a, u])], [0]
 
 
 def slice_triplet(sl: slice, n: int) -> tuple[int, int, int]:
@@ -769,11 +501,6 @@ def index_box(shape, spec, name: str = "getitem") -> tuple[tuple, tuple, tuple]:
     return tuple(start), tuple(stop), tuple(strides)
 
 
-def _full_spec(spec, ax: int) -> tuple:
-    """``spec`` with a whole axis inserted at ``ax`` (a batch axis)."""
-    return spec[:ax] + ((None, None, None),) + spec[ax:]
-
-
 class RelativeSlice(_View):
     """A slice kept in the user's terms (``index_box``'s ``spec``: ints and Python slice
     bounds), normalised on each input shape: what indexing records under a shapeless trace,
@@ -800,17 +527,6 @@ class RelativeSlice(_View):
     def resolve(self, inputs):
         return Slice(*self.box(inputs[0]._shape)), inputs
 
-    def vjp(self, primals, cotangents, argnums, outputs):
-        x, g = primals[0], cotangents[0]
-        zeros = _ops().full_like(x, 0, dtype=g.dtype)
-        return [Array.make(RelativeSliceUpdate(self.spec), [zeros, g])]
-
-    def vmap(self, inputs, axes):
-        (x,), (ax,) = inputs, axes
-        if ax is None:
-            return [Array.make(self, inputs)], [None]
-        return [Array.make(RelativeSlice(_full_spec(self.spec, ax)), [x])], [ax]
-
 
 class RelativeSliceUpdate(Primitive):
     """``SliceUpdate`` of a ``RelativeSlice``'s box, normalised on each input shape (``x[i] =
@@ -835,32 +551,6 @@ class RelativeSliceUpdate(Primitive):
 
     def resolve(self, inputs):
         return self.concrete(inputs[0]._shape), inputs
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        a, u = primals
-        g = cotangents[0]
-        ops = _ops()
-        out = []
-        for i in argnums:
-            if i == 0:
-                out.append(Array.make(self, [g, ops.full_like(u, 0, dtype=g.dtype)]))
-            else:
-                out.append(Array.make(RelativeSlice(self.spec), [g]))
-        return out
-
-    def jvp(self, primals, tangents, argnums):
-        t = dict(zip(argnums, tangents))
-        dtype = tangents[0].dtype
-        ops = _ops()
-        ta, tu = (
-            t[i] if i in t else ops.full_like(x, 0, dtype=dtype) for i, x in enumerate(primals)
-        )
-        return [Array.make(self, [ta, tu])]
-
-    def vmap(self, inputs, axes):
-        b = _batch_size(inputs, axes)
-        a, u = (_batch_front(x, ax, b) for x, ax in zip(inputs, axes))
-        return [Array.make(RelativeSliceUpdate(_full_spec(self.spec, 0)), [a, u])], [0]
 
 
 class Concatenate(Primitive):
@@ -897,28 +587,6 @@ class Concatenate(Primitive):
             offs.append(offs[-1] + x.shape[self.axis])
         return offs
 
-    def vjp(self, primals, cotangents, argnums, outputs):
-        g = cotangents[0]
-        offs = self._offsets(primals)
-        out = []
-        for i in argnums:
-            start = [0] * g.ndim
-            stop = list(g.shape)
-            start[self.axis], stop[self.axis] = offs[i], offs[i + 1]
-            out.append(Array.make(Slice(start, stop, (1,) * g.ndim), [g]))
-        return out
-
-    def jvp(self, primals, tangents, argnums):
-        t = dict(zip(argnums, tangents))
-        dtype = tangents[0].dtype
-        parts = [t[i] if i in t else _zeros(x.shape, dtype) for i, x in enumerate(primals)]
-        return [Array.make(self, parts)]
-
-    def vmap(self, inputs, axes):
-        b = _batch_size(inputs, axes)
-        xs = [_batch_front(x, ax, b) for x, ax in zip(inputs, axes)]
-        return [Array.make(Concatenate(self.axis + 1), xs)], [0]
-
 
 class Pad(Primitive):
     """Input 0 padded with ``low[i]`` / ``high[i]`` copies of input 1 (a 0-d array of the
@@ -944,35 +612,3 @@ class Pad(Primitive):
     def _inner(self, shape):
         stop = tuple(lo + d for lo, d in zip(self.low, shape))
         return Slice(self.low, stop, (1,) * len(shape))
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        a = primals[0]
-        g = cotangents[0]
-        inner = Array.make(self._inner(a.shape), [g])
-        out = []
-        for i in argnums:
-            if i == 0:
-                out.append(inner)
-            else:
-                ops = _ops()
-                out.append(ops.subtract(ops.sum(g), ops.sum(inner)))
-        return out
-
-    def jvp(self, primals, tangents, argnums):
-        t = dict(zip(argnums, tangents))
-        a, v = primals
-        dtype = tangents[0].dtype
-        ta = t[0] if 0 in t else _zeros(a.shape, dtype)
-        tv = t[1] if 1 in t else _zeros((), dtype)
-        return [Array.make(self, [ta, tv])]
-
-    def vmap(self, inputs, axes):
-        (a, v), (ax, av) = inputs, axes
-        if av is not None:  # MLX's rule: one padding value for the whole batch
-            raise ValueError(
-                "pad: vmap over the padding value (constant_values) is not supported; "
-                "map over the array only"
-            )
-        a = _batch_front(a, ax, _batch_size(inputs, axes))
-        low, high = (0,) + self.low, (0,) + self.high
-        return [Array.make(Pad(low, high), [a, v])], [0]

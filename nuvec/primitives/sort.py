@@ -11,9 +11,8 @@ from __future__ import annotations
 from ..core import dtypes as dt
 from ..core.array import Array
 from ..core.primitive import Primitive
-from .reduction import take_along
 from .misc import StopGradient
-from ._common import batched_axis, check_axes, ops as _ops
+from ._common import check_axes
 
 
 class _AlongAxis(Primitive):
@@ -37,12 +36,6 @@ class _AlongAxis(Primitive):
     def _with_axis(self, axis: int) -> "_AlongAxis":
         return type(self)(axis)
 
-    def vmap(self, inputs, axes):
-        (x,), (b,) = inputs, axes
-        if b is None:
-            return [Array.make(self, [x])], [None]
-        return [Array.make(self._with_axis(batched_axis(self.axis, b)), [x])], [b]
-
     # permutation rules (Sort, Partition): the index primitive that gives the permutation
     def _perm(self, x: Array) -> Array:
         raise NotImplementedError
@@ -52,21 +45,6 @@ class _AlongAxis(Primitive):
         gather whose indices depend on a differentiated input has no vjp (so a second
         derivative of these rules needs the cut)."""
         return Array.make(StopGradient(), [self._perm(x)])
-
-    def vjp(self, primals, cotangents, argnums, outputs):
-        ops = _ops()
-        x = primals[0]
-        if self.out_index or x._dtype.kind not in "fciu":
-            return [ops.zeros_like(x)]
-        inv = Array.make(ArgSort(self.axis), [self._fixed_perm(x)])
-        return [take_along(ops.astype(cotangents[0], x._dtype), inv, self.axis)]
-
-    def jvp(self, primals, tangents, argnums):
-        ops = _ops()
-        x = primals[0]
-        if self.out_index:
-            return [ops.zeros(x._shape, dt.uint32)]
-        return [take_along(tangents[0], self._fixed_perm(x), self.axis)]
 
 
 class Sort(_AlongAxis):

@@ -20,6 +20,7 @@ from ..core import dtypes as dt
 from ..core.array import Array, original, recording_rebinds
 from ..primitives.misc import StopGradient
 from ..tree import all_leaves, flatten, unflatten
+from . import rules
 from ._trace import active_order, release, tracer_copy, tracing
 
 __all__ = ["vjp", "jvp", "grad", "value_and_grad"]
@@ -54,6 +55,35 @@ def _accumulate(table: dict, keep: dict, a: Array, g: Array | None, where: str) 
         keep[k] = a
     else:
         table[k] = prev + g
+
+
+def apply_vjp(prim, primals, cotangents, argnums, outputs) -> list:
+    """``prim``'s vjp (``rules.VJP``); for a primitive that stands for a composite and has no
+    rule of its own, the vjp of that composite (``rules.EXPAND``)."""
+    rule = rules.find(rules.VJP, prim)
+    if rule is not None:
+        return rule(prim, primals, cotangents, argnums, outputs)
+    expand = rules.find(rules.EXPAND, prim)
+    if expand is None:
+        raise NotImplementedError(f"{prim.name}: no vjp rule")
+    _, grads = vjp(lambda *xs: expand(prim, list(xs)), list(primals), list(cotangents))
+    return [grads[i] for i in argnums]
+
+
+def apply_jvp(prim, primals, tangents, argnums) -> list:
+    """``prim``'s jvp (``rules.JVP``); for a primitive that stands for a composite and has no
+    rule of its own, the jvp of that composite (``rules.EXPAND``)."""
+    rule = rules.find(rules.JVP, prim)
+    if rule is not None:
+        return rule(prim, primals, tangents, argnums)
+    expand = rules.find(rules.EXPAND, prim)
+    if expand is None:
+        raise NotImplementedError(f"{prim.name}: no jvp rule")
+    ts = [ops.zeros_like(p) for p in primals]
+    for i, t in zip(argnums, tangents):
+        ts[i] = t
+    _, outs = jvp(lambda *xs: expand(prim, list(xs)), list(primals), ts)
+    return list(outs)
 
 
 def _differentiated(order: list, inputs: Sequence[Array]) -> set:
@@ -116,7 +146,7 @@ def backward(
         if not argnums:
             continue
         cts = [c if c is not None else _zeros_like(s) for c, s in zip(cts, sibs)]
-        grads = prim.vjp(ins, cts, argnums, list(sibs))
+        grads = apply_vjp(prim, ins, cts, argnums, list(sibs))
         if len(grads) != len(argnums):
             raise ValueError(
                 f"vjp: the {prim.name} rule returned {len(grads)} cotangents for "
@@ -155,7 +185,7 @@ def forward(
         sibs = node.siblings
         if not any(_numeric(s) for s in sibs):
             continue
-        outs = prim.jvp(ins, [tan[id(ins[i])] for i in argnums], argnums)
+        outs = apply_jvp(prim, ins, [tan[id(ins[i])] for i in argnums], argnums)
         for s, t in zip(sibs, outs):
             if t is not None and _numeric(s):
                 tan[id(s)] = t if t._dtype == s._dtype else _astype(t, s._dtype)

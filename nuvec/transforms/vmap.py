@@ -19,6 +19,7 @@ from .. import ops
 from ..core.array import Array, recording_rebinds
 from ..ops._common import normalize_axis
 from ..tree import all_leaves, broadcast_prefix, flatten, unflatten
+from . import rules
 from ._trace import active_order, tracing
 
 __all__ = ["vmap"]
@@ -110,6 +111,20 @@ def _no_axis(x):
     raise ValueError("vmap: a 0-d array cannot be mapped over (give it in_axes None)")
 
 
+def apply_vmap(prim, inputs, axes) -> tuple[list, list]:
+    """``prim``'s vmap rule (``rules.VMAP``): (outputs, their batch axes); for a primitive that
+    stands for a composite and has no rule of its own, the vmap of that composite
+    (``rules.EXPAND``)."""
+    rule = rules.find(rules.VMAP, prim)
+    if rule is not None:
+        return rule(prim, inputs, axes)
+    expand = rules.find(rules.EXPAND, prim)
+    if expand is None:
+        raise NotImplementedError(f"{prim.name}: no vmap rule")
+    outs = vmap(lambda *xs: tuple(expand(prim, list(xs))), in_axes=tuple(axes))(*inputs)
+    return list(outs), [0] * len(outs)
+
+
 def replay(outputs, placeholders, bound: dict) -> None:
     """Runs the vmap rules over the graph between ``outputs`` and ``placeholders``, filling
     ``bound`` (id -> (batched value, batch axis)) for every array that depends on them."""
@@ -124,7 +139,7 @@ def replay(outputs, placeholders, bound: dict) -> None:
             vals.append(v)
             axes.append(ax)
         try:
-            outs, oaxes = prim.vmap(vals, axes)
+            outs, oaxes = apply_vmap(prim, vals, axes)
         except NotImplementedError as e:
             raise NotImplementedError(
                 f"vmap: the {prim.name} primitive has no vmap rule ({e})"

@@ -1,7 +1,9 @@
 """Sizes read from ``x.shape`` under a shapeless trace record their arithmetic, so reshapes,
 broadcasts and creations of those sizes replay on any shape as the uncompiled function runs
-there; a size that reaches Python code (a comparison, an if, len(), int(), an index, a float)
-is refused with an error naming the line, never baked. Reshapes to sizes that nuvec's own
+there; a comparison of the inputs' sizes (an if on a shape) answers with its traced outcome
+and the compiled function traces again for shapes where it comes out otherwise; a size that
+reaches other Python code (len(), int(), an index, a float) is refused with an error naming the
+line, never baked. Reshapes to sizes that nuvec's own
 operations computed from the traced shapes replay only on the traced input shape."""
 
 import numpy as np
@@ -79,8 +81,9 @@ def test_gradients_and_vmaps_through_sized_reshapes_and_broadcasts():
     same_as_uncompiled(lambda x: nv.vmap(lambda r: nv.ones(r.shape) * r)(x), (2, 3), (4, 1))
 
 
-def _branch(x):
-    if x.shape[0] > 2:  # the line named
+def _intermediate_branch(x):
+    y = x.reshape(-1)
+    if y.shape[0] > 2:  # the line named: no check of an intermediate's size before a replay
         return x
     return -x
 
@@ -88,7 +91,7 @@ def _branch(x):
 @pytest.mark.parametrize(
     "fn",
     [
-        _branch,
+        _intermediate_branch,
         lambda x: x * x.shape[-1] ** -0.5,
         lambda x: x + len(x),
         lambda x: [r for r in x][0],
@@ -188,3 +191,55 @@ def test_vmap_of_a_broadcast_against_a_constant():
     # the batched operand's own axes are aligned right against the constant's
     same_as_uncompiled(lambda x: nv.vmap(lambda r: nv.zeros((2, 3)) + r[0])(x), (2, 2), (3, 2))
     same_as_uncompiled(lambda x: nv.vmap(lambda r: nv.zeros((2, 3)) + r)(x), (2, 3), (3, 3))
+
+
+def _branches(x, y):
+    z = x * 2 if x.shape[0] > 2 else x
+    if y.shape[0] == x.shape[1] - 1 or not y.shape[0]:
+        return z[:, :1] - y.sum()
+    return z + 1
+
+
+def test_comparisons_of_input_sizes_trace_once_per_outcome():
+    g = nv.compile(_branches, shapeless=True)
+    cases = [((3, 2), (1,)), ((4, 5), (4,)), ((1, 2), (1,)), ((5, 2), (3,)), ((2, 3), (0,))]
+    for xs, ys in cases + cases:
+        x, y = arange(*xs), arange(*ys)
+        assert_same(np.asarray(g(x, y)), np.asarray(_branches(x, y)))
+    # the comparisons' outcomes: (T, T), (T, T), (F, T), (T, F, F), (F, F, T): 4 distinct
+    assert g.stats()["traces"] == 4
+    g(arange(1, 2), arange(3))  # the latest trace's `not y.shape[0]` (y0 != 0) now differs
+    assert g.stats()["traces"] == 5 and g.stats()["last_miss"] == (
+        "shapeless: a comparison of the traced shapes comes out otherwise: "
+        "input 1's dim 0 != 0 (False at the trace)"
+    )
+
+
+def test_a_comparison_in_a_stateful_step_traces_per_outcome():
+    state = [nv.zeros((1,))]
+
+    def step(x):
+        scale = 2.0 if x.shape[0] > 2 else 3.0
+        state[0] = state[0] + (x * scale).sum()
+        return state[0]
+
+    g = nv.compile(step, inputs=state, outputs=state, shapeless=True)
+    seen = [g(arange(n)).item() for n in (3, 1, 4, 2)]
+    want, total = [], 0.0
+    for n in (3, 1, 4, 2):
+        total += float((np.asarray(arange(n)) * (2.0 if n > 2 else 3.0)).sum())
+        want.append(total)
+    assert seen == want
+    assert g.stats()["traces"] == 2
+
+
+def test_a_size_kept_past_its_trace_is_refused():
+    kept = []
+
+    def f(x):
+        kept.append(x.shape[0])
+        return x + 1
+
+    nv.compile(f, shapeless=True)(arange(3))
+    with pytest.raises(ValueError, match=r"\.shape \(traced as 3\)"):
+        bool(kept[0] > 1)

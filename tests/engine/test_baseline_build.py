@@ -17,7 +17,8 @@ import pytest
 
 from engine_util import run1
 from nuvec.codegen.dialects.c import FLAGS
-from nuvec.codegen.generator import generate_many, kernel_name
+from nuvec.codegen.generator import kernel_name
+from nuvec.codegen.source import generate_many
 from nuvec.codegen.ir import KernelSpec
 
 pytestmark = pytest.mark.skipif(

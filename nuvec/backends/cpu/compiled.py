@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...codegen import generator
+from ...codegen import source as kernel_source
 from ...codegen.ir import KernelSpec
 from ...core._graph import lone_input
 from ...primitives.compiled import Compiled
@@ -28,12 +29,12 @@ __all__ = ["prepare", "source_of", "KernelCompileError"]
 
 def source_of(spec) -> str:
     """The C source generated for one fused kernel (what ``inspect`` shows)."""
-    return generator.generate(spec, "c", generator.kernel_name(spec))
+    return kernel_source.generate(spec, "c", generator.kernel_name(spec))
 
 
 def _batch_source(specs) -> tuple[list, str]:
     named = [(generator.kernel_name(s), s) for s in specs]
-    return named, generator.generate_many(named, "c")
+    return named, kernel_source.generate_many(named, "c")
 
 
 def ready(specs) -> bool:

@@ -25,6 +25,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from ...codegen import generator
+from ...codegen import source as kernel_source
 from ...codegen.ir import KernelSpec
 from ...codegen.optable import COSTLY, OPS
 from ...codegen.prebuilt import fingerprint
@@ -128,7 +129,7 @@ def get_kernel(spec: KernelSpec) -> Kernel:
             if fn is not None:
                 addr, source = ctypes.cast(fn, ctypes.c_void_p).value or 0, "prebuilt"
     if not addr:
-        src = generator.generate(spec, "c", name)
+        src = kernel_source.generate(spec, "c", name)
         lib, addr = jit.load(src, name)
     k = Kernel(
         addr,

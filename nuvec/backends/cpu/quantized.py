@@ -10,25 +10,8 @@ import numpy as np
 from ...primitives import quant_formats as qf
 from ...primitives.quantized import Dequantize, QuantizedMatmul, Quantize
 from ..registry import register, register_specialized
+from . import _quant
 from .memory import empty
-
-
-_QUANT = None
-
-
-def _kernels():
-    """The C kernels (imported on first use: a tree whose extensions predate them still
-    imports nuvec, and says what to rebuild when it quantizes)."""
-    global _QUANT
-    if _QUANT is None:
-        try:
-            from . import _quant
-        except ImportError as e:  # pragma: no cover
-            raise ImportError(
-                "quantization needs the _quant extension: run python setup.py build_ext --inplace"
-            ) from e
-        _QUANT = _quant
-    return _QUANT
 
 
 def _compute_dtype(d: np.dtype) -> np.dtype:
@@ -66,7 +49,7 @@ def _dequantize(prim, ins, node):
     global_scale = ins[2].item() if not prim.affine and len(ins) > 2 else None
     scales, biases = _scales_and_biases(prim, ins[1], ins[-1], ct, global_scale)
     out = empty(tuple(w.shape[:-1]) + (row_len,), ct)
-    _kernels().dequantize(
+    _quant.dequantize(
         w, scales, biases, qf.code_values(prim.mode), row_len, prim.bits, prim.group_size, out
     )
     return [out if out.dtype == out_dtype else out.astype(out_dtype)]
@@ -84,7 +67,7 @@ def _quantized_matmul(prim, ins, node):
     if w.ndim == 2:  # one weight: every row of x in one product
         xf = np.ascontiguousarray(x.reshape(-1, x.shape[-1]), ct)
         out = empty((xf.shape[0], n), ct)
-        _kernels().qmm(
+        _quant.qmm(
             xf,
             np.ascontiguousarray(w),
             scales,
@@ -105,7 +88,7 @@ def _quantized_matmul(prim, ins, node):
         out = empty(lead + (x.shape[-2], n), ct)
         for idx in np.ndindex(*lead):
             o = np.empty((x.shape[-2], n), ct)
-            _kernels().qmm(
+            _quant.qmm(
                 np.ascontiguousarray(xb[idx], ct),
                 np.ascontiguousarray(wb[idx]),
                 np.ascontiguousarray(sb[idx]),
@@ -139,7 +122,7 @@ def _quantized_matmul_step(prim, node):
     n = w._shape[-2] if prim.transpose else w._shape[-1] * 32 // prim.bits
     shape = tuple(node._shape)
     bits, gs, transpose = prim.bits, prim.group_size, prim.transpose
-    qmm = _kernels().qmm
+    qmm = _quant.qmm
     contiguous = np.ascontiguousarray
 
     def run(prim, ins, node):

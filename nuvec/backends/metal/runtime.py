@@ -31,7 +31,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ...codegen.generator import generate, generate_many, kernel_name
+from ...codegen.generator import kernel_name
+from ...codegen.source import generate, generate_many
 from ...codegen.ir import KernelSpec
 from . import layout, memory, shim
 from .memory import MetalArray

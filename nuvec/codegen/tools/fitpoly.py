@@ -163,17 +163,6 @@ _add(
         lambda t: mp.sqrt(t) ** 3 / (2 * mp.atanh(mp.sqrt(t))) if t else 0,
     )
 )
-# tanh x = x + x^3 P(x^2), |x| <= 1
-_add(
-    Fit(
-        "tanh",
-        _safe(lambda t: (mp.tanh(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, mp.mpf(-1) / 3),
-        0.0,
-        1.0,
-        7,
-        lambda t: mp.sqrt(t) ** 3 / mp.tanh(mp.sqrt(t)) if t else 0,
-    )
-)
 # sinh x = x + x^3 P(x^2), |x| <= 1
 _add(
     Fit(

@@ -1,4 +1,4 @@
-"""Derivative rules of the element-wise primitives (called by Unary, Binary, Select, AsType).
+"""Derivative rules of the element-wise primitives (Unary, Binary, Select, AsType).
 
 Unary and Binary ops take their derivatives from their records in ``codegen.optable.OPS``;
 this module turns them into vjps and jvps. Each rule is written with public ops, so its
@@ -13,9 +13,11 @@ reduces: the Broadcast primitive's own rule sums the cotangent back.
 
 from __future__ import annotations
 
-from .. import ops
-from ..codegen.optable import OPS
-from ._common import conj
+from ... import ops
+from ...codegen.optable import OPS
+from ...core.array import Array
+from ...primitives.elementwise import AsType, Binary, Select, Unary
+from ._common import align_batch, conj
 
 
 def unary_vjp(op: str, x, g, out) -> list:
@@ -82,7 +84,7 @@ def select_vjp(primals, g, argnums) -> list:
     """``where(c, a, b)``: the cotangent goes to ``a`` where c holds, to ``b`` elsewhere."""
     c = primals[0]
     zero = ops.zeros_like(g)
-    out = []
+    out: list[Array | None] = []
     for i in argnums:
         if i == 0:
             out.append(None)  # the condition is boolean: no gradient
@@ -120,3 +122,73 @@ def astype_jvp(dtype, t) -> list:
     if dtype.kind not in "fc":
         return [None]
     return [ops.astype(t, dtype)]
+
+
+def _unary_vjp(prim, primals, cotangents, argnums, outputs):
+    return unary_vjp(prim.op, primals[0], cotangents[0], outputs[0])
+
+
+def _unary_jvp(prim, primals, tangents, argnums):
+    return unary_jvp(prim.op, primals[0], tangents[0])
+
+
+def _unary_vmap(prim, inputs, axes):
+    return [Array.make(prim, inputs)], list(axes)
+
+
+def _binary_vjp(prim, primals, cotangents, argnums, outputs):
+    return binary_vjp(prim.op, primals, cotangents[0], argnums, outputs[0])
+
+
+def _binary_jvp(prim, primals, tangents, argnums):
+    return binary_jvp(prim.op, primals, tangents, argnums)
+
+
+def _binary_vmap(prim, inputs, axes):
+    inputs = align_batch(inputs, axes)
+    return [Array.make(prim, inputs)], [0]
+
+
+def _select_vjp(prim, primals, cotangents, argnums, outputs):
+    return select_vjp(primals, cotangents[0], argnums)
+
+
+def _select_jvp(prim, primals, tangents, argnums):
+    return select_jvp(primals, tangents, argnums)
+
+
+def _select_vmap(prim, inputs, axes):
+    inputs = align_batch(inputs, axes)
+    return [Array.make(prim, inputs)], [0]
+
+
+def _as_type_vjp(prim, primals, cotangents, argnums, outputs):
+    return astype_vjp(primals[0], cotangents[0])
+
+
+def _as_type_jvp(prim, primals, tangents, argnums):
+    return astype_jvp(prim.dtype, tangents[0])
+
+
+def _as_type_vmap(prim, inputs, axes):
+    return [Array.make(prim, inputs)], list(axes)
+
+
+VJP = {
+    Unary: _unary_vjp,
+    Binary: _binary_vjp,
+    Select: _select_vjp,
+    AsType: _as_type_vjp,
+}
+JVP = {
+    Unary: _unary_jvp,
+    Binary: _binary_jvp,
+    Select: _select_jvp,
+    AsType: _as_type_jvp,
+}
+VMAP = {
+    Unary: _unary_vmap,
+    Binary: _binary_vmap,
+    Select: _select_vmap,
+    AsType: _as_type_vmap,
+}
