@@ -95,3 +95,37 @@ def test_compile_sees_an_input_as_it_was_before_assignment():
 
     assert f(nv.array([1.0, 2.0])).item() == 13.0
     assert f(nv.array([2.0, 2.0])).item() == 40.0  # replayed
+
+
+def test_a_multi_output_node_counts_as_one_reader_of_each_input():
+    a = nv.array([[2.0, 3.0], [1.0, 2.0]])
+    q, r = nv.linalg.qr(a)
+    assert q.siblings == (q, r) and a._readers == 1
+    nv.eval(q)
+    assert a._readers == 0 and r.is_evaluated
+
+
+def test_the_operators_fast_paths_equal_the_public_ops():
+    # same dtype and shape, a weak float or int next to a floating array (both sides), and
+    # the cases the fast path leaves to the ops: promotion, broadcasting, integer division
+    x = nv.array(np.linspace(-2, 3, 6, dtype=np.float32).reshape(2, 3))
+    h = x.astype(nv.float16)
+    i = nv.array([[1, 2, 3], [4, 5, 6]])
+    cases = [
+        (x + x, nv.add(x, x)),
+        (x - 1.5, nv.subtract(x, 1.5)),
+        (2 * x, nv.multiply(2, x)),
+        (1.0 / x, nv.divide(1.0, x)),
+        (h * 3.0, nv.multiply(h, 3.0)),
+        (x / i, nv.divide(x, i)),
+        (i / i, nv.divide(i, i)),
+        (i * 2, nv.multiply(i, 2)),
+        (x + nv.array([1.0, 2.0, 3.0]), nv.add(x, nv.array([1.0, 2.0, 3.0]))),
+        (x * np.float32(2), nv.multiply(x, np.float32(2))),
+    ]
+    for got, want in cases:
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert np.array_equal(np.array(got), np.array(want), equal_nan=True)
+    assert (i / i).dtype == nv.float32 and (h * 3.0).dtype == nv.float16
+    with pytest.raises(ValueError, match="add"):
+        x + [1.0]

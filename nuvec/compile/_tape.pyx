@@ -23,6 +23,8 @@ cimport cython
 from cpython.ref cimport PyObject
 from libc.stdint cimport uintptr_t
 
+from nuvec.core._array cimport ArrayBase, new_node
+
 import numpy as np
 
 from ..core.array import Array
@@ -31,7 +33,6 @@ from ..primitives.misc import Copy
 from ..primitives.shape import Broadcast, broadcast_shape
 
 cdef object _ndarray = np.ndarray
-cdef object _new = Array.__new__
 cdef object _broadcast_to = np.broadcast_to
 
 cdef extern from "Python.h":
@@ -40,19 +41,11 @@ cdef extern from "Python.h":
 
 cdef inline object _make(tuple shape, object dtype, object prim, tuple inputs, object stream,
                          object data, bint tracer):
-    a = _new(Array)
-    a._shape = shape
-    a._dtype = dtype
-    a._prim = prim
-    a._inputs = inputs
-    a._siblings = None
-    a._pos = 0
+    # the core's one constructor path (it counts the node as its inputs' reader, as
+    # __setitem__ needs to know who reads an array)
+    cdef ArrayBase a = new_node(shape, dtype, prim, inputs, stream)
     a._data = data
-    a._stream = stream
-    a._tracer = tracer
-    a._readers = 0
-    for x in inputs:              # as Array.make: __setitem__ needs to know who reads x
-        x._readers += 1
+    a._tracer = True if tracer else False
     return a
 
 

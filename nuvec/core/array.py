@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -26,14 +26,12 @@ from ..backends import registry
 from ..printing import format_array
 from . import dtypes as _dt
 from . import shapeless as _shapeless
-from ._buffer import BufferExporter
+from . import _array as _c
+from . import device as _device
 from .device import Stream, current_stream
 
-# Filled in by nuvec.ops at import (the operators below call the public ops; with an array or
-# a Python scalar the arithmetic operators call the element-wise op's body directly, as the
-# public function would, one Python call fewer per eager op).
+# Filled in by nuvec.ops at import (the methods call the public ops)
 _ops: Any = None
-_binary: Any = None
 
 
 class _Rebinds(threading.local):
@@ -83,20 +81,10 @@ def _operand(o, op: str):
     )
 
 
-class Array(BufferExporter):
-    __slots__ = (
-        "_shape",
-        "_dtype",
-        "_prim",
-        "_inputs",
-        "_siblings",
-        "_pos",
-        "_data",
-        "_stream",
-        "_tracer",
-        "_readers",
-        "__weakref__",
-    )
+class Array(_c.ArrayBase):
+    # The fields are C members of ``ArrayBase`` (``_array.pxd``), one constructor path for
+    # every node (``_array.new_node``); no instance dictionary
+    __slots__ = ()
     _shape: tuple[int, ...]
     _dtype: _dt.Dtype
     _prim: Any  # the Primitive that makes this array; None for data and placeholders
@@ -116,92 +104,23 @@ class Array(BufferExporter):
 
     def _adopt(self, src: "Array") -> None:
         """Makes this object the node ``src`` (used by ``__init__`` and ``__setitem__``)."""
-        for name in Array.__slots__[:-1]:
+        for name in _c.FIELDS:
             setattr(self, name, getattr(src, name))
         if self._siblings is not None:
             self._siblings = tuple(self if s is src else s for s in self._siblings)
 
-    @staticmethod
-    def constant(data, stream: Stream | None = None, dtype: _dt.Dtype | None = None) -> "Array":
-        """An evaluated array over backend data (a NumPy array on the CPU)."""
-        a = Array.__new__(Array)
-        a._shape = tuple(data.shape)
-        a._dtype = dtype if dtype is not None else _dt.from_numpy(data.dtype)
-        a._prim = None
-        a._inputs = ()
-        a._siblings = None
-        a._pos = 0
-        a._data = data
-        a._stream = stream if stream is not None else current_stream()
-        a._tracer = False
-        a._readers = 0
-        return a
-
-    @staticmethod
-    def placeholder(
-        shape: tuple, dtype: _dt.Dtype, stream: Stream | None = None, tracer: bool = True
-    ) -> "Array":
-        """A data-less input for tracing (compile, transforms). Evaluating it is an error."""
-        a = Array.__new__(Array)
-        a._shape = tuple(shape)
-        a._dtype = dtype
-        a._prim = None
-        a._inputs = ()
-        a._siblings = None
-        a._pos = 0
-        a._data = None
-        a._stream = stream if stream is not None else current_stream()
-        a._tracer = tracer
-        a._readers = 0
-        return a
-
-    @staticmethod
-    def make(prim, inputs: Sequence["Array"], stream: Stream | None = None) -> "Array":
-        """The single output of ``prim`` applied to ``inputs``."""
-        ((shape, dtype),) = prim.infer(inputs)
-        a = Array.__new__(Array)
-        a._shape = shape
-        a._dtype = dtype
-        a._prim = prim
-        a._inputs = tuple(inputs)
-        a._siblings = None
-        a._pos = 0
-        a._data = None
-        a._stream = stream if stream is not None else current_stream()
-        tracer = False
-        for x in a._inputs:
-            x._readers += 1
-            if x._tracer:
-                tracer = True
-        a._tracer = tracer
-        a._readers = 0
-        if prim.fixes_shape and _shapeless.running:
-            _shapeless.note(a)
-        return a
-
-    @staticmethod
-    def make_multi(prim, inputs: Sequence["Array"], stream: Stream | None = None) -> list["Array"]:
-        """The outputs of a multi-output ``prim`` (siblings, evaluated together)."""
-        specs = prim.infer(inputs)
-        stream = stream if stream is not None else current_stream()
-        inputs = tuple(inputs)
-        tracer = False
-        for x in inputs:
-            x._readers += 1
-            tracer = tracer or x._tracer
-        outs = []
-        for i, (shape, dtype) in enumerate(specs):
-            a = Array.__new__(Array)
-            a._shape, a._dtype, a._prim, a._inputs = shape, dtype, prim, inputs
-            a._pos, a._data, a._stream, a._tracer = i, None, stream, tracer
-            a._readers = 0
-            outs.append(a)
-        sib = tuple(outs)
-        for a in outs:
-            a._siblings = sib
-            if prim.fixes_shape and _shapeless.running:
-                _shapeless.note(a)
-        return outs
+    #: ``Array.constant(data, stream=None, dtype=None)``: an evaluated array over backend
+    #: data (a NumPy array on the CPU).
+    constant = staticmethod(_c.constant)
+    #: ``Array.placeholder(shape, dtype, stream=None, tracer=True)``: a data-less input for
+    #: tracing (compile, transforms). Evaluating it is an error.
+    placeholder = staticmethod(_c.placeholder)
+    #: ``Array.make(prim, inputs, stream=None)``: the single output of ``prim`` applied to
+    #: ``inputs`` (its ``infer`` gives the shape and dtype).
+    make = staticmethod(_c.make)
+    #: ``Array.make_multi(prim, inputs, stream=None)``: the outputs of a multi-output ``prim``
+    #: (siblings, evaluated together).
+    make_multi = staticmethod(_c.make_multi)
 
     # -- graph introspection (used by eval, transforms and compile) ---------------------
     @property
@@ -388,53 +307,8 @@ class Array(BufferExporter):
         self._readers = 0
 
     # -- operators ----------------------------------------------------------------------
-    def __add__(self, o):
-        t = type(o)
-        if t is Array or t is float or t is int:
-            return _binary("add", self, o, None, result="promote")
-        return _ops.add(self, _operand(o, "add"))
-
-    def __radd__(self, o):
-        t = type(o)
-        if t is float or t is int:
-            return _binary("add", o, self, None, result="promote")
-        return _ops.add(_operand(o, "add"), self)
-
-    def __sub__(self, o):
-        t = type(o)
-        if t is Array or t is float or t is int:
-            return _binary("subtract", self, o, None, result="promote")
-        return _ops.subtract(self, _operand(o, "subtract"))
-
-    def __rsub__(self, o):
-        t = type(o)
-        if t is float or t is int:
-            return _binary("subtract", o, self, None, result="promote")
-        return _ops.subtract(_operand(o, "subtract"), self)
-
-    def __mul__(self, o):
-        t = type(o)
-        if t is Array or t is float or t is int:
-            return _binary("multiply", self, o, None, result="promote")
-        return _ops.multiply(self, _operand(o, "multiply"))
-
-    def __rmul__(self, o):
-        t = type(o)
-        if t is float or t is int:
-            return _binary("multiply", o, self, None, result="promote")
-        return _ops.multiply(_operand(o, "multiply"), self)
-
-    def __truediv__(self, o):
-        t = type(o)
-        if t is Array or t is float or t is int:
-            return _binary("divide", self, o, None, result="float")
-        return _ops.divide(self, _operand(o, "divide"))
-
-    def __rtruediv__(self, o):
-        t = type(o)
-        if t is float or t is int:
-            return _binary("divide", o, self, None, result="float")
-        return _ops.divide(_operand(o, "divide"), self)
+    # ``+``, ``-``, ``*`` and ``/`` (and their reflected forms) are ArrayBase's: a fast path in
+    # C for arrays of one dtype and shape and for cached weak scalars, else the public ops
 
     def __floordiv__(self, o):
         return _ops.floor_divide(self, _operand(o, "floor_divide"))
@@ -584,6 +458,16 @@ class Array(BufferExporter):
 
     def astype(self, dtype, stream=None) -> "Array":
         return _ops.astype(self, dtype, stream=stream)
+
+
+_c.setup_core(
+    Array,
+    _device._state,
+    _device._cached_default,
+    current_stream,
+    _dt.from_numpy,
+    _shapeless,
+)
 
 
 def _retarget(root: Array, src: Array, dst: Array) -> None:

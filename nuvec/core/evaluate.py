@@ -50,8 +50,13 @@ _impls: dict = {}
 
 
 def _lookup(node) -> tuple:
+    """``(fn, host_fn, kernel_for, base)`` for ``run_nodes``: an implementation on host data
+    may name the element-wise kernel it would call for a node (``kernel_for``) and the class
+    of the buffers whose memory that kernel may write over (``donation_base``)."""
     fn = node_runner(node)
-    return fn, getattr(fn, "host_impl", None)
+    host = getattr(fn, "host_impl", None)
+    kernel_for = getattr(host, "kernel_for", None)
+    return fn, host, kernel_for, getattr(host, "donation_base", None)
 
 
 def _computed(arrays: list[Array]) -> bool:
@@ -77,8 +82,10 @@ def eval(*trees: Any) -> None:
     >>> x = nv.ones((2, 2)); y = x + 1
     >>> nv.eval(y, {"x": x})
     """
-    if len(trees) == 1 and type(trees[0]) is Array and trees[0]._data is not None:
-        return  # already computed (a compiled call's outputs are): nothing to walk
+    if len(trees) == 1 and type(trees[0]) is Array:
+        if trees[0]._data is None:  # one array: the walk of its tree is the array itself
+            evaluate([trees[0]])
+        return  # else already computed (a compiled call's outputs are): nothing to walk
     arrays: list[Array] = []
     _leaves(trees, arrays)
     if arrays and not _computed(arrays):

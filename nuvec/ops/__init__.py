@@ -17,8 +17,16 @@ from .products import *  # noqa: F401,F403
 from .bitcast import *  # noqa: F401,F403
 from .quantized import *  # noqa: F401,F403
 from .elementwise import abs, round, divmod  # noqa: F401  (shadow builtins on purpose)
-from .elementwise import _binary as _elementwise_binary
+from . import elementwise as _elementwise
+from ._common import _SCALAR_VIEWS
+from ..core import _array as _array_c
 
 _array_module._ops = __import__(__name__, fromlist=["*"])
-_array_module._binary = _elementwise_binary
+_array_c.setup_ops(
+    _array_module._ops,
+    _elementwise._binary,
+    _array_module._operand,
+    _SCALAR_VIEWS,
+    tuple(_elementwise.binary_primitive(op) for op in ("add", "subtract", "multiply", "divide")),
+)
 from . import methods as _methods  # noqa: E402,F401  (installs MLX's Array methods)

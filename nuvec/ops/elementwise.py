@@ -61,12 +61,20 @@ _BINARY_PRIMS: dict[str, Binary] = {}
 _UNARY_PRIMS: dict[str, Unary] = {}
 
 
+def binary_primitive(op: str) -> Binary:
+    """The one ``Binary`` primitive of ``op`` (shared by every node of that op)."""
+    prim = _BINARY_PRIMS.get(op)
+    if prim is None:
+        prim = _BINARY_PRIMS[op] = Binary(op)
+    return prim
+
+
 def _binary(op: str, a, b, stream, *, result: str = "promote") -> Array:
     """``result``: "promote" (the promoted dtype), "float" (ints become float32),
     "bool" (logical: operands become bool), "integer" (ints and bools only)."""
     prim = _BINARY_PRIMS.get(op)
     if prim is None:
-        prim = _BINARY_PRIMS[op] = Binary(op)
+        prim = binary_primitive(op)
     ta, tb = type(a), type(b)
     if ta is Array and (result == "promote" or result == "float"):
         # Fast paths: two arrays of one dtype and shape need no promotion nor broadcast; nor

@@ -137,6 +137,22 @@ def _astype(prim, ins, node):
     return [out]
 
 
+def _kernel_for(prim, node):
+    """The kernel ``_unary`` / ``_binary`` call for ``node`` on host data (with a donated
+    output where ``donatable_input`` gives one): the Kernel, False where they use NumPy, or
+    None before the first such node ran (``core._graph.run_nodes`` then calls them, and
+    calls the kernel itself afterwards)."""
+    k = _KERNELS.get(_key(prim.op, node), False)
+    if k is False:
+        return None
+    return False if k is None else k
+
+
+for _impl in (_unary, _binary):
+    _impl.kernel_for = _kernel_for  # type: ignore[attr-defined]
+    _impl.donation_base = Buffer  # type: ignore[attr-defined]
+
+
 # -- NumPy stand-ins (used only where the engine does not cover an op) ---------------------
 def _special():
     import scipy.special  # only in this stand-in path

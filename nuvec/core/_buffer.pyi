@@ -1,2 +1,0 @@
-class BufferExporter:
-    """Base of ``Array``: the C-level buffer export (``_buffer.pyx``)."""
