@@ -61,9 +61,6 @@ KNOWN_UPWARD = {
 # (one that falls is lowered here, so the table says what the code does).
 OPTIONAL = ("nuvec.backends.cuda", "nuvec.backends.metal", "nuvec.distributed.backends")
 KNOWN_FUNCTION_LEVEL = {
-    # evaluation makes arrays' data; an array evaluates itself on host access (MLX's array and
-    # eval likewise need each other)
-    ("nuvec.core.array", "nuvec.core.evaluate"): 1,
     # the upward one of KNOWN_UPWARD
     ("nuvec.ops.quantized", "nuvec.transforms.custom"): 1,
 }

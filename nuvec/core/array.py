@@ -29,6 +29,7 @@ from . import shapeless as _shapeless
 from . import _array as _c
 from . import device as _device
 from .device import Stream, current_stream
+from .run import evaluate
 
 # Filled in by nuvec.ops at import (the methods call the public ops)
 _ops: Any = None
@@ -195,8 +196,6 @@ class Array(_c.ArrayBase):
     # -- host access (each evaluates) ---------------------------------------------------
     def _host(self) -> np.ndarray:
         """The data as a NumPy array (evaluates; copies from a device where needed)."""
-        from .evaluate import evaluate
-
         if self._data is None:
             evaluate([self])
         return registry.to_host(self._data, self._dtype)

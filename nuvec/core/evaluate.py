@@ -1,4 +1,4 @@
-"""Evaluation: run the graph behind some arrays, release what is no longer needed.
+"""``nv.eval`` and ``nv.async_eval``: the arrays in trees, computed by ``run.evaluate``.
 
 >>> import nuvec as nv
 >>> a = nv.arange(4) * 2
@@ -12,22 +12,13 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from .. import tree_ext as _ext  # type: ignore[attr-defined]  # a Cython module
-from ..backends.registry import node_runner
 from .array import Array
-
-try:
-    from ._graph import run_nodes, topo_order
-except ImportError:  # pragma: no cover - the extension is built by `make install`
-    raise ImportError("nuvec's Cython extensions are not built: run `make install`") from None
-
+from .run import TraceEvaluationError as TraceEvaluationError  # re-exported
+from .run import evaluate
 
 # the tree module's Cython walk, arrays only (nuvec/tree_ext.pyx)
 _ext.arrays_setup(Array)
 _arrays = _ext.arrays
-
-
-class TraceEvaluationError(RuntimeError):
-    """An array being traced (by nv.compile) has no value yet, so it cannot be evaluated."""
 
 
 def _leaves(trees: Iterable[Any], out: list) -> None:
@@ -38,41 +29,12 @@ def _leaves(trees: Iterable[Any], out: list) -> None:
     _arrays(trees if type(trees) is tuple else tuple(trees), out)
 
 
-def _placeholder_error() -> None:
-    raise TraceEvaluationError(
-        "cannot evaluate an array while it is being traced by nv.compile: the function's "
-        "inputs are placeholders without values (do not call eval, item, tolist or print on "
-        "traced arrays inside a compiled function)"
-    )
-
-
-_impls: dict = {}
-
-
-def _lookup(node) -> tuple:
-    """``(fn, host_fn, kernel_for, base)`` for ``run_nodes``: an implementation on host data
-    may name the element-wise kernel it would call for a node (``kernel_for``) and the class
-    of the buffers whose memory that kernel may write over (``donation_base``)."""
-    fn = node_runner(node)
-    host = getattr(fn, "host_impl", None)
-    kernel_for = getattr(host, "kernel_for", None)
-    return fn, host, kernel_for, getattr(host, "donation_base", None)
-
-
 def _computed(arrays: list[Array]) -> bool:
     """Whether every array has its value already (then there is no graph to order)."""
     for a in arrays:
         if a._data is None:
             return False
     return True
-
-
-def evaluate(arrays: list[Array]) -> None:
-    """Computes every array in ``arrays`` (and what they need)."""
-    run_nodes(topo_order(arrays), _impls, _lookup, _placeholder_error)
-    for a in arrays:
-        if a._data is None:
-            _placeholder_error()
 
 
 def eval(*trees: Any) -> None:
