@@ -422,15 +422,15 @@ def evaluate_on_metal(outputs: list) -> None:
     where the backend has them, the CPU implementations over shared memory elsewhere."""
     from nuvec.backends import cpu  # noqa: F401
     from nuvec.backends.metal import compiled, elementwise, linalg  # noqa: F401
+    from nuvec.core import run as core_run
     from nuvec.core._graph import run_nodes, topo_order
 
     def lookup(node):
         t = type(node._prim)
         if node._stream.device.type is DeviceType.gpu:
             fn = runtime.IMPLS.get(t) or runtime.host_impl(registry._IMPLS[("cpu", t)])
-            return fn, None
-        fn = registry.node_runner(node)
-        return fn, getattr(fn, "host_impl", None)  # run_nodes takes (runner, host-data form)
+            return fn, None, None, None  # (runner, host-data form, kernel_for, donation base)
+        return core_run._lookup(node)
 
     def placeholder():
         raise AssertionError("placeholder evaluated")
