@@ -56,7 +56,7 @@ def test_replay_does_no_graph_analysis(monkeypatch):
         (passes, "run"),
     ):
         monkeypatch.setattr(mod, name, forbidden)
-    import nuvec.core.evaluate as ev
+    import nuvec.core.run as ev
 
     monkeypatch.setattr(ev, "topo_order", forbidden)  # the eager replay needs no eval walk
     for _ in range(3):
