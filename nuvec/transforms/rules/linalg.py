@@ -251,31 +251,30 @@ def _qrf_jvp(prim, primals, tangents, argnums):
     return [ops.subtract(tri, _mm2(q, up)), _mm2(up, r)]
 
 
-def _svd_vjp(prim, primals, cotangents, argnums, outputs):
-    # only the singular values (distinct, non-zero) differentiate: ds = diag(u_k^T da v_k)
-    (a,) = primals
+def _svd_differentiable(prim, a, rule: str):
+    """The singular vectors of ``a`` for a derivative of its singular values (``rule``: "vjp"
+    or "jvp"); only real inputs and ``compute_uv=False`` differentiate."""
     if prim.compute_uv:
         _no_rule(
             "svd",
             "the singular vectors are differentiated only through "
             "compute_uv=False (the singular values)",
         )
-    _real_only("svd", a, "vjp")
-    u, v = _svd_singular_vectors(prim, a)
+    _real_only("svd", a, rule)
+    return _svd_singular_vectors(prim, a)
+
+
+def _svd_vjp(prim, primals, cotangents, argnums, outputs):
+    # only the singular values (distinct, non-zero) differentiate: ds = diag(u_k^T da v_k)
+    (a,) = primals
+    u, v = _svd_differentiable(prim, a, "vjp")
     g = ops.expand_dims(cotangents[0], -2)
     return [_mm2(ops.multiply(u, g), _mT(v))]
 
 
 def _svd_jvp(prim, primals, tangents, argnums):
     (a,), (t,) = primals, tangents
-    if prim.compute_uv:
-        _no_rule(
-            "svd",
-            "the singular vectors are differentiated only through "
-            "compute_uv=False (the singular values)",
-        )
-    _real_only("svd", a, "jvp")
-    u, v = _svd_singular_vectors(prim, a)
+    u, v = _svd_differentiable(prim, a, "jvp")
     return [ops.sum(ops.multiply(_mm2(_mT(u), t), _mT(v)), axis=-1)]
 
 
