@@ -51,19 +51,14 @@ KNOWN_UPWARD = {
     # device_info of a GPU: the backend modules load CuPy / the Metal shim
     ("nuvec.core.device", "nuvec.backends.cuda.device"),
     ("nuvec.core.device", "nuvec.backends.metal.shim"),
-    # qqmm's straight-through gradient is an nv.custom_function (a transform) made per call
-    ("nuvec.ops.quantized", "nuvec.transforms.custom"),
 }
 
 # Function-level imports are allowed only where an optional dependency is loaded lazily (these
-# packages import CuPy, the Metal shim, mpi4py or NCCL, and run only where those exist). Every
-# other one is listed here with the number of its sites and its reason; the figures are exact
+# packages import CuPy, the Metal shim, mpi4py or NCCL, and run only where those exist). Any
+# other would be listed here with the number of its sites and its reason; the figures are exact
 # (one that falls is lowered here, so the table says what the code does).
 OPTIONAL = ("nuvec.backends.cuda", "nuvec.backends.metal", "nuvec.distributed.backends")
-KNOWN_FUNCTION_LEVEL = {
-    # the upward one of KNOWN_UPWARD
-    ("nuvec.ops.quantized", "nuvec.transforms.custom"): 1,
-}
+KNOWN_FUNCTION_LEVEL: dict[tuple[str, str], int] = {}
 
 GRAPH = ig.build()
 

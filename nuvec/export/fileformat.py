@@ -88,8 +88,13 @@ MODULES = {
         sort,
     )
 }
-_EXCLUDED = {misc.CustomFunction}
 _ELEMENTWISE_OPS = None  # filled on first read: the engine's op names
+
+
+def _excluded(cls: type) -> bool:
+    """Whether the format leaves ``cls`` out: a forwarding primitive's values are exported as
+    the graph that computes them (its rules stay behind)."""
+    return issubclass(cls, misc.Forwarding)
 
 
 class ExportError(ValueError):
@@ -117,7 +122,7 @@ def primitive_ref(prim: Primitive) -> tuple[str, list]:
     equal primitive; ExportError where the format cannot hold it."""
     cls = type(prim)
     mod = cls.__module__.rsplit(".", 1)[-1]
-    if MODULES.get(mod) is None or cls.__module__ != MODULES[mod].__name__ or cls in _EXCLUDED:
+    if MODULES.get(mod) is None or cls.__module__ != MODULES[mod].__name__ or _excluded(cls):
         raise ExportError(f"the operation '{prim.name}' ({cls.__name__}) cannot be exported")
     try:
         names = _init_names(cls)  # type: ignore[arg-type]  # mypy: classes are hashable
@@ -237,7 +242,7 @@ def _primitive(src: Source, op: Any, state: Any, where: str) -> Primitive:
         or not issubclass(cls, Primitive)
         or m is None
         or cls.__module__ != m.__name__
-        or cls in _EXCLUDED
+        or _excluded(cls)
     ):
         raise src.error(f"{where}: {_short(op)} is not an operation nuvec can import")
     if type(state) is not list:

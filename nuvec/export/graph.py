@@ -21,7 +21,7 @@ from ..compile.trace import random_state
 from ..core import shapeless as shapeless_mode
 from ..core.array import Array, original, recording_rebinds
 from ..core.device import current_stream
-from ..primitives.misc import CustomFunction
+from ..primitives.misc import Forwarding
 from ..ops.shape import broadcast_arrays
 from ..transforms._trace import tracing
 
@@ -118,9 +118,9 @@ def trace(fun: Callable, args: list, kwargs: dict, shapeless: bool, name: str, w
 
 def _from_draft(draft, keys: tuple, inputs: list) -> Trace:
     t = Trace(keys, inputs)
-    alias: dict[int, int] = {}  # a custom function's outputs are its traced forward values
+    alias: dict[int, int] = {}  # a forwarding primitive's outputs are its trailing inputs
     for s in draft.steps:
-        if type(s.prim) is CustomFunction:
+        if isinstance(s.prim, Forwarding):
             for k, v in enumerate(s.outs):
                 alias[v] = s.args[s.prim.n_in + k]
 
@@ -129,7 +129,7 @@ def _from_draft(draft, keys: tuple, inputs: list) -> Trace:
             v = alias[v]
         return v
 
-    kept = [s for s in draft.steps if type(s.prim) is not CustomFunction]
+    kept = [s for s in draft.steps if not isinstance(s.prim, Forwarding)]
     number = {v: v for v in range(draft.n_inputs)}
     for v in [v for s in kept for v in s.args] + list(draft.outputs):
         v = source(v)

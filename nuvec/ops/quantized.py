@@ -19,13 +19,12 @@ from ..core import dtypes
 from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives import quant_formats as qf
-from ..primitives.quantized import Dequantize, QuantizedMatmul, Quantize
+from ..primitives.quantized import Dequantize, QQMatmul, QuantizedMatmul, Quantize
 from ._common import as_array
 from .creation import arange
-from .elementwise import abs as _abs, astype
+from .elementwise import astype
 from .indexing import take
 from .linalg import matmul
-from .reduction import max as _max
 from .shape import broadcast_arrays, expand_dims, flatten, reshape, squeeze, swapaxes, unflatten
 from .products import stacked
 
@@ -400,37 +399,15 @@ def _qqmm(op, x, w, scales, group_size, bits, mode, global_scale_x, global_scale
 
 
 def _qqmm_float(x, w, group_size, bits, mode, gsx, gsw, stream):
-    from ..transforms.custom import custom_function
-
-    @custom_function
-    def product(x, w):
-        x_hat = _through_quantization(x, group_size, bits, mode, gsx, stream)
-        w_hat = _through_quantization(w, group_size, bits, mode, gsw, stream)
-        y = matmul(x_hat, swapaxes(w_hat, -1, -2), stream=stream)
-        return astype(y, x.dtype, stream=stream)
-
-    @product.vjp
-    def product_vjp(primals, cotangent, output):
-        px, pw = primals
-        amax = None
-        if gsx is not None or gsw is not None:
-            amax = astype(_max(_abs(cotangent)), dtypes.float32)
-        t = swapaxes
-        dx = qqmm(cotangent, t(pw, -1, -2), None, group_size, bits, mode, amax, gsw, stream=stream)
-        dw = qqmm(
-            t(cotangent, -1, -2),
-            t(px, -1, -2),
-            None,
-            group_size,
-            bits,
-            mode,
-            amax,
-            gsx,
-            stream=stream,
-        )
-        return dx, dw
-
-    return product(x, w)
+    x_hat = _through_quantization(x, group_size, bits, mode, gsx, stream)
+    w_hat = _through_quantization(w, group_size, bits, mode, gsw, stream)
+    y = astype(matmul(x_hat, swapaxes(w_hat, -1, -2), stream=stream), x.dtype, stream=stream)
+    operands = [a for a in (x, w, gsx, gsw) if a is not None]
+    if not any(a._tracer for a in operands):
+        return y
+    # under a transform: the product carries its own rules (a gradient through the rounding)
+    prim = QQMatmul(group_size, bits, mode, gsx is not None, gsw is not None)
+    return Array.make(prim, operands + [y], resolve_stream(stream))
 
 
 def gather_qqmm(

@@ -1,4 +1,5 @@
-"""Primitives outside the families: gradient stops, explicit copies, dependencies."""
+"""Primitives outside the families: gradient stops, explicit copies, dependencies, and the
+forwarding primitives that carry a composite's own transform rules."""
 
 from __future__ import annotations
 
@@ -50,7 +51,24 @@ class Copy(Primitive):
         return [(inputs[0]._shape, inputs[0]._dtype)]
 
 
-class CustomFunction(Primitive):
+class Forwarding(Primitive):
+    """A primitive whose outputs are its inputs after the first ``n_in``, unchanged: values
+    that their own graph computes, tagged with the transform rules of the whole computation.
+    Transforms see only the first ``n_in`` inputs (``transform_inputs``); evaluation passes the
+    rest through, and compile and export read through it."""
+
+    __slots__ = ()
+    n_in: int  # a slot of each subclass
+
+    @property
+    def transform_inputs(self) -> int:
+        return self.n_in
+
+    def infer(self, inputs):
+        return [(x._shape, x._dtype) for x in inputs[self.n_in :]]
+
+
+class CustomFunction(Forwarding):
     """The outputs of a ``nv.custom_function`` call while an argument is being traced.
 
     Inputs: the call's ``n_in`` array arguments, then the outputs of the function traced on
@@ -69,14 +87,7 @@ class CustomFunction(Primitive):
         self.n_in = n_in
 
     @property
-    def transform_inputs(self) -> int:
-        return self.n_in
-
-    @property
     def params(self) -> tuple:
         # identity, not structure: two calls of one custom function are not interchangeable
         # unless their traced graphs are (compile's CSE compares the inputs too)
         return (id(self.fn), id(self.call))
-
-    def infer(self, inputs):
-        return [(x._shape, x._dtype) for x in inputs[self.n_in :]]

@@ -5,6 +5,11 @@ the backend decodes inside the product). The layouts are ``quant_formats``'.
     wq, scales, biases = Array.make_multi(Quantize(64, 4, "affine"), [w])
     y = Array.make(QuantizedMatmul(64, 4, "affine", True), [x, wq, scales, biases])
 
+``QQMatmul`` marks ``qqmm``'s product of two float operands under a transform: the product
+is computed by its composite (both operands quantized and decoded again, then a matmul), and
+the primitive carries MLX's rules for it (a straight-through gradient whose cotangent is
+quantized too).
+
 Gradients are MLX's: ``QuantizedMatmul`` has them for ``x`` (a product with the same weight,
 the other way round) and, in the affine mode, for the scales and the biases; none for the
 codes. Quantize and Dequantize have none.
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 from ..core import dtypes
 from ..core.primitive import Primitive
+from .misc import Forwarding
 
 
 class _Quant(Primitive):
@@ -124,3 +130,29 @@ class QuantizedMatmul(_Quant):
                 f"quantized_matmul: no gradient with respect to the scales in {self.mode} "
                 "quantization"
             )
+
+
+class QQMatmul(_Quant, Forwarding):
+    """``qqmm(x, w)`` of float operands while one of them is traced: inputs ``x``, ``w``, the
+    global scales that are given (``x``'s, then ``w``'s; nvfp4), then the product that the
+    composite computed; output that product unchanged. The rules
+    (``transforms.rules.quantized``) see ``x``, ``w`` and the scales."""
+
+    __slots__ = ("scale_x", "scale_w", "n_in")
+    name = "qqmm"
+
+    def __init__(self, group_size: int, bits: int, mode: str, scale_x: bool, scale_w: bool):
+        super().__init__(group_size, bits, mode)
+        self.scale_x = bool(scale_x)
+        self.scale_w = bool(scale_w)
+        self.n_in = 2 + self.scale_x + self.scale_w
+
+    @property
+    def params(self) -> tuple:
+        return (self.group_size, self.bits, self.mode, self.scale_x, self.scale_w)
+
+    def global_scales(self, inputs) -> tuple:
+        """``(global_scale_x, global_scale_w)`` among ``inputs`` (None where not given)."""
+        gx = inputs[2] if self.scale_x else None
+        gw = inputs[2 + self.scale_x] if self.scale_w else None
+        return gx, gw

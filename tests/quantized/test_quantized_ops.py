@@ -273,6 +273,48 @@ def test_qqmm_global_scales_and_gradients():
     np.testing.assert_allclose(np.asarray(dw), fq(c.T) @ fq(x.T).T, rtol=1e-5, atol=1e-5)
 
 
+def test_qqmm_gradient_of_a_batched_x_treats_its_rows_as_one_product():
+    x = nv.array(RNG.standard_normal((2, 16, 64)).astype(np.float32))
+    w = nv.array(RNG.standard_normal((32, 64)).astype(np.float32))
+    dx, dw = nv.grad(lambda a, b: nv.qqmm(a, b, mode="mxfp8").sum(), argnums=(0, 1))(x, w)
+    assert dx.shape == x.shape and dw.shape == w.shape
+    c = nv.ones((32, 32))
+    fq = lambda a: np.asarray(_through_quantization(a, "mxfp8"))  # noqa: E731
+    rows = x.reshape(32, 64)
+    np.testing.assert_allclose(np.asarray(dw), fq(c.T) @ fq(rows.T).T, rtol=1e-5, atol=1e-5)
+    want_dx = (fq(nv.ones((16, 32))) @ fq(w.T).T)[None].repeat(2, 0)
+    np.testing.assert_allclose(np.asarray(dx), want_dx, rtol=1e-5, atol=1e-5)
+
+
+def test_qqmm_jvp_is_the_tangents_quantized_products():
+    x = nv.array(RNG.standard_normal((32, 64)).astype(np.float32))
+    w = nv.array(RNG.standard_normal((32, 64)).astype(np.float32))
+    tx = nv.array(RNG.standard_normal((32, 64)).astype(np.float32))
+    tw = nv.array(RNG.standard_normal((32, 64)).astype(np.float32))
+    _, (t,) = nv.jvp(lambda a, b: nv.qqmm(a, b, mode="mxfp8"), [x, w], [tx, tw])
+    want = nv.qqmm(tx, w, mode="mxfp8") + nv.qqmm(x, tw, mode="mxfp8")
+    assert np.asarray(t).tobytes() == np.asarray(want).tobytes()
+    assert float(nv.abs(t).max()) > 0
+
+
+def test_qqmm_vmap_is_the_batched_product_and_global_scales_get_no_gradient():
+    x = nv.array(RNG.standard_normal((3, 32, 64)).astype(np.float32))
+    w = nv.array(RNG.standard_normal((32, 64)).astype(np.float32))
+    gx, gw = nv.array(3.0), nv.array(2.0)
+
+    def f(a, b):
+        return nv.qqmm(a, b, mode="nvfp4", global_scale_x=gx, global_scale_w=gw)
+
+    got = nv.vmap(f, in_axes=(0, None))(x, w)
+    assert np.asarray(got).tobytes() == np.asarray(f(x, w)).tobytes()
+    d = nv.grad(lambda s: nv.qqmm(x[0], w, mode="nvfp4", global_scale_x=s, global_scale_w=gw).sum())
+    assert float(d(gx)) == 0.0
+    with pytest.raises(ValueError, match="qqmm: vmap over the global scales"):
+        nv.vmap(lambda s: nv.qqmm(x[0], w, mode="nvfp4", global_scale_x=s, global_scale_w=gw))(
+            nv.array([1.0, 2.0])
+        )
+
+
 def test_qqmm_errors_name_the_function():
     x, w = nv.ones((2, 64)), nv.ones((4, 64))
     with pytest.raises(ValueError, match="qqmm: mode"):

@@ -19,6 +19,7 @@ from nuvec.backends import registry
 from nuvec.core.array import Array
 from nuvec.core.primitive import Primitive
 from nuvec.primitives._common import Expanding
+from nuvec.primitives.misc import Forwarding
 from nuvec.primitives.reduction import NumberOfElements
 from nuvec.primitives.shape import RelativeSlice, RelativeSliceUpdate, ReshapeLike, SumToShape
 from nuvec.primitives.shape import SizedBroadcast, SizedReshape
@@ -271,6 +272,11 @@ EXEMPT = {
     "rules are those of transpose(matmul) it expands to (the compile tests)",
     "Eig": "MLX defines no derivative and neither does nuvec (the rules raise "
     "NotImplementedError saying why); vmap is checked in tests/ops/test_linalg.py",
+    "Forwarding": "an abstract base: its outputs are inputs it forwards, its subclasses give "
+    "the rules (CustomFunction is probed here, QQMatmul is exempt below)",
+    "QQMatmul": "a straight-through gradient by design (MLX's), not the derivative of the "
+    "rounding that finite differences see: tests/quantized/test_quantized_ops.py checks its "
+    "vjp, jvp and vmap against their formulas",
     "Quantize": "no derivative in MLX (its rules raise saying so); vmap is checked in "
     "tests/quantized/test_quantized_ops.py",
     "Dequantize": "no derivative in MLX (its rules raise saying so); vmap is checked in "
@@ -315,7 +321,7 @@ def test_every_primitive_defines_its_rules():
     # composite's, which the transforms apply where the primitive has none
     lacking = []
     for name, cls in CLASSES.items():
-        if cls is Expanding:  # the base of the composite-standing ones: each gives its composite
+        if cls in (Expanding, Forwarding):  # abstract bases: their subclasses give the rules
             continue
         expands = any(c in rules.EXPAND for c in cls.__mro__)
         for rule in ("VJP", "JVP", "VMAP"):

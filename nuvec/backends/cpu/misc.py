@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...primitives.misc import Copy, CustomFunction
+from ...primitives.quantized import QQMatmul
 from ..registry import register
 
 
@@ -11,6 +12,9 @@ def _copy(prim, ins, node):
     return [ins[0]]  # arrays are immutable: the copy shares the data
 
 
-@register(CustomFunction)
-def _custom_function(prim, ins, node):
-    return list(ins[prim.n_in :])  # the traced function's outputs, computed by its own graph
+def _forwarded(prim, ins, node):
+    return list(ins[prim.n_in :])  # a Forwarding primitive's values, computed by their own graph
+
+
+for _forwarding in (CustomFunction, QQMatmul):
+    register(_forwarding)(_forwarded)

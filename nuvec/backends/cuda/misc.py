@@ -13,6 +13,7 @@ from __future__ import annotations
 from ...core.array import Array
 from ...core.device import resolve_stream
 from ...primitives.misc import Copy, CustomFunction
+from ...primitives.quantized import QQMatmul
 from .runtime import gpu
 
 
@@ -26,6 +27,9 @@ def _copy(prim, ins, node):
     return [ins[0]]  # arrays are immutable: the copy shares the (now device) data
 
 
-@gpu(CustomFunction)
-def _custom_function(prim, ins, node):
-    return list(ins[prim.n_in :])
+def _forwarded(prim, ins, node):
+    return list(ins[prim.n_in :])  # a Forwarding primitive's values, computed by their own graph
+
+
+for _forwarding in (CustomFunction, QQMatmul):
+    gpu(_forwarding)(_forwarded)

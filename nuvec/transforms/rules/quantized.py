@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ... import ops
 from ...core.array import Array
-from ...primitives.quantized import Quantize, QuantizedMatmul, _RowWise
+from ...core import dtypes
+from ...primitives.quantized import QQMatmul, Quantize, QuantizedMatmul, _RowWise
 
 
 def _quantized_matmul_again(prim, x, inputs, transpose: bool):
@@ -125,15 +126,76 @@ def _quantized_matmul_vmap(prim, inputs, axes):
     return [_quantized_matmul_again(prim, x, inputs, prim.transpose)], [0]
 
 
+def _qqmm_again(prim, a, b, scale_a, scale_b):
+    """``qqmm(a, b)`` with ``prim``'s quantization."""
+    return ops.qqmm(a, b, None, prim.group_size, prim.bits, prim.mode, scale_a, scale_b)
+
+
+def _amax(a):
+    """The global scale of an operand quantized on the fly (nvfp4 with global scales)."""
+    return ops.astype(ops.max(ops.abs(a)), dtypes.float32)
+
+
+def _qqmm_vjp(prim, primals, cotangents, argnums, outputs):
+    # MLX's: each gradient is a qqmm of the cotangent (quantized too) with the other operand
+    x, w = primals[0], primals[1]
+    gx, gw = prim.global_scales(primals)
+    g = cotangents[0]
+    amax = _amax(g) if prim.scale_x or prim.scale_w else None
+    out = []
+    for i in argnums:
+        if i == 0:
+            dx = _qqmm_again(prim, g, ops.swapaxes(w, -1, -2), amax, gw)
+            out.append(_sum_to(dx, x.shape))
+        elif i == 1:
+            gm, xm = g, x
+            if w.ndim == 2 and g.ndim > 2:  # one weight for every batch: rows of one product
+                gm = ops.reshape(g, (-1, g.shape[-1]))
+                xm = ops.reshape(x, (-1, x.shape[-1]))
+            dw = _qqmm_again(prim, ops.swapaxes(gm, -1, -2), ops.swapaxes(xm, -1, -2), amax, gx)
+            out.append(_sum_to(dw, w.shape))
+        else:  # the global scales: none, as MLX
+            out.append(ops.zeros_like(primals[i]))
+    return out
+
+
+def _qqmm_jvp(prim, primals, tangents, argnums):
+    # the vjp's transpose: each tangent quantized in a product with the other operand
+    x, w = primals[0], primals[1]
+    gx, gw = prim.global_scales(primals)
+    scaled = prim.scale_x or prim.scale_w
+    total = None
+    for i, t in zip(argnums, tangents):
+        if i == 0:
+            d = _qqmm_again(prim, t, w, _amax(t) if scaled else None, gw)
+        elif i == 1:
+            d = _qqmm_again(prim, x, t, gx, _amax(t) if scaled else None)
+        else:  # the global scales: none, as in the vjp
+            continue
+        total = d if total is None else total + d
+    return [total if total is not None else ops.zeros_like(primals[prim.n_in])]
+
+
+def _qqmm_vmap(prim, inputs, axes):
+    if any(a is not None for a in axes[2 : prim.n_in]):
+        raise ValueError("qqmm: vmap over the global scales is not supported")
+    x, w = (ops.moveaxis(v, a, 0) if a is not None else v for v, a in zip(inputs[:2], axes))
+    gx, gw = prim.global_scales(inputs)
+    return [_qqmm_again(prim, x, w, gx, gw)], [0]
+
+
 VJP = {
     _RowWise: _row_wise_vjp,
     QuantizedMatmul: _quantized_matmul_vjp,
+    QQMatmul: _qqmm_vjp,
 }
 JVP = {
     _RowWise: _row_wise_jvp,
     QuantizedMatmul: _quantized_matmul_jvp,
+    QQMatmul: _qqmm_jvp,
 }
 VMAP = {
     _RowWise: _row_wise_vmap,
     QuantizedMatmul: _quantized_matmul_vmap,
+    QQMatmul: _qqmm_vmap,
 }
