@@ -33,6 +33,7 @@ from .ops.creation import array
 from .primitives.custom_kernel import CustomKernel
 from ._metal_kernel import MetalKernel
 from .core.device import resolve_stream
+from .backends.registry import backend_of
 
 __all__ = [
     "rms_norm",
@@ -443,7 +444,8 @@ def cuda_kernel(
             raise ValueError(f"cuda_kernel {name}: grid and threadgroup are 3-tuples")
 
         st = resolve_stream(stream)
-        if st.device.type.value != "gpu":
+        runner = backend_of(st)
+        if runner is None or runner.name != "cuda":
             raise ValueError(
                 f"cuda_kernel {name}: runs on a CUDA GPU only (the stream is on {st.device})"
             )
