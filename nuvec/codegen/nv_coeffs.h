@@ -12,6 +12,15 @@ NV_FN float nv_poly_exp(float t)
     return p;
 }
 
+/* exp_erfc: on [-0.3466, 0.3466], error 1.05e-07 */
+NV_FN float nv_poly_exp_erfc(float t)
+{
+    float p = fmaf(t, 0x1.1062d6p-7f, 0x1.572a1ap-5f);
+    p = fmaf(t, p, 0x1.5557aep-3f);
+    p = fmaf(t, p, 0x1.fffdfcp-2f);
+    return p;
+}
+
 /* exp2: on [-0.5, 0.5], error 9.84e-11 */
 NV_FN float nv_poly_exp2(float t)
 {
@@ -86,26 +95,25 @@ NV_FN float nv_poly_atan(float t)
     return p;
 }
 
-/* erf: on [0, 0.765625], error 2.70e-10 */
+/* erf: on [0, 1], error 1.50e-09 */
 NV_FN float nv_poly_erf(float t)
 {
-    float p = fmaf(t, 0x1.70a944p-14f, -0x1.aff4e8p-11f);
-    p = fmaf(t, p, 0x1.556604p-8f);
-    p = fmaf(t, p, -0x1.b81e62p-6f);
-    p = fmaf(t, p, 0x1.ce2ec2p-4f);
-    p = fmaf(t, p, -0x1.812746p-2f);
+    float p = fmaf(t, 0x1.48f0bap-14f, -0x1.a3ec54p-11f);
+    p = fmaf(t, p, 0x1.540a3cp-8f);
+    p = fmaf(t, p, -0x1.b7fabp-6f);
+    p = fmaf(t, p, 0x1.ce2d28p-4f);
+    p = fmaf(t, p, -0x1.81274p-2f);
     return p;
 }
 
-/* erfc: on [-1.525, 1.52], error 1.89e-09 */
+/* erfc: on [-1.46, 1.46], error 1.62e-08 */
 NV_FN float nv_poly_erfc(float t)
 {
-    float p = fmaf(t, 0x1.a57d8p-13f, -0x1.9f415ep-13f);
-    p = fmaf(t, p, 0x1.5f1a58p-9f);
-    p = fmaf(t, p, -0x1.7d5a96p-7f);
-    p = fmaf(t, p, 0x1.e767b2p-5f);
-    p = fmaf(t, p, -0x1.74fe94p-2f);
-    p = fmaf(t, p, -0x1.855eccp+0f);
+    float p = fmaf(t, -0x1.2f58eep-10f, 0x1.39a856p-11f);
+    p = fmaf(t, p, -0x1.a6312ep-7f);
+    p = fmaf(t, p, 0x1.d056fp-5f);
+    p = fmaf(t, p, -0x1.6de4dcp-2f);
+    p = fmaf(t, p, -0x1.8ae84p+0f);
     return p;
 }
 
