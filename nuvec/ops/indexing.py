@@ -738,6 +738,29 @@ def _dynamic_grid(a: Array, start, axes, sizes, name: str, stream):
     return axes, broadcast_arrays(*grid, name=name, stream=stream)
 
 
+def _host_box(a: Array, u: Array, start, axes: tuple, sizes: tuple, name: str):
+    """``(start, stop, strides)`` of the box of shape ``sizes`` at ``start`` on ``axes`` (0
+    elsewhere) where ``start`` is an evaluated integer array in host memory and nothing is
+    traced: its values are read now, clamped as ``_dynamic_grid`` clamps them when the graph
+    runs; else None (the dynamic form)."""
+    if not isinstance(start, Array) or type(start._data) is not np.ndarray:
+        return None
+    if start._tracer or a._tracer or u._tracer or start._dtype.kind not in "ui":
+        return None
+    if start._dtype.name == "uint64":  # the dynamic form reads it as int64
+        return None
+    if start.ndim > 1 or start.size != len(axes):
+        return None  # the dynamic form raises the error
+    values = start._data.reshape(-1).tolist()
+    lo = [0] * a.ndim
+    for j, ax in enumerate(axes):
+        n, s, st = a._shape[ax], sizes[ax], values[j]
+        if st < 0:
+            st += n
+        lo[ax] = min(max(st, 0), max(n - s, 0))
+    return tuple(lo), tuple(b + s for b, s in zip(lo, sizes)), (1,) * a.ndim
+
+
 def _grid_perm(axes, ndim: int) -> tuple[int, ...]:
     """The perm taking a Gather over ``axes`` (grid dims first) back to axis order."""
     k = len(axes)
@@ -795,6 +818,9 @@ def slice_update(a, /, update, start_indices, axes: Sequence[int], *, stream=Non
     if any(s > n for s, n in zip(ushape, a._shape)):
         raise ValueError(f"slice_update: an update of shape {u.shape} does not fit shape {a.shape}")
     u = broadcast_to(u, ushape, stream=stream)
+    box = _host_box(a, u, start_indices, ax_list, ushape, "slice_update")
+    if box is not None:  # the starts are known: a static slice update, one node
+        return Array.make(SliceUpdate(*box), [a, u], resolve_stream(stream))
     axes_t, grid = _dynamic_grid(
         a, start_indices, ax_list, [ushape[d] for d in ax_list], "slice_update", stream
     )

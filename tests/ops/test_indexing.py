@@ -352,6 +352,9 @@ def test_dynamic_slice_and_slice_update(xa, d):
     e = x.copy()
     e[tuple(box)] = upd
     same(nv.slice_update(a, exact(upd), start, axes), e)
+    # an evaluated start is read at once (a static update); an unevaluated one when the
+    # graph runs (a scatter over index grids): the same values
+    same(nv.slice_update(a, exact(upd), start + 0, axes), e)
 
 
 def test_slice_examples_from_mlx_docs():
