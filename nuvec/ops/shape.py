@@ -87,10 +87,11 @@ def slice_axes(a: Array, start, stop, strides, *, stream=None) -> Array:
     """``a`` sliced by one normalised ``(start, stop, stride)`` per axis (a view; no node for
     the whole array). Used by indexing and split."""
     start, stop, strides = tuple(start), tuple(stop), tuple(strides)
+    n = len(start)
     if (
-        all(s == 1 for s in strides)
-        and all(b == 0 for b in start)
-        and stop == a._shape
+        stop == a._shape
+        and strides == (1,) * n
+        and start == (0,) * n
         and not shapeless.relative(a)
     ):
         return a
