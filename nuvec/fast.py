@@ -27,6 +27,7 @@ from .core import shapeless
 from .core.array import Array
 from .primitives._common import lowers
 from .ops.composites import layer_norm_composite
+from .ops.shape import slice_axes
 from .primitives.norm import LayerNorm
 from .primitives.reduction import ScaledSoftmax
 from .ops.creation import array
@@ -127,14 +128,15 @@ def rope(
         raise ValueError("rope: give exactly one of base and freqs")
     half = dims // 2
     if freqs is None:
-        inv = np.power(np.float32(base), -np.arange(half, dtype=np.float32) * np.float32(2 / dims))
+        inv, inv_bytes = _rope_inverse_frequencies(float(base), dims)
     else:
         if tuple(freqs.shape) != (half,):
             raise ValueError(f"rope: freqs must have shape ({half},), got {tuple(freqs.shape)}")
         inv = np.float32(1) / np.asarray(freqs.astype(dt.float32))
+        inv_bytes = inv.astype(np.float32).tobytes()
     shapeless.refuse_traced(a, "rope", "the angles of each position")
     length = a.shape[-2]
-    key = (length, float(np.float32(scale)), inv.astype(np.float32).tobytes(), a.dtype, a.ndim)
+    key = (length, float(np.float32(scale)), inv_bytes, a.dtype, a.ndim)
     if isinstance(offset, Array):
         # a model turns q and k of every layer by the same offset: one cos/sin for all of them
         # (the node's own fields: an in-place update of the offset makes it a new node)
@@ -160,11 +162,23 @@ def rope(
         x1, x2 = pairs[..., 0], pairs[..., 1]
         out = ops.reshape(ops.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1), rot.shape)
     else:
-        x1, x2 = rot[..., :half], rot[..., half:]
+        nd, lead = rot.ndim, tuple(rot.shape[:-1])
+        x1 = slice_axes(rot, (0,) * nd, lead + (half,), (1,) * nd)
+        x2 = slice_axes(rot, (0,) * (nd - 1) + (half,), lead + (dims,), (1,) * nd)
         out = ops.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
     if d > dims:
         out = ops.concatenate([out, a[..., dims:]], axis=-1)
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _rope_inverse_frequencies(base: float, dims: int) -> tuple[np.ndarray, bytes]:
+    """``base ** (-2i / dims)`` for the ``dims / 2`` pairs (float32, read-only) and its
+    bytes (the angle caches' key), computed once per base and size."""
+    half = dims // 2
+    inv = np.power(np.float32(base), -np.arange(half, dtype=np.float32) * np.float32(2 / dims))
+    inv.flags.writeable = False
+    return inv, inv.tobytes()
 
 
 # (weakref to the offset, its node's fields, key, cos, sin) of the last array-offset call
