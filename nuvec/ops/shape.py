@@ -136,8 +136,9 @@ def broadcast_to(a, /, shape: Sequence[int], *, stream=None) -> Array:
         return a
     if (
         any(d < 0 for d in shape)
-        or len(shape) < a.ndim
-        or broadcast_shapes(a._shape, shape, name="broadcast_to") != shape
+        or len(shape) < len(a._shape)
+        # both shapes hold ints already (the array's own, and _shape_arg's)
+        or broadcast_shape((a._shape, shape), "broadcast_to") != shape
     ):
         raise ValueError(f"broadcast_to: cannot broadcast shape {a._shape} to {shape}")
     return Array.make(Broadcast(shape, a._shape if rel else None), [a], resolve_stream(stream))
@@ -157,14 +158,17 @@ def broadcast_arrays(*arrays, name: str = "broadcast_arrays", stream=None) -> li
     if all(a._shape == first for a in xs):
         if len(xs) == 1 or not any(shapeless.relative(a) for a in xs):
             return xs
-    shape = broadcast_shapes(*(a._shape for a in xs), name=name)
+    # arrays' own shapes hold non-negative ints: no argument checks
+    shape = broadcast_shape([a._shape for a in xs], name)
     if any(shapeless.relative(a) for a in xs):
         # each one broadcast against all the others, re-inferred at a shapeless replay
         st = resolve_stream(stream)
         return [
             Array.make(Broadcast(shape), [a] + xs[:i] + xs[i + 1 :], st) for i, a in enumerate(xs)
         ]
-    return [broadcast_to(a, shape, stream=stream) for a in xs]
+    st = resolve_stream(stream)
+    prim = Broadcast(shape)
+    return [a if a._shape == shape else Array.make(prim, (a,), st) for a in xs]
 
 
 # -- reshaping ---------------------------------------------------------------------------
