@@ -128,7 +128,8 @@ def rope(
         raise ValueError("rope: give exactly one of base and freqs")
     half = dims // 2
     if freqs is None:
-        inv, inv_bytes = _rope_inverse_frequencies(float(base), dims)
+        # base is given here: exactly one of base and freqs is (checked above)
+        inv, inv_bytes = _rope_inverse_frequencies(float(base), dims)  # type: ignore[arg-type]
     else:
         if tuple(freqs.shape) != (half,):
             raise ValueError(f"rope: freqs must have shape ({half},), got {tuple(freqs.shape)}")

@@ -8,8 +8,9 @@ descriptors, as it reached the slots of a Python class. ``Array`` (``array.py``)
 it and adds the methods. Every node is made by ``new_node`` (``make``, ``make_multi``,
 ``constant``, ``placeholder``).
 
-``a + b``, ``a - b``, ``a * b`` and ``a / b`` on two arrays of one dtype and shape, or an array
-of a floating dtype with a Python float or int whose broadcast constant is cached (weak
+``a + b``, ``a - b``, ``a * b`` and ``a / b`` on two arrays of one dtype (broadcast to their
+common shape by Broadcast nodes made here, ``binary_node``, which ``ops._binary`` calls for every
+binary op), or an array of a floating dtype with a Python float or int whose broadcast constant is cached (weak
 typing gives it the array's dtype, see ``ops._common.scalar_operand``), make their node here
 without entering Python; everything else (tracers, promotion, broadcasting, other types,
 errors) goes through the public ops as before.

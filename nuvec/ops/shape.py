@@ -88,12 +88,7 @@ def slice_axes(a: Array, start, stop, strides, *, stream=None) -> Array:
     the whole array). Used by indexing and split."""
     start, stop, strides = tuple(start), tuple(stop), tuple(strides)
     n = len(start)
-    if (
-        stop == a._shape
-        and strides == (1,) * n
-        and start == (0,) * n
-        and not shapeless.relative(a)
-    ):
+    if stop == a._shape and strides == (1,) * n and start == (0,) * n and not shapeless.relative(a):
         return a
     return Array.make(Slice(start, stop, strides), [a], resolve_stream(stream))
 
