@@ -28,6 +28,7 @@ from .core.array import Array
 from .primitives._common import lowers
 from .ops.composites import layer_norm_composite
 from .ops.shape import slice_axes
+from .primitives.shape import broadcast_shape
 from .primitives.norm import LayerNorm
 from .primitives.reduction import ScaledSoftmax
 from .ops.creation import array
@@ -234,7 +235,7 @@ def _attention_inputs(q, k, v, mask, sinks):
                 "(batch, heads, sequence, head dim)"
             )
     try:
-        np.broadcast_shapes(*(tuple(t.shape[:-3]) for t in (q, k, v)))
+        broadcast_shape([t._shape[:-3] for t in (q, k, v)], op)
     except ValueError:
         raise ValueError(
             f"{op}: mismatching batch dimension: q {tuple(q.shape)}, k "
@@ -279,7 +280,7 @@ def _attention_inputs(q, k, v, mask, sinks):
             )
         want = tuple(q.shape[:-1]) + (k.shape[-2],)
         try:
-            if np.broadcast_shapes(tuple(mask.shape), want)[-len(want) :] != want:
+            if broadcast_shape([mask._shape, want], op)[-len(want) :] != want:
                 raise ValueError
         except ValueError:
             raise ValueError(

@@ -117,22 +117,20 @@ def quantize(
 def _check_packed(op: str, w, scales, biases, group_size: int, bits: int) -> None:
     if w.dtype != dtypes.uint32:
         raise ValueError(f"{op}: the quantized weight must be uint32, got {w.dtype}")
-    if w.ndim < 2:
+    ws, ss = w._shape, scales._shape  # the arrays' own shapes: tuples of ints
+    if len(ws) < 2:
         raise ValueError(
-            f"{op}: the quantized weight must have at least 2 dimensions, got "
-            f"shape {tuple(w.shape)}"
+            f"{op}: the quantized weight must have at least 2 dimensions, got shape {ws}"
         )
-    if biases is not None and tuple(scales.shape) != tuple(biases.shape):
+    if biases is not None and ss != biases._shape:
         raise ValueError(
-            f"{op}: scales and biases must have the same shape, got "
-            f"{tuple(scales.shape)} and {tuple(biases.shape)}"
+            f"{op}: scales and biases must have the same shape, got {ss} and {biases._shape}"
         )
-    if scales.ndim != w.ndim or tuple(scales.shape[:-1]) != tuple(w.shape[:-1]):
+    if len(ss) != len(ws) or ss[:-1] != ws[:-1]:
         raise ValueError(
-            f"{op}: the shape of the scales {tuple(scales.shape)} does not match "
-            f"the quantized weight {tuple(w.shape)}"
+            f"{op}: the shape of the scales {ss} does not match the quantized weight {ws}"
         )
-    if w.shape[-1] * 32 // bits != scales.shape[-1] * group_size:
+    if ws[-1] * 32 // bits != ss[-1] * group_size:
         raise ValueError(
             f"{op}: the quantized weight {tuple(w.shape)} and the scales "
             f"{tuple(scales.shape)} do not match with group_size={group_size} "
