@@ -39,6 +39,7 @@ from ..primitives.shape import (
     reshape_shape,
 )
 from ._common import (
+    _DIM_MAX,
     as_array,
     cast,
     dim_arg,
@@ -181,6 +182,12 @@ def reshape_for_caller(a, shape, stream) -> Array:
     """``reshape``'s body, called by ``reshape`` and by the ``a.reshape`` method alike, so
     that the frame two above this one is the code that asked for the reshape (a shapeless
     trace tells the user's literal sizes from the ones nuvec's own operations computed)."""
+    if type(a) is Array and not a._tracer and type(shape) is tuple:
+        target = _plain_reshape(a._shape, shape)
+        if target is not None:  # ints only, and a valid reshape: no further checks
+            if target == a._shape:
+                return a
+            return Array.make(Reshape(target), (a,), resolve_stream(stream))
     a = as_array(a, "reshape")
     if shapeless.active() and _has_sizes(shape):
         return _sized_reshape(a, shape, stream)
@@ -223,6 +230,29 @@ def reshape_for_caller(a, shape, stream) -> Array:
     if shape == a._shape:
         return a
     return Array.make(Reshape(shape), [a], resolve_stream(stream))
+
+
+def _plain_reshape(old: tuple, shape: tuple) -> tuple | None:
+    """``shape`` (a tuple of Python ints, one of them possibly -1) resolved against ``old``
+    where it is a valid target, else None (the checked path raises the errors)."""
+    size = 1
+    for d in old:
+        size *= d
+    known, minus = 1, -1
+    for i, d in enumerate(shape):
+        if type(d) is not int or d < -1 or d > _DIM_MAX:
+            return None
+        if d == -1:
+            if minus >= 0:
+                return None
+            minus = i
+        else:
+            known *= d
+    if minus < 0:
+        return shape if known == size else None
+    if known == 0 or size % known:
+        return None
+    return shape[:minus] + (size // known,) + shape[minus + 1 :]
 
 
 def _has_sizes(shape) -> bool:
@@ -326,6 +356,10 @@ def expand_dims(a, /, axis, *, stream=None) -> Array:
     >>> nv.expand_dims(nv.zeros((2, 3)), (0, -1)).shape
     (1, 2, 3, 1)
     """
+    if type(axis) is int and type(a) is Array:  # one axis, in range: no further checks
+        nd = len(a._shape) + 1
+        if -nd <= axis < nd:
+            return Array.make(ExpandDims((axis % nd,)), (a,), resolve_stream(stream))
     a = as_array(a, "expand_dims")
     axes = int_items(axis, "expand_dims", "axis")
     if not axes:
@@ -399,6 +433,17 @@ def transpose(a, /, axes: Sequence[int] | None = None, *, stream=None) -> Array:
     >>> nv.transpose(nv.zeros((2, 3, 4)), (1, 0, 2)).shape
     (3, 2, 4)
     """
+    if type(a) is Array and type(axes) is tuple and not a._tracer:
+        nd = len(a._shape)
+        perm = tuple(x + nd if type(x) is int and -nd <= x < 0 else x for x in axes)
+        if (
+            len(perm) == nd
+            and sorted(perm) == list(range(nd))
+            and all(type(x) is int for x in perm)
+        ):
+            if perm == tuple(range(nd)):
+                return a
+            return Array.make(Transpose(perm), (a,), resolve_stream(stream))
     a = as_array(a, "transpose")
     nd = a.ndim
     if axes is None:
