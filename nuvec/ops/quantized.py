@@ -208,19 +208,20 @@ def quantized_matmul(
     group_size, bits = _params(op, mode, group_size, bits)
     sd = _scales_dtype(op, mode, scales, biases)
     _check_packed(op, w, scales, biases, group_size, bits)
-    inner = w.shape[-1] * 32 // bits if transpose else w.shape[-2]
-    outer = w.shape[-2] if transpose else w.shape[-1] * 32 // bits
-    if x.ndim < 1 or x.shape[-1] != inner:
+    ws, xs = w._shape, x._shape
+    inner = ws[-1] * 32 // bits if transpose else ws[-2]
+    outer = ws[-2] if transpose else ws[-1] * 32 // bits
+    if not xs or xs[-1] != inner:
         raise ValueError(
-            f"{op}: the last dimension of x {tuple(x.shape)} does not match the "
+            f"{op}: the last dimension of x {xs} does not match the "
             f"expanded quantized matrix ({inner}, {outer}) of shape "
-            f"{tuple(w.shape)} with group_size={group_size}, bits={bits} and "
+            f"{ws} with group_size={group_size}, bits={bits} and "
             f"transpose={transpose}"
         )
-    out = dtypes.promote_types(x.dtype, sd) if sd is not None else x.dtype
+    out = dtypes.promote_types(x._dtype, sd) if sd is not None else x._dtype
     if not dtypes.issubdtype(out, dtypes.floating):
         raise ValueError(f"{op}: only real floating types are supported, got x of {x.dtype}")
-    vector = x.ndim == 1
+    vector = len(xs) == 1
     if vector:
         x = expand_dims(x, 0)
     x = astype(x, out)
