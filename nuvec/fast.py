@@ -27,6 +27,8 @@ from .core import shapeless
 from .core.array import Array
 from .primitives._common import lowers
 from .ops.composites import layer_norm_composite
+from .ops.shape import slice_axes
+from .primitives.shape import broadcast_shape
 from .primitives.norm import LayerNorm
 from .primitives.reduction import ScaledSoftmax
 from .ops.creation import array
@@ -128,14 +130,16 @@ def rope(
         raise ValueError("rope: give exactly one of base and freqs")
     half = dims // 2
     if freqs is None:
-        inv = np.power(np.float32(base), -np.arange(half, dtype=np.float32) * np.float32(2 / dims))
+        # base is given here: exactly one of base and freqs is (checked above)
+        inv, inv_bytes = _rope_inverse_frequencies(float(base), dims)  # type: ignore[arg-type]
     else:
         if tuple(freqs.shape) != (half,):
             raise ValueError(f"rope: freqs must have shape ({half},), got {tuple(freqs.shape)}")
         inv = np.float32(1) / np.asarray(freqs.astype(dt.float32))
+        inv_bytes = inv.astype(np.float32).tobytes()
     shapeless.refuse_traced(a, "rope", "the angles of each position")
     length = a.shape[-2]
-    key = (length, float(np.float32(scale)), inv.astype(np.float32).tobytes(), a.dtype, a.ndim)
+    key = (length, float(np.float32(scale)), inv_bytes, a.dtype, a.ndim)
     if isinstance(offset, Array):
         # a model turns q and k of every layer by the same offset: one cos/sin for all of them
         # (the node's own fields: an in-place update of the offset makes it a new node)
@@ -161,11 +165,23 @@ def rope(
         x1, x2 = pairs[..., 0], pairs[..., 1]
         out = ops.reshape(ops.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1), rot.shape)
     else:
-        x1, x2 = rot[..., :half], rot[..., half:]
+        nd, lead = rot.ndim, tuple(rot.shape[:-1])
+        x1 = slice_axes(rot, (0,) * nd, lead + (half,), (1,) * nd)
+        x2 = slice_axes(rot, (0,) * (nd - 1) + (half,), lead + (dims,), (1,) * nd)
         out = ops.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
     if d > dims:
         out = ops.concatenate([out, a[..., dims:]], axis=-1)
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _rope_inverse_frequencies(base: float, dims: int) -> tuple[np.ndarray, bytes]:
+    """``base ** (-2i / dims)`` for the ``dims / 2`` pairs (float32, read-only) and its
+    bytes (the angle caches' key), computed once per base and size."""
+    half = dims // 2
+    inv = np.power(np.float32(base), -np.arange(half, dtype=np.float32) * np.float32(2 / dims))
+    inv.flags.writeable = False
+    return inv, inv.tobytes()
 
 
 # (weakref to the offset, its node's fields, key, cos, sin) of the last array-offset call
@@ -220,7 +236,7 @@ def _attention_inputs(q, k, v, mask, sinks):
                 "(batch, heads, sequence, head dim)"
             )
     try:
-        np.broadcast_shapes(*(tuple(t.shape[:-3]) for t in (q, k, v)))
+        broadcast_shape([t._shape[:-3] for t in (q, k, v)], op)
     except ValueError:
         raise ValueError(
             f"{op}: mismatching batch dimension: q {tuple(q.shape)}, k "
@@ -265,7 +281,7 @@ def _attention_inputs(q, k, v, mask, sinks):
             )
         want = tuple(q.shape[:-1]) + (k.shape[-2],)
         try:
-            if np.broadcast_shapes(tuple(mask.shape), want)[-len(want) :] != want:
+            if broadcast_shape([mask._shape, want], op)[-len(want) :] != want:
                 raise ValueError
         except ValueError:
             raise ValueError(

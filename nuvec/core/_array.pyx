@@ -8,8 +8,9 @@ descriptors, as it reached the slots of a Python class. ``Array`` (``array.py``)
 it and adds the methods. Every node is made by ``new_node`` (``make``, ``make_multi``,
 ``constant``, ``placeholder``).
 
-``a + b``, ``a - b``, ``a * b`` and ``a / b`` on two arrays of one dtype and shape, or an array
-of a floating dtype with a Python float or int whose broadcast constant is cached (weak
+``a + b``, ``a - b``, ``a * b`` and ``a / b`` on two arrays of one dtype (broadcast to their
+common shape by Broadcast nodes made here, ``binary_node``, which ``ops._binary`` calls for every
+binary op), or an array of a floating dtype with a Python float or int whose broadcast constant is cached (weak
 typing gives it the array's dtype, see ``ops._common.scalar_operand``), make their node here
 without entering Python; everything else (tracers, promotion, broadcasting, other types,
 errors) goes through the public ops as before.
@@ -89,6 +90,8 @@ cdef object _binary = None         # ops.elementwise._binary
 cdef object _operand = None        # array._operand
 cdef dict _scalar_views = None     # ops._common._SCALAR_VIEWS
 cdef tuple _prims = None           # the Binary primitives of add, subtract, multiply, divide
+cdef object _Broadcast = None      # primitives.shape.Broadcast
+cdef object _broadcast_shape = None  # primitives.shape.broadcast_shape
 
 cdef enum:
     ADD, SUB, MUL, DIV
@@ -117,6 +120,68 @@ def setup_ops(ops, binary, operand, scalar_views, prims):
         if p.fixes_shape:
             raise ValueError(f"setup_ops: primitive {p!r} fixes a shape")
     _ops, _binary, _operand, _scalar_views, _prims = ops, binary, operand, scalar_views, prims
+
+
+def setup_broadcast(broadcast, broadcast_shape):
+    """The Broadcast primitive class and the shape rule (``primitives.shape``) that
+    ``binary_node`` and the operators use to broadcast two operands (nuvec.ops, at import)."""
+    global _Broadcast, _broadcast_shape
+    _Broadcast, _broadcast_shape = broadcast, broadcast_shape
+
+
+# How two operand shapes broadcast, by the pair of shapes: (shape, the Broadcast primitive
+# of the left operand or None where it has that shape already, the right one's). Primitives
+# are immutable, so one Broadcast serves every node of its target shape.
+cdef dict _plans = {}
+
+
+cdef tuple _plan(object sx, object sy):
+    """The broadcast plan of shapes ``sx`` and ``sy``, or None where they do not broadcast
+    (the ops raise the error that names the operation)."""
+    key = (sx, sy)
+    p = _plans.get(key)
+    if p is not None:
+        return <tuple>p
+    if _Broadcast is None:
+        return None
+    try:
+        shape = _broadcast_shape((sx, sy), "broadcast")
+    except ValueError:
+        return None
+    p = (shape, None if sx == shape else _Broadcast(shape),
+         None if sy == shape else _Broadcast(shape))
+    if len(_plans) >= 4096:
+        _plans.clear()
+    _plans[key] = p
+    return <tuple>p
+
+
+cdef ArrayBase _broadcast_pair(object prim, ArrayBase x, ArrayBase y, object dtype,
+                               object stream):
+    """The node of binary ``prim`` (result ``dtype``) over ``x`` and ``y`` (one dtype),
+    each broadcast to their common shape first by a Broadcast node where its shape differs;
+    None where the shapes do not broadcast."""
+    cdef tuple p = _plan(x._shape, y._shape)
+    if p is None:
+        return None
+    shape = p[0]
+    if p[1] is not None:
+        x = new_node(shape, x._dtype, p[1], (x,), stream)
+    if p[2] is not None:
+        y = new_node(shape, y._dtype, p[2], (y,), stream)
+    return new_node(shape, dtype, prim, (x, y), stream)
+
+
+def binary_node(prim, x, y, dtype, stream):
+    """The node of the Binary primitive ``prim`` (which fixes no shape) with result dtype
+    ``dtype`` over arrays ``x`` and ``y`` of one dtype, broadcast to their common shape
+    (Broadcast nodes, as ``broadcast_arrays`` makes them outside a shapeless trace); None
+    where the shapes do not broadcast."""
+    cdef ArrayBase a = <ArrayBase?>x
+    cdef ArrayBase b = <ArrayBase?>y
+    if a._shape is b._shape or a._shape == b._shape:
+        return new_node(a._shape, dtype, prim, (a, b), stream)
+    return _broadcast_pair(prim, a, b, dtype, stream)
 
 
 cdef inline object _stream_now():
@@ -252,10 +317,10 @@ cdef object _fast(int k, object left, object right):
             y = <ArrayBase>right
             if y._tracer or x._dtype is not y._dtype:
                 return None
-            if x._shape is not y._shape and x._shape != y._shape:
-                return None
             if k == DIV and x._dtype.kind not in "fc":
                 return None
+            if x._shape is not y._shape and x._shape != y._shape:
+                return _broadcast_pair(_prims[k], x, y, x._dtype, _stream_now())
             return new_node(x._shape, x._dtype, _prims[k], (x, y), _stream_now())
         if tr is float or tr is int:
             c = _scalar(right, x)

@@ -29,4 +29,7 @@ _array_c.setup_ops(
     _SCALAR_VIEWS,
     tuple(_elementwise.binary_primitive(op) for op in ("add", "subtract", "multiply", "divide")),
 )
+from ..primitives.shape import Broadcast as _Broadcast, broadcast_shape as _broadcast_shape  # noqa: E402
+
+_array_c.setup_broadcast(_Broadcast, _broadcast_shape)
 from . import methods as _methods  # noqa: E402,F401  (installs MLX's Array methods)

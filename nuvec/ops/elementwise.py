@@ -17,9 +17,10 @@ import numpy as np
 from ..codegen.optable import OPS
 from ..core import dtypes as dt
 from ..core import shapeless
+from ..core._array import binary_node
 from ..core.array import Array
 from ..core.device import current_stream, resolve_stream
-from ..primitives.elementwise import AsType, Binary, Select, Unary
+from ..primitives.elementwise import PREDICATES, AsType, Binary, Select, Unary
 from ..primitives.misc import StopGradient
 from ._common import as_array, operands, scalar_operand
 from .fills import full_like, zeros_like
@@ -28,6 +29,8 @@ from .shape import broadcast_arrays
 
 def astype(a, dtype, *, stream=None) -> Array:
     """``a`` converted to ``dtype`` (no node when it already has it)."""
+    if type(a) is Array and a._dtype is dtype:  # the ops' casts that change nothing
+        return a
     a = as_array(a, "astype")
     if dtype is None:
         raise TypeError("astype: dtype must be a dtype, got None")
@@ -82,13 +85,18 @@ def _binary(op: str, a, b, stream, *, result: str = "promote") -> Array:
         if tb is Array:
             if (
                 a._dtype is b._dtype
-                and a._shape == b._shape
                 and (result == "promote" or a._dtype.kind in "fc")
                 and not ((a._tracer or b._tracer) and shapeless.active())
             ):
-                return Array.make(
-                    prim, (a, b), current_stream() if stream is None else resolve_stream(stream)
+                out = binary_node(
+                    prim,
+                    a,
+                    b,
+                    dt.bool_ if op in PREDICATES else a._dtype,
+                    current_stream() if stream is None else resolve_stream(stream),
                 )
+                if out is not None:
+                    return out
         elif tb is float or tb is int:
             c = _weak_operand(b, a)
             if c is not None:
@@ -112,11 +120,16 @@ def _binary(op: str, a, b, stream, *, result: str = "promote") -> Array:
             raise ValueError(
                 f"{op}: not defined for {a._dtype.name} inputs (integers or bool only)"
             )
-    if a._shape != b._shape or ((a._tracer or b._tracer) and shapeless.active()):
+    st = current_stream() if stream is None else resolve_stream(stream)
+    if (a._tracer or b._tracer) and shapeless.active():
         # under a shapeless trace always: the operands may differ at a replay, and the
         # gradients must sum over the axes they broadcast there
         a, b = broadcast_arrays(a, b, name=op)
-    return Array.make(prim, (a, b), current_stream() if stream is None else resolve_stream(stream))
+        return Array.make(prim, (a, b), st)
+    out = binary_node(prim, a, b, dt.bool_ if op in PREDICATES else a._dtype, st)
+    if out is None:  # shapes that do not broadcast: the error names the operation
+        broadcast_arrays(a, b, name=op)
+    return out
 
 
 def _weak_operand(v, like: Array) -> Array | None:

@@ -254,15 +254,34 @@ def _relative_slice(a: Array, spec: tuple, stream) -> Array:
 
 
 def _basic_fast(a: Array, index: tuple, name: str, stream) -> Array | None:
-    """``a[index]`` for a tuple of ints and slices only (the common case), or None."""
+    """``a[index]`` for a tuple of ints, slices, ``None`` and at most one ``...`` (the common
+    cases), or None (``_Index`` decides, and raises the errors it names)."""
     shape = a._shape
-    if len(index) > len(shape) or shapeless.relative(a):
+    if shapeless.relative(a):
         return None
-    start, stop, strides, drop = [], [], [], []
-    for ax, ix in enumerate(index):
-        t = type(ix)
+    n_ell = n_new = 0
+    for ix in index:
+        if ix is Ellipsis:
+            n_ell += 1
+        elif ix is None:
+            n_new += 1
+        elif type(ix) is not int and type(ix) is not _pyslice:
+            return None
+    used = len(index) - n_ell - n_new
+    if n_ell > 1 or used > len(shape):
+        return None
+    if n_ell:
+        i = next(k for k, ix in enumerate(index) if ix is Ellipsis)
+        index = index[:i] + (_ALL,) * (len(shape) - used) + index[i + 1 :]
+    start, stop, strides, drop, new = [], [], [], [], []
+    ax = pos = 0  # the input axis, the output axis (after the ints are dropped)
+    for ix in index:
+        if ix is None:
+            new.append(pos)
+            pos += 1
+            continue
         n = shape[ax]
-        if t is int:
+        if type(ix) is int:
             if not -n <= ix < n:
                 raise IndexOutOfBounds(
                     f"{name}: index {ix} is out of bounds for axis {ax} with size {n}"
@@ -273,15 +292,18 @@ def _basic_fast(a: Array, index: tuple, name: str, stream) -> Array | None:
             stop.append(ix + 1)
             strides.append(1)
             drop.append(ax)
-        elif t is _pyslice:
-            _check_slice_bounds(ix, name)
-            b, e, s = _triplet(ix, n)
+        else:
+            if ix.start is None and ix.stop is None and ix.step is None:
+                b, e, st = 0, n, 1
+            else:
+                _check_slice_bounds(ix, name)
+                b, e, st = _triplet(ix, n)
             start.append(b)
             stop.append(e)
-            strides.append(s)
-        else:
-            return None
-    rest = shape[len(index) :]
+            strides.append(st)
+            pos += 1
+        ax += 1
+    rest = shape[ax:]
     v = slice_axes(
         a,
         tuple(start) + (0,) * len(rest),
@@ -291,7 +313,12 @@ def _basic_fast(a: Array, index: tuple, name: str, stream) -> Array | None:
     )
     if drop:
         v = Array.make(Squeeze(tuple(drop)), [v], resolve_stream(stream))
+    if new:
+        v = Array.make(ExpandDims(tuple(new)), [v], resolve_stream(stream))
     return v
+
+
+_ALL = _pyslice(None)
 
 
 def _basic_shape(ix: _Index, boxshape) -> tuple[int, ...]:
@@ -738,6 +765,29 @@ def _dynamic_grid(a: Array, start, axes, sizes, name: str, stream):
     return axes, broadcast_arrays(*grid, name=name, stream=stream)
 
 
+def _host_box(a: Array, u: Array, start, axes: tuple, sizes: tuple, name: str):
+    """``(start, stop, strides)`` of the box of shape ``sizes`` at ``start`` on ``axes`` (0
+    elsewhere) where ``start`` is an evaluated integer array in host memory and nothing is
+    traced: its values are read now, clamped as ``_dynamic_grid`` clamps them when the graph
+    runs; else None (the dynamic form)."""
+    if not isinstance(start, Array) or type(start._data) is not np.ndarray:
+        return None
+    if start._tracer or a._tracer or u._tracer or start._dtype.kind not in "ui":
+        return None
+    if start._dtype.name == "uint64":  # the dynamic form reads it as int64
+        return None
+    if start.ndim > 1 or start.size != len(axes):
+        return None  # the dynamic form raises the error
+    values = start._data.reshape(-1).tolist()
+    lo = [0] * a.ndim
+    for j, ax in enumerate(axes):
+        n, s, st = a._shape[ax], sizes[ax], values[j]
+        if st < 0:
+            st += n
+        lo[ax] = min(max(st, 0), max(n - s, 0))
+    return tuple(lo), tuple(b + s for b, s in zip(lo, sizes)), (1,) * a.ndim
+
+
 def _grid_perm(axes, ndim: int) -> tuple[int, ...]:
     """The perm taking a Gather over ``axes`` (grid dims first) back to axis order."""
     k = len(axes)
@@ -795,6 +845,9 @@ def slice_update(a, /, update, start_indices, axes: Sequence[int], *, stream=Non
     if any(s > n for s, n in zip(ushape, a._shape)):
         raise ValueError(f"slice_update: an update of shape {u.shape} does not fit shape {a.shape}")
     u = broadcast_to(u, ushape, stream=stream)
+    box = _host_box(a, u, start_indices, ax_list, ushape, "slice_update")
+    if box is not None:  # the starts are known: a static slice update, one node
+        return Array.make(SliceUpdate(*box), [a, u], resolve_stream(stream))
     axes_t, grid = _dynamic_grid(
         a, start_indices, ax_list, [ushape[d] for d in ax_list], "slice_update", stream
     )

@@ -101,7 +101,7 @@ def matmul(a, b, /, *, stream=None) -> Array:
     a, b = operands(a, b, "matmul")
     _check_matmul(a, b, "matmul")
     a, b, drop = _as_matrices(a, b)
-    broadcast_shapes(a._shape[:-2], b._shape[:-2], name="matmul")
+    # the batch dimensions broadcast in Matmul's inference (its error names matmul)
     out = Array.make(Matmul(), [a, b], resolve_stream(stream))
     return _drop(out, drop)
 

@@ -116,22 +116,20 @@ def quantize(
 def _check_packed(op: str, w, scales, biases, group_size: int, bits: int) -> None:
     if w.dtype != dtypes.uint32:
         raise ValueError(f"{op}: the quantized weight must be uint32, got {w.dtype}")
-    if w.ndim < 2:
+    ws, ss = w._shape, scales._shape  # the arrays' own shapes: tuples of ints
+    if len(ws) < 2:
         raise ValueError(
-            f"{op}: the quantized weight must have at least 2 dimensions, got "
-            f"shape {tuple(w.shape)}"
+            f"{op}: the quantized weight must have at least 2 dimensions, got shape {ws}"
         )
-    if biases is not None and tuple(scales.shape) != tuple(biases.shape):
+    if biases is not None and ss != biases._shape:
         raise ValueError(
-            f"{op}: scales and biases must have the same shape, got "
-            f"{tuple(scales.shape)} and {tuple(biases.shape)}"
+            f"{op}: scales and biases must have the same shape, got {ss} and {biases._shape}"
         )
-    if scales.ndim != w.ndim or tuple(scales.shape[:-1]) != tuple(w.shape[:-1]):
+    if len(ss) != len(ws) or ss[:-1] != ws[:-1]:
         raise ValueError(
-            f"{op}: the shape of the scales {tuple(scales.shape)} does not match "
-            f"the quantized weight {tuple(w.shape)}"
+            f"{op}: the shape of the scales {ss} does not match the quantized weight {ws}"
         )
-    if w.shape[-1] * 32 // bits != scales.shape[-1] * group_size:
+    if ws[-1] * 32 // bits != ss[-1] * group_size:
         raise ValueError(
             f"{op}: the quantized weight {tuple(w.shape)} and the scales "
             f"{tuple(scales.shape)} do not match with group_size={group_size} "
@@ -209,19 +207,20 @@ def quantized_matmul(
     group_size, bits = _params(op, mode, group_size, bits)
     sd = _scales_dtype(op, mode, scales, biases)
     _check_packed(op, w, scales, biases, group_size, bits)
-    inner = w.shape[-1] * 32 // bits if transpose else w.shape[-2]
-    outer = w.shape[-2] if transpose else w.shape[-1] * 32 // bits
-    if x.ndim < 1 or x.shape[-1] != inner:
+    ws, xs = w._shape, x._shape
+    inner = ws[-1] * 32 // bits if transpose else ws[-2]
+    outer = ws[-2] if transpose else ws[-1] * 32 // bits
+    if not xs or xs[-1] != inner:
         raise ValueError(
-            f"{op}: the last dimension of x {tuple(x.shape)} does not match the "
+            f"{op}: the last dimension of x {xs} does not match the "
             f"expanded quantized matrix ({inner}, {outer}) of shape "
-            f"{tuple(w.shape)} with group_size={group_size}, bits={bits} and "
+            f"{ws} with group_size={group_size}, bits={bits} and "
             f"transpose={transpose}"
         )
-    out = dtypes.promote_types(x.dtype, sd) if sd is not None else x.dtype
+    out = dtypes.promote_types(x._dtype, sd) if sd is not None else x._dtype
     if not dtypes.issubdtype(out, dtypes.floating):
         raise ValueError(f"{op}: only real floating types are supported, got x of {x.dtype}")
-    vector = x.ndim == 1
+    vector = len(xs) == 1
     if vector:
         x = expand_dims(x, 0)
     x = astype(x, out)

@@ -55,6 +55,10 @@ def reduction_axes(axis: Axis, ndim: int, name: str) -> tuple[int, ...]:
     """Sorted, normalised axes (all of them for None); repeated axes are an error."""
     if axis is None:
         return tuple(range(ndim))
+    if type(axis) is int:  # the common case, before the abstract-class check
+        if -ndim <= axis < ndim:
+            return (axis % ndim,)
+        return (normalize_axis(axis, ndim, name),)  # its error
     if isinstance(axis, numbers.Integral) and not isinstance(axis, bool):
         return (normalize_axis(axis, ndim, name),)
     try:

@@ -39,6 +39,7 @@ from ..primitives.shape import (
     reshape_shape,
 )
 from ._common import (
+    _DIM_MAX,
     as_array,
     cast,
     dim_arg,
@@ -87,12 +88,8 @@ def slice_axes(a: Array, start, stop, strides, *, stream=None) -> Array:
     """``a`` sliced by one normalised ``(start, stop, stride)`` per axis (a view; no node for
     the whole array). Used by indexing and split."""
     start, stop, strides = tuple(start), tuple(stop), tuple(strides)
-    if (
-        all(s == 1 for s in strides)
-        and all(b == 0 for b in start)
-        and stop == a._shape
-        and not shapeless.relative(a)
-    ):
+    n = len(start)
+    if stop == a._shape and strides == (1,) * n and start == (0,) * n and not shapeless.relative(a):
         return a
     return Array.make(Slice(start, stop, strides), [a], resolve_stream(stream))
 
@@ -135,8 +132,9 @@ def broadcast_to(a, /, shape: Sequence[int], *, stream=None) -> Array:
         return a
     if (
         any(d < 0 for d in shape)
-        or len(shape) < a.ndim
-        or broadcast_shapes(a._shape, shape, name="broadcast_to") != shape
+        or len(shape) < len(a._shape)
+        # both shapes hold ints already (the array's own, and _shape_arg's)
+        or broadcast_shape((a._shape, shape), "broadcast_to") != shape
     ):
         raise ValueError(f"broadcast_to: cannot broadcast shape {a._shape} to {shape}")
     return Array.make(Broadcast(shape, a._shape if rel else None), [a], resolve_stream(stream))
@@ -156,14 +154,17 @@ def broadcast_arrays(*arrays, name: str = "broadcast_arrays", stream=None) -> li
     if all(a._shape == first for a in xs):
         if len(xs) == 1 or not any(shapeless.relative(a) for a in xs):
             return xs
-    shape = broadcast_shapes(*(a._shape for a in xs), name=name)
+    # arrays' own shapes hold non-negative ints: no argument checks
+    shape = broadcast_shape([a._shape for a in xs], name)
     if any(shapeless.relative(a) for a in xs):
         # each one broadcast against all the others, re-inferred at a shapeless replay
         st = resolve_stream(stream)
         return [
             Array.make(Broadcast(shape), [a] + xs[:i] + xs[i + 1 :], st) for i, a in enumerate(xs)
         ]
-    return [broadcast_to(a, shape, stream=stream) for a in xs]
+    st = resolve_stream(stream)
+    prim = Broadcast(shape)
+    return [a if a._shape == shape else Array.make(prim, (a,), st) for a in xs]
 
 
 # -- reshaping ---------------------------------------------------------------------------
@@ -181,6 +182,12 @@ def reshape_for_caller(a, shape, stream) -> Array:
     """``reshape``'s body, called by ``reshape`` and by the ``a.reshape`` method alike, so
     that the frame two above this one is the code that asked for the reshape (a shapeless
     trace tells the user's literal sizes from the ones nuvec's own operations computed)."""
+    if type(a) is Array and not a._tracer and type(shape) is tuple:
+        target = _plain_reshape(a._shape, shape)
+        if target is not None:  # ints only, and a valid reshape: no further checks
+            if target == a._shape:
+                return a
+            return Array.make(Reshape(target), (a,), resolve_stream(stream))
     a = as_array(a, "reshape")
     if shapeless.active() and _has_sizes(shape):
         return _sized_reshape(a, shape, stream)
@@ -223,6 +230,29 @@ def reshape_for_caller(a, shape, stream) -> Array:
     if shape == a._shape:
         return a
     return Array.make(Reshape(shape), [a], resolve_stream(stream))
+
+
+def _plain_reshape(old: tuple, shape: tuple) -> tuple | None:
+    """``shape`` (a tuple of Python ints, one of them possibly -1) resolved against ``old``
+    where it is a valid target, else None (the checked path raises the errors)."""
+    size = 1
+    for d in old:
+        size *= d
+    known, minus = 1, -1
+    for i, d in enumerate(shape):
+        if type(d) is not int or d < -1 or d > _DIM_MAX:
+            return None
+        if d == -1:
+            if minus >= 0:
+                return None
+            minus = i
+        else:
+            known *= d
+    if minus < 0:
+        return shape if known == size else None
+    if known == 0 or size % known:
+        return None
+    return shape[:minus] + (size // known,) + shape[minus + 1 :]
 
 
 def _has_sizes(shape) -> bool:
@@ -326,6 +356,10 @@ def expand_dims(a, /, axis, *, stream=None) -> Array:
     >>> nv.expand_dims(nv.zeros((2, 3)), (0, -1)).shape
     (1, 2, 3, 1)
     """
+    if type(axis) is int and type(a) is Array:  # one axis, in range: no further checks
+        nd = len(a._shape) + 1
+        if -nd <= axis < nd:
+            return Array.make(ExpandDims((axis % nd,)), (a,), resolve_stream(stream))
     a = as_array(a, "expand_dims")
     axes = int_items(axis, "expand_dims", "axis")
     if not axes:
@@ -399,6 +433,17 @@ def transpose(a, /, axes: Sequence[int] | None = None, *, stream=None) -> Array:
     >>> nv.transpose(nv.zeros((2, 3, 4)), (1, 0, 2)).shape
     (3, 2, 4)
     """
+    if type(a) is Array and type(axes) is tuple and not a._tracer:
+        nd = len(a._shape)
+        perm = tuple(x + nd if type(x) is int and -nd <= x < 0 else x for x in axes)
+        if (
+            len(perm) == nd
+            and sorted(perm) == list(range(nd))
+            and all(type(x) is int for x in perm)
+        ):
+            if perm == tuple(range(nd)):
+                return a
+            return Array.make(Transpose(perm), (a,), resolve_stream(stream))
     a = as_array(a, "transpose")
     nd = a.ndim
     if axes is None:

@@ -41,8 +41,30 @@ class _ToShape(_View):
         return [(self.shape, inputs[0]._dtype)]
 
 
+# The shape two shapes broadcast to, by the pair (the ops and the inference of Broadcast and
+# the products ask for the same few pairs again and again); outside shapeless traces only,
+# whose shapes may hold sizes that record their use
+_PAIRS: dict = {}
+
+
 def broadcast_shape(shapes, name: str) -> tuple[int, ...]:
     """The shape ``shapes`` broadcast to (NumPy's rules), or a ValueError naming ``name``."""
+    if len(shapes) == 2 and not shapeless.running:
+        a, b = shapes
+        if type(a) is tuple and type(b) is tuple:
+            key = (a, b)
+            out = _PAIRS.get(key)
+            if out is None:
+                out = _broadcast_shape(shapes, name)
+                if all(type(d) is int for d in a) and all(type(d) is int for d in b):
+                    if len(_PAIRS) >= 4096:
+                        _PAIRS.clear()
+                    _PAIRS[key] = out
+            return out
+    return _broadcast_shape(shapes, name)
+
+
+def _broadcast_shape(shapes, name: str) -> tuple[int, ...]:
     nd = max((len(s) for s in shapes), default=0)
     out = [1] * nd
     for s in shapes:

@@ -352,6 +352,31 @@ def test_dynamic_slice_and_slice_update(xa, d):
     e = x.copy()
     e[tuple(box)] = upd
     same(nv.slice_update(a, exact(upd), start, axes), e)
+    # an evaluated start is read at once (a static update); an unevaluated one when the
+    # graph runs (a scatter over index grids): the same values
+    same(nv.slice_update(a, exact(upd), start + 0, axes), e)
+
+
+def test_slice_update_never_writes_a_held_input():
+    x = nv.zeros((2, 4)) + 1
+    nv.eval(x)
+    y = nv.slice_update(x, nv.ones((1, 2)) * 5, exact([1, 1]), (0, 1))
+    z = nv.slice_update(x, nv.ones((1, 2)) * 7, exact([0, 0]), (0, 1))
+    assert y.tolist() == [[1, 1, 1, 1], [1, 5, 5, 1]]
+    assert z.tolist() == [[7, 7, 1, 1], [1, 1, 1, 1]]
+    assert x.tolist() == [[1] * 4] * 2
+
+
+def test_slice_update_of_a_dropped_input_reuses_its_buffer():
+    x = nv.zeros((2, 4)) + 1
+    nv.eval(x)
+    if not isinstance(x._data, np.ndarray):
+        pytest.skip("buffer donation is the CPU's")
+    ptr = np.asarray(x).ctypes.data
+    y = nv.slice_update(x, nv.ones((1, 2)) * 5, exact([1, 1]), (0, 1))
+    del x  # only the graph holds it now
+    assert y.tolist() == [[1, 1, 1, 1], [1, 5, 5, 1]]
+    assert np.asarray(y).ctypes.data == ptr
 
 
 def test_slice_examples_from_mlx_docs():

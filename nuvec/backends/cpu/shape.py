@@ -26,8 +26,10 @@ from ...primitives.shape import (
     SizedBroadcast,
     SizedReshape,
 )
+from ...core._graph import lone_input
 from .. import registry
 from ..registry import register, register_specialized
+from ._allocator import Buffer
 from ._views import broadcast_view
 from .memory import empty
 
@@ -112,7 +114,12 @@ def _slice_step(prim, node):
 
 @register(SliceUpdate)
 def _slice_update(prim, ins, node):
-    out = _copy(ins[0])
+    # the box is written into input 0's own buffer where nothing but this node refers to
+    # that input (MLX's donation: a KV cache updated in a loop is not copied per step); any
+    # reference the caller keeps, a view included, refuses (``lone_input`` counts them)
+    out = lone_input(node, ins, 0, Buffer)
+    if out is None:
+        out = _copy(ins[0])
     out[box(prim.start, prim.stop, prim.strides)] = ins[1]
     return [out]
 
