@@ -20,6 +20,7 @@ from ..core.array import Array
 from ..core.device import resolve_stream
 from ..primitives import quant_formats as qf
 from ..primitives.quantized import Dequantize, QQMatmul, QuantizedMatmul, Quantize
+from ..primitives.quantized import check_inner, check_packed
 from ._common import as_array
 from .creation import arange
 from .elementwise import astype
@@ -116,25 +117,8 @@ def quantize(
 def _check_packed(op: str, w, scales, biases, group_size: int, bits: int) -> None:
     if w.dtype != dtypes.uint32:
         raise ValueError(f"{op}: the quantized weight must be uint32, got {w.dtype}")
-    ws, ss = w._shape, scales._shape  # the arrays' own shapes: tuples of ints
-    if len(ws) < 2:
-        raise ValueError(
-            f"{op}: the quantized weight must have at least 2 dimensions, got shape {ws}"
-        )
-    if biases is not None and ss != biases._shape:
-        raise ValueError(
-            f"{op}: scales and biases must have the same shape, got {ss} and {biases._shape}"
-        )
-    if len(ss) != len(ws) or ss[:-1] != ws[:-1]:
-        raise ValueError(
-            f"{op}: the shape of the scales {ss} does not match the quantized weight {ws}"
-        )
-    if ws[-1] * 32 // bits != ss[-1] * group_size:
-        raise ValueError(
-            f"{op}: the quantized weight {tuple(w.shape)} and the scales "
-            f"{tuple(scales.shape)} do not match with group_size={group_size} "
-            f"and bits={bits}"
-        )
+    bs = None if biases is None else biases._shape
+    check_packed(op, w._shape, scales._shape, bs, group_size, bits)
 
 
 def _scales_dtype(op: str, mode: str, scales, biases):
@@ -207,16 +191,8 @@ def quantized_matmul(
     group_size, bits = _params(op, mode, group_size, bits)
     sd = _scales_dtype(op, mode, scales, biases)
     _check_packed(op, w, scales, biases, group_size, bits)
-    ws, xs = w._shape, x._shape
-    inner = ws[-1] * 32 // bits if transpose else ws[-2]
-    outer = ws[-2] if transpose else ws[-1] * 32 // bits
-    if not xs or xs[-1] != inner:
-        raise ValueError(
-            f"{op}: the last dimension of x {xs} does not match the "
-            f"expanded quantized matrix ({inner}, {outer}) of shape "
-            f"{ws} with group_size={group_size}, bits={bits} and "
-            f"transpose={transpose}"
-        )
+    xs = x._shape
+    check_inner(op, xs, w._shape, group_size, bits, transpose)
     out = dtypes.promote_types(x._dtype, sd) if sd is not None else x._dtype
     if not dtypes.issubdtype(out, dtypes.floating):
         raise ValueError(f"{op}: only real floating types are supported, got x of {x.dtype}")

@@ -22,6 +22,40 @@ from ..core.primitive import Primitive
 from .misc import Forwarding
 
 
+def check_packed(op: str, ws: tuple, ss: tuple, bs, group_size: int, bits: int) -> None:
+    """Raises unless the shapes of a packed weight ``ws``, its scales ``ss`` and biases ``bs``
+    (None: none) fit ``group_size`` and ``bits``; ``op`` names the operation. The operations
+    check their arguments with it, and the primitives' ``infer`` again, so that a shapeless
+    replay on other shapes raises as the uncompiled call does."""
+    if len(ws) < 2:
+        raise ValueError(
+            f"{op}: the quantized weight must have at least 2 dimensions, got shape {ws}"
+        )
+    if bs is not None and ss != bs:
+        raise ValueError(f"{op}: scales and biases must have the same shape, got {ss} and {bs}")
+    if len(ss) != len(ws) or ss[:-1] != ws[:-1]:
+        raise ValueError(
+            f"{op}: the shape of the scales {ss} does not match the quantized weight {ws}"
+        )
+    if ws[-1] * 32 // bits != ss[-1] * group_size:
+        raise ValueError(
+            f"{op}: the quantized weight {ws} and the scales {ss} do not match with "
+            f"group_size={group_size} and bits={bits}"
+        )
+
+
+def check_inner(op: str, xs: tuple, ws: tuple, group_size: int, bits: int, transpose: bool):
+    """Raises unless ``x`` of shape ``xs`` fits the product with the packed weight ``ws``."""
+    inner = ws[-1] * 32 // bits if transpose else ws[-2]
+    outer = ws[-2] if transpose else ws[-1] * 32 // bits
+    if not xs or xs[-1] != inner:
+        raise ValueError(
+            f"{op}: the last dimension of x {xs} does not match the expanded quantized matrix "
+            f"({inner}, {outer}) of shape {ws} with group_size={group_size}, bits={bits} and "
+            f"transpose={transpose}"
+        )
+
+
 class _Quant(Primitive):
     """The parameters the quantization primitives share."""
 
@@ -60,6 +94,11 @@ class Quantize(_RowWise):
         w = inputs[0]
         lead = tuple(w.shape[:-1])
         k = w.shape[-1]
+        if k % self.group_size:
+            raise ValueError(
+                f"quantize: the last dimension ({k}) must be divisible by the group size "
+                f"{self.group_size}; got shape {tuple(w.shape)}"
+            )
         out = [(lead + (k * self.bits // 32,), dtypes.uint32)]
         groups = lead + (k // self.group_size,)
         if self.affine:
@@ -83,7 +122,9 @@ class Dequantize(_RowWise):
         return (self.group_size, self.bits, self.mode, self.dtype)
 
     def infer(self, inputs):
-        w = inputs[0]
+        w, s = inputs[0], inputs[1]
+        b = inputs[2]._shape if self.affine else None
+        check_packed(self.name, w._shape, s._shape, b, self.group_size, self.bits)
         return [(tuple(w.shape[:-1]) + (w.shape[-1] * 32 // self.bits,), self.dtype)]
 
 
@@ -110,6 +151,9 @@ class QuantizedMatmul(_Quant):
         import numpy as np
 
         x, w = inputs[0], inputs[1]
+        b = inputs[3]._shape if self.affine else None
+        check_packed(self.name, w._shape, inputs[2]._shape, b, self.group_size, self.bits)
+        check_inner(self.name, x._shape, w._shape, self.group_size, self.bits, self.transpose)
         lead = (
             np.broadcast_shapes(tuple(x.shape[:-2]), tuple(w.shape[:-2]))
             if w.ndim > 2

@@ -415,3 +415,23 @@ def test_grad_through_integer_scales_or_codes_raises(mode):
     gx = nv.grad(lambda x: nv.quantized_matmul(x, wq, s, mode=mode).sum())(x)
     w_hat = np.asarray(nv.dequantize(wq, s, mode=mode, dtype=nv.float32))
     np.testing.assert_allclose(np.asarray(gx), np.ones((2, 32)) @ w_hat, rtol=1e-5, atol=1e-5)
+
+
+def test_shapeless_replay_on_shapes_that_do_not_fit_raises_as_uncompiled():
+    w = nv.array(RNG.standard_normal((32, 64)).astype(np.float32))
+    wq, s, b = nv.quantize(w, 64, 4)
+    qmm = nv.compile(
+        lambda x: nv.quantized_matmul(x, wq, s, b, group_size=64, bits=4), shapeless=True
+    )
+    assert qmm(nv.ones((2, 64))).shape == (2, 32)
+    assert qmm(nv.ones((3, 64))).shape == (3, 32)  # another batch replays
+    with pytest.raises(ValueError, match="quantized_matmul: the last dimension of x"):
+        qmm(nv.ones((2, 32)))
+    deq = nv.compile(lambda q: nv.dequantize(q, s, b, 64, 4), shapeless=True)
+    assert deq(wq).shape == (32, 64)
+    with pytest.raises(ValueError, match="dequantize: the quantized weight"):
+        deq(wq[:, :4])
+    quant = nv.compile(lambda a: nv.quantize(a, 64, 4)[0], shapeless=True)
+    assert quant(w).shape == (32, 8)
+    with pytest.raises(ValueError, match="quantize: the last dimension"):
+        quant(w[:, :48])
