@@ -26,6 +26,21 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 from benchmarks.gpu import training  # noqa: E402
 
 
+def sequence(run, sync) -> None:
+    """The GPU kernels of one call of ``run`` in the order they ran, with their device time."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.init()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        run()
+        sync()
+    evs = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    evs.sort(key=lambda e: e.time_range.start)
+    for k, e in enumerate(evs):
+        print(f"{k:4d} {e.time_range.elapsed_us():8.2f} us  {e.name[:140]}")
+
+
 def kernels(run, sync, n: int, top: int) -> None:
     """The GPU kernels of ``n`` calls of ``run``: count and device time per call."""
     import torch
@@ -75,6 +90,8 @@ def main() -> None:
     ap.add_argument("--lib", default="nuvec", help="nuvec, jax or torch")
     ap.add_argument("--precision", default=None, help="jax's default_matmul_precision")
     ap.add_argument("--kernels", action="store_true", help="the GPU kernels, not cProfile")
+    ap.add_argument("--sequence", action="store_true", help="one call's kernels in order")
+    ap.add_argument("--tape", action="store_true", help="print the compiled step's report")
     ap.add_argument("--top", type=int, default=int(os.environ.get("TOP", "22")))
     a = ap.parse_args()
     case, batch = a.case, a.batch
@@ -93,6 +110,10 @@ def main() -> None:
     t1 = time.perf_counter()
     sync()
     print(f"{tag}: host time per call {(t1 - t0) / n * 1e6:.1f} us")
+    if a.tape and hasattr(run, "inspect"):
+        print(run.inspect())
+    if a.sequence:
+        sequence(run, sync)
     if a.kernels:
         if a.lib == "jax":
             jax_precision(a.precision)

@@ -24,8 +24,8 @@ def split_addmm(draft: Draft) -> None:
     """``addmm(c, a, b)`` (alpha = beta = 1, float32 or float64) read only by element-wise
     steps becomes ``a @ b`` and an add of ``c``, which then fuses with its readers: a layer's bias
     add and activation take one kernel pass, as XLA's fusions do. The bits are the CPU
-    addmm's, which adds ``c`` to the product in the product's dtype (other backends may round
-    ``a @ b + c`` once inside the GEMM, so only the CPU splits)."""
+    addmm's, which adds ``c`` to the product in the product's dtype (so does CUDA's; a backend
+    that rounds ``a @ b + c`` once inside the GEMM must not take this rule)."""
     dname = [d.name for d in draft.dtype]
     readers = draft.readers()
     old = draft.steps

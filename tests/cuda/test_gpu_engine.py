@@ -261,11 +261,12 @@ SERVES = {  # which forced entry point can serve which layouts (others fall back
     "contig": {"contiguous", "offset"},
     "scalar": {"contiguous", "scalar", "offset"},
     "strided": set(LAYOUTS),
+    "nd": set(LAYOUTS),
     None: set(LAYOUTS),
 }
 
 
-@pytest.mark.parametrize("variant", ["vec", "contig", "scalar", "strided", None])
+@pytest.mark.parametrize("variant", ["vec", "contig", "scalar", "strided", "nd", None])
 @pytest.mark.parametrize("idx", ["i32", "i64"])
 @pytest.mark.parametrize("key", sorted(LAYOUT_SPECS))
 def test_entry_points_and_layouts(key, idx, variant):
@@ -293,8 +294,45 @@ def test_entry_points_and_layouts(key, idx, variant):
         ran += 1
     after = gpu_kernels.stats()["launches"]
     assert ran > 0
-    if variant is not None:
-        assert after[variant] > before[variant], f"the {variant} entry point never ran"
+    expect = "strided" if (variant == "nd" and idx == "i64") else variant  # nd: 32-bit only
+    if expect is not None:
+        assert after[expect] > before[expect], f"the {expect} entry point never ran"
+
+
+@pytest.mark.parametrize(
+    "shape, perm",
+    [
+        ((32, 64, 4, 32), (0, 2, 1, 3)),  # attention's heads split from a transposed view
+        ((3, 5, 7, 11, 2), (4, 0, 3, 1, 2)),
+        ((2, 3, 5, 7, 11, 13), (5, 3, 1, 0, 4, 2)),
+        ((2, 3, 2, 3, 2, 3, 2), (6, 5, 4, 3, 2, 1, 0)),  # more axes than nd takes: strided
+    ],
+)
+def test_views_of_several_axes(shape, perm):
+    """Transposed views of up to 7 axes (no axis merges), a broadcast column and a broadcast
+    row, through the nd kernel (or the strided one beyond ``ND_MAX`` axes), bit for bit."""
+    spec = FUSED
+    rng = np.random.default_rng(11)
+    out = tuple(shape[p] for p in perm)
+    n = int(np.prod(shape))
+    base = values("float32", n, rng)
+    m = int(np.prod(out[:-1]))
+    col = values("float32", max(m, 64), rng)[:m].reshape(out[:-1] + (1,))
+    hs = [base.reshape(shape).transpose(perm), col]
+    ds = [to_dev(base).reshape(shape).transpose(perm), to_dev(col)]
+    want = cpu_kernels.run(spec, hs, out)
+    before = gpu_kernels.stats()["launches"]
+    got = gpu_kernels.run(spec, ds, out)
+    for k in range(len(spec.outputs)):
+        assert_same(from_dev(got[k], "float32"), want[k], f"{shape} {perm}", "float32")
+    row = values("float32", 64, rng)[: out[-1]]  # values() puts its specials first
+    want = cpu_kernels.run(spec, [hs[0], row], out)
+    got = gpu_kernels.run(spec, [ds[0], to_dev(row)], out)
+    for k in range(len(spec.outputs)):
+        assert_same(from_dev(got[k], "float32"), want[k], f"{shape} {perm} row", "float32")
+    after = gpu_kernels.stats()["launches"]
+    used = "nd" if len(shape) <= 6 else "strided"
+    assert after[used] >= before[used] + 2
 
 
 def test_zero_size_and_one_element():

@@ -10,6 +10,7 @@ import ctypes
 import dataclasses
 import glob
 import os
+import random
 import re
 
 import pytest
@@ -54,10 +55,26 @@ def test_vec_kernel_loads_vectors_and_hoists_scalars():
     assert "nv_f32_to_bf16" in src  # stored back as bf16 bits
 
 
+def _keys(spec) -> list:
+    """Every (spec, variant, index width, mask) the kernels module may build for ``spec``
+    (the nd variant: 32-bit indices, one key per number of axes)."""
+    keys = []
+    for v in source.VARIANTS:
+        for i in source.INDEX:
+            if v == "nd":
+                if i == "i32":
+                    keys += [(spec, v, i, (k,)) for k in range(1, source.ND_MAX + 1)]
+            else:
+                keys.append((spec, v, i, (0,) * len(spec.inputs) if v == "vec" else ()))
+    return keys
+
+
 def test_index_width_and_variants_name_their_entry_points():
     for variant in source.VARIANTS:
         for idx, ctype in source.INDEX.items():
-            mask = (0,) if variant == "vec" else ()
+            if variant == "nd" and idx == "i64":
+                continue
+            mask = (0,) if variant == "vec" else ((3,) if variant == "nd" else ())
             src, entry = source.module_source(F32, variant, idx, mask)
             assert entry == f"nvk_{variant}_{idx}"
             assert f"void {entry}({ctype} " in src
@@ -91,6 +108,48 @@ def test_bad_requests_name_the_problem():
         source.module_source(F32, "vec", "i16", (0,))
     with pytest.raises(ValueError, match="scalar mask"):
         source.module_source(BF16_ADD, "vec", "i32", (0,))
+
+
+def test_divisor_gives_the_quotient_by_multiply_high_and_shift():
+    rng = random.Random(5)
+    divisors = list(range(1, 300)) + [2**k + e for k in range(9, 31) for e in (-1, 0, 1)]
+    divisors += [rng.randrange(1, 2**31) for _ in range(300)]
+    for d in divisors:
+        if d >= 2**31:
+            continue
+        m, ln = source.divisor(d)
+        assert 0 <= m < 2**32 and 0 <= ln <= 31
+        ns = [0, 1, d - 1, d, d + 1, 2 * d - 1, 2**31 - 1, 2**31 - 2, (2**31 - 1) // d * d]
+        ns += [rng.randrange(0, 2**31) for _ in range(200)]
+        for n in ns:
+            if 0 <= n < 2**31:
+                assert ((n * m >> 32) + n) >> ln == n // d, (n, d)
+    with pytest.raises(ValueError, match="divisor"):
+        source.divisor(0)
+
+
+def test_nd_kernel_takes_its_layout_as_arguments():
+    src, entry = source.module_source(FUSED, "nd", "i32", (3,))
+    assert entry == "nvk_nd_i32"
+    m = re.search(r"void nvk_nd_i32\(([^)]*)\)", src)
+    assert m is not None
+    params = [p.strip() for p in m.group(1).split(",")]
+    # n, 2 sizes, 2 multipliers, 2 shifts, 3 strides for each of 3 arrays, then the arrays
+    assert params[:7] == ["int n", "int d1", "int d2", "unsigned m1", "unsigned m2"] + [
+        "int l1",
+        "int l2",
+    ]
+    assert params[7:16] == [f"int s{a}_{k}" for a in range(3) for k in range(3)]
+    assert params[16:] == [
+        "const float *__restrict__ a0",
+        "float *__restrict__ o0",
+        "float *__restrict__ o1",
+    ]
+    assert src.count("__umulhi") == 2 and "meta" not in src.split("nvk_nd_i32")[1]
+    with pytest.raises(ValueError, match="nd variant"):
+        source.module_source(FUSED, "nd", "i64", (3,))
+    with pytest.raises(ValueError, match="nd variant"):
+        source.module_source(FUSED, "nd", "i32", (source.ND_MAX + 1,))
 
 
 def test_options_forbid_contraction():
@@ -136,12 +195,7 @@ def test_sources_compile_with_nvrtc(spec):
 
 def _compile_all_variants(spec) -> bytes:
     """The PTX of every variant of ``spec`` in one module (asserts that NVRTC accepts it)."""
-    keys = [
-        (spec, v, i, (0,) * len(spec.inputs) if v == "vec" else ())
-        for v in source.VARIANTS
-        for i in source.INDEX
-    ]
-    src, names = source.batch_source(keys)
+    src, names = source.batch_source(_keys(spec))
     prog = ctypes.c_void_p()
     assert NVRTC.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"k.cu", 0, None, None) == 0
     opts = [o.encode() for o in source.nvrtc_options(spec.fast)] + [

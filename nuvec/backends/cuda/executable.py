@@ -78,12 +78,9 @@ def why_not(tape) -> str | None:
 
 
 def _wrap(shape: tuple, dtype, stream, data) -> Array:
-    """An evaluated array over device ``data``."""
-    a = Array.__new__(Array)
-    a._shape, a._dtype, a._stream = shape, dtype, stream
-    a._prim, a._inputs, a._siblings, a._pos = None, (), None, 0
-    a._data, a._tracer, a._readers = data, False, 0
-    return a
+    """An evaluated array over device ``data`` (of ``shape``), made by the core's one
+    constructor path."""
+    return Array.constant(data, stream, dtype)
 
 
 def _lent_refs() -> int:

@@ -10,8 +10,10 @@ Choice of entry point (``source`` has the kernels): when every input is C-contig
 output's shape or has one element (a broadcast scalar) and the arrays are aligned, the ``vec``
 kernel (vector loads and stores); unaligned views of that kind use the dialect's ``contig`` /
 ``scalar`` kernels; anything else (transposes, slices with steps, broadcasts along some axes)
-the ``strided`` kernel over the shape with size-1 axes dropped and mergeable axes merged.
-32-bit indexing wherever every index fits, 64-bit otherwise.
+a strided kernel over the shape with size-1 axes dropped and mergeable axes merged: with
+32-bit indices and at most ``source.ND_MAX`` axes the ``nd`` kernel of that many axes (layout
+as arguments, coordinates by multiply-high and shift), else ``strided`` (layout in device
+memory). 32-bit indexing wherever every index fits, 64-bit otherwise.
 
 Each (spec, variant, index width, scalar mask, vector cap) is one NVRTC module compiled on
 first use by ``nvrtc.load`` (``--fmad=false``, ``-ftz=false``: no contraction, IEEE subnormals,
@@ -154,9 +156,10 @@ def precompile(keys, threads: int | None = None, per_module: int = 48) -> int:
 
 @contextlib.contextmanager
 def forced(variant: str | None = None, idx: str | None = None):
-    """Tests: use ``variant`` wherever the layout allows it ("strided" always does, "scalar"
-    for contiguous-or-scalar inputs, "contig" for contiguous ones, "vec" for aligned ones) and
-    index width ``idx``."""
+    """Tests: use ``variant`` wherever the layout allows it ("strided" always does, "nd"
+    where indices fit in 32 bits and the merged layout has at most ``source.ND_MAX`` axes,
+    "scalar" for contiguous-or-scalar inputs, "contig" for contiguous ones, "vec" for aligned
+    ones) and index width ``idx``."""
     saved = dict(_force)
     _force.update(variant=variant, idx=idx)
     try:
@@ -172,6 +175,16 @@ def stats() -> dict:
         "launches": dict(_stats["launches"]),
         "modules": len(_kernels),
     }
+
+
+_divisors: dict[int, tuple[int, int]] = {}
+
+
+def _divisor(d: int) -> tuple[int, int]:
+    r = _divisors.get(d)
+    if r is None:
+        r = _divisors[d] = source.divisor(d)
+    return r
 
 
 def _meta_array(meta: tuple) -> cp.ndarray:
@@ -202,7 +215,7 @@ def run(spec: KernelSpec, ins: list, shape: tuple, outs: list | None = None) -> 
         return outs
     fv, fi = _force["variant"], _force["idx"]
     mask = []
-    simple = fv != "strided"
+    simple = fv not in ("strided", "nd")
     if simple:
         for x in ins:
             if x.size == 1:
@@ -309,6 +322,15 @@ def _strided(spec, ins, shape, n, outs, fi) -> None:
     reach = max(sum((d - 1) * abs(t) for d, t in zip(dims, s)) for s in strides)
     fits = n + grid * _BLOCK <= _I32_LIMIT and reach <= _I32_LIMIT
     idx = fi or ("i32" if fits else "i64")
+    if idx == "i32" and 1 <= ndim <= source.ND_MAX and _force["variant"] != "strided":
+        # the layout by value, the coordinates by multiply-high and shift (source.nd_kernel)
+        args = [np.int32(n)] + [np.int32(d) for d in dims[1:]]
+        divs = [_divisor(d) for d in dims[1:]]
+        args += [np.uint32(m) for m, _ in divs] + [np.int32(sh) for _, sh in divs]
+        args += [np.int32(t) for s in strides for t in s]
+        _kernel(spec, "nd", "i32", (ndim,))((grid,), (_BLOCK,), (*args, *xs, *outs))
+        _stats["launches"]["nd"] += 1
+        return
     I = np.int32 if idx == "i32" else np.int64
     k = _kernel(spec, "strided", idx, ())
     k((grid,), (_BLOCK,), (I(n), np.int32(ndim), _meta_array(meta), *xs, *outs))

@@ -7,6 +7,12 @@ Variants (every one computes each element with the generator's per-element body,
 all give the same bits):
 
 * ``contig``, ``scalar``, ``strided``: the dialect's own entry points (see its docstring);
+* ``nd`` (32-bit indices only): the strided layout of exactly ``ndim`` axes (the ``mask``
+  slot of the key holds ``(ndim,)``), passed by value: ``(int n, int d1, ..., int d{K-1},
+  unsigned m1, ..., unsigned m{K-1}, int l1, ..., int l{K-1}, then per array (inputs, then
+  outputs) its K strides in elements, a0, ..., o0, ...)``, where ``d_k`` is axis k's size
+  and ``(m_k, l_k) = divisor(d_k)``: the coordinates come from a multiply-high and a shift
+  per axis (``divisor``) instead of an integer division and a layout read from memory;
 * ``vec``: this backend's entry point for the common case, every array contiguous or a
   broadcast scalar: each thread loads VEC consecutive elements of each full input with one
   aligned vector load (16 bytes for the widest array), computes them, and stores them the
@@ -26,7 +32,9 @@ from ...codegen.dialects import DIALECTS
 from ...codegen.dialects import cuda as cuda_dialect
 from ...codegen.ir import ITEMSIZE, KernelSpec
 
-VARIANTS = ("vec", "contig", "scalar", "strided")
+VARIANTS = ("vec", "contig", "scalar", "strided", "nd")
+#: the most axes (after merging) that the ``nd`` variant takes; more go to ``strided``
+ND_MAX = 6
 INDEX = {"i32": "int", "i64": "long long"}
 NAME = "nvk"
 
@@ -57,6 +65,60 @@ def vec_width(spec: KernelSpec, mask: tuple[int, ...], cap: int = 8) -> int:
     sizes = [ITEMSIZE[d] for i, d in enumerate(spec.inputs) if i in used and not mask[i]]
     sizes += [ITEMSIZE[spec.nodes[o].dtype] for o in spec.outputs]
     return max(1, min(cap, 16 // max(sizes)))
+
+
+def divisor(d: int) -> tuple[int, int]:
+    """(m, l) such that ``n // d == (umulhi(n, m) + n) >> l`` for every 0 <= n < 2**31
+    (``umulhi``: the high 32 bits of the 64-bit product), for 1 <= d < 2**31: l is
+    ceil(log2(d)) and m = floor(2**32 * (2**l - d) / d) + 1 (Granlund and Montgomery's
+    division by invariant integers; n < 2**31 keeps the sum within 32 bits)."""
+    if not 1 <= d < (1 << 31):
+        raise ValueError(f"cuda kernels: divisor {d} out of range")
+    ln = (d - 1).bit_length()
+    m = ((1 << 32) * ((1 << ln) - d)) // d + 1
+    return m & 0xFFFFFFFF, ln
+
+
+def nd_kernel(spec: KernelSpec, ndim: int, name: str = NAME) -> str:
+    """The ``nd`` entry point of ``spec`` over ``ndim`` axes (see the module docstring)."""
+    d = dialect()
+    b = d.body(spec)
+    nin = len(spec.inputs)
+    outs = [spec.nodes[o].dtype for o in spec.outputs]
+    narr = nin + len(outs)
+    K = ndim
+    params = ["int n"]
+    params += [f"int d{k}" for k in range(1, K)]
+    params += [f"unsigned m{k}" for k in range(1, K)]
+    params += [f"int l{k}" for k in range(1, K)]
+    params += [f"int s{a}_{k}" for a in range(narr) for k in range(K)]
+    params += [f"const {d.stype(t)} *__restrict__ a{i}" for i, t in enumerate(spec.inputs)]
+    params += [f"{d.stype(t)} *__restrict__ o{k}" for k, t in enumerate(outs)]
+    index = ["unsigned r = (unsigned)i;"]
+    index += [f"int off{a} = 0;" for a in range(narr)]
+    for k in range(K - 1, 0, -1):  # innermost axis first
+        index.append(f"{{ const unsigned q = (__umulhi(r, m{k}) + r) >> l{k};")
+        index.append(f"  const int c = (int)(r - q * (unsigned)d{k});")
+        index += [f"  off{a} += c * s{a}_{k};" for a in range(narr)]
+        index.append("  r = q; }")
+    index += [f"off{a} += (int)r * s{a}_0;" for a in range(narr)]
+    used = set(b.used_inputs)
+    loads = [
+        f"const {d.ctype(t)} x{i} = {d.load(t, f'a{i}[off{i}]')};"
+        for i, t in enumerate(spec.inputs)
+        if i in used
+    ]
+    stores = [f"o{k}[off{nin + k}] = {d.store(t, b.outputs[k])};" for k, t in enumerate(outs)]
+    loop = index + loads + b.lines + stores
+    return f"""
+extern "C" __global__ void {entry_name("nd", "i32", name)}({", ".join(params)})
+{{
+{_indent(b.consts, 4)}
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {{
+{_indent(loop, 8)}
+    }}
+}}
+"""
 
 
 def vec_kernel(
@@ -163,6 +225,13 @@ def kernel_source(
                 f"{len(spec.inputs)} inputs"
             )
         body = vec_kernel(spec, idx, tuple(mask), name, cap)
+    elif variant == "nd":
+        if idx != "i32" or len(mask) != 1 or not 1 <= mask[0] <= ND_MAX:
+            raise ValueError(
+                f"cuda kernels: the nd variant takes 32-bit indices and (ndim,) with ndim "
+                f"in 1..{ND_MAX}, got {idx!r} and {mask!r}"
+            )
+        body = nd_kernel(spec, mask[0], name)
     else:
         body = _dialect_variant(spec, variant, idx, name)
     return body, entry_name(variant, idx, name)
