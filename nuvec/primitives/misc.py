@@ -64,7 +64,8 @@ class Forwarding(Primitive):
     def transform_inputs(self) -> int:
         return self.n_in
 
-    def infer(self, inputs):
+    def forwarded(self, inputs) -> list:
+        """The (shape, dtype) of the forwarded inputs: a subclass's ``infer``."""
         return [(x._shape, x._dtype) for x in inputs[self.n_in :]]
 
 
@@ -91,3 +92,6 @@ class CustomFunction(Forwarding):
         # identity, not structure: two calls of one custom function are not interchangeable
         # unless their traced graphs are (compile's CSE compares the inputs too)
         return (id(self.fn), id(self.call))
+
+    def infer(self, inputs):
+        return self.forwarded(inputs)
