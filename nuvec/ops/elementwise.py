@@ -127,8 +127,9 @@ def _binary(op: str, a, b, stream, *, result: str = "promote") -> Array:
         a, b = broadcast_arrays(a, b, name=op)
         return Array.make(prim, (a, b), st)
     out = binary_node(prim, a, b, dt.bool_ if op in PREDICATES else a._dtype, st)
-    if out is None:  # shapes that do not broadcast: the error names the operation
-        broadcast_arrays(a, b, name=op)
+    if out is None:  # broadcast_arrays raises the error that names the operation
+        a, b = broadcast_arrays(a, b, name=op)
+        out = Array.make(prim, (a, b), st)
     return out
 
 
