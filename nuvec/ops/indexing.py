@@ -765,7 +765,7 @@ def _dynamic_grid(a: Array, start, axes, sizes, name: str, stream):
     return axes, broadcast_arrays(*grid, name=name, stream=stream)
 
 
-def _host_box(a: Array, u: Array, start, axes: tuple, sizes: tuple, name: str):
+def _host_box(a: Array, u: Array, start, axes: tuple, sizes: tuple):
     """``(start, stop, strides)`` of the box of shape ``sizes`` at ``start`` on ``axes`` (0
     elsewhere) where ``start`` is an evaluated integer array in host memory and nothing is
     traced: its values are read now, clamped as ``_dynamic_grid`` clamps them when the graph
@@ -845,7 +845,7 @@ def slice_update(a, /, update, start_indices, axes: Sequence[int], *, stream=Non
     if any(s > n for s, n in zip(ushape, a._shape)):
         raise ValueError(f"slice_update: an update of shape {u.shape} does not fit shape {a.shape}")
     u = broadcast_to(u, ushape, stream=stream)
-    box = _host_box(a, u, start_indices, ax_list, ushape, "slice_update")
+    box = _host_box(a, u, start_indices, ax_list, ushape)
     if box is not None:  # the starts are known: a static slice update, one node
         return Array.make(SliceUpdate(*box), [a, u], resolve_stream(stream))
     axes_t, grid = _dynamic_grid(
