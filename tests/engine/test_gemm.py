@@ -50,9 +50,30 @@ LAYOUTS = {
 @pytest.mark.parametrize("la", LAYOUTS)
 @pytest.mark.parametrize("lb", LAYOUTS)
 def test_every_layout_of_either_operand(la, lb):
-    for m, k, n in [(7, 5, 3), (1, 9, 4), (6, 1, 5), (5, 4, 1), (33, 70, 17)]:
+    # (40, 9, 5) and (64, 33, 15): few columns, many rows: run as the transposed product
+    for m, k, n in [
+        (7, 5, 3),
+        (1, 9, 4),
+        (6, 1, 5),
+        (5, 4, 1),
+        (33, 70, 17),
+        (40, 9, 5),
+        (64, 33, 15),
+    ]:
         a, b = LAYOUTS[la](m, k), LAYOUTS[lb](k, n)
         _close(_product(a, b), a, b)
+
+
+@needs_mkl
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_product_of_few_columns_fills_rows_of_any_stride(dtype):
+    for m, k, n in [(12, 7, 3), (256, 512, 10), (100, 3, 15), (64, 16, 16), (64, 16, 2)]:
+        a, b = _rand((m, k), dtype), _rand((n, k), dtype).T
+        wide = np.full((m, n + 4), 7.0, dtype)  # rows of n + 4 elements: ldc > n
+        assert _gemm.product(a, b, wide[:, 2 : n + 2])
+        _close(wide[:, 2 : n + 2], a, b)
+        assert (wide[:, :2] == 7).all() and (wide[:, n + 2 :] == 7).all()
+        assert np.array_equal(wide[:, 2 : n + 2], _product(a, b))
 
 
 @needs_mkl
