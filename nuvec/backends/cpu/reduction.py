@@ -6,6 +6,8 @@ float16/bfloat16 data is accumulated in float32 and rounded once to the output d
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...codegen.ir import KernelSpec, Node
@@ -63,15 +65,12 @@ def _extreme(x: np.ndarray, axes: tuple, keepdims: bool, want_max: bool) -> np.n
 def _leading(x: np.ndarray, axes: tuple) -> bool:
     """Whether ``axes`` are x's leading axes (not all of them, at least two elements left) and
     a column kernel sums over them: bias gradients, layer-norm weight gradients."""
-    k = len(axes)
-    return (
-        0 < k < x.ndim
-        and sorted(a % x.ndim for a in axes) == list(range(k))
-        and (x.dtype == _F32 or x.dtype == _F64)
-        and x.size
-        and x.size // int(np.prod(x.shape[:k])) >= 2
-        and x.flags.c_contiguous
-    )
+    k, nd = len(axes), x.ndim
+    if not 0 < k < nd or not (x.dtype == _F32 or x.dtype == _F64) or not x.size:
+        return False
+    if {a % nd for a in axes} != set(range(k)):
+        return False
+    return x.size // math.prod(x.shape[:k]) >= 2 and x.flags.c_contiguous
 
 
 def _sum(x: np.ndarray, axes: tuple, keepdims: bool, dtype: np.dtype) -> np.ndarray:
