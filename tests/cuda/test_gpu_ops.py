@@ -176,6 +176,33 @@ def test_scatter_modes_with_repeated_and_scalar_indices(mode, dtype):
             same(w, u)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, BF16, np.int32, np.bool_])
+@pytest.mark.parametrize(
+    "shape,axis,width",
+    [((6, 10), 1, 1), ((6, 10), 1, 3), ((4, 5, 3), 1, 1), ((4, 5, 3), 0, 2), ((7,), 0, 4)],
+)
+def test_along_axis_gathers_and_puts_with_the_cpus_values(dtype, shape, axis, width):
+    """take_along_axis / put_along_axis (one kernel over the indices on the GPU), negative
+    indices included, and the additive scatter of take_along_axis's gradient."""
+    x = (RNG.standard_normal(shape) * 4).astype(dtype)
+    ishape = shape[:axis] + (width,) + shape[axis + 1 :]
+    idx = RNG.integers(-shape[axis], shape[axis], ishape).astype(np.int32)
+    if width > 1:  # distinct positions along the axis: put_along_axis's result is defined
+        idx = np.argsort(RNG.random(shape), axis=axis).take(range(width), axis=axis) - 1
+        idx = idx.astype(np.int32)
+    v = (RNG.standard_normal(ishape) * 4).astype(dtype)
+
+    def f(a, i, u):
+        out = [nv.take_along_axis(a, i, axis=axis), nv.put_along_axis(a, i, u, axis=axis)]
+        if a.dtype in (nv.float32, nv.float64):
+            out.append(nv.grad(lambda t: (nv.take_along_axis(t, i, axis=axis) * u).sum())(a))
+        return out
+
+    c, g = run_both(f, x, idx, v)
+    for u, w in zip(c, g):
+        same(w, u)
+
+
 # -- random ----------------------------------------------------------------------------------
 
 

@@ -1,4 +1,6 @@
-"""Gather and scatter primitives on the GPU (CuPy advanced indexing, cupyx scatter ops).
+"""Gather and scatter primitives on the GPU (CuPy advanced indexing, cupyx scatter ops; one
+element-wise kernel for take_along_axis, and for put_along_axis where each position is named
+at most once along the axis).
 
 Differences from the CPU, both so that the host never waits for the device: an index out of
 range is not reported (CuPy wraps it), and ``scatter`` with ``mode="set"`` and repeated
@@ -194,15 +196,75 @@ def _along_index(idx, axis: int) -> tuple:
     return tuple(out)
 
 
+# take_along_axis / put_along_axis as one element-wise kernel over the indices (CuPy's
+# advanced indexing takes 4-6 kernels: index preparation, aranges, the gather): element i of
+# the index array (shape (outer, m, inner) around the axis) names a[o, j, r], j wrapped into
+# [0, n) as CuPy's indexing wraps it; ``a`` and ``out`` (``raw``) are C-contiguous
+_ALONG_SOURCE = """
+    const long long r = i % inner;
+    const long long o = i / (m * inner);
+    long long j = (long long)idx % n;
+    if (j < 0) j += n;
+    const long long src = (o * n + j) * inner + r;
+"""
+_GATHER_ALONG = cp.ElementwiseKernel(
+    "raw T a, I idx, int64 n, int64 m, int64 inner",
+    "T out",
+    _ALONG_SOURCE + "out = a[src];",
+    "nv_gather_along",
+)
+# put_along_axis where every position of ``out`` is named at most once along the axis (m == 1,
+# as a cross-entropy's gradient has it): a plain store or a single addition per position, the
+# same bits as CuPy's atomic add of one value, and no order to depend on
+_SET_ALONG = cp.ElementwiseKernel(
+    "I idx, T u, int64 n, int64 m, int64 inner",
+    "raw T out",
+    _ALONG_SOURCE + "out[src] = u;",
+    "nv_set_along",
+)
+_ADD_ALONG = cp.ElementwiseKernel(
+    "I idx, T u, int64 n, int64 m, int64 inner",
+    "raw T out",
+    _ALONG_SOURCE + "out[src] = out[src] + u;",
+    "nv_add_along",
+)
+
+
+def _inner(shape: tuple, axis: int) -> int:
+    """The element count after ``axis``."""
+    inner = 1
+    for d in shape[axis + 1 :]:
+        inner *= d
+    return inner
+
+
 @gpu(GatherAxis)
 def _gather_axis(prim, ins, node):
     a, idx = ins
-    return [a[_along_index(idx, prim.axis)]]
+    ax = prim.axis % idx.ndim
+    if idx.size == 0 or a.shape[ax] == 0:
+        return [a[_along_index(idx, ax)]]
+    out = cp.empty(idx.shape, a.dtype)
+    a = cp.ascontiguousarray(a)  # ``src`` is a flat C-order index
+    _GATHER_ALONG(a, idx, a.shape[ax], idx.shape[ax], _inner(idx.shape, ax), out)
+    return [out]
 
 
 @gpu(ScatterAxis)
 def _scatter_axis(prim, ins, node):
     a, idx, upd = ins
-    index = _along_index(idx, prim.axis)
+    ax = prim.axis % idx.ndim
+    if (
+        idx.size
+        and idx.shape[ax] == 1
+        and a.shape[ax]
+        and upd.dtype == a.dtype
+        and (prim.mode == "set" or a.dtype in (cp.float32, cp.float64))
+    ):
+        out = a.copy()  # C order: ``src`` is its flat index
+        kernel = _SET_ALONG if prim.mode == "set" else _ADD_ALONG
+        kernel(idx, cp.broadcast_to(upd, idx.shape), a.shape[ax], 1, _inner(idx.shape, ax), out)
+        return [out]
+    index = _along_index(idx, ax)
     update = cp.broadcast_to(upd, idx.shape)
     return [_combine(prim.mode, a.copy(), index, update, node._dtype, ())]
