@@ -68,7 +68,11 @@ NV_FN float nv_fast_sigmoid(float x) { return __fdividef(1.0f, 1.0f + __expf(-x)
 # each operation of a chain returns the canonical NaN instead, as the GPU's float32 arithmetic
 # does anyway (fused and unfused GPU results stay equal bit for bit; NaN payloads may differ
 # from the CPU's, as the module docstring says). About a fifth fewer instructions per element
-# in bfloat16 chains (sm_90 SASS). NUVEC_CUDA_SOFT_HALF=1 generates the integer code instead.
+# in bfloat16 chains (sm_90 SASS). The bfloat16 rounding converts the value into the high half
+# of a packed pair (cvt.rn.bf16x2.f32, the low half 0), which is the rounded float32 itself: one
+# F2FP on the ALU pipe, where cvt.rn.bf16.f32 is an F2F on the XU (16 per cycle per SM, the
+# bound of exact bfloat16 chains with a rounding after each operation) and a shift.
+# NUVEC_CUDA_SOFT_HALF=1 generates the integer code instead.
 HALF_CONVERSIONS = (
     ""
     if os.environ.get("NUVEC_CUDA_SOFT_HALF") == "1"
@@ -100,9 +104,9 @@ NV_FN uint16_t nv_f32_to_f16(float f)
 #define NV_HALF_ROUNDING
 NV_FN float nv_round_bf16(float f)
 {
-    uint16_t r;
-    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
-    return __uint_as_float((uint32_t)r << 16);
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(f), "f"(0.0f));
+    return __uint_as_float(r);
 }
 NV_FN float nv_round_f16(float f)
 {
