@@ -49,10 +49,42 @@ def test_vec_kernel_loads_vectors_and_hoists_scalars():
     m = re.search(r'extern "C" __global__ void nvk_vec_i32\(([^)]*)\)', src)
     assert m is not None
     assert m.group(1).startswith("int nvec, int n, const uint16_t *__restrict__ a0")
-    assert "nv_vec<uint16_t, 8> r0" in src  # the full input: one vector load
-    assert "r1" not in src.split("nvk_vec_i32")[1]  # the scalar input: no vector
-    assert "const float x1 = nv_bf16_to_f32(a1[0]);" in src
-    assert "nv_f32_to_bf16" in src  # stored back as bf16 bits
+    body = src.split("nvk_vec_i32")[1]
+    # the full input: one vector load, as 32-bit words of two bfloat16 each
+    assert "nv_vec<uint32_t, 4> r0" in body
+    assert "nv_bf16_lane(r0.v[j >> 1], j & 1)" in body
+    assert "r1" not in body  # the scalar input: no vector
+    assert "const float x1 = nv_bf16_to_f32(a1[0]);" in body
+    # the sum is rounded to bfloat16 already: its high half is stored as it is
+    assert "w0.v[j] = nv_bf16_bits(v0);" in body
+    assert "o0[e] = nv_f32_to_bf16(v0);" in body  # the tail: the full conversion
+
+
+def test_vec_kernel_converts_stored_values_that_may_be_signaling_nans():
+    """Only values whose high half is what nv_f32_to_bf16 gives are stored as bits: a rounded
+    result and what maximum, abs, ... pass through of such values and constants; an input
+    passed through may be a signaling NaN, which the store quietens."""
+
+    def store(nodes, constants=()):
+        spec = KernelSpec(("bfloat16",), tuple(constants), tuple(nodes), (len(nodes) - 1,))
+        src, _ = source.module_source(spec, "vec", "i32", (0,))
+        return re.search(r"w0\.v\[j\] = (\w+)\(", src).group(1)
+
+    one = ("bfloat16", 0x3F80)
+    exp = Node("exp", (("in", 0),), "bfloat16")
+    assert store([exp]) == "nv_bf16_bits"
+    assert store([exp, Node("maximum", (("node", 0), ("const", 0)), "bfloat16")], [one]) == (
+        "nv_bf16_bits"
+    )
+    assert store([exp, Node("abs", (("node", 0),), "bfloat16")]) == "nv_bf16_bits"
+    assert store([Node("abs", (("in", 0),), "bfloat16")]) == "nv_f32_to_bf16"
+    assert store([Node("maximum", (("in", 0), ("const", 0)), "bfloat16")], [one]) == (
+        "nv_f32_to_bf16"
+    )
+    snan = ("bfloat16", 0x7F81)
+    assert store([exp, Node("maximum", (("node", 0), ("const", 0)), "bfloat16")], [snan]) == (
+        "nv_f32_to_bf16"
+    )
 
 
 def _keys(spec) -> list:

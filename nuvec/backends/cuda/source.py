@@ -40,7 +40,44 @@ NAME = "nvk"
 
 _VEC_HELPER = r"""
 template <typename T, int N> struct __align__(sizeof(T) * N) nv_vec { T v[N]; };
+/* element hi (0 or 1) of a pair of bfloat16 in one 32-bit word, as float32: one shift or mask
+ * (extracting the 16-bit half first would take a permute and a shift) */
+NV_FN float nv_bf16_lane(uint32_t w, int hi)
+{
+    return __uint_as_float(hi ? w & 0xffff0000u : w << 16);
+}
+/* the bfloat16 bits of a value that is a bfloat16 already, a NaN a quiet one (see
+ * _bf16_bits_suffice): nv_f32_to_bf16's, without its conversion and NaN test */
+NV_FN uint16_t nv_bf16_bits(float f) { return (uint16_t)(__float_as_uint(f) >> 16); }
 """
+
+
+# ops whose bfloat16 result is one of their operands, its sign maybe changed, or the GPU's
+# canonical NaN (0x7fffffff, whose high half is the quiet NaN nv_f32_to_bf16 gives it)
+_PASSING = frozenset(("abs", "negative", "copy", "maximum", "minimum", "select"))
+
+
+def _bf16_bits_suffice(spec: KernelSpec, b, node: int) -> bool:
+    """Whether ``nv_bf16_bits`` stores the body's value of bfloat16 ``node`` with
+    nv_f32_to_bf16's bits: an ``nv_round_bf16`` result (a bfloat16, NaN the quiet one), or one
+    of the _PASSING ops over such values and constants that are no signaling NaN. A loaded
+    input may be a signaling NaN, which the store must quieten."""
+    if b.lines[node].split(" = ", 1)[1].startswith("nv_round_bf16("):
+        return True
+    nd = spec.nodes[node]
+    if nd.op not in _PASSING:
+        return False
+    args = nd.args[1:] if nd.op == "select" else nd.args
+    for kind, i in args:
+        if kind == "in":
+            return False
+        if kind == "const":
+            dt, bits = spec.constants[i]
+            if dt != "bfloat16" or ((bits & 0x7FFF) > 0x7F80 and not bits & 0x40):
+                return False
+        elif not _bf16_bits_suffice(spec, b, i):
+            return False
+    return True
 
 
 def dialect():
@@ -141,18 +178,30 @@ def vec_kernel(
         if i in used and mask[i]
     ]
     full = [i for i in range(nin) if i in used and not mask[i]]
+    # bfloat16 inputs as 32-bit words, two elements each
+    pairs = {i for i in full if spec.inputs[i] == "bfloat16" and V % 2 == 0}
     vload = [
-        f"const nv_vec<{d.stype(spec.inputs[i])}, {V}> r{i} = "
+        f"const nv_vec<uint32_t, {V // 2}> r{i} = "
+        f"*reinterpret_cast<const nv_vec<uint32_t, {V // 2}> *>(a{i} + base);"
+        if i in pairs
+        else f"const nv_vec<{d.stype(spec.inputs[i])}, {V}> r{i} = "
         f"*reinterpret_cast<const nv_vec<{d.stype(spec.inputs[i])}, {V}> *>(a{i} + base);"
         for i in full
     ]
     vdecl = [f"nv_vec<{d.stype(t)}, {V}> w{k};" for k, t in enumerate(outs)]
     lane = [
-        f"const {d.ctype(spec.inputs[i])} x{i} = {d.load(spec.inputs[i], f'r{i}.v[j]')};"
+        f"const float x{i} = nv_bf16_lane(r{i}.v[j >> 1], j & 1);"
+        if i in pairs
+        else f"const {d.ctype(spec.inputs[i])} x{i} = {d.load(spec.inputs[i], f'r{i}.v[j]')};"
         for i in full
     ]
     lane += b.lines
-    lane += [f"w{k}.v[j] = {d.store(t, b.outputs[k])};" for k, t in enumerate(outs)]
+    lane += [
+        f"w{k}.v[j] = nv_bf16_bits({b.outputs[k]});"
+        if t == "bfloat16" and not spec.fast and _bf16_bits_suffice(spec, b, spec.outputs[k])
+        else f"w{k}.v[j] = {d.store(t, b.outputs[k])};"
+        for k, t in enumerate(outs)
+    ]
     vstore = [
         f"*reinterpret_cast<nv_vec<{d.stype(t)}, {V}> *>(o{k} + base) = w{k};"
         for k, t in enumerate(outs)
