@@ -207,7 +207,12 @@ def node_expr(
     if split and _split_of(op, src, fast) is not None:
         fn = _split_of(op, src, fast)[0]
     if fast is not None:
-        ffn = fast.get(op) if SUFFIX[src] == "f32" and src != "complex64" else None
+        # a dialect's function for nodes of this dtype first (float16 / bfloat16 ones may be
+        # coarser where the rounding of the stored result dominates their error), then its
+        # float32 one
+        ffn = None
+        if SUFFIX[src] == "f32" and src != "complex64":
+            ffn = fast.get((op, dtype)) or fast.get(op)
         return f"{ffn or fn}({', '.join(args)})"
     expr = f"{fn}({', '.join(args)})"
     if dtype in _ROUND and op not in _EXACT_NARROW:

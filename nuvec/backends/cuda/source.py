@@ -52,6 +52,9 @@ NV_FN uint16_t nv_bf16_bits(float f) { return (uint16_t)(__float_as_uint(f) >> 1
 """
 
 
+# the packed conversion of a fast-math kernel's float16 / bfloat16 output (cuda.FAST_PRELUDE)
+_PACK = {"bfloat16": "nv_fast_pack_bf16", "float16": "nv_fast_pack_f16"}
+
 # ops whose bfloat16 result is one of their operands, its sign maybe changed, or the GPU's
 # canonical NaN (0x7fffffff, whose high half is the quiet NaN nv_f32_to_bf16 gives it)
 _PASSING = frozenset(("abs", "negative", "copy", "maximum", "minimum", "select"))
@@ -145,7 +148,9 @@ def nd_kernel(spec: KernelSpec, ndim: int, name: str = NAME) -> str:
         for i, t in enumerate(spec.inputs)
         if i in used
     ]
-    stores = [f"o{k}[off{nin + k}] = {d.store(t, b.outputs[k])};" for k, t in enumerate(outs)]
+    stores = [
+        f"o{k}[off{nin + k}] = {d.spec_store(spec, t, b.outputs[k])};" for k, t in enumerate(outs)
+    ]
     loop = index + loads + b.lines + stores
     return f"""
 extern "C" __global__ void {entry_name("nd", "i32", name)}({", ".join(params)})
@@ -189,6 +194,9 @@ def vec_kernel(
         for i in full
     ]
     vdecl = [f"nv_vec<{d.stype(t)}, {V}> w{k};" for k, t in enumerate(outs)]
+    # fast-math float16 / bfloat16 outputs: kept as float32, converted two at a time
+    packed = {k: _PACK[t] for k, t in enumerate(outs) if spec.fast and t in _PACK and V % 2 == 0}
+    vdecl = [f"float s{k}[{V}];" if k in packed else ln for k, ln in enumerate(vdecl)]
     lane = [
         f"const float x{i} = nv_bf16_lane(r{i}.v[j >> 1], j & 1);"
         if i in pairs
@@ -197,21 +205,31 @@ def vec_kernel(
     ]
     lane += b.lines
     lane += [
-        f"w{k}.v[j] = nv_bf16_bits({b.outputs[k]});"
+        f"s{k}[j] = {b.outputs[k]};"
+        if k in packed
+        else f"w{k}.v[j] = nv_bf16_bits({b.outputs[k]});"
         if t == "bfloat16" and not spec.fast and _bf16_bits_suffice(spec, b, spec.outputs[k])
-        else f"w{k}.v[j] = {d.store(t, b.outputs[k])};"
+        else f"w{k}.v[j] = {d.spec_store(spec, t, b.outputs[k])};"
         for k, t in enumerate(outs)
     ]
-    vstore = [
-        f"*reinterpret_cast<nv_vec<{d.stype(t)}, {V}> *>(o{k} + base) = w{k};"
-        for k, t in enumerate(outs)
-    ]
+    vstore = []
+    for k, t in enumerate(outs):
+        if k in packed:
+            vstore += [
+                f"nv_vec<uint32_t, {V // 2}> w{k};",
+                "#pragma unroll",
+                f"for (int j = 0; j < {V // 2}; j++) "
+                f"w{k}.v[j] = {packed[k]}(s{k}[2 * j], s{k}[2 * j + 1]);",
+                f"*reinterpret_cast<nv_vec<uint32_t, {V // 2}> *>(o{k} + base) = w{k};",
+            ]
+        else:
+            vstore.append(f"*reinterpret_cast<nv_vec<{d.stype(t)}, {V}> *>(o{k} + base) = w{k};")
     one = [
         f"const {d.ctype(spec.inputs[i])} x{i} = {d.load(spec.inputs[i], f'a{i}[e]')};"
         for i in full
     ]
     one += b.lines
-    one += [f"o{k}[e] = {d.store(t, b.outputs[k])};" for k, t in enumerate(outs)]
+    one += [f"o{k}[e] = {d.spec_store(spec, t, b.outputs[k])};" for k, t in enumerate(outs)]
     ind = _indent
     return f"""
 extern "C" __global__ void {entry_name("vec", idx, name)}({", ".join(params)})
