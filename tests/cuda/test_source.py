@@ -17,6 +17,7 @@ import pytest
 
 from nuvec.codegen.ir import KernelSpec, Node
 from nuvec.backends.cuda import source
+from nuvec.codegen.dialects import cuda as cuda_dialect
 
 F32 = KernelSpec.single("exp", ("float32",), "float32")
 BF16_ADD = KernelSpec.single("add", ("bfloat16", "bfloat16"), "bfloat16")
@@ -215,11 +216,41 @@ def _nvrtc():
 NVRTC = _nvrtc()
 
 
+# gelu in bfloat16 with fast math: the half-precision fast functions and the packed stores
+GELU_BF16_FAST = KernelSpec(
+    inputs=("bfloat16",),
+    constants=(("bfloat16", 0x3F35), ("bfloat16", 0x3F80)),
+    nodes=(
+        Node("multiply", (("in", 0), ("const", 0)), "bfloat16"),
+        Node("erf", (("node", 0),), "bfloat16"),
+        Node("add", (("node", 1), ("const", 1)), "bfloat16"),
+        Node("tanh", (("node", 2),), "bfloat16"),
+        Node("multiply", (("in", 0), ("node", 3)), "bfloat16"),
+    ),
+    outputs=(4,),
+    fast=True,
+)
+
+
+def test_fast_half_precision_nodes_use_their_own_functions():
+    src, _ = source.module_source(GELU_BF16_FAST, "vec", "i32", (0,))
+    body = src.split("nvk_vec_i32")[1]
+    assert "nv_fast_erf_narrow(v0)" in body and "nv_fast_tanh_narrow(v2)" in body
+    assert "nv_fast_pack_bf16(s0[2 * j], s0[2 * j + 1])" in body  # two outputs a conversion
+    assert "o0[e] = nv_fast_f32_to_bf16(v4);" in body  # the tail: the same conversion
+    # float32 nodes keep the float32 fast functions; each half-precision one is defined
+    f32 = dataclasses.replace(KernelSpec.single("tanh", ("float32",), "float32"), fast=True)
+    assert "tanhf(x0)" in source.module_source(f32, "vec", "i32", (0,))[0]
+    for key, fn in cuda_dialect.FAST_FUNCTIONS.items():
+        if isinstance(key, tuple):
+            assert f"NV_FN float {fn}(float x)" in src, key
+
+
 @pytest.mark.skipif(NVRTC is None, reason="NVRTC is not installed here (CuPy or nvidia-cuda-nvrtc)")
 @pytest.mark.parametrize(
     "spec",
-    [F32, BF16_ADD, F64_LESS, SELECT, FUSED, dataclasses.replace(FUSED, fast=True)],
-    ids=["exp_f32", "add_bf16", "less_f64", "select_f16", "fused", "fused_fast"],
+    [F32, BF16_ADD, F64_LESS, SELECT, FUSED, dataclasses.replace(FUSED, fast=True), GELU_BF16_FAST],
+    ids=["exp_f32", "add_bf16", "less_f64", "select_f16", "fused", "fused_fast", "bf16_fast"],
 )
 def test_sources_compile_with_nvrtc(spec):
     _compile_all_variants(spec)
