@@ -110,6 +110,16 @@ NV_FN float nv_min_pos(float a, float hi)
     return nv_u2f((uint32_t)(i < ih ? i : ih));
 }
 
+/* Whether exp's clamp at -104 gives an exact 0 (a product by 0 instead of one that underflows,
+ * which x86 cores run in microcode). GPUs run underflowing products at full speed, and there
+ * the product (1 + p(r)) 2^(n+64) 2^-64 for x = -104 (n = -150, r = -0.0279) is 0.486 2^-149,
+ * which rounds to the same +0: one compare and select fewer on the GPU, the same bits. */
+#if defined(__CUDA_ARCH__)
+#define NV_EXP_ZERO_BELOW_CLAMP 0
+#else
+#define NV_EXP_ZERO_BELOW_CLAMP 1
+#endif
+
 /* exp(x) as 2^n (1 + p(r)), x = n ln2 + r. The scaling is two products: s1 = 2^(n - j) (from
  * the bits of t, which hold n), then s2 = 2^j with j = 64 for n > 0 and -64 otherwise, so
  * s1 (1 + p) is always normal (rounded once, as an fma; the same as rounding 1 + p and scaling
@@ -126,7 +136,7 @@ NV_FN float nv_exp_f32(float x)
     r = fmaf(-n, NV_LN2_LO, r);
     float p = nv_exp_poly(r);
     uint32_t s2 = n > 0.0f ? 0x5f800000u : 0x1f800000u;     /* 2^64 : 2^-64 */
-    s2 = xc == -104.0f ? 0u : s2;
+    s2 = NV_EXP_ZERO_BELOW_CLAMP && xc == -104.0f ? 0u : s2;
     float s1 = nv_u2f((nv_f2u(t) << 23) + (0x7f000000u - s2)); /* 2^(n + 127 - j) */
     float e = fmaf(p, s1, s1) * nv_u2f(s2);
     return (x == x) ? e : x;
@@ -144,7 +154,7 @@ NV_FN float nv_exp_nonpos(float x)
     r = fmaf(-n, NV_LN2_LO, r);
     float p = nv_exp_poly(r);
     float s1 = nv_u2f((nv_f2u(t) << 23) + 0x5f800000u);         /* 2^(n + 64) */
-    return fmaf(p, s1, s1) * (xc == -104.0f ? 0.0f : 0x1p-64f);
+    return fmaf(p, s1, s1) * (NV_EXP_ZERO_BELOW_CLAMP && xc == -104.0f ? 0.0f : 0x1p-64f);
 }
 
 /* exp(x) - 1 as 2^n (1 + q) - 1 = 2^n q + (2^n - 1), one fma; 2^n - 1 is exact for n <= 24
