@@ -157,6 +157,14 @@ NV_FN float nv_exp_nonpos(float x)
     return fmaf(p, s1, s1) * (NV_EXP_ZERO_BELOW_CLAMP && xc == -104.0f ? 0.0f : 0x1p-64f);
 }
 
+/* exp(x) for x = -|y| (x <= -0 or a NaN): nv_exp_f32's bits (checked over every such float32
+ * on the CPU), the generator's choice where exp's argument is negative(abs(y)) */
+NV_FN float nv_exp_negabs_f32(float x)
+{
+    float e = nv_exp_nonpos(x);
+    return (x == x) ? e : x;
+}
+
 /* exp(x) - 1 as 2^n (1 + q) - 1 = 2^n q + (2^n - 1), one fma; 2^n - 1 is exact for n <= 24
  * and rounds to 2^n above, where the result's ulp is at least 2. As in nv_exp_f32 the scaling
  * is split in two for n > 0 (2^(n-64) here, 2^64 after, exact but for an overflow, which
