@@ -61,6 +61,16 @@ def test_vec_kernel_loads_vectors_and_hoists_scalars():
     assert "o0[e] = nv_f32_to_bf16(v0);" in body  # the tail: the full conversion
 
 
+def test_vec_kernel_packs_rounded_float16_results():
+    spec = KernelSpec.single("exp", ("float16",), "float16")
+    body = source.module_source(spec, "vec", "i32", (0,))[0].split("nvk_vec_i32")[1]
+    assert "nv_fast_pack_f16(s0[2 * j], s0[2 * j + 1])" in body
+    # a value passed through from an input keeps the full conversion (its NaN payload)
+    spec = KernelSpec.single("abs", ("float16",), "float16")
+    body = source.module_source(spec, "vec", "i32", (0,))[0].split("nvk_vec_i32")[1]
+    assert "w0.v[j] = nv_f32_to_f16(v0);" in body
+
+
 def test_vec_kernel_converts_stored_values_that_may_be_signaling_nans():
     """Only values whose high half is what nv_f32_to_bf16 gives are stored as bits: a rounded
     result and what maximum, abs, ... pass through of such values and constants; an input

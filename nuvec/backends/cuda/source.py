@@ -60,12 +60,17 @@ _PACK = {"bfloat16": "nv_fast_pack_bf16", "float16": "nv_fast_pack_f16"}
 _PASSING = frozenset(("abs", "negative", "copy", "maximum", "minimum", "select"))
 
 
+def _rounded(b, node: int, fn: str) -> bool:
+    """Whether the body's value of ``node`` is a result of the rounding function ``fn``."""
+    return b.lines[node].split(" = ", 1)[1].startswith(fn + "(")
+
+
 def _bf16_bits_suffice(spec: KernelSpec, b, node: int) -> bool:
     """Whether ``nv_bf16_bits`` stores the body's value of bfloat16 ``node`` with
     nv_f32_to_bf16's bits: an ``nv_round_bf16`` result (a bfloat16, NaN the quiet one), or one
     of the _PASSING ops over such values and constants that are no signaling NaN. A loaded
     input may be a signaling NaN, which the store must quieten."""
-    if b.lines[node].split(" = ", 1)[1].startswith("nv_round_bf16("):
+    if _rounded(b, node, "nv_round_bf16"):
         return True
     nd = spec.nodes[node]
     if nd.op not in _PASSING:
@@ -195,7 +200,15 @@ def vec_kernel(
     ]
     vdecl = [f"nv_vec<{d.stype(t)}, {V}> w{k};" for k, t in enumerate(outs)]
     # fast-math float16 / bfloat16 outputs: kept as float32, converted two at a time
-    packed = {k: _PACK[t] for k, t in enumerate(outs) if spec.fast and t in _PACK and V % 2 == 0}
+    # and float16 results of nv_round_f16, already float16 values, whose NaN is the canonical
+    # one: the conversion instruction gives nv_f32_to_f16's bits for them
+    packed = {
+        k: _PACK[t]
+        for k, t in enumerate(outs)
+        if t in _PACK
+        and V % 2 == 0
+        and (spec.fast or (t == "float16" and _rounded(b, spec.outputs[k], "nv_round_f16")))
+    }
     vdecl = [f"float s{k}[{V}];" if k in packed else ln for k, ln in enumerate(vdecl)]
     lane = [
         f"const float x{i} = nv_bf16_lane(r{i}.v[j >> 1], j & 1);"
