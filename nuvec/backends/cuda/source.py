@@ -19,6 +19,10 @@ all give the same bits):
   same way; scalar inputs (``mask``) are loaded once. Arguments: ``(IDX nvec, IDX n, a0, ...,
   o0, ...)``; threads ``t < nvec`` do elements ``t*VEC .. t*VEC+VEC-1``, the next ``n % VEC``
   threads one element each. Every full array must be aligned to VEC times its item size.
+  bfloat16 inputs are read as 32-bit words of two elements (a shift or a mask each); outputs
+  that are float16 / bfloat16 values already (rounded results: ``_bf16_bits_suffice``,
+  ``_rounded``) skip the full conversion, with the same bits, and fast-math float16 /
+  bfloat16 outputs are converted two at a time.
 
 A module holds one entry point (compiling only what is launched keeps NVRTC's time per kernel
 low); its name is ``entry_name(variant, idx)``.
