@@ -21,7 +21,7 @@ CHAINS = {
 
 
 @pytest.mark.parametrize("name", sorted(CHAINS))
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_fast_chains_are_close_to_the_exact_ones(name, dtype):
     fn = CHAINS[name]
     x = np.random.default_rng(0).standard_normal(100_003).astype(np.float32) * 3
@@ -40,6 +40,6 @@ def test_fast_chains_are_close_to_the_exact_ones(name, dtype):
     np.testing.assert_array_equal(fast, again)
     if dtype == "float32":
         np.testing.assert_allclose(fast, exact, rtol=2e-6, atol=2e-6)
-    else:  # float32 intermediates, one rounding: within a couple of bfloat16 ulps
-        eps = float(ml_dtypes.finfo(ml_dtypes.bfloat16).eps)
+    else:  # float32 intermediates, one rounding: within a couple of ulps of the format
+        eps = float(ml_dtypes.finfo(np.float16 if dtype == "float16" else ml_dtypes.bfloat16).eps)
         np.testing.assert_allclose(fast, exact, rtol=2 * eps, atol=2 * eps)
