@@ -153,7 +153,7 @@ def nd_kernel(spec: KernelSpec, ndim: int, name: str = NAME) -> str:
     index += [f"off{a} += (int)r * s{a}_0;" for a in range(narr)]
     used = set(b.used_inputs)
     loads = [
-        f"const {d.ctype(t)} x{i} = {d.load(t, f'a{i}[off{i}]')};"
+        f"const {d.ctype(t)} x{i} = {d.spec_load(spec, t, f'a{i}[off{i}]')};"
         for i, t in enumerate(spec.inputs)
         if i in used
     ]
@@ -187,7 +187,7 @@ def vec_kernel(
     params += [f"const {d.stype(t)} *__restrict__ a{i}" for i, t in enumerate(spec.inputs)]
     params += [f"{d.stype(t)} *__restrict__ o{k}" for k, t in enumerate(outs)]
     hoisted = [
-        f"const {d.ctype(t)} x{i} = {d.load(t, f'a{i}[0]')};"
+        f"const {d.ctype(t)} x{i} = {d.spec_load(spec, t, f'a{i}[0]')};"
         for i, t in enumerate(spec.inputs)
         if i in used and mask[i]
     ]
@@ -217,7 +217,8 @@ def vec_kernel(
     lane = [
         f"const float x{i} = nv_bf16_lane(r{i}.v[j >> 1], j & 1);"
         if i in pairs
-        else f"const {d.ctype(spec.inputs[i])} x{i} = {d.load(spec.inputs[i], f'r{i}.v[j]')};"
+        else f"const {d.ctype(spec.inputs[i])} x{i} = "
+        f"{d.spec_load(spec, spec.inputs[i], f'r{i}.v[j]')};"
         for i in full
     ]
     lane += b.lines
@@ -242,7 +243,7 @@ def vec_kernel(
         else:
             vstore.append(f"*reinterpret_cast<nv_vec<{d.stype(t)}, {V}> *>(o{k} + base) = w{k};")
     one = [
-        f"const {d.ctype(spec.inputs[i])} x{i} = {d.load(spec.inputs[i], f'a{i}[e]')};"
+        f"const {d.ctype(spec.inputs[i])} x{i} = {d.spec_load(spec, spec.inputs[i], f'a{i}[e]')};"
         for i in full
     ]
     one += b.lines

@@ -80,8 +80,9 @@ FAST_FUNCTIONS: dict[str | tuple[str, str], str] = {
 FAST_PRELUDE = r"""
 #if defined(__CUDA_ARCH__)
 NV_FN float nv_fast_sigmoid(float x) { return __fdividef(1.0f, 1.0f + __expf(-x)); }
-/* fast-math stores of float16 / bfloat16: the conversion instruction alone, two elements at a
- * time where the kernel has a pair (a NaN becomes the canonical one, whatever its payload) */
+/* fast-math loads of float16 and stores of float16 / bfloat16: the conversion instruction
+ * alone, stores two elements at a time where the kernel has a pair (a NaN becomes the
+ * canonical one, whatever its payload) */
 NV_FN uint32_t nv_fast_pack_bf16(float lo, float hi)
 {
     uint32_t r;
@@ -92,6 +93,12 @@ NV_FN uint32_t nv_fast_pack_f16(float lo, float hi)
 {
     uint32_t r;
     asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+NV_FN float nv_fast_f16_to_f32(uint16_t h)
+{
+    float r;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(h));
     return r;
 }
 NV_FN uint16_t nv_fast_f32_to_bf16(float f) { return (uint16_t)nv_fast_pack_bf16(f, 0.0f); }
@@ -208,6 +215,14 @@ class CudaDialect(Dialect):
     def prelude(self) -> str:
         return PRELUDE + FAST_PRELUDE
 
+    def spec_load(self, spec: KernelSpec, dtype: str, ref: str) -> str:
+        """The load of ``ref`` as ``dtype`` in ``spec``'s kernels: a fast-math kernel converts
+        float16 with the conversion instruction alone (a NaN becomes the canonical one), every
+        other kernel as ``load`` does (a NaN keeps its payload)."""
+        if spec.fast and dtype == "float16":
+            return f"nv_fast_f16_to_f32({ref})"
+        return self.load(dtype, ref)
+
     def spec_store(self, spec: KernelSpec, dtype: str, value: str) -> str:
         """The store of ``value`` as ``dtype`` in ``spec``'s kernels: a fast-math kernel converts
         float16 / bfloat16 with the conversion instruction alone (a NaN becomes the canonical
@@ -242,7 +257,7 @@ class CudaDialect(Dialect):
             ref = {"contig": f"a{i}[i]", "scalar": f"a{i}[i * s{i}]", "strided": f"a{i}[off{i}]"}[
                 variant
             ]
-            loads.append(f"const {self.ctype(d)} x{i} = {self.load(d, ref)};")
+            loads.append(f"const {self.ctype(d)} x{i} = {self.spec_load(spec, d, ref)};")
         for k, d in enumerate(outs):
             st = self.stype(d)
             params.append(f"{st} *__restrict__ o{k}")
