@@ -103,11 +103,17 @@ NV_FN float nv_clamp_bits(float x, float lo, float hi)
     return nv_u2f((uint32_t)(i < ih ? i : ih));
 }
 
-/* min(a, hi) for a >= +0 or a NaN with its sign bit clear (which gives hi), hi > 0 */
+/* min(a, hi) for a >= +0 or a NaN with its sign bit clear (which gives hi), hi > 0: on the GPU
+ * the float minimum (one instruction, which also takes |x| as its operand; it gives hi for a
+ * NaN too), elsewhere an integer minimum on the bits (ordered as the floats are here) */
 NV_FN float nv_min_pos(float a, float hi)
 {
+#if defined(__CUDA_ARCH__)
+    return fminf(a, hi);
+#else
     int32_t i = (int32_t)nv_f2u(a), ih = (int32_t)nv_f2u(hi);
     return nv_u2f((uint32_t)(i < ih ? i : ih));
+#endif
 }
 
 /* Whether exp's clamp at -104 gives an exact 0 (a product by 0 instead of one that underflows,
@@ -146,8 +152,12 @@ NV_FN float nv_exp_f32(float x)
  * with its sign bit set (as -|x| gives) returns 0, for the caller to select */
 NV_FN float nv_exp_nonpos(float x)
 {
+#if defined(__CUDA_ARCH__)
+    float xc = fmaxf(x, -104.0f);               /* a NaN gives -104 too, so 0 */
+#else
     uint32_t u = nv_f2u(x), ul = nv_f2u(-104.0f);
     float xc = nv_u2f(u < ul ? u : ul);
+#endif
     float t = fmaf(xc, NV_LOG2E, 0x1.8p23f);
     float n = t - 0x1.8p23f;
     float r = fmaf(-n, NV_LN2_HI, xc);
