@@ -97,10 +97,16 @@ NV_FN float nv_exp_poly(float r)
  * positive floats beyond hi */
 NV_FN float nv_clamp_bits(float x, float lo, float hi)
 {
+#if defined(__CUDA_ARCH__)
+    /* the float minimum and maximum are single instructions there too, and take -x or |x| as
+     * an operand; a NaN gives lo instead, which every caller replaces by x anyway */
+    return fminf(fmaxf(x, lo), hi);
+#else
     uint32_t u = nv_f2u(x), ul = nv_f2u(lo);
     u = u < ul ? u : ul;
     int32_t i = (int32_t)u, ih = (int32_t)nv_f2u(hi);
     return nv_u2f((uint32_t)(i < ih ? i : ih));
+#endif
 }
 
 /* min(a, hi) for a >= +0 or a NaN with its sign bit clear (which gives hi), hi > 0: on the GPU
