@@ -8,13 +8,15 @@ nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm); set CUOBJDUMP to cuobjdump's path 
 ``--fast``: the kernels of ``nv.compile(..., fast_math=True)``. Names pick chains and single ops
 (the math library's functions, one kernel each: ``OPS``); none: all of them.
 
-Two figures per kernel:
+Three figures per kernel:
 
 * hot path, per element: the instructions one thread of the vector body issues, divided by V (the
   body does V elements): the body runs from the kernel's first branch (taken where the thread
   has a full vector) to its exit, less the blocks that a forward conditional branch skips over
   a subroutine call (the IEEE division's rarely taken slow path, when the quotient's fast
   estimate needs no correction: FCHK). This is what bounds a kernel at the issue rate;
+* pipe cycles per element of that hot path on the ALU and the XU (see ``ALU``), which bound it
+  where they exceed the issue count;
 * static, per element: every instruction of the kernel / (V + 1): the body is unrolled V
   times, plus a tail that does one element (slow paths and subroutines included).
 """
