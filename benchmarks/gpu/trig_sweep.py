@@ -1,9 +1,16 @@
-"""Every float32 bit pattern through a unary op on the GPU and on the CPU: how many differ.
+"""Every input bit pattern through an element-wise kernel on the GPU and on the CPU: how many
+results differ.
 
-    python benchmarks/gpu/trig_sweep.py sin cos tan   # on a machine with an NVIDIA GPU
+    python benchmarks/gpu/trig_sweep.py sin cos tan        # on a machine with an NVIDIA GPU
+    python benchmarks/gpu/trig_sweep.py tanh:bfloat16 round:bfloat16
 
-Both devices run nuvec's generated code for the op, so every bit should agree (NaN payloads
-aside); the CUDA test suite checks samples, this checks all 2^32 inputs (about 40 s an op).
+Names: ``op`` (a unary op over all 2^32 float32 inputs), ``op:bfloat16`` / ``op:float16`` (the
+op's kernel in that dtype over all 2^16 of its inputs), ``round:bfloat16`` / ``round:float16``
+(float32 -> that dtype -> float32 in one fused kernel over all 2^32 float32 inputs: the
+rounding after each operation of a half-precision chain, nv_round_bf16 / nv_round_f16).
+
+Both devices run nuvec's generated code, so every bit should agree (NaN payloads aside); the
+CUDA test suite checks samples, this checks every input (about 40 s per 2^32).
 """
 
 from __future__ import annotations
@@ -12,28 +19,61 @@ import sys
 import time
 
 import cupy as cp
+import ml_dtypes
 import numpy as np
 
 from nuvec.backends.cpu import kernels as cpu_kernels
 from nuvec.backends.cuda import kernels as gpu_kernels
-from nuvec.codegen.ir import KernelSpec
+from nuvec.codegen.ir import KernelSpec, Node
 
 CHUNK = 1 << 26
+NARROW = {"bfloat16": np.dtype(ml_dtypes.bfloat16), "float16": np.dtype(np.float16)}
 
 
-def sweep(op: str) -> tuple[int, tuple | None]:
+def _spec(name: str) -> tuple[KernelSpec, str]:
+    """(the kernel, its input dtype) of a name (see the module docstring)."""
+    op, _, dt = name.partition(":")
+    if op == "round":
+        if dt not in NARROW:
+            raise SystemExit(f"trig_sweep: round needs :bfloat16 or :float16, got {name!r}")
+        nodes = (Node("astype", (("in", 0),), dt), Node("astype", (("node", 0),), "float32"))
+        return KernelSpec(("float32",), (), nodes, (1,)), "float32"
+    dt = dt or "float32"
+    if dt != "float32" and dt not in NARROW:
+        raise SystemExit(f"trig_sweep: unknown dtype in {name!r}")
+    return KernelSpec.single(op, (dt,), dt), dt
+
+
+def _differ(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Where the bits differ, a NaN equal to any NaN."""
+    bits = np.uint32 if want.itemsize == 4 else np.uint16
+    diff = got.view(bits) != want.view(bits)
+    g, w = got.view(want.dtype).astype(np.float32), want.astype(np.float32)
+    return diff & ~(np.isnan(g) & np.isnan(w))
+
+
+def sweep(name: str) -> tuple[int, tuple | None]:
     """(inputs whose results differ, the first of them as (bits, gpu, cpu) or None)."""
-    spec = KernelSpec.single(op, ("float32",), "float32")
+    spec, dt = _spec(name)
+    total = 1 << 32 if dt == "float32" else 1 << 16
+    step = min(CHUNK, total)
     bad, first = 0, None
-    for start in range(0, 1 << 32, CHUNK):
-        x = np.arange(start, start + CHUNK, dtype=np.uint64).astype(np.uint32).view(np.float32)
-        want = cpu_kernels.run(spec, [x], (CHUNK,))[0]
-        got = cp.asnumpy(gpu_kernels.run(spec, [cp.asarray(x)], (CHUNK,))[0]).view(np.float32)
-        diff = (got.view(np.uint32) != want.view(np.uint32)) & ~(np.isnan(got) & np.isnan(want))
+    for start in range(0, total, step):
+        ints = np.arange(start, start + step, dtype=np.uint64)
+        if dt == "float32":
+            x = ints.astype(np.uint32).view(np.float32)
+            dev = cp.asarray(x)
+        else:
+            x = ints.astype(np.uint16).view(NARROW[dt])
+            dev = cp.asarray(x.view(np.uint16)) if dt == "bfloat16" else cp.asarray(x)
+        want = cpu_kernels.run(spec, [x], (step,))[0]
+        got = cp.asnumpy(gpu_kernels.run(spec, [dev], (step,))[0])
+        diff = _differ(got, want)
         n = int(diff.sum())
         if n and first is None:
             i = int(np.argmax(diff))
-            first = (hex(int(x.view(np.uint32)[i])), float(got[i]), float(want[i]))
+            g = got.view(want.dtype)
+            first = (hex(int(ints[i])), float(g[i]), float(want[i]))
         bad += n
     return bad, first
 
@@ -43,4 +83,4 @@ if __name__ == "__main__":
         t0 = time.perf_counter()
         count, at = sweep(name)
         took = time.perf_counter() - t0
-        print(f"{name}: {count} of 2^32 inputs differ (first: {at}), {took:.0f} s")
+        print(f"{name}: {count} inputs differ (first: {at}), {took:.0f} s")

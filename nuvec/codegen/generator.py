@@ -71,6 +71,8 @@ _INT_BITS = {
 # ops whose float32 result on float16 / bfloat16 inputs is already in the narrow format
 _EXACT_NARROW = frozenset(o.name for o in OPS.values() if o.exact_narrow)
 _ROUND = {"float16": "nv_round_f16", "bfloat16": "nv_round_bf16"}
+# functions of an argument known to be -|y| (<= -0 or NaN): nv_math.h, the same bits as the op's
+_NEGABS = {"exp": "nv_exp_negabs_f32"}
 
 
 @lru_cache(maxsize=None)
@@ -193,21 +195,31 @@ def node_expr(
     args: list[str],
     fast: dict | None = None,
     split: bool = False,
+    negabs: bool = False,
 ) -> str:
     """C expression computing one node from argument expressions. ``fast`` (a fast-math
     kernel): the dialect's approximate function per op, and no rounding of float16 /
     bfloat16 intermediates (they are rounded where they are stored). ``split``: the op's
-    cheaper function (ElementwiseOp.split) in place of ``nv_<op>_f32``, where it has one."""
+    cheaper function (ElementwiseOp.split) in place of ``nv_<op>_f32``, where it has one.
+    ``negabs``: the argument is negative(abs(y)), which some functions take with fewer steps
+    and the same bits (_NEGABS)."""
     if op == "astype":
         return cast_expr(arg_dtypes[0], dtype, args[0])
     if op == "select":
         return f"({args[0]} ? {args[1]} : {args[2]})"
     src = arg_dtypes[0]
     fn = f"nv_{op}_{SUFFIX[src]}"
+    if negabs and op in _NEGABS and SUFFIX[src] == "f32" and src != "complex64":
+        fn = _NEGABS[op]
     if split and _split_of(op, src, fast) is not None:
         fn = _split_of(op, src, fast)[0]
     if fast is not None:
-        ffn = fast.get(op) if SUFFIX[src] == "f32" and src != "complex64" else None
+        # a dialect's function for nodes of this dtype first (float16 / bfloat16 ones may be
+        # coarser where the rounding of the stored result dominates their error), then its
+        # float32 one
+        ffn = None
+        if SUFFIX[src] == "f32" and src != "complex64":
+            ffn = fast.get((op, dtype)) or fast.get(op)
         return f"{ffn or fn}({', '.join(args)})"
     expr = f"{fn}({', '.join(args)})"
     if dtype in _ROUND and op not in _EXACT_NARROW:
@@ -224,6 +236,15 @@ def _split_of(op: str, src: str, fast: dict | None) -> tuple[str, str] | None:
     if fast is not None and op in fast:
         return None
     return rec.split
+
+
+def _is_negabs(spec: KernelSpec, arg: tuple[str, int]) -> bool:
+    """Whether ``arg`` is the value of negative(abs(y)) (both exact in every float dtype)."""
+    kind, i = arg
+    if kind != "node" or spec.nodes[i].op != "negative":
+        return False
+    kind, k = spec.nodes[i].args[0]
+    return kind == "node" and spec.nodes[k].op == "abs"
 
 
 def body(spec: KernelSpec, dialect) -> Body:
@@ -247,7 +268,10 @@ def body(spec: KernelSpec, dialect) -> Body:
                 names.append(f"k{i}")
         arg_dtypes = tuple(spec.arg_dtype(a) for a in node.args)
         decl = f"const {CTYPE[node.dtype]} v{j} = "
-        lines.append(decl + f"{node_expr(node.op, arg_dtypes, node.dtype, names, fast)};")
+        negabs = _is_negabs(spec, node.args[0]) if node.op in _NEGABS else False
+        lines.append(
+            decl + f"{node_expr(node.op, arg_dtypes, node.dtype, names, fast, negabs=negabs)};"
+        )
         split_lines.append(
             decl + f"{node_expr(node.op, arg_dtypes, node.dtype, names, fast, split=True)};"
         )

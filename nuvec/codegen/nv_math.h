@@ -51,6 +51,26 @@ NV_FN nv_ff nv_two_prod(float a, float b)
     nv_ff r; r.hi = a * b; r.lo = fmaf(a, b, -r.hi); return r;
 }
 
+/* a / b, correctly rounded, where a = +0 or a is in [2^-60, 2^60], and b in [1, 2^60]. On the
+ * GPU: the steps of CUDA's IEEE division when its range check (FCHK) passes, which it does for
+ * such operands (a, b, 1/b and a/b are normal and far from overflow), without the check and
+ * the branch to the slow path: about five fewer instructions issued. Elsewhere the division
+ * itself. Outside that domain the GPU's quotient may differ in the last bits (see each
+ * caller); within a few ulp for 0 <= a < 2^-60. */
+#if defined(__CUDA_ARCH__)
+NV_FN float nv_div_normal(float a, float b)
+{
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+    float e = fmaf(-b, r, 1.0f);
+    r = fmaf(r, e, r);
+    float q = a * r;
+    return fmaf(r, fmaf(-b, q, a), q);
+}
+#else
+NV_FN float nv_div_normal(float a, float b) { return a / b; }
+#endif
+
 /* round to the nearest integer (ties to even) for |x| < 2^22, as a float; NaN stays NaN */
 NV_FN float nv_rint_small(float x)
 {
@@ -77,18 +97,40 @@ NV_FN float nv_exp_poly(float r)
  * positive floats beyond hi */
 NV_FN float nv_clamp_bits(float x, float lo, float hi)
 {
+#if defined(__CUDA_ARCH__)
+    /* the float minimum and maximum are single instructions there too, and take -x or |x| as
+     * an operand; a NaN gives lo instead, which every caller replaces by x anyway */
+    return fminf(fmaxf(x, lo), hi);
+#else
     uint32_t u = nv_f2u(x), ul = nv_f2u(lo);
     u = u < ul ? u : ul;
     int32_t i = (int32_t)u, ih = (int32_t)nv_f2u(hi);
     return nv_u2f((uint32_t)(i < ih ? i : ih));
+#endif
 }
 
-/* min(a, hi) for a >= +0 or a NaN with its sign bit clear (which gives hi), hi > 0 */
+/* min(a, hi) for a >= +0 or a NaN with its sign bit clear (which gives hi), hi > 0: on the GPU
+ * the float minimum (one instruction, which also takes |x| as its operand; it gives hi for a
+ * NaN too), elsewhere an integer minimum on the bits (ordered as the floats are here) */
 NV_FN float nv_min_pos(float a, float hi)
 {
+#if defined(__CUDA_ARCH__)
+    return fminf(a, hi);
+#else
     int32_t i = (int32_t)nv_f2u(a), ih = (int32_t)nv_f2u(hi);
     return nv_u2f((uint32_t)(i < ih ? i : ih));
+#endif
 }
+
+/* Whether exp's clamp at -104 gives an exact 0 (a product by 0 instead of one that underflows,
+ * which x86 cores run in microcode). GPUs run underflowing products at full speed, and there
+ * the product (1 + p(r)) 2^(n+64) 2^-64 for x = -104 (n = -150, r = -0.0279) is 0.486 2^-149,
+ * which rounds to the same +0: one compare and select fewer on the GPU, the same bits. */
+#if defined(__CUDA_ARCH__)
+#define NV_EXP_ZERO_BELOW_CLAMP 0
+#else
+#define NV_EXP_ZERO_BELOW_CLAMP 1
+#endif
 
 /* exp(x) as 2^n (1 + p(r)), x = n ln2 + r. The scaling is two products: s1 = 2^(n - j) (from
  * the bits of t, which hold n), then s2 = 2^j with j = 64 for n > 0 and -64 otherwise, so
@@ -106,7 +148,7 @@ NV_FN float nv_exp_f32(float x)
     r = fmaf(-n, NV_LN2_LO, r);
     float p = nv_exp_poly(r);
     uint32_t s2 = n > 0.0f ? 0x5f800000u : 0x1f800000u;     /* 2^64 : 2^-64 */
-    s2 = xc == -104.0f ? 0u : s2;
+    s2 = NV_EXP_ZERO_BELOW_CLAMP && xc == -104.0f ? 0u : s2;
     float s1 = nv_u2f((nv_f2u(t) << 23) + (0x7f000000u - s2)); /* 2^(n + 127 - j) */
     float e = fmaf(p, s1, s1) * nv_u2f(s2);
     return (x == x) ? e : x;
@@ -116,15 +158,27 @@ NV_FN float nv_exp_f32(float x)
  * with its sign bit set (as -|x| gives) returns 0, for the caller to select */
 NV_FN float nv_exp_nonpos(float x)
 {
+#if defined(__CUDA_ARCH__)
+    float xc = fmaxf(x, -104.0f);               /* a NaN gives -104 too, so 0 */
+#else
     uint32_t u = nv_f2u(x), ul = nv_f2u(-104.0f);
     float xc = nv_u2f(u < ul ? u : ul);
+#endif
     float t = fmaf(xc, NV_LOG2E, 0x1.8p23f);
     float n = t - 0x1.8p23f;
     float r = fmaf(-n, NV_LN2_HI, xc);
     r = fmaf(-n, NV_LN2_LO, r);
     float p = nv_exp_poly(r);
     float s1 = nv_u2f((nv_f2u(t) << 23) + 0x5f800000u);         /* 2^(n + 64) */
-    return fmaf(p, s1, s1) * (xc == -104.0f ? 0.0f : 0x1p-64f);
+    return fmaf(p, s1, s1) * (NV_EXP_ZERO_BELOW_CLAMP && xc == -104.0f ? 0.0f : 0x1p-64f);
+}
+
+/* exp(x) for x = -|y| (x <= -0 or a NaN): nv_exp_f32's bits (checked over every such float32
+ * on the CPU), the generator's choice where exp's argument is negative(abs(y)) */
+NV_FN float nv_exp_negabs_f32(float x)
+{
+    float e = nv_exp_nonpos(x);
+    return (x == x) ? e : x;
 }
 
 /* exp(x) - 1 as 2^n (1 + q) - 1 = 2^n q + (2^n - 1), one fma; 2^n - 1 is exact for n <= 24
@@ -574,7 +628,10 @@ NV_FN float nv_cosh_f32(float x)
  * m + 2 would reach the result undamped, so there v = h - h v0 = h (1 - v0), exact in value,
  * recomputes it from the quotient v0: v0's error enters multiplied by h, leaving about q's and
  * the fma's roundings (within 2 ulp over every float32, tests/engine/exhaustive_f32.py). The
- * sign of x is or-ed in (tanh(-0) is -0); NaN returns x. */
+ * sign of x is or-ed in (tanh(-0) is -0); NaN returns x. The quotient is nv_div_normal's: m + 2
+ * is in [2, 2^28] and m is 0, in its domain, or below 2^-60, where h < 2^-61 and h - h v0
+ * rounds to h for any v0 in [0, 2^-26] (h v0 is below half the gap under h), which covers
+ * every quotient there on every device: the same bits everywhere. */
 NV_FN float nv_tanh_f32(float x)
 {
     float a = nv_min_pos(fabsf(x), 9.5f);
@@ -586,9 +643,9 @@ NV_FN float nv_tanh_f32(float x)
     float q = nv_exp_poly(r);                   /* expm1(r) */
     float s = nv_u2f((nv_f2u(t) << 23) + 0x3f800000u);          /* 2^n */
     float em = fmaf(s, q, s - 1.0f);
-    float v0 = em / (em + 2.0f);
+    float v0 = nv_div_normal(em, em + 2.0f);
     float h = 0.5f * em;
-    float v1 = fmaf(-h, v0, h);
+    float v1 = fmaf(h, -v0, h);
     float v = h < 0.5f ? v1 : v0;
     v = nv_u2f(nv_f2u(v) | (nv_f2u(x) & 0x80000000u));
     return (x == x) ? v : x;
@@ -638,12 +695,15 @@ NV_FN float nv_atanh_f32(float x)
 
 /* 1 / (1 + t) for x >= 0 and t / (1 + t) for x < 0, t = exp(-|x|), as one correctly rounded
  * division: exp's error (damped by 1 / (1 + t) for x >= 0), the rounding of 1 + t and the
- * quotient's stay within 2 ulp over every float32 (tests/engine/exhaustive_f32.py) */
+ * quotient's stay within 2 ulp over every float32 (tests/engine/exhaustive_f32.py). The
+ * quotient is nv_div_normal's: 1 + t is in [1, 2] and the numerator in its domain but where
+ * t < 2^-60; there 1 + t rounds to 1, whose reciprocal estimate one Newton step makes exactly
+ * 1 (its error is far below 2^-12), so the steps return t exactly, as the division does. */
 NV_FN float nv_sigmoid_f32(float x)
 {
     float t = nv_exp_nonpos(-fabsf(x));         /* in [0, 1] */
     float num = x >= 0.0f ? 1.0f : t;
-    float v = num / (1.0f + t);
+    float v = nv_div_normal(num, 1.0f + t);
     return (x == x) ? v : x;
 }
 

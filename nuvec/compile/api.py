@@ -50,10 +50,12 @@ def compile(
     - ``fast_math`` (nuvec's addition; CUDA GPUs only, ignored elsewhere): fused kernels may
       use the GPU's approximate functions (``__expf``, ``__sinf``, ...), contract ``a * b + c``
       into one rounding, divide approximately, and keep float16 / bfloat16 intermediates in
-      float32 (rounding once, where a value is stored), as torch.compile does. Results then
-      differ from the uncompiled ones in the last bits (float32: a few ulp; float16 /
-      bfloat16: about one ulp of the format). Off by default: compiled results equal the
-      uncompiled ones bit for bit.
+      float32 (rounding once, where a value is stored), as torch.compile does; tanh and erf
+      of float16 / bfloat16 use coarser approximations (relative error below 2^-14), and a
+      NaN read or stored as float16 / bfloat16 may lose its payload (the canonical NaN).
+      Results then differ from the uncompiled ones in the last bits (float32: a few ulp;
+      float16 / bfloat16: about one ulp of the format). Off by default: compiled results
+      equal the uncompiled ones bit for bit.
 
     As in MLX, ``fun`` should be pure: arrays it captures are constants frozen at the first
     trace, and arrays cannot be evaluated inside it. Called on arrays that a transform is

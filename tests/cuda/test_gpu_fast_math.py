@@ -21,7 +21,7 @@ CHAINS = {
 
 
 @pytest.mark.parametrize("name", sorted(CHAINS))
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_fast_chains_are_close_to_the_exact_ones(name, dtype):
     fn = CHAINS[name]
     x = np.random.default_rng(0).standard_normal(100_003).astype(np.float32) * 3
@@ -40,6 +40,27 @@ def test_fast_chains_are_close_to_the_exact_ones(name, dtype):
     np.testing.assert_array_equal(fast, again)
     if dtype == "float32":
         np.testing.assert_allclose(fast, exact, rtol=2e-6, atol=2e-6)
-    else:  # float32 intermediates, one rounding: within a couple of bfloat16 ulps
-        eps = float(ml_dtypes.finfo(ml_dtypes.bfloat16).eps)
+    else:  # float32 intermediates, one rounding: within a couple of ulps of the format
+        eps = float(ml_dtypes.finfo(np.float16 if dtype == "float16" else ml_dtypes.bfloat16).eps)
         np.testing.assert_allclose(fast, exact, rtol=2 * eps, atol=2 * eps)
+
+
+@pytest.mark.parametrize("op", ["tanh", "erf"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_fast_half_precision_functions_are_within_an_ulp_on_every_input(op, dtype):
+    """The fast-math tanh and erf of float16 / bfloat16 (relative error below 2^-14 before
+    the rounding): every finite input's result within one ulp of the exact one."""
+    npdt = np.dtype(np.float16) if dtype == "float16" else np.dtype(ml_dtypes.bfloat16)
+    x = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(npdt)
+    x = x[np.isfinite(x.astype(np.float32))]
+    fn = getattr(nv, op)
+    with nv.stream(nv.gpu):
+        xa = nv.array(x)
+        exact = np.asarray(fn(xa).astype(nv.float32))
+        f = nv.compile(lambda v: fn(v) * 2, fast_math=True)  # two ops: one fused kernel
+        fast = np.asarray(f(xa).astype(nv.float32)) / 2
+        steps = f.lookup(f.key_of((xa,), {}, [], 0)).tape.steps
+        assert any(type(s.prim).__name__ == "Compiled" and s.prim.spec.fast for s in steps)
+    eps = float(ml_dtypes.finfo(npdt).eps)
+    tiny = float(ml_dtypes.finfo(npdt).smallest_subnormal)
+    np.testing.assert_allclose(fast, exact, rtol=eps, atol=tiny)

@@ -17,6 +17,7 @@ import pytest
 
 from nuvec.codegen.ir import KernelSpec, Node
 from nuvec.backends.cuda import source
+from nuvec.codegen.dialects import cuda as cuda_dialect
 
 F32 = KernelSpec.single("exp", ("float32",), "float32")
 BF16_ADD = KernelSpec.single("add", ("bfloat16", "bfloat16"), "bfloat16")
@@ -49,10 +50,52 @@ def test_vec_kernel_loads_vectors_and_hoists_scalars():
     m = re.search(r'extern "C" __global__ void nvk_vec_i32\(([^)]*)\)', src)
     assert m is not None
     assert m.group(1).startswith("int nvec, int n, const uint16_t *__restrict__ a0")
-    assert "nv_vec<uint16_t, 8> r0" in src  # the full input: one vector load
-    assert "r1" not in src.split("nvk_vec_i32")[1]  # the scalar input: no vector
-    assert "const float x1 = nv_bf16_to_f32(a1[0]);" in src
-    assert "nv_f32_to_bf16" in src  # stored back as bf16 bits
+    body = src.split("nvk_vec_i32")[1]
+    # the full input: one vector load, as 32-bit words of two bfloat16 each
+    assert "nv_vec<uint32_t, 4> r0" in body
+    assert "nv_bf16_lane(r0.v[j >> 1], j & 1)" in body
+    assert "r1" not in body  # the scalar input: no vector
+    assert "const float x1 = nv_bf16_to_f32(a1[0]);" in body
+    # the sum is rounded to bfloat16 already: its high half is stored as it is
+    assert "w0.v[j] = nv_bf16_bits(v0);" in body
+    assert "o0[e] = nv_f32_to_bf16(v0);" in body  # the tail: the full conversion
+
+
+def test_vec_kernel_packs_rounded_float16_results():
+    spec = KernelSpec.single("exp", ("float16",), "float16")
+    body = source.module_source(spec, "vec", "i32", (0,))[0].split("nvk_vec_i32")[1]
+    assert "nv_fast_pack_f16(s0[2 * j], s0[2 * j + 1])" in body
+    # a value passed through from an input keeps the full conversion (its NaN payload)
+    spec = KernelSpec.single("abs", ("float16",), "float16")
+    body = source.module_source(spec, "vec", "i32", (0,))[0].split("nvk_vec_i32")[1]
+    assert "w0.v[j] = nv_f32_to_f16(v0);" in body
+
+
+def test_vec_kernel_converts_stored_values_that_may_be_signaling_nans():
+    """Only values whose high half is what nv_f32_to_bf16 gives are stored as bits: a rounded
+    result and what maximum, abs, ... pass through of such values and constants; an input
+    passed through may be a signaling NaN, which the store quietens."""
+
+    def store(nodes, constants=()):
+        spec = KernelSpec(("bfloat16",), tuple(constants), tuple(nodes), (len(nodes) - 1,))
+        src, _ = source.module_source(spec, "vec", "i32", (0,))
+        return re.search(r"w0\.v\[j\] = (\w+)\(", src).group(1)
+
+    one = ("bfloat16", 0x3F80)
+    exp = Node("exp", (("in", 0),), "bfloat16")
+    assert store([exp]) == "nv_bf16_bits"
+    assert store([exp, Node("maximum", (("node", 0), ("const", 0)), "bfloat16")], [one]) == (
+        "nv_bf16_bits"
+    )
+    assert store([exp, Node("abs", (("node", 0),), "bfloat16")]) == "nv_bf16_bits"
+    assert store([Node("abs", (("in", 0),), "bfloat16")]) == "nv_f32_to_bf16"
+    assert store([Node("maximum", (("in", 0), ("const", 0)), "bfloat16")], [one]) == (
+        "nv_f32_to_bf16"
+    )
+    snan = ("bfloat16", 0x7F81)
+    assert store([exp, Node("maximum", (("node", 0), ("const", 0)), "bfloat16")], [snan]) == (
+        "nv_f32_to_bf16"
+    )
 
 
 def _keys(spec) -> list:
@@ -183,11 +226,41 @@ def _nvrtc():
 NVRTC = _nvrtc()
 
 
+# gelu in bfloat16 with fast math: the half-precision fast functions and the packed stores
+GELU_BF16_FAST = KernelSpec(
+    inputs=("bfloat16",),
+    constants=(("bfloat16", 0x3F35), ("bfloat16", 0x3F80)),
+    nodes=(
+        Node("multiply", (("in", 0), ("const", 0)), "bfloat16"),
+        Node("erf", (("node", 0),), "bfloat16"),
+        Node("add", (("node", 1), ("const", 1)), "bfloat16"),
+        Node("tanh", (("node", 2),), "bfloat16"),
+        Node("multiply", (("in", 0), ("node", 3)), "bfloat16"),
+    ),
+    outputs=(4,),
+    fast=True,
+)
+
+
+def test_fast_half_precision_nodes_use_their_own_functions():
+    src, _ = source.module_source(GELU_BF16_FAST, "vec", "i32", (0,))
+    body = src.split("nvk_vec_i32")[1]
+    assert "nv_fast_erf_narrow(v0)" in body and "nv_fast_tanh_narrow(v2)" in body
+    assert "nv_fast_pack_bf16(s0[2 * j], s0[2 * j + 1])" in body  # two outputs a conversion
+    assert "o0[e] = nv_fast_f32_to_bf16(v4);" in body  # the tail: the same conversion
+    # float32 nodes keep the float32 fast functions; each half-precision one is defined
+    f32 = dataclasses.replace(KernelSpec.single("tanh", ("float32",), "float32"), fast=True)
+    assert "tanhf(x0)" in source.module_source(f32, "vec", "i32", (0,))[0]
+    for key, fn in cuda_dialect.FAST_FUNCTIONS.items():
+        if isinstance(key, tuple):
+            assert f"NV_FN float {fn}(float x)" in src, key
+
+
 @pytest.mark.skipif(NVRTC is None, reason="NVRTC is not installed here (CuPy or nvidia-cuda-nvrtc)")
 @pytest.mark.parametrize(
     "spec",
-    [F32, BF16_ADD, F64_LESS, SELECT, FUSED, dataclasses.replace(FUSED, fast=True)],
-    ids=["exp_f32", "add_bf16", "less_f64", "select_f16", "fused", "fused_fast"],
+    [F32, BF16_ADD, F64_LESS, SELECT, FUSED, dataclasses.replace(FUSED, fast=True), GELU_BF16_FAST],
+    ids=["exp_f32", "add_bf16", "less_f64", "select_f16", "fused", "fused_fast", "bf16_fast"],
 )
 def test_sources_compile_with_nvrtc(spec):
     _compile_all_variants(spec)

@@ -165,3 +165,29 @@ def test_fused_float_int_float_keeps_zero_positive(fdt: str, idt: str) -> None:
     chain = run_chain(spec, [x], x.shape)[0]
     assert_bits_equal(fused, chain, f"{fdt} -> {idt} -> {fdt}")
     assert not np.signbit(fused.astype(np.float64)[:4]).any()
+
+
+@pytest.mark.parametrize("dt", ["float32", "float16", "bfloat16"])
+def test_exp_of_minus_abs_takes_the_nonpositive_exp_with_the_same_bits(dt: str) -> None:
+    from nuvec.codegen.dialects import DIALECTS
+    from nuvec.codegen.generator import body
+
+    spec = KernelSpec(
+        inputs=(dt,),
+        constants=(),
+        nodes=(
+            Node("abs", (("in", 0),), dt),
+            Node("negative", (("node", 0),), dt),
+            Node("exp", (("node", 1),), dt),
+        ),
+        outputs=(2,),
+    )
+    assert "nv_exp_negabs_f32(v1)" in body(spec, DIALECTS["c"]).lines[2]
+    plain = KernelSpec(spec.inputs, (), (spec.nodes[0], Node("exp", (("node", 0),), dt)), (1,))
+    assert "nv_exp_f32(v0)" in body(plain, DIALECTS["c"]).lines[1]
+    rng = np.random.default_rng(5)
+    x = values(dt, 4000, rng)
+    edge = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 103.9, 104.0, 104.1, 87.3, 11.1])
+    x = np.concatenate([x, edge.astype(npdtype(dt)), -edge.astype(npdtype(dt))])
+    (fused,) = kernels.run(spec, [x], x.shape)
+    assert_bits_equal(fused, run_chain(spec, [x], x.shape)[0], f"exp(-|x|) in {dt}")

@@ -19,6 +19,10 @@ all give the same bits):
   same way; scalar inputs (``mask``) are loaded once. Arguments: ``(IDX nvec, IDX n, a0, ...,
   o0, ...)``; threads ``t < nvec`` do elements ``t*VEC .. t*VEC+VEC-1``, the next ``n % VEC``
   threads one element each. Every full array must be aligned to VEC times its item size.
+  bfloat16 inputs are read as 32-bit words of two elements (a shift or a mask each); outputs
+  that are float16 / bfloat16 values already (rounded results: ``_bf16_bits_suffice``,
+  ``_rounded``) skip the full conversion, with the same bits, and fast-math float16 /
+  bfloat16 outputs are converted two at a time.
 
 A module holds one entry point (compiling only what is launched keeps NVRTC's time per kernel
 low); its name is ``entry_name(variant, idx)``.
@@ -40,7 +44,52 @@ NAME = "nvk"
 
 _VEC_HELPER = r"""
 template <typename T, int N> struct __align__(sizeof(T) * N) nv_vec { T v[N]; };
+/* element hi (0 or 1) of a pair of bfloat16 in one 32-bit word, as float32: one shift or mask
+ * (extracting the 16-bit half first would take a permute and a shift) */
+NV_FN float nv_bf16_lane(uint32_t w, int hi)
+{
+    return __uint_as_float(hi ? w & 0xffff0000u : w << 16);
+}
+/* the bfloat16 bits of a value that is a bfloat16 already, a NaN a quiet one (see
+ * _bf16_bits_suffice): nv_f32_to_bf16's, without its conversion and NaN test */
+NV_FN uint16_t nv_bf16_bits(float f) { return (uint16_t)(__float_as_uint(f) >> 16); }
 """
+
+
+# the packed conversion of a fast-math kernel's float16 / bfloat16 output (cuda.FAST_PRELUDE)
+_PACK = {"bfloat16": "nv_fast_pack_bf16", "float16": "nv_fast_pack_f16"}
+
+# ops whose bfloat16 result is one of their operands, its sign maybe changed, or the GPU's
+# canonical NaN (0x7fffffff, whose high half is the quiet NaN nv_f32_to_bf16 gives it)
+_PASSING = frozenset(("abs", "negative", "copy", "maximum", "minimum", "select"))
+
+
+def _rounded(b, node: int, fn: str) -> bool:
+    """Whether the body's value of ``node`` is a result of the rounding function ``fn``."""
+    return b.lines[node].split(" = ", 1)[1].startswith(fn + "(")
+
+
+def _bf16_bits_suffice(spec: KernelSpec, b, node: int) -> bool:
+    """Whether ``nv_bf16_bits`` stores the body's value of bfloat16 ``node`` with
+    nv_f32_to_bf16's bits: an ``nv_round_bf16`` result (a bfloat16, NaN the quiet one), or one
+    of the _PASSING ops over such values and constants that are no signaling NaN. A loaded
+    input may be a signaling NaN, which the store must quieten."""
+    if _rounded(b, node, "nv_round_bf16"):
+        return True
+    nd = spec.nodes[node]
+    if nd.op not in _PASSING:
+        return False
+    args = nd.args[1:] if nd.op == "select" else nd.args
+    for kind, i in args:
+        if kind == "in":
+            return False
+        if kind == "const":
+            dt, bits = spec.constants[i]
+            if dt != "bfloat16" or ((bits & 0x7FFF) > 0x7F80 and not bits & 0x40):
+                return False
+        elif not _bf16_bits_suffice(spec, b, i):
+            return False
+    return True
 
 
 def dialect():
@@ -104,11 +153,13 @@ def nd_kernel(spec: KernelSpec, ndim: int, name: str = NAME) -> str:
     index += [f"off{a} += (int)r * s{a}_0;" for a in range(narr)]
     used = set(b.used_inputs)
     loads = [
-        f"const {d.ctype(t)} x{i} = {d.load(t, f'a{i}[off{i}]')};"
+        f"const {d.ctype(t)} x{i} = {d.spec_load(spec, t, f'a{i}[off{i}]')};"
         for i, t in enumerate(spec.inputs)
         if i in used
     ]
-    stores = [f"o{k}[off{nin + k}] = {d.store(t, b.outputs[k])};" for k, t in enumerate(outs)]
+    stores = [
+        f"o{k}[off{nin + k}] = {d.spec_store(spec, t, b.outputs[k])};" for k, t in enumerate(outs)
+    ]
     loop = index + loads + b.lines + stores
     return f"""
 extern "C" __global__ void {entry_name("nd", "i32", name)}({", ".join(params)})
@@ -136,33 +187,67 @@ def vec_kernel(
     params += [f"const {d.stype(t)} *__restrict__ a{i}" for i, t in enumerate(spec.inputs)]
     params += [f"{d.stype(t)} *__restrict__ o{k}" for k, t in enumerate(outs)]
     hoisted = [
-        f"const {d.ctype(t)} x{i} = {d.load(t, f'a{i}[0]')};"
+        f"const {d.ctype(t)} x{i} = {d.spec_load(spec, t, f'a{i}[0]')};"
         for i, t in enumerate(spec.inputs)
         if i in used and mask[i]
     ]
     full = [i for i in range(nin) if i in used and not mask[i]]
+    # bfloat16 inputs as 32-bit words, two elements each
+    pairs = {i for i in full if spec.inputs[i] == "bfloat16" and V % 2 == 0}
     vload = [
-        f"const nv_vec<{d.stype(spec.inputs[i])}, {V}> r{i} = "
+        f"const nv_vec<uint32_t, {V // 2}> r{i} = "
+        f"*reinterpret_cast<const nv_vec<uint32_t, {V // 2}> *>(a{i} + base);"
+        if i in pairs
+        else f"const nv_vec<{d.stype(spec.inputs[i])}, {V}> r{i} = "
         f"*reinterpret_cast<const nv_vec<{d.stype(spec.inputs[i])}, {V}> *>(a{i} + base);"
         for i in full
     ]
     vdecl = [f"nv_vec<{d.stype(t)}, {V}> w{k};" for k, t in enumerate(outs)]
+    # fast-math float16 / bfloat16 outputs: kept as float32, converted two at a time
+    # and float16 results of nv_round_f16, already float16 values, whose NaN is the canonical
+    # one: the conversion instruction gives nv_f32_to_f16's bits for them
+    packed = {
+        k: _PACK[t]
+        for k, t in enumerate(outs)
+        if t in _PACK
+        and V % 2 == 0
+        and (spec.fast or (t == "float16" and _rounded(b, spec.outputs[k], "nv_round_f16")))
+    }
+    vdecl = [f"float s{k}[{V}];" if k in packed else ln for k, ln in enumerate(vdecl)]
     lane = [
-        f"const {d.ctype(spec.inputs[i])} x{i} = {d.load(spec.inputs[i], f'r{i}.v[j]')};"
+        f"const float x{i} = nv_bf16_lane(r{i}.v[j >> 1], j & 1);"
+        if i in pairs
+        else f"const {d.ctype(spec.inputs[i])} x{i} = "
+        f"{d.spec_load(spec, spec.inputs[i], f'r{i}.v[j]')};"
         for i in full
     ]
     lane += b.lines
-    lane += [f"w{k}.v[j] = {d.store(t, b.outputs[k])};" for k, t in enumerate(outs)]
-    vstore = [
-        f"*reinterpret_cast<nv_vec<{d.stype(t)}, {V}> *>(o{k} + base) = w{k};"
+    lane += [
+        f"s{k}[j] = {b.outputs[k]};"
+        if k in packed
+        else f"w{k}.v[j] = nv_bf16_bits({b.outputs[k]});"
+        if t == "bfloat16" and not spec.fast and _bf16_bits_suffice(spec, b, spec.outputs[k])
+        else f"w{k}.v[j] = {d.spec_store(spec, t, b.outputs[k])};"
         for k, t in enumerate(outs)
     ]
+    vstore = []
+    for k, t in enumerate(outs):
+        if k in packed:
+            vstore += [
+                f"nv_vec<uint32_t, {V // 2}> w{k};",
+                "#pragma unroll",
+                f"for (int j = 0; j < {V // 2}; j++) "
+                f"w{k}.v[j] = {packed[k]}(s{k}[2 * j], s{k}[2 * j + 1]);",
+                f"*reinterpret_cast<nv_vec<uint32_t, {V // 2}> *>(o{k} + base) = w{k};",
+            ]
+        else:
+            vstore.append(f"*reinterpret_cast<nv_vec<{d.stype(t)}, {V}> *>(o{k} + base) = w{k};")
     one = [
-        f"const {d.ctype(spec.inputs[i])} x{i} = {d.load(spec.inputs[i], f'a{i}[e]')};"
+        f"const {d.ctype(spec.inputs[i])} x{i} = {d.spec_load(spec, spec.inputs[i], f'a{i}[e]')};"
         for i in full
     ]
     one += b.lines
-    one += [f"o{k}[e] = {d.store(t, b.outputs[k])};" for k, t in enumerate(outs)]
+    one += [f"o{k}[e] = {d.spec_store(spec, t, b.outputs[k])};" for k, t in enumerate(outs)]
     ind = _indent
     return f"""
 extern "C" __global__ void {entry_name("vec", idx, name)}({", ".join(params)})

@@ -54,11 +54,75 @@ FAST_NVRTC_OPTIONS: tuple[str, ...] = (
 # SFU's approximations (__expf, __logf, __sinf, __cosf: a few ulp near zero, worse for large
 # arguments) and CUDA's libdevice (erff, tanhf, expm1f, log1pf: within 2 ulp), in place of
 # nuvec's exact library
-FAST_FUNCTIONS: dict[str, str] = fast_functions("cuda")
+FAST_FUNCTIONS: dict[str | tuple[str, str], str] = {
+    **fast_functions("cuda"),
+    # nodes of a half-precision dtype (generator.node_expr looks up (op, dtype) first)
+    ("tanh", "bfloat16"): "nv_fast_tanh_narrow",
+    ("tanh", "float16"): "nv_fast_tanh_narrow",
+    ("erf", "bfloat16"): "nv_fast_erf_narrow",
+    ("erf", "float16"): "nv_fast_erf_narrow",
+}
 
+# nv_fast_tanh_narrow: tanh |x| = 1 - 2 / (e^(2|x|) + 1) with the SFU's 2^x and reciprocal,
+# |x| itself below 2^-7: relative error below 2^-14 (the two approximations' 2^-22 and 1 ulp,
+# times the cancellation of 1 - 2 r, at most 2^7; x^2 / 3 below 2^-14), absolute error below
+# 2^-22 near 1, so 1 + tanh stays about as accurate as float32 allows (tanh.approx.f32, one
+# instruction, has 2^-11 relative error: 1 + tanh(-4) would be off by 40%). Figures from a
+# float64 model of the steps with those errors over 500001 points of [0, 10]. Two SFU
+# instructions and about seven others where libdevice's tanhf takes about seventeen.
+# nv_fast_erf_narrow: below |x| = 1, |x| P(x^2) (degree 3, relative error 2^-14.5); above,
+# 1 - 2^Q(|x|) with Q (degree 4 in min(|x|, 4) - 2.5) fitting log2 erfc, relative error of
+# erfc 2^-12 (erf's 2^-14.5): one SFU instruction and about fourteen others, where libdevice's
+# erff takes about twenty. Coefficients: iteratively reweighted least squares towards the
+# minimax polynomial over 20001 points of [0, 1] and [1, 4] in float64, rounded to float32;
+# the errors above are those of the float32 evaluation (2^x taken exact; ex2.approx adds
+# 2^-22) over 600001 points of [0, 6].
 FAST_PRELUDE = r"""
 #if defined(__CUDA_ARCH__)
 NV_FN float nv_fast_sigmoid(float x) { return __fdividef(1.0f, 1.0f + __expf(-x)); }
+/* fast-math loads of float16 and stores of float16 / bfloat16: the conversion instruction
+ * alone, stores two elements at a time where the kernel has a pair (a NaN becomes the
+ * canonical one, whatever its payload) */
+NV_FN uint32_t nv_fast_pack_bf16(float lo, float hi)
+{
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+NV_FN uint32_t nv_fast_pack_f16(float lo, float hi)
+{
+    uint32_t r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+NV_FN float nv_fast_f16_to_f32(uint16_t h)
+{
+    float r;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(h));
+    return r;
+}
+NV_FN uint16_t nv_fast_f32_to_bf16(float f) { return (uint16_t)nv_fast_pack_bf16(f, 0.0f); }
+NV_FN uint16_t nv_fast_f32_to_f16(float f) { return (uint16_t)nv_fast_pack_f16(f, 0.0f); }
+NV_FN float nv_fast_tanh_narrow(float x)
+{
+    float a = fabsf(x), e, r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(a * 2.885390081777927f));
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(e + 1.0f));
+    float t = fmaf(-2.0f, r, 1.0f);
+    return copysignf(a < 0x1p-7f ? a : t, x);
+}
+NV_FN float nv_fast_erf_narrow(float x)
+{
+    float a = fabsf(x), z = a * a;
+    float p = fmaf(fmaf(fmaf(-0x1.2cf3a0p-6f, z, 0x1.b9b166p-4f), z, -0x1.8023ecp-2f), z,
+                   0x1.20db60p+0f);
+    float u = fminf(a, 4.0f) - 2.5f;
+    float q = fmaf(fmaf(fmaf(fmaf(0x1.d6a2eep-9f, u, -0x1.1ea814p-6f), u, -0x1.5cbc4ep+0f), u,
+                        -0x1.ee28b2p+2f), u, -0x1.686896p+3f);
+    float e;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(q));
+    return copysignf(a >= 1.0f ? 1.0f - e : a * p, x);   /* NaN: a * p */
+}
 #endif
 """
 
@@ -68,7 +132,11 @@ NV_FN float nv_fast_sigmoid(float x) { return __fdividef(1.0f, 1.0f + __expf(-x)
 # each operation of a chain returns the canonical NaN instead, as the GPU's float32 arithmetic
 # does anyway (fused and unfused GPU results stay equal bit for bit; NaN payloads may differ
 # from the CPU's, as the module docstring says). About a fifth fewer instructions per element
-# in bfloat16 chains (sm_90 SASS). NUVEC_CUDA_SOFT_HALF=1 generates the integer code instead.
+# in bfloat16 chains (sm_90 SASS). The bfloat16 rounding converts the value into the high half
+# of a packed pair (cvt.rn.bf16x2.f32, the low half 0), which is the rounded float32 itself: one
+# F2FP on the ALU pipe, where cvt.rn.bf16.f32 is an F2F on the XU (16 per cycle per SM, the
+# bound of exact bfloat16 chains with a rounding after each operation) and a shift.
+# NUVEC_CUDA_SOFT_HALF=1 generates the integer code instead.
 HALF_CONVERSIONS = (
     ""
     if os.environ.get("NUVEC_CUDA_SOFT_HALF") == "1"
@@ -100,9 +168,9 @@ NV_FN uint16_t nv_f32_to_f16(float f)
 #define NV_HALF_ROUNDING
 NV_FN float nv_round_bf16(float f)
 {
-    uint16_t r;
-    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
-    return __uint_as_float((uint32_t)r << 16);
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(f), "f"(0.0f));
+    return __uint_as_float(r);
 }
 NV_FN float nv_round_f16(float f)
 {
@@ -137,12 +205,31 @@ NV_FN double nv_u2d(uint64_t u) { return __longlong_as_double((long long)u); }
 )
 
 
+_FAST_STORE = {"bfloat16": "nv_fast_f32_to_bf16", "float16": "nv_fast_f32_to_f16"}
+
+
 class CudaDialect(Dialect):
     name = "cuda"
     FAST_FUNCTIONS = FAST_FUNCTIONS
 
     def prelude(self) -> str:
         return PRELUDE + FAST_PRELUDE
+
+    def spec_load(self, spec: KernelSpec, dtype: str, ref: str) -> str:
+        """The load of ``ref`` as ``dtype`` in ``spec``'s kernels: a fast-math kernel converts
+        float16 with the conversion instruction alone (a NaN becomes the canonical one), every
+        other kernel as ``load`` does (a NaN keeps its payload)."""
+        if spec.fast and dtype == "float16":
+            return f"nv_fast_f16_to_f32({ref})"
+        return self.load(dtype, ref)
+
+    def spec_store(self, spec: KernelSpec, dtype: str, value: str) -> str:
+        """The store of ``value`` as ``dtype`` in ``spec``'s kernels: a fast-math kernel converts
+        float16 / bfloat16 with the conversion instruction alone (a NaN becomes the canonical
+        one), every other kernel as ``store`` does (a NaN keeps its payload, quietened)."""
+        if spec.fast and dtype in _FAST_STORE:
+            return f"{_FAST_STORE[dtype]}({value})"
+        return self.store(dtype, value)
 
     def kernel(self, name: str, spec: KernelSpec) -> str:
         return "\n".join(
@@ -170,12 +257,12 @@ class CudaDialect(Dialect):
             ref = {"contig": f"a{i}[i]", "scalar": f"a{i}[i * s{i}]", "strided": f"a{i}[off{i}]"}[
                 variant
             ]
-            loads.append(f"const {self.ctype(d)} x{i} = {self.load(d, ref)};")
+            loads.append(f"const {self.ctype(d)} x{i} = {self.spec_load(spec, d, ref)};")
         for k, d in enumerate(outs):
             st = self.stype(d)
             params.append(f"{st} *__restrict__ o{k}")
             ref = f"o{k}[off{nin + k}]" if variant == "strided" else f"o{k}[i]"
-            stores.append(f"{ref} = {self.store(d, b.outputs[k])};")
+            stores.append(f"{ref} = {self.spec_store(spec, d, b.outputs[k])};")
         pre: list[str] = []
         if variant == "strided":
             narr = nin + len(outs)
