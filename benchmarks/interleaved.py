@@ -3,6 +3,10 @@
     PYTHONPATH=. python benchmarks/interleaved.py                  # every case, 4M float32
     PYTHONPATH=. N=65536 REPS=200 python benchmarks/interleaved.py tanh gelu_tanh
 
+Cases: the single ops tanh, exp, erf, sigmoid, log, sqrt, sin, cos, abs, negative (one float32
+array; log and sqrt on positive values), add, multiply, divide, maximum, less (two arrays),
+scale and add_scalar (an array and a Python float), then the chains of benchmarks.workloads.
+
 One thread (NUVEC_NUM_THREADS=1 and OMP_NUM_THREADS=1 unless set). Each case runs nuvec (the
 eager op, or nv.compile for a chain of benchmarks.workloads) and then NumPy (SciPy's erf and
 expit), REPS rounds over all cases, and keeps each one's minimum: on a shared machine the load
@@ -69,6 +73,26 @@ def cases(n: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
             lambda op=op: getattr(NumPyF, op)(xn),
         )
     out["scale"] = (evaluated(lambda: x * 2.5), lambda: xn * np.float32(2.5))
+    out["add_scalar"] = (evaluated(lambda: x + 2.5), lambda: xn + np.float32(2.5))
+    # log and sqrt of |x| + 0.5: positive arguments, the ranges the fast paths serve
+    pn = np.abs(xn) + np.float32(0.5)
+    p = nv.array(pn)
+    nv.eval(p)
+    for op in ("log", "sqrt"):
+        out[op] = (
+            evaluated(lambda op=op: getattr(nv, op)(p)),
+            lambda op=op: getattr(np, op)(pn),
+        )
+    for op in ("sin", "cos", "abs", "negative"):
+        out[op] = (
+            evaluated(lambda op=op: getattr(nv, op)(x)),
+            lambda op=op: getattr(np, op)(xn),
+        )
+    for op in ("add", "multiply", "divide", "maximum", "less"):
+        out[op] = (
+            evaluated(lambda op=op: getattr(nv, op)(x, b)),
+            lambda op=op: getattr(np, op)(xn, bn),
+        )
     for name, ch in W.CHAINS.items():
         fn = nv.compile(lambda *a, ch=ch: ch.fn(NuvecF, *a))
         args, nargs = (x, b)[: ch.n_inputs], (xn, bn)[: ch.n_inputs]

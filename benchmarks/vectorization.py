@@ -50,7 +50,7 @@ ISAS: dict[str, tuple[str, tuple[str, ...] | None]] = {
 X86 = ("baseline", "avx2", "avx512")
 QUICK_OPS = ("tanh", "exp", "erf", "sigmoid", "multiply", "add", "log", "sin")
 
-_FUNC = re.compile(r"void (\w+)_(strided|contig|blocks)\(")
+_FUNC = re.compile(r"void (\w+)_(strided|contig|blocks|c\d+)\(")
 _HELPER = re.compile(r"void (nv_gather|nv_scatter)\(")
 _CASE = re.compile(r"^    (?:case (\d+)|default): NV_COPY_STEP")
 # the loops of a split kernel's contiguous function (guard pass, split body, full body)
@@ -65,7 +65,7 @@ _WIDTH = re.compile(r"loop vectorized using (\d+) byte vectors")
 class Loop:
     kernel: str  # kernel name (nv_tanh__float32__float32), "chain:<name>:<dtype>", or the
     # copy helper and element size ("nv_gather:4")
-    loop: str  # "contig", "strided" or "copy"
+    loop: str  # "contig", "strided", "bcast" (kernel "<name>:in<k>": input k read once) or "copy"
     isa: str
     status: str  # "vector", "libcall" or "scalar"
     vector_bytes: int  # widest vector the loop runs on (0 when scalar)
@@ -162,7 +162,9 @@ def _loops(source: str) -> dict[int, tuple[str, str, int]]:
     loops of the contiguous and strided functions (a split kernel's contiguous function has
     three, kind "contig-part", which ``analyse`` reports as one); in a blocked form
     (``_blocks``) its call of the contiguous function (kind "strided-call") and its broadcast
-    fills ("fill"); the copy helpers' loops (kernel "nv_gather:<size>", kind "copy")."""
+    fills ("fill"); the loops of the copies of the contiguous function that read input k once
+    (``_c<k>``, kind "bcast<k>", split like it, "bcast<k>-part"); the copy helpers' loops
+    (kernel "nv_gather:<size>", kind "copy")."""
     lines = source.splitlines()
     found: dict[int, tuple[str, str, int]] = {}
     current: tuple[str, str] | None = None
@@ -170,7 +172,11 @@ def _loops(source: str) -> dict[int, tuple[str, str, int]]:
     for i, text in enumerate(lines, 1):
         m = _FUNC.search(text)
         if m:
-            current, helper = (m.group(1), m.group(2)), None
+            kind = m.group(2)
+            current, helper = (
+                (m.group(1), "bcast" + kind[1:] if kind[0] == "c" and kind[1:].isdigit() else kind),
+                None,
+            )
             continue
         h = _HELPER.search(text)
         if h:
@@ -185,12 +191,13 @@ def _loops(source: str) -> dict[int, tuple[str, str, int]]:
             end = next(j for j in range(i, len(lines) + 1) if lines[j - 1] == "    }")
             found[i] = (kernel, kind, end)
             current = None
-        elif kind == "contig" and (p := _PART.match(text)):
-            close = p.group(1) + "}"
-            end = next(j for j in range(i, len(lines) + 1) if lines[j - 1] == close)
-            found[i] = (kernel, "contig-part", end)
-        elif kind == "contig" and text == "}":
-            current = None
+        elif kind == "contig" or kind.startswith("bcast"):
+            if p := _PART.match(text):
+                close = p.group(1) + "}"
+                end = next(j for j in range(i, len(lines) + 1) if lines[j - 1] == close)
+                found[i] = (kernel, f"{kind}-part", end)
+            elif text == "}":
+                current = None
         elif kind == "blocks" and _FILL.match(text):
             found[i] = (kernel, "fill", i)
         elif kind == "blocks" and text.strip().startswith(f"{kernel}_contig(m,"):
@@ -261,19 +268,23 @@ def analyse(source: str, isa: str, label: str | None = None) -> list[Loop]:
     out = []
     for line, (kernel, kind, end) in loops:
         status, width, why = _status(diags, line, end)
-        if kind == "contig-part":  # one loop of a split kernel's contiguous function
-            parts.setdefault(kernel, []).append((status, width, why))
-            if len(parts[kernel]) < len(_PARTS):
+        if kind.endswith("-part"):  # one loop of a split kernel's contiguous function
+            kind = kind[: -len("-part")]
+            got = parts.setdefault(f"{kernel}/{kind}", [])
+            got.append((status, width, why))
+            if len(got) < len(_PARTS):
                 continue
             # the function is as vectorized as its worst loop
-            kind = "contig"
-            bad = [(_PARTS[k], w) for k, (st, _, w) in enumerate(parts[kernel]) if st != "vector"]
+            bad = [(_PARTS[k], w) for k, (st, _, w) in enumerate(got) if st != "vector"]
             if bad:
                 status, width = "scalar", 0
                 why = f"{bad[0][0]}: {bad[0][1] or 'no report'}"
             else:
-                status, width = "vector", min(w for _, w, _ in parts[kernel])
+                status, width = "vector", min(w for _, w, _ in got)
         name = kernel if kind == "copy" else (label or kernel)
+        fname = f"{kernel}_{kind}"
+        if kind.startswith("bcast"):
+            name, fname, kind = f"{name}:in{kind[5:]}", f"{kernel}_c{kind[5:]}", "bcast"
         if kind == "fill":
             if status == "scalar":
                 fills.setdefault(kernel, []).append(why or "no report")
@@ -282,12 +293,12 @@ def analyse(source: str, isa: str, label: str | None = None) -> list[Loop]:
             continue
         if status == "vector":
             # vectorized in a clone only: the default clone's calls say why it is not
-            ext = sorted(calls.get(f"{kernel}_{kind}.default", ()))
+            ext = sorted(calls.get(f"{fname}.default", ()))
             why = f"default clone calls {', '.join(ext)}" if ext else ""
         elif status == "scalar":
             if not why and kind == "strided":
                 why = "direct loop, built with no-tree-vectorize"
-            ext = sorted(calls.get(f"{kernel}_{kind}", ()))
+            ext = sorted(calls.get(fname, ()))
             if ext:  # a library function without a vector variant keeps the loop scalar
                 why = f"calls {', '.join(ext)}; gcc: {why or 'no reason'}"
             why = why or "no report"
@@ -352,7 +363,11 @@ def summary(loops: list[Loop]) -> str:
             f"| {isa} | {kind} | {n['vector']} | {n['libcall']} | {n['scalar']} | "
             f"{', '.join(map(str, widths)) or '-'} |"
         )
-    for kind, what in (("contig", "contiguous"), ("strided", "strided")):
+    for kind, what in (
+        ("contig", "contiguous"),
+        ("bcast", "broadcast-input"),
+        ("strided", "strided"),
+    ):
         scalar = [lp for lp in loops if lp.loop == kind and lp.status == "scalar"]
         lines.append("")
         lines.append(f"{what} loops left scalar: {len(scalar)}")

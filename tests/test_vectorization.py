@@ -1,7 +1,8 @@
 """The C compiler vectorizes the loops of the float32 math kernels and of the fused chains
 (benchmarks.vectorization, a fast subset), for contiguous operands and for strided and broadcast
 ones, which the strided function of a costly kernel copies into blocks for the same contiguous
-loop (a cheap kernel's strided function is a direct scalar loop): nuvec's own flags on this
+loop (a cheap kernel's strided function is a direct scalar loop), and the binary kernels' loops
+for one broadcast input: nuvec's own flags on this
 machine, the AVX2 and AVX-512 builds (a compile report: no such processor needed) and aarch64
 NEON where a cross gcc is installed."""
 
@@ -57,6 +58,11 @@ def test_float32_math_and_chains_vectorize() -> None:
         assert all(got[k].vector_bytes >= 16 for k in want), kind
     strided = _by_kind(loops, "strided")
     assert all(strided[k].status == "scalar" and "cheap" in strided[k].why for k in CHEAP)
+    # the binary kernels' loops that read one broadcast input once vectorize too
+    bcast = _by_kind(loops, "bcast")
+    want_b = [f"{k}:in{i}" for k in CHEAP for i in (0, 1)]
+    assert sorted(set(want_b) - set(bcast)) == []
+    assert {k: bcast[k].why for k in want_b if bcast[k].status != "vector"} == {}
     # the copies of strided operands are listed, one per helper and element size
     copies = _by_kind(loops, "copy")
     assert {f"nv_gather:{n}" for n in (1, 2, 4, 8)} <= set(copies)

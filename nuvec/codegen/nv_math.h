@@ -280,10 +280,25 @@ NV_FN float nv_log_special(float x, float res)
     return (x > 0.0f & x < NV_INF_F) ? res : sp;
 }
 
+/* log x without a division: x = 2^k m, m in [2/3, 4/3), r = m - 1 (exact), log x =
+ * k ln2 + r + r^2 P(r). k ln2_hi + r is summed exactly (|k ln2_hi| > |r| where k != 0), so
+ * the errors before the last rounding are those of r^2 P, at most a fifth of the result. */
 NV_FN float nv_log_f32(float x)
 {
-    nv_ff s = nv_log_ff(x);
-    return nv_log_special(x, s.hi + s.lo);
+    uint32_t u = nv_f2u(x);
+    int32_t sub = u < 0x00800000u ? 1 : 0;      /* zero or subnormal (positive) */
+    float xs = sub ? x * 0x1p23f : x;
+    uint32_t us = nv_f2u(xs);
+    int32_t k = (int32_t)(us - 0x3f2aaaabu) >> 23;
+    float m = nv_u2f(us - ((uint32_t)k << 23));
+    float r = m - 1.0f;
+    float kf = (float)(k - (-sub & 23));
+    nv_ff s = nv_fast_two_sum(kf * NV_LN2_HI_L, r);
+    float lo = fmaf(r * r, nv_poly_log1p_r(r), fmaf(kf, NV_LN2_LO_L, s.lo));
+    /* nv_log_special's values in fewer selects: NaN and +inf stay x; u - 1 is below
+     * 0x7f7fffff exactly for the positive finite x */
+    float sp = x == 0.0f ? -NV_INF_F : (x < 0.0f ? NV_NAN_F : x);
+    return u - 1u < 0x7f7fffffu ? s.hi + lo : sp;
 }
 
 #define NV_INVLN2_HI 0x1.715476p+0f

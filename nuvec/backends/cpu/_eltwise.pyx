@@ -1,7 +1,8 @@
 # cython: language_level=3
 """Launch generated element-wise kernels on NumPy arrays (layout checks, outputs, threads).
 
-A ``Kernel`` wraps the address of a generated C function (nuvec/codegen/dialects/c.py) with
+A ``Kernel`` wraps the address of a generated C function (nuvec/codegen/dialects/c.py), and
+of its ``NAME_bcast`` loops where it has them (``bcast_address``; 0 where not), with
 the dtypes of its inputs and outputs. Calling it with input arrays and the result shape
 checks and broadcasts the inputs (any strides: 0-stride, transposed, sliced, negative),
 allocates C-contiguous outputs from the buffer cache, and runs the kernel, across threads
@@ -12,7 +13,7 @@ with the GIL released when the array is large::
 """
 cimport cython
 cimport numpy as cnp
-from libc.stdint cimport int64_t, uintptr_t
+from libc.stdint cimport int64_t, uint32_t, uintptr_t
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 from nuvec.backends.cpu._allocator cimport empty_nd
@@ -27,11 +28,13 @@ cnp.import_array()
 
 cdef extern from "csrc/nv_eltwise.h":
     ctypedef void (*nv_kernel_fn)(int64_t n, char **p, const int64_t *s) noexcept nogil
+    ctypedef int (*nv_bcast_fn)(int64_t n, char **p, uint32_t mask) noexcept nogil
     enum:
         NV_MAX_ARGS
         NV_MAX_DIMS
     ctypedef struct nv_launch_t:
         nv_kernel_fn fn
+        nv_bcast_fn bfn
         int nin
         int nargs
         int ndim
@@ -186,6 +189,7 @@ cdef int64_t NOGIL_MIN = 16384
 cdef class Kernel:
     """A generated element-wise kernel, callable on NumPy arrays (see the module docstring)."""
     cdef nv_kernel_fn fn
+    cdef nv_bcast_fn bfn                 # NAME_bcast, or NULL
     cdef int nin, nout
     cdef tuple in_descrs, out_descrs
     cdef int64_t grain
@@ -194,13 +198,14 @@ cdef class Kernel:
     cdef object keepalive                # the loaded library, so the code stays mapped
 
     def __init__(self, uintptr_t address, tuple in_dtypes, tuple out_dtypes, int64_t grain,
-                 name=None, source=None, keepalive=None):
+                 name=None, source=None, keepalive=None, uintptr_t bcast_address=0):
         if address == 0:
             raise ValueError("Kernel: null function address")
         if len(in_dtypes) + len(out_dtypes) > NV_MAX_ARGS:
             raise ValueError(f"Kernel: at most {NV_MAX_ARGS} arrays, got "
                              f"{len(in_dtypes) + len(out_dtypes)}")
         self.fn = <nv_kernel_fn>address
+        self.bfn = <nv_bcast_fn>bcast_address
         self.nin = len(in_dtypes)
         self.nout = len(out_dtypes)
         self.in_descrs = tuple(np.dtype(d) for d in in_dtypes)
@@ -213,6 +218,11 @@ cdef class Kernel:
     @property
     def address(self) -> int:
         return <uintptr_t>self.fn
+
+    @property
+    def bcast_address(self) -> int:
+        """The address of the kernel's loops for one broadcast input (``NAME_bcast``), or 0."""
+        return <uintptr_t>self.bfn
 
     def __repr__(self):
         return f"<Kernel {self.name} ({self.source})>"
@@ -314,6 +324,7 @@ cdef class Kernel:
         if size == 0:
             return outs
         L.fn = self.fn
+        L.bfn = self.bfn
         L.flush_denormals = _flush
         nv_launch_coalesce(&L)
         cdef int nt

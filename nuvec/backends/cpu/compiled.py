@@ -78,6 +78,7 @@ def prepare(specs) -> dict:
             name=name,
             source="jit",
             keepalive=lib,
+            bcast_address=kernels.bcast_address(lib, name),
         )
         with kernels._lock:
             kernels._kernels.setdefault(spec, k)

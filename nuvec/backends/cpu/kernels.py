@@ -139,11 +139,19 @@ def get_kernel(spec: KernelSpec) -> Kernel:
         name=name,
         source=source,
         keepalive=lib,
+        bcast_address=bcast_address(lib, name),
     )
     with _lock:
         _kernels.setdefault(spec, k)
         _counts[source] += 1
     return _kernels[spec]
+
+
+def bcast_address(lib: ctypes.CDLL, name: str) -> int:
+    """The address of kernel ``name``'s loops for a broadcast input (``NAME_bcast``, see
+    nuvec.codegen.dialects.c) in ``lib``; 0 where the kernel has none."""
+    fn = getattr(lib, f"{name}_bcast", None)
+    return (ctypes.cast(fn, ctypes.c_void_p).value or 0) if fn is not None else 0
 
 
 def _np_dtypes(names) -> tuple:

@@ -9,6 +9,16 @@ contiguous: element i of array k is at ``((T *)p[k])[i]`` (the loop the compiler
 Otherwise ``s[k]`` is array k's step in bytes (0 for a broadcast scalar, negative allowed).
 Outputs never overlap inputs, except exactly (same start, same steps), which is safe because
 each element is read before it is written. Build with FLAGS (no contraction, no fast-math).
+
+A kernel that reads two or three inputs also exports::
+
+    int NAME_bcast(int64_t n, char **p, uint32_t mask);
+
+for a run where every array is contiguous but the inputs in ``mask`` (bit k: input k) have
+step 0: where the only such input the kernel reads is input k, a copy of the contiguous loop
+that reads that input once, into a register, before the loop runs and returns 1 (where it
+reads none of them, the contiguous loop itself); else it returns 0 and does nothing (the
+launcher then expands the broadcast inputs into blocks).
 """
 
 from __future__ import annotations
@@ -197,20 +207,15 @@ NV_STRIDED_FN void {name}_blocks(int64_t n, char **p, const int64_t *s)
         return;
     }}
 """
-        loop_c = c_load + b.lines + c_store
-        if b.guards:
-            contig_loop = self._split_loop(b, c_load, c_store)
-        else:
-            contig_loop = f"""    for (int64_t i = 0; i < n; i++) {{
-{indent(loop_c, 8)}
-    }}"""
+        contig_loop = self._contig_loop(b, c_load, c_store)
+        bcast = self._bcast(name, spec, b, c_params, c_args, c_load, c_store)
         return f"""
 NV_CONTIG_FN void {name}_contig(int64_t n, {", ".join(c_params)})
 {{
 {indent(b.consts, 4)}
 {contig_loop}
 }}
-{blocks if blocked else ""}
+{bcast}{blocks if blocked else ""}
 NV_SCALAR_FN void {name}_strided(int64_t n, char **p, const int64_t *s)
 {{
 {use_blocks if blocked else ""}{indent(b.consts, 4)}
@@ -226,6 +231,72 @@ NV_EXPORT void {name}(int64_t n, char **p, const int64_t *s)
         {name}_strided(n, p, s);
     else
         {name}_contig(n, {", ".join(c_args)});
+}}
+"""
+
+    def _contig_loop(self, b, c_load: list[str], c_store: list[str]) -> str:
+        """The contiguous loop over i in [0, n): plain, or by blocks where the body is split."""
+        if b.guards:
+            return self._split_loop(b, c_load, c_store)
+        return f"""    for (int64_t i = 0; i < n; i++) {{
+{indent(c_load + b.lines + c_store, 8)}
+    }}"""
+
+    def _bcast(
+        self,
+        name: str,
+        spec: KernelSpec,
+        b,
+        c_params: list[str],
+        c_args: list[str],
+        c_load: list[str],
+        c_store: list[str],
+    ) -> str:
+        """The contiguous loops with one input read once (``NAME_bcast``, module docstring).
+
+        One copy of the contiguous loop per input read, in which that input's value is loaded
+        before the loop: the body is the same expression of the same values, so every element
+        gets the bits of the contiguous loop. Only kernels that read two or three inputs get
+        them: a kernel of one input broadcast is a constant, and each copy adds a vectorized
+        loop to the build, so kernels of more inputs (fused groups) keep the launcher's blocks
+        rather than multiply their code."""
+        used = list(b.used_inputs)
+        if not 2 <= len(used) <= 3:
+            return ""
+        used_mask = sum(1 << i for i in used)
+        fns, cases = [], []
+        for j, i in enumerate(used):
+            st = self.stype(spec.inputs[i])
+            params = list(c_params)
+            params[j] = f"const {st} *a{i}"
+            once = self.load(spec.inputs[i], f"a{i}[0]")
+            hoist = f"const {self.ctype(spec.inputs[i])} x{i} = {once};"
+            loads = [ln for k, ln in enumerate(c_load) if k != j]
+            fns.append(f"""
+NV_CONTIG_FN void {name}_c{i}(int64_t n, {", ".join(params)})
+{{
+{indent(b.consts, 4)}
+    {hoist}
+{self._contig_loop(b, loads, c_store)}
+}}""")
+            cases.append(
+                f"    if (mask == {1 << i}u) {{\n"
+                f"        {name}_c{i}(n, {', '.join(c_args)});\n"
+                f"        return 1;\n    }}"
+            )
+        cases.insert(
+            0,
+            f"    if (mask == 0u) {{\n        {name}_contig(n, {', '.join(c_args)});\n"
+            "        return 1;\n    }",
+        )
+        cases_src = "\n".join(cases)
+        return f"""{"".join(fns)}
+
+NV_EXPORT int {name}_bcast(int64_t n, char **p, uint32_t mask)
+{{
+    mask &= {used_mask}u;
+{cases_src}
+    return 0;
 }}
 """
 

@@ -93,13 +93,14 @@ static void run_inner(const nv_launch_t *L, char **p, int64_t n, nv_scratch_t **
                       nv_scratch_t *mem)
 {
     const int last = L->ndim - 1;
-    int contig = 1, bcast = 0;
+    int contig = 1;
+    uint32_t bcast = 0;          /* bit a: input a has step 0 */
     for (int a = 0; a < L->nargs; a++) {
         int64_t st = L->strides[a][last];
         if (st == L->itemsize[a])
             continue;
         if (st == 0 && a < L->nin && n > 1) {
-            bcast = 1;
+            bcast |= (uint32_t)1 << a;
             continue;
         }
         contig = 0;
@@ -108,6 +109,9 @@ static void run_inner(const nv_launch_t *L, char **p, int64_t n, nv_scratch_t **
         L->fn(n, p, 0);
         return;
     }
+    /* the kernel's loop that keeps the broadcast value in a register, where it has one */
+    if (contig && L->bfn && L->bfn(n, p, bcast))
+        return;
     if (!contig || n < 64) {     /* general steps (short runs are not worth a block) */
         int64_t steps[NV_MAX_ARGS];
         for (int a = 0; a < L->nargs; a++)

@@ -3,8 +3,9 @@
  * A generated kernel (nuvec/codegen/dialects/c.py) has the signature nv_kernel_fn and
  * processes one run of n elements: contiguous when s == NULL, else with byte steps s[k].
  * This runtime walks an n-dimensional launch (arbitrary byte strides, 0 for broadcast axes)
- * as runs of its innermost axis, feeds contiguous runs to the kernel's vector loop, expands
- * broadcast (step 0) inputs of an otherwise contiguous run into a small block buffer, and
+ * as runs of its innermost axis, feeds contiguous runs to the kernel's vector loop, passes a
+ * run that is contiguous but for broadcast (step 0) inputs to the kernel's loop that reads
+ * them once (bfn) or else expands them into a small block buffer, and
  * splits the element range across a pool of threads. Each element is computed by the same
  * code in every case, so results never depend on the layout or on the split.
  */
@@ -18,8 +19,13 @@
 
 typedef void (*nv_kernel_fn)(int64_t n, char **p, const int64_t *s);
 
+/* a kernel's NAME_bcast (c.py): a contiguous run whose inputs in mask have step 0, each read
+ * once; returns 0 (having done nothing) where the kernel has no loop for that mask */
+typedef int (*nv_bcast_fn)(int64_t n, char **p, uint32_t mask);
+
 typedef struct {
     nv_kernel_fn fn;
+    nv_bcast_fn bfn;                        /* or NULL: broadcast inputs go through blocks */
     int nin;                                /* inputs come first in ptr / strides */
     int nargs;                              /* inputs + outputs */
     int ndim;
