@@ -46,7 +46,18 @@ def test_fast_kernels_use_the_gpu_functions_and_round_only_when_storing():
     exact, _ = source.kernel_source(BF16_CHAIN, "vec", "i32", (0,))
     quick, _ = source.kernel_source(fast, "vec", "i32", (0,))
     assert "nv_round_bf16" in exact and "nv_exp_f32" in exact
-    assert "nv_round_bf16" not in quick and "__expf(" in quick and "tanhf(" in quick
-    assert "nv_f32_to_bf16" in quick  # rounded once, where it is stored
+    # a half-precision output: the GPU's approximate functions, no rounding between the ops,
+    # one conversion where the result is stored
+    assert "nv_round_bf16" not in quick and "__expf(" in quick
+    assert "nv_fast_tanh_narrow(" in quick and "nv_fast_f32_to_bf16(" in quick
+    # a float32 chain keeps libdevice's tanhf under fast_math
+    f32 = dataclasses.replace(
+        fast,
+        inputs=("float32",),
+        constants=(("float32", 0x3F000000),),
+        nodes=tuple(dataclasses.replace(n, dtype="float32") for n in fast.nodes),
+    )
+    quick32, _ = source.kernel_source(f32, "vec", "i32", (0,))
+    assert "tanhf(" in quick32 and "nv_fast_tanh_narrow(" not in quick32
     assert "--fmad=true" in source.nvrtc_options(True)
     assert "--fmad=false" in source.nvrtc_options(False)
