@@ -62,8 +62,11 @@ def test_one_broadcast_input_matches_materialized(op, d, n) -> None:
         shape = np.broadcast_shapes(*[x.shape for x in arrs])
         got = kernels.run(spec, arrs, shape)
         want = _materialized(spec, arrs, shape)
+        # Where two NaNs meet, which payload survives follows the operand order the C compiler
+        # picks for a commutative operation in each loop (IEEE 754 leaves it open); every
+        # other value, and where the NaNs are, must agree bit for bit.
         for g, w in zip(got, want):
-            assert_bits_equal(g, w, f"{op} {d} n={n} {[x.shape for x in arrs]}")
+            assert_bits_equal(g, w, f"{op} {d} n={n} {[x.shape for x in arrs]}", nan_payloads=False)
 
 
 @pytest.mark.parametrize("d", ["float32", "bfloat16", "int16"])
