@@ -51,8 +51,9 @@ import weakref
 
 import cupy as cp
 
-from ...core.array import Array
 from ...primitives.compiled import Compiled
+from ._buffers import Buffer as _Buffer
+from ._buffers import copies_of, outputs, reclaim_all
 from .runtime import storage_dtype
 
 WARM_CALLS = 3  # calls 1 and 2 replay plainly (and build every kernel); call 3 records
@@ -75,21 +76,6 @@ def why_not(tape) -> str | None:
     if len(tape.steps) < 2:
         return "a single step: launched directly"
     return None
-
-
-def _wrap(shape: tuple, dtype, stream, data) -> Array:
-    """An evaluated array over device ``data`` (of ``shape``), made by the core's one
-    constructor path."""
-    return Array.constant(data, stream, dtype)
-
-
-def _lent_refs() -> int:
-    """References to an array held only in a ``_Buffer.lent`` list, as ``reclaim`` counts them."""
-    probe = _Buffer.__new__(_Buffer)
-    probe.lent = [Array.__new__(Array)]
-    for a in probe.lent:
-        return _rc(a)
-    return 0
 
 
 class _Arena:
@@ -119,58 +105,6 @@ class _Arena:
     @property
     def nbytes(self) -> int:
         return sum(c.size for c in self.chunks)
-
-
-class _Buffer:
-    """A device buffer the executable writes (a graph's output or input), and the arrays it
-    lent it to."""
-
-    __slots__ = ("data", "base", "lent")
-
-    def __init__(self, data) -> None:
-        self.data = data
-        self.lent: list = []
-        self.base = None
-
-    def _counts(self) -> tuple:
-        d = self.data
-        m = d.data
-        b = d.base
-        return _rc(d), _rc(m), _rc(m.mem), (_rc(b) if b is not None else 0)
-
-    def settle(self) -> None:
-        """Records the reference counts with nothing lent (after recording)."""
-        self.base = self._counts()
-
-    def reclaim(self, keep=None) -> bool:
-        """Whether the buffer may be overwritten now: arrays it was lent to that someone still
-        holds get a copy of their own (queued on the current stream), except ``keep`` (a state
-        array that only the state holds, updated in place); False when another object (a
-        view) refers to it. (No local names the buffer's data here, so that the counts
-        compare with ``settle``'s.)"""
-        lent, held = 0, []
-        for a in self.lent:
-            if a._data is self.data:
-                lent += 1
-                if a is not keep and _rc(a) > _LENT_REFS:
-                    held.append(a)
-        c, b = self._counts(), self.base
-        if c[0] != b[0] + lent or c[1:] != b[1:]:
-            return False
-        for a in held:
-            a._data = self.data.copy()
-        self.lent = [a for a in self.lent if a._data is self.data]  # unseen: reusable
-        return True
-
-    def hand_out(self, shape: tuple, dtype, stream) -> Array:
-        """An array over the buffer (a lent array no one else sees, or a new one)."""
-        for a in self.lent:
-            a._readers = 0
-            self.lent = [a]
-            return a
-        a = _wrap(shape, dtype, stream, self.data)
-        self.lent = [a]
-        return a
 
 
 class _Graph:
@@ -502,21 +436,11 @@ class Executable:
                 if all(inputs[i]._data is other.ins[i].data for i in fed):
                     k = 1 - k
         g = self.graphs[k]
-        copies = []
-        for i, b in enumerate(g.ins):
-            x = inputs[i]
-            d = x._data
-            if d is b.data:
-                continue
-            if i not in fed:
-                s = self.src[i]
-                if s is not None and s[0]() is x and s[1] == id(d) and s[2] == d.data.ptr:
-                    continue
-            if not d.flags.c_contiguous or d.shape != b.data.shape or d.dtype != b.data.dtype:
-                self.fallbacks += 1
-                self.last_fallback = f"input {i} is not C-contiguous"
-                return None
-            copies.append((i, b, x, d))
+        copies = copies_of(g.ins, inputs, fed, self.src)
+        if copies is None:
+            self.fallbacks += 1
+            self.last_fallback = "an input is not C-contiguous"
+            return None
         cs = self.stream
         with cs:
             written = g.written
@@ -524,15 +448,12 @@ class Executable:
                 extra = [b for i, b, x, d in copies if i in fed and b not in written]
                 if extra:
                     written = written + extra
-            for b in written:
-                held = len(b.lent)
-                if not b.reclaim(keep.get(id(b))):
-                    self.fallbacks += 1
-                    self.last_fallback = (
-                        "an earlier result has a view that the graph would overwrite"
-                    )
-                    return None
-                self.detached += held - len(b.lent)
+            detached = reclaim_all(written, keep)
+            if detached < 0:
+                self.fallbacks += 1
+                self.last_fallback = "an earlier result has a view that the graph would overwrite"
+                return None
+            self.detached += detached
             for i, b, x, d in copies:
                 if d.nbytes:
                     b.data.data.copy_from_device_async(d.data, d.nbytes, cs)
@@ -587,25 +508,7 @@ class Executable:
     def _outputs(self, g: _Graph, inputs: list) -> list:
         """The output arrays, as ``Tape._outputs`` makes them."""
         plan = g.plan if g.plan is not None else self._plan(g)
-        stream = self.tape.stream
-        out: list = []
-        for p in plan:
-            kind = p[0]
-            if kind == 0:
-                out.append(p[1].hand_out(p[2], p[3], stream))
-            elif kind == 1:  # the function returned one value twice: another array
-                a = _wrap(p[2], p[3], stream, p[1].data)
-                p[1].lent.append(a)
-                out.append(a)
-            elif kind == 2:
-                out.append(out[p[1]])
-            elif kind == 3:
-                v = inputs[p[1]]
-                out.append(v if p[2] else _wrap(v._shape, v._dtype, v._stream, v._data))
-            else:
-                c, d = p[1], p[2]
-                out.append(c if d is None else _wrap(c._shape, c._dtype, c._stream, d))
-        return out
+        return outputs(plan, inputs, self.tape.stream)
 
 
 def _same_layout(d, buf, shape) -> bool:
@@ -617,6 +520,3 @@ def _same_layout(d, buf, shape) -> bool:
         and tuple(d.shape) == tuple(shape) == tuple(buf.shape)
         and d.strides == buf.strides
     )
-
-
-_LENT_REFS = _lent_refs()
