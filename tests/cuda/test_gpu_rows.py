@@ -77,3 +77,31 @@ def test_bfloat16_rows_round_once_and_keepdims() -> None:
         want = nv.logsumexp(a.astype(nv.float32), axis=-1, keepdims=True).astype(nv.bfloat16)
         assert got.shape == (64, 1) and got.dtype == nv.bfloat16
         np.testing.assert_array_equal(np.array(got.view(nv.uint16)), np.array(want.view(nv.uint16)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(256, 10), (4, 1024), (3, 2000), (2, 3, 5)])
+def test_softmax_vjp_is_one_row_kernel(shape, dtype) -> None:
+    from nuvec.primitives.reduction import SoftmaxProduct
+
+    rng = np.random.default_rng(sum(shape))
+    x = (rng.standard_normal(shape) * 3).astype(dtype)
+    g = rng.standard_normal(shape).astype(dtype)
+    nd = nv.float64 if dtype == np.float64 else nv.float32
+
+    def vjp(a, ct):
+        return nv.vjp(lambda v: nv.softmax(v, axis=-1), [a], [ct])[1][0]
+
+    with nv.stream(nv.gpu):
+        a, ct = nv.array(x, dtype=nd), nv.array(g, dtype=nd)
+        got = vjp(a, ct)
+        assert isinstance(got._prim, SoftmaxProduct)
+        got = np.array(got)
+        f = nv.compile(vjp)
+        f(a, ct)
+        again = np.array(f(a, ct))
+    y = _ref_softmax(x, -1)
+    want = g * y - y * np.sum(g * y, axis=-1, keepdims=True)
+    tol = 1e-12 if dtype == np.float64 else 2e-6
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+    np.testing.assert_array_equal(again.view(np.uint8), got.view(np.uint8))

@@ -16,4 +16,5 @@ if device.is_available():
     from . import depends  # noqa: F401  (ordering edges)
     from . import distributed  # noqa: F401  (collectives: NCCL, or MPI through the host)
 
+    from . import norm  # noqa: F401  (layer norm's row kernels)
     from . import random  # noqa: F401  (threefry random bits)

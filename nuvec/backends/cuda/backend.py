@@ -1,5 +1,7 @@
 """The CUDA GPU's ``Backend``: CuPy data, kernels of the CUDA dialect through NVRTC, tapes
-replayed on the device data (as one CUDA graph where they can be), fast math on request.
+replayed on the device data (as one CUDA graph where they can be), fast math on request, and
+layer norm and the softmax's vjp as one primitive each (``norm``, ``reduction``) in place of
+their composites.
 
 CuPy is imported only once a CUDA device exists (``device.is_available``)."""
 
@@ -8,7 +10,38 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..base import Backend, CompileOptions, FusionPolicy
+from ...primitives.norm import LayerNorm, LayerNormVJP
+from ...primitives.reduction import SoftmaxProduct
 from . import device
+
+
+def _layer_norm(prim: Any, inputs: Sequence[Any]) -> bool:
+    """float32 / float64 rows, the weight and bias of the same dtype (``rows``' kernels)."""
+    x = inputs[0]
+    return (
+        x._dtype.name in ("float32", "float64")
+        and len(x._shape) >= 1
+        and x.size > 0
+        and all(p._dtype == x._dtype for p in inputs[1:])
+    )
+
+
+def _softmax_product(prim: Any, inputs: Sequence[Any]) -> bool:
+    y, g = inputs
+    return (
+        y._dtype.name in ("float32", "float64")
+        and len(y._shape) >= 1
+        and y.size > 0
+        and g._dtype == y._dtype
+        and g._shape == y._shape
+    )
+
+
+_LOWERINGS = {
+    LayerNorm: _layer_norm,
+    LayerNormVJP: lambda prim, inputs: True,
+    SoftmaxProduct: _softmax_product,
+}
 
 
 class CudaBackend(Backend):
@@ -20,12 +53,17 @@ class CudaBackend(Backend):
     # the same IEEE float32 / float64 addition, so the bits are the same)
     policy = FusionPolicy(fuses=True, read_after_outputs=True, split_addmm=True, fast_math=True)
     replays = True
+    lowerings = frozenset(_LOWERINGS)
 
     @property
     def data_type(self) -> type:  # cupy.ndarray
         from .runtime import ndarray
 
         return ndarray
+
+    def supports(self, prim: Any, inputs: Sequence[Any]) -> bool:
+        rule = _LOWERINGS.get(type(prim))
+        return rule is not None and rule(prim, inputs)
 
     def is_available(self) -> bool:
         return device.is_available()
