@@ -57,7 +57,7 @@ def _run(x, w, b, g, nd):
         grads = nv.grad(lambda xa, *p: loss(xa, *p, ga=ga), argnums=tuple(range(1 + len(p))))(
             xa, *p
         )
-        return [y, *grads]
+        return [y, *(grads if p else [grads])]  # one argnum: one gradient, as MLX
 
     with nv.stream(nv.gpu):
         xa, ga = nv.array(x, dtype=nd), nv.array(g, dtype=nd)
