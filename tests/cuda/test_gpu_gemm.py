@@ -62,6 +62,32 @@ def test_other_cases_are_left_to_cupy():
     assert gemm.matmul(cp.ones((2, 4, 6), np.float32), cp.ones((3, 6, 2), np.float32)) is None
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_heads_of_one_sequence_are_used_in_place(dtype, monkeypatch):
+    # q, k, v of one sequence as (1, heads, L, D) views of (1, L, heads, D): each head's matrix
+    # has a leading dimension of heads * D, the heads one stride apart, so no copy is made
+    from nuvec.backends.cuda import gemm
+
+    def no_copy(*a, **k):
+        raise AssertionError("copied")
+
+    x = cp.asarray(RNG.standard_normal((1, 7, 4, 8)).astype(dtype))
+    q = x.transpose(0, 2, 1, 3)  # (1, 4, 7, 8)
+    kt = x.transpose(0, 2, 3, 1)  # (1, 4, 8, 7): transposed matrices, wide leading dimension
+    monkeypatch.setattr(gemm.cp, "ascontiguousarray", no_copy)
+    scores = gemm.matmul(q, kt)
+    out = gemm.matmul(scores, q)
+    monkeypatch.undo()
+    qh = cp.asnumpy(q).astype(np.float64)
+    want = qh @ qh.transpose(0, 1, 3, 2)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(cp.asnumpy(scores), want, rtol=tol, atol=tol)
+    np.testing.assert_allclose(cp.asnumpy(out), want @ qh, rtol=tol * 10, atol=tol * 10)
+    rows = cp.asarray(RNG.standard_normal((6, 10)).astype(dtype))[:, 2:7]  # ld 10 > 5 columns
+    got = gemm.matmul(rows, rows.T)
+    np.testing.assert_allclose(cp.asnumpy(got), cp.asnumpy(rows) @ cp.asnumpy(rows).T, rtol=tol)
+
+
 def test_other_layouts_are_copied_into_contiguous_batches():
     from nuvec.backends.cuda import gemm
 

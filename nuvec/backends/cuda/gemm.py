@@ -10,11 +10,13 @@ itself, through ctypes, from the same library CuPy loaded:
 * ``cublas{S,D}gemmStridedBatched``: plain float32 / float64 arithmetic (the default math
   mode: no TF32, as CuPy's default), host-side alpha = 1 and beta = 0.
 
-Taken for float32 / float64 operands: matrices that are C- or F-contiguous (a transposed view is
-used in place, through the transpose flag) in batches of equal shape laid out at one stride, or
-a batch by one matrix, are passed as they are; any other layout (attention's heads split from a
-transposed view, a batch that broadcasts, a slice with steps) is first copied into contiguous
-batches, so every such product goes through this handle (and a CUDA graph can record it).
+Taken for float32 / float64 operands: matrices with a unit stride along rows or columns (a
+transposed view is used in place, through the transpose flag; a leading dimension wider than
+the matrix, as for one head of a (L, heads, dims) array, is passed as such) in batches whose
+axes collapse into one stride, or a batch by one matrix, are passed as they are; any other
+layout (heads split from a batch of sequences, a batch that broadcasts, a slice with steps) is
+first copied into contiguous batches, so every such product goes through this handle (and a
+CUDA graph can record it).
 ``matmul`` returns None for other dtypes (the caller uses CuPy), and where this machine's
 cuBLAS cannot be found.
 
@@ -96,30 +98,42 @@ def _handle(lib) -> _Handle:
 
 def _layout(x, rows: int, cols: int):
     """(transposed?, leading dimension) of matrix ``x[..., rows, cols]`` seen column-major,
-    or None if its last two axes are neither C- nor F-contiguous."""
+    or None unless one of its last two axes has unit stride and the other a stride of at least
+    the matrix's extent along the first (a row or a column of a wider array: attention's
+    heads)."""
     s = x.itemsize
     r, c = x.strides[-2:]
-    if c == s and (r == cols * s or rows == 1):
+    if c == s and rows == 1:
         return _N, max(cols, 1)
-    if r == s and (c == rows * s or cols == 1):
+    if c == s and r % s == 0 and r >= cols * s:
+        return _N, r // s
+    if r == s and cols == 1:
         return _T, max(rows, 1)
+    if r == s and c % s == 0 and c >= rows * s:
+        return _T, c // s
     return None
 
 
-def _batch_stride(x, batch: tuple, size: int):
+def _batch_stride(x, batch: tuple):
     """Elements between consecutive matrices of ``x`` (0: one matrix for the whole batch), or
-    None if its batch axes are not laid out that way."""
+    None if its batch axes do not collapse into one non-negative stride."""
     if x.ndim == 2:
         return 0
     if x.shape[:-2] != batch:
         return None
-    step = size * x.itemsize
-    expect = step
+    step = None
+    expect = 0
     for dim, st in zip(reversed(x.shape[:-2]), reversed(x.strides[:-2])):
-        if dim != 1 and st != expect:
+        if dim == 1:
+            continue
+        if step is None:
+            if st <= 0 or st % x.itemsize:
+                return None
+            step, expect = st, st
+        elif st != expect:
             return None
         expect *= dim
-    return size
+    return 0 if step is None else step // x.itemsize
 
 
 def matmul(a, b):
@@ -154,7 +168,7 @@ def _strided_batches(a, b):
     if count == 0 or count > _I32:
         return None
     la, lb = _layout(a, m, k), _layout(b, k, n)
-    sa, sb = _batch_stride(a, batch, m * k), _batch_stride(b, batch, k * n)
+    sa, sb = _batch_stride(a, batch), _batch_stride(b, batch)
     if la is None or lb is None or sa is None or sb is None or (count > 1 and sa == 0):
         return None
     lib = _library()
