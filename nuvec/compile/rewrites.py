@@ -15,7 +15,7 @@ from typing import Callable
 
 from ..primitives.elementwise import Binary
 from ..primitives.linalg import AddMM, Matmul, PermutedMatmul
-from ..primitives.shape import Broadcast, Transpose
+from ..primitives.shape import Broadcast, Reshape, Transpose
 from .draft import STEP, DStep, Draft
 from .fuse import kernel_op
 
@@ -23,12 +23,16 @@ from .fuse import kernel_op
 def split_addmm(draft: Draft) -> None:
     """``addmm(c, a, b)`` (alpha = beta = 1, float32 or float64) read only by element-wise
     steps becomes ``a @ b`` and an add of ``c``, which then fuses with its readers: a layer's bias
-    add and activation take one kernel pass, as XLA's fusions do. The bits are the CPU
-    addmm's, which adds ``c`` to the product in the product's dtype (so does CUDA's; a backend
-    that rounds ``a @ b + c`` once inside the GEMM must not take this rule)."""
+    add and activation take one kernel pass, as XLA's fusions do. The same where the one reader
+    is a reshape that keeps the last axis (a Linear layer on (B, L, D) inputs) read only by
+    element-wise steps: the product is reshaped and the add, after the reshape, fuses with
+    those readers. The bits are the CPU addmm's, which adds ``c`` to the product in the
+    product's dtype (so does CUDA's; a backend that rounds ``a @ b + c`` once inside the GEMM
+    must not take this rule)."""
     dname = [d.name for d in draft.dtype]
     readers = draft.readers()
     old = draft.steps
+    outputs = set(draft.outputs)
 
     def fusable(s: DStep) -> bool:
         return (
@@ -37,23 +41,50 @@ def split_addmm(draft: Draft) -> None:
             and kernel_op(s.prim, [dname[a] for a in s.args]) is not None
         )
 
+    def read_elementwise(v: int) -> bool:
+        return bool(readers.get(v)) and all(fusable(old[r]) for r in readers[v])
+
+    def reshaped(s: DStep) -> DStep | None:
+        """The one reader of addmm ``s``: a reshape keeping the last axis, whose readers are
+        all element-wise (else None)."""
+        rs = readers.get(s.outs[0], [])
+        if len(rs) != 1 or type(old[rs[0]].prim) is not Reshape or s.outs[0] in outputs:
+            return None
+        r = old[rs[0]]
+        n = draft.shape[s.outs[0]][-1]
+        shape = draft.shape[r.outs[0]]
+        ok = len(shape) >= 1 and shape[-1] == n and draft.shape[s.args[0]] in ((n,), (1, n))
+        return r if ok and read_elementwise(r.outs[0]) else None
+
     steps: list[DStep] = []
-    for s in draft.steps:
+    dropped: set[int] = set()
+    for i, s in enumerate(draft.steps):
+        if i in dropped:
+            continue
         out = s.outs[0]
         if (
             type(s.prim) is not AddMM
             or s.prim.alpha != 1.0
             or s.prim.beta != 1.0
             or dname[out] not in ("float32", "float64")
-            or not readers.get(out)
-            or not all(fusable(old[r]) for r in readers[out])
         ):
             steps.append(s)
             continue
+        view = None if read_elementwise(out) else reshaped(s)
+        if view is None and not read_elementwise(out):
+            steps.append(s)
+            continue
         c, a, b = s.args
-        shape, dtype = draft.shape[out], draft.dtype[out]
-        product = draft.new_value(STEP, shape, dtype)
+        dtype = draft.dtype[out]
+        product = draft.new_value(STEP, draft.shape[out], dtype)
         steps.append(DStep(Matmul(), (a, b), (product,), s.stream))
+        if view is not None:  # the reshape moves before the add, which takes its output
+            dropped.add(readers[out][0])
+            out = view.outs[0]
+            moved = draft.new_value(STEP, draft.shape[out], dtype)
+            steps.append(DStep(view.prim, (product,), (moved,), view.stream))
+            product = moved
+        shape = draft.shape[out]
         if draft.shape[c] != shape:
             wide = draft.new_value(STEP, shape, dtype)
             steps.append(DStep(Broadcast(shape), (c,), (wide,), s.stream))

@@ -199,6 +199,34 @@ def test_a_bias_add_and_its_activation_after_a_matmul_take_one_kernel():
     assert step_names(g, xh, wh, bh)[0] == "addmm"
 
 
+@pytest.mark.usefixtures("cpu_device")  # the split is the CPU's (see rewrites.split_addmm)
+def test_a_bias_add_after_a_reshape_keeping_the_last_axis_fuses_with_its_readers():
+    import nuvec.nn as nn
+
+    rng = np.random.default_rng(6)
+    lin = nn.Linear(7, 6)
+    x = nv.array(rng.standard_normal((3, 5, 7)).astype(np.float32))
+    r = nv.array(rng.standard_normal((3, 5, 6)).astype(np.float32))
+
+    def relu(x):  # Linear on (B, L, D): flatten, addmm, reshape; then element-wise
+        return nv.maximum(lin(x), 0.0)
+
+    def residual(x, r):
+        return r + lin(x)
+
+    def reshape_drops_the_last_axis(x):
+        z = nv.addmm(lin.bias, nv.reshape(x, (15, 7)), lin.weight.T)
+        return nv.exp(nv.reshape(z, (3, 30)))
+
+    for f, args in ((relu, (x,)), (residual, (x, r)), (reshape_drops_the_last_axis, (x,))):
+        g = nv.compile(f)
+        assert_same(np.asarray(g(*args)), np.asarray(f(*args)))  # addmm's bits
+    assert "addmm" not in step_names(nv.compile(relu), x)
+    assert "compiled[add maximum]" in step_names(nv.compile(relu), x)
+    assert "addmm" not in step_names(nv.compile(residual), x, r)
+    assert "addmm" in step_names(nv.compile(reshape_drops_the_last_axis), x)
+
+
 @pytest.mark.usefixtures("cpu_device")  # the CPU's pass (see rewrites.permute_matmuls)
 def test_a_product_read_through_transposes_is_written_in_their_layout():
     rng = np.random.default_rng(4)
