@@ -36,6 +36,11 @@ class Adapter(ArrayAdapter):
             tanh = staticmethod(jnp.tanh)
             erf = staticmethod(jax.scipy.special.erf)
             sigmoid = staticmethod(jax.nn.sigmoid)
+            log = staticmethod(jnp.log)
+            log2 = staticmethod(jnp.log2)
+            log10 = staticmethod(jnp.log10)
+            log1p = staticmethod(jnp.log1p)
+            power = staticmethod(jnp.power)
 
         self.F = F
         return jax.__version__

@@ -15,6 +15,11 @@ class _F:
     multiply = staticmethod(np.multiply)
     exp = staticmethod(np.exp)
     tanh = staticmethod(np.tanh)
+    log = staticmethod(np.log)
+    log2 = staticmethod(np.log2)
+    log10 = staticmethod(np.log10)
+    log1p = staticmethod(np.log1p)
+    power = staticmethod(np.power)
 
     @staticmethod
     def sigmoid(x: np.ndarray) -> np.ndarray:

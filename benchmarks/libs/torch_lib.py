@@ -34,6 +34,11 @@ class Adapter(ArrayAdapter):
             tanh = staticmethod(torch.tanh)
             erf = staticmethod(torch.erf)
             sigmoid = staticmethod(torch.sigmoid)
+            log = staticmethod(torch.log)
+            log2 = staticmethod(torch.log2)
+            log10 = staticmethod(torch.log10)
+            log1p = staticmethod(torch.log1p)
+            power = staticmethod(torch.pow)
 
         self.F = F
         return torch.__version__

@@ -277,7 +277,7 @@ def body(spec: KernelSpec, dialect) -> Body:
         )
         sp = _split_of(node.op, arg_dtypes[0], fast)
         if sp is not None:
-            guards.append(f"{sp[1]}({names[0]})")
+            guards.append(f"{sp[1]}({', '.join(names)})")
     if not guards:
         split_lines = []
     return Body(consts, lines, [f"v{o}" for o in spec.outputs], sorted(used), split_lines, guards)

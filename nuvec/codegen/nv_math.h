@@ -71,6 +71,20 @@ NV_FN float nv_div_normal(float a, float b)
 NV_FN float nv_div_normal(float a, float b) { return a / b; }
 #endif
 
+/* c ? a : b. In C, as bit operations on a mask: gcc cannot vectorize a select between two
+ * comparison results, which is what it makes of some selects whose value is compared later
+ * (a NaN test of a selected value); the mask keeps such a select one of plain integers. On the
+ * GPU the select itself (one instruction). The same bits either way. */
+#if defined(__CUDA_ARCH__)
+NV_FN float nv_blend(int c, float a, float b) { return c ? a : b; }
+#else
+NV_FN float nv_blend(int c, float a, float b)
+{
+    uint32_t m = 0u - (uint32_t)(c != 0);
+    return nv_u2f((nv_f2u(a) & m) | (nv_f2u(b) & ~m));
+}
+#endif
+
 /* round to the nearest integer (ties to even) for |x| < 2^22, as a float; NaN stays NaN */
 NV_FN float nv_rint_small(float x)
 {
@@ -201,6 +215,15 @@ NV_FN float nv_expm1_f32(float x)
     return (x == x) ? res : x;
 }
 
+/* 2^f 2^fl for |f| <= 1/2 and |fl| <= 2^-17 (nv_exp2_ff's steps before the scaling by 2^n) */
+NV_FN float nv_exp2_frac(float f, float fl)
+{
+    nv_ff a = nv_two_prod(NV_LN2_HI, f);            /* ln2_hi f exactly */
+    nv_ff s = nv_fast_two_sum(1.0f, a.hi);          /* |a.hi| < 1/2 */
+    float lo = s.lo + (a.lo + fmaf(NV_LN2_LO, f, (f * f) * nv_poly_exp2(f)));
+    return s.hi + fmaf(s.hi + lo, NV_LN2_HI * fl, lo);     /* (s.hi + lo) 2^fl */
+}
+
 /* 2^(t.hi + t.lo), |t.lo| <= ulp(t.hi). t.hi = n + f with n an integer and |f| <= 1/2 (both
  * exact); 2^f = 1 + ln2 f + f^2 P(f) with ln2 f taken exactly (ln2 as hi + lo), times
  * 2^t.lo = 1 + ln2 t.lo (t.lo^2 is below 2^-34), all summed as hi + lo and rounded once: the
@@ -214,12 +237,8 @@ NV_FN float nv_exp2_ff(float th, float tl)
     float t = xc + 0x1.8p23f;
     float n = t - 0x1.8p23f;
     int32_t ni = (int32_t)(nv_f2u(t) - 0x4b400000u);
-    float f = xc - n;                               /* exact */
     float fl = xc == th ? tl : 0.0f;                /* tl only if not clamped */
-    nv_ff a = nv_two_prod(NV_LN2_HI, f);            /* ln2_hi f exactly */
-    nv_ff s = nv_fast_two_sum(1.0f, a.hi);          /* |a.hi| < 1/2 */
-    float lo = s.lo + (a.lo + fmaf(NV_LN2_LO, f, (f * f) * nv_poly_exp2(f)));
-    float e = s.hi + fmaf(s.hi + lo, NV_LN2_HI * fl, lo);   /* (s.hi + lo) 2^fl */
+    float e = nv_exp2_frac(xc - n, fl);             /* xc - n exact */
     int32_t k = ni > 300 ? 300 : ni;
     k = k < -300 ? -300 : k;
     /* three steps so that 2^k with |k| up to 300 saturates to inf / 0 with one rounding */
@@ -272,33 +291,45 @@ NV_FN nv_ff nv_log_ff(float x)
     return s;
 }
 
-/* the value of log-like functions at 0, +inf, negative and NaN arguments */
-NV_FN float nv_log_special(float x, float res)
-{
-    float sp = x == 0.0f ? -NV_INF_F : (x == NV_INF_F ? x : NV_NAN_F);
-    sp = (x == x) ? sp : x;
-    return (x > 0.0f & x < NV_INF_F) ? res : sp;
-}
+/* The division-free reduction of log, log2, log10 and log1p: x = 2^k m with m in [2/3, 4/3)
+ * and r = m - 1 (exact: m is within a factor 2 of 1), for positive x (a subnormal is scaled by
+ * 2^23 first); for zero, inf, NaN and negative x the parts are meaningless and every caller
+ * selects its special value instead. log x = k ln2 + r + r^2 P(r) with P = nv_poly_log1p_r:
+ * one polynomial over the whole range, no quotient, no further split. */
+typedef struct { float k; float r; } nv_logred;
 
-/* log x without a division: x = 2^k m, m in [2/3, 4/3), r = m - 1 (exact), log x =
- * k ln2 + r + r^2 P(r). k ln2_hi + r is summed exactly (|k ln2_hi| > |r| where k != 0), so
- * the errors before the last rounding are those of r^2 P, at most a fifth of the result. */
-NV_FN float nv_log_f32(float x)
+NV_FN nv_logred nv_log_reduce(float x)
 {
     uint32_t u = nv_f2u(x);
     int32_t sub = u < 0x00800000u ? 1 : 0;      /* zero or subnormal (positive) */
     float xs = sub ? x * 0x1p23f : x;
     uint32_t us = nv_f2u(xs);
     int32_t k = (int32_t)(us - 0x3f2aaaabu) >> 23;
-    float m = nv_u2f(us - ((uint32_t)k << 23));
-    float r = m - 1.0f;
-    float kf = (float)(k - (-sub & 23));
-    nv_ff s = nv_fast_two_sum(kf * NV_LN2_HI_L, r);
-    float lo = fmaf(r * r, nv_poly_log1p_r(r), fmaf(kf, NV_LN2_LO_L, s.lo));
-    /* nv_log_special's values in fewer selects: NaN and +inf stay x; u - 1 is below
-     * 0x7f7fffff exactly for the positive finite x */
+    nv_logred p;
+    p.r = nv_u2f(us - ((uint32_t)k << 23)) - 1.0f;
+    p.k = (float)(k - (-sub & 23));
+    return p;
+}
+
+/* a logarithm's value res where x is positive and finite, else its limit: -inf at +-0, NaN
+ * below, x itself at +inf and NaN (u - 1 is below 0x7f7fffff exactly for the positive finite
+ * x) */
+NV_FN float nv_log_select(float x, float res)
+{
     float sp = x == 0.0f ? -NV_INF_F : (x < 0.0f ? NV_NAN_F : x);
-    return u - 1u < 0x7f7fffffu ? s.hi + lo : sp;
+    return nv_f2u(x) - 1u < 0x7f7fffffu ? res : sp;
+}
+
+/* log x = k ln2 + r + r^2 P(r). k ln2_hi + r is summed exactly (|k ln2_hi| > |r| where
+ * k != 0), so the errors before the last rounding are those of r^2 P, at most a fifth of the
+ * result. */
+NV_FN float nv_log_f32(float x)
+{
+    nv_logred p = nv_log_reduce(x);
+    float r = p.r;
+    nv_ff s = nv_fast_two_sum(p.k * NV_LN2_HI_L, r);
+    float lo = fmaf(r * r, nv_poly_log1p_r(r), fmaf(p.k, NV_LN2_LO_L, s.lo));
+    return nv_log_select(x, s.hi + lo);
 }
 
 #define NV_INVLN2_HI 0x1.715476p+0f
@@ -308,22 +339,32 @@ NV_FN float nv_log_f32(float x)
 #define NV_LG2_HI 0x1.344p-2f                  /* log10(2), 15 bits */
 #define NV_LG2_LO 0x1.3509f8p-18f
 
+/* log2 x = k + (r + q) / ln2 with q = r^2 P(r) (nv_log_reduce), 1/ln2 as hi + lo: r / ln2 is
+ * r c_hi (rounded) plus the fma's exact error of that product, r c_lo and q c_hi, and k + r c_hi
+ * is summed exactly (|r c_hi| < 1 <= |k| where k != 0): every error before the last rounding
+ * is a small fraction of an ulp of the result (at most 1 ulp in all, over every float32). */
 NV_FN float nv_log2_f32(float x)
 {
-    nv_logparts p = nv_log_parts(x);
-    float ph = p.hi * NV_INVLN2_HI;
-    float pl = fmaf(p.hi, NV_INVLN2_HI, -ph) + fmaf(p.hi, NV_INVLN2_LO, p.lo * NV_INVLN2_HI);
-    nv_ff s = nv_fast_two_sum(p.k, ph);
-    return nv_log_special(x, s.hi + (s.lo + pl));
+    nv_logred p = nv_log_reduce(x);
+    float r = p.r;
+    float q = (r * r) * nv_poly_log1p_r(r);
+    float t = r * NV_INVLN2_HI;
+    float lo = fmaf(q, NV_INVLN2_HI, fmaf(r, NV_INVLN2_LO, fmaf(r, NV_INVLN2_HI, -t)));
+    nv_ff s = nv_fast_two_sum(p.k, t);
+    return nv_log_select(x, s.hi + (s.lo + lo));
 }
 
+/* log10 x = k log10(2) + (r + q) / ln10, as log2: k log10(2)_hi is exact (15 bits) and larger
+ * than |r / ln10| <= 0.145 where k != 0, so it sums exactly with r c_hi */
 NV_FN float nv_log10_f32(float x)
 {
-    nv_logparts p = nv_log_parts(x);
-    float ph = p.hi * NV_INVLN10_HI;
-    float pl = fmaf(p.hi, NV_INVLN10_HI, -ph) + fmaf(p.hi, NV_INVLN10_LO, p.lo * NV_INVLN10_HI);
-    nv_ff s = nv_fast_two_sum(p.k * NV_LG2_HI, ph);
-    return nv_log_special(x, s.hi + (s.lo + fmaf(p.k, NV_LG2_LO, pl)));
+    nv_logred p = nv_log_reduce(x);
+    float r = p.r;
+    float q = (r * r) * nv_poly_log1p_r(r);
+    float t = r * NV_INVLN10_HI;
+    float lo = fmaf(q, NV_INVLN10_HI, fmaf(r, NV_INVLN10_LO, fmaf(r, NV_INVLN10_HI, -t)));
+    nv_ff s = nv_fast_two_sum(p.k * NV_LG2_HI, t);
+    return nv_log_select(x, s.hi + (s.lo + fmaf(p.k, NV_LG2_LO, lo)));
 }
 
 /* log(1 + x) as hi + lo, x > -1 finite: 1 + x is split exactly, log1p = log(u) + ul/u */
@@ -336,13 +377,30 @@ NV_FN nv_ff nv_log1p_ff(float x)
     return s;
 }
 
+/* log1p x without a division: 1 + x = uh + ul exactly, uh = 2^k m as in nv_log_reduce (uh >=
+ * 2^-24 is normal), so 1 + x = 2^k (1 + r + c) with c = ul 2^-k, exact (|x| >= 2^100 drops
+ * it: it is negligible there and would be subnormal). |c| <= ulp(m) / 2 <= |r| unless r = 0,
+ * so r + c = a + e exactly (fast two-sum), and log(1 + a + e) = log1p(a) + e / (1 + a), with
+ * e / (1 + a) taken as e (1 - a): off by e a^2 / (1 + a) <= ulp(a) / 18. log1p(+-0) = +-0. */
 NV_FN float nv_log1p_f32(float x)
 {
-    nv_ff s = nv_log1p_ff(x);
-    float res = s.hi + s.lo;
-    float sp = x == -1.0f ? -NV_INF_F : (x == NV_INF_F ? x : NV_NAN_F);
-    sp = (x == x) ? sp : x;
-    return (x > -1.0f & x < NV_INF_F) ? res : sp;
+    float uh = 1.0f + x;
+    float ul = fabsf(x) <= 1.0f ? (1.0f - uh) + x : (x - uh) + 1.0f;
+    uint32_t us = nv_f2u(uh);
+    int32_t k = (int32_t)(us - 0x3f2aaaabu) >> 23;
+    float r = nv_u2f(us - ((uint32_t)k << 23)) - 1.0f;
+    float c = ul * nv_u2f(0x3f800000u - ((uint32_t)k << 23));   /* ul 2^-k */
+    c = fabsf(x) < 0x1p100f ? c : 0.0f;
+    nv_ff a = nv_fast_two_sum(r, c);
+    float kf = (float)k;
+    nv_ff s = nv_fast_two_sum(kf * NV_LN2_HI_L, a.hi);
+    float e = fmaf(-a.lo, a.hi, a.lo);
+    float lo = fmaf(a.hi * a.hi, nv_poly_log1p_r(a.hi), fmaf(kf, NV_LN2_LO_L, s.lo + e));
+    float res = s.hi + lo;
+    /* x = -1 gives uh = 0, x < -1 a negative uh; +inf and NaN stay x */
+    float sp = uh == 0.0f ? -NV_INF_F : (uh < 0.0f ? NV_NAN_F : x);
+    res = nv_f2u(uh) - 1u < 0x7f7fffffu ? res : sp;
+    return x == 0.0f ? x : res;
 }
 
 /* ---- sin / cos / tan ----------------------------------------------------------------------
@@ -778,40 +836,83 @@ NV_FN float nv_erfinv_f32(float x)
 
 /* ---- power, logaddexp ---------------------------------------------------------------------- */
 
-NV_FN float nv_pow_f32(float x, float y)
+/* y log2 x for finite x > 0 and finite y: th = y hi rounded, with log2 x = hi + lo from
+ * nv_log_parts, and (hi, lo) = th + its error and the product's lower part, renormalized */
+typedef struct { float th; float hi; float lo; } nv_powexp;
+
+NV_FN nv_powexp nv_pow_exponent(float ax, float y)
 {
-    float ax = fabsf(x);
-    /* log2 |x| as hi + lo */
-    nv_logparts p = nv_log_parts(ax > 0.0f & ax < NV_INF_F ? ax : 1.0f);
+    nv_logparts p = nv_log_parts(ax);
     float ph = p.hi * NV_INVLN2_HI;
     float pl = fmaf(p.hi, NV_INVLN2_HI, -ph) + fmaf(p.hi, NV_INVLN2_LO, p.lo * NV_INVLN2_HI);
     nv_ff l2 = nv_fast_two_sum(p.k, ph);
     float l2l = l2.lo + pl;
-    float th = y * l2.hi;
-    float tl = fmaf(y, l2.hi, -th) + y * l2l;
-    float th2 = th + tl;
-    float tl2 = tl - (th2 - th);
-    th2 = fabsf(th) < NV_INF_F ? th2 : th;       /* y log2|x| overflowed: keep its sign */
-    float r = nv_exp2_ff(th2, (th2 == th2 & fabsf(th2) < NV_INF_F) ? tl2 : 0.0f);
-    /* |x| in {0, inf}: the limits (nested selects vectorise where flag arithmetic does not) */
-    float lim = (ax == 0.0f) == (y > 0.0f) ? 0.0f : NV_INF_F;
-    r = ax == 0.0f ? lim : r;
-    r = ax == NV_INF_F ? lim : r;
+    nv_powexp t;
+    t.th = y * l2.hi;
+    float tl = fmaf(y, l2.hi, -t.th) + y * l2l;
+    t.hi = t.th + tl;
+    t.lo = tl - (t.hi - t.th);
+    return t;
+}
+
+/* x^y = 2^(y log2 |x|) (nv_exp2_ff), then the IEEE limits and signs. Every select on the
+ * arguments is a blend: in a loop over one array and one value read once (the C kernels'
+ * broadcast loops), a select on that value's condition is a select on a loop invariant, which
+ * gcc does not vectorize. */
+NV_FN float nv_pow_f32(float x, float y)
+{
+    float ax = fabsf(x);
+    nv_powexp t = nv_pow_exponent(nv_blend(ax > 0.0f & ax < NV_INF_F, ax, 1.0f), y);
+    /* y log2|x| overflowed: keep its sign */
+    float th2 = nv_blend(fabsf(t.th) < NV_INF_F, t.hi, t.th);
+    float r = nv_exp2_ff(th2, (th2 == th2 & fabsf(th2) < NV_INF_F) ? t.lo : 0.0f);
+    /* |x| in {0, inf}: the limits */
+    float lim = nv_blend((ax == 0.0f) == (y > 0.0f), 0.0f, NV_INF_F);
+    r = nv_blend(ax == 0.0f | ax == NV_INF_F, lim, r);
     /* |y| = inf */
-    float ylim = (ax < 1.0f) == (y > 0.0f) ? 0.0f : NV_INF_F;
-    r = fabsf(y) == NV_INF_F ? (ax == 1.0f ? 1.0f : ylim) : r;
+    float ylim = nv_blend(ax == 1.0f, 1.0f, nv_blend((ax < 1.0f) == (y > 0.0f), 0.0f, NV_INF_F));
+    r = nv_blend(fabsf(y) == NV_INF_F, ylim, r);
     /* negative x (-0 and -inf too): an odd integer y flips the sign; a non-integer y is
      * invalid for finite nonzero x */
     float yh = 0.5f * y;
-    float neg = floorf(yh) != yh ? -r : r;
-    neg = fabsf(y) < 0x1p24f ? neg : r;
-    neg = floorf(y) != y ? (ax > 0.0f ? (ax < NV_INF_F ? NV_NAN_F : r) : r) : neg;
-    r = (nv_f2u(x) >> 31) ? neg : r;
-    r = x != x ? x + y : r;
-    r = y != y ? x + y : r;
-    r = y == 0.0f ? 1.0f : r;
-    r = x == 1.0f ? 1.0f : r;
-    return r;
+    float neg = nv_blend(floorf(yh) != yh & fabsf(y) < 0x1p24f, -r, r);
+    neg = nv_blend(floorf(y) != y, nv_blend(ax > 0.0f & ax < NV_INF_F, NV_NAN_F, r), neg);
+    r = nv_blend(nv_f2u(x) >> 31, neg, r);
+    /* a NaN argument gives itself, quieted (x's where both are): a sum of one operand with
+     * itself, so that the payload does not depend on the order of a commutative sum's
+     * operands, which a vectorized loop may swap */
+    r = nv_blend(y != y, y + y, r);
+    r = nv_blend(x != x, x + x, r);
+    return nv_blend(y == 0.0f | x == 1.0f, 1.0f, r);
+}
+
+/* The guard of power's split form (ElementwiseOp.split): 0 where x is positive, normal and
+ * finite and |y log2 x| <= 125 certainly. For x = 2^e m, m in [1, 2), l = e + m - 1 (x's bits
+ * less those of 1, as an integer, times 2^-23: exact but for the conversion's relative 2^-24)
+ * has log2 x's sign and log2 x - l in [0, 0.0861] (log2 m >= m - 1), so |log2 x| is at most
+ * |l| + 0.0861 and, with the ratio log2 x / l at most 1/ln2 (near 1), at most 1.4427 |l|: the
+ * smaller bound times |y|, with margins for the roundings. A NaN or infinite y, or a product
+ * that overflows, fails the comparison too. */
+NV_FN uint32_t nv_pow_irregular_f32(float x, float y)
+{
+    uint32_t u = nv_f2u(x);
+    float l = (float)(int32_t)(u - 0x3f800000u) * 0x1p-23f;
+    float yl = fabsf(y * l);
+    float a = yl + fabsf(y) * 0.09f, b = yl * 1.45f;
+    float est = a < b ? a : b;
+    return (uint32_t)(u - 0x00800000u >= 0x7f000000u) | (uint32_t)!(est <= 125.0f);
+}
+
+/* nv_pow_f32 where nv_pow_irregular_f32 is 0: none of the limits, no clamp, and |th| < 126,
+ * so y log2 x rounds to n in [-126, 126] and the product by 2^n, exact or rounded once into a
+ * subnormal, gives nv_exp2_ff's three-step scaling's bits */
+NV_FN float nv_pow_regular_f32(float x, float y)
+{
+    nv_powexp t = nv_pow_exponent(x, y);
+    float c = t.hi + 0x1.8p23f;
+    float n = c - 0x1.8p23f;
+    int32_t ni = (int32_t)(nv_f2u(c) - 0x4b400000u);
+    return nv_exp2_frac(t.hi - n, t.lo) * nv_pow2i(ni);
 }
 
 NV_FN float nv_logaddexp_f32(float x, float y)

@@ -60,7 +60,7 @@ class ElementwiseOp:
     #: per dialect, the approximate float32 function of a fast-math kernel
     fast: Mapping[str, str] = field(default_factory=dict)
     #: (function, guard): a cheaper float32 function with the same bits as ``nv_<op>_f32``
-    #: wherever ``guard`` (of the same argument, in nv_math.h) is 0; the C kernels run it over
+    #: wherever ``guard`` (of the same arguments, in nv_math.h) is 0; the C kernels run it over
     #: blocks of elements that all clear the guard, and ``nv_<op>_f32`` over the other blocks
     split: tuple[str, str] | None = None
     derivative: Callable[..., Any] | None = None
@@ -438,6 +438,9 @@ def _table() -> dict[str, ElementwiseOp]:
             "if",
             cost=COSTLY,
             fast={_CUDA: "__powf"},
+            # x > 0 normal, y finite and results far from overflow and underflow, where the
+            # limits and the three-step scaling are not needed (nv_math.h)
+            split=("nv_pow_regular_f32", "nv_pow_irregular_f32"),
             derivative=_power_partials,
             derivative_reads_out=True,
             numpy="power",

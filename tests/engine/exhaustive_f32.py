@@ -1,5 +1,6 @@
-"""Every float32 input of the 2-ulp functions, of the rest of the exp family (expm1, sinh,
-cosh: 4 ulp) and of tan (4 ulp) against float64 references (a long check).
+"""Every float32 input of the 2-ulp functions, of the logarithms (log2, log10, log1p: 4 ulp),
+of the rest of the exp family (expm1, sinh, cosh: 4 ulp) and of tan (4 ulp) against float64
+references (a long check).
 
     python tests/engine/exhaustive_f32.py [op ...]     # one process per op, prints the maxima
 
@@ -24,6 +25,9 @@ def sweep(op: str) -> tuple[str, int, float]:
     refs = {
         "exp": np.exp,
         "log": np.log,
+        "log2": np.log2,
+        "log10": np.log10,
+        "log1p": np.log1p,
         "sin": np.sin,
         "cos": np.cos,
         "tanh": np.tanh,
