@@ -32,11 +32,16 @@ OPS = (
     "sin",
     "cos",
     "tan",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "power",
     "multiply",
     "add",
 )
-UNARY = [op for op in OPS if op not in ("multiply", "add")]
-COSTLY = [f"nv_{op}__float32__float32" for op in UNARY]
+UNARY = [op for op in OPS if op not in ("power", "multiply", "add")]
+COSTLY = [f"nv_{op}__float32__float32" for op in UNARY] + ["nv_power__float32_float32__float32"]
 CHEAP = [f"nv_{op}__float32_float32__float32" for op in ("multiply", "add")]
 WANT = COSTLY + CHEAP
 
@@ -60,7 +65,7 @@ def test_float32_math_and_chains_vectorize() -> None:
     assert all(strided[k].status == "scalar" and "cheap" in strided[k].why for k in CHEAP)
     # the binary kernels' loops that read one broadcast input once vectorize too
     bcast = _by_kind(loops, "bcast")
-    want_b = [f"{k}:in{i}" for k in CHEAP for i in (0, 1)]
+    want_b = [f"{k}:in{i}" for k in CHEAP + COSTLY[-1:] for i in (0, 1)]
     assert sorted(set(want_b) - set(bcast)) == []
     assert {k: bcast[k].why for k in want_b if bcast[k].status != "vector"} == {}
     # the copies of strided operands are listed, one per helper and element size
