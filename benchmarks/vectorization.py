@@ -6,8 +6,8 @@
 
 Each kernel of nuvec.codegen has a ``contig`` function (nuvec/codegen/dialects/c.py), the loop
 run on contiguous operands and on operands broadcast along rows of at least 64 elements (the
-launcher expands those into contiguous blocks; a kernel with split nodes, sin / cos / tan, runs
-it by blocks in three loops, all three of which must vectorize), and a ``strided`` one, run on
+launcher expands those into contiguous blocks; a kernel with split nodes, sin / cos / tan and
+power, runs it by blocks in two loops, both of which must vectorize), and a ``strided`` one, run on
 any other layout (transposed, sliced with a step, broadcast along short rows): for a costly
 kernel (a transcendental, a division) its runs of 32 elements or more go through ``blocks``,
 which copies the strided operands into blocks for the contiguous loop; shorter runs, and every
@@ -55,7 +55,7 @@ _HELPER = re.compile(r"void (nv_gather|nv_scatter)\(")
 _CASE = re.compile(r"^    (?:case (\d+)|default): NV_COPY_STEP")
 # the loops of a split kernel's contiguous function (guard pass, split body, full body)
 _PART = re.compile(r"^( +)for \(int64_t i = i0; i < e; i\+\+\) \{$")
-_PARTS = ("guard pass", "split body", "full body")
+_PARTS = ("split pass", "full body")
 _FILL = re.compile(r"^    if \(s\[\d+\] == 0\) for ")
 _DIAG = re.compile(r"^[^:]*:(\d+):\d+: (optimized|missed): (.*)$")
 _WIDTH = re.compile(r"loop vectorized using (\d+) byte vectors")
@@ -160,7 +160,7 @@ def chain_sources(dtypes: tuple[str, ...] = ("float32", "bfloat16", "float16")) 
 def _loops(source: str) -> dict[int, tuple[str, str, int]]:
     """{line: (kernel, kind, line of the loop's end)} for each loop to classify: the ``for``
     loops of the contiguous and strided functions (a split kernel's contiguous function has
-    three, kind "contig-part", which ``analyse`` reports as one); in a blocked form
+    two, kind "contig-part", which ``analyse`` reports as one); in a blocked form
     (``_blocks``) its call of the contiguous function (kind "strided-call") and its broadcast
     fills ("fill"); the loops of the copies of the contiguous function that read input k once
     (``_c<k>``, kind "bcast<k>", split like it, "bcast<k>-part"); the copy helpers' loops

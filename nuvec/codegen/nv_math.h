@@ -255,14 +255,12 @@ NV_FN float nv_exp2_ff(float th, float tl)
 
 typedef struct { float k; float hi; float lo; } nv_logparts;
 
-NV_FN nv_logparts nv_log_parts(float x)
+/* the parts of a positive normal x (nv_log_parts scales a subnormal one first) */
+NV_FN nv_logparts nv_log_parts_normal(float x)
 {
     uint32_t u = nv_f2u(x);
-    int32_t sub = u < 0x00800000u ? 1 : 0;      /* zero or subnormal (positive) */
-    float xs = sub ? x * 0x1p23f : x;
-    uint32_t us = nv_f2u(xs);
-    int32_t k = (int32_t)(us - 0x3f3504f3u) >> 23;
-    float m = nv_u2f(us - ((uint32_t)k << 23));
+    int32_t k = (int32_t)(u - 0x3f3504f3u) >> 23;
+    float m = nv_u2f(u - ((uint32_t)k << 23));
     float f = m - 1.0f;                         /* exact */
     float dh = 2.0f + f;
     float dl = (2.0f - dh) + f;
@@ -273,9 +271,17 @@ NV_FN nv_logparts nv_log_parts(float x)
     float z = sh * sh;
     float p = nv_poly_log(z);
     nv_logparts r;
-    r.k = (float)(k - 23 * sub);
+    r.k = (float)k;
     r.hi = 2.0f * sh;
     r.lo = fmaf(sh * z, p, 2.0f * sl);
+    return r;
+}
+
+NV_FN nv_logparts nv_log_parts(float x)
+{
+    int32_t sub = nv_f2u(x) < 0x00800000u ? 1 : 0;  /* zero or subnormal (positive) */
+    nv_logparts r = nv_log_parts_normal(sub ? x * 0x1p23f : x);
+    r.k = r.k - (float)(23 * sub);              /* exact: small integers */
     return r;
 }
 
@@ -836,13 +842,12 @@ NV_FN float nv_erfinv_f32(float x)
 
 /* ---- power, logaddexp ---------------------------------------------------------------------- */
 
-/* y log2 x for finite x > 0 and finite y: th = y hi rounded, with log2 x = hi + lo from
- * nv_log_parts, and (hi, lo) = th + its error and the product's lower part, renormalized */
+/* y log2 x for finite y, from x's log parts p (finite x > 0): th = y hi rounded, with log2 x =
+ * hi + lo, and (hi, lo) = th + its error and the product's lower part, renormalized */
 typedef struct { float th; float hi; float lo; } nv_powexp;
 
-NV_FN nv_powexp nv_pow_exponent(float ax, float y)
+NV_FN nv_powexp nv_pow_exponent(nv_logparts p, float y)
 {
-    nv_logparts p = nv_log_parts(ax);
     float ph = p.hi * NV_INVLN2_HI;
     float pl = fmaf(p.hi, NV_INVLN2_HI, -ph) + fmaf(p.hi, NV_INVLN2_LO, p.lo * NV_INVLN2_HI);
     nv_ff l2 = nv_fast_two_sum(p.k, ph);
@@ -862,7 +867,7 @@ NV_FN nv_powexp nv_pow_exponent(float ax, float y)
 NV_FN float nv_pow_f32(float x, float y)
 {
     float ax = fabsf(x);
-    nv_powexp t = nv_pow_exponent(nv_blend(ax > 0.0f & ax < NV_INF_F, ax, 1.0f), y);
+    nv_powexp t = nv_pow_exponent(nv_log_parts(nv_blend(ax > 0.0f & ax < NV_INF_F, ax, 1.0f)), y);
     /* y log2|x| overflowed: keep its sign */
     float th2 = nv_blend(fabsf(t.th) < NV_INF_F, t.hi, t.th);
     float r = nv_exp2_ff(th2, (th2 == th2 & fabsf(th2) < NV_INF_F) ? t.lo : 0.0f);
@@ -887,28 +892,22 @@ NV_FN float nv_pow_f32(float x, float y)
 }
 
 /* The guard of power's split form (ElementwiseOp.split): 0 where x is positive, normal and
- * finite and |y log2 x| <= 125 certainly. For x = 2^e m, m in [1, 2), l = e + m - 1 (x's bits
- * less those of 1, as an integer, times 2^-23: exact but for the conversion's relative 2^-24)
- * has log2 x's sign and log2 x - l in [0, 0.0861] (log2 m >= m - 1), so |log2 x| is at most
- * |l| + 0.0861 and, with the ratio log2 x / l at most 1/ln2 (near 1), at most 1.4427 |l|: the
- * smaller bound times |y|, with margins for the roundings. A NaN or infinite y, or a product
- * that overflows, fails the comparison too. */
+ * finite and |th| < 126 for th = y log2 x as nv_pow_f32 rounds it (a NaN or infinite th, from
+ * a NaN or infinite y or a product that overflows, fails the comparison). It computes what
+ * nv_pow_regular_f32 computes, so that in the C kernels' pass over a block, which takes both,
+ * the compiler shares the work: the guard costs a comparison and a test of x's bits. */
 NV_FN uint32_t nv_pow_irregular_f32(float x, float y)
 {
-    uint32_t u = nv_f2u(x);
-    float l = (float)(int32_t)(u - 0x3f800000u) * 0x1p-23f;
-    float yl = fabsf(y * l);
-    float a = yl + fabsf(y) * 0.09f, b = yl * 1.45f;
-    float est = a < b ? a : b;
-    return (uint32_t)(u - 0x00800000u >= 0x7f000000u) | (uint32_t)!(est <= 125.0f);
+    nv_powexp t = nv_pow_exponent(nv_log_parts_normal(x), y);
+    return (uint32_t)(nv_f2u(x) - 0x00800000u >= 0x7f000000u) | (uint32_t)!(fabsf(t.hi) < 126.0f);
 }
 
-/* nv_pow_f32 where nv_pow_irregular_f32 is 0: none of the limits, no clamp, and |th| < 126,
- * so y log2 x rounds to n in [-126, 126] and the product by 2^n, exact or rounded once into a
+/* nv_pow_f32 where nv_pow_irregular_f32 is 0: none of the limits, no clamp, no subnormal x,
+ * and y log2 x rounds to n in [-126, 126], so the product by 2^n, exact or rounded once into a
  * subnormal, gives nv_exp2_ff's three-step scaling's bits */
 NV_FN float nv_pow_regular_f32(float x, float y)
 {
-    nv_powexp t = nv_pow_exponent(x, y);
+    nv_powexp t = nv_pow_exponent(nv_log_parts_normal(x), y);
     float c = t.hi + 0x1.8p23f;
     float n = c - 0x1.8p23f;
     int32_t ni = (int32_t)(nv_f2u(c) - 0x4b400000u);

@@ -1,8 +1,9 @@
 """power runs split (ElementwiseOp.split; nuvec/codegen/dialects/c.py): over blocks where every
-x is positive, normal and finite and every |y log2 x| is safely below 126 the C kernels take
-nv_pow_regular_f32, which skips the limits and the three-step scaling; elsewhere nv_pow_f32.
-An element's bits must not depend on which, most of all near the guard's bound, where the
-result approaches overflow or the subnormals."""
+x is positive, normal and finite and every y log2 x, as rounded, is below 126 in magnitude, the
+C kernels take nv_pow_regular_f32, which skips the limits and the three-step scaling; elsewhere
+nv_pow_f32. An element's bits must not depend on which, most of all near the guard's bound,
+where the result approaches overflow or the subnormals, nor on whether the output is written
+over an input."""
 
 from __future__ import annotations
 
@@ -41,8 +42,14 @@ def test_regular_blocks_give_the_bits_of_the_full_function() -> None:
     keep = np.ones(x.size, bool)
     keep[irregular] = False
     assert_bits_equal(beside[keep], alone[keep], "power: split and full blocks")
-    # the strided direct loop (runs shorter than 32 elements) runs the full function
+    # in place: the output over either input, as buffer donation runs it
     spec = KernelSpec.single("power", ("float32", "float32"), "float32")
+    for src, want in ((x, alone), (mixed_x, beside)):
+        for k in (0, 1):
+            args = [src.copy(), y.copy()]
+            kernels.run(spec, args, src.shape, [args[k]])
+            assert_bits_equal(args[k], want, f"power: in place over input {k}")
+    # the strided direct loop (runs shorter than 32 elements) runs the full function
     wx, wy = np.zeros(62, np.float32), np.zeros(62, np.float32)
     for start in range(0, 31 * 40, 31):
         wx[::2], wy[::2] = x[start : start + 31], y[start : start + 31]
