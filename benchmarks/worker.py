@@ -196,6 +196,7 @@ def run_fused(adapter: Any, cfg: dict[str, Any], cases: list[str], out: Output) 
             ) -> dict[str, Any]:
                 thunk = adapter.chain(name, xs, variant)
                 t_first = once(thunk)["median"]  # includes compiling; also the first warm-up
+                adapter.settle()
                 m = timed(thunk, cfg, warmup=max(0, cfg["warmup"] - 1))
                 check = checked_last(adapter, m, expected)
                 return {
@@ -272,18 +273,33 @@ def run_train(adapter: Any, cfg: dict[str, Any], cases: list[str], out: Output) 
             _train_case(adapter, cfg, case, variant, out)
 
 
+#: steps a training case has run, at least, when its loss is compared with the first step's
+TRAIN_CHECK_STEPS = 20
+
+
 def _train_case(adapter: Any, cfg: dict[str, Any], case: str, variant: str, out: Output) -> None:
     """The step alone, then (``cfg["contention"]``) the same step while a second process keeps
     one core busy: the ``<case>_contended`` row, with its slowdown against the first."""
     made: dict[str, Any] = {}
 
     def body() -> dict[str, Any]:
-        thunk, to_float = adapter.train(variant, case)
+        step, to_float = adapter.train(variant, case)
+        calls = [0]
+
+        def thunk() -> Any:
+            calls[0] += 1
+            return step()
+
         losses: list[Any] = []
         first = once(lambda: losses.append(thunk()))
+        adapter.settle()
         loss0 = to_float(losses[0])
         m = timed(thunk, cfg, warmup=cfg["train_warmup"], min_sample_s=cfg["train_sample_s"])
-        loss1 = to_float(m.pop("last"))
+        last = m.pop("last")
+        # one batch's loss against another's is noise over a few steps: check after enough
+        while calls[0] < TRAIN_CHECK_STEPS:
+            last = thunk()
+        loss1 = to_float(last)
         made.update(thunk=thunk, to_float=to_float, median=m["median"])
         return {
             "unit": "s",

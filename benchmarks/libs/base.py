@@ -89,6 +89,11 @@ class ArrayAdapter(Adapter):
     def sync(self, out: Any) -> Any:
         return out
 
+    def settle(self) -> None:
+        """Wait for what the library still does off the calling thread after a first call
+        (nuvec builds fused kernels on a worker thread), so that timing starts in the steady
+        state, as it does for a library that compiles inside its first call."""
+
     def compile_fn(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         raise NotApplicable(f"{self.name} has no compiler")
 

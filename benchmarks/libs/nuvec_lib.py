@@ -39,6 +39,10 @@ class Adapter(MLXStyleAdapter):
     def is_compiled(self, variant: str) -> bool:
         return variant in (self.compiled, self.flushed)
 
+    def settle(self) -> None:
+        if not self.stand_in:
+            importlib.import_module("nuvec.compile").wait_for_kernels(timeout=120.0)
+
     def train(self, variant: str, case: str = "mlp_step") -> Any:
         if not self.stand_in:  # a process-wide mode: every variant sets its own
             self.core.set_flush_denormals(variant == self.flushed)

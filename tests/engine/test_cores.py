@@ -1,6 +1,10 @@
 """The default thread count: the affinity mask bounded by the cgroup's CPU quota, and fewer
 threads while other processes keep cores busy; results never depend on it."""
 
+import subprocess
+import sys
+import time
+
 import numpy as np
 import pytest
 
@@ -86,3 +90,24 @@ def test_results_do_not_depend_on_the_thread_count(cpu_device):
     for y, p in results[1:]:
         assert np.array_equal(y, results[0][0])
         assert np.array_equal(p, results[0][1])
+
+
+def test_a_child_that_has_ended_does_not_hold_the_count_down():
+    """CPU time of this process's own children (the C compiler building kernels) is this
+    process's once they end: the window after a build still gets every thread."""
+    if cores.usable_cpus() < 2:
+        pytest.skip("one usable CPU")
+    prev = kernels.set_num_threads(None)
+    _eltwise.share_cores(0.0, 1)  # no BLAS spin window open (test_blas_sharing.py)
+    full = kernels.get_num_threads()
+    try:
+        _eltwise.threads_now()
+        time.sleep(0.15)
+        if _eltwise.threads_now() < full:
+            pytest.skip("other processes keep this machine's cores busy")
+        spin = "import time\nt = time.perf_counter()\nwhile time.perf_counter() - t < 0.4: pass"
+        subprocess.run([sys.executable, "-c", spin], check=True)
+        time.sleep(0.02)
+        assert _eltwise.threads_now() == full
+    finally:
+        kernels.set_num_threads(prev)

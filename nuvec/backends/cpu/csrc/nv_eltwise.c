@@ -270,12 +270,20 @@ static double busy_seconds(const cpu_set_t *set, int *ncpus)
     return (n > 0 && hz > 0) ? (double)total / (double)hz : -1.0;
 }
 
-static double own_seconds(void)
+static double rusage_seconds(int who)
 {
     struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) != 0)
+    if (getrusage(who, &ru) != 0)
         return 0.0;
     return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
+/* this process's CPU seconds, and those of its children that have ended (the C compiler
+ * building kernels): their load is over when they end, so it must not hold the next window's
+ * thread count down */
+static double own_seconds(void)
+{
+    return rusage_seconds(RUSAGE_SELF) + rusage_seconds(RUSAGE_CHILDREN);
 }
 
 int nv_free_threads(int want)
