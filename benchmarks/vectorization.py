@@ -6,11 +6,12 @@
 
 Each kernel of nuvec.codegen has a ``contig`` function (nuvec/codegen/dialects/c.py), the loop
 run on contiguous operands and on operands broadcast along rows of at least 64 elements (the
-launcher expands those into contiguous blocks; a kernel with split nodes, sin / cos / tan and
-power, runs it by blocks in two loops, both of which must vectorize), and a ``strided`` one, run on
-any other layout (transposed, sliced with a step, broadcast along short rows): for a costly
-kernel (a transcendental, a division) its runs of 32 elements or more go through ``blocks``,
-which copies the strided operands into blocks for the contiguous loop; shorter runs, and every
+launcher expands those into contiguous blocks; a kernel with split nodes, sin / cos / tan,
+power and the logarithms, runs it by blocks in two loops, both of which must vectorize), and a
+``strided`` one, run on any other layout (transposed, sliced with a step, broadcast along short
+rows): for a costly kernel (a transcendental, a division) its runs of 32 elements or more go
+through ``blocks``, which copies the strided operands into blocks for the contiguous loop;
+shorter runs, and every
 run of a cheap kernel (where the strided loads are the cost), take a direct loop, built scalar.
 The sources (the prebuilt single-op kernels, and the fused kernels nv.compile makes of
 benchmarks.workloads' chains) are compiled with nuvec's own flags plus gcc's vectorization

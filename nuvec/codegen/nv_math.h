@@ -304,16 +304,22 @@ NV_FN nv_ff nv_log_ff(float x)
  * one polynomial over the whole range, no quotient, no further split. */
 typedef struct { float k; float r; } nv_logred;
 
-NV_FN nv_logred nv_log_reduce(float x)
+/* nv_log_reduce for positive normal x */
+NV_FN nv_logred nv_log_reduce_normal(float x)
 {
     uint32_t u = nv_f2u(x);
-    int32_t sub = u < 0x00800000u ? 1 : 0;      /* zero or subnormal (positive) */
-    float xs = sub ? x * 0x1p23f : x;
-    uint32_t us = nv_f2u(xs);
-    int32_t k = (int32_t)(us - 0x3f2aaaabu) >> 23;
+    int32_t k = (int32_t)(u - 0x3f2aaaabu) >> 23;
     nv_logred p;
-    p.r = nv_u2f(us - ((uint32_t)k << 23)) - 1.0f;
-    p.k = (float)(k - (-sub & 23));
+    p.r = nv_u2f(u - ((uint32_t)k << 23)) - 1.0f;
+    p.k = (float)k;
+    return p;
+}
+
+NV_FN nv_logred nv_log_reduce(float x)
+{
+    int32_t sub = nv_f2u(x) < 0x00800000u ? 1 : 0;      /* zero or subnormal (positive) */
+    nv_logred p = nv_log_reduce_normal(sub ? x * 0x1p23f : x);
+    p.k = p.k - (float)(-sub & 23);                     /* exact: small integers */
     return p;
 }
 
@@ -326,17 +332,27 @@ NV_FN float nv_log_select(float x, float res)
     return nv_f2u(x) - 1u < 0x7f7fffffu ? res : sp;
 }
 
+/* The guard of the split forms of log, log2 and log10 (ElementwiseOp.split): 0 where x is
+ * positive, normal and finite, where nv_log*_regular_f32 skip the subnormal scaling and the
+ * limits */
+NV_FN uint32_t nv_log_irregular_f32(float x)
+{
+    return (uint32_t)(nv_f2u(x) - 0x00800000u >= 0x7f000000u);
+}
+
 /* log x = k ln2 + r + r^2 P(r). k ln2_hi + r is summed exactly (|k ln2_hi| > |r| where
  * k != 0), so the errors before the last rounding are those of r^2 P, at most a fifth of the
  * result. */
-NV_FN float nv_log_f32(float x)
+NV_FN float nv_log_reduced(nv_logred p)
 {
-    nv_logred p = nv_log_reduce(x);
     float r = p.r;
     nv_ff s = nv_fast_two_sum(p.k * NV_LN2_HI_L, r);
     float lo = fmaf(r * r, nv_poly_log1p_r(r), fmaf(p.k, NV_LN2_LO_L, s.lo));
-    return nv_log_select(x, s.hi + lo);
+    return s.hi + lo;
 }
+
+NV_FN float nv_log_f32(float x) { return nv_log_select(x, nv_log_reduced(nv_log_reduce(x))); }
+NV_FN float nv_log_regular_f32(float x) { return nv_log_reduced(nv_log_reduce_normal(x)); }
 
 #define NV_INVLN2_HI 0x1.715476p+0f
 #define NV_INVLN2_LO 0x1.4ae0cp-26f
@@ -349,29 +365,33 @@ NV_FN float nv_log_f32(float x)
  * r c_hi (rounded) plus the fma's exact error of that product, r c_lo and q c_hi, and k + r c_hi
  * is summed exactly (|r c_hi| < 1 <= |k| where k != 0): every error before the last rounding
  * is a small fraction of an ulp of the result (at most 1 ulp in all, over every float32). */
-NV_FN float nv_log2_f32(float x)
+NV_FN float nv_log2_reduced(nv_logred p)
 {
-    nv_logred p = nv_log_reduce(x);
     float r = p.r;
     float q = (r * r) * nv_poly_log1p_r(r);
     float t = r * NV_INVLN2_HI;
     float lo = fmaf(q, NV_INVLN2_HI, fmaf(r, NV_INVLN2_LO, fmaf(r, NV_INVLN2_HI, -t)));
     nv_ff s = nv_fast_two_sum(p.k, t);
-    return nv_log_select(x, s.hi + (s.lo + lo));
+    return s.hi + (s.lo + lo);
 }
+
+NV_FN float nv_log2_f32(float x) { return nv_log_select(x, nv_log2_reduced(nv_log_reduce(x))); }
+NV_FN float nv_log2_regular_f32(float x) { return nv_log2_reduced(nv_log_reduce_normal(x)); }
 
 /* log10 x = k log10(2) + (r + q) / ln10, as log2: k log10(2)_hi is exact (15 bits) and larger
  * than |r / ln10| <= 0.145 where k != 0, so it sums exactly with r c_hi */
-NV_FN float nv_log10_f32(float x)
+NV_FN float nv_log10_reduced(nv_logred p)
 {
-    nv_logred p = nv_log_reduce(x);
     float r = p.r;
     float q = (r * r) * nv_poly_log1p_r(r);
     float t = r * NV_INVLN10_HI;
     float lo = fmaf(q, NV_INVLN10_HI, fmaf(r, NV_INVLN10_LO, fmaf(r, NV_INVLN10_HI, -t)));
     nv_ff s = nv_fast_two_sum(p.k * NV_LG2_HI, t);
-    return nv_log_select(x, s.hi + (s.lo + fmaf(p.k, NV_LG2_LO, lo)));
+    return s.hi + (s.lo + fmaf(p.k, NV_LG2_LO, lo));
 }
+
+NV_FN float nv_log10_f32(float x) { return nv_log_select(x, nv_log10_reduced(nv_log_reduce(x))); }
+NV_FN float nv_log10_regular_f32(float x) { return nv_log10_reduced(nv_log_reduce_normal(x)); }
 
 /* log(1 + x) as hi + lo, x > -1 finite: 1 + x is split exactly, log1p = log(u) + ul/u */
 NV_FN nv_ff nv_log1p_ff(float x)
@@ -387,8 +407,9 @@ NV_FN nv_ff nv_log1p_ff(float x)
  * 2^-24 is normal), so 1 + x = 2^k (1 + r + c) with c = ul 2^-k, exact (|x| >= 2^100 drops
  * it: it is negligible there and would be subnormal). |c| <= ulp(m) / 2 <= |r| unless r = 0,
  * so r + c = a + e exactly (fast two-sum), and log(1 + a + e) = log1p(a) + e / (1 + a), with
- * e / (1 + a) taken as e (1 - a): off by e a^2 / (1 + a) <= ulp(a) / 18. log1p(+-0) = +-0. */
-NV_FN float nv_log1p_f32(float x)
+ * e / (1 + a) taken as e (1 - a): off by e a^2 / (1 + a) <= ulp(a) / 18. nv_log1p_finite is
+ * that sum for finite x > -1; nv_log1p_f32 adds the limits, and log1p(+-0) = +-0. */
+NV_FN float nv_log1p_finite(float x)
 {
     float uh = 1.0f + x;
     float ul = fabsf(x) <= 1.0f ? (1.0f - uh) + x : (x - uh) + 1.0f;
@@ -402,12 +423,27 @@ NV_FN float nv_log1p_f32(float x)
     nv_ff s = nv_fast_two_sum(kf * NV_LN2_HI_L, a.hi);
     float e = fmaf(-a.lo, a.hi, a.lo);
     float lo = fmaf(a.hi * a.hi, nv_poly_log1p_r(a.hi), fmaf(kf, NV_LN2_LO_L, s.lo + e));
-    float res = s.hi + lo;
+    return s.hi + lo;
+}
+
+NV_FN float nv_log1p_f32(float x)
+{
+    float uh = 1.0f + x;
+    float res = nv_log1p_finite(x);
     /* x = -1 gives uh = 0, x < -1 a negative uh; +inf and NaN stay x */
     float sp = uh == 0.0f ? -NV_INF_F : (uh < 0.0f ? NV_NAN_F : x);
     res = nv_f2u(uh) - 1u < 0x7f7fffffu ? res : sp;
     return x == 0.0f ? x : res;
 }
+
+/* The guard of log1p's split form: 0 for x in (-1, 2^100) but +-0, where 1 + x is positive,
+ * normal and finite and nv_log1p_f32 is nv_log1p_finite (the regular function) */
+NV_FN uint32_t nv_log1p_irregular_f32(float x)
+{
+    return (uint32_t)(!(x > -1.0f & x < 0x1p100f) | (x == 0.0f));
+}
+
+NV_FN float nv_log1p_regular_f32(float x) { return nv_log1p_finite(x); }
 
 /* ---- sin / cos / tan ----------------------------------------------------------------------
  * Two argument reductions by pi/2, each element picking one by its own |x|, so that the result

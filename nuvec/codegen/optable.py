@@ -159,6 +159,11 @@ def _trig_split(name: str) -> tuple[str, str]:
     return (f"nv_{name}_small_f32", "nv_trig_large_f32")
 
 
+def _log_split(name: str) -> tuple[str, str]:
+    """log, log2, log10: no subnormal scaling and no limits where x is positive and normal."""
+    return (f"nv_{name}_regular_f32", "nv_log_irregular_f32")
+
+
 def _float_doc(name: str) -> str:
     return f"Element-wise {name} (integer inputs become float32)."
 
@@ -270,10 +275,28 @@ def _table() -> dict[str, ElementwiseOp]:
             fast="expm1f",
             real_only=True,
         ),
-        t("log", "fc", lambda nv, x, out: nv.reciprocal(x), fast="__logf"),
-        t("log1p", "f", lambda nv, x, out: nv.reciprocal(x + 1.0), fast="log1pf"),
-        t("log2", "f", lambda nv, x, out: nv.reciprocal(x * _LN2), fast="__log2f"),
-        t("log10", "f", lambda nv, x, out: nv.reciprocal(x * _LN10), fast="__log10f"),
+        t("log", "fc", lambda nv, x, out: nv.reciprocal(x), fast="__logf", split=_log_split("log")),
+        t(
+            "log1p",
+            "f",
+            lambda nv, x, out: nv.reciprocal(x + 1.0),
+            fast="log1pf",
+            split=("nv_log1p_regular_f32", "nv_log1p_irregular_f32"),
+        ),
+        t(
+            "log2",
+            "f",
+            lambda nv, x, out: nv.reciprocal(x * _LN2),
+            fast="__log2f",
+            split=_log_split("log2"),
+        ),
+        t(
+            "log10",
+            "f",
+            lambda nv, x, out: nv.reciprocal(x * _LN10),
+            fast="__log10f",
+            split=_log_split("log10"),
+        ),
         t("sin", "fc", lambda nv, x, out: nv.cos(x), fast="__sinf", split=_trig_split("sin")),
         t("cos", "fc", lambda nv, x, out: -nv.sin(x), fast="__cosf", split=_trig_split("cos")),
         t(
