@@ -255,6 +255,19 @@ NV_FN float nv_exp2_ff(float th, float tl)
 
 typedef struct { float k; float hi; float lo; } nv_logparts;
 
+/* x, scaled by 2^23 where it is zero or subnormal (positive), and the 23 that the scaling
+ * adds to its exponent (else 0): a logarithm's reduction of a normal number then serves */
+typedef struct { float x; float k; } nv_unsub;
+
+NV_FN nv_unsub nv_unsubnormal(float x)
+{
+    int32_t sub = nv_f2u(x) < 0x00800000u ? 1 : 0;
+    nv_unsub r;
+    r.x = sub ? x * 0x1p23f : x;
+    r.k = (float)(-sub & 23);
+    return r;
+}
+
 /* the parts of a positive normal x (nv_log_parts scales a subnormal one first) */
 NV_FN nv_logparts nv_log_parts_normal(float x)
 {
@@ -279,9 +292,9 @@ NV_FN nv_logparts nv_log_parts_normal(float x)
 
 NV_FN nv_logparts nv_log_parts(float x)
 {
-    int32_t sub = nv_f2u(x) < 0x00800000u ? 1 : 0;  /* zero or subnormal (positive) */
-    nv_logparts r = nv_log_parts_normal(sub ? x * 0x1p23f : x);
-    r.k = r.k - (float)(23 * sub);              /* exact: small integers */
+    nv_unsub s = nv_unsubnormal(x);
+    nv_logparts r = nv_log_parts_normal(s.x);
+    r.k = r.k - s.k;                            /* exact: small integers */
     return r;
 }
 
@@ -317,9 +330,9 @@ NV_FN nv_logred nv_log_reduce_normal(float x)
 
 NV_FN nv_logred nv_log_reduce(float x)
 {
-    int32_t sub = nv_f2u(x) < 0x00800000u ? 1 : 0;      /* zero or subnormal (positive) */
-    nv_logred p = nv_log_reduce_normal(sub ? x * 0x1p23f : x);
-    p.k = p.k - (float)(-sub & 23);                     /* exact: small integers */
+    nv_unsub s = nv_unsubnormal(x);
+    nv_logred p = nv_log_reduce_normal(s.x);
+    p.k = p.k - s.k;                            /* exact: small integers */
     return p;
 }
 
@@ -407,9 +420,9 @@ NV_FN nv_ff nv_log1p_ff(float x)
  * 2^-24 is normal), so 1 + x = 2^k (1 + r + c) with c = ul 2^-k, exact (|x| >= 2^100 drops
  * it: it is negligible there and would be subnormal). |c| <= ulp(m) / 2 <= |r| unless r = 0,
  * so r + c = a + e exactly (fast two-sum), and log(1 + a + e) = log1p(a) + e / (1 + a), with
- * e / (1 + a) taken as e (1 - a): off by e a^2 / (1 + a) <= ulp(a) / 18. nv_log1p_finite is
- * that sum for finite x > -1; nv_log1p_f32 adds the limits, and log1p(+-0) = +-0. */
-NV_FN float nv_log1p_finite(float x)
+ * e / (1 + a) taken as e (1 - a): off by e a^2 / (1 + a) <= ulp(a) / 18. This is that sum
+ * for finite x > -1 (log1p's split form); nv_log1p_f32 adds the limits, and log1p(+-0) = +-0. */
+NV_FN float nv_log1p_regular_f32(float x)
 {
     float uh = 1.0f + x;
     float ul = fabsf(x) <= 1.0f ? (1.0f - uh) + x : (x - uh) + 1.0f;
@@ -429,7 +442,7 @@ NV_FN float nv_log1p_finite(float x)
 NV_FN float nv_log1p_f32(float x)
 {
     float uh = 1.0f + x;
-    float res = nv_log1p_finite(x);
+    float res = nv_log1p_regular_f32(x);
     /* x = -1 gives uh = 0, x < -1 a negative uh; +inf and NaN stay x */
     float sp = uh == 0.0f ? -NV_INF_F : (uh < 0.0f ? NV_NAN_F : x);
     res = nv_f2u(uh) - 1u < 0x7f7fffffu ? res : sp;
@@ -437,13 +450,11 @@ NV_FN float nv_log1p_f32(float x)
 }
 
 /* The guard of log1p's split form: 0 for x in (-1, 2^100) but +-0, where 1 + x is positive,
- * normal and finite and nv_log1p_f32 is nv_log1p_finite (the regular function) */
+ * normal and finite and nv_log1p_f32 is nv_log1p_regular_f32 */
 NV_FN uint32_t nv_log1p_irregular_f32(float x)
 {
     return (uint32_t)(!(x > -1.0f & x < 0x1p100f) | (x == 0.0f));
 }
-
-NV_FN float nv_log1p_regular_f32(float x) { return nv_log1p_finite(x); }
 
 /* ---- sin / cos / tan ----------------------------------------------------------------------
  * Two argument reductions by pi/2, each element picking one by its own |x|, so that the result
@@ -935,7 +946,7 @@ NV_FN float nv_pow_f32(float x, float y)
 NV_FN uint32_t nv_pow_irregular_f32(float x, float y)
 {
     nv_powexp t = nv_pow_exponent(nv_log_parts_normal(x), y);
-    return (uint32_t)(nv_f2u(x) - 0x00800000u >= 0x7f000000u) | (uint32_t)!(fabsf(t.hi) < 126.0f);
+    return nv_log_irregular_f32(x) | (uint32_t)!(fabsf(t.hi) < 126.0f);
 }
 
 /* nv_pow_f32 where nv_pow_irregular_f32 is 0: none of the limits, no clamp, no subnormal x,
