@@ -16,6 +16,7 @@ pass over the rows each way, the composite's bits forward).
 from __future__ import annotations
 
 import functools
+import math
 import weakref
 from typing import Optional, Union
 
@@ -177,9 +178,12 @@ def rope(
 @functools.lru_cache(maxsize=64)
 def _rope_inverse_frequencies(base: float, dims: int) -> tuple[np.ndarray, bytes]:
     """``base ** (-2i / dims)`` for the ``dims / 2`` pairs (float32, read-only) and its
-    bytes (the angle caches' key), computed once per base and size."""
+    bytes (the angle caches' key), computed once per base and size. As MLX computes them, with
+    nuvec's own exp: ``exp(-i * (log(base) / (dims / 2)))``, so that rope has the bits of that
+    composite written out."""
     half = dims // 2
-    inv = np.power(np.float32(base), -np.arange(half, dtype=np.float32) * np.float32(2 / dims))
+    steps = array(np.arange(0, -half, -1, dtype=np.float32))
+    inv = np.array(ops.exp(steps * np.float32(math.log(base) / half)))
     inv.flags.writeable = False
     return inv, inv.tobytes()
 
@@ -199,8 +203,8 @@ def _rope_angles_of_int(offset: int, key: tuple) -> tuple[np.ndarray, np.ndarray
     length, scale, inv_bytes = key
     inv = np.frombuffer(inv_bytes, np.float32)
     pos = np.arange(offset, offset + length, dtype=np.float32) * np.float32(scale)
-    theta = pos[:, None] * inv[None, :]
-    c, s = np.cos(theta), np.sin(theta)
+    theta = array(pos[:, None] * inv[None, :])
+    c, s = np.array(ops.cos(theta)), np.array(ops.sin(theta))  # nuvec's bits, as the composite
     c.flags.writeable = s.flags.writeable = False
     return c, s
 

@@ -3,6 +3,8 @@ against NumPy references."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -299,3 +301,27 @@ def test_rope_angles_shared_between_calls_follow_the_offset():
         lambda a, p: nv.fast.rope(a, 8, offset=p, **kw) + nv.fast.rope(a, 8, offset=p, **kw)
     )
     assert np.array_equal(np.asarray(f(x, pos)), np.asarray(moved + moved))
+
+
+@pytest.mark.parametrize("traditional", [False, True])
+def test_rope_has_the_bits_of_mlx_composite(traditional):
+    """rope equals, bit for bit, the composite that MLX's own fallback and tests write:
+    inverse frequencies exp(-i log(base) / half), angles (offset + position) * scale * them."""
+    dims, base, scale = 8, 10000.0, 0.75
+    x = nv.random.uniform(shape=(2, 3, 5, 12), key=nv.random.key(4))
+    for offset in (3, nv.array(3)):
+        half = dims // 2
+        pos = (nv.arange(5, dtype=nv.float32) + 3) * scale
+        inv = nv.exp(-nv.arange(0.0, half, dtype=nv.float32) * (math.log(base) / half))
+        theta = nv.expand_dims(pos, -1) * inv
+        c, s = nv.cos(theta), nv.sin(theta)
+        r = x[..., :dims]
+        if traditional:
+            x1, x2 = r[..., 0::2], r[..., 1::2]
+            rot = nv.stack([x1 * c - x2 * s, x1 * s + x2 * c], axis=-1).reshape(r.shape)
+        else:
+            x1, x2 = r[..., :half], r[..., half:]
+            rot = nv.concatenate([x1 * c - x2 * s, x1 * s + x2 * c], axis=-1)
+        want = nv.concatenate([rot, x[..., dims:]], axis=-1)
+        got = nv.fast.rope(x, dims, traditional=traditional, base=base, scale=scale, offset=offset)
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
