@@ -764,7 +764,8 @@ NV_FN float nv_tanh_f32(float x)
 {
     float a = nv_min_pos(fabsf(x), 9.5f);
     float y = a + a;
-    float t = fmaf(y, NV_LOG2E, 0x1.8p23f);
+    /* a 2log2(e) is exactly y log2(e): n does not wait for y */
+    float t = fmaf(a, 2.0f * NV_LOG2E, 0x1.8p23f);
     float n = t - 0x1.8p23f;
     float r = fmaf(-n, NV_LN2_HI, y);
     float q = nv_exp_poly(r);                   /* expm1(r) */
