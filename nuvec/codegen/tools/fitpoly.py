@@ -315,9 +315,9 @@ def _estrin(coeffs: list[float]) -> list[str]:
 def _pairs(coeffs: list[float]) -> list[str]:
     """The body of sum c_k t^k as pairs c_2i + t c_2i+1 (an odd top coefficient alone), then
     Horner's scheme in t^2 over the pairs: half Horner's chain for one more product (t^2)."""
+    c = [hexf(x) for x in coeffs]
     terms = [
-        f"fmaf(t, {hexf(coeffs[i + 1])}, {hexf(coeffs[i])})" if i + 1 < len(coeffs) else hexf(coeffs[i])
-        for i in range(0, len(coeffs), 2)
+        f"fmaf(t, {c[i + 1]}, {c[i]})" if i + 1 < len(c) else c[i] for i in range(0, len(c), 2)
     ]
     lines = [f"    float q{i} = {t};" for i, t in enumerate(terms[:-1])]
     lines.append("    float t2 = t * t;")
