@@ -6,19 +6,19 @@
 /* exp: on [-0.3466, 0.3466], error 3.12e-09 */
 NV_FN float nv_poly_exp(float t)
 {
-    float p = fmaf(t, 0x1.6a5256p-10f, 0x1.12396ep-7f);
-    p = fmaf(t, p, 0x1.5558aap-5f);
-    p = fmaf(t, p, 0x1.555492p-3f);
-    p = fmaf(t, p, 0x1.fffffcp-2f);
-    return p;
+    float q0 = fmaf(t, 0x1.555492p-3f, 0x1.fffffcp-2f);
+    float q1 = fmaf(t, 0x1.12396ep-7f, 0x1.5558aap-5f);
+    float t2 = t * t;
+    return fmaf(t2, fmaf(t2, 0x1.6a5256p-10f, q1), q0);
 }
 
-/* exp_erfc: on [-0.3466, 0.3466], error 1.05e-07 */
-NV_FN float nv_poly_exp_erfc(float t)
+/* exp2m1_erfc: on [-0.5, 0.5], error 9.32e-08 */
+NV_FN float nv_poly_exp2m1_erfc(float t)
 {
-    float p = fmaf(t, 0x1.1062d6p-7f, 0x1.572a1ap-5f);
-    p = fmaf(t, p, 0x1.5557aep-3f);
-    p = fmaf(t, p, 0x1.fffdfcp-2f);
+    float p = fmaf(t, 0x1.5bd978p-10f, 0x1.3ce8b2p-7f);
+    p = fmaf(t, p, 0x1.c6b6dap-5f);
+    p = fmaf(t, p, 0x1.ebf9c2p-3f);
+    p = fmaf(t, p, 0x1.62e42ap-1f);
     return p;
 }
 
@@ -124,14 +124,14 @@ NV_FN float nv_poly_erf(float t)
     return p;
 }
 
-/* erfc: on [-1.46, 1.46], error 1.62e-08 */
-NV_FN float nv_poly_erfc(float t)
+/* erfc_log2: on [-1.46, 1.46], error 1.62e-08 */
+NV_FN float nv_poly_erfc_log2(float t)
 {
-    float p = fmaf(t, -0x1.2f58eep-10f, 0x1.39a856p-11f);
-    p = fmaf(t, p, -0x1.a6312ep-7f);
-    p = fmaf(t, p, 0x1.d056fp-5f);
-    p = fmaf(t, p, -0x1.6de4dcp-2f);
-    p = fmaf(t, p, -0x1.8ae84p+0f);
+    float p = fmaf(t, -0x1.b59b02p-10f, 0x1.c4a262p-11f);
+    p = fmaf(t, p, -0x1.308e5ep-6f);
+    p = fmaf(t, p, -0x1.5c656p+0f);
+    p = fmaf(t, p, -0x1.e7449cp+2f);
+    p = fmaf(t, p, -0x1.5e9892p+3f);
     return p;
 }
 

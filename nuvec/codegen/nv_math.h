@@ -750,7 +750,9 @@ NV_FN float nv_cosh_f32(float x)
  * one path for every a, no polynomial of its own. m = 2^n q + (2^n - 1) with q = expm1(r) on
  * the reduced argument (nv_expm1_f32's steps; n <= 27 here, so 2^n is normal and needs no
  * split scaling, and 2^n - 1 is exact up to n = 24, above which its rounding is below 2^-24 of
- * m and damped by 2 / (m + 2)), one division. Below m = 2 (h = m / 2 < 1/2, a < ln2 / 2) the rounding of
+ * m and damped by 2 / (m + 2)), one division. The reduction is one step, r = 2a - n ln2_hi
+ * (exact): r is 2a itself for n = 0, and elsewhere leaving out n ln2_lo moves m + 1 by at most
+ * |n| 2^-29 relative, which 2 / (m + 2) damps to about a tenth of an ulp. Below m = 2 (h = m / 2 < 1/2, a < ln2 / 2) the rounding of
  * m + 2 would reach the result undamped, so there v = h - h v0 = h (1 - v0), exact in value,
  * recomputes it from the quotient v0: v0's error enters multiplied by h, leaving about q's and
  * the fma's roundings (within 2 ulp over every float32, tests/engine/exhaustive_f32.py). The
@@ -762,10 +764,10 @@ NV_FN float nv_tanh_f32(float x)
 {
     float a = nv_min_pos(fabsf(x), 9.5f);
     float y = a + a;
-    float t = fmaf(y, NV_LOG2E, 0x1.8p23f);
+    /* a 2log2(e) is exactly y log2(e): n does not wait for y */
+    float t = fmaf(a, 2.0f * NV_LOG2E, 0x1.8p23f);
     float n = t - 0x1.8p23f;
     float r = fmaf(-n, NV_LN2_HI, y);
-    r = fmaf(-n, NV_LN2_LO, r);
     float q = nv_exp_poly(r);                   /* expm1(r) */
     float s = nv_u2f((nv_f2u(t) << 23) + 0x3f800000u);          /* 2^n */
     float em = fmaf(s, q, s - 1.0f);
@@ -833,15 +835,16 @@ NV_FN float nv_sigmoid_f32(float x)
     return (x == x) ? v : x;
 }
 
-/* |x| < 1: a (2/sqrt(pi) + z P(z)), z = a^2. Above, 1 - E with E = exp(g), g = -a^2 +
- * Q(a - 2.46) in [-18, -1.8] rounded once (an fma on the exact a^2), which costs erf little
- * as E <= erfc(1) = 0.16 scales its error down. That damping also lets E's steps be shorter
- * than exp's: g = n ln2 + r with ln2 as one float (the product's error, about |n| 2^-29,
- * reaches erf scaled by 2^n <= 1/4), exp(r) one degree lower (nv_poly_exp_erfc, relative error
- * 1e-7), and 2^n is normal (n >= -26): one scaling. a is clamped at 3.92, where
- * 1 - erfc(3.92) rounds to 1, so larger |x| give 1 with no select. Both sides are computed for
- * every element (one select): 23 multiplies and fmas, the count that bounds erf on the two
- * fma pipes of current x86 cores (within 1 ulp over every float32 here). */
+/* |x| < 1: a (2/sqrt(pi) + z P(z)), z = a^2. Above, 1 - E with E = 2^G, G = log2 erfc(a) as one
+ * polynomial in a - 2.46 (nv_poly_erfc_log2; -a^2 log2(e) is part of it), in [-26.4, -2.6]:
+ * its error costs erf little as E <= erfc(1) = 0.16 scales it down. G = n + f with n the
+ * nearest integer (through the magic constant) and f = G - n exact (G and n within a factor 2),
+ * so 2^G takes no product by log2(e) nor a reduction by ln2: 2^f = 1 + f P(f) one degree short
+ * of exp's accuracy (nv_poly_exp2m1_erfc, relative error 1e-7, damped like G's), and 2^n is
+ * normal (n >= -26): one scaling. a is clamped at 3.92, where 1 - erfc(3.92) rounds to 1, so
+ * larger |x| give 1 with no select. Both sides are computed for every element (one select): 20
+ * multiplies and fmas, the count that bounds erf on the two fma pipes of current x86 cores
+ * (within 2 ulp over every float32, tests/engine/exhaustive_f32.py). */
 NV_FN float nv_erf_f32(float x)
 {
     float a = fabsf(x);
@@ -849,11 +852,11 @@ NV_FN float nv_erf_f32(float x)
     float p = nv_poly_erf(z);
     float small = fmaf(a, 0x1.20dd76p+0f, a * fmaf(z, p, -0x1.f7ac92p-25f));
     float ac = nv_min_pos(a, 3.92f);
-    float g = fmaf(-ac, ac, nv_poly_erfc(ac - 2.46f));
-    float t = fmaf(g, NV_LOG2E, 0x1.8p23f);
+    float g = nv_poly_erfc_log2(ac - 2.46f);            /* log2 erfc(ac) */
+    float t = g + 0x1.8p23f;
     float n = t - 0x1.8p23f;
-    float r = fmaf(-n, NV_LN2_HI, g);
-    float q = fmaf(r * r, nv_poly_exp_erfc(r), r);      /* exp(r) - 1 */
+    float f = g - n;                                    /* exact */
+    float q = f * nv_poly_exp2m1_erfc(f);               /* 2^f - 1 */
     float s = nv_u2f((nv_f2u(t) << 23) + 0x3f800000u);  /* 2^n */
     float mid = 1.0f - fmaf(q, s, s);
     float v = a < 1.0f ? small : mid;         /* >= 0: the sign of x is or-ed in */

@@ -36,6 +36,7 @@ class Fit:
     weight: Callable[[mp.mpf], mp.mpf]  # error that matters = weight(t) * (p(t) - target(t))
     split0: bool = False  # c_0 kept as float32 hi + lo (when c_0 dominates)
     estrin: bool = False  # evaluated by Estrin's scheme (a shorter chain of fma than Horner's)
+    pairs: bool = False  # pairs c_2i + t c_2i+1, then Horner's scheme in t^2 over the pairs
 
 
 def _f32(x: float) -> float:
@@ -105,20 +106,31 @@ def _add(f: Fit) -> None:
 
 
 LN2 = mp.log(2)
-# exp(r) = 1 + r + r^2 * P(r), |r| <= ln2/2; error relative to exp(r). "exp_erfc" has one
-# degree less, for erf's exp(-a^2 + Q), whose result (at most erfc(1) = 0.16, subtracted from
-# 1) passes on at most a fifth of its relative error
-for _name, _degree in (("exp", 4), ("exp_erfc", 3)):
-    _add(
-        Fit(
-            _name,
-            _safe(lambda r: (mp.exp(r) - 1 - r) / r**2, mp.mpf(0.5)),
-            -0.3466,
-            0.3466,
-            _degree,
-            lambda r: r**2 / mp.exp(r),
-        )
+# exp(r) = 1 + r + r^2 * P(r), |r| <= ln2/2; error relative to exp(r). In pairs, Horner's scheme
+# in r^2: r^2 is what exp's r + r^2 P(r) needs anyway, so the shorter chain costs no operation
+_add(
+    Fit(
+        "exp",
+        _safe(lambda r: (mp.exp(r) - 1 - r) / r**2, mp.mpf(0.5)),
+        -0.3466,
+        0.3466,
+        4,
+        lambda r: r**2 / mp.exp(r),
+        pairs=True,
     )
+)
+# 2^f - 1 = f P(f), |f| <= 1/2, for erf's 2^G (G = log2 erfc, below): its result (at most
+# erfc(1) = 0.16, subtracted from 1) passes on at most a fifth of the relative error
+_add(
+    Fit(
+        "exp2m1_erfc",
+        _safe(lambda f: (mp.power(2, f) - 1) / f, LN2),
+        -0.5,
+        0.5,
+        4,
+        lambda f: abs(f) / mp.power(2, f),
+    )
+)
 # 2^f = 1 + ln2 f + f^2 P(f), |f| <= 1/2: nv_exp2_ff takes ln2 f exactly (ln2 as hi + lo)
 # and rounds once at the end; error relative to 2^f
 _add(
@@ -226,15 +238,16 @@ _add(
         lambda t: t * mp.sqrt(t) / mp.erf(mp.sqrt(t)) if t else 0,
     )
 )
-# erfc a = exp(-a^2 + Q(a - 2.46)), 1 <= a <= 3.92; error that reaches erf = erfc/erf * dQ
+# erfc a = 2^G(a - 2.46), 1 <= a <= 3.92 (G = log2 erfc, -a^2 log2(e) and all); error that
+# reaches erf = ln2 erfc/erf * dG
 _add(
     Fit(
-        "erfc",
-        lambda u: mp.log(mp.erfc(u + 2.46)) + (u + 2.46) ** 2,
+        "erfc_log2",
+        lambda u: mp.log(mp.erfc(u + 2.46)) / LN2,
         1.0 - 2.46,
         3.92 - 2.46,
         5,
-        lambda u: mp.erfc(u + 2.46) / mp.erf(u + 2.46),
+        lambda u: LN2 * mp.erfc(u + 2.46) / mp.erf(u + 2.46),
     )
 )
 
@@ -299,6 +312,22 @@ def _estrin(coeffs: list[float]) -> list[str]:
     return lines
 
 
+def _pairs(coeffs: list[float]) -> list[str]:
+    """The body of sum c_k t^k as pairs c_2i + t c_2i+1 (an odd top coefficient alone), then
+    Horner's scheme in t^2 over the pairs: half Horner's chain for one more product (t^2)."""
+    c = [hexf(x) for x in coeffs]
+    terms = [
+        f"fmaf(t, {c[i + 1]}, {c[i]})" if i + 1 < len(c) else c[i] for i in range(0, len(c), 2)
+    ]
+    lines = [f"    float q{i} = {t};" for i, t in enumerate(terms[:-1])]
+    lines.append("    float t2 = t * t;")
+    p = terms[-1]
+    for i in reversed(range(len(terms) - 1)):
+        p = f"fmaf(t2, {p}, q{i})"
+    lines.append(f"    return {p};")
+    return lines
+
+
 def emit(names: list[str]) -> str:
     """C source of the polynomial functions (dialect-neutral: NV_FN and fmaf)."""
     out = [HEADER]
@@ -307,8 +336,8 @@ def emit(names: list[str]) -> str:
         c0_lo = coeffs.pop() if FITS[name].split0 else None
         out.append(f"/* {name}: on [{FITS[name].lo:.6g}, {FITS[name].hi:.6g}], error {err:.2e} */")
         out.append(f"NV_FN float nv_poly_{name}(float t)\n{{")
-        if FITS[name].estrin:
-            out += _estrin(coeffs)
+        if FITS[name].estrin or FITS[name].pairs:
+            out += _estrin(coeffs) if FITS[name].estrin else _pairs(coeffs)
             out.append("}\n")
             continue
         out.append(f"    float p = fmaf(t, {hexf(coeffs[-1])}, {hexf(coeffs[-2])});")
