@@ -57,9 +57,10 @@ _CASE = re.compile(r"^    (?:case (\d+)|default): NV_COPY_STEP")
 # the loops of a split kernel's contiguous function (guard pass, split body, full body)
 _PART = re.compile(r"^( +)for \(int64_t i = i0; i < e; i\+\+\) \{$")
 _PARTS = ("split pass", "full body")
-_FILL = re.compile(r"^    if \(s\[\d+\] == 0\) for ")
+_FILL = re.compile(r"^    if \(s\[\d+\] == 0\) \{ .* for ")
 _DIAG = re.compile(r"^[^:]*:(\d+):\d+: (optimized|missed): (.*)$")
 _WIDTH = re.compile(r"loop vectorized using (\d+) byte vectors")
+_LIBC_COPIES = {"memcpy", "memset", "memmove"}
 
 
 @dataclass
@@ -255,7 +256,10 @@ def analyse(source: str, isa: str, label: str | None = None) -> list[Loop]:
     with tempfile.TemporaryDirectory(prefix="nuvec-vec-") as d:
         c, report = Path(d) / "k.c", Path(d) / "vec.txt"
         c.write_text(source)
-        cmd = [cc, *_flags(isa), f"-fopt-info-vec-optimized-missed={report}", "-c", str(c)]
+        # -fno-ipa-icf: GCC would fold kernels of identical code into one function, whose loop
+        # alone it then reports (the folded one's loop is that same code)
+        report_flags = [f"-fopt-info-vec-optimized-missed={report}", "-fno-ipa-icf"]
+        cmd = [cc, *_flags(isa), *report_flags, "-c", str(c)]
         r = subprocess.run(cmd + ["-o", str(Path(d) / "k.o")], capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"{cc} failed for {isa}: {r.stderr[-2000:]}")
@@ -299,7 +303,7 @@ def analyse(source: str, isa: str, label: str | None = None) -> list[Loop]:
         elif status == "scalar":
             if not why and kind == "strided":
                 why = "direct loop, built with no-tree-vectorize"
-            ext = sorted(calls.get(fname, ()))
+            ext = sorted(set(calls.get(fname, ())) - _LIBC_COPIES)
             if ext:  # a library function without a vector variant keeps the loop scalar
                 why = f"calls {', '.join(ext)}; gcc: {why or 'no reason'}"
             why = why or "no report"
@@ -323,8 +327,8 @@ def analyse(source: str, isa: str, label: str | None = None) -> list[Loop]:
         if fills.get(kernel):
             status, width = "scalar", 0
             why = f"a broadcast fill is scalar: {fills[kernel][0]}"
-        own = sorted(calls.get(f"{kernel}_blocks", ()))
-        if own:  # math of its own, outside the contiguous loop
+        own = sorted(set(calls.get(f"{kernel}_blocks", ())) - _LIBC_COPIES)
+        if own:  # math of its own, outside the contiguous loop (a copy or fill is no math)
             status, width, why = "scalar", 0, f"blocks call {', '.join(own)}"
         out.append(Loop(c.kernel, "strided", isa, status, width, why))
     return out
