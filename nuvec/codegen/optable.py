@@ -164,6 +164,11 @@ def _log_split(name: str) -> tuple[str, str]:
     return (f"nv_{name}_regular_f32", "nv_log_irregular_f32")
 
 
+def _fmod_split(name: str) -> tuple[str, str]:
+    """floor_divide, remainder: fmod as one division and an fma where |a| < 2^22 |b|."""
+    return (f"nv_{name}_small_f32", "nv_fmod_large_f32")
+
+
 def _float_doc(name: str) -> str:
     return f"Element-wise {name} (integer inputs become float32)."
 
@@ -442,6 +447,7 @@ def _table() -> dict[str, ElementwiseOp]:
             2,
             "if",
             cost=COSTLY,
+            split=_fmod_split("floor_divide"),
             derivative=lambda nv, a, b, out: (0.0, 0.0),
             numpy="floor_divide",
             doc="Element-wise floor division.",
@@ -451,6 +457,7 @@ def _table() -> dict[str, ElementwiseOp]:
             2,
             "if",
             cost=COSTLY,
+            split=_fmod_split("remainder"),
             derivative=lambda nv, a, b, out: (None, -nv.floor(a / b)),
             numpy="remainder",
             doc="Element-wise remainder with the divisor's sign.",
