@@ -235,9 +235,17 @@ def node_expr(
 
 def _split_of(op: str, src: str, fast: dict | None) -> tuple[str, str] | None:
     """The (function, guard) a node of ``op`` on ``src`` runs as in split blocks, if any: a
-    float32 computation (float16 and bfloat16 too) of nuvec's own function."""
+    float32 computation (float16 and bfloat16 too) of nuvec's own function, or an integer one
+    of 32 or 64 bits (ElementwiseOp.split_int)."""
     rec = OPS.get(op)
-    if rec is None or rec.split is None or SUFFIX[src] != "f32" or src == "complex64":
+    if rec is None:
+        return None
+    if src in _INT_BITS:
+        if rec.split_int is None or _INT_BITS[src] < 32:
+            return None
+        fn, guard = rec.split_int
+        return fn.format(s=SUFFIX[src]), guard.format(s=SUFFIX[src])
+    if rec.split is None or SUFFIX[src] != "f32" or src == "complex64":
         return None
     if fast is not None and op in fast:
         return None

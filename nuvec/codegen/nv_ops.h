@@ -134,7 +134,8 @@ NV_FN T nv_left_shift_##S(T a, T b)                                             
 #define NV_POW_LOOP(W, r, base, e, NBITS)                                                     \
     _Pragma("GCC unroll 64")                                                                \
     for (int k = 0; k < (NBITS); k++) {                                                     \
-        r = (e & (W)1) ? r * base : r;                                                      \
+        W bit = e & (W)1;                       /* r times base or 1, as arithmetic */      \
+        r = r * ((base & ((W)0 - bit)) | (bit ^ (W)1));                                     \
         base = base * base;                                                                 \
         e >>= 1;                                                                            \
     }
@@ -147,7 +148,13 @@ NV_FN uint32_t nv_quot_u32(uint32_t a, uint32_t d)
     return (uint32_t)nv_d2u(floor(fa / fd) + 0x1p52);
 }
 #define NV_QUOTU32(T, a, d) nv_quot_u32(a, d)
+/* a^b for b < 0: 1 for a = 1, +-1 for a = -1, else 0, as arithmetic (nested selects on a
+ * broadcast a are unswitched into loops GCC then does not vectorize) */
+#define NV_POW_NEG(T, W, a, b)                                                                \
+    ((T)((W)((a) == (T)1 | (a) == (T)(-1)) - (W)2 * ((W)((a) == (T)(-1)) & (W)(b) & (W)1)))
 #else
+#define NV_POW_NEG(T, W, a, b)                                                                \
+    ((a) == (T)1 ? (T)1 : ((a) == (T)(-1) ? (T)(((b) & (T)1) ? -1 : 1) : (T)0))
 #define NV_QUOT16(T, a, d) ((T)((a) / (d)))
 #define NV_QUOT32(T, a, d) ((T)((a) / (d)))
 #define NV_QUOTU32(T, a, d) ((T)((a) / (d)))
@@ -190,7 +197,7 @@ NV_FN T nv_power_##S(T a, T b)                                                  
 {                                                                                           \
     W r = 1, base = (W)a, e = (W)b;                                                         \
     NV_POW_LOOP(W, r, base, e, BITS - 1)                                                    \
-    T neg = a == (T)1 ? (T)1 : (a == (T)(-1) ? (T)((b & (T)1) ? -1 : 1) : (T)0);            \
+    T neg = NV_POW_NEG(T, W, a, b);                                                         \
     return b < (T)0 ? neg : (T)r;                                                           \
 }
 
@@ -224,6 +231,23 @@ NV_INT_UNSIGNED(u8, uint8_t, uint32_t, 8, NV_QUOT16)
 NV_INT_UNSIGNED(u16, uint16_t, uint32_t, 16, NV_QUOT16)
 NV_INT_UNSIGNED(u32, uint32_t, uint32_t, 32, NV_QUOTU32)
 NV_INT_UNSIGNED(u64, uint64_t, uint64_t, 64, NV_QUOT64)
+
+#if defined(NV_VECTORIZED_LOOPS)
+/* power's split form (ElementwiseOp.split_int) for 32 and 64 bits: where no exponent of a
+ * block is negative or 2^8 or more, 8 squarings give the result of a squaring per bit */
+#define NV_POWER_SPLIT(S, T, W)                                                               \
+NV_FN uint32_t nv_power_large_##S(T a, T b) { return (uint32_t)(((W)b >> 8) != (W)0); }      \
+NV_FN T nv_power_small_##S(T a, T b)                                                        \
+{                                                                                           \
+    W r = 1, base = (W)a, e = (W)b;                                                         \
+    NV_POW_LOOP(W, r, base, e, 8)                                                           \
+    return (T)r;                                                                            \
+}
+NV_POWER_SPLIT(i32, int32_t, uint32_t)
+NV_POWER_SPLIT(i64, int64_t, uint64_t)
+NV_POWER_SPLIT(u32, uint32_t, uint32_t)
+NV_POWER_SPLIT(u64, uint64_t, uint64_t)
+#endif
 
 /* ---- bool (uint8_t holding 0 or 1) ----------------------------------------------------------- */
 
@@ -439,40 +463,31 @@ NV_FN int32_t nv_f32_to_i32(float x)
     return in ? r : (-2147483647 - 1);
 }
 #if defined(NV_VECTORIZED_LOOPS) && !defined(NV_VECTOR_CVT64_F32)
-/* |x| = m 2^sh with m < 2^24, truncated: m shifted by sh, every step on 64-bit lanes and as
- * masks rather than selects (GCC threads nested selects into more paths than it if-converts).
- * The shift counts are masked to 0..63, so always defined; past that the result is 0 or out
- * of range. */
-NV_FN uint64_t nv_trunc_abs(uint64_t m, int64_t sh)
+/* |x| = top 2^-down with top the significand shifted to bit 63 or below: truncated, top >> down
+ * where 1 <= down < 64, 0 from 64 on, INT64_MIN for down < 1 (|x| >= 2^63, inf, NaN); then
+ * negated where neg. Every step on 64-bit lanes, and as masks rather than selects (GCC threads
+ * nested selects into more paths than it if-converts); the shift count masked to 0..63. */
+NV_FN int64_t nv_trunc_signed(uint64_t top, int64_t down, int neg)
 {
-    uint64_t left = m << ((uint64_t)sh & 63u);
-    uint64_t right = m >> ((uint64_t)(0 - sh) & 63u);
-    uint64_t use_left = 0u - (uint64_t)(sh >= 0), use_right = 0u - (uint64_t)(sh < 0 & sh > -64);
-    return (left & use_left) | (right & use_right);
+    uint64_t mag = (top >> ((uint64_t)down & 63u)) & (0u - (uint64_t)(down < 64));
+    mag = down >= 1 ? mag : 0x8000000000000000ull;
+    uint64_t s = 0u - (uint64_t)neg;
+    return (int64_t)((mag ^ s) - s);
 }
-/* the integer of magnitude mag and sign of u (negative u: negative) if ok, else INT64_MIN */
-NV_FN int64_t nv_signed_or_min(uint64_t mag, int64_t u, int ok)
-{
-    uint64_t neg = (uint64_t)(u >> 63);         /* all ones where u < 0 */
-    uint64_t keep = 0u - (uint64_t)ok;
-    return (int64_t)((((mag ^ neg) - neg) & keep) | (0x8000000000000000ull & ~keep));
-}
-NV_FN uint64_t nv_f32_trunc_abs(int64_t u, int64_t ex)
-{
-    return nv_trunc_abs((uint64_t)((u & 0x7fffff) | 0x800000), ex - 150);
-}
+/* |x| = top 2^(ex - 190) */
+NV_FN uint64_t nv_f32_top(int64_t u) { return (uint64_t)((u & 0x7fffff) | 0x800000) << 40; }
 NV_FN int64_t nv_f32_to_i64(float x)
 {
     int64_t u = (int64_t)(int32_t)nv_f2u(x);    /* the sign extended */
     int64_t ex = (u >> 23) & 0xff;
-    return nv_signed_or_min(nv_f32_trunc_abs(u, ex), u, ex < 127 + 63);   /* |x| < 2^63 */
+    return nv_trunc_signed(nv_f32_top(u), 190 - ex, u < 0);
 }
 NV_FN uint64_t nv_f32_to_u64(float x)
 {
     int64_t u = (int64_t)(int32_t)nv_f2u(x);
     int64_t ex = (u >> 23) & 0xff;
     uint64_t hi = 0u - (uint64_t)(u >= 0x5f000000 & u <= 0x7f800000);   /* 2^63 <= x <= inf */
-    uint64_t top = nv_f32_trunc_abs(u, ex) & (0u - (uint64_t)(ex == 127 + 63));   /* x < 2^64 */
+    uint64_t top = nv_f32_top(u) & (0u - (uint64_t)(ex == 190));   /* x < 2^64: x itself */
     return (top & hi) | ((uint64_t)nv_f32_to_i64(x) & ~hi);
 }
 #else
@@ -785,23 +800,23 @@ NV_FN int32_t nv_f64_to_i32(double x)
     return in ? r : (-2147483647 - 1);
 }
 #if defined(NV_VECTORIZED_LOOPS) && !defined(NV_VECTOR_CVT64)
-/* as nv_f32_trunc_abs: |x| = m 2^sh, m < 2^53 */
-NV_FN uint64_t nv_f64_trunc_abs(int64_t u, int64_t ex)
+/* |x| = top 2^(ex - 1086) */
+NV_FN uint64_t nv_f64_top(int64_t u)
 {
-    return nv_trunc_abs(((uint64_t)u & 0xfffffffffffffull) | 0x10000000000000ull, ex - 1075);
+    return (((uint64_t)u & 0xfffffffffffffull) | 0x10000000000000ull) << 11;
 }
 NV_FN int64_t nv_f64_to_i64(double x)
 {
     int64_t u = (int64_t)nv_d2u(x);
     int64_t ex = (u >> 52) & 0x7ff;
-    return nv_signed_or_min(nv_f64_trunc_abs(u, ex), u, ex < 1023 + 63);   /* |x| < 2^63 */
+    return nv_trunc_signed(nv_f64_top(u), 1086 - ex, u < 0);
 }
 NV_FN uint64_t nv_f64_to_u64(double x)
 {
     int64_t u = (int64_t)nv_d2u(x);
     int64_t ex = (u >> 52) & 0x7ff;
     uint64_t hi = 0u - (uint64_t)(u >= 0x43e0000000000000ll & u <= 0x7ff0000000000000ll);
-    uint64_t top = nv_f64_trunc_abs(u, ex) & (0u - (uint64_t)(ex == 1023 + 63));   /* x < 2^64 */
+    uint64_t top = nv_f64_top(u) & (0u - (uint64_t)(ex == 1086));   /* x < 2^64: x itself */
     return (top & hi) | ((uint64_t)nv_f64_to_i64(x) & ~hi);   /* hi: 2^63 <= x <= inf */
 }
 #else
