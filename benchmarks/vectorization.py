@@ -7,7 +7,8 @@
 Each kernel of nuvec.codegen has a ``contig`` function (nuvec/codegen/dialects/c.py), the loop
 run on contiguous operands and on operands broadcast along rows of at least 64 elements (the
 launcher expands those into contiguous blocks; a kernel with split nodes, sin / cos / tan,
-power and the logarithms, runs it by blocks in two loops, both of which must vectorize), and a
+power, floor_divide, remainder and the logarithms, runs it by blocks in two loops, both of
+which must vectorize), and a
 ``strided`` one, run on any other layout (transposed, sliced with a step, broadcast along short
 rows): for a costly kernel (a transcendental, a division) its runs of 32 elements or more go
 through ``blocks``, which copies the strided operands into blocks for the contiguous loop;
@@ -15,7 +16,9 @@ shorter runs, and every
 run of a cheap kernel (where the strided loads are the cost), take a direct loop, built scalar.
 The sources (the prebuilt single-op kernels, and the fused kernels nv.compile makes of
 benchmarks.workloads' chains) are compiled with nuvec's own flags plus gcc's vectorization
-report (``-fopt-info-vec-optimized-missed``), for x86-64 (native, baseline, AVX2, AVX-512: a
+report (``-fopt-info-vec-optimized-missed``, and ``-fno-ipa-icf`` so that GCC reports each
+kernel's loop rather than fold kernels of identical code into one), for x86-64 (native,
+baseline, AVX2, AVX-512: a
 compile report, so the processor need not have them) and for aarch64 NEON where a cross gcc
 (``aarch64-linux-gnu-gcc``) is installed or the machine is one. Each contiguous loop is then
 vectorized (the widest vector it got), replaced by a libc call (memcpy/memset), or scalar with
@@ -246,6 +249,8 @@ def _status(diags: list[tuple[str, str, str]], line: int, end: int) -> tuple[str
             after = True
         elif after and "not vectorized" in msg and (end > line or int(ln) == line):
             return "scalar", 0, msg.split("not vectorized:", 1)[1].strip()
+    if any(int(ln) == line and "costings may not be worthwhile" in msg for ln, _, msg in diags):
+        return "scalar", 0, "the cost model: not worthwhile"
     return "scalar", 0, ""
 
 

@@ -16,7 +16,10 @@ gcc.
     python -m nuvec.codegen.tools.compare_kernels --ops power,astype --isa native,neon
     python -m nuvec.codegen.tools.compare_kernels --ops astype --exhaustive --only float32__
 
-``--base`` is a git revision of this repository; the candidate is the working tree.
+``--base`` is a git revision of this repository (or ``--base-dir``, a folder holding a copy of
+its ``nuvec/codegen``); the candidate is the working tree. The tool imports the generator
+alone, not nuvec, so it also runs as ``python3 nuvec/codegen/tools/compare_kernels.py`` where
+nuvec's extensions are not built.
 """
 
 from __future__ import annotations
@@ -80,6 +83,16 @@ named = [(f"{prefix}{i}", KernelSpec.single(op, tuple(ins), out))
          for i, (op, ins, out) in enumerate(specs)]
 json.dump([generate_many(named[c::chunks], "c") for c in range(chunks)], sys.stdout)
 """
+
+
+def _codegen():
+    """The working tree's generator, imported as the top-level package ``codegen``."""
+    if str(CODEGEN.parent) not in sys.path:
+        sys.path.insert(0, str(CODEGEN.parent))
+    import codegen.dialects.c
+    import codegen.prebuilt
+
+    return codegen
 
 
 def _codegen_parent(rev: str | None, tmp: Path) -> Path:
@@ -157,8 +170,7 @@ def can_run(isa: str) -> str | None:
 
 def build(isa: str, work: Path, sources: dict[str, list[str]], table: str, jobs: int) -> Path:
     """Compile both versions' sources and the driver for ``isa``; the program's path."""
-    from ..dialects.c import FLAGS
-
+    flags = [f for f in _codegen().dialects.c.FLAGS if f != "-fvisibility=hidden"]
     cc, extra, _ = ISAS[isa]
     d = work / isa
     d.mkdir(exist_ok=True)
@@ -171,7 +183,6 @@ def build(isa: str, work: Path, sources: dict[str, list[str]], table: str, jobs:
         name, text = unit
         c, o = d / f"{name}.c", d / f"{name}.o"
         c.write_text(text)
-        flags = [f for f in FLAGS if f != "-fvisibility=hidden"]
         r = subprocess.run([cc, *flags, *extra, "-c", str(c), "-o", str(o)], capture_output=True)
         if r.returncode != 0:
             raise RuntimeError(f"{cc} {name} for {isa}:\n{r.stderr.decode()[-3000:]}")
@@ -187,6 +198,7 @@ def build(isa: str, work: Path, sources: dict[str, list[str]], table: str, jobs:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m nuvec.codegen.tools.compare_kernels")
     ap.add_argument("--base", default="main", help="git revision to compare against")
+    ap.add_argument("--base-dir", help="a folder holding the base's nuvec/codegen instead")
     ap.add_argument("--ops", help="comma-separated ops (default: every op)")
     ap.add_argument("--only", help="only kernels whose name contains this")
     ap.add_argument("--isa", default="native", help=f"comma-separated, of {', '.join(ISAS)}")
@@ -196,8 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     a = ap.parse_args(argv)
 
-    from ..prebuilt import prebuilt_specs  # the candidate's list of kernels
-
+    prebuilt_specs = _codegen().prebuilt.prebuilt_specs  # the candidate's list of kernels
     ops = set(a.ops.split(",")) if a.ops else None
     specs = [
         (s.nodes[0].op, list(s.inputs), s.nodes[0].dtype)
@@ -213,7 +224,12 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(t)
         chunks = max(1, min(a.jobs * 2, len(specs) // 8 or 1))
         sources = {
-            "base": _sources(_codegen_parent(a.base, tmp), specs, "base_k", chunks),
+            "base": _sources(
+                Path(a.base_dir) / "nuvec" if a.base_dir else _codegen_parent(a.base, tmp),
+                specs,
+                "base_k",
+                chunks,
+            ),
             "cand": _sources(_codegen_parent(None, tmp), specs, "cand_k", chunks),
         }
         table = _table(specs, "".join(sources["base"]), "".join(sources["cand"]))
