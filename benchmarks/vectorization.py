@@ -7,7 +7,8 @@
 Each kernel of nuvec.codegen has a ``contig`` function (nuvec/codegen/dialects/c.py), the loop
 run on contiguous operands and on operands broadcast along rows of at least 64 elements (the
 launcher expands those into contiguous blocks; a kernel with split nodes, sin / cos / tan,
-power and the logarithms, runs it by blocks in two loops, both of which must vectorize), and a
+power, floor_divide, remainder and the logarithms, runs it by blocks in two loops, both of
+which must vectorize), and a
 ``strided`` one, run on any other layout (transposed, sliced with a step, broadcast along short
 rows): for a costly kernel (a transcendental, a division) its runs of 32 elements or more go
 through ``blocks``, which copies the strided operands into blocks for the contiguous loop;
@@ -15,7 +16,9 @@ shorter runs, and every
 run of a cheap kernel (where the strided loads are the cost), take a direct loop, built scalar.
 The sources (the prebuilt single-op kernels, and the fused kernels nv.compile makes of
 benchmarks.workloads' chains) are compiled with nuvec's own flags plus gcc's vectorization
-report (``-fopt-info-vec-optimized-missed``), for x86-64 (native, baseline, AVX2, AVX-512: a
+report (``-fopt-info-vec-optimized-missed``, and ``-fno-ipa-icf`` so that GCC reports each
+kernel's loop rather than fold kernels of identical code into one), for x86-64 (native,
+baseline, AVX2, AVX-512: a
 compile report, so the processor need not have them) and for aarch64 NEON where a cross gcc
 (``aarch64-linux-gnu-gcc``) is installed or the machine is one. Each contiguous loop is then
 vectorized (the widest vector it got), replaced by a libc call (memcpy/memset), or scalar with
@@ -57,9 +60,10 @@ _CASE = re.compile(r"^    (?:case (\d+)|default): NV_COPY_STEP")
 # the loops of a split kernel's contiguous function (guard pass, split body, full body)
 _PART = re.compile(r"^( +)for \(int64_t i = i0; i < e; i\+\+\) \{$")
 _PARTS = ("split pass", "full body")
-_FILL = re.compile(r"^    if \(s\[\d+\] == 0\) for ")
+_FILL = re.compile(r"^    if \(s\[\d+\] == 0\) \{ .* for ")
 _DIAG = re.compile(r"^[^:]*:(\d+):\d+: (optimized|missed): (.*)$")
 _WIDTH = re.compile(r"loop vectorized using (\d+) byte vectors")
+_LIBC_COPIES = {"memcpy", "memset", "memmove"}
 
 
 @dataclass
@@ -245,6 +249,8 @@ def _status(diags: list[tuple[str, str, str]], line: int, end: int) -> tuple[str
             after = True
         elif after and "not vectorized" in msg and (end > line or int(ln) == line):
             return "scalar", 0, msg.split("not vectorized:", 1)[1].strip()
+    if any(int(ln) == line and "costings may not be worthwhile" in msg for ln, _, msg in diags):
+        return "scalar", 0, "the cost model: not worthwhile"
     return "scalar", 0, ""
 
 
@@ -255,7 +261,10 @@ def analyse(source: str, isa: str, label: str | None = None) -> list[Loop]:
     with tempfile.TemporaryDirectory(prefix="nuvec-vec-") as d:
         c, report = Path(d) / "k.c", Path(d) / "vec.txt"
         c.write_text(source)
-        cmd = [cc, *_flags(isa), f"-fopt-info-vec-optimized-missed={report}", "-c", str(c)]
+        # -fno-ipa-icf: GCC would fold kernels of identical code into one function, whose loop
+        # alone it then reports (the folded one's loop is that same code)
+        report_flags = [f"-fopt-info-vec-optimized-missed={report}", "-fno-ipa-icf"]
+        cmd = [cc, *_flags(isa), *report_flags, "-c", str(c)]
         r = subprocess.run(cmd + ["-o", str(Path(d) / "k.o")], capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"{cc} failed for {isa}: {r.stderr[-2000:]}")
@@ -299,7 +308,7 @@ def analyse(source: str, isa: str, label: str | None = None) -> list[Loop]:
         elif status == "scalar":
             if not why and kind == "strided":
                 why = "direct loop, built with no-tree-vectorize"
-            ext = sorted(calls.get(fname, ()))
+            ext = sorted(set(calls.get(fname, ())) - _LIBC_COPIES)
             if ext:  # a library function without a vector variant keeps the loop scalar
                 why = f"calls {', '.join(ext)}; gcc: {why or 'no reason'}"
             why = why or "no report"
@@ -323,8 +332,8 @@ def analyse(source: str, isa: str, label: str | None = None) -> list[Loop]:
         if fills.get(kernel):
             status, width = "scalar", 0
             why = f"a broadcast fill is scalar: {fills[kernel][0]}"
-        own = sorted(calls.get(f"{kernel}_blocks", ()))
-        if own:  # math of its own, outside the contiguous loop
+        own = sorted(set(calls.get(f"{kernel}_blocks", ())) - _LIBC_COPIES)
+        if own:  # math of its own, outside the contiguous loop (a copy or fill is no math)
             status, width, why = "scalar", 0, f"blocks call {', '.join(own)}"
         out.append(Loop(c.kernel, "strided", isa, status, width, why))
     return out

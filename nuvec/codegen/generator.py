@@ -132,26 +132,32 @@ def cast_expr(src: str, dst: str, x: str) -> str:
         return f"nv_c64_make({cast_expr(src, 'float32', x)}, 0.0f)"
     narrow = _ROUND.get(dst)
     if src == "bool":
+        if CTYPE[dst] in ("float", "double"):  # through int32, a conversion vector ISAs have
+            return f"(({CTYPE[dst]})(int32_t){x})"
         return f"(({CTYPE[dst]}){x})"
     if src in _INT_BITS:
         if dst in _INT_BITS:
             return f"(({CTYPE[dst]}){x})"
+        bits, signed = _INT_BITS[src], src.startswith("int")
+        # 64-bit integers convert through nv_ops.h's functions (bit operations where the
+        # vector ISA has no such conversion)
         if dst == "float64":
-            return f"nv_from_int_f64((double){x})"
-        f32 = f"nv_from_int_f32((float){x})"  # exact below 2^24 (and rounded once above)
+            conv = f"nv_{SUFFIX[src]}_to_f64({x})" if bits == 64 else f"(double){x}"
+            return f"nv_from_int_f64({conv})"
+        conv = f"nv_{SUFFIX[src]}_to_f32({x})" if bits == 64 else f"(float){x}"
+        f32 = f"nv_from_int_f32({conv})"  # exact below 2^24 (and rounded once above)
         if dst == "float32":
             return f32
-        bits, signed = _INT_BITS[src], src.startswith("int")
         if bits <= 16:
             return f"{narrow}({f32})"
         if dst == "float16":  # beyond 2^17 everything is inf: clamp, then exact in float32
-            big = f"{x} > ({CTYPE[src]})131072{'' if signed else 'u'} ? 131072.0f : "
-            if signed:
-                return f"{narrow}({big}({x} < ({CTYPE[src]})-131072 ? -131072.0f : {f32}))"
-            return f"{narrow}({big}{f32})"
-        if src == "uint64":
-            return f"{narrow}(nv_u64_to_f32_odd({x}))"
-        return f"{narrow}(nv_i64_to_f32_odd((int64_t){x}))"
+            t, u = CTYPE[src], "" if signed else "u"
+            low = f"{x} < ({t})-131072 ? ({t})-131072 : {x}" if signed else x
+            return (
+                f"{narrow}(nv_from_int_f32((float)(int32_t)"
+                f"({x} > ({t})131072{u} ? ({t})131072{u} : ({low}))))"
+            )
+        return f"{narrow}(nv_{SUFFIX[src]}_to_f32_odd({x}))"
     if src == "float64":
         if dst in _INT_BITS:
             return f"nv_f64_to_{SUFFIX[dst]}({x})"
@@ -229,9 +235,17 @@ def node_expr(
 
 def _split_of(op: str, src: str, fast: dict | None) -> tuple[str, str] | None:
     """The (function, guard) a node of ``op`` on ``src`` runs as in split blocks, if any: a
-    float32 computation (float16 and bfloat16 too) of nuvec's own function."""
+    float32 computation (float16 and bfloat16 too) of nuvec's own function, or an integer one
+    of 32 or 64 bits (ElementwiseOp.split_int)."""
     rec = OPS.get(op)
-    if rec is None or rec.split is None or SUFFIX[src] != "f32" or src == "complex64":
+    if rec is None:
+        return None
+    if src in _INT_BITS:
+        if rec.split_int is None or _INT_BITS[src] < 32:
+            return None
+        fn, guard = rec.split_int
+        return fn.format(s=SUFFIX[src]), guard.format(s=SUFFIX[src])
+    if rec.split is None or SUFFIX[src] != "f32" or src == "complex64":
         return None
     if fast is not None and op in fast:
         return None

@@ -496,16 +496,18 @@ NV_FN nv_reduced nv_rem_pio2(float x)
     int32_t big = u > 0x3f490fdbu ? 1 : 0;      /* |x| > pi/4 */
     uint32_t ue = big & u < 0x7f800000u ? u : 0x3f800000u;   /* a harmless value otherwise */
     int32_t ex = (int32_t)(ue >> 23);           /* biased exponent, 126..254 */
-    uint64_t m = (uint64_t)((ue & 0x7fffffu) | 0x800000u);
+    uint32_t m = (ue & 0x7fffffu) | 0x800000u;
     int32_t sft = 376 - ex;
     int32_t wi = sft >> 5;
     int32_t bo = sft & 31;
-    uint64_t w0 = nv_tp_word(wi), w1 = nv_tp_word(wi + 1);
-    uint64_t w2 = nv_tp_word(wi + 2), w3 = nv_tp_word(wi + 3);
-    uint64_t g0 = (uint32_t)(((w1 << 32) | w0) >> bo);
-    uint64_t g1 = (uint32_t)(((w2 << 32) | w1) >> bo);
-    uint64_t g2 = (uint32_t)(((w3 << 32) | w2) >> bo);
-    uint64_t y = ((m * g2) << 32) + m * g1 + ((m * g0) >> 32);
+    uint32_t w0 = nv_tp_word(wi), w1 = nv_tp_word(wi + 1);
+    uint32_t w2 = nv_tp_word(wi + 2), w3 = nv_tp_word(wi + 3);
+    /* 32-bit windows (w_hi:w_lo) >> bo; << (31 - bo) << 1 is << (32 - bo), 0 for bo = 0 */
+    uint32_t g0 = (w0 >> bo) | (w1 << (31 - bo) << 1);
+    uint32_t g1 = (w1 >> bo) | (w2 << (31 - bo) << 1);
+    uint32_t g2 = (w2 >> bo) | (w3 << (31 - bo) << 1);
+    /* 32 x 32 -> 64-bit products, which the vector ISAs have (NEON has no 64-bit multiply) */
+    uint64_t y = (((uint64_t)m * g2) << 32) + (uint64_t)m * g1 + (((uint64_t)m * g0) >> 32);
     uint64_t q = ((y + 0x2000000000000000ull) >> 62) & 3u;
     uint64_t fr = y - (q << 62);                /* signed fraction, two's complement */
     /* split the signed 62-bit fraction into three exactly representable pieces */

@@ -24,9 +24,23 @@
  * The prelude provides NV_FN, bit casts (nv_f2u, nv_u2f and, with float64, nv_d2u, nv_u2d),
  * the fixed-width integer types, NV_NOFUSE(x) (x, opaque to re-association and fusion
  * where the compiler needs telling), and defines NV_NO_F64 where float64 does not exist.
+ *
+ * NV_VECTORIZED_LOOPS (the C dialect, whose loops the C compiler vectorizes) selects, for the
+ * ops whose plain form keeps a loop scalar (a data-dependent loop, a division, a libm call, a
+ * conversion the vector ISA lacks), forms in straight-line code with the same results; the
+ * GPU dialects keep the plain forms.
  */
 
 typedef struct { float re; float im; } nv_c64;
+
+/* vector conversions between 64-bit integers and float64 (AVX-512DQ, aarch64) and float32
+ * (AVX-512DQ); elsewhere the C dialect converts through bit operations (same results) */
+#if defined(NV_VECTORIZED_LOOPS) && (defined(__AVX512DQ__) || defined(__aarch64__))
+#define NV_VECTOR_CVT64 1
+#endif
+#if defined(NV_VECTORIZED_LOOPS) && defined(__AVX512DQ__)
+#define NV_VECTOR_CVT64_F32 1
+#endif
 
 /* ---- float16 / bfloat16 <-> float32 ------------------------------------------------------ */
 
@@ -105,7 +119,55 @@ NV_FN T nv_left_shift_##S(T a, T b)                                             
     return ok ? (T)((W)a << (ok ? b : (T)0)) : (T)0;                                        \
 }
 
-#define NV_INT_SIGNED(S, T, W, BITS, TMIN)                                                    \
+/* Integer division and power without branches or data-dependent loops (NV_VECTORIZED_LOOPS):
+ * x86 and NEON have no vector integer division, but the quotient of integers of at most 16
+ * bits is exact as float32 and of 32 bits as float64: a / d is an integer (exact) or at least
+ * 1/|d| from one, a relative distance of at least 1/|a| >= 2^-16 (2^-32), more than the
+ * division's rounding error of 2^-24 (2^-53), so truncating the rounded quotient gives the
+ * integer one. 64-bit operands have no such form (float64 holds 53 bits) and divide as
+ * integers. Power squares over every bit of the exponent (a fixed count, unrolled): the
+ * squarings after the last set bit leave the result as it is. */
+#if defined(NV_VECTORIZED_LOOPS)
+#define NV_QUOT16(T, a, d) ((T)(int32_t)((float)(a) / (float)(d)))
+#define NV_QUOT32(T, a, d) ((T)(int32_t)((double)(a) / (double)(d)))
+#define NV_REM(T, W, a, d, q) ((T)((W)(a) - (W)(q) * (W)(d)))
+#define NV_POW_LOOP(W, r, base, e, NBITS)                                                     \
+    _Pragma("GCC unroll 64")                                                                \
+    for (int k = 0; k < (NBITS); k++) {                                                     \
+        W bit = e & (W)1;                       /* r times base or 1, as arithmetic */      \
+        r = r * ((base & ((W)0 - bit)) | (bit ^ (W)1));                                     \
+        base = base * base;                                                                 \
+        e >>= 1;                                                                            \
+    }
+/* 0 <= a / d < 2^32 truncated, through float64: the conversions of uint32 <-> float64 as bit
+ * operations (x86 before AVX-512 has only the signed ones) */
+NV_FN uint32_t nv_quot_u32(uint32_t a, uint32_t d)
+{
+    double fa = nv_u2d(0x4330000000000000ull | a) - 0x1p52;
+    double fd = nv_u2d(0x4330000000000000ull | d) - 0x1p52;
+    return (uint32_t)nv_d2u(floor(fa / fd) + 0x1p52);
+}
+#define NV_QUOTU32(T, a, d) nv_quot_u32(a, d)
+/* a^b for b < 0: 1 for a = 1, +-1 for a = -1, else 0, as arithmetic (nested selects on a
+ * broadcast a are unswitched into loops GCC then does not vectorize) */
+#define NV_POW_NEG(T, W, a, b)                                                                \
+    ((T)((W)((a) == (T)1 | (a) == (T)(-1)) - (W)2 * ((W)((a) == (T)(-1)) & (W)(b) & (W)1)))
+#else
+#define NV_POW_NEG(T, W, a, b)                                                                \
+    ((a) == (T)1 ? (T)1 : ((a) == (T)(-1) ? (T)(((b) & (T)1) ? -1 : 1) : (T)0))
+#define NV_QUOT16(T, a, d) ((T)((a) / (d)))
+#define NV_QUOT32(T, a, d) ((T)((a) / (d)))
+#define NV_QUOTU32(T, a, d) ((T)((a) / (d)))
+#define NV_REM(T, W, a, d, q) ((T)((a) % (d)))
+#define NV_POW_LOOP(W, r, base, e, NBITS)                                                     \
+    for (; e != (W)0; e >>= 1) {                                                            \
+        r = (e & (W)1) ? r * base : r;                                                      \
+        base = base * base;                                                                 \
+    }
+#endif
+#define NV_QUOT64(T, a, d) ((T)((a) / (d)))
+
+#define NV_INT_SIGNED(S, T, W, BITS, TMIN, QUOT)                                              \
 NV_INT_COMMON(S, T, W, BITS)                                                                \
 NV_FN T nv_abs_##S(T a) { return a < (T)0 ? (T)((W)0 - (W)a) : a; }                         \
 NV_FN T nv_sign_##S(T a) { return (T)((a > (T)0) - (a < (T)0)); }                           \
@@ -119,7 +181,7 @@ NV_FN T nv_floor_divide_##S(T a, T b)                                           
 {                                                                                           \
     int bad = (b == (T)0) | (a == (T)(TMIN) & b == (T)(-1));                              \
     T d = bad ? (T)1 : b;                                                                   \
-    T q = (T)(a / d), r = (T)(a % d);                                                       \
+    T q = QUOT(T, a, d), r = NV_REM(T, W, a, d, q);                                         \
     q = (r != (T)0 & ((r < (T)0) != (d < (T)0))) ? (T)((W)q - (W)1) : q;                   \
     return b == (T)0 ? (T)0 : q;                                                            \
 }                                                                                           \
@@ -127,22 +189,19 @@ NV_FN T nv_remainder_##S(T a, T b)                                              
 {                                                                                           \
     int bad = (b == (T)0) | (a == (T)(TMIN) & b == (T)(-1));                              \
     T d = bad ? (T)1 : b;                                                                   \
-    T r = (T)(a % d);                                                                       \
+    T r = NV_REM(T, W, a, d, QUOT(T, a, d));                                                \
     r = (r != (T)0 & ((r < (T)0) != (d < (T)0))) ? (T)(r + d) : r;                         \
     return b == (T)0 ? (T)0 : r;                                                            \
 }                                                                                           \
 NV_FN T nv_power_##S(T a, T b)                                                              \
 {                                                                                           \
     W r = 1, base = (W)a, e = (W)b;                                                         \
-    for (; e != (W)0; e >>= 1) {                                                            \
-        r = (e & (W)1) ? r * base : r;                                                      \
-        base = base * base;                                                                 \
-    }                                                                                       \
-    T neg = a == (T)1 ? (T)1 : (a == (T)(-1) ? (T)((b & (T)1) ? -1 : 1) : (T)0);            \
+    NV_POW_LOOP(W, r, base, e, BITS - 1)                                                    \
+    T neg = NV_POW_NEG(T, W, a, b);                                                         \
     return b < (T)0 ? neg : (T)r;                                                           \
 }
 
-#define NV_INT_UNSIGNED(S, T, W, BITS)                                                        \
+#define NV_INT_UNSIGNED(S, T, W, BITS, QUOT)                                                  \
 NV_INT_COMMON(S, T, W, BITS)                                                                \
 NV_FN T nv_abs_##S(T a) { return a; }                                                       \
 NV_FN T nv_sign_##S(T a) { return (T)(a > (T)0); }                                          \
@@ -151,26 +210,44 @@ NV_FN T nv_right_shift_##S(T a, T b)                                            
     int ok = b < (T)(BITS);                                                                 \
     return ok ? (T)(a >> (ok ? b : (T)0)) : (T)0;                                           \
 }                                                                                           \
-NV_FN T nv_floor_divide_##S(T a, T b) { return b == (T)0 ? (T)0 : (T)(a / (b ? b : (T)1)); } \
-NV_FN T nv_remainder_##S(T a, T b) { return b == (T)0 ? (T)0 : (T)(a % (b ? b : (T)1)); }   \
+NV_FN T nv_floor_divide_##S(T a, T b) { return b == (T)0 ? (T)0 : QUOT(T, a, (b ? b : (T)1)); } \
+NV_FN T nv_remainder_##S(T a, T b)                                                          \
+{                                                                                           \
+    T d = b ? b : (T)1;                                                                     \
+    return b == (T)0 ? (T)0 : NV_REM(T, W, a, d, QUOT(T, a, d));                            \
+}                                                                                           \
 NV_FN T nv_power_##S(T a, T b)                                                              \
 {                                                                                           \
     W r = 1, base = (W)a, e = (W)b;                                                         \
-    for (; e != (W)0; e >>= 1) {                                                            \
-        r = (e & (W)1) ? r * base : r;                                                      \
-        base = base * base;                                                                 \
-    }                                                                                       \
+    NV_POW_LOOP(W, r, base, e, BITS)                                                        \
     return (T)r;                                                                            \
 }
 
-NV_INT_SIGNED(i8, int8_t, uint32_t, 8, -128)
-NV_INT_SIGNED(i16, int16_t, uint32_t, 16, -32768)
-NV_INT_SIGNED(i32, int32_t, uint32_t, 32, (-2147483647 - 1))
-NV_INT_SIGNED(i64, int64_t, uint64_t, 64, (-9223372036854775807ll - 1))
-NV_INT_UNSIGNED(u8, uint8_t, uint32_t, 8)
-NV_INT_UNSIGNED(u16, uint16_t, uint32_t, 16)
-NV_INT_UNSIGNED(u32, uint32_t, uint32_t, 32)
-NV_INT_UNSIGNED(u64, uint64_t, uint64_t, 64)
+NV_INT_SIGNED(i8, int8_t, uint32_t, 8, -128, NV_QUOT16)
+NV_INT_SIGNED(i16, int16_t, uint32_t, 16, -32768, NV_QUOT16)
+NV_INT_SIGNED(i32, int32_t, uint32_t, 32, (-2147483647 - 1), NV_QUOT32)
+NV_INT_SIGNED(i64, int64_t, uint64_t, 64, (-9223372036854775807ll - 1), NV_QUOT64)
+NV_INT_UNSIGNED(u8, uint8_t, uint32_t, 8, NV_QUOT16)
+NV_INT_UNSIGNED(u16, uint16_t, uint32_t, 16, NV_QUOT16)
+NV_INT_UNSIGNED(u32, uint32_t, uint32_t, 32, NV_QUOTU32)
+NV_INT_UNSIGNED(u64, uint64_t, uint64_t, 64, NV_QUOT64)
+
+#if defined(NV_VECTORIZED_LOOPS)
+/* power's split form (ElementwiseOp.split_int) for 32 and 64 bits: where no exponent of a
+ * block is negative or 2^8 or more, 8 squarings give the result of a squaring per bit */
+#define NV_POWER_SPLIT(S, T, W)                                                               \
+NV_FN uint32_t nv_power_large_##S(T a, T b) { return (uint32_t)(((W)b >> 8) != (W)0); }      \
+NV_FN T nv_power_small_##S(T a, T b)                                                        \
+{                                                                                           \
+    W r = 1, base = (W)a, e = (W)b;                                                         \
+    NV_POW_LOOP(W, r, base, e, 8)                                                           \
+    return (T)r;                                                                            \
+}
+NV_POWER_SPLIT(i32, int32_t, uint32_t)
+NV_POWER_SPLIT(i64, int64_t, uint64_t)
+NV_POWER_SPLIT(u32, uint32_t, uint32_t)
+NV_POWER_SPLIT(u64, uint64_t, uint64_t)
+#endif
 
 /* ---- bool (uint8_t holding 0 or 1) ----------------------------------------------------------- */
 
@@ -233,12 +310,81 @@ NV_FN float nv_arctanh_f32(float a) { return nv_atanh_f32(a); }
 NV_FN float nv_power_f32(float a, float b) { return nv_pow_f32(a, b); }
 NV_FN float nv_arctan2_f32(float a, float b) { return nv_atan2_f32(a, b); }
 
-/* Python / NumPy floor division and remainder from the exact fmod:
- * q = round((a - fmod(a, b)) / b) adjusted so that a = q b + r with r of the sign of b. */
-NV_FN float nv_floor_divide_f32(float a, float b)
+/* fmodf(a, b). In the C dialect (NV_VECTORIZED_LOOPS) exactly, in straight-line code, as a
+ * libm call would keep the loop scalar: |a| = A 2^(ea-150) and |b| = B 2^(eb-150) with integers
+ * A, B < 2^24, and where |a| >= |b| (so ea >= eb) fmod(a, b) = (A 2^(ea-eb) mod B) 2^(eb-150)
+ * with a's sign. A 2^(ea-eb) mod B is reduced in float64, 28 bits of the shift at a time: with
+ * X < B < 2^24, X 2^s < 2^52 and X 2^s / B is an integer or at least 1/B from one, more than
+ * its rounding error (below X 2^s 2^-53 / B), so floor gives the exact quotient and X 2^s - q B
+ * is exact. NaN operands, an infinite a and b = 0 give glibc's (a b) / (a b): the NaN that a
+ * product of a and b passes on (nv_nan_of_product), or the machine's default NaN. */
+#if defined(NV_VECTORIZED_LOOPS)
+/* the NaN that a b gives where a or b is NaN, quieted: a signalling one first on aarch64, then
+ * the first operand's (x86: the first operand's). Written out, as a compiler may swap the
+ * operands of a multiplication. */
+NV_FN float nv_nan_of_product(float a, float b)
 {
-    float bb = b == 0.0f ? 1.0f : b;
-    float mod = fmodf(a, bb);
+    uint32_t ua = nv_f2u(a), ub = nv_f2u(b);
+    uint32_t a_nan = (ua & 0x7fffffffu) > 0x7f800000u;
+#if defined(__aarch64__)
+    uint32_t b_snan = (ub & 0x7fffffffu) > 0x7f800000u & (ub & 0x00400000u) == 0u;
+    uint32_t a_snan = a_nan & (ua & 0x00400000u) == 0u;
+    uint32_t pick_a = a_snan | (a_nan & !b_snan);
+#else
+    uint32_t pick_a = a_nan;
+#endif
+    return nv_u2f((pick_a ? ua : ub) | 0x00400000u);
+}
+NV_FN float nv_fmod_f32(float a, float b)
+{
+    /* every condition on 32-bit lanes: GCC vectorizes no select between masks of two widths */
+    uint32_t ua = nv_f2u(a) & 0x7fffffffu, ub = nv_f2u(b) & 0x7fffffffu;
+    uint32_t ea = ua >> 23, eb = ub >> 23;
+    uint32_t ia = (ua & 0x7fffffu) | (ea != 0u ? 0x800000u : 0u);
+    uint32_t ib = (ub & 0x7fffffu) | (eb != 0u ? 0x800000u : 0u);
+    ea = ea != 0u ? ea : 1u;                    /* subnormals: exponent 1, no implicit bit */
+    eb = eb != 0u ? eb : 1u;
+    ib = ib != 0u ? ib : 1u;                    /* b = 0: a harmless divisor, result below */
+    int32_t shift = (int32_t)ea - (int32_t)eb;
+    double ma = (double)(int32_t)ia, mb = (double)(int32_t)ib;
+    double x = ma - floor(ma / mb) * mb;
+    _Pragma("GCC unroll 10")
+    for (int32_t k = 0; k < 10; k++) {          /* ea - eb <= 253 < 10 * 28 */
+        int32_t s = shift - 28 * k;
+        s = s < 0 ? 0 : (s > 28 ? 28 : s);
+        x = x * nv_u2d((uint64_t)(s + 1023) << 52);
+        x = x - floor(x / mb) * mb;
+    }
+    float r = (float)(x * nv_u2d((uint64_t)(eb + (1023u - 150u)) << 52));
+    r = fabsf(a) < fabsf(b) ? a : copysignf(r, a);
+    float ab = a * b;
+    float special = a != a | b != b ? nv_nan_of_product(a, b) : ab / ab;
+    return fabsf(a) < NV_INF_F & fabsf(b) > 0.0f ? r : special;
+}
+
+/* fmodf(a, b) where nv_fmod_large_f32(a, b) is 0: |a| < 2^22 |b| and b finite (so a is finite
+ * and b nonzero). The quotient q = trunc(a / b) is |a / b| truncated or, where the division
+ * rounded up to the next integer, one more in magnitude; a - q b is a multiple of ulp(b) (or
+ * a - b with b/2 <= |a| <= 2|b|) below |b| in magnitude, so the fma gives it exactly, and the
+ * one correction (an opposite sign) adds b back exactly. */
+NV_FN uint32_t nv_fmod_large_f32(float a, float b)
+{
+    return (uint32_t)(!(fabsf(a) < 0x1p22f * fabsf(b)) | (fabsf(b) == NV_INF_F));
+}
+NV_FN float nv_fmod_small_f32(float a, float b)
+{
+    float q = truncf(a / b);
+    float r = fmaf(-q, b, a);
+    r = (r != 0.0f & ((r < 0.0f) != (a < 0.0f))) ? r + copysignf(b, a) : r;
+    return r != 0.0f ? r : copysignf(0.0f, a);
+}
+#endif
+
+/* Python / NumPy floor division and remainder from the exact fmod ``mod`` of a and bb (b, or
+ * 1 where b = 0): q = round((a - mod) / bb) adjusted so that a = q bb + r with r of the sign of
+ * bb. */
+NV_FN float nv_floor_divide_mod(float a, float b, float bb, float mod)
+{
     float div = (a - mod) / bb;
     div = (mod != 0.0f & ((bb < 0.0f) != (mod < 0.0f))) ? div - 1.0f : div;
     float fl = floorf(div);
@@ -247,14 +393,44 @@ NV_FN float nv_floor_divide_f32(float a, float b)
     return b == 0.0f ? a / b : fl;
 }
 
+NV_FN float nv_remainder_mod(float bb, float mod)
+{
+    float adj = (mod != 0.0f & ((bb < 0.0f) != (mod < 0.0f))) ? mod + bb : mod;
+    return mod != 0.0f ? adj : copysignf(0.0f, bb);
+}
+
+/* The C dialect's forms take b for bb (no select on b, which GCC would fold into the guards'
+ * masks and then not vectorize): where b = 0 floor_divide's result is a / b whatever the rest
+ * gives, and remainder's is fmod(a, 0), a NaN, which nv_remainder_mod passes through. */
+#if defined(NV_VECTORIZED_LOOPS)
+NV_FN float nv_floor_divide_f32(float a, float b)
+{
+    return nv_floor_divide_mod(a, b, b, nv_fmod_f32(a, b));
+}
+NV_FN float nv_remainder_f32(float a, float b) { return nv_remainder_mod(b, nv_fmod_f32(a, b)); }
+
+/* the split forms (ElementwiseOp.split): the same bits where nv_fmod_large_f32(a, b) is 0 */
+NV_FN float nv_floor_divide_small_f32(float a, float b)
+{
+    return nv_floor_divide_mod(a, b, b, nv_fmod_small_f32(a, b));
+}
+NV_FN float nv_remainder_small_f32(float a, float b)
+{
+    return nv_remainder_mod(b, nv_fmod_small_f32(a, b));
+}
+#else
+NV_FN float nv_floor_divide_f32(float a, float b)
+{
+    float bb = b == 0.0f ? 1.0f : b;
+    return nv_floor_divide_mod(a, b, bb, fmodf(a, bb));
+}
+
 NV_FN float nv_remainder_f32(float a, float b)
 {
     float bb = b == 0.0f ? 1.0f : b;
-    float mod = fmodf(a, bb);
-    float adj = (mod != 0.0f & ((bb < 0.0f) != (mod < 0.0f))) ? mod + bb : mod;
-    adj = mod != 0.0f ? adj : copysignf(0.0f, bb);
-    return b == 0.0f ? fmodf(a, b) : adj;
+    return b == 0.0f ? fmodf(a, b) : nv_remainder_mod(bb, fmodf(a, bb));
 }
+#endif
 
 #define NV_CMP(S, T)                                                                          \
 NV_FN uint8_t nv_equal_##S(T a, T b) { return (uint8_t)(a == b); }                           \
@@ -286,22 +462,54 @@ NV_FN int32_t nv_f32_to_i32(float x)
     int32_t r = (int32_t)(in ? x : 0.0f);
     return in ? r : (-2147483647 - 1);
 }
+#if defined(NV_VECTORIZED_LOOPS) && !defined(NV_VECTOR_CVT64_F32)
+/* |x| = top 2^-down with top the significand shifted to bit 63 or below: truncated, top >> down
+ * where 1 <= down < 64, 0 from 64 on, INT64_MIN for down < 1 (|x| >= 2^63, inf, NaN); then
+ * negated where neg. Every step on 64-bit lanes, and as masks rather than selects (GCC threads
+ * nested selects into more paths than it if-converts); the shift count masked to 0..63. */
+NV_FN int64_t nv_trunc_signed(uint64_t top, int64_t down, int neg)
+{
+    uint64_t mag = (top >> ((uint64_t)down & 63u)) & (0u - (uint64_t)(down < 64));
+    mag = down >= 1 ? mag : 0x8000000000000000ull;
+    uint64_t s = 0u - (uint64_t)neg;
+    return (int64_t)((mag ^ s) - s);
+}
+/* |x| = top 2^(ex - 190) */
+NV_FN uint64_t nv_f32_top(int64_t u) { return (uint64_t)((u & 0x7fffff) | 0x800000) << 40; }
+NV_FN int64_t nv_f32_to_i64(float x)
+{
+    int64_t u = (int64_t)(int32_t)nv_f2u(x);    /* the sign extended */
+    int64_t ex = (u >> 23) & 0xff;
+    return nv_trunc_signed(nv_f32_top(u), 190 - ex, u < 0);
+}
+NV_FN uint64_t nv_f32_to_u64(float x)
+{
+    int64_t u = (int64_t)(int32_t)nv_f2u(x);
+    int64_t ex = (u >> 23) & 0xff;
+    uint64_t hi = 0u - (uint64_t)(u >= 0x5f000000 & u <= 0x7f800000);   /* 2^63 <= x <= inf */
+    uint64_t top = nv_f32_top(u) & (0u - (uint64_t)(ex == 190));   /* x < 2^64: x itself */
+    return (top & hi) | ((uint64_t)nv_f32_to_i64(x) & ~hi);
+}
+#else
 NV_FN int64_t nv_f32_to_i64(float x)
 {
     int in = x > -0x1p63f & x < 0x1p63f;
     int64_t r = (int64_t)(in ? x : 0.0f);
     return in ? r : (-9223372036854775807ll - 1);
 }
+#endif
 NV_FN uint32_t nv_f32_to_u32(float x)
 {
     int hi = x >= 0x1p31f;   /* x - 2^31 is exact there */
     return (uint32_t)nv_f32_to_i32(hi ? x - 0x1p31f : x) ^ (hi ? 0x80000000u : 0u);
 }
+#if !defined(NV_VECTORIZED_LOOPS) || defined(NV_VECTOR_CVT64_F32)
 NV_FN uint64_t nv_f32_to_u64(float x)
 {
     int hi = x >= 0x1p63f;
     return (uint64_t)nv_f32_to_i64(hi ? x - 0x1p63f : x) ^ (hi ? 0x8000000000000000ull : 0ull);
 }
+#endif
 NV_FN uint32_t nv_f16_to_u32(float x) { return (uint32_t)nv_f32_to_i64(x); }
 /* float -> 8/16-bit: the low bits of int32 (in range) or of INT32_MIN (out of range, NaN) */
 NV_FN uint32_t nv_f32_low32(float x)
@@ -322,7 +530,11 @@ NV_FN uint16_t nv_f32_to_u16(float x) { return (uint16_t)nv_f32_low32(x); }
 NV_FN float nv_from_int_f32(float f) { return nv_u2f(nv_f2u(f) & (f == 0.0f ? 0x7fffffffu : ~0u)); }
 
 /* integers wider than 24 bits -> float32, rounded to odd: a later rounding to bfloat16 is then
- * correctly rounded (float32 has more than 2 bits beyond bfloat16's 8) */
+ * correctly rounded (float32 has more than 2 bits beyond bfloat16's 8). The C dialect's forms,
+ * and its 64-bit integer -> float32 conversions, are in the float64 section. */
+#if !defined(NV_VECTORIZED_LOOPS)
+NV_FN float nv_i64_to_f32(int64_t i) { return (float)i; }
+NV_FN float nv_u64_to_f32(uint64_t i) { return (float)i; }
 NV_FN float nv_i64_to_f32_odd(int64_t i)
 {
     float f = nv_from_int_f32((float)i);
@@ -344,6 +556,9 @@ NV_FN float nv_u64_to_f32_odd(uint64_t i)
     uint32_t odd = (b & 1u) ? b : (away ? b + 1u : b - 1u);
     return (exact | (b & 1u)) ? f : nv_u2f(odd);
 }
+NV_FN float nv_i32_to_f32_odd(int32_t i) { return nv_i64_to_f32_odd((int64_t)i); }
+NV_FN float nv_u32_to_f32_odd(uint32_t i) { return nv_i64_to_f32_odd((int64_t)i); }
+#endif
 
 /* ---- complex64 ---------------------------------------------------------------------------- */
 
@@ -584,21 +799,43 @@ NV_FN int32_t nv_f64_to_i32(double x)
     int32_t r = (int32_t)(in ? x : 0.0);
     return in ? r : (-2147483647 - 1);
 }
+#if defined(NV_VECTORIZED_LOOPS) && !defined(NV_VECTOR_CVT64)
+/* |x| = top 2^(ex - 1086) */
+NV_FN uint64_t nv_f64_top(int64_t u)
+{
+    return (((uint64_t)u & 0xfffffffffffffull) | 0x10000000000000ull) << 11;
+}
+NV_FN int64_t nv_f64_to_i64(double x)
+{
+    int64_t u = (int64_t)nv_d2u(x);
+    int64_t ex = (u >> 52) & 0x7ff;
+    return nv_trunc_signed(nv_f64_top(u), 1086 - ex, u < 0);
+}
+NV_FN uint64_t nv_f64_to_u64(double x)
+{
+    int64_t u = (int64_t)nv_d2u(x);
+    int64_t ex = (u >> 52) & 0x7ff;
+    uint64_t hi = 0u - (uint64_t)(u >= 0x43e0000000000000ll & u <= 0x7ff0000000000000ll);
+    uint64_t top = nv_f64_top(u) & (0u - (uint64_t)(ex == 1086));   /* x < 2^64: x itself */
+    return (top & hi) | ((uint64_t)nv_f64_to_i64(x) & ~hi);   /* hi: 2^63 <= x <= inf */
+}
+#else
 NV_FN int64_t nv_f64_to_i64(double x)
 {
     int in = x > -0x1p63 & x < 0x1p63;
     int64_t r = (int64_t)(in ? x : 0.0);
     return in ? r : (-9223372036854775807ll - 1);
 }
-NV_FN uint32_t nv_f64_to_u32(double x)
-{
-    int hi = x >= 0x1p31;
-    return (uint32_t)nv_f64_to_i32(hi ? x - 0x1p31 : x) ^ (hi ? 0x80000000u : 0u);
-}
 NV_FN uint64_t nv_f64_to_u64(double x)
 {
     int hi = x >= 0x1p63;
     return (uint64_t)nv_f64_to_i64(hi ? x - 0x1p63 : x) ^ (hi ? 0x8000000000000000ull : 0ull);
+}
+#endif
+NV_FN uint32_t nv_f64_to_u32(double x)
+{
+    int hi = x >= 0x1p31;
+    return (uint32_t)nv_f64_to_i32(hi ? x - 0x1p31 : x) ^ (hi ? 0x80000000u : 0u);
 }
 NV_FN uint32_t nv_f64_low32(double x)
 {
@@ -622,4 +859,55 @@ NV_FN float nv_f64_to_f32_odd(double d)
     /* f == 0 but d != 0: the odd neighbour away from zero is the smallest subnormal */
     return (inexact & !(b & 1u)) ? nv_u2f(odd) : f;
 }
+
+/* 64-bit integers -> float64, rounded to nearest */
+#if defined(NV_VECTORIZED_LOOPS) && !defined(NV_VECTOR_CVT64)
+/* the halves as exact float64 values by their bits, 2^84 + h 2^32 and 2^52 + l, less
+ * 2^84 + 2^52 (exact), then one rounding in their sum */
+NV_FN double nv_u64_to_f64(uint64_t u)
+{
+    double hi = nv_u2d(0x4530000000000000ull | (u >> 32)) - 0x1.00000001p84;
+    return hi + nv_u2d(0x4330000000000000ull | (u & 0xffffffffull));
+}
+NV_FN double nv_i64_to_f64(int64_t i)
+{
+    double d = nv_u64_to_f64(i < 0 ? 0 - (uint64_t)i : (uint64_t)i);
+    return i < 0 ? -d : d;
+}
+#else
+NV_FN double nv_u64_to_f64(uint64_t u) { return (double)u; }
+NV_FN double nv_i64_to_f64(int64_t i) { return (double)i; }
+#endif
+
+#if defined(NV_VECTORIZED_LOOPS)
+/* u rounded to odd at bit 11 where it has more than 53 bits: the bits below 11 or'ed into bit
+ * 11, so it is exact in float64 and a rounding to 26 bits or fewer (float32 and its odd form,
+ * whose bfloat16 rounding then is that of u) gives that of u */
+NV_FN uint64_t nv_u64_odd53(uint64_t u)
+{
+    uint64_t odd = (u & ~0x7ffull) | ((u & 0x7ffull) != 0 ? 0x800ull : 0ull);
+    return u >> 53 != 0 ? odd : u;
+}
+/* i rounded to odd so, in float64 (the sign on the float64 value: 64-bit lanes throughout) */
+NV_FN double nv_i64_odd53(int64_t i)
+{
+    double d = nv_u64_to_f64(nv_u64_odd53(i < 0 ? 0 - (uint64_t)i : (uint64_t)i));
+    return i < 0 ? -d : d;
+}
+#if defined(NV_VECTOR_CVT64_F32)
+NV_FN float nv_i64_to_f32(int64_t i) { return (float)i; }
+NV_FN float nv_u64_to_f32(uint64_t i) { return (float)i; }
+#else
+NV_FN float nv_u64_to_f32(uint64_t u) { return (float)nv_u64_to_f64(nv_u64_odd53(u)); }
+NV_FN float nv_i64_to_f32(int64_t i) { return (float)nv_i64_odd53(i); }
+#endif
+NV_FN float nv_u64_to_f32_odd(uint64_t u)
+{
+    return nv_f64_to_f32_odd(nv_u64_to_f64(nv_u64_odd53(u)));
+}
+NV_FN float nv_i64_to_f32_odd(int64_t i) { return nv_f64_to_f32_odd(nv_i64_odd53(i)); }
+/* 32-bit integers are exact in float64 */
+NV_FN float nv_i32_to_f32_odd(int32_t i) { return nv_f64_to_f32_odd((double)i); }
+NV_FN float nv_u32_to_f32_odd(uint32_t u) { return nv_f64_to_f32_odd(nv_u64_to_f64(u)); }
+#endif
 #endif /* NV_NO_F64 */

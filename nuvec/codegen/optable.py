@@ -63,6 +63,9 @@ class ElementwiseOp:
     #: wherever ``guard`` (of the same arguments, in nv_math.h) is 0; the C kernels run it over
     #: blocks of elements that all clear the guard, and ``nv_<op>_f32`` over the other blocks
     split: tuple[str, str] | None = None
+    #: as ``split`` for the integer dtypes of 32 and 64 bits: (function, guard) with ``{s}`` for
+    #: the dtype's suffix (nv_ops.h, the C dialect's forms)
+    split_int: tuple[str, str] | None = None
     derivative: Callable[..., Any] | None = None
     #: whether ``derivative`` reads the output (the jvp recomputes it then)
     derivative_reads_out: bool = False
@@ -162,6 +165,11 @@ def _trig_split(name: str) -> tuple[str, str]:
 def _log_split(name: str) -> tuple[str, str]:
     """log, log2, log10: no subnormal scaling and no limits where x is positive and normal."""
     return (f"nv_{name}_regular_f32", "nv_log_irregular_f32")
+
+
+def _fmod_split(name: str) -> tuple[str, str]:
+    """floor_divide, remainder: fmod as one division and an fma where |a| < 2^22 |b|."""
+    return (f"nv_{name}_small_f32", "nv_fmod_large_f32")
 
 
 def _float_doc(name: str) -> str:
@@ -442,6 +450,7 @@ def _table() -> dict[str, ElementwiseOp]:
             2,
             "if",
             cost=COSTLY,
+            split=_fmod_split("floor_divide"),
             derivative=lambda nv, a, b, out: (0.0, 0.0),
             numpy="floor_divide",
             doc="Element-wise floor division.",
@@ -451,6 +460,7 @@ def _table() -> dict[str, ElementwiseOp]:
             2,
             "if",
             cost=COSTLY,
+            split=_fmod_split("remainder"),
             derivative=lambda nv, a, b, out: (None, -nv.floor(a / b)),
             numpy="remainder",
             doc="Element-wise remainder with the divisor's sign.",
@@ -464,6 +474,8 @@ def _table() -> dict[str, ElementwiseOp]:
             # x > 0 normal, y finite and results far from overflow and underflow, where the
             # limits and the three-step scaling are not needed (nv_math.h)
             split=("nv_pow_regular_f32", "nv_pow_irregular_f32"),
+            # exponents below 2^8: 8 squarings, not one per bit of the type
+            split_int=("nv_power_small_{s}", "nv_power_large_{s}"),
             derivative=_power_partials,
             derivative_reads_out=True,
             numpy="power",
@@ -566,7 +578,10 @@ OPS: dict[str, ElementwiseOp] = _table()
 
 def kernel_signature() -> str:
     """The fields the generated C code depends on, for the prebuilt kernels' fingerprint."""
-    ops = [(o.name, o.arity, o.kinds, o.result, o.exact_narrow, o.split) for o in OPS.values()]
+    ops = [
+        (o.name, o.arity, o.kinds, o.result, o.exact_narrow, o.split, o.split_int)
+        for o in OPS.values()
+    ]
     return repr((KIND_DTYPES, ops))
 
 
