@@ -75,7 +75,7 @@ FULL = dict(
     memory_steps=5,
     noise_samples=15,
     case_timeout_s=60.0,
-    first_call_timeout_s=120.0,
+    first_call_timeout_s=300.0,
 )
 QUICK = dict(
     FULL,

@@ -108,6 +108,11 @@ class Watchdog:
     skip: set[str] = set()
     dead_variants: set[str] = set()
 
+    @staticmethod
+    def arm(seconds: float) -> None:
+        """Restarts the timer: the case now has ``seconds`` more."""
+        faulthandler.dump_traceback_later(seconds, exit=True)
+
 
 def guarded(out: Output, case: str, variant: str, body: Callable[[], dict[str, Any]]) -> None:
     key = f"{case}|{variant}"
@@ -125,7 +130,7 @@ def guarded(out: Output, case: str, variant: str, body: Callable[[], dict[str, A
         return
     out.doc["current"] = key
     out.flush()
-    faulthandler.dump_traceback_later(Watchdog.timeout_s, exit=True)
+    Watchdog.arm(Watchdog.timeout_s)
     try:
         rec = body()
         out.doc["current"] = None
@@ -291,8 +296,12 @@ def _train_case(adapter: Any, cfg: dict[str, Any], case: str, variant: str, out:
             return step()
 
         losses: list[Any] = []
+        # the first step compiles (torch.compile's inductor takes minutes on two busy cores):
+        # it gets the first-call allowance, the timed steps the case's
+        Watchdog.arm(cfg.get("first_call_timeout_s", Watchdog.timeout_s))
         first = once(lambda: losses.append(thunk()))
         adapter.settle()
+        Watchdog.arm(Watchdog.timeout_s)
         loss0 = to_float(losses[0])
         m = timed(thunk, cfg, warmup=cfg["train_warmup"], min_sample_s=cfg["train_sample_s"])
         last = m.pop("last")
