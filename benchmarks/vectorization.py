@@ -215,8 +215,9 @@ def _calls(obj: Path, objdump: str = "objdump") -> dict[str, set[str]]:
     """{function: external functions it calls}, from the object's disassembly relocations.
 
     A function built as clones (the baseline build's ``target_clones``) appears under its own
-    name for all of them and under ``name.default`` for the default clone alone; the resolver
-    that picks a clone at load time is left out."""
+    name for all of them and under ``name.default`` for the default clone alone (a key, with no
+    calls perhaps, for every cloned function); the resolver that picks a clone at load time is
+    left out."""
     text = subprocess.run([objdump, "-dr", str(obj)], capture_output=True, text=True).stdout
     out: dict[str, set[str]] = {}
     funcs: tuple[str, ...] = ()
@@ -225,6 +226,8 @@ def _calls(obj: Path, objdump: str = "objdump") -> dict[str, set[str]]:
         if m:
             name, _, clone = m.group(1).partition(".")
             funcs = () if clone == "resolver" else (name, f"{name}.{clone}") if clone else (name,)
+            if clone == "default":
+                out.setdefault(m.group(1), set())
             continue
         m = re.search(r"R_(?:X86_64_PLT32|AARCH64_CALL26|AARCH64_JUMP26)\s+(\w+)", line)
         if m and not m.group(1).startswith("nv_"):
@@ -233,25 +236,37 @@ def _calls(obj: Path, objdump: str = "objdump") -> dict[str, set[str]]:
     return out
 
 
-def _status(diags: list[tuple[str, str, str]], line: int, end: int) -> tuple[str, int, str]:
-    """(status, widest vector, gcc's reason) of the loop at ``line`` (body up to ``end``)."""
+def _status(
+    diags: list[tuple[str, str, str]], line: int, end: int, cloned: bool = False
+) -> tuple[str, int, str]:
+    """(status, widest vector, gcc's reason) of the loop at ``line`` (body up to ``end``).
+
+    A loop that gcc copies before vectorizing (unswitching on an invariant such as a zero
+    divisor or a unit stride) is reported once per copy; it counts as vectorized, or as a
+    memset/memcpy, only if no copy was declined, since the copy that vectorized may be the one
+    for the rare value. In a ``cloned`` function (target_clones) the declined copy may be the
+    default clone instead, which ``analyse`` reports apart: there one vectorized copy counts."""
     widths = [
         int(w.group(1)) for ln, _, msg in diags if int(ln) == line if (w := _WIDTH.search(msg))
     ]
-    if widths:
+    declined = not cloned and any(
+        int(ln) == line and "couldn't vectorize loop" in msg for ln, _, msg in diags
+    )
+    if widths and not declined:
         return "vector", max(widths), ""
     body = [msg for ln, _, msg in diags if line <= int(ln) <= end]
-    if any("__builtin_memcpy" in m or "__builtin_memset" in m for m in body):
+    if not declined and any("__builtin_memcpy" in m or "__builtin_memset" in m for m in body):
         return "libcall", 0, "memcpy/memset"
-    after = False
-    for ln, _, msg in diags:  # the first reason gcc gives after "couldn't vectorize"
+    why = ""
+    for (ln, _, msg), (_, _, reason) in zip(diags, diags[1:]):
+        # gcc gives its reason in the message right after "couldn't vectorize loop"
         if int(ln) == line and "couldn't vectorize loop" in msg:
-            after = True
-        elif after and "not vectorized" in msg and (end > line or int(ln) == line):
-            return "scalar", 0, msg.split("not vectorized:", 1)[1].strip()
-    if any(int(ln) == line and "costings may not be worthwhile" in msg for ln, _, msg in diags):
-        return "scalar", 0, "the cost model: not worthwhile"
-    return "scalar", 0, ""
+            if "costings may not be worthwhile" in reason:
+                why = "the cost model: not worthwhile"
+            elif "not vectorized:" in reason:
+                why = reason.split("not vectorized:", 1)[1].strip()
+            break
+    return "scalar", 0, ("one copy vectorized, another not: " if widths and why else "") + why
 
 
 def analyse(source: str, isa: str, label: str | None = None) -> list[Loop]:
@@ -277,7 +292,9 @@ def analyse(source: str, isa: str, label: str | None = None) -> list[Loop]:
     parts: dict[str, list[tuple[str, int, str]]] = {}
     out = []
     for line, (kernel, kind, end) in loops:
-        status, width, why = _status(diags, line, end)
+        base = kind.removesuffix("-part")
+        func = f"{kernel}_c{base[5:]}" if base.startswith("bcast") else f"{kernel}_{base}"
+        status, width, why = _status(diags, line, end, cloned=f"{func}.default" in calls)
         if kind.endswith("-part"):  # one loop of a split kernel's contiguous function
             kind = kind[: -len("-part")]
             got = parts.setdefault(f"{kernel}/{kind}", [])

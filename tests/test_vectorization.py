@@ -83,11 +83,6 @@ def scalar_bcast_loops(isa: str) -> dict[str, str]:
         if kernel.count("__") == 2 and "_" in kernel.split("__")[1]:  # two inputs
             for k in (0, 1):
                 out[f"{kernel}:in{k}"] = why
-    # an unsigned divisor read once: GCC vectorizes the quotient by an invariant
-    for op in ("floor_divide", "remainder"):
-        out.pop(f"{_name(op, 'uint64', 2)}:in1", None)
-    # so does float64 floor_divide's (gcc's report on x86-64 and NEON)
-    out.pop(f"{_name('floor_divide', 'float64', 2)}:in1", None)
     # exponent broadcast: every factor of the squaring is invariant, and GCC's cost model
     # then keeps the uint16 loop scalar
     if isa != "avx512":  # AVX-512's wider vectors pay for it
