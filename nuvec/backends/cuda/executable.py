@@ -8,7 +8,11 @@ recorded as a CUDA graph and every later call launches it with one call:
 * memory plan: every buffer a step allocates while the graph records comes from a memory pool
   of the executable's own over one arena (``_Arena``): blocks freed by one step are reused by
   later ones, and the offsets are fixed from then on. Matmuls use nuvec's own cuBLAS handle
-  (``gemm``), whose workspace was set when the handle was made;
+  (``gemm``), whose workspace was set when the handle was made; a batched product over arrays
+  of matrix addresses (attention's heads) gets its array written once the recording ends;
+* fewer launches: a run of independent fused steps (the compile pipeline gathers them:
+  ``compile.schedule.gather_kernels``, an optimizer's updates of every parameter) is one
+  kernel (``kernels.run_group``), each step's elements computed by its own kernel's code;
 * inputs: the graph reads each input from a buffer of its own; a call copies an input in (one
   device-to-device copy) unless it is the array copied last time, or the state the graph wrote;
 * state fed back: where a call's input is an output of the call before (a model's parameters
@@ -51,7 +55,9 @@ import weakref
 
 import cupy as cp
 
+from ...compile.schedule import independent_runs
 from ...primitives.compiled import Compiled
+from . import gemm, kernels
 from ._buffers import Buffer as _Buffer
 from ._buffers import copies_of, outputs, reclaim_all
 from .runtime import storage_dtype
@@ -113,12 +119,14 @@ class _Graph:
     __slots__ = ("graph", "pool", "arena", "ins", "outs", "scratch", "written", "plan")
 
     def __init__(self, graph, pool, arena, ins: list, outs: dict, scratch: list) -> None:
+        # ``scratch``: buffers only the graph uses (copy-back scratch, the address arrays of
+        # batched products), kept alive with it
         self.graph = graph
         self.pool = pool
         self.arena = arena
         self.ins = ins  # per input: the _Buffer the graph reads
         self.outs = outs  # per output slot: the _Buffer the graph writes
-        self.scratch = scratch  # buffers only the graph uses (kept alive with it)
+        self.scratch = scratch
         self.written = list({id(b): b for b in outs.values()}.values())  # each buffer once
         self.plan: list | None = None  # how each output is made (``Executable._plan``)
 
@@ -148,6 +156,10 @@ class Executable:
         self.in_place = False  # the state's new values go into its own buffers (one graph)
         self.two_sets: str | None = None  # why the state is fed back between two sets
         self.copied_back: list = []  # in place: inputs whose new value is copied in at the end
+        # runs of independent fused steps (first, end), and how many the graph launches as
+        # one kernel each
+        self.runs = dict(independent_runs(tape.steps, _fused))
+        self.runs_joined = 0
         # in place: an input's references when only the state holds it
         self.base: dict[int, int] = {}
 
@@ -199,6 +211,7 @@ class Executable:
             "state_in_place": self.in_place,
             "state_copied_back": len(self.copied_back),
             "state_two_sets": self.two_sets,
+            "fused_runs_joined": self.runs_joined,
             "inputs_copied": self.copies,
             "arrays_detached": self.detached,
             "plain_replays": self.fallbacks,
@@ -234,6 +247,7 @@ class Executable:
         del prev
         self.prev = []
         plain = [i for i in range(n_in) if i not in fed]
+        self._prepare_runs(inputs)
         with self.stream:
             shared = {i: _Buffer(cp.empty_like(inputs[i]._data)) for i in plain}
             sets = [{i: _Buffer(cp.empty_like(inputs[i]._data)) for i in fed} for _ in range(2)]
@@ -279,6 +293,25 @@ class Executable:
         self.src = [None] * n_in
         return True
 
+    def _prepare_runs(self, inputs: list) -> None:
+        """Builds the kernels that launch each run of independent fused steps at once (for
+        the operands' usual layout: size-1 ones broadcast, the others contiguous), before
+        recording starts."""
+        tape = self.tape
+        sizes = [x.size for x in inputs] + [c.size for c in tape.consts]
+        sizes += [0] * (tape.n_slots - len(sizes))
+        for st in tape.steps:
+            n = 1
+            for d in st.shape:
+                n *= d
+            sizes[st.out : st.out + st.nout] = [n] * st.nout
+        for first, end in self.runs.items():
+            members = tuple(
+                (st.prim.spec, tuple(int(sizes[a] == 1) for a in st.args))
+                for st in tape.steps[first:end]
+            )
+            kernels.prepare_group(members)
+
     def _estimate(self) -> int:
         """Bytes the steps' outputs take, each once: the arena's first size."""
         total = 0
@@ -320,7 +353,8 @@ class Executable:
         arena = _Arena(self._estimate())
         pool = cp.cuda.MemoryPool(arena)
         cs = self.stream
-        with cs, cp.cuda.using_allocator(pool.malloc):
+        uploads: list = []  # address arrays of batched products, written after recording
+        with cs, cp.cuda.using_allocator(pool.malloc), gemm.recording(uploads):
             cs.begin_capture(mode=_RELAXED)
             try:
                 values = self._steps([b.data for b in ins], targets, arena, uses)
@@ -333,10 +367,12 @@ class Executable:
                     pass
                 raise
             graph = cs.end_capture()
+            for dev, host in uploads:  # read by the graph at each launch, never written
+                dev.set(host, stream=cs)
         outs = {}
         for slot, v in values.items():
             outs[slot] = targets[slot] if slot in targets else _Buffer(v)
-        scratch = []
+        scratch: list = [dev for dev, _ in uploads]
         for slot, b in (copy_back or {}).items():
             scratch.append(outs[slot])
             outs[slot] = b
@@ -364,11 +400,20 @@ class Executable:
         values = [None] * tape.n_slots
         values[:n_in] = datas_in
         values[n_in : n_in + len(tape.const_data)] = tape.const_data
+        runs = self.runs
+        self.runs_joined = 0
+        grouped: dict = {}  # step -> its outputs, made by the run's one launch
         for k, step in enumerate(tape.steps):
             datas = [values[i] for i in step.args]
             mine = [t for t in range(step.nout) if step.out + t in targets]
+            if k in runs:
+                grouped = _launch_run(tape.steps, k, runs[k], values, targets)
+                self.runs_joined += bool(grouped)
             try:
-                if mine and step.kernel is not None and isinstance(step.prim, Compiled):
+                if k in grouped:
+                    res = grouped.pop(k)
+                    mine = []
+                elif mine and step.kernel is not None and isinstance(step.prim, Compiled):
                     outs = [
                         targets[step.out + t].data
                         if step.out + t in targets
@@ -509,6 +554,39 @@ class Executable:
         """The output arrays, as ``Tape._outputs`` makes them."""
         plan = g.plan if g.plan is not None else self._plan(g)
         return outputs(plan, inputs, self.tape.stream)
+
+
+def _fused(step) -> bool:
+    """Whether a tape step is a fused kernel with a launcher (``independent_runs``)."""
+    return step.kernel is not None and isinstance(step.prim, Compiled)
+
+
+def _launch_run(steps: list, first: int, end: int, values: list, targets: dict) -> dict:
+    """Launches the fused steps ``first .. end - 1`` (independent of each other: the tape's
+    ``independent_runs``) as one kernel where their operands allow (``kernels.run_group``);
+    returns each step's outputs, or {} where they run one by one. Outputs in ``targets`` are
+    written into their buffers. Not where one of the steps writes a buffer that another
+    reads (the state updated in place): in one launch that read could come after the write."""
+    parts = []
+    writes: dict = {}  # memory written into a target -> the step writing it
+    for k in range(first, end):
+        st = steps[k]
+        outs = []
+        for t in range(st.nout):
+            b = targets.get(st.out + t)
+            if b is None:
+                outs.append(cp.empty(st.shape, storage_dtype(st.dtypes[t])))
+            else:
+                outs.append(b.data)
+                writes[id(b.data.data.mem)] = k
+        parts.append((st.prim.spec, [values[i] for i in st.args], st.shape, outs))
+    if writes:
+        for k, (_, ins, _, _) in zip(range(first, end), parts):
+            if any(writes.get(id(x.data.mem), k) != k for x in ins if x.size):
+                return {}
+    if not kernels.run_group(parts):
+        return {}
+    return {k: p[3] for k, p in zip(range(first, end), parts)}
 
 
 def _same_layout(d, buf, shape) -> bool:
