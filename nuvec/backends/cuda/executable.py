@@ -8,11 +8,7 @@ recorded as a CUDA graph and every later call launches it with one call:
 * memory plan: every buffer a step allocates while the graph records comes from a memory pool
   of the executable's own over one arena (``_Arena``): blocks freed by one step are reused by
   later ones, and the offsets are fixed from then on. Matmuls use nuvec's own cuBLAS handle
-  (``gemm``), whose workspace was set when the handle was made; a batched product over arrays
-  of matrix addresses (attention's heads) gets its array written once the recording ends;
-* fewer launches: a run of independent fused steps (the compile pipeline gathers them:
-  ``compile.schedule.gather_kernels``, an optimizer's updates of every parameter) is one
-  kernel (``kernels.run_group``), each step's elements computed by its own kernel's code;
+  (``gemm``), whose workspace was set when the handle was made;
 * inputs: the graph reads each input from a buffer of its own; a call copies an input in (one
   device-to-device copy) unless it is the array copied last time, or the state the graph wrote;
 * state fed back: where a call's input is an output of the call before (a model's parameters
@@ -57,7 +53,7 @@ import cupy as cp
 
 from ...compile.schedule import independent_runs
 from ...primitives.compiled import Compiled
-from . import gemm, kernels
+from . import kernels
 from ._buffers import Buffer as _Buffer
 from ._buffers import copies_of, outputs, reclaim_all
 from .runtime import storage_dtype
@@ -119,14 +115,12 @@ class _Graph:
     __slots__ = ("graph", "pool", "arena", "ins", "outs", "scratch", "written", "plan")
 
     def __init__(self, graph, pool, arena, ins: list, outs: dict, scratch: list) -> None:
-        # ``scratch``: buffers only the graph uses (copy-back scratch, the address arrays of
-        # batched products), kept alive with it
         self.graph = graph
         self.pool = pool
         self.arena = arena
         self.ins = ins  # per input: the _Buffer the graph reads
         self.outs = outs  # per output slot: the _Buffer the graph writes
-        self.scratch = scratch
+        self.scratch = scratch  # buffers only the graph uses (kept alive with it)
         self.written = list({id(b): b for b in outs.values()}.values())  # each buffer once
         self.plan: list | None = None  # how each output is made (``Executable._plan``)
 
@@ -353,8 +347,7 @@ class Executable:
         arena = _Arena(self._estimate())
         pool = cp.cuda.MemoryPool(arena)
         cs = self.stream
-        uploads: list = []  # address arrays of batched products, written after recording
-        with cs, cp.cuda.using_allocator(pool.malloc), gemm.recording(uploads):
+        with cs, cp.cuda.using_allocator(pool.malloc):
             cs.begin_capture(mode=_RELAXED)
             try:
                 values = self._steps([b.data for b in ins], targets, arena, uses)
@@ -367,12 +360,10 @@ class Executable:
                     pass
                 raise
             graph = cs.end_capture()
-            for dev, host in uploads:  # read by the graph at each launch, never written
-                dev.set(host, stream=cs)
         outs = {}
         for slot, v in values.items():
             outs[slot] = targets[slot] if slot in targets else _Buffer(v)
-        scratch: list = [dev for dev, _ in uploads]
+        scratch = []
         for slot, b in (copy_back or {}).items():
             scratch.append(outs[slot])
             outs[slot] = b
