@@ -44,6 +44,9 @@ class FusionPolicy:
     permute_matmuls: bool = False
     #: reductions move right after the step making their argument (cache locality)
     hoist_reductions: bool = False
+    #: fused steps move as late as their readers allow, so that independent ones are
+    #: consecutive (the backend launches such a run as one kernel)
+    gather_kernels: bool = False
     #: ``fast_math=True`` gives approximate kernels (otherwise the option is ignored)
     fast_math: bool = False
     #: fused kernels may be built on the worker thread while the unfused tape runs

@@ -16,7 +16,8 @@ a device. In order:
   policy takes;
 - ``fuse``: element-wise chains become generated kernels (``fuse.py``), built now or on the
   worker thread (``background.py``);
-- ``schedule`` (where the policy asks): reductions next to their arguments (``schedule.py``);
+- ``schedule`` (where the policy asks): reductions next to their arguments, or independent
+  fused steps next to each other (``schedule.py``);
 - ``finalize``: the flat Tape (``_finalize.pyx``).
 
 Adding a pass: its function here and its line in ``PASSES``.
@@ -39,7 +40,7 @@ from ._tape import Tape
 from .draft import Draft
 from .fuse import fuse
 from .rewrites import rewrite
-from .schedule import hoist_reductions
+from .schedule import gather_kernels, hoist_reductions
 from .shapeless import make_shapeless
 
 #: fuse element-wise chains (tests switch it off to compare)
@@ -166,6 +167,8 @@ def fuse_pass(ctx: Context) -> None:
 def schedule_pass(ctx: Context) -> None:
     if ctx.policy.hoist_reductions:  # a cache-locality order
         hoist_reductions(ctx.draft)
+    if ctx.policy.gather_kernels and ctx.fused:  # independent fused steps side by side
+        gather_kernels(ctx.draft)
 
 
 def finalize_pass(ctx: Context) -> None:

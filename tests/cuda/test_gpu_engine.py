@@ -376,3 +376,47 @@ def test_kernels_do_not_flush_subnormals():
     (r,) = gpu_kernels.run(spec, [to_dev(tiny), to_dev(tiny)], (3,))
     np.testing.assert_array_equal(r.get(), tiny + tiny)
     assert (r.get() != 0).all()
+
+
+def test_a_group_launch_gives_each_part_its_own_kernels_bits():
+    """Several specs of several sizes in one launch (``run_group``): every output equals the
+    output of that spec's own kernel, scalar operands and tails included."""
+    rng = np.random.default_rng(11)
+    parts, want = [], []
+    cases = [
+        ("fused", (4099,), (0, 0)),
+        ("mul_bf16", (37, 53), (1, 0)),  # a broadcast scalar operand
+        ("add_f32", (3,), (0, 0)),  # fewer elements than a vector
+        ("select_f16", (1000,), (0, 1, 0)),
+        ("cast_f64_bf16", (513,), (0,)),
+    ]
+    for name, shape, mask in cases:
+        spec = LAYOUT_SPECS[name]
+        n = int(np.prod(shape))
+        # values() puts its special values first, so it is asked for at least that many
+        ins = [
+            to_dev(values(d, max(n, 16), rng)[: 1 if m else n].reshape(() if m else shape))
+            for d, m in zip(spec.inputs, mask)
+        ]
+        want.append(gpu_kernels.run(spec, ins, shape))
+        outs = [cp.full_like(w, 0x5A) for w in want[-1]]  # poisoned: every element written
+        parts.append((spec, ins, shape, outs))
+    before = gpu_kernels.stats()["launches"]["group"]
+    assert gpu_kernels.run_group(parts)
+    assert gpu_kernels.stats()["launches"]["group"] == before + 1
+    for (_, _, _, outs), w in zip(parts, want):
+        for got, exp in zip(outs, w):
+            np.testing.assert_array_equal(_bits(got.get()), _bits(exp.get()))
+
+
+def test_a_group_launch_takes_only_contiguous_aligned_operands():
+    spec = LAYOUT_SPECS["add_f32"]
+    a = cp.arange(2 * 64, dtype=cp.float32)
+    ok = (spec, [a[:64], a[64:]], (64,), [cp.empty(64, cp.float32)])
+    strided = (spec, [a[::2], a[1::2]], (64,), [cp.empty(64, cp.float32)])
+    offset = (spec, [a[1:65], a[:64]], (64,), [cp.empty(64, cp.float32)])
+    assert not gpu_kernels.run_group([ok, strided])
+    assert not gpu_kernels.run_group([ok, offset])
+    assert not gpu_kernels.run_group([ok])  # one part: its own kernel serves
+    with gpu_kernels.forced("contig", None):
+        assert not gpu_kernels.run_group([ok, ok])

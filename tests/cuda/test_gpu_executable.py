@@ -81,6 +81,43 @@ def test_compiled_adam_step_is_one_executable_with_the_eager_bits(dropout):
     # 6 parameters, their two Adam moments, the step counter (and the key with dropout)
     assert ex["state_fed_back"] >= 19 + (dropout > 0), ex
     assert ex["plain_replays"] == 0, ex
+    assert ex["fused_runs_joined"] >= 1, ex  # Adam's updates of the parameters: one launch
+
+
+def test_state_updates_that_read_each_others_old_values_are_not_launched_together():
+    """Two fused updates, each reading the other's old value, neither reading the other's
+    new one: a run of two. In place, one launch could read a buffer after the other part
+    wrote it, so the graph launches them one by one, with the eager bits."""
+    rng = np.random.default_rng(3)
+    p0, q0 = (rng.standard_normal((64, 33)).astype(np.float32) for _ in range(2))
+
+    def make_step(state):
+        def step(x):
+            p, q = state["p"], state["q"]
+            state["p"] = nv.tanh(p * 0.5 + q)
+            state["q"] = q * 0.75 - nv.sin(p) * x
+            return nv.sum(p)  # the old value: both updates wait to the end, side by side
+
+        return step
+
+    results = []
+    for compiled in (False, True):
+        with nv.stream(nv.gpu):
+            state = {"p": gpu_array(p0), "q": gpu_array(q0)}
+            step = make_step(state)
+            f = nv.compile(step, inputs=state, outputs=state) if compiled else step
+            x = gpu_array(np.float32(0.25))
+            sums = []
+            for _ in range(6):
+                sums.append(f(x))
+                nv.eval(sums[-1], state)
+            results.append([np.asarray(state["p"]), np.asarray(state["q"])])
+            results[-1] += [np.asarray(s) for s in sums]
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+    ex = executable_of(f)
+    assert ex["state"] == "recorded" and ex["state_in_place"], ex
+    assert ex["fused_runs_joined"] == 0, ex
 
 
 def test_state_is_updated_in_its_own_buffers_and_a_step_allocates_nothing():

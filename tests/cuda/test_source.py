@@ -309,3 +309,37 @@ def test_no_contraction_of_multiply_then_add():
     ptx = _compile_all_variants(MUL_ADD)
     assert b"mul.rn.f32" in ptx and b"add.rn.f32" in ptx
     assert b"fma.rn.f32" not in ptx  # a * b + c stays two roundings, as on the CPU
+
+
+GROUP = ((FUSED, (0,)), (BF16_ADD, (1, 0)), (SELECT, (0, 0, 1)))
+
+
+def _thread_code(src: str) -> str:
+    """A ``vec`` kernel's code for one thread: from its vector branch to its last brace."""
+    return src[src.index("    if (t < nvec) {") : src.rindex("}")]
+
+
+def test_a_group_kernel_runs_each_members_vec_code_over_its_own_blocks():
+    src = source.group_kernel(GROUP)
+    for j, (spec, mask) in enumerate(GROUP):
+        assert _thread_code(source.vec_kernel(spec, "i32", mask)) in src  # the same text
+        first = "0" if j == 0 else f"b{j}"
+        assert f"nvk_part{j}((blk - {first}) * (int)blockDim.x + (int)threadIdx.x" in src
+    entry = src[src.index('extern "C"') :]
+    assert entry.startswith('extern "C" __global__ void nvk_group_i32(int b1, int b2, int m0_nvec')
+    assert "if (blk < b1)" in entry and "if (blk < b2)" in entry and "b3" not in entry
+
+
+@pytest.mark.skipif(NVRTC is None, reason="NVRTC is not installed here (CuPy or nvidia-cuda-nvrtc)")
+def test_a_group_kernel_compiles_with_nvrtc():
+    src, entry = source.group_source(GROUP)
+    prog = ctypes.c_void_p()
+    assert NVRTC.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"k.cu", 0, None, None) == 0
+    opts = [o.encode() for o in source.nvrtc_options()] + [b"--gpu-architecture=compute_90"]
+    rc = NVRTC.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+    n = ctypes.c_size_t()
+    NVRTC.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
+    log = ctypes.create_string_buffer(n.value)
+    NVRTC.nvrtcGetProgramLog(prog, log)
+    NVRTC.nvrtcDestroyProgram(ctypes.byref(prog))
+    assert rc == 0, log.value.decode(errors="replace")[-3000:]

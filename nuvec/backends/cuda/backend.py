@@ -50,8 +50,15 @@ class CudaBackend(Backend):
     dialect = "cuda"
     # a member read after its group is another output of the kernel (one launch, not two);
     # the bias add of an addmm fuses with its readers (CuPy's add and the fused kernel's are
-    # the same IEEE float32 / float64 addition, so the bits are the same)
-    policy = FusionPolicy(fuses=True, read_after_outputs=True, split_addmm=True, fast_math=True)
+    # the same IEEE float32 / float64 addition, so the bits are the same); independent fused
+    # steps are gathered into runs that the executable launches as one kernel each
+    policy = FusionPolicy(
+        fuses=True,
+        read_after_outputs=True,
+        split_addmm=True,
+        fast_math=True,
+        gather_kernels=True,
+    )
     replays = True
     lowerings = frozenset(_LOWERINGS)
 

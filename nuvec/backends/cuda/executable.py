@@ -51,7 +51,9 @@ import weakref
 
 import cupy as cp
 
+from ...compile.schedule import independent_runs
 from ...primitives.compiled import Compiled
+from . import kernels
 from ._buffers import Buffer as _Buffer
 from ._buffers import copies_of, outputs, reclaim_all
 from .runtime import storage_dtype
@@ -148,6 +150,10 @@ class Executable:
         self.in_place = False  # the state's new values go into its own buffers (one graph)
         self.two_sets: str | None = None  # why the state is fed back between two sets
         self.copied_back: list = []  # in place: inputs whose new value is copied in at the end
+        # runs of independent fused steps (first, end), and how many the graph launches as
+        # one kernel each
+        self.runs = dict(independent_runs(tape.steps, _fused))
+        self.runs_joined = 0
         # in place: an input's references when only the state holds it
         self.base: dict[int, int] = {}
 
@@ -199,6 +205,7 @@ class Executable:
             "state_in_place": self.in_place,
             "state_copied_back": len(self.copied_back),
             "state_two_sets": self.two_sets,
+            "fused_runs_joined": self.runs_joined,
             "inputs_copied": self.copies,
             "arrays_detached": self.detached,
             "plain_replays": self.fallbacks,
@@ -234,6 +241,7 @@ class Executable:
         del prev
         self.prev = []
         plain = [i for i in range(n_in) if i not in fed]
+        self._prepare_runs(inputs)
         with self.stream:
             shared = {i: _Buffer(cp.empty_like(inputs[i]._data)) for i in plain}
             sets = [{i: _Buffer(cp.empty_like(inputs[i]._data)) for i in fed} for _ in range(2)]
@@ -278,6 +286,25 @@ class Executable:
         self.graphs, self.fed, self.plain_in = graphs, fed, plain
         self.src = [None] * n_in
         return True
+
+    def _prepare_runs(self, inputs: list) -> None:
+        """Builds the kernels that launch each run of independent fused steps at once (for
+        the operands' usual layout: size-1 ones broadcast, the others contiguous), before
+        recording starts."""
+        tape = self.tape
+        sizes = [x.size for x in inputs] + [c.size for c in tape.consts]
+        sizes += [0] * (tape.n_slots - len(sizes))
+        for st in tape.steps:
+            n = 1
+            for d in st.shape:
+                n *= d
+            sizes[st.out : st.out + st.nout] = [n] * st.nout
+        for first, end in self.runs.items():
+            members = tuple(
+                (st.prim.spec, tuple(int(sizes[a] == 1) for a in st.args))
+                for st in tape.steps[first:end]
+            )
+            kernels.prepare_group(members)
 
     def _estimate(self) -> int:
         """Bytes the steps' outputs take, each once: the arena's first size."""
@@ -364,11 +391,20 @@ class Executable:
         values = [None] * tape.n_slots
         values[:n_in] = datas_in
         values[n_in : n_in + len(tape.const_data)] = tape.const_data
+        runs = self.runs
+        self.runs_joined = 0
+        grouped: dict = {}  # step -> its outputs, made by the run's one launch
         for k, step in enumerate(tape.steps):
             datas = [values[i] for i in step.args]
             mine = [t for t in range(step.nout) if step.out + t in targets]
+            if k in runs:
+                grouped = _launch_run(tape.steps, k, runs[k], values, targets)
+                self.runs_joined += bool(grouped)
             try:
-                if mine and step.kernel is not None and isinstance(step.prim, Compiled):
+                if k in grouped:
+                    res = grouped.pop(k)
+                    mine = []
+                elif mine and step.kernel is not None and isinstance(step.prim, Compiled):
                     outs = [
                         targets[step.out + t].data
                         if step.out + t in targets
@@ -509,6 +545,39 @@ class Executable:
         """The output arrays, as ``Tape._outputs`` makes them."""
         plan = g.plan if g.plan is not None else self._plan(g)
         return outputs(plan, inputs, self.tape.stream)
+
+
+def _fused(step) -> bool:
+    """Whether a tape step is a fused kernel with a launcher (``independent_runs``)."""
+    return step.kernel is not None and isinstance(step.prim, Compiled)
+
+
+def _launch_run(steps: list, first: int, end: int, values: list, targets: dict) -> dict:
+    """Launches the fused steps ``first .. end - 1`` (independent of each other: the tape's
+    ``independent_runs``) as one kernel where their operands allow (``kernels.run_group``);
+    returns each step's outputs, or {} where they run one by one. Outputs in ``targets`` are
+    written into their buffers. Not where one of the steps writes a buffer that another
+    reads (the state updated in place): in one launch that read could come after the write."""
+    parts = []
+    writes: dict = {}  # memory written into a target -> the step writing it
+    for k in range(first, end):
+        st = steps[k]
+        outs = []
+        for t in range(st.nout):
+            b = targets.get(st.out + t)
+            if b is None:
+                outs.append(cp.empty(st.shape, storage_dtype(st.dtypes[t])))
+            else:
+                outs.append(b.data)
+                writes[id(b.data.data.mem)] = k
+        parts.append((st.prim.spec, [values[i] for i in st.args], st.shape, outs))
+    if writes:
+        for k, (_, ins, _, _) in zip(range(first, end), parts):
+            if any(writes.get(id(x.data.mem), k) != k for x in ins if x.size):
+                return {}
+    if not kernels.run_group(parts):
+        return {}
+    return {k: p[3] for k, p in zip(range(first, end), parts)}
 
 
 def _same_layout(d, buf, shape) -> bool:

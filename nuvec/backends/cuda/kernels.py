@@ -18,8 +18,12 @@ memory). 32-bit indexing wherever every index fits, 64-bit otherwise.
 Each (spec, variant, index width, scalar mask, vector cap) is one NVRTC module compiled on
 first use by ``nvrtc.load`` (``--fmad=false``, ``-ftz=false``: no contraction, IEEE subnormals,
 division and square root, never fast math; cached on disk as cubins). ``precompile`` builds
-many kernels in few modules, in threads (NVRTC runs without the GIL). ``set_vec_cap`` bounds
-the elements a ``vec`` thread handles (8 by default; benchmarks sweep it).
+many kernels in few modules, in threads (NVRTC runs without the GIL). ``run_group`` launches
+the ``vec`` kernels of several independent specs as one kernel, each over blocks of its own
+(``source.group_kernel``: a compiled step's run of independent fused steps, such as an
+optimizer's updates of every parameter); ``prepare_group`` builds such a kernel ahead.
+``set_vec_cap`` bounds the elements a ``vec`` thread handles (8 by default; benchmarks sweep
+it).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from .nvrtc import KernelCompileError
 __all__ = [
     "run",
     "launcher",
+    "run_group",
     "astype",
     "precompile",
     "forced",
@@ -76,7 +81,7 @@ _kernels: dict[tuple, object] = {}
 _widths: dict[tuple, int] = {}  # (spec, mask, cap) -> elements per vec thread
 _meta: dict[tuple, cp.ndarray] = {}
 _lock = threading.Lock()
-_stats = {"compiled": 0, "launches": {v: 0 for v in source.VARIANTS}}
+_stats = {"compiled": 0, "launches": {v: 0 for v in source.VARIANTS + ("group",)}}
 _force: dict[str, str | None] = {"variant": None, "idx": None}
 _cap = [int(os.environ.get("NUVEC_CUDA_VEC_CAP", "8"))]
 
@@ -110,6 +115,19 @@ def _kernel(spec: KernelSpec, variant: str, idx: str, mask: tuple, cap: int = 0)
     k = _kernels.get(key)
     if k is None:
         k = _compile(key)
+    return k
+
+
+def _group_kernel(members: tuple, cap: int):
+    key = ("group", members, cap)
+    k = _kernels.get(key)
+    if k is None:
+        src, entry = source.group_source(members, cap)
+        what = f"{entry} for {len(members)} kernels"
+        (fn,) = _module(src, [entry], what, members[0][0].fast)
+        with _lock:
+            _stats["compiled"] += 1
+            k = _kernels.setdefault(key, fn)
     return k
 
 
@@ -258,6 +276,68 @@ def run(spec: KernelSpec, ins: list, shape: tuple, outs: list | None = None) -> 
             return outs
     _strided(spec, ins, shape, n, outs, fi)
     return outs
+
+
+def prepare_group(members: tuple) -> bool:
+    """Builds the kernel of ``run_group`` for ``members`` ((spec, scalar mask), ...) now,
+    outside a graph's recording; False where it cannot be built (its parts then launch one
+    by one)."""
+    try:
+        _group_kernel(members, _cap[0])
+    except KernelCompileError:
+        return False
+    return True
+
+
+def run_group(parts: list) -> bool:
+    """Launches the ``vec`` kernels of several specs as one kernel (``source.group_kernel``):
+    ``parts`` is [(spec, inputs, shape, outputs), ...], the outputs allocated by the caller.
+    Only where each part would take its own ``vec`` kernel with 32-bit indices (every input
+    C-contiguous with the part's shape or a broadcast scalar, the arrays aligned, no forced
+    variant) and all are fast-math or none is; False (nothing launched) otherwise. Each
+    element gets the bits that part's own kernel gives it."""
+    if _force["variant"] is not None or _force["idx"] is not None or len(parts) < 2:
+        return False
+    cap = _cap[0]
+    fast = parts[0][0].fast
+    members, args, bounds = [], [], []
+    blocks = 0
+    for spec, ins, shape, outs in parts:
+        n = _size(shape)
+        if (
+            spec.fast != fast
+            or n == 0
+            or n >= _I32_LIMIT - (1 << 24)
+            or len(ins) != len(spec.inputs)
+        ):
+            return False
+        mask = []
+        for x in ins:
+            if x.size == 1:
+                mask.append(1)
+            elif x.shape == shape and x.flags.c_contiguous:
+                mask.append(0)
+            else:
+                return False
+        mask_t = tuple(mask)
+        V = _width(spec, mask_t, cap)
+        if any(not m and x.data.ptr % (V * x.itemsize) for x, m in zip(ins, mask_t)) or any(
+            o.shape != shape or o.data.ptr % (V * o.itemsize) for o in outs
+        ):
+            return False
+        nvec, tail = divmod(n, V)
+        if blocks:
+            bounds.append(np.int32(blocks))
+        blocks += (nvec + tail + _BLOCK - 1) // _BLOCK
+        members.append((spec, mask_t))
+        args += [np.int32(nvec), np.int32(n), *ins, *outs]
+    try:
+        k = _group_kernel(tuple(members), cap)
+    except KernelCompileError:
+        return False
+    k((blocks,), (_BLOCK,), (*bounds, *args))
+    _stats["launches"]["group"] += 1
+    return True
 
 
 def launcher(spec: KernelSpec):

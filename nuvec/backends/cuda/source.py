@@ -172,10 +172,11 @@ extern "C" __global__ void {entry_name("nd", "i32", name)}({", ".join(params)})
 """
 
 
-def vec_kernel(
-    spec: KernelSpec, idx: str, mask: tuple[int, ...], name: str = NAME, cap: int = 8
-) -> str:
-    """The ``vec`` entry point of ``spec`` (see the module docstring)."""
+def _vec_parts(
+    spec: KernelSpec, idx: str, mask: tuple[int, ...], cap: int
+) -> tuple[list[tuple[str, str]], str, str]:
+    """The ``vec`` variant's parts: its parameters as (type, name), the code before the
+    thread's index (constants, scalar inputs loaded once) and the code of thread ``t``."""
     d = dialect()
     b = d.body(spec)
     I = INDEX[idx]
@@ -183,9 +184,9 @@ def vec_kernel(
     nin = len(spec.inputs)
     outs = [spec.nodes[o].dtype for o in spec.outputs]
     used = set(b.used_inputs)
-    params = [f"{I} nvec", f"{I} n"]
-    params += [f"const {d.stype(t)} *__restrict__ a{i}" for i, t in enumerate(spec.inputs)]
-    params += [f"{d.stype(t)} *__restrict__ o{k}" for k, t in enumerate(outs)]
+    params = [(I, "nvec"), (I, "n")]
+    params += [(f"const {d.stype(t)} *__restrict__", f"a{i}") for i, t in enumerate(spec.inputs)]
+    params += [(f"{d.stype(t)} *__restrict__", f"o{k}") for k, t in enumerate(outs)]
     hoisted = [
         f"const {d.ctype(t)} x{i} = {d.spec_load(spec, t, f'a{i}[0]')};"
         for i, t in enumerate(spec.inputs)
@@ -249,13 +250,7 @@ def vec_kernel(
     one += b.lines
     one += [f"o{k}[e] = {d.spec_store(spec, t, b.outputs[k])};" for k, t in enumerate(outs)]
     ind = _indent
-    return f"""
-extern "C" __global__ void {entry_name("vec", idx, name)}({", ".join(params)})
-{{
-{ind(b.consts, 4)}
-{ind(hoisted, 4)}
-    const {I} t = ({I})blockIdx.x * ({I})blockDim.x + ({I})threadIdx.x;
-    if (t < nvec) {{
+    code = f"""    if (t < nvec) {{
         const {I} base = t * {V};
 {ind(vload, 8)}
 {ind(vdecl, 8)}
@@ -269,9 +264,67 @@ extern "C" __global__ void {entry_name("vec", idx, name)}({", ".join(params)})
         if (e < n) {{
 {ind(one, 12)}
         }}
-    }}
+    }}"""
+    return params, f"{ind(b.consts, 4)}\n{ind(hoisted, 4)}", code
+
+
+def vec_kernel(
+    spec: KernelSpec, idx: str, mask: tuple[int, ...], name: str = NAME, cap: int = 8
+) -> str:
+    """The ``vec`` entry point of ``spec`` (see the module docstring)."""
+    params, head, code = _vec_parts(spec, idx, mask, cap)
+    I = INDEX[idx]
+    decl = ", ".join(f"{t} {n}" for t, n in params)
+    return f"""
+extern "C" __global__ void {entry_name("vec", idx, name)}({decl})
+{{
+{head}
+    const {I} t = ({I})blockIdx.x * ({I})blockDim.x + ({I})threadIdx.x;
+{code}
 }}
 """
+
+
+def group_kernel(members: tuple, name: str = NAME, cap: int = 8) -> str:
+    """One entry point running the ``vec`` kernels (32-bit indices) of several specs, each
+    over blocks of its own: ``members`` is ((spec, mask), ...). Arguments: the first block of
+    each member after the first (``int b1, ..., int b{M-1}``), then each member's ``vec``
+    arguments in turn. Each member's thread runs that member's ``vec`` code (a device function
+    of the same text), so its elements get the bits its own kernel gives them."""
+    fns, params, calls = [], [], []
+    bounds = [f"b{j}" for j in range(1, len(members))]
+    for j, (spec, mask) in enumerate(members):
+        spec.validate()
+        dialect().check(spec)
+        ps, head, code = _vec_parts(spec, "i32", tuple(mask), cap)
+        fn = f"{name}_part{j}"
+        decl = ", ".join(["int t"] + [f"{t} {n}" for t, n in ps])
+        fns.append(f"static __device__ __forceinline__ void {fn}({decl})\n{{\n{head}\n{code}\n}}")
+        params += [f"{t} m{j}_{n}" for t, n in ps]
+        first = "0" if j == 0 else f"b{j}"
+        args = ", ".join(
+            [f"(blk - {first}) * (int)blockDim.x + (int)threadIdx.x"] + [f"m{j}_{n}" for _, n in ps]
+        )
+        test = f"if (blk < b{j + 1}) " if j + 1 < len(members) else ""
+        calls.append(f"{test}{{ {fn}({args}); return; }}")
+    entry = entry_name("group", "i32", name)
+    return (
+        "\n".join(fns)
+        + f"""
+extern "C" __global__ void {entry}({", ".join([f"int {b}" for b in bounds] + params)})
+{{
+    const int blk = (int)blockIdx.x;
+{_indent(calls, 4)}
+}}
+"""
+    )
+
+
+def group_source(members: tuple, cap: int = 8) -> tuple[str, str]:
+    """(CUDA C source, entry point name) of a module holding ``group_kernel(members)``."""
+    d = dialect()
+    body = group_kernel(members, cap=cap)
+    return "\n".join((d.prelude(), d.library(), _VEC_HELPER, body)), entry_name("group", "i32")
 
 
 def _indent(lines: list[str], n: int) -> str:
