@@ -8,12 +8,11 @@ still follows its arguments), so results do not.
   matmul and Adam update have pushed the gradient out of the cache: 55 us against 19 us for a
   (256, 512) sum.
 * ``gather_kernels`` (CUDA: fewer launches): fused element-wise steps move as late as their
-  readers allow, so that independent ones are consecutive; ``independent_runs`` finds such
-  runs in a tape, which the CUDA executable launches as one kernel each.
+  readers allow, so that independent ones are consecutive; ``backends.runs.independent_runs``
+  finds such runs in a tape, which the CUDA executable launches as one kernel each.
 
     hoist_reductions(draft)        # rewrites draft.steps
     gather_kernels(draft)          # rewrites draft.steps
-    independent_runs(tape.steps, fused=lambda s: ...)   # [(first, end), ...]
 """
 
 from __future__ import annotations
@@ -23,8 +22,6 @@ from ..primitives.reduction import ArgReduce, LogSumExp, Reduce
 from .draft import Draft, DStep
 
 REDUCTIONS = (Reduce, ArgReduce, LogSumExp)
-#: the most steps ``independent_runs`` puts in one run (one kernel's arguments stay small)
-MAX_RUN = 16
 
 
 def hoist_reductions(draft: Draft) -> None:
@@ -80,26 +77,3 @@ def gather_kernels(draft: Draft) -> None:
     order += [waiting[j] for j in sorted(waiting)]
     if order != steps:
         draft.steps = order
-
-
-def independent_runs(steps, fused) -> list[tuple[int, int]]:
-    """The runs of consecutive steps (``Tape`` steps: ``args``, ``out``, ``nout``) for which
-    ``fused(step)`` holds and none reads an output of an earlier one in the run, as (first,
-    end) positions, two steps or more each, at most ``MAX_RUN`` steps."""
-    runs = []
-    k, n = 0, len(steps)
-    while k < n:
-        if not fused(steps[k]):
-            k += 1
-            continue
-        first = k
-        made: set = set()
-        while k < n and k - first < MAX_RUN and fused(steps[k]):
-            s = steps[k]
-            if any(a in made for a in s.args):
-                break
-            made.update(range(s.out, s.out + s.nout))
-            k += 1
-        if k - first >= 2:
-            runs.append((first, k))
-    return runs

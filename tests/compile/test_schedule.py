@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import nuvec as nv
-from nuvec.compile.schedule import MAX_RUN, independent_runs
+from nuvec.backends.runs import MAX_RUN, independent_runs
 from training_step import adam_step, mlp
 
 from conftest import assert_same, assert_topological, entry_of, step_names

@@ -51,8 +51,8 @@ import weakref
 
 import cupy as cp
 
-from ...compile.schedule import independent_runs
 from ...primitives.compiled import Compiled
+from ..runs import independent_runs
 from . import kernels
 from ._buffers import Buffer as _Buffer
 from ._buffers import copies_of, outputs, reclaim_all
