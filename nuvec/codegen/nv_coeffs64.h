@@ -4,15 +4,16 @@
  * nv_math64.h for where it is used. Max weighted error of each fit in its comment. */
 #ifndef NV_NO_F64
 
-/* exp: on [-0.34658, 0.34658], error 3.75e-18 */
+/* exp: on [-0.34658, 0.34658], error 6.13e-20 */
 NV_FN double nv_poly64_exp(double t)
 {
-    double q0 = fma(t, 0x1.5555555555502p-3, 0x1.000000000000ap-1);
-    double q1 = fma(t, 0x1.1111111125cc9p-7, 0x1.55555555506bfp-5);
-    double q2 = fma(t, 0x1.a01a013471092p-13, 0x1.6c16c1847622ap-10);
-    double q3 = fma(t, 0x1.71df0f7af0adbp-19, 0x1.a0199961ab6cdp-16);
+    double q0 = fma(t, 0x1.555555555555ap-3, 0x1p-1);
+    double q1 = fma(t, 0x1.111111110f166p-7, 0x1.555555555553p-5);
+    double q2 = fma(t, 0x1.a01a01b1e44e1p-13, 0x1.6c16c16c275bdp-10);
+    double q3 = fma(t, 0x1.71ddf389d3e66p-19, 0x1.a01a0150313fp-16);
+    double q4 = fma(t, 0x1.af66b55123e19p-26, 0x1.27e5927c08864p-22);
     double t2 = t * t;
-    return fma(t2, fma(t2, fma(t2, fma(t2, fma(t, 0x1.ada11e2ddddeap-26, 0x1.28adfa39dd4bbp-22), q3), q2), q1), q0);
+    return fma(t2, fma(t2, fma(t2, fma(t2, fma(t2, 0x1.1e5de3d87f0bfp-29, q4), q3), q2), q1), q0);
 }
 
 /* log: on [0, 0.0294402], error 1.23e-18 */
@@ -24,6 +25,18 @@ NV_FN double nv_poly64_log(double t)
     p = fma(t, p, 0x1.24924941dd7b8p-2);
     p = fma(t, p, 0x1.999999997ff4cp-2);
     p = fma(t, p, 0x1.5555555555592p-1);
+    return p;
+}
+
+/* log_r2: on [0, 0.0294402], error 1.17e-22 */
+NV_FN double nv_poly64_log_r2(double t)
+{
+    double p = fma(t, 0x1.e7dbb75912288p-4, 0x1.de9f00ea6bd49p-4);
+    p = fma(t, p, 0x1.111dcb7787b08p-3);
+    p = fma(t, p, 0x1.3b137846a198cp-3);
+    p = fma(t, p, 0x1.745d17d724dc9p-3);
+    p = fma(t, p, 0x1.c71c71c65a755p-3);
+    p = fma(t, p, 0x1.24924924927cbp-2);
     return p;
 }
 

@@ -106,7 +106,7 @@ _add(
         _safe(lambda r: (mp.exp(r) - 1 - r) / r**2, mp.mpf(0.5)),
         -0.34658,
         0.34658,
-        9,
+        10,
         lambda r: r**2 / mp.exp(r),
         pairs=True,
     )
@@ -124,6 +124,29 @@ _add(
         float(_S**2) * 1.0001,
         6,
         lambda t: mp.sqrt(t) ** 3 / (2 * mp.atanh(mp.sqrt(t))) if t else 0,
+    )
+)
+# pow's log: 2 atanh(s) = 2s + s z (2/3 + 2z/5 + z^2 R2(z)), z = s^2 as for log: R2(z) =
+# ((2 atanh(s) - 2s) / (s z) - 2/3 - 2z/5) / z^2; error relative to 2 atanh(s) (R2's share of
+# it is s z^3 R2)
+_add(
+    Fit(
+        "log_r2",
+        _safe(
+            lambda t: (
+                (
+                    (2 * mp.atanh(mp.sqrt(t)) - 2 * mp.sqrt(t)) / mp.sqrt(t) ** 3
+                    - mp.mpf(2) / 3
+                    - 2 * t / 5
+                )
+                / t**2
+            ),
+            mp.mpf(2) / 7,
+        ),
+        0.0,
+        float(_S**2) * 1.0001,
+        6,
+        lambda t: mp.sqrt(t) ** 7 / (2 * mp.atanh(mp.sqrt(t))) if t else 0,
     )
 )
 # sinh a = a + a^3 P(a^2), |a| <= 1; error relative to sinh a
