@@ -1,6 +1,6 @@
 /* nv_math64.h -- nuvec's float64 math library: exp, expm1, log, log1p, log2, log10, and
- * sigmoid, tanh, sinh, cosh and logaddexp built on them. Shared by the C and CUDA dialects
- * (Metal has no float64: NV_NO_F64), so the GPU computes the CPU's bits.
+ * sigmoid, tanh, sinh, cosh, logaddexp and power built on them. Shared by the C and CUDA
+ * dialects (Metal has no float64: NV_NO_F64), so the GPU computes the CPU's bits.
  *
  * The rules of nv_math.h hold: straight-line code (selects, no branches, no tables in memory),
  * so that a C compiler vectorizes the loops that call it (4 lanes with AVX2, 8 with AVX-512,
@@ -10,11 +10,11 @@
  * constant's low bits.
  *
  * Accuracy (float64, sampled over the whole range and the hard regions by
- * tests/engine/test_accuracy.py against x87 80-bit long double): exp and log below 1 ulp
- * (faithfully rounded: the result is one of the two floats around the exact value), expm1,
- * log1p, log2, log10, sigmoid, tanh, sinh, cosh within 2 ulp of the correctly rounded result
- * (measured errors in that test's comments and fitpoly64.py's), logaddexp within 2 ulp where
- * its result is not a cancellation (see nv_logaddexp_f64). Polynomial coefficients come from
+ * tests/engine/test_accuracy_f64.py against x87 80-bit long double; the measured maxima are in
+ * benchmarks/README.md): exp, log and power below 1 ulp (faithfully rounded: the result is one
+ * of the two floats around the exact value), expm1, log1p, log2, log10, sigmoid, tanh, sinh,
+ * cosh within 2 ulp of the correctly rounded result, logaddexp within 2 ulp where its result
+ * is not a cancellation (see nv_logaddexp_f64). Polynomial coefficients come from
  * nuvec/codegen/tools/fitpoly64.py (nv_coeffs64.h).
  *
  * Error analyses below count in ulps of the result, "pre-rounding" meaning the error of the
@@ -88,7 +88,7 @@ NV_FN double nv_clamp_d(double x, double lo, double hi)
  * product by s2 is exact but for a subnormal or an overflowing result, which it rounds once
  * more. x is clamped to [-746, 710] (exp(-746) rounds to 0, exp(710) overflows); below the
  * clamp s2 = 0, an exact product in place of one that underflows, which x86 cores run in
- * microcode. Pre-rounding error about a quarter of an ulp (q's roundings); NaN returns x. */
+ * microcode. Pre-rounding error below a seventh of an ulp (q's roundings); NaN returns x. */
 NV_FN double nv_exp_f64(double x)
 {
     double xc = nv_clamp_d(x, -746.0, 710.0);
@@ -412,6 +412,105 @@ NV_FN double nv_logaddexp_f64(double x, double y)
     double v = sh + (sl + lg.lo);
     v = x == y ? x + NV_LN2_HI_D : v;
     return x == x & y == y ? v : x + y;
+}
+
+/* ---- power -------------------------------------------------------------------------------- */
+
+/* c ? a : b. In C, as bit operations on a mask (nv_blend's reason: a select on a condition of
+ * the value a broadcast loop reads once is a select on a loop invariant, which gcc does not
+ * vectorize); on the GPU the select itself. The same bits either way. */
+#if defined(__CUDA_ARCH__)
+NV_FN double nv_blend_d(int c, double a, double b) { return c ? a : b; }
+#else
+NV_FN double nv_blend_d(int c, double a, double b)
+{
+    uint64_t m = 0ull - (uint64_t)(c != 0);
+    return nv_u2d((nv_d2u(a) & m) | (nv_d2u(b) & ~m));
+}
+#endif
+
+#define NV_TWO_THIRDS_HI 0x1.5555555555555p-1
+#define NV_TWO_THIRDS_LO 0x1.5555555555555p-55
+#define NV_TWO_FIFTHS_HI 0x1.999999999999ap-2
+#define NV_TWO_FIFTHS_LO -0x1.999999999999ap-56
+
+/* log x as hi + lo to about 2^-66 of its value, for positive finite x (pow's: y log x reaches
+ * 745 and must stay within a small fraction of an ulp of exp's argument): x = 2^k m as in
+ * nv_log_parts64, s = f / (2 + f) as hi + lo (f times 1 / (2 + f), corrected by the remainder
+ * that an fma takes exactly), log m = 2s + s z R(z), z = s^2 as hi + lo, R = 2/3 + 2z/5 +
+ * z^2 R2(z) with 2/3 and 2/5 as hi + lo and z^2 R2 (at most 4e-4 of R) in float64, the products
+ * s z R carried as hi + lo; k ln2 with ln2's low part multiplied exactly. */
+NV_FN nv_dd nv_log_pow_dd(double x)
+{
+    int sub = x < 0x1p-1022;
+    nv_logred64 p = nv_log_reduce64(nv_d2u(sub ? x * 0x1p52 : x));
+    double k = p.k - (sub ? 52.0 : 0.0);
+    double f = p.m - 1.0;
+    double dh = 2.0 + f;
+    double dl = (2.0 - dh) + f;                 /* 2 + f = dh + dl exactly */
+    double inv = 1.0 / dh;
+    double sh = f * inv;
+    double sl = (fma(-sh, dh, f) - sh * dl) * inv;
+    double zh = sh * sh;
+    double zl = fma(sh, sh, -zh) + 2.0 * sh * sl;
+    double uh = zh * NV_TWO_FIFTHS_HI;          /* 2z/5 */
+    double ul = fma(zh, NV_TWO_FIFTHS_HI, -uh) + (zl * NV_TWO_FIFTHS_HI + zh * NV_TWO_FIFTHS_LO);
+    nv_dd r = nv_fast_two_sum_d(NV_TWO_THIRDS_HI, uh);
+    r.lo = r.lo + ((NV_TWO_THIRDS_LO + ul) + (zh * zh) * nv_poly64_log_r2(zh));
+    double ph = sh * zh;                        /* s z */
+    double pl = fma(sh, zh, -ph) + (sh * zl + sl * zh);
+    double th = ph * r.hi;                      /* s z R */
+    double tl = fma(ph, r.hi, -th) + (ph * r.lo + pl * r.hi);
+    nv_dd a = nv_fast_two_sum_d(2.0 * sh, th);  /* |2s| > |s z R| */
+    double kl = k * NV_LN2_LO42_D;
+    nv_dd b = nv_fast_two_sum_d(k * NV_LN2_HI42_D, a.hi);
+    double lo = b.lo + ((a.lo + (2.0 * sl + tl)) + (kl + fma(k, NV_LN2_LO42_D, -kl)));
+    return nv_fast_two_sum_d(b.hi, lo);
+}
+
+/* |x|^y for finite x != 0 and finite y: exp(y log|x|) with y log|x| = t as hi + lo (t's error
+ * about 2^-66 |t|, so at most 2^-56.5 at the overflow and underflow thresholds) and exp's steps
+ * with t's low part in the reduction (nv_exp_parts2); the argument is clamped as in
+ * nv_exp_f64, t's low part dropped where it is */
+NV_FN double nv_pow_abs_f64(double ax, double y)
+{
+    nv_dd l = nv_log_pow_dd(ax);
+    double th = y * l.hi;
+    double tl = fma(y, l.hi, -th) + y * l.lo;
+    double tc = nv_clamp_d(th, -746.0, 710.0);
+    tl = tc == th ? tl : 0.0;
+    nv_expparts p = nv_exp_parts2(tc, tl, 1);
+    uint64_t s2 = p.t > NV_SHIFT_D ? 0x43f0000000000000ull : 0x3bf0000000000000ull;
+    s2 = tc == -746.0 ? 0ull : s2;
+    double s1 = nv_u2d((nv_d2u(p.t) << 52) + (0x7fe0000000000000ull - s2));
+    double h = 1.0 + p.r;
+    double lo = (1.0 - h) + p.r;
+    return fma(s1, h, s1 * (lo + p.q)) * nv_u2d(s2);
+}
+
+/* x^y with C99's (and NumPy's) special cases: y = +-0 or x = 1 give 1 (NaN too), then a NaN
+ * argument gives itself (x's where both are; a sum of the operand with itself, so the payload
+ * does not depend on a commutative sum's order); |y| = inf gives 1 for |x| = 1, else 0 or inf;
+ * x = +-0 or +-inf give 0 or inf; a negative x (-0 and -inf too) flips the sign for an odd
+ * integer y, and gives NaN for a non-integer y where it is finite and nonzero. Every select on
+ * the arguments is a blend (nv_blend_d). */
+NV_FN double nv_power_f64(double x, double y)
+{
+    double ax = fabs(x);
+    int regular = ax > 0.0 & ax < NV_INF_D;
+    double r = nv_pow_abs_f64(nv_blend_d(regular, ax, 1.0), nv_blend_d(fabs(y) < NV_INF_D, y, 0.0));
+    double lim = nv_blend_d((ax == 0.0) == (y > 0.0), 0.0, NV_INF_D);
+    r = nv_blend_d(regular, r, lim);
+    double ylim = nv_blend_d(ax == 1.0, 1.0, nv_blend_d((ax < 1.0) == (y > 0.0), 0.0, NV_INF_D));
+    r = nv_blend_d(fabs(y) == NV_INF_D, ylim, r);
+    double yh = 0.5 * y;
+    int odd = (floor(yh) != yh) & (fabs(y) < 0x1p53);
+    double neg = nv_blend_d(odd, -r, r);
+    neg = nv_blend_d(floor(y) != y, nv_blend_d(regular, NV_NAN_D, r), neg);
+    r = nv_blend_d((int)(nv_d2u(x) >> 63), neg, r);
+    r = nv_blend_d(y != y, y + y, r);
+    r = nv_blend_d(x != x, x + x, r);
+    return nv_blend_d((y == 0.0) | (x == 1.0), 1.0, r);
 }
 
 #endif /* NV_NO_F64 */

@@ -718,7 +718,6 @@ NV_FN double nv_arcsinh_f64(double a) { return asinh(a); }
 NV_FN double nv_arccosh_f64(double a) { return acosh(a); }
 NV_FN double nv_arctanh_f64(double a) { return atanh(a); }
 NV_FN double nv_erf_f64(double a) { return erf(a); }
-NV_FN double nv_power_f64(double a, double b) { return pow(a, b); }
 NV_FN double nv_arctan2_f64(double a, double b) { return atan2(a, b); }
 /* erfinv: the float32 result refined by Halley steps on erf (erfc in the tails) */
 NV_FN double nv_erfinv_f64(double x)

@@ -101,10 +101,10 @@ def test_elementwise_chain_matches_cpu_exactly(dtype):
 
     c, g = run_both(f, x, y)
     for k, (u, v) in enumerate(zip(c, g)):
-        if np.dtype(dtype) == np.float64 and k in (1, 2):
-            close(v, u, rtol=1e-14, atol=0)  # float64 erf and power: the C library vs CUDA's
+        if np.dtype(dtype) == np.float64 and k == 1:
+            close(v, u, rtol=1e-14, atol=0)  # float64 erf: the C library vs CUDA's
         else:
-            same(v, u)  # float64 exp, tanh, sigmoid: nuvec's own (nv_math64.h) on both
+            same(v, u)  # float64 exp, tanh, sigmoid, power: nuvec's own (nv_math64.h)
 
 
 def test_bfloat16_is_stored_as_uint16_bits():

@@ -163,6 +163,65 @@ def test_float64_logaddexp() -> None:
     assert excess[k] < 0.5, (xa[k], ya[k], got[k])
 
 
+def _power_samples(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    n = 1 << 19
+    xs = [np.exp(rng.uniform(-30, 30, n)), rng.integers(0, 0x7FF0 << 48, n).view(np.float64)]
+    ys = [rng.standard_normal(n) * 10, rng.uniform(-2, 2, n)]
+    # near 1 with large exponents, and the usual range
+    xs += [1 + rng.uniform(-1e-3, 1e-3, n), rng.uniform(0.5, 2, n)]
+    ys += [rng.uniform(-5e5, 5e5, n), rng.uniform(-1000, 1000, n)]
+    # y log x near the overflow and underflow thresholds (subnormal results too)
+    xv = np.exp(rng.uniform(-700, 700, n))
+    xs.append(xv)
+    ys.append(rng.uniform(700, 745, n) / np.log(xv) * rng.choice([-1.0, 1.0], n))
+    # small integer powers of either sign
+    xs.append(rng.standard_normal(n) * 10)
+    ys.append(rng.integers(-8, 9, n).astype(np.float64))
+    return np.concatenate(xs), np.concatenate(ys)
+
+
+def test_float64_power() -> None:
+    """Below 1 ulp (faithful), and correctly rounded but where the exact value is within a few
+    hundredths of an ulp of a rounding boundary (y log x is carried to about 2^-66 of itself)."""
+    x, y = _power_samples(np.random.default_rng(12))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = run1("power", x, y)
+        ref = np.power(x.astype(L), y.astype(L))
+    d = ulp_error(got, ref)
+    k = int(np.argmax(d))
+    with np.errstate(over="ignore"):
+        rounded = ref.astype(np.float64)
+    fin = np.isfinite(rounded)
+    exact = np.mean(got[fin] == rounded[fin])
+    print(
+        f"power[float64]: max {d[k]:.3f} ulp at {x[k]!r}, {y[k]!r}; {exact:.2%} correctly rounded"
+    )
+    assert d[k] + REF_ERROR < 1, (x[k], y[k], got[k])
+    assert exact >= 0.98
+
+
+def test_float64_power_special_values() -> None:
+    """Every pair of special and ordinary values: as NumPy (C99's pow) gives the limits, -0
+    and NaN included; other results within 1 ulp of NumPy's."""
+    v = [0.0, 1.0, 2.0, 0.5, 3.0, 2.5, np.inf, np.nan, 1e-310, 1e308, 2.0**53, 2.0**53 + 2]
+    v += [1e-300, 0.999, 1.001, 709.0, 1075.0, 1024.0]
+    v = np.array(v + [-a for a in v])
+    x, y = np.repeat(v, v.size), np.tile(v, v.size)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = run1("power", x, y)
+        want = np.power(x, y)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan), list(zip(x[np.isnan(got) != nan], y))
+    limit = ~nan & (~np.isfinite(want) | (want == 0) | (np.abs(want) == 1))
+    bad = limit & (got.view(np.uint64) != want.view(np.uint64))
+    assert not bad.any(), list(zip(x[bad], y[bad], got[bad]))
+    rest = ~nan & ~limit
+    steps = np.abs(got[rest].view(np.int64) - want[rest].view(np.int64))
+    assert steps.max() <= 1
+
+
 # ---- special values, as NumPy gives them ------------------------------------------------------
 
 BIG = np.finfo(np.float64).max

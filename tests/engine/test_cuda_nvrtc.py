@@ -43,7 +43,6 @@ _LIBM64 = frozenset(
         "arctanh",
         "erf",
         "erfinv",
-        "power",
         "arctan2",
     )
 )
