@@ -7,8 +7,8 @@ Per op: the eager op (``nv.exp(x)`` then ``nv.eval``), the same op through ``nv.
 NumPy's ufunc (SciPy's expit for sigmoid), REPS rounds over all ops, each one's minimum kept.
 One thread (NUVEC_NUM_THREADS=1 and OMP_NUM_THREADS=1 unless set). Arguments: 2 x N(0, 1) for
 exp, expm1, sigmoid, tanh, sinh, cosh and logaddexp (two arrays); |2 x N(0, 1)| + 0.5 for log,
-log2, log10; |2 x N(0, 1)| for log1p. Run with PYTHONPATH=. so that the checkout's nuvec is
-the one imported.
+log2, log10 and power's base (its exponent 2 x N(0, 1)); |2 x N(0, 1)| for log1p. Run with
+PYTHONPATH=. so that the checkout's nuvec is the one imported.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import scipy.special as sps  # noqa: E402
 import nuvec as nv  # noqa: E402
 
 UNARY = ("exp", "log", "expm1", "log1p", "log2", "log10", "sigmoid", "tanh", "sinh", "cosh")
-BINARY = ("logaddexp",)
+BINARY = ("logaddexp", "power")
 NUMPY: dict[str, Callable[..., Any]] = {
     op: getattr(np, op) for op in UNARY + BINARY if op != "sigmoid"
 }
@@ -40,7 +40,7 @@ def cases(n: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any], Calla
     xn = rng.standard_normal(n) * 2
     bn = rng.standard_normal(n) * 2
     args = {"x": xn, "pos": np.abs(xn) + 0.5, "nonneg": np.abs(xn)}
-    arg_of = {"log": "pos", "log2": "pos", "log10": "pos", "log1p": "nonneg"}
+    arg_of = {"log": "pos", "log2": "pos", "log10": "pos", "log1p": "nonneg", "power": "pos"}
 
     def evaluated(f: Callable[..., Any], *a: Any) -> Callable[[], Any]:
         def g() -> Any:
