@@ -36,7 +36,7 @@ NV_FN nv_dd nv_fast_two_sum_d(double a, double b)
 /* ---- exp family ---------------------------------------------------------------------------
  * x = n ln2 + r + e: n the nearest integer to x log2(e), rounded by adding 1.5 2^52 (whose
  * low bits then hold n: 2^n is built from them with integer operations), r = x - n ln2 with
- * ln2 as hi + lo (x - n ln2_hi is exact as one fma: a multiple of 2^-53 below 1/2), and e
+ * ln2 as hi + lo (x - n ln2_hi is exact as one fma: a multiple of 2^-54 below 1/2), and e
  * the rounding error of r, so that r's own rounding (up to 0.35 ulp of exp) is not lost.
  * exp(x) = 2^n (1 + r + q), q = r^2 P(r) + e (1 + r), |r| <= 0.3466, |q| < 0.07. */
 
@@ -241,8 +241,9 @@ NV_FN double nv_log10_f64(double x)
 
 /* log(uh + ul + ul2) as hi + lo, uh positive, normal and finite, |ul| <= ulp(uh), |ul2| <=
  * ulp(ul) (with_ul2 a constant; 0 leaves ul2 out): uh = 2^k m as above and c = ul 2^-k
- * (exact; the scale is held at 2^-1023 for k = 1024, where ul is 0), |c| <= ulp(m) <= |m - 1|
- * unless m = 1, so m - 1 + c = f + fl exactly (fast two-sum), and ul2 2^-k joins fl */
+ * (exact; the scale is 0 for k >= 1023, uh >= 2^1022.5, where every caller's ul is 0), |c| <=
+ * ulp(m) <= |m - 1| unless m = 1, so m - 1 + c = f + fl exactly (fast two-sum), and ul2 2^-k
+ * joins fl */
 NV_FN nv_dd nv_log_dd2(double uh, double ul, double ul2, int with_ul2)
 {
     nv_logred64 p = nv_log_reduce64(nv_d2u(uh));
@@ -379,7 +380,7 @@ NV_FN double nv_sigmoid_f64(double x)
  * 1 + t too, and log1p(t) as hi + lo (nv_log_dd2); m + its hi part is split exactly, so the
  * errors before the last rounding are about 2^-57 of log1p(t) <= ln2: within 2 ulp of the
  * result where it does not cancel (|result| >= |m| / 2 or so), and within 2 ulp of the result
- * plus a small fraction of an ulp of m where it does. Where t would be subnormal (d < -708),
+ * plus under half an ulp of m where it does. Where t would be subnormal (d < -708),
  * log1p(t) = t, scaled as in nv_sigmoid_f64. x == y gives x + ln2 (infinities too); a NaN
  * gives x + y. */
 NV_FN double nv_logaddexp_f64(double x, double y)
