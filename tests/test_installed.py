@@ -72,6 +72,8 @@ def test_the_installed_wheel_carries_its_runtime_files(tmp_path):
     wanted = [
         "nuvec/codegen/nv_coeffs.h",
         "nuvec/codegen/nv_math.h",
+        "nuvec/codegen/nv_coeffs64.h",
+        "nuvec/codegen/nv_math64.h",
         "nuvec/codegen/nv_ops.h",
         "nuvec/backends/cpu/csrc/nv_eltwise.h",
         "nuvec/backends/cpu/csrc/nv_rows.h",

@@ -1,10 +1,11 @@
 """One element-wise kernel generator; C, CUDA C and Metal are dialects of it.
 
 The generator turns a KernelSpec into straight-line per-element code (one local per node,
-each rounded to its dtype) over the shared headers nv_coeffs.h, nv_math.h and nv_ops.h; a
-dialect (nuvec/codegen/dialects/) supplies only the prelude (types, qualifiers, bit casts,
-where the math library comes from), literals, and the kernel entry points with their loads,
-stores and indexing.
+each rounded to its dtype) over the shared headers (nv_coeffs.h and nv_math.h, the float32
+math library; nv_coeffs64.h and nv_math64.h, the float64 one; nv_ops.h); a dialect
+(nuvec/codegen/dialects/) supplies only the prelude (types, qualifiers, bit casts, where the
+math library comes from), literals, and the kernel entry points with their loads, stores and
+indexing.
 
 Example::
 
@@ -77,13 +78,18 @@ _NEGABS = {"exp": "nv_exp_negabs_f32"}
 
 @lru_cache(maxsize=None)
 def header_text(name: str) -> str:
-    """The text of one of the shared headers (nv_coeffs.h, nv_math.h, nv_ops.h)."""
+    """The text of one of the shared headers (LIBRARY_HEADERS)."""
     return files(__package__).joinpath(name).read_text()
+
+
+# the shared headers, in the order they are included: the float32 math library, the float64 one
+# (empty where the dialect defines NV_NO_F64), the element operations of every dtype
+LIBRARY_HEADERS = ("nv_coeffs.h", "nv_math.h", "nv_coeffs64.h", "nv_math64.h", "nv_ops.h")
 
 
 def library_source() -> str:
     """The shared math and element-op library (dialect-neutral; needs a dialect prelude)."""
-    return "\n".join(header_text(h) for h in ("nv_coeffs.h", "nv_math.h", "nv_ops.h"))
+    return "\n".join(header_text(h) for h in LIBRARY_HEADERS)
 
 
 # ---- literals -------------------------------------------------------------------------------

@@ -677,9 +677,6 @@ NV_FN nv_c64 nv_cos_c64(nv_c64 z)
 /* ---- float64 ------------------------------------------------------------------------------ */
 #ifndef NV_NO_F64
 
-#define NV_INF_D nv_u2d(0x7ff0000000000000ull)
-#define NV_NAN_D nv_u2d(0x7ff8000000000000ull)
-
 /* integer -> float64: as nv_from_int_f32 */
 NV_FN double nv_from_int_f64(double d)
 {
@@ -711,47 +708,17 @@ NV_FN uint8_t nv_isinf_f64(double a) { return (uint8_t)(fabs(a) == NV_INF_D); }
 NV_FN uint8_t nv_isposinf_f64(double a) { return (uint8_t)(a == NV_INF_D); }
 NV_FN uint8_t nv_isneginf_f64(double a) { return (uint8_t)(a == -NV_INF_D); }
 NV_FN uint8_t nv_isfinite_f64(double a) { return (uint8_t)(fabs(a) < NV_INF_D); }
-NV_FN double nv_exp_f64(double a) { return exp(a); }
-NV_FN double nv_expm1_f64(double a) { return expm1(a); }
-NV_FN double nv_log_f64(double a) { return log(a); }
-NV_FN double nv_log1p_f64(double a) { return log1p(a); }
-NV_FN double nv_log2_f64(double a) { return log2(a); }
-NV_FN double nv_log10_f64(double a) { return log10(a); }
 NV_FN double nv_sin_f64(double a) { return sin(a); }
 NV_FN double nv_cos_f64(double a) { return cos(a); }
 NV_FN double nv_tan_f64(double a) { return tan(a); }
 NV_FN double nv_arcsin_f64(double a) { return asin(a); }
 NV_FN double nv_arccos_f64(double a) { return acos(a); }
 NV_FN double nv_arctan_f64(double a) { return atan(a); }
-NV_FN double nv_sinh_f64(double a) { return sinh(a); }
-NV_FN double nv_cosh_f64(double a) { return cosh(a); }
-NV_FN double nv_tanh_f64(double a) { return tanh(a); }
 NV_FN double nv_arcsinh_f64(double a) { return asinh(a); }
 NV_FN double nv_arccosh_f64(double a) { return acosh(a); }
 NV_FN double nv_arctanh_f64(double a) { return atanh(a); }
 NV_FN double nv_erf_f64(double a) { return erf(a); }
-NV_FN double nv_power_f64(double a, double b) { return pow(a, b); }
 NV_FN double nv_arctan2_f64(double a, double b) { return atan2(a, b); }
-/* 1 / (1 + t) or t / (1 + t), t = exp(-|x|): 1 + t carried as hi + lo, the quotient corrected
- * once */
-NV_FN double nv_sigmoid_f64(double x)
-{
-    double t = exp(-fabs(x));
-    double dh = 1.0 + t, dl = t - (dh - 1.0);
-    double inv = 1.0 / dh;
-    double num = x >= 0.0 ? 1.0 : t;
-    double q = num * inv;
-    double r = fma(-q, dh, num) - q * dl;
-    double v = fma(r, inv, q);
-    return x == x ? v : x;
-}
-NV_FN double nv_logaddexp_f64(double x, double y)
-{
-    double m = x > y ? x : y;
-    double v = m + log1p(exp(-fabs(x - y)));
-    v = x == y ? x + 0x1.62e42fefa39efp-1 : v;
-    return (x == x & y == y) ? v : x + y;
-}
 /* erfinv: the float32 result refined by Halley steps on erf (erfc in the tails) */
 NV_FN double nv_erfinv_f64(double x)
 {

@@ -31,6 +31,8 @@ _SOURCES = (
     "optable.py:kernel_signature",
     "nv_coeffs.h",
     "nv_math.h",
+    "nv_coeffs64.h",
+    "nv_math64.h",
     "nv_ops.h",
     "dialects/__init__.py",
     "dialects/base.py",

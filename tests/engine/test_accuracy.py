@@ -5,7 +5,8 @@ float32), over the whole range: random bit patterns (every exponent, subnormals)
 ranges, huge arguments near multiples of pi/2 for the trigonometric functions, and special
 values. Bounds: 2 ulp for exp, log, sin, cos, tanh, sigmoid, erf; 4 ulp for the rest.
 float16 / bfloat16: every one of the 65536 inputs, within 1 ulp of the correctly rounded result.
-float64: sampled, within 2 ulp of NumPy / SciPy (which use the C library).
+float64: sampled, within 2 ulp of the correctly rounded value (mpmath); nuvec's own float64
+functions (nv_math64.h) are checked in detail by test_accuracy_f64.py.
 ``NUVEC_EXHAUSTIVE=1`` also checks every float32 input (minutes per function).
 
 Run with ``-s`` to see the measured maxima (``python tests/engine/test_accuracy.py`` prints a

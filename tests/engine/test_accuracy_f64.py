@@ -1,0 +1,307 @@
+"""Accuracy of nuvec's float64 math library (nv_math64.h) against x87 80-bit long double.
+
+Sampled, 5.7M inputs per function: random bit patterns (every exponent, subnormals,
+infinities, NaN), the function's usual range, and its hard regions (the ends of exp's
+reduction interval, the overflow and underflow thresholds, subnormal results, m near sqrt(2)
+and x near 1 for the logarithms, the ends of the polynomial ranges), each also negated. The
+reference is NumPy's long double function (glibc's x87 ``expl``, ``logl``, ...: 64-bit
+significands, within about 2^-10 ulp of float64), so the error is measured as a fraction of a
+float64 ulp rather than as a distance to a rounded reference. Bounds: exp and log below 1 ulp
+(faithfully rounded: the result is one of the two float64 around the exact value), the others
+within 2 ulp (an error below 2 ulp puts the result within 2 ulp of the correctly rounded
+one), logaddexp where it cancels within 2 ulp of the result plus half an ulp of max(x, y).
+Special values are checked against NumPy exactly. Run with ``-s`` to see the measured maxima.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.special as sps
+
+from engine_util import run1
+
+L = np.longdouble
+# the reference's own error, in float64 ulps: the x87 functions are within a few units of
+# their 64-bit significand
+REF_ERROR = 2.0**-9
+
+pytestmark = pytest.mark.skipif(
+    np.finfo(L).nmant < 63, reason="needs an 80-bit long double (x87) as the reference"
+)
+
+BOUND = {
+    "exp": 1.0,
+    "log": 1.0,
+    "expm1": 2.0,
+    "log1p": 2.0,
+    "log2": 2.0,
+    "log10": 2.0,
+    "sigmoid": 2.0,
+    "tanh": 2.0,
+    "sinh": 2.0,
+    "cosh": 2.0,
+}
+REF = {
+    "exp": np.exp,
+    "log": np.log,
+    "expm1": np.expm1,
+    "log1p": np.log1p,
+    "log2": np.log2,
+    "log10": np.log10,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "tanh": np.tanh,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+}
+LN2 = float(np.log(L(2)))
+
+
+def ulp_error(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """|got - ref| in float64 ulps of ref (ref in long double; the ulp of ref's float64 binade,
+    2^-1074 below the normal range); 0 where both are the same infinity or both NaN, inf where
+    only one is NaN."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        refd = ref.astype(np.float64)
+        _, e = np.frexp(np.abs(ref))
+        ulp = np.ldexp(L(1), np.clip(e.astype(np.int64) - 1, -1022, 1023) - 52)
+        d = np.abs(got.astype(L) - ref) / ulp
+        same = (got.astype(L) == ref) | (np.isnan(got) & np.isnan(ref))
+    same |= np.isinf(got) & (got == refd)  # beyond float64's range: the infinity itself
+    d = np.where(same, 0, d)
+    return np.where(np.isnan(d), np.inf, d).astype(np.float64)
+
+
+def _samples(op: str, rng: np.random.Generator) -> np.ndarray:
+    n = 1 << 18
+    parts = [
+        rng.integers(0, 1 << 63, 1 << 20, dtype=np.int64).view(np.float64),
+        rng.uniform(-1, 1, n),
+        rng.standard_normal(n) * 10,
+        rng.uniform(-750, 750, n),
+        np.exp(rng.uniform(-745, 709, n)),
+        rng.uniform(-1e-5, 1e-5, 1 << 14),
+        # exp's reduction: r near +-ln2/2 and near 0
+        (rng.integers(-1100, 1100, n) + 0.5 + rng.uniform(-1e-6, 1e-6, n)) * LN2,
+        (rng.integers(-1100, 1100, 1 << 14) + rng.uniform(-1e-9, 1e-9, 1 << 14)) * LN2,
+        # overflow and underflow thresholds, subnormal results
+        rng.uniform(708, 711, 1 << 14),
+        rng.uniform(-746, -708, 1 << 16),
+        # m near sqrt(2) (the logarithms' reduction boundary) and x near 1
+        np.sqrt(2)
+        * np.exp2(rng.integers(-1074, 1024, n).astype(np.float64))
+        * (1 + rng.uniform(-1e-3, 1e-3, n)),
+        1 + rng.uniform(-1e-3, 1e-3, 1 << 16),
+        # the ends of sinh's polynomial, tanh's and sigmoid's saturation
+        rng.uniform(0.9, 1.1, 1 << 14),
+        rng.uniform(18, 21, 1 << 14),
+        rng.uniform(35, 40, 1 << 14),
+        np.array([0.0, np.inf, np.nan, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308]),
+    ]
+    x = np.concatenate(parts)
+    return np.concatenate([x, -x])
+
+
+@pytest.mark.parametrize("op", list(BOUND))
+def test_float64_within_bound(op: str) -> None:
+    rng = np.random.default_rng(sorted(BOUND).index(op))
+    x = _samples(op, rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = run1(op, x)
+        ref = REF[op](x.astype(L))
+    d = ulp_error(got, ref)
+    k = int(np.argmax(d))
+    print(f"{op}[float64]: max {d[k]:.3f} ulp at {x[k]!r} over {x.size} inputs")
+    assert d[k] + REF_ERROR < BOUND[op], f"{op}: {d[k]} ulp at {x[k]!r}: got {got[k]!r}"
+
+
+def test_float64_logaddexp() -> None:
+    rng = np.random.default_rng(11)
+    n = 1 << 18
+    x = [
+        rng.uniform(-5, 5, n),
+        rng.uniform(-800, 800, n),
+        rng.standard_normal(n) * 1e3,
+        rng.integers(0, 1 << 63, n, dtype=np.int64).view(np.float64),
+        -LN2 + rng.uniform(-0.05, 0.05, n),
+    ]
+    y = [
+        rng.uniform(-5, 5, n),
+        rng.uniform(-800, 800, n),
+        rng.standard_normal(n) * 1e3,
+        rng.integers(0, 1 << 63, n, dtype=np.int64).view(np.float64),
+        -LN2 + rng.uniform(-0.05, 0.05, n),
+    ]
+    # e^x + e^y near 1: results near 0, the deepest cancellation
+    xc = -np.exp(rng.uniform(np.log(1e-12), np.log(40), n))
+    x.append(xc)
+    y.append(np.log(-np.expm1(xc.astype(L))).astype(np.float64))
+    xa, ya = np.concatenate(x), np.concatenate(y)
+    xa, ya = np.concatenate([xa, -xa]), np.concatenate([ya, ya])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = run1("logaddexp", xa, ya)
+        ref = np.logaddexp(xa.astype(L), ya.astype(L))
+    d = ulp_error(got, ref)
+    m = np.maximum(xa, ya)
+    # no cancellation: m >= 0, or the result at least |m| / 2
+    with np.errstate(invalid="ignore"):
+        plain = (m >= 0) | (np.abs(ref) >= np.abs(m) / 2) | np.isnan(m)
+    k = int(np.argmax(np.where(plain, d, 0)))
+    print(f"logaddexp[float64]: max {d[k]:.3f} ulp without cancellation, at {xa[k]!r}, {ya[k]!r}")
+    assert d[k] + REF_ERROR < 2, (xa[k], ya[k], got[k])
+    # with it: 2 ulp of the result and a fraction of an ulp of m
+    err = np.abs(got.astype(L) - ref)
+    ulp_res = np.where(d > 0, err / np.where(d > 0, d, 1), np.inf)
+    with np.errstate(invalid="ignore"):
+        excess = np.where(plain, 0, (err - 2 * ulp_res) / np.spacing(np.abs(m)).astype(L))
+    k = int(np.argmax(excess))
+    print(f"logaddexp[float64]: cancelling, 2 ulp + {max(excess[k], 0):.3f} ulp of max(x, y)")
+    assert excess[k] < 0.5, (xa[k], ya[k], got[k])
+
+
+def _power_samples(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    n = 1 << 19
+    xs = [np.exp(rng.uniform(-30, 30, n)), rng.integers(0, 0x7FF0 << 48, n).view(np.float64)]
+    ys = [rng.standard_normal(n) * 10, rng.uniform(-2, 2, n)]
+    # near 1 with large exponents, and the usual range
+    xs += [1 + rng.uniform(-1e-3, 1e-3, n), rng.uniform(0.5, 2, n)]
+    ys += [rng.uniform(-5e5, 5e5, n), rng.uniform(-1000, 1000, n)]
+    # y log x near the overflow and underflow thresholds (subnormal results too)
+    xv = np.exp(rng.uniform(-700, 700, n))
+    xs.append(xv)
+    ys.append(rng.uniform(700, 745, n) / np.log(xv) * rng.choice([-1.0, 1.0], n))
+    # small integer powers of either sign
+    xs.append(rng.standard_normal(n) * 10)
+    ys.append(rng.integers(-8, 9, n).astype(np.float64))
+    return np.concatenate(xs), np.concatenate(ys)
+
+
+def test_float64_power() -> None:
+    """Below 1 ulp (faithful), and correctly rounded but where the exact value is within a few
+    hundredths of an ulp of a rounding boundary (y log x is carried to about 2^-66 of itself)."""
+    x, y = _power_samples(np.random.default_rng(12))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = run1("power", x, y)
+        ref = np.power(x.astype(L), y.astype(L))
+    d = ulp_error(got, ref)
+    k = int(np.argmax(d))
+    with np.errstate(over="ignore"):
+        rounded = ref.astype(np.float64)
+    fin = np.isfinite(rounded)
+    exact = np.mean(got[fin] == rounded[fin])
+    print(
+        f"power[float64]: max {d[k]:.3f} ulp at {x[k]!r}, {y[k]!r}; {exact:.2%} correctly rounded"
+    )
+    assert d[k] + REF_ERROR < 1, (x[k], y[k], got[k])
+    assert exact >= 0.98
+
+
+def test_float64_power_special_values() -> None:
+    """Every pair of special and ordinary values: as NumPy (C99's pow) gives the limits, -0
+    and NaN included; other results within 1 ulp of NumPy's."""
+    v = [0.0, 1.0, 2.0, 0.5, 3.0, 2.5, np.inf, np.nan, 1e-310, 1e308, 2.0**53, 2.0**53 + 2]
+    v += [1e-300, 0.999, 1.001, 709.0, 1075.0, 1024.0]
+    v = np.array(v + [-a for a in v])
+    x, y = np.repeat(v, v.size), np.tile(v, v.size)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = run1("power", x, y)
+        want = np.power(x, y)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan), list(zip(x[np.isnan(got) != nan], y))
+    limit = ~nan & (~np.isfinite(want) | (want == 0) | (np.abs(want) == 1))
+    bad = limit & (got.view(np.uint64) != want.view(np.uint64))
+    assert not bad.any(), list(zip(x[bad], y[bad], got[bad]))
+    rest = ~nan & ~limit
+    steps = np.abs(got[rest].view(np.int64) - want[rest].view(np.int64))
+    assert steps.max() <= 1
+
+
+# ---- special values, as NumPy gives them ------------------------------------------------------
+
+BIG = np.finfo(np.float64).max
+SPECIALS = np.array(
+    [
+        0.0,
+        -0.0,
+        np.inf,
+        -np.inf,
+        np.nan,
+        1.0,
+        -1.0,
+        2.0,
+        5e-324,
+        -5e-324,
+        2.2250738585072014e-308,
+        BIG,
+        -BIG,
+        1e-300,
+        709.782712893384,  # exp: the largest finite result
+        709.7827128933841,  # exp: inf
+        710.4758600739439,  # sinh, cosh: the largest finite result
+        710.475860073944,  # sinh, cosh: inf
+        -745.1332191019411,  # exp: the smallest subnormal
+        -745.1332191019412,  # exp: 0
+        -708.3964185322641,  # exp: near the smallest normal
+        -746.0,
+        -1e300,
+        1e300,
+        -1 + 2.0**-53,
+        -1 - 2.0**-52,
+        2.0**-60,
+        -(2.0**-60),
+    ]
+)
+NUMPY = {**{op: getattr(np, op) for op in REF if op != "sigmoid"}, "sigmoid": sps.expit}
+
+
+@pytest.mark.parametrize("op", list(REF))
+def test_float64_special_values(op: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = run1(op, SPECIALS)
+        want = NUMPY[op](SPECIALS)
+    # the limits (NaN, infinities, zeros, +-1) exactly as NumPy gives them, -0 included, where
+    # NumPy's is the correctly rounded result (SciPy's expit underflows to 0 early); the other
+    # results within 2 ulp of long double (neither library is correctly rounded everywhere)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rounded = REF[op](SPECIALS.astype(L)).astype(np.float64)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan), (op, SPECIALS[np.isnan(got) != nan])
+    limit = ~nan & (~np.isfinite(want) | (want == 0) | (np.abs(want) == 1)) & (rounded == want)
+    bad = limit & (got.view(np.uint64) != want.view(np.uint64))
+    assert not bad.any(), (op, SPECIALS[bad], got[bad])
+    rest = ~nan & ~limit
+    assert (ulp_error(got[rest], REF[op](SPECIALS[rest].astype(L))) < 2).all(), op
+
+
+def test_float64_exact_results() -> None:
+    k = np.arange(-1074, 1024)
+    assert np.array_equal(run1("log2", np.exp2(k.astype(np.float64))), k.astype(np.float64))
+    p = np.arange(0, 23)
+    assert np.array_equal(run1("log10", 10.0**p), p.astype(np.float64))
+    assert np.array_equal(run1("exp", np.zeros(3)), np.ones(3))
+    assert np.array_equal(run1("log", np.ones(3)), np.zeros(3))
+    assert run1("logaddexp", np.array([-np.inf]), np.array([-np.inf]))[0] == -np.inf
+    assert run1("logaddexp", np.array([np.inf]), np.array([-np.inf]))[0] == np.inf
+
+
+def test_float64_same_bits_vector_body_and_tail() -> None:
+    """Every element the same bits whether it falls in the vector body, the scalar tail or a
+    strided (blocked) launch."""
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.standard_normal(61) * 300, SPECIALS])
+    for op in REF:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            whole = run1(op, x)
+            ones = np.concatenate([run1(op, x[i : i + 1]) for i in range(x.size)])
+            strided = run1(op, np.repeat(x, 3)[::3])
+        assert np.array_equal(whole.view(np.uint64), ones.view(np.uint64)), op
+        assert np.array_equal(whole.view(np.uint64), strided.view(np.uint64)), op
