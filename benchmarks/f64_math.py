@@ -1,21 +1,20 @@
 """nuvec's float64 math against NumPy, the two timed in turn in one process.
 
-    PYTHONPATH=. python benchmarks/f64_math.py                 # every op, 1M float64
-    PYTHONPATH=. N=65536 REPS=200 python benchmarks/f64_math.py exp log
+    python -m benchmarks.f64_math                 # every op, 1M float64
+    N=65536 REPS=200 python -m benchmarks.f64_math exp log
 
 Per op: the eager op (``nv.exp(x)`` then ``nv.eval``), the same op through ``nv.compile``, and
 NumPy's ufunc (SciPy's expit for sigmoid), REPS rounds over all ops, each one's minimum kept.
 One thread (NUVEC_NUM_THREADS=1 and OMP_NUM_THREADS=1 unless set). Arguments: 2 x N(0, 1) for
 exp, expm1, sigmoid, tanh, sinh, cosh and logaddexp (two arrays); |2 x N(0, 1)| + 0.5 for log,
-log2, log10 and power's base (its exponent 2 x N(0, 1)); |2 x N(0, 1)| for log1p. Run with
-PYTHONPATH=. so that the checkout's nuvec is the one imported.
+log2, log10 and power's base (its exponent 2 x N(0, 1)); |2 x N(0, 1)| for log1p. Run from the
+checkout's root, so that its nuvec is the one imported.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import time
 from typing import Any, Callable
 
 os.environ.setdefault("NUVEC_NUM_THREADS", "1")
@@ -25,6 +24,7 @@ import numpy as np  # noqa: E402
 import scipy.special as sps  # noqa: E402
 
 import nuvec as nv  # noqa: E402
+from benchmarks.interleaved import best_times, evaluated  # noqa: E402
 
 UNARY = ("exp", "log", "expm1", "log1p", "log2", "log10", "sigmoid", "tanh", "sinh", "cosh")
 BINARY = ("logaddexp", "power")
@@ -41,14 +41,6 @@ def cases(n: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any], Calla
     bn = rng.standard_normal(n) * 2
     args = {"x": xn, "pos": np.abs(xn) + 0.5, "nonneg": np.abs(xn)}
     arg_of = {"log": "pos", "log2": "pos", "log10": "pos", "log1p": "nonneg", "power": "pos"}
-
-    def evaluated(f: Callable[..., Any], *a: Any) -> Callable[[], Any]:
-        def g() -> Any:
-            y = f(*a)
-            nv.eval(y)
-            return y
-
-        return g
 
     out = {}
     for op in UNARY + BINARY:
@@ -72,17 +64,7 @@ def main(names: list[str]) -> None:
     if unknown:
         raise SystemExit(f"f64_math: unknown op(s) {unknown}; expected some of {list(table)}")
     names = names or list(table)
-    best = {c: [float("inf")] * 3 for c in names}
-    for c in names:  # warm-up: compiles, buffer caches
-        for f in table[c]:
-            f()
-            f()
-    for _ in range(reps):
-        for c in names:
-            for j, f in enumerate(table[c]):
-                t = time.perf_counter()
-                f()
-                best[c][j] = min(best[c][j], time.perf_counter() - t)
+    best = best_times(table, names, reps)
     print(f"nuvec {nv.__file__}  N={n}  float64  reps={reps}  load {os.getloadavg()[0]:.2f}")
     assert all(table[c][0]().dtype == nv.float64 for c in names)
     print(f"{'op':10s} {'eager ms':>9s} {'compiled':>9s} {'numpy ms':>9s} {'numpy/eager':>11s}")

@@ -50,6 +50,34 @@ class NuvecF:
     sigmoid = staticmethod(nv.sigmoid)
 
 
+def evaluated(f: Callable[..., Any], *a: Any) -> Callable[[], Any]:
+    """A thunk that calls ``f(*a)`` and evaluates its result."""
+
+    def g() -> Any:
+        y = f(*a)
+        nv.eval(y)
+        return y
+
+    return g
+
+
+def best_times(table: dict[str, tuple], names: list[str], reps: int) -> dict[str, list[float]]:
+    """Each thunk's minimum over ``reps`` rounds that call every case's thunks in turn, after
+    two warm-up calls (compiles, buffer caches)."""
+    for c in names:
+        for f in table[c]:
+            f()
+            f()
+    best = {c: [float("inf")] * len(table[c]) for c in names}
+    for _ in range(reps):
+        for c in names:
+            for j, f in enumerate(table[c]):
+                t = time.perf_counter()
+                f()
+                best[c][j] = min(best[c][j], time.perf_counter() - t)
+    return best
+
+
 def cases(n: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
     """(nuvec thunk, NumPy thunk) per case, on n float32 elements."""
     rng = np.random.default_rng(0)
@@ -57,14 +85,6 @@ def cases(n: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
     bn = rng.standard_normal(n).astype(np.float32)
     x, b = nv.array(xn), nv.array(bn)
     nv.eval(x, b)
-
-    def evaluated(f: Callable[[], Any]) -> Callable[[], Any]:
-        def g() -> Any:
-            y = f()
-            nv.eval(y)
-            return y
-
-        return g
 
     out: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {}
     for op in ("tanh", "exp", "erf", "sigmoid"):
@@ -112,17 +132,7 @@ def main(names: list[str]) -> None:
     if unknown:
         raise SystemExit(f"interleaved: unknown case(s) {unknown}; expected some of {list(table)}")
     names = names or list(table)
-    best = {c: [float("inf"), float("inf")] for c in names}
-    for c in names:  # warm-up: compiles, buffer caches
-        for f in table[c]:
-            f()
-            f()
-    for _ in range(reps):
-        for c in names:
-            for j, f in enumerate(table[c]):
-                t = time.perf_counter()
-                f()
-                best[c][j] = min(best[c][j], time.perf_counter() - t)
+    best = best_times(table, names, reps)
     print(f"nuvec {nv.__file__}  N={n}  reps={reps}  load {os.getloadavg()[0]:.2f}")
     print(f"{'case':10s} {'nuvec ms':>9s} {'numpy ms':>9s} {'numpy/nuvec':>11s}")
     for c in names:

@@ -351,16 +351,21 @@ def emit(names: list[str]) -> str:
     return "\n".join(out)
 
 
-def main(names: list[str]) -> None:
-    import pathlib
-
-    src = emit(names or list(FITS))
+def write_or_print(src: str, names: list[str], header: str) -> None:
+    """The fits of ``names`` printed, or, with no names (every fit), written to ``header``
+    beside the math library."""
     if names:
         print(src)
     else:
-        path = pathlib.Path(__file__).resolve().parent.parent / "nv_coeffs.h"
+        import pathlib
+
+        path = pathlib.Path(__file__).resolve().parent.parent / header
         path.write_text(src)
         print(f"wrote {path}")
+
+
+def main(names: list[str]) -> None:
+    write_or_print(emit(names or list(FITS)), names, "nv_coeffs.h")
 
 
 if __name__ == "__main__":

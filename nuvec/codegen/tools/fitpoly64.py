@@ -21,7 +21,7 @@ import sys
 import mpmath as mp
 import numpy as np
 
-from .fitpoly import Fit, _safe
+from .fitpoly import Fit, _safe, write_or_print
 
 mp.mp.dps = 40
 
@@ -210,15 +210,7 @@ def emit(names: list[str]) -> str:
 
 
 def main(names: list[str]) -> None:
-    import pathlib
-
-    src = emit(names or list(FITS64))
-    if names:
-        print(src)
-    else:
-        path = pathlib.Path(__file__).resolve().parent.parent / "nv_coeffs64.h"
-        path.write_text(src)
-        print(f"wrote {path}")
+    write_or_print(emit(names or list(FITS64)), names, "nv_coeffs64.h")
 
 
 if __name__ == "__main__":
