@@ -141,6 +141,7 @@ def finalize(draft, stream, bint shapeless, steps=None):
         tsteps.append(st)
         k += 1
     tape.steps = tsteps
+    tape.read_inputs = tuple(sorted({a for st in tsteps for a in st.args if a < tape.n_inputs}))
     tape.eager_ok = eager
     if eager:
         tape.executable = backend.executable(tape)

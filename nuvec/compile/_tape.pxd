@@ -50,6 +50,7 @@ cdef class Tape:
     cdef public dict views
     cdef public Py_ssize_t donations
     cdef public object donors
+    cdef public tuple read_inputs
 
     cpdef list run(self, list inputs)
     cpdef list call(self, list inputs)

@@ -92,10 +92,12 @@ cdef class Tape:
         self.scope = None
         self.donation_base = None
         self.donors = None
+        self.read_inputs = ()
 
     cpdef list run(self, list inputs):
         """The output arrays (one per output leaf) of the tape on ``inputs`` (arrays)."""
         cdef object x
+        cdef Py_ssize_t i
         # Cython passes ``self`` borrowed to a cdef/cpdef call (``entry.tape.run(...)`` hands
         # over the attribute itself). A replay lets other threads run (kernels release the
         # GIL; impls are Python), and one of them may drop the tape's last reference (the
@@ -104,7 +106,12 @@ cdef class Tape:
         cdef object data_type = self.data_type
         if self.eager_ok:
             for x in inputs:
-                if x._data is None or type(x._data) is not data_type:
+                if x._data is None:
+                    return self._arrays(inputs, False)
+            # only what a step reads must be the device's data: an input that is merely
+            # returned (an unused random key on the host, say) stays where it is
+            for i in self.read_inputs:
+                if type((<object>inputs[i])._data) is not data_type:
                     return self._arrays(inputs, False)
             if self.executable is None:
                 return self._on_data(inputs)

@@ -121,11 +121,6 @@ def test_state_updates_that_read_each_others_old_values_keep_the_eager_bits():
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="on an H100 this step was still 'warming up' after six calls (never recorded), "
-    "so the rule below has not run in a recorded graph; the cause is not found yet",
-)
 def test_state_updates_that_read_each_others_old_values_are_not_launched_together():
     """In place, one launch could read a buffer after the other part wrote it, so the graph
     launches the two updates one by one."""

@@ -120,13 +120,16 @@ def reclaim_all(list written, dict keep):
 
 def copies_of(list ins, list inputs, dict fed, list src):
     """The inputs a launch copies into the graph's buffers, as (position, buffer, array, data):
-    all but those already there (the state the graph wrote, or the array copied last time);
+    all but those already there (the state the graph wrote, or the array copied last time) and
+    those the graph does not read (None in ``ins``);
     None where one cannot be copied (not C-contiguous, or another shape or dtype)."""
     cdef list copies = []
     cdef Py_ssize_t i
     cdef Buffer b
     cdef object x, d, s, bd
     for i in range(len(ins)):
+        if ins[i] is None:  # an input the graph does not read
+            continue
         b = ins[i]
         x = inputs[i]
         d = x._data

@@ -118,7 +118,7 @@ class _Graph:
         self.graph = graph
         self.pool = pool
         self.arena = arena
-        self.ins = ins  # per input: the _Buffer the graph reads
+        self.ins = ins  # per input: the _Buffer the graph reads (None: an input it never reads)
         self.outs = outs  # per output slot: the _Buffer the graph writes
         self.scratch = scratch  # buffers only the graph uses (kept alive with it)
         self.written = list({id(b): b for b in outs.values()}.values())  # each buffer once
@@ -221,7 +221,8 @@ class Executable:
         tape = self.tape
         # references to each input now, before any local name holds one (see _sole_inputs)
         refs = [_rc(inputs[i]) for i in range(len(inputs))]
-        if not all(x._data.flags.c_contiguous for x in inputs):  # try again on a later call
+        read = tape.read_inputs
+        if not all(inputs[i]._data.flags.c_contiguous for i in read):  # try on a later call
             self.calls -= 1
             self.last_fallback = "an input is not C-contiguous"
             return False
@@ -243,13 +244,14 @@ class Executable:
         plain = [i for i in range(n_in) if i not in fed]
         self._prepare_runs(inputs)
         with self.stream:
-            shared = {i: _Buffer(cp.empty_like(inputs[i]._data)) for i in plain}
+            # an input no step reads (returned as it is) gets no buffer: None in ``ins``
+            shared = {i: _Buffer(cp.empty_like(inputs[i]._data)) for i in plain if i in read}
             sets = [{i: _Buffer(cp.empty_like(inputs[i]._data)) for i in fed} for _ in range(2)]
         graphs: list = []
         uses: dict = {}
         self.in_place, self.two_sets, self.copied_back = False, None, {}
         try:
-            ins = [shared[i] if i in shared else sets[0][i] for i in range(n_in)]
+            ins = [sets[0][i] if i in fed else shared.get(i) for i in range(n_in)]
             graphs.append(self._capture(ins, {fed[i]: sets[1][i] for i in fed}, uses))
             why = self._in_place_blocker(fed, uses) if fed else "no state fed back"
             if why is None:
@@ -274,7 +276,7 @@ class Executable:
                     }
             if not self.in_place and fed:
                 self.two_sets = why
-                ins = [shared[i] if i in shared else sets[1][i] for i in range(n_in)]
+                ins = [sets[1][i] if i in fed else shared.get(i) for i in range(n_in)]
                 graphs.append(self._capture(ins, {fed[i]: sets[0][i] for i in fed}))
         except Exception as e:  # noqa: BLE001 - a step that cannot be recorded: replay plainly
             self.failed = True
@@ -282,7 +284,8 @@ class Executable:
             return False
         for g in graphs:
             for b in list(g.ins) + list(g.outs.values()):
-                b.settle()
+                if b is not None:
+                    b.settle()
         self.graphs, self.fed, self.plain_in = graphs, fed, plain
         self.src = [None] * n_in
         return True
@@ -350,7 +353,8 @@ class Executable:
         with cs, cp.cuda.using_allocator(pool.malloc):
             cs.begin_capture(mode=_RELAXED)
             try:
-                values = self._steps([b.data for b in ins], targets, arena, uses)
+                datas = [None if b is None else b.data for b in ins]
+                values = self._steps(datas, targets, arena, uses)
                 for slot, b in (copy_back or {}).items():  # after every read of the old value
                     b.data[...] = targets[slot].data
             except BaseException:
@@ -379,7 +383,7 @@ class Executable:
         (``out_alias``)."""
         tape = self.tape
         n_in = tape.n_inputs
-        mems = {id(d.data.mem): i for i, d in enumerate(datas_in) if d.size}
+        mems = {id(d.data.mem): i for i, d in enumerate(datas_in) if d is not None and d.size}
         if uses is not None:
             uses.update(reads=[], made_by={}, unsafe={}, out_alias=set())
 
