@@ -22,14 +22,28 @@ def topo_order(list outputs):
     arrays (and placeholders, which have no primitive) are leaves and are not listed.
     """
     cdef list order = []
-    cdef set seen = set()
-    # the walk's frames as two parallel stacks (a node and the index of its next input):
-    # no Python object is made per frame
-    cdef list nodes = []
-    cdef list next_input = []
+    cdef set seen
+    cdef list nodes, next_input
     cdef tuple children
     cdef Py_ssize_t i, n, top
     cdef ArrayBase a, x
+    if len(outputs) == 1:
+        # one node over computed inputs (an eager op evaluated at once): no walk to set up
+        a = <ArrayBase?>outputs[0]
+        if a._data is not None or a._prim is None:
+            return order
+        for o in a._inputs:
+            x = <ArrayBase>o
+            if x._data is None and x._prim is not None:
+                break
+        else:
+            order.append(a)
+            return order
+    seen = set()
+    # the walk's frames as two parallel stacks (a node and the index of its next input):
+    # no Python object is made per frame
+    nodes = []
+    next_input = []
     for o in outputs:
         a = <ArrayBase?>o
         if a._data is not None or a._prim is None or id(a) in seen:
