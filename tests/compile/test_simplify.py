@@ -1,7 +1,8 @@
-"""The tape builder removes identities, same-dtype casts, transposes that undo a transpose
-and copies on their argument's stream that are not outputs, keeps stop_gradient, folds input-independent sub-graphs into constants, merges equal scalar
-constants (never a tracer), computes equal operations once, never folds or merges effectful
-primitives, and walks the graph iteratively."""
+"""The tape builder removes identities, same-dtype casts, transposes that undo a transpose and
+copies on their argument's stream that are not outputs, keeps stop_gradient, folds
+input-independent sub-graphs into constants, merges equal scalar constants (never a tracer),
+computes equal operations once, never folds or merges effectful primitives, and walks the graph
+iteratively."""
 
 import numpy as np
 
