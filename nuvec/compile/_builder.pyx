@@ -6,9 +6,11 @@ depth of a graph is limited only by memory), linear in the number of nodes:
 - an array with no primitive, or with data (captured, or evaluated), is a constant;
 - an operation whose arguments are all constants is folded into a constant (evaluated at the
   end of the build), unless its primitive is effectful;
-- an identity (broadcast or reshape to the same shape, identity transpose, same-dtype astype)
-  is its argument (a broadcast or reshape not when shapeless: an identity only at the traced
-  shape);
+- an identity (broadcast or reshape to the same shape, identity transpose, same-dtype astype,
+  a transpose undoing a transpose, a copy on its argument's stream that is not an output) is its argument (a broadcast
+  or reshape not when shapeless: an identity only at the traced shape); transforms copy
+  their inputs and a gradient through ``x.T`` comes back transposed twice, so a training
+  step's tape would otherwise replay those steps on every call;
 - equal one-valued constants (same dtype, shape and bytes) are one constant, never a tracer;
 - an operation equal to one seen before (primitive type and params, argument ids, stream) is
   that one (hash-based CSE); effectful primitives are never merged.
@@ -20,6 +22,7 @@ from ._tape cimport DStep
 
 from ..core.evaluate import evaluate
 from ..primitives.elementwise import AsType
+from ..primitives.misc import Copy
 from ..primitives.shape import Broadcast, Reshape, Transpose
 
 
@@ -39,6 +42,28 @@ cdef bint _is_identity(object prim, object a, bint shapeless):
         axes = getattr(prim, "axes", None)
         return axes is not None and tuple(axes) == tuple(range(len(axes)))
     return False
+
+
+cdef object _undone_transpose(object prim, object a, dict ref):
+    """The array that ``a = transpose(transpose(z))`` equals when the two permutations cancel
+    (``z``, already built), else None."""
+    cdef object x, inner
+    cdef Py_ssize_t i
+    if type(prim) is not Transpose or len(a._inputs) != 1:
+        return None
+    x = a._inputs[0]
+    inner = x._prim
+    if type(inner) is not Transpose or x._data is not None or len(x._inputs) != 1:
+        return None
+    outer_axes = prim.axes
+    inner_axes = inner.axes
+    if outer_axes is None or inner_axes is None or len(outer_axes) != len(inner_axes):
+        return None
+    for i in range(len(outer_axes)):
+        if inner_axes[outer_axes[i]] != i:
+            return None
+    z = x._inputs[0]
+    return z if id(z) in ref else None
 
 
 def scalar_bytes(object a):
@@ -83,6 +108,7 @@ def build(list placeholders, list outputs, bint shapeless=False):
     cdef object a, x, prim, key, args, s
     cdef bint all_const, effectful
     cdef list kinds, shapes, dtypes, steps
+    cdef set output_ids = {id(a) for a in outputs}
     draft = Draft(n_inputs=len(placeholders))
     kinds = draft.kind
     shapes = draft.shape
@@ -127,10 +153,18 @@ def build(list placeholders, list outputs, bint shapeless=False):
             for s in a.siblings:
                 _constant(draft, s, ref, keep, scalars, lazy_consts)
             continue
-        if a._siblings is None and _is_identity(prim, a, shapeless):
-            ref[id(a)] = args[0]
-            keep[id(a)] = a
-            continue
+        if a._siblings is None:
+            if _is_identity(prim, a, shapeless) or (
+                    type(prim) is Copy and id(a) not in output_ids
+                    and a._stream == a._inputs[0]._stream):     # (not a device transfer)
+                ref[id(a)] = args[0]
+                keep[id(a)] = a
+                continue
+            x = _undone_transpose(prim, a, ref)
+            if x is not None:
+                ref[id(a)] = ref[id(x)]
+                keep[id(a)] = a
+                continue
         key = None
         if not effectful:
             # (type, params) is what primitive equality compares; hashing them directly

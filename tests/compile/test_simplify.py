@@ -1,7 +1,8 @@
-"""The tape builder removes identities and same-dtype casts, keeps copies and
-stop_gradient, folds input-independent sub-graphs into constants, merges equal scalar
-constants (never a tracer), computes equal operations once, never folds or merges effectful
-primitives, and walks the graph iteratively."""
+"""The tape builder removes identities, same-dtype casts, transposes that undo a transpose and
+copies on their argument's stream that are not outputs, keeps stop_gradient, folds
+input-independent sub-graphs into constants, merges equal scalar constants (never a tracer),
+computes equal operations once, never folds or merges effectful primitives, and walks the graph
+iteratively."""
 
 import numpy as np
 
@@ -51,14 +52,43 @@ def test_identities_and_same_dtype_casts_are_removed(no_fusion):
     assert step_names(g, x) == ["exp"]
 
 
-def test_copies_and_stop_gradient_are_kept(no_fusion):
+def test_copies_are_removed_and_stop_gradient_kept(no_fusion):
     def f(x):
         return nv.exp(Array.make(Copy(), [Array.make(StopGradient(), [x])]))
 
     g = nv.compile(f)
     x = nv.array([0.0, 1.0])
     assert g(x).tolist() == f(x).tolist()
-    assert step_names(g, x) == ["stop_gradient", "copy", "exp"]
+    assert step_names(g, x) == ["stop_gradient", "exp"]
+
+
+def test_a_returned_copy_and_a_copy_to_another_stream_are_kept(no_fusion):
+    other = nv.new_stream(nv.cpu)
+
+    def f(x):
+        moved = Array.make(Copy(), [x], other)
+        return Array.make(Copy(), [x]), nv.exp(moved)
+
+    g = nv.compile(f)
+    x = nv.array([0.0, 1.0])
+    y, z = g(x)
+    assert y is not x and y.tolist() == x.tolist()
+    assert z.tolist() == f(x)[1].tolist()
+    assert step_names(g, x) == ["copy", "copy", "exp"]
+
+
+def test_transposes_that_undo_a_transpose_are_removed(no_fusion):
+    def f(x):
+        back = Array.make(Transpose((2, 0, 1)), [Array.make(Transpose((1, 2, 0)), [x])])
+        turned = Array.make(Transpose((1, 0, 2)), [Array.make(Transpose((1, 2, 0)), [x])])
+        return nv.exp(back) + 1.0, nv.exp(turned)
+
+    g = nv.compile(f)
+    x = nv.array(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+    for got, want in zip(g(x), f(x)):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    # the second pair composes to another permutation: both kept (the first is shared)
+    assert sorted(step_names(g, x)) == ["add", "exp", "exp", "transpose", "transpose"]
 
 
 def test_input_independent_subgraphs_become_constants(no_fusion):
