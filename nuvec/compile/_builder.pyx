@@ -7,10 +7,10 @@ depth of a graph is limited only by memory), linear in the number of nodes:
 - an operation whose arguments are all constants is folded into a constant (evaluated at the
   end of the build), unless its primitive is effectful;
 - an identity (broadcast or reshape to the same shape, identity transpose, same-dtype astype,
-  a transpose undoing a transpose, a copy on its argument's stream that is not an output) is its argument (a broadcast
-  or reshape not when shapeless: an identity only at the traced shape); transforms copy
-  their inputs and a gradient through ``x.T`` comes back transposed twice, so a training
-  step's tape would otherwise replay those steps on every call;
+  a transpose undoing a transpose, a copy on its argument's stream that is not an output) is
+  its argument (a broadcast or reshape not when shapeless: an identity only at the traced
+  shape); transforms copy their inputs and a gradient through ``x.T`` comes back transposed
+  twice, so a training step's tape would otherwise replay those steps on every call;
 - equal one-valued constants (same dtype, shape and bytes) are one constant, never a tracer;
 - an operation equal to one seen before (primitive type and params, argument ids, stream) is
   that one (hash-based CSE); effectful primitives are never merged.
