@@ -52,4 +52,60 @@ NV_FN double nv_poly64_sinh(double t)
     return p;
 }
 
+/* sin: on [0, 0.617467], error 3.77e-18 */
+NV_FN double nv_poly64_sin(double t)
+{
+    double p = fma(t, 0x1.5d8d8fb1a8af7p-33, -0x1.ae5e526155435p-26);
+    p = fma(t, p, 0x1.71de355ca9326p-19);
+    p = fma(t, p, -0x1.a01a019befe0cp-13);
+    p = fma(t, p, 0x1.111111110f751p-7);
+    p = fma(t, p, -0x1.5555555555548p-3);
+    return p;
+}
+
+/* cos: on [0, 0.617467], error 5.73e-20 */
+NV_FN double nv_poly64_cos(double t)
+{
+    double p = fma(t, -0x1.8fa5f5dbdc235p-37, 0x1.1ee9dade56179p-29);
+    p = fma(t, p, -0x1.27e4f7f06bbe2p-22);
+    p = fma(t, p, 0x1.a01a019c8df4dp-16);
+    p = fma(t, p, -0x1.6c16c16c1500ep-10);
+    p = fma(t, p, 0x1.555555555554bp-5);
+    return p;
+}
+
+/* atan: on [0, 0.171744], error 1.32e-18 */
+NV_FN double nv_poly64_atan(double t)
+{
+    double p = fma(t, -0x1.2507efd399acfp-6, 0x1.37a8116cfeb0ap-5);
+    p = fma(t, p, -0x1.9cc07c559c46ap-5);
+    p = fma(t, p, 0x1.df0b27c3d601cp-5);
+    p = fma(t, p, -0x1.10eb6d8318bf6p-4);
+    p = fma(t, p, 0x1.3b11124f267dbp-4);
+    p = fma(t, p, -0x1.745cf8763b88dp-4);
+    p = fma(t, p, 0x1.c71c70e24c477p-4);
+    p = fma(t, p, -0x1.24924922a2f21p-3);
+    p = fma(t, p, 0x1.999999999568dp-3);
+    p = fma(t, p, -0x1.555555555553cp-2);
+    return p;
+}
+
+/* asin: on [0, 0.25], error 9.55e-19 */
+NV_FN double nv_poly64_asin(double t)
+{
+    double p = fma(t, 0x1.0b4740c04e9bfp-5, -0x1.57fec3a21b163p-6);
+    p = fma(t, p, 0x1.639d15086ddbbp-6);
+    p = fma(t, p, 0x1.e5f45edbe799dp-9);
+    p = fma(t, p, 0x1.613c8f7b67471p-7);
+    p = fma(t, p, 0x1.75858c3bbf822p-7);
+    p = fma(t, p, 0x1.ca1f8cbaa934cp-7);
+    p = fma(t, p, 0x1.1c49f068a7e6ap-6);
+    p = fma(t, p, 0x1.6e8bdedf5ecadp-6);
+    p = fma(t, p, 0x1.f1c71a94fc99cp-6);
+    p = fma(t, p, 0x1.6db6db72124bfp-5);
+    p = fma(t, p, 0x1.333333332e133p-4);
+    p = fma(t, p, 0x1.5555555555577p-3);
+    return p;
+}
+
 #endif

@@ -708,9 +708,6 @@ NV_FN uint8_t nv_isinf_f64(double a) { return (uint8_t)(fabs(a) == NV_INF_D); }
 NV_FN uint8_t nv_isposinf_f64(double a) { return (uint8_t)(a == NV_INF_D); }
 NV_FN uint8_t nv_isneginf_f64(double a) { return (uint8_t)(a == -NV_INF_D); }
 NV_FN uint8_t nv_isfinite_f64(double a) { return (uint8_t)(fabs(a) < NV_INF_D); }
-NV_FN double nv_sin_f64(double a) { return sin(a); }
-NV_FN double nv_cos_f64(double a) { return cos(a); }
-NV_FN double nv_tan_f64(double a) { return tan(a); }
 NV_FN double nv_arcsin_f64(double a) { return asin(a); }
 NV_FN double nv_arccos_f64(double a) { return acos(a); }
 NV_FN double nv_arctan_f64(double a) { return atan(a); }

@@ -161,6 +161,54 @@ _add(
     )
 )
 
+# sin r = r + r^3 P(r^2), |r| <= pi/4 (and a little: q is rounded from |x| 2/pi with 2/pi
+# rounded); error relative to sin r
+_PIO4_SQ = float((mp.pi / 4) ** 2) * 1.001
+_add(
+    Fit(
+        "sin",
+        _safe(lambda t: (mp.sin(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, -mp.mpf(1) / 6),
+        0.0,
+        _PIO4_SQ,
+        5,
+        lambda t: mp.sqrt(t) ** 3 / mp.sin(mp.sqrt(t)) if t else 0,
+    )
+)
+# cos r = 1 - r^2/2 + r^4 P(r^2), |r| <= pi/4; error relative to cos r
+_add(
+    Fit(
+        "cos",
+        _safe(lambda t: (mp.cos(mp.sqrt(t)) - 1 + t / 2) / t**2, mp.mpf(1) / 24),
+        0.0,
+        _PIO4_SQ,
+        5,
+        lambda t: t**2 / mp.cos(mp.sqrt(t)),
+    )
+)
+# atan u = u + u^3 P(u^2), |u| <= tan(pi/8) (the reductions' quotient, a little beyond);
+# error relative to atan u
+_add(
+    Fit(
+        "atan",
+        _safe(lambda t: (mp.atan(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, -mp.mpf(1) / 3),
+        0.0,
+        float(mp.tan(mp.pi / 8) ** 2) * 1.001,
+        10,
+        lambda t: mp.sqrt(t) ** 3 / mp.atan(mp.sqrt(t)) if t else 0,
+    )
+)
+# asin t = t + t^3 P(t^2), |t| <= 1/2; error relative to asin t
+_add(
+    Fit(
+        "asin",
+        _safe(lambda t: (mp.asin(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, mp.mpf(1) / 6),
+        0.0,
+        0.25,
+        12,
+        lambda t: mp.sqrt(t) ** 3 / mp.asin(mp.sqrt(t)) if t else 0,
+    )
+)
+
 
 def hexd(x: float) -> str:
     """A float64 value as a C hex literal."""
