@@ -833,4 +833,199 @@ NV_FN double nv_sin_small_f64(double x) { return nv_sin_reduced_d(x, nv_rem_pio2
 NV_FN double nv_cos_small_f64(double x) { return nv_cos_reduced_d(x, nv_rem_pio2_small_d(x)); }
 NV_FN double nv_tan_small_f64(double x) { return nv_tan_reduced_d(x, nv_rem_pio2_small_d(x)); }
 
+/* ---- inverse trigonometric -------------------------------------------------------------------
+ * atan: the ratio reduced to u, |u| <= tan(pi/8), by one quotient (atan(t) = pi/4 +
+ * atan((t - 1) / (t + 1)) and pi/2 + atan(-1 / t)), carried as hi + lo (the quotient corrected by
+ * its remainder), then atan u = u + u^3 P(u^2) added to the base angle as hi + lo. asin, acos:
+ * asin t = t + t^3 Q(t^2) for |t| <= 1/2, and through asin(sqrt((1 - |x|) / 2)) above, the
+ * square root carried as hi + lo; the angles pi/4 ... pi as hi + lo. The roundings before the
+ * last one add about a tenth of an ulp. */
+
+#define NV_PIO2_HI_D 0x1.921fb54442d18p+0
+#define NV_PIO2_LO_D 0x1.1a62633145c07p-54
+#define NV_PIO4_HI_D 0x1.921fb54442d18p-1
+#define NV_PIO4_LO_D 0x1.1a62633145c07p-55
+#define NV_3PIO4_HI_D 0x1.2d97c7f3321d2p+1
+#define NV_3PIO4_LO_D 0x1.a79394c9e8a0ap-54
+#define NV_PI_HI_D 0x1.921fb54442d18p+1
+#define NV_PI_LO_D 0x1.1a62633145c07p-53
+#define NV_TAN_PI8_D 0x1.a827999fcef32p-2
+#define NV_TAN_3PI8_D 0x1.3504f333f9de6p+1
+
+/* atan2(y, x) = +-(b + atan(u)) with b in {0, pi/4, pi/2, 3pi/4, pi}: for x >= +0 (sign bit
+ * clear) atan(ay / ax) below tan(pi/8), pi/4 + atan((ay - ax) / (ay + ax)) up to tan(3pi/8),
+ * pi/2 + atan(-ax / ay) above; for x <= -0, pi minus those. ax and ay are scaled together
+ * first where the larger is huge (by 2^-600) or the smaller tiny (by 2^600, where the larger
+ * is below 2^100), exact where it matters, so that the sums do not overflow and the quotient's
+ * remainder is exact but where the quotient is below 2^-1000 (and atan its own value, rounded
+ * once by the division: within 0.75 ulp there). An infinite operand makes the
+ * quotient 0 (both infinite: pi/4 or 3pi/4), both zero too (0 or pi); the sign of y is or-ed
+ * in (C99's special values); a NaN gives x + y. */
+NV_FN double nv_arctan2_f64(double y, double x)
+{
+    double ax = fabs(x), ay = fabs(y);
+    double mx = ax > ay ? ax : ay, mn = ax > ay ? ay : ax;
+    int up = (mn < 0x1p-900) & (mx < 0x1p100);
+    double sc = nv_blend_d(mx > 0x1p1000, 0x1p-600, nv_blend_d(up, 0x1p600, 1.0));
+    ax = ax * sc;
+    ay = ay * sc;
+    int inf = (ax == NV_INF_D) | (ay == NV_INF_D);
+    int both_inf = (ax == NV_INF_D) & (ay == NV_INF_D);
+    int r1 = (ay <= NV_TAN_PI8_D * ax) & !both_inf;
+    int r3 = ay > NV_TAN_3PI8_D * ax;
+    nv_dd n = nv_two_sum_d(ay, -ax), d = nv_two_sum_d(ay, ax);
+    double nh = nv_blend_d(r1, ay, nv_blend_d(r3, -ax, n.hi));
+    double nl = nv_blend_d(r1 | r3, 0.0, n.lo);
+    double dh = nv_blend_d(r1, ax, nv_blend_d(r3, ay, d.hi));
+    double dl = nv_blend_d(r1 | r3, 0.0, d.lo);
+    int zero = inf | (dh == 0.0);               /* dh = 0: both zero */
+    nh = nv_blend_d(zero, 0.0, nh);
+    nl = nv_blend_d(zero, 0.0, nl);
+    dh = nv_blend_d(zero, 1.0, dh);
+    dl = nv_blend_d(zero, 0.0, dl);
+    double uh = nh / dh;
+    double ul = (fma(-uh, dh, nh) + (nl - uh * dl)) / dh;
+    int xneg = (int)(nv_d2u(x) >> 63);
+    double bh = nv_blend_d(r1, 0.0, nv_blend_d(r3, NV_PIO2_HI_D, NV_PIO4_HI_D));
+    double bl = nv_blend_d(r1, 0.0, nv_blend_d(r3, NV_PIO2_LO_D, NV_PIO4_LO_D));
+    double bnh = nv_blend_d(r1, NV_PI_HI_D, nv_blend_d(r3, NV_PIO2_HI_D, NV_3PIO4_HI_D));
+    double bnl = nv_blend_d(r1, NV_PI_LO_D, nv_blend_d(r3, NV_PIO2_LO_D, NV_3PIO4_LO_D));
+    bh = nv_blend_d(xneg, bnh, bh);
+    bl = nv_blend_d(xneg, bnl, bl);
+    uh = nv_blend_d(xneg, -uh, uh);
+    ul = nv_blend_d(xneg, -ul, ul);
+    double z = uh * uh;
+    double t = fma(uh * z, nv_poly64_atan(z), fma(-ul, z, ul));   /* atan(uh + ul) - uh */
+    nv_dd s = nv_two_sum_d(bh, uh);
+    double v = s.hi + (s.lo + (t + bl));
+    v = nv_u2d(nv_d2u(v) | (nv_d2u(y) & 0x8000000000000000ull));
+    return (x == x) & (y == y) ? v : x + y;
+}
+
+NV_FN double nv_arctan_f64(double x) { return nv_arctan2_f64(x, 1.0); }
+
+/* asin(t) - t = t z Q(z), z = t^2 */
+NV_FN double nv_asin_tail_d(double t, double z) { return t * z * nv_poly64_asin(z); }
+
+/* asin(a) for a = |x| as b + sg (th + tt): a <= 1/2: 0 + (a + tail); above, with
+ * z = (1 - a) / 2 (exact) and sqrt(z) = sh + sl, pi/2 - 2 (sh + sl + tail(sh)) */
+typedef struct { double th; double tt; double sq; int big; } nv_asinparts;
+
+NV_FN nv_asinparts nv_asin_parts(double x)
+{
+    double a = fabs(x);
+    double z = (1.0 - a) * 0.5;
+    double sh = sqrt(z);
+    double sl = fma(-sh, sh, z) / (sh + sh);
+    sl = nv_blend_d(sh > 0.0, sl, 0.0);
+    nv_asinparts p;
+    p.big = a > 0.5;
+    double t = nv_blend_d(p.big, sh, x);
+    double tz = nv_blend_d(p.big, z, x * x);
+    double tail = nv_asin_tail_d(t, tz);
+    p.th = t;                                   /* the signed x where small */
+    p.tt = nv_blend_d(p.big, sl + tail, tail);
+    p.sq = sh;
+    return p;
+}
+
+/* asin x: x + tail for |x| <= 1/2, else +-(pi/2 - 2 (sh + sl + tail)) with pi/2 - 2 sh summed
+ * exactly; NaN for |x| > 1, NaN returns x */
+NV_FN double nv_arcsin_f64(double x)
+{
+    nv_asinparts p = nv_asin_parts(x);
+    nv_dd d = nv_two_sum_d(NV_PIO2_HI_D, -2.0 * p.th);
+    double big = d.hi + (d.lo + (NV_PIO2_LO_D - 2.0 * p.tt));
+    big = nv_u2d(nv_d2u(big) | (nv_d2u(x) & 0x8000000000000000ull));
+    double v = nv_blend_d(p.big, big, p.th + p.tt);
+    v = fabs(x) <= 1.0 ? v : NV_NAN_D;
+    return x == x ? v : x;
+}
+
+/* acos x: pi/2 - (x + tail) for |x| <= 1/2; 2 (sh + sl + tail) for x > 1/2; pi - that for
+ * x < -1/2; each first sum exact */
+NV_FN double nv_arccos_f64(double x)
+{
+    nv_asinparts p = nv_asin_parts(x);
+    int neg = x < 0.0;
+    double bh = nv_blend_d(p.big, nv_blend_d(neg, NV_PI_HI_D, 0.0), NV_PIO2_HI_D);
+    double bl = nv_blend_d(p.big, nv_blend_d(neg, NV_PI_LO_D, 0.0), NV_PIO2_LO_D);
+    /* the term added to b: -(x + tail), +-2 (sh + sl + tail) */
+    double sg = nv_blend_d(p.big & !neg, 2.0, nv_blend_d(p.big, -2.0, -1.0));
+    nv_dd d = nv_two_sum_d(bh, sg * p.th);
+    double v = d.hi + (d.lo + fma(sg, p.tt, bl));
+    v = fabs(x) <= 1.0 ? v : NV_NAN_D;
+    return x == x ? v : x;
+}
+
+/* ---- inverse hyperbolic ----------------------------------------------------------------------
+ * Each as the logarithm of an argument carried as hi + lo to about 2^-104 of itself
+ * (nv_log_dd2), so that log's own error (a tenth of an ulp before its last rounding) is what
+ * remains. Above 2^28 the argument is 2a (the rest below 2^-57 of it): log a + ln2. */
+
+/* log(uh + ul) + (big ? ln2 : 0) rounded, where big implies log(uh) > 19 */
+NV_FN double nv_log_dd_plus_ln2(double uh, double ul, int big)
+{
+    nv_dd lg = nv_log_dd2(uh, ul, 0.0, 0);
+    nv_dd s = nv_fast_two_sum_d(lg.hi, nv_blend_d(big, NV_LN2_HI_D, 0.0));
+    return s.hi + (s.lo + (lg.lo + nv_blend_d(big, NV_LN2_LO_D, 0.0)));
+}
+
+/* asinh a = log(a + sqrt(a^2 + 1)): a^2 + 1 = wh + wl (a^2 exactly as a product and its error),
+ * sqrt(w) = sh + sl, a + sh exactly (sh > a); below 2^-28, x itself (x^3 / 6 < 2^-57 x). The
+ * sign of x is or-ed in; inf and NaN return x. */
+NV_FN double nv_arcsinh_f64(double x)
+{
+    double a = fabs(x);
+    double ph = a * a;
+    nv_dd w = nv_two_sum_d(1.0, ph);
+    w.lo = w.lo + fma(a, a, -ph);
+    double sh = sqrt(w.hi);
+    double sl = (fma(-sh, sh, w.hi) + w.lo) / (sh + sh);
+    nv_dd u = nv_fast_two_sum_d(sh, a);
+    u = nv_fast_two_sum_d(u.hi, u.lo + sl);
+    int big = a > 0x1p28;
+    double v = nv_log_dd_plus_ln2(nv_blend_d(big, a, u.hi), nv_blend_d(big, 0.0, u.lo), big);
+    v = nv_u2d(nv_d2u(v) | (nv_d2u(x) & 0x8000000000000000ull));
+    return (a >= 0x1p-28) & (a < NV_INF_D) ? v : x;
+}
+
+/* acosh x = log(x + sqrt(x^2 - 1)) for x >= 1: x^2 - 1 = wh + wl exactly (x^2 as a product and
+ * its error, its difference with 1 by a two-sum), sqrt(w) = sh + sl, x + sh exactly (x > sh).
+ * acosh(1) = +0; NaN below 1; inf and NaN return x. */
+NV_FN double nv_arccosh_f64(double x)
+{
+    double ph = x * x;
+    nv_dd w = nv_two_sum_d(ph, -1.0);
+    w.lo = w.lo + fma(x, x, -ph);
+    double sh = sqrt(w.hi);
+    double sl = (fma(-sh, sh, w.hi) + w.lo) / (sh + sh);
+    sl = nv_blend_d(sh > 0.0, sl, 0.0);
+    nv_dd u = nv_fast_two_sum_d(x, sh);
+    u = nv_fast_two_sum_d(u.hi, u.lo + sl);
+    int big = x > 0x1p28;
+    double xr = nv_blend_d(x >= 1.0, x, 1.0);   /* keeps log's argument in its domain */
+    double v = nv_log_dd_plus_ln2(nv_blend_d(big, xr, nv_blend_d(x >= 1.0, u.hi, 1.0)),
+                                  nv_blend_d(big | (x < 1.0), 0.0, u.lo), big);
+    v = x >= 1.0 ? v : NV_NAN_D;
+    return (x == x) & (x < NV_INF_D) ? v : x;
+}
+
+/* atanh a = log((1 + a) / (1 - a)) / 2: the quotient of the exact sums as hi + lo (corrected
+ * by its remainder); below 2^-28, x itself (x^3 / 3 < 2^-57 x). The sign of x is or-ed in;
+ * +-1 give +-inf, beyond them NaN; NaN returns x. */
+NV_FN double nv_arctanh_f64(double x)
+{
+    double a = fabs(x);
+    double ar = a < 1.0 ? a : 0.5;              /* keeps log's argument in its domain */
+    nv_dd n = nv_two_sum_d(1.0, ar), d = nv_two_sum_d(1.0, -ar);
+    double qh = n.hi / d.hi;
+    double ql = (fma(-qh, d.hi, n.hi) + (n.lo - qh * d.lo)) / d.hi;
+    nv_dd lg = nv_log_dd2(qh, ql, 0.0, 0);
+    double v = 0.5 * (lg.hi + lg.lo);
+    v = a < 1.0 ? v : (a == 1.0 ? NV_INF_D : NV_NAN_D);
+    v = nv_u2d(nv_d2u(v) | (nv_d2u(x) & 0x8000000000000000ull));
+    return a >= 0x1p-28 ? v : x;
+}
+
 #endif /* NV_NO_F64 */
