@@ -1,20 +1,25 @@
 /* nv_math64.h -- nuvec's float64 math library: exp, expm1, log, log1p, log2, log10, and
- * sigmoid, tanh, sinh, cosh, logaddexp and power built on them. Shared by the C and CUDA
- * dialects (Metal has no float64: NV_NO_F64), so the GPU computes the CPU's bits.
+ * sigmoid, tanh, sinh, cosh, logaddexp and power built on them; sin, cos, tan; arctan, arctan2,
+ * arcsin, arccos; arcsinh, arccosh, arctanh (on the logarithm). Shared by the C and CUDA
+ * dialects (Metal has no float64: NV_NO_F64), so the GPU computes the CPU's bits. erf and
+ * erfinv still call the C library (nv_ops.h).
  *
  * The rules of nv_math.h hold: straight-line code (selects, no branches, no tables in memory),
  * so that a C compiler vectorizes the loops that call it (4 lanes with AVX2, 8 with AVX-512,
  * 2 with NEON) and every element gets the same operations wherever it falls; only IEEE-754
- * operations with one rounding each (+ - * / and explicit fma), never contracted. No 64-bit
- * integer <-> float64 conversions (AVX2 has none): integers reach float64 through a shifted
- * constant's low bits.
+ * operations with one rounding each (+ - * / sqrt and explicit fma), never contracted. No
+ * 64-bit integer <-> float64 conversions (AVX2 has none): integers reach float64 through a
+ * shifted constant's low bits. No 64 x 64-bit integer products (NEON has none): 32 x 32 -> 64.
+ * The one branch is the GPU's choice of trigonometric reduction (nv_rem_pio2_any_d), whose
+ * two sides give the bits that C's selects do.
  *
  * Accuracy (float64, sampled over the whole range and the hard regions by
  * tests/engine/test_accuracy_f64.py against x87 80-bit long double; the measured maxima are in
- * benchmarks/README.md): exp, log and power below 1 ulp (faithfully rounded: the result is one
- * of the two floats around the exact value), expm1, log1p, log2, log10, sigmoid, tanh, sinh,
- * cosh within 2 ulp of the correctly rounded result, logaddexp within 2 ulp where its result
- * is not a cancellation (see nv_logaddexp_f64). Polynomial coefficients come from
+ * benchmarks/README.md): exp, log, power, sin, cos, arctan, arctan2, arcsin, arccos, arcsinh,
+ * arccosh and arctanh below 1 ulp (faithfully rounded: the result is one of the two floats
+ * around the exact value), expm1, log1p, log2, log10, sigmoid, tanh, sinh, cosh and tan within
+ * 2 ulp of the correctly rounded result, logaddexp within 2 ulp where its result is not a
+ * cancellation (see nv_logaddexp_f64). Polynomial coefficients come from
  * nuvec/codegen/tools/fitpoly64.py (nv_coeffs64.h).
  *
  * Error analyses below count in ulps of the result, "pre-rounding" meaning the error of the
@@ -858,7 +863,7 @@ NV_FN double nv_tan_small_f64(double x) { return nv_tan_reduced_d(x, nv_rem_pio2
  * first where the larger is huge (by 2^-600) or the smaller tiny (by 2^600, where the larger
  * is below 2^100), exact where it matters, so that the sums do not overflow and the quotient's
  * remainder is exact but where the quotient is below 2^-1000 (and atan its own value, rounded
- * once by the division: within 0.75 ulp there). An infinite operand makes the
+ * once by the division, the remainder's error adding at most a quarter of an ulp). An infinite operand makes the
  * quotient 0 (both infinite: pi/4 or 3pi/4), both zero too (0 or pi); the sign of y is or-ed
  * in (C99's special values); a NaN gives x + y. */
 NV_FN double nv_arctan2_f64(double y, double x)
