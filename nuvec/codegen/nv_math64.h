@@ -374,6 +374,24 @@ NV_FN double nv_tanh_f64(double x)
 
 /* ---- sigmoid, logaddexp ---------------------------------------------------------------------- */
 
+/* t = e^y for -746 <= y <= 0 from exp's parts: hi + lo (exp's steps before its last rounding,
+ * t <= 1), scaled by 2^64 where n < -960 (deep) so that it stays normal; unscale is then 2^-64,
+ * else 1 */
+typedef struct { nv_dd t; int deep; double unscale; } nv_expneg;
+
+NV_FN nv_expneg nv_exp_neg_dd(nv_expparts p)
+{
+    nv_expneg e;
+    e.deep = p.t < NV_SHIFT_D - 960.0;
+    uint64_t j = e.deep ? 0x0400000000000000ull : 0ull;
+    double s1 = nv_u2d((nv_d2u(p.t) << 52) + (0x3ff0000000000000ull + j));   /* 2^(n+j) */
+    double h = 1.0 + p.r;
+    double l = (1.0 - h) + p.r;
+    e.t = nv_fast_two_sum_d(s1 * h, s1 * (l + p.q));
+    e.unscale = nv_u2d(0x3ff0000000000000ull - j);
+    return e;
+}
+
 /* 1 / (1 + t) for x >= 0 and t / (1 + t) for x < 0, t = exp(-|x|) carried as hi + lo (exp's
  * steps before its last rounding), the quotient corrected once by its remainder. Where
  * |x| > 665 (n < -960) t is scaled by 2^64 to stay normal: the result is 1 for x >= 0 (t is
@@ -383,13 +401,8 @@ NV_FN double nv_sigmoid_f64(double x)
 {
     double a = fabs(x);
     a = a < 746.0 ? a : 746.0;                  /* NaN gives 746 too: x is returned */
-    nv_expparts p = nv_exp_parts(-a);
-    int deep = p.t < NV_SHIFT_D - 960.0;
-    uint64_t j = deep ? 0x0400000000000000ull : 0ull;
-    double s1 = nv_u2d((nv_d2u(p.t) << 52) + (0x3ff0000000000000ull + j));   /* 2^(n+j) */
-    double h = 1.0 + p.r;
-    double l = (1.0 - h) + p.r;
-    nv_dd t = nv_fast_two_sum_d(s1 * h, s1 * (l + p.q));                     /* t <= 1 */
+    nv_expneg e = nv_exp_neg_dd(nv_exp_parts(-a));
+    nv_dd t = e.t;
     nv_dd d = nv_fast_two_sum_d(1.0, t.hi);
     d.lo = d.lo + t.lo;
     int pos = x >= 0.0;
@@ -398,8 +411,8 @@ NV_FN double nv_sigmoid_f64(double x)
     double q0 = nh * inv;
     double rem = fma(-q0, d.hi, nh) + fma(-q0, d.lo, nl);
     double v = fma(rem, inv, q0);
-    double tiny = (t.hi + t.lo) * nv_u2d(0x3ff0000000000000ull - j);
-    v = deep & !pos ? tiny : v;
+    double tiny = (t.hi + t.lo) * e.unscale;
+    v = e.deep & !pos ? tiny : v;
     return x == x ? v : x;
 }
 
@@ -421,18 +434,13 @@ NV_FN double nv_logaddexp_f64(double x, double y)
     int far = dh < -746.0;                      /* and -inf (and NaN: x + y is returned) */
     dh = far ? -746.0 : dh;
     dl = far ? 0.0 : dl;
-    nv_expparts p = nv_exp_parts2(dh, dl, 1);
-    int deep = p.t < NV_SHIFT_D - 960.0;
-    uint64_t j = deep ? 0x0400000000000000ull : 0ull;
-    double s1 = nv_u2d((nv_d2u(p.t) << 52) + (0x3ff0000000000000ull + j));   /* 2^(n+j) */
-    double h = 1.0 + p.r;
-    double l = (1.0 - h) + p.r;
-    nv_dd t = nv_fast_two_sum_d(s1 * h, s1 * (l + p.q));                     /* t <= 1 */
+    nv_expneg e = nv_exp_neg_dd(nv_exp_parts2(dh, dl, 1));
+    nv_dd t = e.t;
     nv_dd u = nv_fast_two_sum_d(1.0, t.hi);
     nv_dd lg = nv_log_dd2(u.hi, u.lo, t.lo, 1);
-    double tiny = (t.hi + t.lo) * nv_u2d(0x3ff0000000000000ull - j);
-    lg.hi = deep ? tiny : lg.hi;
-    lg.lo = deep ? 0.0 : lg.lo;
+    double tiny = (t.hi + t.lo) * e.unscale;
+    lg.hi = e.deep ? tiny : lg.hi;
+    lg.lo = e.deep ? 0.0 : lg.lo;
     /* m + lg.hi exactly (two-sum: either may be the larger) */
     double sh = m + lg.hi;
     double sb = sh - m;
@@ -1031,6 +1039,55 @@ NV_FN double nv_arctanh_f64(double x)
     v = a < 1.0 ? v : (a == 1.0 ? NV_INF_D : NV_NAN_D);
     v = nv_u2d(nv_d2u(v) | (nv_d2u(x) & 0x8000000000000000ull));
     return a >= 0x1p-28 ? v : x;
+}
+
+/* ---- erf ------------------------------------------------------------------------------------
+ * a = |x|: below 3/4, erf a = a + a P(a^2); from there, 1 - erfc a with erfc a = exp(-a^2) F(a),
+ * F (erfc(a) exp(a^2), about 1 / (a sqrt(pi)), smooth) as F(c) + t Q(t), t = a - c, in one of
+ * three intervals: the three polynomials are evaluated and one selected (no branch; their chains
+ * are independent). F(c) is a hi + lo constant and F carried as hi + lo (its rounding would
+ * cost a third of an ulp of erf), a^2 split exactly into hi + lo, both in exp's reduction
+ * (nv_exp_parts2), exp(-a^2) F carried as hi + lo and 1 - hi summed exactly: erfc's absolute
+ * error stays near 2^-57, a tenth of an ulp of erf (above 0.7 there). a is clamped at 6, where
+ * erf rounds to 1. */
+
+/* F(c) = erfc(c) exp(c^2) at the centres c = 1.25, 2.5, 4.625 */
+#define NV_ERFC_F1_HI 0x1.78a692138767ap-2
+#define NV_ERFC_F1_LO 0x1.4797400f19192p-63
+#define NV_ERFC_F2_HI 0x1.afbb3f3b7343bp-3
+#define NV_ERFC_F2_LO -0x1.9f40bca142466p-58
+#define NV_ERFC_F3_HI 0x1.e8b725e90fb8dp-4
+#define NV_ERFC_F3_LO 0x1.6a2cc3496a0adp-58
+
+NV_FN double nv_erf_f64(double x)
+{
+    double a = fabs(x);
+    double small = fma(x, nv_poly64_erf_small(x * x), x);
+    double ac = a < 6.0 ? a : 6.0;              /* NaN gives 6 too: x is returned */
+    int i1 = ac < 1.75, i2 = ac < 3.25;
+    /* ac - c is exact: ac and c within a factor 2 in each interval */
+    double t1 = ac - 1.25, t2 = ac - 2.5, t3 = ac - 4.625;
+    double q1 = nv_poly64_erfc1(t1), q2 = nv_poly64_erfc2(t2), q3 = nv_poly64_erfc3(t3);
+    double t = nv_blend_d(i1, t1, nv_blend_d(i2, t2, t3));
+    double q = nv_blend_d(i1, q1, nv_blend_d(i2, q2, q3));
+    double ch = nv_blend_d(i1, NV_ERFC_F1_HI, nv_blend_d(i2, NV_ERFC_F2_HI, NV_ERFC_F3_HI));
+    double cl = nv_blend_d(i1, NV_ERFC_F1_LO, nv_blend_d(i2, NV_ERFC_F2_LO, NV_ERFC_F3_LO));
+    double tq = t * q;
+    nv_dd f = nv_fast_two_sum_d(ch, tq);        /* |t Q| < F(c) / 3 */
+    f.lo = f.lo + (fma(t, q, -tq) + cl);
+    double sh = ac * ac;
+    double sl = fma(ac, ac, -sh);
+    nv_expparts p = nv_exp_parts2(-sh, -sl, 1);
+    double s = nv_pow2_from_t(p.t, 0);          /* n >= -52 */
+    double h = 1.0 + p.r;
+    double eh = s * h, el = s * (((1.0 - h) + p.r) + p.q);     /* exp(-a^2) = eh + el */
+    double ph = eh * f.hi;
+    double pl = fma(eh, f.hi, -ph) + (eh * f.lo + el * f.hi);
+    nv_dd d = nv_fast_two_sum_d(1.0, -ph);      /* erfc a <= 0.29 */
+    double big = d.hi + (d.lo - pl);
+    big = nv_u2d(nv_d2u(big) | (nv_d2u(x) & 0x8000000000000000ull));
+    double v = nv_blend_d(a < 0.75, small, big);
+    return x == x ? v : x;
 }
 
 #endif /* NV_NO_F64 */

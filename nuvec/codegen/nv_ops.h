@@ -708,7 +708,6 @@ NV_FN uint8_t nv_isinf_f64(double a) { return (uint8_t)(fabs(a) == NV_INF_D); }
 NV_FN uint8_t nv_isposinf_f64(double a) { return (uint8_t)(a == NV_INF_D); }
 NV_FN uint8_t nv_isneginf_f64(double a) { return (uint8_t)(a == -NV_INF_D); }
 NV_FN uint8_t nv_isfinite_f64(double a) { return (uint8_t)(fabs(a) < NV_INF_D); }
-NV_FN double nv_erf_f64(double a) { return erf(a); }
 /* erfinv: the float32 result refined by Halley steps on erf (erfc in the tails) */
 NV_FN double nv_erfinv_f64(double x)
 {

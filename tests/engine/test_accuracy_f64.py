@@ -4,21 +4,28 @@ Sampled, 5.7M inputs per function and up to 1.1M more where it has hard regions 
 random bit patterns (every exponent, subnormals, infinities, NaN), the function's usual range,
 and its hard regions (the ends of exp's reduction interval, the overflow and underflow
 thresholds, subnormal results, m near sqrt(2) and x near 1 for the logarithms, the ends of the
-polynomial ranges; for the trigonometric and inverse functions see _hard_regions), each also
+polynomial ranges; for the trigonometric, inverse and erf see _hard_regions), each also
 negated. The reference is NumPy's long double function (glibc's x87 ``expl``, ``logl``,
-``sinl``, ...: 64-bit significands, within about 2^-10 ulp of float64; sinl, cosl and tanl
-reduce huge arguments exactly, which test_float64_trig_huge_arguments_against_mpmath checks),
-so the error is measured as a fraction of a float64 ulp rather than as a distance to a rounded
-reference. Bounds: exp, log, sin, cos, arctan, arctan2, arcsin, arccos, arcsinh, arccosh and
-arctanh below 1 ulp (faithfully rounded: the result is one of the two float64 around the exact
-value), the others within 2 ulp (an error below 2 ulp puts the result within 2 ulp of the
-correctly rounded one), logaddexp where it cancels within 2 ulp of the result plus half an
-ulp of max(x, y). Special values are checked against NumPy exactly. Run with ``-s`` to see the
-measured maxima.
+``sinl``, ...; for erf glibc's ``erfl`` through a loop built with the C compiler: 64-bit
+significands, within about 2^-10 ulp of float64; sinl, cosl and tanl reduce huge arguments
+exactly, which test_float64_trig_huge_arguments_against_mpmath checks), so the error is
+measured as a fraction of a float64 ulp rather than as a distance to a rounded reference.
+Bounds: exp, log, sin, cos, arctan, arctan2, arcsin, arccos, arcsinh, arccosh, arctanh and erf
+below 1 ulp (faithfully rounded: the result is one of the two float64 around the exact value),
+the others within 2 ulp (an error below 2 ulp puts the result within 2 ulp of the correctly
+rounded one), logaddexp where it cancels within 2 ulp of the result plus half an ulp of
+max(x, y). Special values are checked against NumPy (SciPy for sigmoid and erf) exactly. Run
+with ``-s`` to see the measured maxima.
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
 import warnings
 
 import numpy as np
@@ -56,6 +63,7 @@ BOUND = {
     "arcsinh": 1.0,
     "arccosh": 1.0,
     "arctanh": 1.0,
+    "erf": 1.0,
 }
 REF = {
     "exp": np.exp,
@@ -77,8 +85,36 @@ REF = {
     "arcsinh": np.arcsinh,
     "arccosh": np.arccosh,
     "arctanh": np.arctanh,
+    "erf": lambda x: _erfl(x),
 }
 LN2 = float(np.log(L(2)))
+
+
+@functools.cache
+def _erfl_library() -> ctypes.CDLL:
+    """glibc's erfl over an array (NumPy has no erf, SciPy's is float64, and ctypes returns a
+    long double result as a Python float): a loop built here with the C compiler."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("erf's long double reference needs a C compiler")
+    d = tempfile.mkdtemp(prefix="nv_erfl_")
+    src, lib = os.path.join(d, "erfl.c"), os.path.join(d, "erfl.so")
+    with open(src, "w") as f:
+        f.write(
+            "#include <math.h>\n"
+            "void erfl_array(const long double *x, long double *y, long n)\n"
+            "{ for (long i = 0; i < n; i++) y[i] = erfl(x[i]); }\n"
+        )
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", src, "-o", lib, "-lm"], check=True)
+    return ctypes.CDLL(lib)
+
+
+def _erfl(x: np.ndarray) -> np.ndarray:
+    xl = np.ascontiguousarray(x, dtype=L)
+    out = np.empty_like(xl)
+    ptr = ctypes.c_void_p
+    _erfl_library().erfl_array(ptr(xl.ctypes.data), ptr(out.ctypes.data), ctypes.c_long(xl.size))
+    return out
 
 
 def ulp_error(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -124,6 +160,11 @@ def _hard_regions(op: str, rng: np.random.Generator) -> list[np.ndarray]:
         ]
     if op in ("arcsin", "arccos", "arctanh"):
         return [1 - np.exp2(rng.uniform(-53, -1, n)), 0.5 + rng.uniform(-1e-6, 1e-6, n)]
+    if op == "erf":
+        # the bounds between erf's polynomial and its three erfc intervals, and where it
+        # rounds to 1
+        ends = np.array([0.75, 1.75, 3.25, 5.92])
+        return [np.repeat(ends, n // 4) + rng.uniform(-1e-3, 1e-3, n), rng.uniform(0, 6, n)]
     if op == "arcsinh":
         return [np.exp2(rng.uniform(-40, 40, n)), np.exp2(rng.uniform(27, 29, 1 << 14))]
     if op == "arccosh":
@@ -376,7 +417,8 @@ SPECIALS = np.array(
         -(2.0**-60),
     ]
 )
-NUMPY = {**{op: getattr(np, op) for op in REF if op != "sigmoid"}, "sigmoid": sps.expit}
+NUMPY = {op: getattr(np, op) for op in REF if op not in ("sigmoid", "erf")}
+NUMPY.update(sigmoid=sps.expit, erf=sps.erf)
 
 
 @pytest.mark.parametrize("op", list(REF))

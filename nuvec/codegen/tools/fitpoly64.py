@@ -209,6 +209,45 @@ _add(
     )
 )
 
+# erf a = a + a P(a^2) for |a| <= 3/4; error relative to erf a
+_add(
+    Fit(
+        "erf_small",
+        _safe(lambda t: mp.erf(mp.sqrt(t)) / mp.sqrt(t) - 1, 2 / mp.sqrt(mp.pi) - 1),
+        0.0,
+        0.5626,
+        10,
+        lambda t: mp.sqrt(t) / mp.erf(mp.sqrt(t)) if t else mp.sqrt(mp.pi) / 2,
+    )
+)
+
+
+def _erfc_scaled(c: float, lo: float, hi: float, degree: int, name: str) -> None:
+    """erfc a = exp(-a^2) (F(c) + t P(t)), t = a - c, for a in [lo, hi]: F(a) = erfc(a) exp(a^2)
+    (smooth, about 1 / (a sqrt(pi))), F(c) a hi + lo constant of nv_math64.h; the error that
+    matters is erfc's absolute one (erf = 1 - erfc is above 0.7 there): weight exp(-a^2) t."""
+
+    def f(a):
+        return mp.erfc(a) * mp.exp(a**2)
+
+    fc = f(mp.mpf(c))
+    _add(
+        Fit(
+            name,
+            _safe(lambda t: (f(c + t) - fc) / t, mp.diff(f, mp.mpf(c))),
+            lo - c,
+            hi - c,
+            degree - 1,
+            lambda t: mp.exp(-((c + t) ** 2)) * abs(t),
+        )
+    )
+
+
+# erf's three intervals between 3/4 and 6 (where erf rounds to 1), centred at 1.25, 2.5, 4.625
+_erfc_scaled(1.25, 0.75, 1.75, 16, "erfc1")
+_erfc_scaled(2.5, 1.75, 3.25, 14, "erfc2")
+_erfc_scaled(4.625, 3.25, 6.0, 10, "erfc3")
+
 
 def hexd(x: float) -> str:
     """A float64 value as a C hex literal."""
