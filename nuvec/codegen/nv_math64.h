@@ -1,8 +1,8 @@
 /* nv_math64.h -- nuvec's float64 math library: exp, expm1, log, log1p, log2, log10, and
  * sigmoid, tanh, sinh, cosh, logaddexp and power built on them; sin, cos, tan; arctan, arctan2,
- * arcsin, arccos; arcsinh, arccosh, arctanh (on the logarithm). Shared by the C and CUDA
- * dialects (Metal has no float64: NV_NO_F64), so the GPU computes the CPU's bits. erf and
- * erfinv still call the C library (nv_ops.h).
+ * arcsin, arccos; arcsinh, arccosh, arctanh (on the logarithm); erf. Shared by the C and CUDA
+ * dialects (Metal has no float64: NV_NO_F64), so the GPU computes the CPU's bits. erfinv still
+ * calls the C library (nv_ops.h).
  *
  * The rules of nv_math.h hold: straight-line code (selects, no branches, no tables in memory),
  * so that a C compiler vectorizes the loops that call it (4 lanes with AVX2, 8 with AVX-512,
@@ -16,7 +16,7 @@
  * Accuracy (float64, sampled over the whole range and the hard regions by
  * tests/engine/test_accuracy_f64.py against x87 80-bit long double; the measured maxima are in
  * benchmarks/README.md): exp, log, power, sin, cos, arctan, arctan2, arcsin, arccos, arcsinh,
- * arccosh and arctanh below 1 ulp (faithfully rounded: the result is one of the two floats
+ * arccosh, arctanh and erf below 1 ulp (faithfully rounded: the result is one of the two floats
  * around the exact value), expm1, log1p, log2, log10, sigmoid, tanh, sinh, cosh and tan within
  * 2 ulp of the correctly rounded result, logaddexp within 2 ulp where its result is not a
  * cancellation (see nv_logaddexp_f64). Polynomial coefficients come from
