@@ -4,11 +4,14 @@
     N=65536 REPS=200 python -m benchmarks.f64_math exp log
 
 Per op: the eager op (``nv.exp(x)`` then ``nv.eval``), the same op through ``nv.compile``, and
-NumPy's ufunc (SciPy's expit for sigmoid), REPS rounds over all ops, each one's minimum kept.
-One thread (NUVEC_NUM_THREADS=1 and OMP_NUM_THREADS=1 unless set). Arguments: 2 x N(0, 1) for
-exp, expm1, sigmoid, tanh, sinh, cosh and logaddexp (two arrays); |2 x N(0, 1)| + 0.5 for log,
-log2, log10 and power's base (its exponent 2 x N(0, 1)); |2 x N(0, 1)| for log1p. Run from the
-checkout's root, so that its nuvec is the one imported.
+NumPy's ufunc (SciPy's expit for sigmoid, its erf for erf), REPS rounds over all ops, each one's
+minimum kept. One thread (NUVEC_NUM_THREADS=1 and OMP_NUM_THREADS=1 unless set). Arguments:
+2 x N(0, 1) for exp, expm1, sigmoid, tanh, sinh, cosh, sin, cos, tan, arctan, arcsinh and the
+two arrays of logaddexp and arctan2; |2 x N(0, 1)| + 0.5 for log, log2, log10 and power's base
+(its exponent 2 x N(0, 1)); |2 x N(0, 1)| for log1p; |2 x N(0, 1)| + 1 for arccosh; U(-1, 1)
+for arcsin, arccos and arctanh; N(0, 1) for erf; sin_huge: sin of 2^U(0, 1000) (every block
+takes the Payne-Hanek reduction). Run from the checkout's root, so that its nuvec is the one
+imported.
 """
 
 from __future__ import annotations
@@ -27,11 +30,16 @@ import nuvec as nv  # noqa: E402
 from benchmarks.interleaved import best_times, evaluated  # noqa: E402
 
 UNARY = ("exp", "log", "expm1", "log1p", "log2", "log10", "sigmoid", "tanh", "sinh", "cosh")
-BINARY = ("logaddexp", "power")
+UNARY += ("sin", "cos", "tan", "arctan", "arcsin", "arccos", "arcsinh", "arccosh", "arctanh")
+UNARY += ("erf",)
+BINARY = ("logaddexp", "power", "arctan2")
+#: cases that run an op on arguments of their own: name -> (op, argument)
+EXTRA = {"sin_huge": ("sin", "huge")}
 NUMPY: dict[str, Callable[..., Any]] = {
-    op: getattr(np, op) for op in UNARY + BINARY if op != "sigmoid"
+    op: getattr(np, op) for op in UNARY + BINARY if op not in ("sigmoid", "erf")
 }
 NUMPY["sigmoid"] = sps.expit
+NUMPY["erf"] = sps.erf
 
 
 def cases(n: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any], Callable[[], Any]]]:
@@ -39,16 +47,22 @@ def cases(n: int) -> dict[str, tuple[Callable[[], Any], Callable[[], Any], Calla
     rng = np.random.default_rng(0)
     xn = rng.standard_normal(n) * 2
     bn = rng.standard_normal(n) * 2
-    args = {"x": xn, "pos": np.abs(xn) + 0.5, "nonneg": np.abs(xn)}
+    args = {"x": xn, "pos": np.abs(xn) + 0.5, "nonneg": np.abs(xn), "ge1": np.abs(xn) + 1}
+    args["unit"] = rng.uniform(-1, 1, n)
+    args["normal"] = xn / 2
+    args["huge"] = np.exp2(rng.uniform(0, 1000, n))
     arg_of = {"log": "pos", "log2": "pos", "log10": "pos", "log1p": "nonneg", "power": "pos"}
+    arg_of.update(arccosh="ge1", arcsin="unit", arccos="unit", arctanh="unit", erf="normal")
 
     out = {}
-    for op in UNARY + BINARY:
-        npa = [args[arg_of.get(op, "x")]] + ([bn] if op in BINARY else [])
+    runs = [(op, op, arg_of.get(op, "x")) for op in UNARY + BINARY]
+    runs += [(name, op, arg) for name, (op, arg) in EXTRA.items()]
+    for name, op, arg in runs:
+        npa = [args[arg]] + ([bn] if op in BINARY else [])
         nva = [nv.array(a, dtype=nv.float64) for a in npa]
         nv.eval(*nva)
         fn = getattr(nv, op)
-        out[op] = (
+        out[name] = (
             evaluated(fn, *nva),
             evaluated(nv.compile(lambda *a, fn=fn: fn(*a)), *nva),
             lambda op=op, npa=npa: NUMPY[op](*npa),

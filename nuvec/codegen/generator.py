@@ -241,8 +241,8 @@ def node_expr(
 
 def _split_of(op: str, src: str, fast: dict | None) -> tuple[str, str] | None:
     """The (function, guard) a node of ``op`` on ``src`` runs as in split blocks, if any: a
-    float32 computation (float16 and bfloat16 too) of nuvec's own function, or an integer one
-    of 32 or 64 bits (ElementwiseOp.split_int)."""
+    float32 computation (float16 and bfloat16 too) of nuvec's own function, a float64 one
+    (ElementwiseOp.split_f64), or an integer one of 32 or 64 bits (ElementwiseOp.split_int)."""
     rec = OPS.get(op)
     if rec is None:
         return None
@@ -251,6 +251,8 @@ def _split_of(op: str, src: str, fast: dict | None) -> tuple[str, str] | None:
             return None
         fn, guard = rec.split_int
         return fn.format(s=SUFFIX[src]), guard.format(s=SUFFIX[src])
+    if SUFFIX[src] == "f64":
+        return rec.split_f64
     if rec.split is None or SUFFIX[src] != "f32" or src == "complex64":
         return None
     if fast is not None and op in fast:

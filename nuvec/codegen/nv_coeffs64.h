@@ -52,4 +52,131 @@ NV_FN double nv_poly64_sinh(double t)
     return p;
 }
 
+/* sin: on [0, 0.617467], error 3.77e-18 */
+NV_FN double nv_poly64_sin(double t)
+{
+    double p = fma(t, 0x1.5d8d8fb1a8af7p-33, -0x1.ae5e526155435p-26);
+    p = fma(t, p, 0x1.71de355ca9326p-19);
+    p = fma(t, p, -0x1.a01a019befe0cp-13);
+    p = fma(t, p, 0x1.111111110f751p-7);
+    p = fma(t, p, -0x1.5555555555548p-3);
+    return p;
+}
+
+/* cos: on [0, 0.617467], error 5.73e-20 */
+NV_FN double nv_poly64_cos(double t)
+{
+    double p = fma(t, -0x1.8fa5f5dbdc235p-37, 0x1.1ee9dade56179p-29);
+    p = fma(t, p, -0x1.27e4f7f06bbe2p-22);
+    p = fma(t, p, 0x1.a01a019c8df4dp-16);
+    p = fma(t, p, -0x1.6c16c16c1500ep-10);
+    p = fma(t, p, 0x1.555555555554bp-5);
+    return p;
+}
+
+/* atan: on [0, 0.171744], error 1.32e-18 */
+NV_FN double nv_poly64_atan(double t)
+{
+    double p = fma(t, -0x1.2507efd399acfp-6, 0x1.37a8116cfeb0ap-5);
+    p = fma(t, p, -0x1.9cc07c559c46ap-5);
+    p = fma(t, p, 0x1.df0b27c3d601cp-5);
+    p = fma(t, p, -0x1.10eb6d8318bf6p-4);
+    p = fma(t, p, 0x1.3b11124f267dbp-4);
+    p = fma(t, p, -0x1.745cf8763b88dp-4);
+    p = fma(t, p, 0x1.c71c70e24c477p-4);
+    p = fma(t, p, -0x1.24924922a2f21p-3);
+    p = fma(t, p, 0x1.999999999568dp-3);
+    p = fma(t, p, -0x1.555555555553cp-2);
+    return p;
+}
+
+/* asin: on [0, 0.25], error 9.55e-19 */
+NV_FN double nv_poly64_asin(double t)
+{
+    double p = fma(t, 0x1.0b4740c04e9bfp-5, -0x1.57fec3a21b163p-6);
+    p = fma(t, p, 0x1.639d15086ddbbp-6);
+    p = fma(t, p, 0x1.e5f45edbe799dp-9);
+    p = fma(t, p, 0x1.613c8f7b67471p-7);
+    p = fma(t, p, 0x1.75858c3bbf822p-7);
+    p = fma(t, p, 0x1.ca1f8cbaa934cp-7);
+    p = fma(t, p, 0x1.1c49f068a7e6ap-6);
+    p = fma(t, p, 0x1.6e8bdedf5ecadp-6);
+    p = fma(t, p, 0x1.f1c71a94fc99cp-6);
+    p = fma(t, p, 0x1.6db6db72124bfp-5);
+    p = fma(t, p, 0x1.333333332e133p-4);
+    p = fma(t, p, 0x1.5555555555577p-3);
+    return p;
+}
+
+/* erf_small: on [0, 0.5626], error 1.10e-17 */
+NV_FN double nv_poly64_erf_small(double t)
+{
+    double p = fma(t, 0x1.c7fef909b249bp-27, -0x1.61445bbc849a4p-23);
+    p = fma(t, p, 0x1.bab5e7df94f85p-20);
+    p = fma(t, p, -0x1.f4e93f7acad47p-17);
+    p = fma(t, p, 0x1.f9a479f318e4p-14);
+    p = fma(t, p, -0x1.c02dbf8382457p-11);
+    p = fma(t, p, 0x1.565bcd49e2a84p-8);
+    p = fma(t, p, -0x1.b82ce313e5634p-6);
+    p = fma(t, p, 0x1.ce2f21a046c71p-4);
+    p = fma(t, p, -0x1.812746b037a31p-2);
+    p = fma(t, p, 0x1.06eba8214db69p-3);
+    return p;
+}
+
+/* erfc1: on [-0.5, 0.5], error 3.04e-19 */
+NV_FN double nv_poly64_erfc1(double t)
+{
+    double p = fma(t, 0x1.87715310b4e68p-25, -0x1.3e6feba161501p-23);
+    p = fma(t, p, 0x1.fd66f33475f06p-22);
+    p = fma(t, p, -0x1.b490196a8dee5p-20);
+    p = fma(t, p, 0x1.6a3783abd00bdp-18);
+    p = fma(t, p, -0x1.23002d5d7d60ap-16);
+    p = fma(t, p, 0x1.c56f7e618d82p-15);
+    p = fma(t, p, -0x1.55c06e9bb0674p-13);
+    p = fma(t, p, 0x1.f0fe72129456dp-12);
+    p = fma(t, p, -0x1.5b8bc969c1a3cp-10);
+    p = fma(t, p, 0x1.d1b695a69ad12p-9);
+    p = fma(t, p, -0x1.299636d6a77cep-7);
+    p = fma(t, p, 0x1.68a25a6645447p-6);
+    p = fma(t, p, -0x1.9b635ac624c81p-5);
+    p = fma(t, p, 0x1.b56f45eef7e3dp-4);
+    p = fma(t, p, -0x1.abaacdbfa8b06p-3);
+    return p;
+}
+
+/* erfc2: on [-0.75, 0.75], error 1.74e-18 */
+NV_FN double nv_poly64_erfc2(double t)
+{
+    double p = fma(t, 0x1.9ad1da77816efp-28, -0x1.210faf58f62dp-26);
+    p = fma(t, p, 0x1.1357f1ee86b8dp-24);
+    p = fma(t, p, -0x1.2588d23665f63p-22);
+    p = fma(t, p, 0x1.23c17b50479cfp-20);
+    p = fma(t, p, -0x1.1ac7e7670fadp-18);
+    p = fma(t, p, 0x1.0bc9eb45516c6p-16);
+    p = fma(t, p, -0x1.edd485b8ae19fp-15);
+    p = fma(t, p, 0x1.ba8a6d148c02dp-13);
+    p = fma(t, p, -0x1.809ce7dba0da8p-11);
+    p = fma(t, p, 0x1.435c04e0d29adp-9);
+    p = fma(t, p, -0x1.06320768a362fp-7);
+    p = fma(t, p, 0x1.98958a7a8b1e7p-6);
+    p = fma(t, p, -0x1.3086d7f01a9d7p-4);
+    return p;
+}
+
+/* erfc3: on [-1.375, 1.375], error 6.37e-20 */
+NV_FN double nv_poly64_erfc3(double t)
+{
+    double p = fma(t, 0x1.65c4bb5eaa4e3p-25, 0x1.f1692234c47cbp-24);
+    p = fma(t, p, 0x1.4c508d7e4d856p-21);
+    p = fma(t, p, -0x1.bea7aa755e0cp-21);
+    p = fma(t, p, 0x1.f9fdc9e84dbf4p-18);
+    p = fma(t, p, -0x1.3b26f9d848b49p-15);
+    p = fma(t, p, 0x1.9ae006d8e85dep-13);
+    p = fma(t, p, -0x1.064375aa01b57p-10);
+    p = fma(t, p, 0x1.48e9e220b9caap-8);
+    p = fma(t, p, -0x1.94e4c77fe557bp-6);
+    return p;
+}
+
 #endif

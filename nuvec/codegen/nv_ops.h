@@ -708,17 +708,6 @@ NV_FN uint8_t nv_isinf_f64(double a) { return (uint8_t)(fabs(a) == NV_INF_D); }
 NV_FN uint8_t nv_isposinf_f64(double a) { return (uint8_t)(a == NV_INF_D); }
 NV_FN uint8_t nv_isneginf_f64(double a) { return (uint8_t)(a == -NV_INF_D); }
 NV_FN uint8_t nv_isfinite_f64(double a) { return (uint8_t)(fabs(a) < NV_INF_D); }
-NV_FN double nv_sin_f64(double a) { return sin(a); }
-NV_FN double nv_cos_f64(double a) { return cos(a); }
-NV_FN double nv_tan_f64(double a) { return tan(a); }
-NV_FN double nv_arcsin_f64(double a) { return asin(a); }
-NV_FN double nv_arccos_f64(double a) { return acos(a); }
-NV_FN double nv_arctan_f64(double a) { return atan(a); }
-NV_FN double nv_arcsinh_f64(double a) { return asinh(a); }
-NV_FN double nv_arccosh_f64(double a) { return acosh(a); }
-NV_FN double nv_arctanh_f64(double a) { return atanh(a); }
-NV_FN double nv_erf_f64(double a) { return erf(a); }
-NV_FN double nv_arctan2_f64(double a, double b) { return atan2(a, b); }
 /* erfinv: the float32 result refined by Halley steps on erf (erfc in the tails) */
 NV_FN double nv_erfinv_f64(double x)
 {

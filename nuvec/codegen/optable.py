@@ -63,6 +63,9 @@ class ElementwiseOp:
     #: wherever ``guard`` (of the same arguments, in nv_math.h) is 0; the C kernels run it over
     #: blocks of elements that all clear the guard, and ``nv_<op>_f32`` over the other blocks
     split: tuple[str, str] | None = None
+    #: as ``split`` for float64: (function, guard) of nuvec's float64 library (nv_math64.h),
+    #: the same bits as ``nv_<op>_f64`` wherever the guard is 0
+    split_f64: tuple[str, str] | None = None
     #: as ``split`` for the integer dtypes of 32 and 64 bits: (function, guard) with ``{s}`` for
     #: the dtype's suffix (nv_ops.h, the C dialect's forms)
     split_int: tuple[str, str] | None = None
@@ -160,6 +163,12 @@ _CUDA = "cuda"
 def _trig_split(name: str) -> tuple[str, str]:
     """sin, cos, tan: the Cody-Waite reduction alone, below NV_TRIG_SMALL (nv_math.h)."""
     return (f"nv_{name}_small_f32", "nv_trig_large_f32")
+
+
+def _trig_split_f64(name: str) -> tuple[str, str]:
+    """float64 sin, cos, tan: the Cody-Waite reduction alone, below NV_TRIG_SMALL_D
+    (nv_math64.h)."""
+    return (f"nv_{name}_small_f64", "nv_trig_large_f64")
 
 
 def _log_split(name: str) -> tuple[str, str]:
@@ -305,8 +314,22 @@ def _table() -> dict[str, ElementwiseOp]:
             fast="__log10f",
             split=_log_split("log10"),
         ),
-        t("sin", "fc", lambda nv, x, out: nv.cos(x), fast="__sinf", split=_trig_split("sin")),
-        t("cos", "fc", lambda nv, x, out: -nv.sin(x), fast="__cosf", split=_trig_split("cos")),
+        t(
+            "sin",
+            "fc",
+            lambda nv, x, out: nv.cos(x),
+            fast="__sinf",
+            split=_trig_split("sin"),
+            split_f64=_trig_split_f64("sin"),
+        ),
+        t(
+            "cos",
+            "fc",
+            lambda nv, x, out: -nv.sin(x),
+            fast="__cosf",
+            split=_trig_split("cos"),
+            split_f64=_trig_split_f64("cos"),
+        ),
         t(
             "tan",
             "f",
@@ -314,6 +337,7 @@ def _table() -> dict[str, ElementwiseOp]:
             reads_out=True,
             fast="__tanf",
             split=_trig_split("tan"),
+            split_f64=_trig_split_f64("tan"),
         ),
         t("arcsin", "f", lambda nv, x, out: nv.rsqrt(1.0 - nv.square(x))),
         t("arccos", "f", lambda nv, x, out: -nv.rsqrt(1.0 - nv.square(x))),
@@ -579,7 +603,7 @@ OPS: dict[str, ElementwiseOp] = _table()
 def kernel_signature() -> str:
     """The fields the generated C code depends on, for the prebuilt kernels' fingerprint."""
     ops = [
-        (o.name, o.arity, o.kinds, o.result, o.exact_narrow, o.split, o.split_int)
+        (o.name, o.arity, o.kinds, o.result, o.exact_narrow, o.split, o.split_f64, o.split_int)
         for o in OPS.values()
     ]
     return repr((KIND_DTYPES, ops))

@@ -1,20 +1,31 @@
 """Accuracy of nuvec's float64 math library (nv_math64.h) against x87 80-bit long double.
 
-Sampled, 5.7M inputs per function: random bit patterns (every exponent, subnormals,
-infinities, NaN), the function's usual range, and its hard regions (the ends of exp's
-reduction interval, the overflow and underflow thresholds, subnormal results, m near sqrt(2)
-and x near 1 for the logarithms, the ends of the polynomial ranges), each also negated. The
-reference is NumPy's long double function (glibc's x87 ``expl``, ``logl``, ...: 64-bit
-significands, within about 2^-10 ulp of float64), so the error is measured as a fraction of a
-float64 ulp rather than as a distance to a rounded reference. Bounds: exp and log below 1 ulp
-(faithfully rounded: the result is one of the two float64 around the exact value), the others
-within 2 ulp (an error below 2 ulp puts the result within 2 ulp of the correctly rounded
-one), logaddexp where it cancels within 2 ulp of the result plus half an ulp of max(x, y).
-Special values are checked against NumPy exactly. Run with ``-s`` to see the measured maxima.
+Sampled, 5.7M inputs per function and up to 1.1M more where it has hard regions of its own:
+random bit patterns (every exponent, subnormals, infinities, NaN), the function's usual range,
+and its hard regions (the ends of exp's reduction interval, the overflow and underflow
+thresholds, subnormal results, m near sqrt(2) and x near 1 for the logarithms, the ends of the
+polynomial ranges; for the trigonometric, inverse and erf see _hard_regions), each also
+negated. The reference is NumPy's long double function (glibc's x87 ``expl``, ``logl``,
+``sinl``, ...; for erf glibc's ``erfl`` through a loop built with the C compiler: 64-bit
+significands, within about 2^-10 ulp of float64; sinl, cosl and tanl reduce huge arguments
+exactly, which test_float64_trig_huge_arguments_against_mpmath checks), so the error is
+measured as a fraction of a float64 ulp rather than as a distance to a rounded reference.
+Bounds: exp, log, sin, cos, arctan, arctan2, arcsin, arccos, arcsinh, arccosh, arctanh and erf
+below 1 ulp (faithfully rounded: the result is one of the two float64 around the exact value),
+the others within 2 ulp (an error below 2 ulp puts the result within 2 ulp of the correctly
+rounded one), logaddexp where it cancels within 2 ulp of the result plus half an ulp of
+max(x, y). Special values are checked against NumPy (SciPy for sigmoid and erf) exactly. Run
+with ``-s`` to see the measured maxima.
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
 import warnings
 
 import numpy as np
@@ -43,6 +54,16 @@ BOUND = {
     "tanh": 2.0,
     "sinh": 2.0,
     "cosh": 2.0,
+    "sin": 1.0,
+    "cos": 1.0,
+    "tan": 2.0,
+    "arctan": 1.0,
+    "arcsin": 1.0,
+    "arccos": 1.0,
+    "arcsinh": 1.0,
+    "arccosh": 1.0,
+    "arctanh": 1.0,
+    "erf": 1.0,
 }
 REF = {
     "exp": np.exp,
@@ -55,8 +76,45 @@ REF = {
     "tanh": np.tanh,
     "sinh": np.sinh,
     "cosh": np.cosh,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "arctan": np.arctan,
+    "arcsin": np.arcsin,
+    "arccos": np.arccos,
+    "arcsinh": np.arcsinh,
+    "arccosh": np.arccosh,
+    "arctanh": np.arctanh,
+    "erf": lambda x: _erfl(x),
 }
 LN2 = float(np.log(L(2)))
+
+
+@functools.cache
+def _erfl_library() -> ctypes.CDLL:
+    """glibc's erfl over an array (NumPy has no erf, SciPy's is float64, and ctypes returns a
+    long double result as a Python float): a loop built here with the C compiler."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("erf's long double reference needs a C compiler")
+    d = tempfile.mkdtemp(prefix="nv_erfl_")
+    src, lib = os.path.join(d, "erfl.c"), os.path.join(d, "erfl.so")
+    with open(src, "w") as f:
+        f.write(
+            "#include <math.h>\n"
+            "void erfl_array(const long double *x, long double *y, long n)\n"
+            "{ for (long i = 0; i < n; i++) y[i] = erfl(x[i]); }\n"
+        )
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", src, "-o", lib, "-lm"], check=True)
+    return ctypes.CDLL(lib)
+
+
+def _erfl(x: np.ndarray) -> np.ndarray:
+    xl = np.ascontiguousarray(x, dtype=L)
+    out = np.empty_like(xl)
+    ptr = ctypes.c_void_p
+    _erfl_library().erfl_array(ptr(xl.ctypes.data), ptr(out.ctypes.data), ctypes.c_long(xl.size))
+    return out
 
 
 def ulp_error(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -72,6 +130,46 @@ def ulp_error(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
     same |= np.isinf(got) & (got == refd)  # beyond float64's range: the infinity itself
     d = np.where(same, 0, d)
     return np.where(np.isnan(d), np.inf, d).astype(np.float64)
+
+
+HALF_PI = np.pi / 2
+
+
+def _hard_regions(op: str, rng: np.random.Generator) -> list[np.ndarray]:
+    """The inputs where each trigonometric and inverse function's steps change or lose the
+    most: for sin, cos, tan every binade up to the largest double (the Payne-Hanek reduction
+    from 2^32 on), the Cody-Waite bound, and the doubles nearest multiples of pi/2 (the
+    reduced argument cancelling, down to 2^-61 for 6381956970095103 2^797); for the others
+    their domain edges and the bounds between their reductions."""
+    n = 1 << 17
+    if op in ("sin", "cos", "tan"):
+        k = rng.integers(1, 1 << 40, n).astype(np.float64)
+        return [
+            np.exp2(rng.uniform(0, 1024, n)),
+            np.exp2(rng.uniform(31, 33, 1 << 14)),
+            k * HALF_PI,
+            np.nextafter(k * HALF_PI, np.inf),
+            rng.integers(1, 1000, 1 << 14) * HALF_PI,
+            np.array([6381956970095103 * 2.0**797, 5.319372648326541e255, 1e22]),
+        ]
+    if op in ("arctan",):
+        return [
+            np.sqrt(2) - 1 + rng.uniform(-1e-6, 1e-6, n),
+            np.sqrt(2) + 1 + rng.uniform(-1e-6, 1e-6, n),
+            np.exp2(rng.uniform(-1074, 1024, n)),
+        ]
+    if op in ("arcsin", "arccos", "arctanh"):
+        return [1 - np.exp2(rng.uniform(-53, -1, n)), 0.5 + rng.uniform(-1e-6, 1e-6, n)]
+    if op == "erf":
+        # the bounds between erf's polynomial and its three erfc intervals, and where it
+        # rounds to 1
+        ends = np.array([0.75, 1.75, 3.25, 5.92])
+        return [np.repeat(ends, n // 4) + rng.uniform(-1e-3, 1e-3, n), rng.uniform(0, 6, n)]
+    if op == "arcsinh":
+        return [np.exp2(rng.uniform(-40, 40, n)), np.exp2(rng.uniform(27, 29, 1 << 14))]
+    if op == "arccosh":
+        return [1 + np.exp2(rng.uniform(-52, 0, n)), np.exp2(rng.uniform(27, 29, 1 << 14))]
+    return []
 
 
 def _samples(op: str, rng: np.random.Generator) -> np.ndarray:
@@ -100,7 +198,7 @@ def _samples(op: str, rng: np.random.Generator) -> np.ndarray:
         rng.uniform(35, 40, 1 << 14),
         np.array([0.0, np.inf, np.nan, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308]),
     ]
-    x = np.concatenate(parts)
+    x = np.concatenate(parts + _hard_regions(op, rng))
     return np.concatenate([x, -x])
 
 
@@ -161,6 +259,68 @@ def test_float64_logaddexp() -> None:
     k = int(np.argmax(excess))
     print(f"logaddexp[float64]: cancelling, 2 ulp + {max(excess[k], 0):.3f} ulp of max(x, y)")
     assert excess[k] < 0.5, (xa[k], ya[k], got[k])
+
+
+def test_float64_arctan2() -> None:
+    """Within 1 ulp over every quadrant, magnitudes far apart and close (the reductions' bounds
+    at ratios tan(pi/8) and tan(3pi/8)), huge and tiny pairs; C99's special values exactly."""
+    rng = np.random.default_rng(13)
+    n = 1 << 19
+    x = [
+        rng.standard_normal(n),
+        rng.integers(0, 1 << 63, n, dtype=np.int64).view(np.float64),
+        np.exp(rng.uniform(-745, 709, n)),
+        rng.uniform(-1, 1, n),
+    ]
+    y = [
+        rng.standard_normal(n),
+        rng.integers(0, 1 << 63, n, dtype=np.int64).view(np.float64),
+        np.exp(rng.uniform(-745, 709, n)),
+        rng.uniform(-1, 1, n),
+    ]
+    t = np.exp(rng.uniform(-700, 700, n))
+    for ratio in (np.sqrt(2) - 1, np.sqrt(2) + 1, 1.0):
+        x.append(t)
+        y.append(t * ratio * (1 + rng.uniform(-1e-6, 1e-6, n)))
+    xa, ya = np.concatenate(x), np.concatenate(y)
+    sx, sy = rng.choice([-1.0, 1.0], xa.size), rng.choice([-1.0, 1.0], xa.size)
+    with np.errstate(invalid="ignore"):  # signaling NaNs among the random bit patterns
+        xa, ya = xa * sx, ya * sy
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = run1("arctan2", ya, xa)
+        ref = np.arctan2(ya.astype(L), xa.astype(L))
+    d = ulp_error(got, ref)
+    k = int(np.argmax(d))
+    print(f"arctan2[float64]: max {d[k]:.3f} ulp at {ya[k]!r}, {xa[k]!r} over {xa.size} inputs")
+    assert d[k] + REF_ERROR < 1, (ya[k], xa[k], got[k])
+    v = [0.0, 1.0, 2.5, np.inf, np.nan, 5e-324, 1e-310, 2.2250738585072014e-308, 1e300, BIG]
+    v = np.array(v + [-a for a in v])
+    yv, xv = np.repeat(v, v.size), np.tile(v, v.size)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = run1("arctan2", yv, xv)
+        want = np.arctan2(yv, xv)
+    same = (got.view(np.uint64) == want.view(np.uint64)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), list(zip(yv[~same], xv[~same], got[~same], want[~same]))
+
+
+def test_float64_trig_huge_arguments_against_mpmath() -> None:
+    """The long double reference's own reduction checked too: sin, cos and tan of arguments
+    over every binade to the largest double against mpmath at 2000 bits (which reduces
+    exactly), the doubles closest to a multiple of pi/2 included."""
+    mp = pytest.importorskip("mpmath")
+    rng = np.random.default_rng(14)
+    x = np.exp2(rng.uniform(0, 1024, 400)) * rng.choice([-1.0, 1.0], 400)
+    x = np.concatenate([x, [6381956970095103 * 2.0**797, 5.319372648326541e255, BIG]])
+    with mp.workprec(2000):
+        for op, f in (("sin", mp.sin), ("cos", mp.cos), ("tan", mp.tan)):
+            got = run1(op, x)
+            for g, xi in zip(got, x):
+                r = f(mp.mpf(float(xi)))
+                ulp = mp.mpf(float(np.spacing(abs(float(r)))))
+                err = abs(mp.mpf(float(g)) - r) / ulp
+                assert err < BOUND[op], (op, xi, g, float(err))
 
 
 def _power_samples(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -257,7 +417,8 @@ SPECIALS = np.array(
         -(2.0**-60),
     ]
 )
-NUMPY = {**{op: getattr(np, op) for op in REF if op != "sigmoid"}, "sigmoid": sps.expit}
+NUMPY = {op: getattr(np, op) for op in REF if op not in ("sigmoid", "erf")}
+NUMPY.update(sigmoid=sps.expit, erf=sps.erf)
 
 
 @pytest.mark.parametrize("op", list(REF))

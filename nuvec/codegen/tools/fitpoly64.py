@@ -161,6 +161,93 @@ _add(
     )
 )
 
+# sin r = r + r^3 P(r^2), |r| <= pi/4 (and a little: q is rounded from |x| 2/pi with 2/pi
+# rounded); error relative to sin r
+_PIO4_SQ = float((mp.pi / 4) ** 2) * 1.001
+_add(
+    Fit(
+        "sin",
+        _safe(lambda t: (mp.sin(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, -mp.mpf(1) / 6),
+        0.0,
+        _PIO4_SQ,
+        5,
+        lambda t: mp.sqrt(t) ** 3 / mp.sin(mp.sqrt(t)) if t else 0,
+    )
+)
+# cos r = 1 - r^2/2 + r^4 P(r^2), |r| <= pi/4; error relative to cos r
+_add(
+    Fit(
+        "cos",
+        _safe(lambda t: (mp.cos(mp.sqrt(t)) - 1 + t / 2) / t**2, mp.mpf(1) / 24),
+        0.0,
+        _PIO4_SQ,
+        5,
+        lambda t: t**2 / mp.cos(mp.sqrt(t)),
+    )
+)
+# atan u = u + u^3 P(u^2), |u| <= tan(pi/8) (the reductions' quotient, a little beyond);
+# error relative to atan u
+_add(
+    Fit(
+        "atan",
+        _safe(lambda t: (mp.atan(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, -mp.mpf(1) / 3),
+        0.0,
+        float(mp.tan(mp.pi / 8) ** 2) * 1.001,
+        10,
+        lambda t: mp.sqrt(t) ** 3 / mp.atan(mp.sqrt(t)) if t else 0,
+    )
+)
+# asin t = t + t^3 P(t^2), |t| <= 1/2; error relative to asin t
+_add(
+    Fit(
+        "asin",
+        _safe(lambda t: (mp.asin(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, mp.mpf(1) / 6),
+        0.0,
+        0.25,
+        12,
+        lambda t: mp.sqrt(t) ** 3 / mp.asin(mp.sqrt(t)) if t else 0,
+    )
+)
+
+# erf a = a + a P(a^2) for |a| <= 3/4; error relative to erf a
+_add(
+    Fit(
+        "erf_small",
+        _safe(lambda t: mp.erf(mp.sqrt(t)) / mp.sqrt(t) - 1, 2 / mp.sqrt(mp.pi) - 1),
+        0.0,
+        0.5626,
+        10,
+        lambda t: mp.sqrt(t) / mp.erf(mp.sqrt(t)) if t else mp.sqrt(mp.pi) / 2,
+    )
+)
+
+
+def _erfc_scaled(c: float, lo: float, hi: float, degree: int, name: str) -> None:
+    """erfc a = exp(-a^2) (F(c) + t P(t)), t = a - c, for a in [lo, hi]: F(a) = erfc(a) exp(a^2)
+    (smooth, about 1 / (a sqrt(pi))), F(c) a hi + lo constant of nv_math64.h; the error that
+    matters is erfc's absolute one (erf = 1 - erfc is above 0.7 there): weight exp(-a^2) t."""
+
+    def f(a):
+        return mp.erfc(a) * mp.exp(a**2)
+
+    fc = f(mp.mpf(c))
+    _add(
+        Fit(
+            name,
+            _safe(lambda t: (f(c + t) - fc) / t, mp.diff(f, mp.mpf(c))),
+            lo - c,
+            hi - c,
+            degree - 1,
+            lambda t: mp.exp(-((c + t) ** 2)) * abs(t),
+        )
+    )
+
+
+# erf's three intervals between 3/4 and 6 (where erf rounds to 1), centred at 1.25, 2.5, 4.625
+_erfc_scaled(1.25, 0.75, 1.75, 16, "erfc1")
+_erfc_scaled(2.5, 1.75, 3.25, 14, "erfc2")
+_erfc_scaled(4.625, 3.25, 6.0, 10, "erfc3")
+
 
 def hexd(x: float) -> str:
     """A float64 value as a C hex literal."""
