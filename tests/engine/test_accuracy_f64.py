@@ -10,7 +10,7 @@ negated. The reference is NumPy's long double function (glibc's x87 ``expl``, ``
 significands, within about 2^-10 ulp of float64; sinl, cosl and tanl reduce huge arguments
 exactly, which test_float64_trig_huge_arguments_against_mpmath checks), so the error is
 measured as a fraction of a float64 ulp rather than as a distance to a rounded reference.
-Bounds: exp, log, sin, cos, arctan, arctan2, arcsin, arccos, arcsinh, arccosh, arctanh and erf
+Bounds: exp, log, power, sin, cos, arctan, arctan2, arcsin, arccos, arcsinh, arccosh, arctanh, erf
 below 1 ulp (faithfully rounded: the result is one of the two float64 around the exact value),
 the others within 2 ulp (an error below 2 ulp puts the result within 2 ulp of the correctly
 rounded one), logaddexp where it cancels within 2 ulp of the result plus half an ulp of
