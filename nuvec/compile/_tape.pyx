@@ -5,8 +5,10 @@ runs the step and stores its outputs.
 
 Two ways to replay, same results:
 
-- eager (every input has data of the tape's device, the tape holds no tracer, each step has
-  an implementation on that device): steps run now on the backend data (NumPy on the CPU,
+- eager (every input has data, each input a step reads (``read_inputs``) data of the tape's
+  device, the tape holds no tracer, each step has an implementation on that device; an
+  input that is only returned, such as an unused random key on the host, may live
+  elsewhere): steps run now on the backend data (NumPy on the CPU,
   CuPy on a CUDA GPU, queued on the tape's stream); intermediates are plain backend arrays
   dropped after their last use, and the outputs are new, evaluated arrays;
 - lazy (otherwise): steps become graph nodes, as the uncompiled function would make them;
