@@ -98,6 +98,19 @@ def _safe(g, at0):
     return lambda t: at0 if t == 0 else g(t)
 
 
+def odd_fit(name: str, fn: Callable, c3, hi: float, degree: int) -> Fit:
+    """The fit of an odd function as fn(x) = x + x^3 P(x^2): P in t = x^2 over [0, hi], with
+    its value at 0 given (``c3``, the x^3 coefficient of fn), the error relative to fn."""
+    return Fit(
+        name,
+        _safe(lambda t: (fn(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, c3),
+        0.0,
+        hi,
+        degree,
+        lambda t: mp.sqrt(t) ** 3 / fn(mp.sqrt(t)) if t else 0,
+    )
+
+
 FITS: dict[str, Fit] = {}
 
 
@@ -144,16 +157,7 @@ _add(
     )
 )
 # sin r = r + r^3 P(r^2), |r| <= pi/4 (t = r^2)
-_add(
-    Fit(
-        "sin",
-        _safe(lambda t: (mp.sin(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, mp.mpf(-1) / 6),
-        0.0,
-        float(mp.pi / 4) ** 2,
-        3,
-        lambda t: mp.sqrt(t) ** 3 / mp.sin(mp.sqrt(t)) if t else 0,
-    )
-)
+_add(odd_fit("sin", mp.sin, mp.mpf(-1) / 6, float(mp.pi / 4) ** 2, 3))
 # cos r = 1 - r^2/2 + r^4 P(r^2)
 _add(
     Fit(
@@ -194,38 +198,11 @@ _add(
     )
 )
 # sinh x = x + x^3 P(x^2), |x| <= 1
-_add(
-    Fit(
-        "sinh",
-        _safe(lambda t: (mp.sinh(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, mp.mpf(1) / 6),
-        0.0,
-        1.0,
-        4,
-        lambda t: mp.sqrt(t) ** 3 / mp.sinh(mp.sqrt(t)) if t else 0,
-    )
-)
+_add(odd_fit("sinh", mp.sinh, mp.mpf(1) / 6, 1.0, 4))
 # asin x = x + x^3 P(x^2), |x| <= 1/2
-_add(
-    Fit(
-        "asin",
-        _safe(lambda t: (mp.asin(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, mp.mpf(1) / 6),
-        0.0,
-        0.25,
-        5,
-        lambda t: mp.sqrt(t) ** 3 / mp.asin(mp.sqrt(t)) if t else 0,
-    )
-)
+_add(odd_fit("asin", mp.asin, mp.mpf(1) / 6, 0.25, 5))
 # atan x = x + x^3 P(x^2), |x| <= 1
-_add(
-    Fit(
-        "atan",
-        _safe(lambda t: (mp.atan(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, mp.mpf(-1) / 3),
-        0.0,
-        1.0,
-        9,
-        lambda t: mp.sqrt(t) ** 3 / mp.atan(mp.sqrt(t)) if t else 0,
-    )
-)
+_add(odd_fit("atan", mp.atan, mp.mpf(-1) / 3, 1.0, 9))
 # erf a = a * (2/sqrt(pi) + a^2 P(a^2)), |a| <= 1
 _C0 = 2 / mp.sqrt(mp.pi)
 _add(

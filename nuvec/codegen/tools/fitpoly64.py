@@ -21,7 +21,7 @@ import sys
 import mpmath as mp
 import numpy as np
 
-from .fitpoly import Fit, _safe, write_or_print
+from .fitpoly import Fit, _safe, odd_fit, write_or_print
 
 mp.mp.dps = 40
 
@@ -150,30 +150,12 @@ _add(
     )
 )
 # sinh a = a + a^3 P(a^2), |a| <= 1; error relative to sinh a
-_add(
-    Fit(
-        "sinh",
-        _safe(lambda t: (mp.sinh(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, mp.mpf(1) / 6),
-        0.0,
-        1.0,
-        6,
-        lambda t: mp.sqrt(t) ** 3 / mp.sinh(mp.sqrt(t)) if t else 0,
-    )
-)
+_add(odd_fit("sinh", mp.sinh, mp.mpf(1) / 6, 1.0, 6))
 
 # sin r = r + r^3 P(r^2), |r| <= pi/4 (and a little: q is rounded from |x| 2/pi with 2/pi
 # rounded); error relative to sin r
 _PIO4_SQ = float((mp.pi / 4) ** 2) * 1.001
-_add(
-    Fit(
-        "sin",
-        _safe(lambda t: (mp.sin(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, -mp.mpf(1) / 6),
-        0.0,
-        _PIO4_SQ,
-        5,
-        lambda t: mp.sqrt(t) ** 3 / mp.sin(mp.sqrt(t)) if t else 0,
-    )
-)
+_add(odd_fit("sin", mp.sin, -mp.mpf(1) / 6, _PIO4_SQ, 5))
 # cos r = 1 - r^2/2 + r^4 P(r^2), |r| <= pi/4; error relative to cos r
 _add(
     Fit(
@@ -187,27 +169,9 @@ _add(
 )
 # atan u = u + u^3 P(u^2), |u| <= tan(pi/8) (the reductions' quotient, a little beyond);
 # error relative to atan u
-_add(
-    Fit(
-        "atan",
-        _safe(lambda t: (mp.atan(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, -mp.mpf(1) / 3),
-        0.0,
-        float(mp.tan(mp.pi / 8) ** 2) * 1.001,
-        10,
-        lambda t: mp.sqrt(t) ** 3 / mp.atan(mp.sqrt(t)) if t else 0,
-    )
-)
+_add(odd_fit("atan", mp.atan, -mp.mpf(1) / 3, float(mp.tan(mp.pi / 8) ** 2) * 1.001, 10))
 # asin t = t + t^3 P(t^2), |t| <= 1/2; error relative to asin t
-_add(
-    Fit(
-        "asin",
-        _safe(lambda t: (mp.asin(mp.sqrt(t)) - mp.sqrt(t)) / mp.sqrt(t) ** 3, mp.mpf(1) / 6),
-        0.0,
-        0.25,
-        12,
-        lambda t: mp.sqrt(t) ** 3 / mp.asin(mp.sqrt(t)) if t else 0,
-    )
-)
+_add(odd_fit("asin", mp.asin, mp.mpf(1) / 6, 0.25, 12))
 
 # erf a = a + a P(a^2) for |a| <= 3/4; error relative to erf a
 _add(
