@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 import scipy.special as sps  # noqa: E402
 
 import nuvec as nv  # noqa: E402
-from benchmarks.interleaved import best_times, evaluated  # noqa: E402
+from benchmarks.interleaved import best_times, chosen, evaluated  # noqa: E402
 
 UNARY = ("exp", "log", "expm1", "log1p", "log2", "log10", "sigmoid", "tanh", "sinh", "cosh")
 UNARY += ("sin", "cos", "tan", "arctan", "arcsin", "arccos", "arcsinh", "arccosh", "arctanh")
@@ -74,10 +74,7 @@ def main(names: list[str]) -> None:
     n = int(os.environ.get("N", 1 << 20))
     reps = int(os.environ.get("REPS", 30))
     table = cases(n)
-    unknown = [c for c in names if c not in table]
-    if unknown:
-        raise SystemExit(f"f64_math: unknown op(s) {unknown}; expected some of {list(table)}")
-    names = names or list(table)
+    names = chosen(table, names, "f64_math")
     best = best_times(table, names, reps)
     print(f"nuvec {nv.__file__}  N={n}  float64  reps={reps}  load {os.getloadavg()[0]:.2f}")
     assert all(table[c][0]().dtype == nv.float64 for c in names)

@@ -61,6 +61,15 @@ def evaluated(f: Callable[..., Any], *a: Any) -> Callable[[], Any]:
     return g
 
 
+def chosen(table: dict[str, tuple], names: list[str], tool: str) -> list[str]:
+    """The cases ``names`` asks for (every case of ``table`` when empty); exits naming any
+    unknown one."""
+    unknown = [c for c in names if c not in table]
+    if unknown:
+        raise SystemExit(f"{tool}: unknown case(s) {unknown}; expected some of {list(table)}")
+    return names or list(table)
+
+
 def best_times(table: dict[str, tuple], names: list[str], reps: int) -> dict[str, list[float]]:
     """Each thunk's minimum over ``reps`` rounds that call every case's thunks in turn, after
     two warm-up calls (compiles, buffer caches)."""
@@ -128,10 +137,7 @@ def main(names: list[str]) -> None:
     n = int(os.environ.get("N", 1 << 22))
     reps = int(os.environ.get("REPS", 30))
     table = cases(n)
-    unknown = [c for c in names if c not in table]
-    if unknown:
-        raise SystemExit(f"interleaved: unknown case(s) {unknown}; expected some of {list(table)}")
-    names = names or list(table)
+    names = chosen(table, names, "interleaved")
     best = best_times(table, names, reps)
     print(f"nuvec {nv.__file__}  N={n}  reps={reps}  load {os.getloadavg()[0]:.2f}")
     print(f"{'case':10s} {'nuvec ms':>9s} {'numpy ms':>9s} {'numpy/nuvec':>11s}")
