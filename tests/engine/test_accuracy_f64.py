@@ -219,20 +219,18 @@ def test_float64_within_bound(op: str) -> None:
 def test_float64_logaddexp() -> None:
     rng = np.random.default_rng(11)
     n = 1 << 18
-    x = [
-        rng.uniform(-5, 5, n),
-        rng.uniform(-800, 800, n),
-        rng.standard_normal(n) * 1e3,
-        rng.integers(0, 1 << 63, n, dtype=np.int64).view(np.float64),
-        -LN2 + rng.uniform(-0.05, 0.05, n),
-    ]
-    y = [
-        rng.uniform(-5, 5, n),
-        rng.uniform(-800, 800, n),
-        rng.standard_normal(n) * 1e3,
-        rng.integers(0, 1 << 63, n, dtype=np.int64).view(np.float64),
-        -LN2 + rng.uniform(-0.05, 0.05, n),
-    ]
+
+    def draws() -> list[np.ndarray]:
+        return [
+            rng.uniform(-5, 5, n),
+            rng.uniform(-800, 800, n),
+            rng.standard_normal(n) * 1e3,
+            rng.integers(0, 1 << 63, n, dtype=np.int64).view(np.float64),
+            -LN2 + rng.uniform(-0.05, 0.05, n),
+        ]
+
+    x = draws()
+    y = draws()
     # e^x + e^y near 1: results near 0, the deepest cancellation
     xc = -np.exp(rng.uniform(np.log(1e-12), np.log(40), n))
     x.append(xc)
