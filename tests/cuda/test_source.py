@@ -21,6 +21,7 @@ from nuvec.codegen.dialects import cuda as cuda_dialect
 
 F32 = KernelSpec.single("exp", ("float32",), "float32")
 BF16_ADD = KernelSpec.single("add", ("bfloat16", "bfloat16"), "bfloat16")
+BF16_ATAN2 = KernelSpec.single("arctan2", ("bfloat16", "bfloat16"), "bfloat16")
 F64_LESS = KernelSpec.single("less", ("float64", "float64"), "bool")
 SELECT = KernelSpec.single("select", ("bool", "float16", "float16"), "float16")
 # exp(x) * 2 with both nodes as outputs (a fused group of two)
@@ -45,7 +46,7 @@ def test_vec_width_is_16_bytes_of_the_widest_array():
 
 
 def test_vec_kernel_loads_vectors_and_hoists_scalars():
-    src, entry = source.module_source(BF16_ADD, "vec", "i32", (0, 1))
+    src, entry = source.module_source(BF16_ATAN2, "vec", "i32", (0, 1))
     assert entry == "nvk_vec_i32"
     m = re.search(r'extern "C" __global__ void nvk_vec_i32\(([^)]*)\)', src)
     assert m is not None
@@ -59,6 +60,83 @@ def test_vec_kernel_loads_vectors_and_hoists_scalars():
     # the sum is rounded to bfloat16 already: its high half is stored as it is
     assert "w0.v[j] = nv_bf16_bits(v0);" in body
     assert "o0[e] = nv_f32_to_bf16(v0);" in body  # the tail: the full conversion
+
+
+def test_vec_kernel_computes_bfloat16_arithmetic_on_pairs():
+    """bfloat16 +, -, *, abs, negative and extrema against a constant (word nodes) compute two
+    elements in one 32-bit word; the other nodes twice, on the words' halves; a pair of rounded
+    results becomes a word by one packed rounding."""
+    src, _ = source.module_source(BF16_ADD, "vec", "i32", (0, 1))
+    body = src.split("nvk_vec_i32")[1]
+    assert "const uint32_t px1 = (uint32_t)a1[0] * 0x10001u;" in body  # the scalar, twice
+    assert "for (int j = 0; j < 4; j++)" in body  # four pairs of the eight elements
+    assert "const uint32_t p0 = nv_bf16x2_add(px0, px1);" in body
+    assert "w0.v[j] = p0;" in body and "nv_vec<uint32_t, 4> w0;" in body
+    assert "o0[e] = nv_f32_to_bf16(v0);" in body  # the tail: one element as before
+    # x * 1.5 + 0.25 -> tanh -> * x -> -|.|: tanh on the halves, the rest on words
+    consts = (("bfloat16", 0x3FC0), ("bfloat16", 0x3E80))
+    nodes = (
+        Node("multiply", (("in", 0), ("const", 0)), "bfloat16"),
+        Node("add", (("node", 0), ("const", 1)), "bfloat16"),
+        Node("tanh", (("node", 1),), "bfloat16"),
+        Node("multiply", (("node", 2), ("in", 0)), "bfloat16"),
+        Node("abs", (("node", 3),), "bfloat16"),
+        Node("negative", (("node", 4),), "bfloat16"),
+    )
+    spec = KernelSpec(("bfloat16",), consts, nodes, (5,))
+    body = source.module_source(spec, "vec", "i32", (0,))[0].split("nvk_vec_i32")[1]
+    assert "const uint32_t p0 = nv_bf16x2_mul(px0, 0x3fc03fc0u);" in body
+    assert "const uint32_t p1 = nv_bf16x2_add(p0, 0x3e803e80u);" in body
+    assert "const float u2_1 = nv_tanh_f32(v1_1);" in body
+    assert "const float v1_1 = nv_bf16_lane(p1, 1);" in body
+    assert "const uint32_t p2 = nv_bf16x2_rn(u2_0, u2_1);" in body  # rounded once, packed
+    assert "nv_round_bf16(u2" not in body  # the rounded halves are not needed
+    assert "const uint32_t p5 = (p4 ^ 0x80008000u);" in body
+    assert "w0.v[j] = p5;" in body
+
+
+@pytest.mark.parametrize(
+    ("op", "const", "word"),
+    [
+        ("maximum", 0x3F80, True),
+        ("minimum", 0xBF80, True),
+        ("maximum", 0x0000, False),  # nv_maximum_f32(-0, +0) is +0, the packed one's may not be
+        ("minimum", 0x8000, False),
+        ("maximum", 0x7FC0, False),  # NaN
+        ("multiply", 0x0000, True),
+    ],
+)
+def test_extrema_take_the_packed_instruction_against_a_plain_constant(op, const, word):
+    spec = KernelSpec(
+        ("bfloat16",),
+        (("bfloat16", const),),
+        (Node(op, (("in", 0), ("const", 0)), "bfloat16"),),
+        (0,),
+    )
+    assert (source._word_nodes(spec) == {0}) == word
+
+
+def test_word_nodes_are_bfloat16_ops_of_bfloat16_values_only():
+    f32 = KernelSpec.single("add", ("float32", "float32"), "float32")
+    assert source._word_nodes(f32) == set()
+    assert source._word_nodes(dataclasses.replace(BF16_ADD, fast=True)) == set()
+    mixed = KernelSpec(
+        ("bfloat16", "float32"),
+        (),
+        (
+            Node("astype", (("in", 0),), "float32"),
+            Node("add", (("node", 0), ("in", 1)), "float32"),
+            Node("astype", (("node", 1),), "bfloat16"),
+            Node("multiply", (("node", 2), ("in", 0)), "bfloat16"),
+        ),
+        (3,),
+    )
+    assert source._word_nodes(mixed) == {3}
+    body = source.module_source(mixed, "vec", "i32", (0, 0))[0].split("nvk_vec_i32")[1]
+    # the float32 input, element by element; the rounded sum packed for the product
+    assert "const float x1_1 = r1.v[2 * j + 1];" in body
+    assert "const uint32_t p2 = nv_bf16x2_rn(u2_0, u2_1);" in body
+    assert "const uint32_t p3 = nv_bf16x2_mul(p2, px0);" in body
 
 
 def test_vec_kernel_packs_rounded_float16_results():
@@ -79,23 +157,24 @@ def test_vec_kernel_converts_stored_values_that_may_be_signaling_nans():
     def store(nodes, constants=()):
         spec = KernelSpec(("bfloat16",), tuple(constants), tuple(nodes), (len(nodes) - 1,))
         src, _ = source.module_source(spec, "vec", "i32", (0,))
-        return re.search(r"w0\.v\[j\] = (\w+)\(", src).group(1)
+        return re.search(r"w0\.v\[j\] = (?:\(uint32_t\))?(\w+)", src).group(1)
 
     one = ("bfloat16", 0x3F80)
     exp = Node("exp", (("in", 0),), "bfloat16")
+    relu = Node("maximum", (("node", 0), ("const", 0)), "bfloat16")
     assert store([exp]) == "nv_bf16_bits"
-    assert store([exp, Node("maximum", (("node", 0), ("const", 0)), "bfloat16")], [one]) == (
-        "nv_bf16_bits"
-    )
-    assert store([exp, Node("abs", (("node", 0),), "bfloat16")]) == "nv_bf16_bits"
-    assert store([Node("abs", (("in", 0),), "bfloat16")]) == "nv_f32_to_bf16"
-    assert store([Node("maximum", (("in", 0), ("const", 0)), "bfloat16")], [one]) == (
+    assert store([exp, relu], [("bfloat16", 0)]) == "nv_bf16_bits"
+    assert store([Node("maximum", (("in", 0), ("const", 0)), "bfloat16")], [("bfloat16", 0)]) == (
         "nv_f32_to_bf16"
     )
     snan = ("bfloat16", 0x7F81)
-    assert store([exp, Node("maximum", (("node", 0), ("const", 0)), "bfloat16")], [snan]) == (
-        "nv_f32_to_bf16"
-    )
+    assert store([exp, relu], [snan]) == "nv_f32_to_bf16"
+    # words: a packed operation's result is quiet (p1); abs of an input is stored through the
+    # conversion of each half, abs of a rounded value as its word
+    assert store([exp, relu], [one]) == "p1"
+    assert store([Node("maximum", (("in", 0), ("const", 0)), "bfloat16")], [one]) == "p0"
+    assert store([exp, Node("abs", (("node", 0),), "bfloat16")]) == "p1"
+    assert store([Node("abs", (("in", 0),), "bfloat16")]) == "nv_f32_to_bf16"
 
 
 def _keys(spec) -> list:
