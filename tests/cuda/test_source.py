@@ -13,6 +13,7 @@ import os
 import random
 import re
 
+import numpy as np
 import pytest
 
 from nuvec.codegen.ir import KernelSpec, Node
@@ -422,3 +423,65 @@ def test_a_group_kernel_compiles_with_nvrtc():
     NVRTC.nvrtcGetProgramLog(prog, log)
     NVRTC.nvrtcDestroyProgram(ctypes.byref(prog))
     assert rc == 0, log.value.decode(errors="replace")[-3000:]
+
+
+def _bf16_of_fraction(q) -> int:
+    """The bfloat16 bits of the exact value ``q`` (a Fraction) rounded once, to nearest even
+    (an exact zero is +0, as x - x is in IEEE 754's rounding to nearest)."""
+    from fractions import Fraction
+
+    sign = 0x8000 if q < 0 else 0
+    q = abs(q)
+    if q == 0:
+        return sign
+    e = max(q.numerator.bit_length() - q.denominator.bit_length(), -126)
+    while Fraction(2) ** e > q:
+        e -= 1
+    while Fraction(2) ** (e + 1) <= q:
+        e += 1
+    e = max(e, -126)
+    ulp = Fraction(2) ** (e - 7)
+    m = round(q / ulp)  # Python rounds a Fraction half to even
+    v = m * ulp
+    if v >= Fraction(2) ** 128:
+        return sign | 0x7F80
+    v32 = np.array([float(v)], np.float32)  # exact: 8 bits within float32's range
+    return sign | int(v32.view(np.uint32)[0] >> 16)
+
+
+def test_float32_then_bfloat16_rounding_is_the_exact_result_rounded_once():
+    """The word nodes' premise on the CPU: nuvec's bfloat16 +, -, * (float32, then rounded)
+    equal the exact result rounded once to bfloat16, checked with exact rational arithmetic on
+    pairs of values chosen to stress it: subnormals, the largest values, operands whose exponents
+    differ by up to 40 (long exact sums), every sign."""
+    from fractions import Fraction
+
+    import ml_dtypes
+
+    import nuvec as nv
+
+    rng = np.random.default_rng(23)
+    bits = [0x0001, 0x007F, 0x0080, 0x00FF, 0x3F80, 0x3F81, 0x3FFF, 0x7F7F, 0x7F00, 0x0100]
+    bits += list(rng.integers(0x0001, 0x7F80, 40))  # anywhere in the finite range
+    exps = rng.integers(100, 150, 60)  # near one another: long exact sums and differences
+    bits += list((exps << 7) | rng.integers(0, 128, 60))
+    bits += [b | 0x8000 for b in bits]
+    a_bits = np.repeat(np.array(bits, np.uint16), len(bits))
+    b_bits = np.tile(np.array(bits, np.uint16), len(bits))
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    a, b = a_bits.view(bf16), b_bits.view(bf16)
+
+    def exact(x) -> Fraction:
+        return Fraction(float(np.array([x], np.uint32).view(np.float32)[0]))
+
+    fa = [exact(int(x) << 16) for x in a_bits]
+    fb = [exact(int(x) << 16) for x in b_bits]
+    with nv.stream(nv.cpu):
+        for op, f in (
+            ("add", Fraction.__add__),
+            ("subtract", Fraction.__sub__),
+            ("multiply", Fraction.__mul__),
+        ):
+            got = np.asarray(getattr(nv, op)(nv.array(a), nv.array(b))).view(np.uint16)
+            want = [_bf16_of_fraction(f(x, y)) for x, y in zip(fa, fb)]
+            assert [int(g) for g in got] == want, op
