@@ -137,6 +137,15 @@ _PASSING = frozenset(("abs", "negative", "copy", "maximum", "minimum", "select")
 _WORD_ARITH = {"add": "nv_bf16x2_add", "subtract": "nv_bf16x2_sub", "multiply": "nv_bf16x2_mul"}
 _WORD_EXTREMA = {"maximum": "nv_bf16x2_max", "minimum": "nv_bf16x2_min"}
 _WORD_BITS = {"abs": "({0} & 0x7fff7fffu)", "negative": "({0} ^ 0x80008000u)"}
+# functions whose value without their final NaN select (which returns x) is a NaN for a NaN
+# x on the GPU (nv_math.h): a rounded pair of them takes that value, any NaN rounding to the
+# canonical one (cvt.rn.bf16x2) as x does
+_NAN_FREE = {
+    "nv_exp_f32": "nv_exp_value",
+    "nv_exp_negabs_f32": "nv_exp_nonpos",
+    "nv_tanh_f32": "nv_tanh_value",
+    "nv_sigmoid_f32": "nv_sigmoid_value",
+}
 # set to 0 to compute every node as float32 (the same bits but NaN payloads), for comparisons
 PACKED_BF16 = os.environ.get("NUVEC_CUDA_PACKED_BF16", "1") != "0"
 
@@ -372,7 +381,14 @@ def _vec_parts(
             vstore.append(f"*reinterpret_cast<nv_vec<{d.stype(t)}, {V}> *>(o{k} + base) = w{k};")
     steps = V
     words = _word_nodes(spec) if V % 2 == 0 else set()
-    if words:  # the loop goes over pairs of elements
+    # the loop goes over pairs of elements where some node is a word node or a rounded
+    # bfloat16 result (two of which take one packed rounding)
+    if (
+        V % 2 == 0
+        and not spec.fast
+        and PACKED_BF16
+        and (words or any(_rounded(b, j, "nv_round_bf16") for j in range(len(spec.nodes))))
+    ):
         hoisted += [
             f"const uint32_t px{i} = (uint32_t)a{i}[0] * 0x10001u;"
             for i in range(nin)
@@ -485,6 +501,9 @@ def _pair_parts(
         ctype = head.split()[1]
         if _rounded(b, j, "nv_round_bf16"):  # keep the unrounded values for a packed rounding
             inner = expr[len("nv_round_bf16(") : -1]
+            fn = inner.split("(", 1)[0]
+            if fn in _NAN_FREE:
+                inner = _NAN_FREE[fn] + inner[len(fn) :]
             body += [f"const float u{j}_{h} = {lane(inner, h)};" for h in (0, 1)]
             if j in need_float:
                 body += [f"const float v{j}_{h} = nv_round_bf16(u{j}_{h});" for h in (0, 1)]
