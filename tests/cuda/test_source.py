@@ -89,7 +89,7 @@ def test_vec_kernel_computes_bfloat16_arithmetic_on_pairs():
     body = source.module_source(spec, "vec", "i32", (0,))[0].split("nvk_vec_i32")[1]
     assert "const uint32_t p0 = nv_bf16x2_mul(px0, 0x3fc03fc0u);" in body
     assert "const uint32_t p1 = nv_bf16x2_add(p0, 0x3e803e80u);" in body
-    assert "const float u2_1 = nv_tanh_value(v1_1);" in body  # no NaN select (see _NAN_FREE)
+    assert "const float u2_1 = nv_tanh_bf16(v1_1);" in body  # see _ROUNDED_BF16
     assert "const float v1_1 = nv_bf16_lane(p1, 1);" in body
     assert "const uint32_t p2 = nv_bf16x2_rn(u2_0, u2_1);" in body  # rounded once, packed
     assert "nv_round_bf16(u2" not in body  # the rounded halves are not needed

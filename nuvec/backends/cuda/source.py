@@ -137,13 +137,15 @@ _PASSING = frozenset(("abs", "negative", "copy", "maximum", "minimum", "select")
 _WORD_ARITH = {"add": "nv_bf16x2_add", "subtract": "nv_bf16x2_sub", "multiply": "nv_bf16x2_mul"}
 _WORD_EXTREMA = {"maximum": "nv_bf16x2_max", "minimum": "nv_bf16x2_min"}
 _WORD_BITS = {"abs": "({0} & 0x7fff7fffu)", "negative": "({0} ^ 0x80008000u)"}
-# functions whose value without their final NaN select (which returns x) is a NaN for a NaN
-# x on the GPU (nv_math.h): a rounded pair of them takes that value, any NaN rounding to the
-# canonical one (cvt.rn.bf16x2) as x does
-_NAN_FREE = {
+# functions of a bfloat16 argument whose result the pair loop rounds to bfloat16, and what it
+# calls instead (nv_math.h): their values without the final NaN select (which returns x), a
+# NaN for a NaN x on the GPU, any NaN rounding to the canonical one (cvt.rn.bf16x2) as x does;
+# nv_tanh_bf16 also leaves out steps that change no rounded result (every bfloat16 input:
+# tests/engine/test_narrow_math.py)
+_ROUNDED_BF16 = {
     "nv_exp_f32": "nv_exp_value",
     "nv_exp_negabs_f32": "nv_exp_nonpos",
-    "nv_tanh_f32": "nv_tanh_value",
+    "nv_tanh_f32": "nv_tanh_bf16",
     "nv_sigmoid_f32": "nv_sigmoid_value",
 }
 # set to 0 to compute every node as float32 (the same bits but NaN payloads), for comparisons
@@ -466,6 +468,11 @@ def _pair_parts(
         i for j, nd in enumerate(nodes) if j not in words for kind, i in nd.args if kind == "node"
     }
     need_float |= {o for k, o in enumerate(spec.outputs) if k not in word_store}
+    # abs and negative read as float32 are taken from their argument's float32 values: both
+    # are free as operand modifiers there, where the halves of their word take two instructions
+    for j in reversed(range(len(nodes))):
+        if j in words and j in need_float and nodes[j].op in _WORD_BITS:
+            need_float |= {i for kind, i in nodes[j].args if kind == "node"}
 
     def word_arg(arg: tuple[str, int]) -> str:
         kind, i = arg
@@ -494,7 +501,10 @@ def _pair_parts(
             body.append(
                 f"const uint32_t p{j} = {_word_expr(spec, j, [word_arg(a) for a in nd.args])};"
             )
-            if j in need_float:
+            if j in need_float and nd.op in _WORD_BITS:
+                expr = b.lines[j].rstrip(";").split(" = ", 1)[1]
+                body += [f"const float v{j}_{h} = {lane(expr, h)};" for h in (0, 1)]
+            elif j in need_float:
                 body += [f"const float v{j}_{h} = nv_bf16_lane(p{j}, {h});" for h in (0, 1)]
             continue
         head, expr = b.lines[j].rstrip(";").split(" = ", 1)
@@ -502,8 +512,8 @@ def _pair_parts(
         if _rounded(b, j, "nv_round_bf16"):  # keep the unrounded values for a packed rounding
             inner = expr[len("nv_round_bf16(") : -1]
             fn = inner.split("(", 1)[0]
-            if fn in _NAN_FREE:
-                inner = _NAN_FREE[fn] + inner[len(fn) :]
+            if fn in _ROUNDED_BF16 and all(spec.arg_dtype(a) == "bfloat16" for a in nd.args):
+                inner = _ROUNDED_BF16[fn] + inner[len(fn) :]
             body += [f"const float u{j}_{h} = {lane(inner, h)};" for h in (0, 1)]
             if j in need_float:
                 body += [f"const float v{j}_{h} = nv_round_bf16(u{j}_{h});" for h in (0, 1)]
