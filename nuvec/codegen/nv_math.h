@@ -206,7 +206,7 @@ NV_FN float nv_exp_f32(float x)
 
 /* exp(x) for x <= -0, as nv_exp_f32 (n <= 0 picks j = -64 there), with fewer steps; a NaN
  * with its sign bit set (as -|x| gives) returns 0 (on the GPU a NaN), for the caller to select */
-NV_FN float nv_exp_nonpos(float x)
+NV_FN float nv_exp_nonpos_steps(float x, int ln2_lo)
 {
 #if defined(__CUDA_ARCH__)
     float xc = nv_fmax_nan(x, -104.0f);
@@ -217,11 +217,18 @@ NV_FN float nv_exp_nonpos(float x)
     float t = fmaf(xc, NV_LOG2E, 0x1.8p23f);
     float n = t - 0x1.8p23f;
     float r = fmaf(-n, NV_LN2_HI, xc);
-    r = fmaf(-n, NV_LN2_LO, r);
+    r = ln2_lo ? fmaf(-n, NV_LN2_LO, r) : r;
     float p = nv_exp_poly(r);
     float s1 = nv_u2f((nv_f2u(t) << 23) + 0x5f800000u);         /* 2^(n + 64) */
     return fmaf(p, s1, s1) * (NV_EXP_ZERO_BELOW_CLAMP && xc == -104.0f ? 0.0f : 0x1p-64f);
 }
+
+NV_FN float nv_exp_nonpos(float x) { return nv_exp_nonpos_steps(x, 1); }
+
+/* nv_exp_nonpos for a bfloat16 x and a result rounded to bfloat16 (the GPU's bfloat16
+ * kernels): without the reduction's second step (n ln2_lo), which changes no rounded result
+ * (every bfloat16 x <= -0: tests/engine/test_narrow_math.py) */
+NV_FN float nv_exp_nonpos_bf16(float x) { return nv_exp_nonpos_steps(x, 0); }
 
 /* exp(x) for x = -|y| (x <= -0 or a NaN): nv_exp_f32's bits (checked over every such float32
  * on the CPU), the generator's choice where exp's argument is negative(abs(y)) */
@@ -877,12 +884,18 @@ NV_FN float nv_atanh_f32(float x)
  * quotient is nv_div_normal's: 1 + t is in [1, 2] and the numerator in its domain but where
  * t < 2^-60; there 1 + t rounds to 1, whose reciprocal estimate one Newton step makes exactly
  * 1 (its error is far below 2^-12), so the steps return t exactly, as the division does. */
-NV_FN float nv_sigmoid_value(float x)
+NV_FN float nv_sigmoid_steps(float x, int ln2_lo)
 {
-    float t = nv_exp_nonpos(-fabsf(x));         /* in [0, 1] */
+    float t = nv_exp_nonpos_steps(-fabsf(x), ln2_lo);   /* in [0, 1] */
     float num = x >= 0.0f ? 1.0f : t;
     return nv_div_normal(num, 1.0f + t);
 }
+
+NV_FN float nv_sigmoid_value(float x) { return nv_sigmoid_steps(x, 1); }
+
+/* sigmoid of a bfloat16 x for a result rounded to bfloat16 (as nv_exp_nonpos_bf16; every
+ * bfloat16 x: tests/engine/test_narrow_math.py) */
+NV_FN float nv_sigmoid_bf16(float x) { return nv_sigmoid_steps(x, 0); }
 
 NV_FN float nv_sigmoid_f32(float x)
 {

@@ -24,7 +24,10 @@ PAIRS = [
     ("nv_exp_negabs_f32(-fabsf(x))", "nv_exp_nonpos(-fabsf(x))", True),
     ("nv_sigmoid_f32(x)", "nv_sigmoid_value(x)", True),
     ("nv_tanh_f32(x)", "nv_tanh_value(x)", True),
-    ("nv_tanh_f32(x)", "nv_tanh_bf16(x)", False),  # the same bits once rounded to bfloat16
+    # the same bits once rounded to bfloat16
+    ("nv_tanh_f32(x)", "nv_tanh_bf16(x)", False),
+    ("nv_exp_negabs_f32(-fabsf(x))", "nv_exp_nonpos_bf16(-fabsf(x))", False),
+    ("nv_sigmoid_f32(x)", "nv_sigmoid_bf16(x)", False),
 ]
 
 
