@@ -85,3 +85,39 @@ def test_compiled_chains_give_the_cpus_bits_for_every_input(name):
     got, ref = (o.view(np.uint16) for o in out)
     nan = np.isnan(out[0].astype(np.float32)) & np.isnan(out[1].astype(np.float32))
     assert int(((got != ref) & ~nan).sum()) == 0
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_bfloat16_specs_give_the_cpus_bits(seed):
+    """Random fused bfloat16 specs (tests/cuda/test_source.py): every bfloat16 value in the first
+    input, shuffled ones in the others, float32 inputs at random with specials; through the
+    ``vec`` kernel (aligned, contiguous), then with the first input a broadcast scalar."""
+    cp = pytest.importorskip("cupy")
+    from test_source import BF16_RANDOM
+
+    from nuvec.backends.cpu import kernels as cpu_kernels
+    from nuvec.backends.cuda import kernels as gpu_kernels
+
+    spec = BF16_RANDOM[seed]
+    rng = np.random.default_rng(seed)
+    shape = (1 << 16,)
+    xs = []
+    for i, d in enumerate(spec.inputs):
+        if d == "bfloat16":
+            xs.append(EVERY.copy() if i == 0 else rng.permutation(EVERY))
+        else:
+            x = rng.standard_normal(shape).astype(np.float32) * 4
+            x[:6] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40]
+            xs.append(x)
+    for scalar in (None, xs[0][7:8].copy()):
+        ins = xs if scalar is None else [scalar] + xs[1:]
+        want = cpu_kernels.run(spec, ins, shape)
+        dev = [cp.asarray(x.view(np.uint16) if x.dtype == BF16 else x) for x in ins]
+        got = gpu_kernels.run(spec, dev, shape)
+        for g, w in zip(got, want):
+            g = g.get()
+            bits = np.uint16 if g.itemsize == 2 else np.uint32
+            g_f, w_f = (a.view(BF16) if a.itemsize == 2 else a for a in (g, w))
+            nan = np.isnan(g_f.astype(np.float32)) & np.isnan(w_f.astype(np.float32))
+            bad = (g.view(bits) != w.view(bits)) & ~nan
+            assert int(bad.sum()) == 0, (seed, scalar is not None, np.flatnonzero(bad)[:5])

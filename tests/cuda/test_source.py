@@ -486,3 +486,72 @@ def test_float32_then_bfloat16_rounding_is_the_exact_result_rounded_once():
             got = np.asarray(getattr(nv, op)(nv.array(a), nv.array(b))).view(np.uint16)
             want = [_bf16_of_fraction(f(x, y)) for x, y in zip(fa, fb)]
             assert [int(g) for g in got] == want, op
+
+
+def random_bf16_spec(seed: int) -> KernelSpec:
+    """A random fused spec of bfloat16 values: word nodes (+, -, *, abs, negative, square,
+    extrema against constants, zeros and NaN among them), functions (exp, tanh, sigmoid, erf),
+    compares and selects, a trip through float32, one to three outputs."""
+    rnd = random.Random(seed)
+    inputs = tuple(rnd.choice(["bfloat16"] * 3 + ["float32"]) for _ in range(rnd.randint(1, 3)))
+    constants: list[tuple[str, int]] = []
+    nodes: list[Node] = []
+    bf16 = [("in", i) for i, d in enumerate(inputs) if d == "bfloat16"]
+    if not bf16:
+        nodes.append(Node("astype", (("in", 0),), "bfloat16"))
+        bf16.append(("node", 0))
+
+    def const() -> tuple[str, int]:
+        constants.append(("bfloat16", rnd.choice([0x0000, 0x8000, 0x7FC0, 0x3F80, 0xC040, 0x0001])))
+        return ("const", len(constants) - 1)
+
+    def arg() -> tuple[str, int]:
+        return const() if rnd.random() < 0.25 else rnd.choice(bf16)
+
+    for _ in range(rnd.randint(3, 10)):
+        op = rnd.choice(
+            ["add", "subtract", "multiply", "maximum", "minimum", "abs", "negative", "square"]
+            + ["exp", "tanh", "sigmoid", "erf", "select", "float32"]
+        )
+        if op == "select":
+            nodes.append(Node("less", (arg(), arg()), "bool"))
+            nodes.append(Node("select", (("node", len(nodes) - 1), arg(), arg()), "bfloat16"))
+        elif op == "float32":
+            nodes.append(Node("astype", (rnd.choice(bf16),), "float32"))
+            nodes.append(Node("multiply", (("node", len(nodes) - 1),) * 2, "float32"))
+            nodes.append(Node("astype", (("node", len(nodes) - 1),), "bfloat16"))
+        elif op in ("abs", "negative", "square", "exp", "tanh", "sigmoid", "erf"):
+            nodes.append(Node(op, (rnd.choice(bf16),), "bfloat16"))
+        else:
+            nodes.append(Node(op, (rnd.choice(bf16), arg()), "bfloat16"))
+        bf16.append(("node", len(nodes) - 1))
+    outs = sorted({i for kind, i in rnd.sample(bf16, min(3, len(bf16))) if kind == "node"})
+    outs = outs or [len(nodes) - 1]
+    if nodes[-1].dtype == "bfloat16" and rnd.random() < 0.3:
+        nodes.append(Node("astype", (("node", len(nodes) - 1),), "float32"))
+        outs.append(len(nodes) - 1)
+    return KernelSpec(inputs, tuple(constants), tuple(nodes), tuple(outs))
+
+
+BF16_RANDOM = [random_bf16_spec(s) for s in range(40)]
+
+
+@pytest.mark.skipif(NVRTC is None, reason="NVRTC is not installed here (CuPy or nvidia-cuda-nvrtc)")
+def test_random_bfloat16_vec_kernels_compile_with_nvrtc():
+    keys = []
+    for spec in BF16_RANDOM:
+        spec.validate()
+        keys.append((spec, "vec", "i32", (0,) * len(spec.inputs)))
+        keys.append((spec, "vec", "i32", (1,) + (0,) * (len(spec.inputs) - 1)))
+    assert sum(bool(source._word_nodes(s)) for s in BF16_RANDOM) > 30
+    src, names = source.batch_source(keys)
+    prog = ctypes.c_void_p()
+    assert NVRTC.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"k.cu", 0, None, None) == 0
+    opts = [o.encode() for o in source.nvrtc_options()] + [b"--gpu-architecture=compute_90"]
+    rc = NVRTC.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+    n = ctypes.c_size_t()
+    NVRTC.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
+    log = ctypes.create_string_buffer(n.value)
+    NVRTC.nvrtcGetProgramLog(prog, log)
+    NVRTC.nvrtcDestroyProgram(ctypes.byref(prog))
+    assert rc == 0, log.value.decode(errors="replace")[-3000:]
