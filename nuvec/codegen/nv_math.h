@@ -827,7 +827,10 @@ NV_FN float nv_tanh_value(float x) { return nv_tanh_steps(x, 1); }
 
 /* tanh of a bfloat16 x for a result rounded to bfloat16 (the GPU's bfloat16 kernels), a NaN
  * for a NaN x on the GPU: the quotient v0 alone, whose rounding to bfloat16 is that of
- * nv_tanh_f32 for every bfloat16 x (tests/engine/test_narrow_math.py checks all of them) */
+ * nv_tanh_f32 for every bfloat16 x (tests/engine/test_narrow_math.py checks all of them). The
+ * same bits on every device: below m = 2^-60 (a < 2^-61), outside nv_div_normal's domain, m is
+ * 2a exactly (q = r = 2a, s = 1) and m + 2 rounds to 2, so the quotient is a exactly both
+ * ways (one Newton step from the reciprocal estimate of 2 gives 1/2) */
 NV_FN float nv_tanh_bf16(float x) { return nv_tanh_steps(x, 0); }
 
 NV_FN float nv_tanh_f32(float x)
