@@ -71,6 +71,29 @@ NV_FN float nv_div_normal(float a, float b)
 NV_FN float nv_div_normal(float a, float b) { return a / b; }
 #endif
 
+/* a / b within an ulp, for a caller checked to round its result to bfloat16 the same way
+ * whichever of the candidates below the quotient is (nv_tanh_bf16): a times a reciprocal of b
+ * that is one of the two floats around 1/b. On the GPU the estimate after one Newton step:
+ * whatever the estimate's bits (within 2^-22 of 1/b), the step leaves it within 2^-43 of 1/b
+ * before its rounding, so within the floats around 1/b. Elsewhere the float nearest to 1/b,
+ * or, for the tests, the one below or above it (NV_DIV_FAITHFUL_TEST -1 or 1): the three
+ * cover every reciprocal the GPU's step can give. */
+#if defined(__CUDA_ARCH__)
+NV_FN float nv_div_faithful(float a, float b)
+{
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+    return a * fmaf(r, fmaf(-b, r, 1.0f), r);
+}
+#elif defined(NV_DIV_FAITHFUL_TEST)
+NV_FN float nv_div_faithful(float a, float b)
+{
+    return a * nextafterf(1.0f / b, NV_DIV_FAITHFUL_TEST * NV_INF_F);
+}
+#else
+NV_FN float nv_div_faithful(float a, float b) { return a * (1.0f / b); }
+#endif
+
 /* c ? a : b. In C, as bit operations on a mask: gcc cannot vectorize a select between two
  * comparison results, which is what it makes of some selects whose value is compared later
  * (a NaN test of a selected value); the mask keeps such a select one of plain integers. On the
@@ -805,7 +828,7 @@ NV_FN float nv_cosh_f32(float x)
  * is in [2, 2^28] and m is 0, in its domain, or below 2^-60, where h < 2^-61 and h - h v0
  * rounds to h for any v0 in [0, 2^-26] (h v0 is below half the gap under h), which covers
  * every quotient there on every device: the same bits everywhere. */
-NV_FN float nv_tanh_steps(float x, int recompute_small)
+NV_FN float nv_tanh_steps(float x, int narrow)
 {
     float a = nv_min_pos(fabsf(x), 9.5f);
     float y = a + a;
@@ -816,22 +839,20 @@ NV_FN float nv_tanh_steps(float x, int recompute_small)
     float q = nv_exp_poly(r);                   /* expm1(r) */
     float s = nv_u2f((nv_f2u(t) << 23) + 0x3f800000u);          /* 2^n */
     float em = fmaf(s, q, s - 1.0f);
-    float v0 = nv_div_normal(em, em + 2.0f);
+    float v0 = narrow ? nv_div_faithful(em, em + 2.0f) : nv_div_normal(em, em + 2.0f);
     float h = 0.5f * em;
     float v1 = fmaf(h, -v0, h);
-    float v = recompute_small && h < 0.5f ? v1 : v0;
+    float v = !narrow && h < 0.5f ? v1 : v0;
     return nv_u2f(nv_f2u(v) | (nv_f2u(x) & 0x80000000u));
 }
 
-NV_FN float nv_tanh_value(float x) { return nv_tanh_steps(x, 1); }
+NV_FN float nv_tanh_value(float x) { return nv_tanh_steps(x, 0); }
 
 /* tanh of a bfloat16 x for a result rounded to bfloat16 (the GPU's bfloat16 kernels), a NaN
- * for a NaN x on the GPU: the quotient v0 alone, whose rounding to bfloat16 is that of
- * nv_tanh_f32 for every bfloat16 x (tests/engine/test_narrow_math.py checks all of them). The
- * same bits on every device: below m = 2^-60 (a < 2^-61), outside nv_div_normal's domain, m is
- * 2a exactly (q = r = 2a, s = 1) and m + 2 rounds to 2, so the quotient is a exactly both
- * ways (one Newton step from the reciprocal estimate of 2 gives 1/2) */
-NV_FN float nv_tanh_bf16(float x) { return nv_tanh_steps(x, 0); }
+ * for a NaN x on the GPU: the quotient v0 alone, within an ulp (nv_div_faithful), whose
+ * rounding to bfloat16 is that of nv_tanh_f32 for every bfloat16 x and each reciprocal the
+ * quotient may take (tests/engine/test_narrow_math.py checks all of them) */
+NV_FN float nv_tanh_bf16(float x) { return nv_tanh_steps(x, 1); }
 
 NV_FN float nv_tanh_f32(float x)
 {

@@ -4,7 +4,8 @@ input: built from the same C as the CPU's kernels, where they compute what the G
 (IEEE operations only; nv_div_normal's quotient is correctly rounded on both within its
 domain, nv_math.h). A NaN input gives a NaN on the GPU (its clamps keep it) and the canonical
 NaN once rounded, which the GPU tests check (tests/cuda/test_gpu_bf16_words.py); here NaN
-inputs are left out.
+inputs are left out. nv_tanh_bf16's quotient is one of the floats around the exact one
+(nv_div_faithful, whose reciprocal depends on the GPU's estimate): each is checked.
 """
 
 from __future__ import annotations
@@ -31,21 +32,25 @@ PAIRS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def probe(tmp_path_factory):
-    """A library of the C dialect's math plus ``probe(x, out, n)``: each pair's two values."""
+@pytest.fixture(scope="module", params=[0, -1, 1], ids=["nearest", "below", "above"])
+def probe(request, tmp_path_factory):
+    """A library of the C dialect's math plus ``probe(x, out, n)``: each pair's two values;
+    nv_div_faithful's reciprocal the float nearest to 1/b, or the one below or above it (what
+    the GPU's Newton step may give: nv_math.h)."""
     lines = [
         f"out[{2 * k} * n + i] = {ref}; out[{2 * k + 1} * n + i] = {var};"
         for k, (ref, var, _) in enumerate(PAIRS)
     ]
     src = generate(KernelSpec.single("exp", ("float32",), "float32"))
+    if request.param:
+        src = f"#define NV_DIV_FAITHFUL_TEST {request.param}\n" + src
     src += (
         "\nNV_EXPORT void probe(const float *xs, float *out, int64_t n)\n{\n"
         "    for (int64_t i = 0; i < n; i++) {\n        const float x = xs[i];\n"
         + "\n".join("        " + ln for ln in lines)
         + "\n    }\n}\n"
     )
-    path = tmp_path_factory.mktemp("narrow") / "probe.so"
+    path = tmp_path_factory.mktemp("narrow") / f"probe{request.param}.so"
     jit.compile_shared(src, path)
     lib = ctypes.CDLL(str(path))
     lib.probe.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
