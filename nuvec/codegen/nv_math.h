@@ -71,6 +71,29 @@ NV_FN float nv_div_normal(float a, float b)
 NV_FN float nv_div_normal(float a, float b) { return a / b; }
 #endif
 
+/* a / b within an ulp, for a caller checked to round its result to bfloat16 the same way
+ * whichever of the candidates below the quotient is (nv_tanh_bf16): a times a reciprocal of b
+ * that is one of the two floats around 1/b. On the GPU the estimate after one Newton step:
+ * whatever the estimate's bits (within 2^-22 of 1/b), the step leaves it within 2^-43 of 1/b
+ * before its rounding, so within the floats around 1/b. Elsewhere the float nearest to 1/b,
+ * or, for the tests, the one below or above it (NV_DIV_FAITHFUL_TEST -1 or 1): the three
+ * cover every reciprocal the GPU's step can give. */
+#if defined(__CUDA_ARCH__)
+NV_FN float nv_div_faithful(float a, float b)
+{
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+    return a * fmaf(r, fmaf(-b, r, 1.0f), r);
+}
+#elif defined(NV_DIV_FAITHFUL_TEST)
+NV_FN float nv_div_faithful(float a, float b)
+{
+    return a * nextafterf(1.0f / b, NV_DIV_FAITHFUL_TEST * NV_INF_F);
+}
+#else
+NV_FN float nv_div_faithful(float a, float b) { return a * (1.0f / b); }
+#endif
+
 /* c ? a : b. In C, as bit operations on a mask: gcc cannot vectorize a select between two
  * comparison results, which is what it makes of some selects whose value is compared later
  * (a NaN test of a selected value); the mask keeps such a select one of plain integers. On the
@@ -105,6 +128,34 @@ NV_FN float nv_exp_poly(float r)
     return fmaf(r * r, nv_poly_exp(r), r);     /* exp(r) - 1 */
 }
 
+#if defined(__CUDA_ARCH__)
+/* the float minimum / maximum against a constant b that is no NaN, returning a NaN a: one
+ * instruction (min.NaN, from sm_80 on) as fminf / fmaxf, which would return b. With it a NaN
+ * argument gives a NaN through the functions below that clamp their argument, so that a caller
+ * that rounds to float16 / bfloat16 (where every NaN becomes the canonical one) can leave out
+ * their final NaN select (nv_tanh_value and the like) */
+NV_FN float nv_fmin_nan(float a, float b)
+{
+#if __CUDA_ARCH__ >= 800
+    float r;
+    asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+#else
+    return a > b ? b : a;
+#endif
+}
+NV_FN float nv_fmax_nan(float a, float b)
+{
+#if __CUDA_ARCH__ >= 800
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+#else
+    return a < b ? b : a;
+#endif
+}
+#endif
+
 /* x clamped to [lo, hi] (lo < 0 < hi; NaN gives lo or hi) as two integer minimums on its bits,
  * one instruction each where float selects with NaN rules take a compare and a blend: as
  * unsigned numbers the negative floats beyond lo are the larger ones, as signed numbers the
@@ -113,8 +164,8 @@ NV_FN float nv_clamp_bits(float x, float lo, float hi)
 {
 #if defined(__CUDA_ARCH__)
     /* the float minimum and maximum are single instructions there too, and take -x or |x| as
-     * an operand; a NaN gives lo instead, which every caller replaces by x anyway */
-    return fminf(fmaxf(x, lo), hi);
+     * an operand; a NaN stays a NaN, which every caller replaces by x anyway */
+    return nv_fmin_nan(nv_fmax_nan(x, lo), hi);
 #else
     uint32_t u = nv_f2u(x), ul = nv_f2u(lo);
     u = u < ul ? u : ul;
@@ -123,13 +174,13 @@ NV_FN float nv_clamp_bits(float x, float lo, float hi)
 #endif
 }
 
-/* min(a, hi) for a >= +0 or a NaN with its sign bit clear (which gives hi), hi > 0: on the GPU
- * the float minimum (one instruction, which also takes |x| as its operand; it gives hi for a
- * NaN too), elsewhere an integer minimum on the bits (ordered as the floats are here) */
+/* min(a, hi) for a >= +0 or a NaN with its sign bit clear (which gives hi, on the GPU the NaN),
+ * hi > 0: on the GPU the float minimum (one instruction, which also takes |x| as its operand),
+ * elsewhere an integer minimum on the bits (ordered as the floats are here) */
 NV_FN float nv_min_pos(float a, float hi)
 {
 #if defined(__CUDA_ARCH__)
-    return fminf(a, hi);
+    return nv_fmin_nan(a, hi);
 #else
     int32_t i = (int32_t)nv_f2u(a), ih = (int32_t)nv_f2u(hi);
     return nv_u2f((uint32_t)(i < ih ? i : ih));
@@ -152,8 +203,9 @@ NV_FN float nv_min_pos(float a, float hi)
  * exactly) and the product by s2 rounds a subnormal or overflowing result once. x is clamped
  * to [-104, 89], so n is in [-150, 128] (89 gives inf). Below -104 the result is 0 through
  * s2 = 0: an exact product instead of one that underflows, which x86 cores run in microcode (a
- * softmax over a -1e9 mask took 3x longer). NaN returns x itself (the same bits everywhere). */
-NV_FN float nv_exp_f32(float x)
+ * softmax over a -1e9 mask took 3x longer). NaN returns x itself (nv_exp_f32: the same bits
+ * everywhere). */
+NV_FN float nv_exp_value(float x)
 {
     float xc = nv_clamp_bits(x, -104.0f, 89.0f);
     float t = fmaf(xc, NV_LOG2E, 0x1.8p23f);
@@ -164,16 +216,23 @@ NV_FN float nv_exp_f32(float x)
     uint32_t s2 = n > 0.0f ? 0x5f800000u : 0x1f800000u;     /* 2^64 : 2^-64 */
     s2 = NV_EXP_ZERO_BELOW_CLAMP && xc == -104.0f ? 0u : s2;
     float s1 = nv_u2f((nv_f2u(t) << 23) + (0x7f000000u - s2)); /* 2^(n + 127 - j) */
-    float e = fmaf(p, s1, s1) * nv_u2f(s2);
+    return fmaf(p, s1, s1) * nv_u2f(s2);
+}
+
+/* nv_exp_value and the like (nv_tanh_value, nv_sigmoid_value): the function but for its NaN
+ * select, which returns x itself; on the GPU they give some NaN for a NaN x */
+NV_FN float nv_exp_f32(float x)
+{
+    float e = nv_exp_value(x);
     return (x == x) ? e : x;
 }
 
 /* exp(x) for x <= -0, as nv_exp_f32 (n <= 0 picks j = -64 there), with fewer steps; a NaN
- * with its sign bit set (as -|x| gives) returns 0, for the caller to select */
-NV_FN float nv_exp_nonpos(float x)
+ * with its sign bit set (as -|x| gives) returns 0 (on the GPU a NaN), for the caller to select */
+NV_FN float nv_exp_nonpos_steps(float x, int ln2_lo)
 {
 #if defined(__CUDA_ARCH__)
-    float xc = fmaxf(x, -104.0f);               /* a NaN gives -104 too, so 0 */
+    float xc = nv_fmax_nan(x, -104.0f);
 #else
     uint32_t u = nv_f2u(x), ul = nv_f2u(-104.0f);
     float xc = nv_u2f(u < ul ? u : ul);
@@ -181,11 +240,18 @@ NV_FN float nv_exp_nonpos(float x)
     float t = fmaf(xc, NV_LOG2E, 0x1.8p23f);
     float n = t - 0x1.8p23f;
     float r = fmaf(-n, NV_LN2_HI, xc);
-    r = fmaf(-n, NV_LN2_LO, r);
+    r = ln2_lo ? fmaf(-n, NV_LN2_LO, r) : r;
     float p = nv_exp_poly(r);
     float s1 = nv_u2f((nv_f2u(t) << 23) + 0x5f800000u);         /* 2^(n + 64) */
     return fmaf(p, s1, s1) * (NV_EXP_ZERO_BELOW_CLAMP && xc == -104.0f ? 0.0f : 0x1p-64f);
 }
+
+NV_FN float nv_exp_nonpos(float x) { return nv_exp_nonpos_steps(x, 1); }
+
+/* nv_exp_nonpos for a bfloat16 x and a result rounded to bfloat16 (the GPU's bfloat16
+ * kernels): without the reduction's second step (n ln2_lo), which changes no rounded result
+ * (every bfloat16 x <= -0: tests/engine/test_narrow_math.py) */
+NV_FN float nv_exp_nonpos_bf16(float x) { return nv_exp_nonpos_steps(x, 0); }
 
 /* exp(x) for x = -|y| (x <= -0 or a NaN): nv_exp_f32's bits (checked over every such float32
  * on the CPU), the generator's choice where exp's argument is negative(abs(y)) */
@@ -762,7 +828,7 @@ NV_FN float nv_cosh_f32(float x)
  * is in [2, 2^28] and m is 0, in its domain, or below 2^-60, where h < 2^-61 and h - h v0
  * rounds to h for any v0 in [0, 2^-26] (h v0 is below half the gap under h), which covers
  * every quotient there on every device: the same bits everywhere. */
-NV_FN float nv_tanh_f32(float x)
+NV_FN float nv_tanh_steps(float x, int narrow)
 {
     float a = nv_min_pos(fabsf(x), 9.5f);
     float y = a + a;
@@ -773,11 +839,24 @@ NV_FN float nv_tanh_f32(float x)
     float q = nv_exp_poly(r);                   /* expm1(r) */
     float s = nv_u2f((nv_f2u(t) << 23) + 0x3f800000u);          /* 2^n */
     float em = fmaf(s, q, s - 1.0f);
-    float v0 = nv_div_normal(em, em + 2.0f);
+    float v0 = narrow ? nv_div_faithful(em, em + 2.0f) : nv_div_normal(em, em + 2.0f);
     float h = 0.5f * em;
     float v1 = fmaf(h, -v0, h);
-    float v = h < 0.5f ? v1 : v0;
-    v = nv_u2f(nv_f2u(v) | (nv_f2u(x) & 0x80000000u));
+    float v = !narrow && h < 0.5f ? v1 : v0;
+    return nv_u2f(nv_f2u(v) | (nv_f2u(x) & 0x80000000u));
+}
+
+NV_FN float nv_tanh_value(float x) { return nv_tanh_steps(x, 0); }
+
+/* tanh of a bfloat16 x for a result rounded to bfloat16 (the GPU's bfloat16 kernels), a NaN
+ * for a NaN x on the GPU: the quotient v0 alone, within an ulp (nv_div_faithful), whose
+ * rounding to bfloat16 is that of nv_tanh_f32 for every bfloat16 x and each reciprocal the
+ * quotient may take (tests/engine/test_narrow_math.py checks all of them) */
+NV_FN float nv_tanh_bf16(float x) { return nv_tanh_steps(x, 1); }
+
+NV_FN float nv_tanh_f32(float x)
+{
+    float v = nv_tanh_value(x);
     return (x == x) ? v : x;
 }
 
@@ -829,11 +908,22 @@ NV_FN float nv_atanh_f32(float x)
  * quotient is nv_div_normal's: 1 + t is in [1, 2] and the numerator in its domain but where
  * t < 2^-60; there 1 + t rounds to 1, whose reciprocal estimate one Newton step makes exactly
  * 1 (its error is far below 2^-12), so the steps return t exactly, as the division does. */
+NV_FN float nv_sigmoid_steps(float x, int ln2_lo)
+{
+    float t = nv_exp_nonpos_steps(-fabsf(x), ln2_lo);   /* in [0, 1] */
+    float num = x >= 0.0f ? 1.0f : t;
+    return nv_div_normal(num, 1.0f + t);
+}
+
+NV_FN float nv_sigmoid_value(float x) { return nv_sigmoid_steps(x, 1); }
+
+/* sigmoid of a bfloat16 x for a result rounded to bfloat16 (as nv_exp_nonpos_bf16; every
+ * bfloat16 x: tests/engine/test_narrow_math.py) */
+NV_FN float nv_sigmoid_bf16(float x) { return nv_sigmoid_steps(x, 0); }
+
 NV_FN float nv_sigmoid_f32(float x)
 {
-    float t = nv_exp_nonpos(-fabsf(x));         /* in [0, 1] */
-    float num = x >= 0.0f ? 1.0f : t;
-    float v = nv_div_normal(num, 1.0f + t);
+    float v = nv_sigmoid_value(x);
     return (x == x) ? v : x;
 }
 

@@ -13,6 +13,7 @@ import os
 import random
 import re
 
+import numpy as np
 import pytest
 
 from nuvec.codegen.ir import KernelSpec, Node
@@ -21,6 +22,7 @@ from nuvec.codegen.dialects import cuda as cuda_dialect
 
 F32 = KernelSpec.single("exp", ("float32",), "float32")
 BF16_ADD = KernelSpec.single("add", ("bfloat16", "bfloat16"), "bfloat16")
+BF16_ATAN2 = KernelSpec.single("arctan2", ("bfloat16", "bfloat16"), "bfloat16")
 F64_LESS = KernelSpec.single("less", ("float64", "float64"), "bool")
 SELECT = KernelSpec.single("select", ("bool", "float16", "float16"), "float16")
 # exp(x) * 2 with both nodes as outputs (a fused group of two)
@@ -44,8 +46,9 @@ def test_vec_width_is_16_bytes_of_the_widest_array():
     assert source.vec_width(KernelSpec.single("astype", ("float64",), "bfloat16"), (0,)) == 2
 
 
-def test_vec_kernel_loads_vectors_and_hoists_scalars():
-    src, entry = source.module_source(BF16_ADD, "vec", "i32", (0, 1))
+def test_vec_kernel_loads_vectors_and_hoists_scalars(monkeypatch):
+    monkeypatch.setattr(source, "PACKED_BF16", False)  # element by element
+    src, entry = source.module_source(BF16_ATAN2, "vec", "i32", (0, 1))
     assert entry == "nvk_vec_i32"
     m = re.search(r'extern "C" __global__ void nvk_vec_i32\(([^)]*)\)', src)
     assert m is not None
@@ -59,6 +62,83 @@ def test_vec_kernel_loads_vectors_and_hoists_scalars():
     # the sum is rounded to bfloat16 already: its high half is stored as it is
     assert "w0.v[j] = nv_bf16_bits(v0);" in body
     assert "o0[e] = nv_f32_to_bf16(v0);" in body  # the tail: the full conversion
+
+
+def test_vec_kernel_computes_bfloat16_arithmetic_on_pairs():
+    """bfloat16 +, -, *, abs, negative and extrema against a constant (word nodes) compute two
+    elements in one 32-bit word; the other nodes twice, on the words' halves; a pair of rounded
+    results becomes a word by one packed rounding."""
+    src, _ = source.module_source(BF16_ADD, "vec", "i32", (0, 1))
+    body = src.split("nvk_vec_i32")[1]
+    assert "const uint32_t px1 = (uint32_t)a1[0] * 0x10001u;" in body  # the scalar, twice
+    assert "for (int j = 0; j < 4; j++)" in body  # four pairs of the eight elements
+    assert "const uint32_t p0 = nv_bf16x2_add(px0, px1);" in body
+    assert "w0.v[j] = p0;" in body and "nv_vec<uint32_t, 4> w0;" in body
+    assert "o0[e] = nv_f32_to_bf16(v0);" in body  # the tail: one element as before
+    # x * 1.5 + 0.25 -> tanh -> * x -> -|.|: tanh on the halves, the rest on words
+    consts = (("bfloat16", 0x3FC0), ("bfloat16", 0x3E80))
+    nodes = (
+        Node("multiply", (("in", 0), ("const", 0)), "bfloat16"),
+        Node("add", (("node", 0), ("const", 1)), "bfloat16"),
+        Node("tanh", (("node", 1),), "bfloat16"),
+        Node("multiply", (("node", 2), ("in", 0)), "bfloat16"),
+        Node("abs", (("node", 3),), "bfloat16"),
+        Node("negative", (("node", 4),), "bfloat16"),
+    )
+    spec = KernelSpec(("bfloat16",), consts, nodes, (5,))
+    body = source.module_source(spec, "vec", "i32", (0,))[0].split("nvk_vec_i32")[1]
+    assert "const uint32_t p0 = nv_bf16x2_mul(px0, 0x3fc03fc0u);" in body
+    assert "const uint32_t p1 = nv_bf16x2_add(p0, 0x3e803e80u);" in body
+    assert "const float u2_1 = nv_tanh_bf16(v1_1);" in body  # see _ROUNDED_BF16
+    assert "const float v1_1 = nv_bf16_lane(p1, 1);" in body
+    assert "const uint32_t p2 = nv_bf16x2_rn(u2_0, u2_1);" in body  # rounded once, packed
+    assert "nv_round_bf16(u2" not in body  # the rounded halves are not needed
+    assert "const uint32_t p5 = (p4 ^ 0x80008000u);" in body
+    assert "w0.v[j] = p5;" in body
+
+
+@pytest.mark.parametrize(
+    ("op", "const", "word"),
+    [
+        ("maximum", 0x3F80, True),
+        ("minimum", 0xBF80, True),
+        ("maximum", 0x0000, False),  # nv_maximum_f32(-0, +0) is +0, the packed one's may not be
+        ("minimum", 0x8000, False),
+        ("maximum", 0x7FC0, False),  # NaN
+        ("multiply", 0x0000, True),
+    ],
+)
+def test_extrema_take_the_packed_instruction_against_a_plain_constant(op, const, word):
+    spec = KernelSpec(
+        ("bfloat16",),
+        (("bfloat16", const),),
+        (Node(op, (("in", 0), ("const", 0)), "bfloat16"),),
+        (0,),
+    )
+    assert (source._word_nodes(spec) == {0}) == word
+
+
+def test_word_nodes_are_bfloat16_ops_of_bfloat16_values_only():
+    f32 = KernelSpec.single("add", ("float32", "float32"), "float32")
+    assert source._word_nodes(f32) == set()
+    assert source._word_nodes(dataclasses.replace(BF16_ADD, fast=True)) == set()
+    mixed = KernelSpec(
+        ("bfloat16", "float32"),
+        (),
+        (
+            Node("astype", (("in", 0),), "float32"),
+            Node("add", (("node", 0), ("in", 1)), "float32"),
+            Node("astype", (("node", 1),), "bfloat16"),
+            Node("multiply", (("node", 2), ("in", 0)), "bfloat16"),
+        ),
+        (3,),
+    )
+    assert source._word_nodes(mixed) == {3}
+    body = source.module_source(mixed, "vec", "i32", (0, 0))[0].split("nvk_vec_i32")[1]
+    # the float32 input, element by element; the rounded sum packed for the product
+    assert "const float x1_1 = r1.v[2 * j + 1];" in body
+    assert "const uint32_t p2 = nv_bf16x2_rn(u2_0, u2_1);" in body
+    assert "const uint32_t p3 = nv_bf16x2_mul(p2, px0);" in body
 
 
 def test_vec_kernel_packs_rounded_float16_results():
@@ -79,23 +159,24 @@ def test_vec_kernel_converts_stored_values_that_may_be_signaling_nans():
     def store(nodes, constants=()):
         spec = KernelSpec(("bfloat16",), tuple(constants), tuple(nodes), (len(nodes) - 1,))
         src, _ = source.module_source(spec, "vec", "i32", (0,))
-        return re.search(r"w0\.v\[j\] = (\w+)\(", src).group(1)
+        return re.search(r"w0\.v\[j\] = (?:\(uint32_t\))?(\w+)", src).group(1)
 
     one = ("bfloat16", 0x3F80)
     exp = Node("exp", (("in", 0),), "bfloat16")
-    assert store([exp]) == "nv_bf16_bits"
-    assert store([exp, Node("maximum", (("node", 0), ("const", 0)), "bfloat16")], [one]) == (
-        "nv_bf16_bits"
-    )
-    assert store([exp, Node("abs", (("node", 0),), "bfloat16")]) == "nv_bf16_bits"
-    assert store([Node("abs", (("in", 0),), "bfloat16")]) == "nv_f32_to_bf16"
-    assert store([Node("maximum", (("in", 0), ("const", 0)), "bfloat16")], [one]) == (
+    relu = Node("maximum", (("node", 0), ("const", 0)), "bfloat16")
+    assert store([exp]) == "p0"  # a rounded result: packed, two at a time
+    assert store([exp, relu], [("bfloat16", 0)]) == "nv_bf16_bits"
+    assert store([Node("maximum", (("in", 0), ("const", 0)), "bfloat16")], [("bfloat16", 0)]) == (
         "nv_f32_to_bf16"
     )
     snan = ("bfloat16", 0x7F81)
-    assert store([exp, Node("maximum", (("node", 0), ("const", 0)), "bfloat16")], [snan]) == (
-        "nv_f32_to_bf16"
-    )
+    assert store([exp, relu], [snan]) == "nv_f32_to_bf16"
+    # words: a packed operation's result is quiet (p1); abs of an input is stored through the
+    # conversion of each half, abs of a rounded value as its word
+    assert store([exp, relu], [one]) == "p1"
+    assert store([Node("maximum", (("in", 0), ("const", 0)), "bfloat16")], [one]) == "p0"
+    assert store([exp, Node("abs", (("node", 0),), "bfloat16")]) == "p1"
+    assert store([Node("abs", (("in", 0),), "bfloat16")]) == "nv_f32_to_bf16"
 
 
 def _keys(spec) -> list:
@@ -333,6 +414,137 @@ def test_a_group_kernel_runs_each_members_vec_code_over_its_own_blocks():
 @pytest.mark.skipif(NVRTC is None, reason="NVRTC is not installed here (CuPy or nvidia-cuda-nvrtc)")
 def test_a_group_kernel_compiles_with_nvrtc():
     src, entry = source.group_source(GROUP)
+    prog = ctypes.c_void_p()
+    assert NVRTC.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"k.cu", 0, None, None) == 0
+    opts = [o.encode() for o in source.nvrtc_options()] + [b"--gpu-architecture=compute_90"]
+    rc = NVRTC.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+    n = ctypes.c_size_t()
+    NVRTC.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
+    log = ctypes.create_string_buffer(n.value)
+    NVRTC.nvrtcGetProgramLog(prog, log)
+    NVRTC.nvrtcDestroyProgram(ctypes.byref(prog))
+    assert rc == 0, log.value.decode(errors="replace")[-3000:]
+
+
+def _bf16_of_fraction(q) -> int:
+    """The bfloat16 bits of the exact value ``q`` (a Fraction) rounded once, to nearest even
+    (an exact zero is +0, as x - x is in IEEE 754's rounding to nearest)."""
+    from fractions import Fraction
+
+    sign = 0x8000 if q < 0 else 0
+    q = abs(q)
+    if q == 0:
+        return sign
+    e = max(q.numerator.bit_length() - q.denominator.bit_length(), -126)
+    while Fraction(2) ** e > q:
+        e -= 1
+    while Fraction(2) ** (e + 1) <= q:
+        e += 1
+    e = max(e, -126)
+    ulp = Fraction(2) ** (e - 7)
+    m = round(q / ulp)  # Python rounds a Fraction half to even
+    v = m * ulp
+    if v >= Fraction(2) ** 128:
+        return sign | 0x7F80
+    v32 = np.array([float(v)], np.float32)  # exact: 8 bits within float32's range
+    return sign | int(v32.view(np.uint32)[0] >> 16)
+
+
+def test_float32_then_bfloat16_rounding_is_the_exact_result_rounded_once():
+    """The word nodes' premise on the CPU: nuvec's bfloat16 +, -, * (float32, then rounded)
+    equal the exact result rounded once to bfloat16, checked with exact rational arithmetic on
+    pairs of values chosen to stress it: subnormals, the largest values, operands whose exponents
+    differ by up to 40 (long exact sums), every sign."""
+    from fractions import Fraction
+
+    import ml_dtypes
+
+    import nuvec as nv
+
+    rng = np.random.default_rng(23)
+    bits = [0x0001, 0x007F, 0x0080, 0x00FF, 0x3F80, 0x3F81, 0x3FFF, 0x7F7F, 0x7F00, 0x0100]
+    bits += list(rng.integers(0x0001, 0x7F80, 40))  # anywhere in the finite range
+    exps = rng.integers(100, 150, 60)  # near one another: long exact sums and differences
+    bits += list((exps << 7) | rng.integers(0, 128, 60))
+    bits += [b | 0x8000 for b in bits]
+    a_bits = np.repeat(np.array(bits, np.uint16), len(bits))
+    b_bits = np.tile(np.array(bits, np.uint16), len(bits))
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    a, b = a_bits.view(bf16), b_bits.view(bf16)
+
+    def exact(x) -> Fraction:
+        return Fraction(float(np.array([x], np.uint32).view(np.float32)[0]))
+
+    fa = [exact(int(x) << 16) for x in a_bits]
+    fb = [exact(int(x) << 16) for x in b_bits]
+    with nv.stream(nv.cpu):
+        for op, f in (
+            ("add", Fraction.__add__),
+            ("subtract", Fraction.__sub__),
+            ("multiply", Fraction.__mul__),
+        ):
+            got = np.asarray(getattr(nv, op)(nv.array(a), nv.array(b))).view(np.uint16)
+            want = [_bf16_of_fraction(f(x, y)) for x, y in zip(fa, fb)]
+            assert [int(g) for g in got] == want, op
+
+
+def random_bf16_spec(seed: int) -> KernelSpec:
+    """A random fused spec of bfloat16 values: word nodes (+, -, *, abs, negative, square,
+    extrema against constants, zeros and NaN among them), functions (exp, tanh, sigmoid, erf),
+    compares and selects, a trip through float32, one to three outputs."""
+    rnd = random.Random(seed)
+    inputs = tuple(rnd.choice(["bfloat16"] * 3 + ["float32"]) for _ in range(rnd.randint(1, 3)))
+    constants: list[tuple[str, int]] = []
+    nodes: list[Node] = []
+    bf16 = [("in", i) for i, d in enumerate(inputs) if d == "bfloat16"]
+    if not bf16:
+        nodes.append(Node("astype", (("in", 0),), "bfloat16"))
+        bf16.append(("node", 0))
+
+    def const() -> tuple[str, int]:
+        constants.append(("bfloat16", rnd.choice([0x0000, 0x8000, 0x7FC0, 0x3F80, 0xC040, 0x0001])))
+        return ("const", len(constants) - 1)
+
+    def arg() -> tuple[str, int]:
+        return const() if rnd.random() < 0.25 else rnd.choice(bf16)
+
+    for _ in range(rnd.randint(3, 10)):
+        op = rnd.choice(
+            ["add", "subtract", "multiply", "maximum", "minimum", "abs", "negative", "square"]
+            + ["exp", "tanh", "sigmoid", "erf", "select", "float32"]
+        )
+        if op == "select":
+            nodes.append(Node("less", (arg(), arg()), "bool"))
+            nodes.append(Node("select", (("node", len(nodes) - 1), arg(), arg()), "bfloat16"))
+        elif op == "float32":
+            nodes.append(Node("astype", (rnd.choice(bf16),), "float32"))
+            nodes.append(Node("multiply", (("node", len(nodes) - 1),) * 2, "float32"))
+            nodes.append(Node("astype", (("node", len(nodes) - 1),), "bfloat16"))
+        elif op in ("abs", "negative", "square", "exp", "tanh", "sigmoid", "erf"):
+            nodes.append(Node(op, (rnd.choice(bf16),), "bfloat16"))
+        else:
+            nodes.append(Node(op, (rnd.choice(bf16), arg()), "bfloat16"))
+        bf16.append(("node", len(nodes) - 1))
+    outs = sorted({i for kind, i in rnd.sample(bf16, min(3, len(bf16))) if kind == "node"})
+    outs = outs or [len(nodes) - 1]
+    if nodes[-1].dtype == "bfloat16" and rnd.random() < 0.3:
+        nodes.append(Node("astype", (("node", len(nodes) - 1),), "float32"))
+        outs.append(len(nodes) - 1)
+    return KernelSpec(inputs, tuple(constants), tuple(nodes), tuple(outs))
+
+
+BF16_RANDOM = [random_bf16_spec(s) for s in range(40)]
+
+
+@pytest.mark.skipif(NVRTC is None, reason="NVRTC is not installed here (CuPy or nvidia-cuda-nvrtc)")
+def test_random_bfloat16_vec_kernels_compile_with_nvrtc():
+    keys = []
+    for spec in BF16_RANDOM:
+        spec.validate()
+        keys.append((spec, "vec", "i32", (0,) * len(spec.inputs)))
+        keys.append((spec, "vec", "i32", (1,) + (0,) * (len(spec.inputs) - 1)))
+    assert sum(bool(source._word_nodes(s)) for s in BF16_RANDOM) > 30
+    src, names = source.batch_source(keys)
     prog = ctypes.c_void_p()
     assert NVRTC.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"k.cu", 0, None, None) == 0
     opts = [o.encode() for o in source.nvrtc_options()] + [b"--gpu-architecture=compute_90"]

@@ -32,6 +32,9 @@ low); its name is ``entry_name(variant, idx)``.
 
 from __future__ import annotations
 
+import os
+import re
+
 from ...codegen.dialects import DIALECTS
 from ...codegen.dialects import cuda as cuda_dialect
 from ...codegen.ir import ITEMSIZE, KernelSpec
@@ -53,6 +56,63 @@ NV_FN float nv_bf16_lane(uint32_t w, int hi)
 /* the bfloat16 bits of a value that is a bfloat16 already, a NaN a quiet one (see
  * _bf16_bits_suffice): nv_f32_to_bf16's, without its conversion and NaN test */
 NV_FN uint16_t nv_bf16_bits(float f) { return (uint16_t)(__float_as_uint(f) >> 16); }
+/* Pairs of bfloat16 in one 32-bit word (element 2j in the low half), for the ``vec`` kernels'
+ * word nodes (_word_nodes): one instruction computes two elements, rounded once to bfloat16,
+ * which is the float32 operation rounded to bfloat16 (see _word_nodes). fma.rn.bf16x2 and
+ * max/min.NaN.bf16x2 exist from sm_80 on (subnormals kept, a NaN result the canonical one);
+ * elsewhere each half goes through the float32 operation and nv_f32_to_bf16. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+NV_FN uint32_t nv_bf16x2_fma(uint32_t a, uint32_t b, uint32_t c)
+{
+    uint32_t r;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+NV_FN uint32_t nv_bf16x2_max(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+NV_FN uint32_t nv_bf16x2_min(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    asm("min.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+/* two float32 values rounded to bfloat16 (nearest even, a NaN the canonical one), packed */
+NV_FN uint32_t nv_bf16x2_rn(float lo, float hi)
+{
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+#else
+NV_FN uint32_t nv_bf16x2_rn(float lo, float hi)
+{
+    return (uint32_t)nv_f32_to_bf16(lo) | ((uint32_t)nv_f32_to_bf16(hi) << 16);
+}
+NV_FN uint32_t nv_bf16x2_fma(uint32_t a, uint32_t b, uint32_t c)
+{
+    return nv_bf16x2_rn(fmaf(nv_bf16_lane(a, 0), nv_bf16_lane(b, 0), nv_bf16_lane(c, 0)),
+                        fmaf(nv_bf16_lane(a, 1), nv_bf16_lane(b, 1), nv_bf16_lane(c, 1)));
+}
+NV_FN uint32_t nv_bf16x2_max(uint32_t a, uint32_t b)
+{
+    return nv_bf16x2_rn(nv_maximum_f32(nv_bf16_lane(a, 0), nv_bf16_lane(b, 0)),
+                        nv_maximum_f32(nv_bf16_lane(a, 1), nv_bf16_lane(b, 1)));
+}
+NV_FN uint32_t nv_bf16x2_min(uint32_t a, uint32_t b)
+{
+    return nv_bf16x2_rn(nv_minimum_f32(nv_bf16_lane(a, 0), nv_bf16_lane(b, 0)),
+                        nv_minimum_f32(nv_bf16_lane(a, 1), nv_bf16_lane(b, 1)));
+}
+#endif
+/* a + b = a 1 + b, a - b = b (-1) + a, a b = a b + (-0) (an exact zero keeps the product's
+ * sign), each rounded once */
+NV_FN uint32_t nv_bf16x2_add(uint32_t a, uint32_t b) { return nv_bf16x2_fma(a, 0x3f803f80u, b); }
+NV_FN uint32_t nv_bf16x2_sub(uint32_t a, uint32_t b) { return nv_bf16x2_fma(b, 0xbf80bf80u, a); }
+NV_FN uint32_t nv_bf16x2_mul(uint32_t a, uint32_t b) { return nv_bf16x2_fma(a, b, 0x80008000u); }
 """
 
 
@@ -62,6 +122,84 @@ _PACK = {"bfloat16": "nv_fast_pack_bf16", "float16": "nv_fast_pack_f16"}
 # ops whose bfloat16 result is one of their operands, its sign maybe changed, or the GPU's
 # canonical NaN (0x7fffffff, whose high half is the quiet NaN nv_f32_to_bf16 gives it)
 _PASSING = frozenset(("abs", "negative", "copy", "maximum", "minimum", "select"))
+
+
+# Word nodes (``_word_nodes``): bfloat16 ops computed two elements at a time on pairs of
+# bfloat16 in 32-bit words, with the bits of the float32 operation rounded to bfloat16. For +,
+# -, * of two bfloat16 values the float32 result rounded to bfloat16 is the exact result
+# rounded once (a double rounding through p' >= 2p + 2 bits is innocuous for these operations:
+# Figueroa, "When is double rounding innocuous?", 1995; float32 has 24 bits, bfloat16 8, and the
+# same exponent range, its subnormals on a grid 2^16 times finer), which is what the packed fma
+# gives; checked exhaustively against the float32 path on the GPU (tests/cuda). abs and
+# negative are bit operations either way. maximum / minimum take the packed instruction only
+# against a constant that is neither zero nor NaN, where it picks the same value as
+# nv_maximum_f32 / nv_minimum_f32 (their order differs only between +0 and -0).
+_WORD_ARITH = {"add": "nv_bf16x2_add", "subtract": "nv_bf16x2_sub", "multiply": "nv_bf16x2_mul"}
+_WORD_EXTREMA = {"maximum": "nv_bf16x2_max", "minimum": "nv_bf16x2_min"}
+_WORD_BITS = {"abs": "({0} & 0x7fff7fffu)", "negative": "({0} ^ 0x80008000u)"}
+# functions of a bfloat16 argument whose result the pair loop rounds to bfloat16, and what it
+# calls instead (nv_math.h): their values without the final NaN select (which returns x), a
+# NaN for a NaN x on the GPU, any NaN rounding to the canonical one (cvt.rn.bf16x2) as x does;
+# the _bf16 ones also leave out steps that change no rounded result (every bfloat16 input:
+# tests/engine/test_narrow_math.py)
+_ROUNDED_BF16 = {
+    "nv_exp_f32": "nv_exp_value",
+    "nv_exp_negabs_f32": "nv_exp_nonpos_bf16",
+    "nv_tanh_f32": "nv_tanh_bf16",
+    "nv_sigmoid_f32": "nv_sigmoid_bf16",
+}
+# set to 0 to compute every node as float32 (the same bits but NaN payloads), for comparisons
+PACKED_BF16 = os.environ.get("NUVEC_CUDA_PACKED_BF16", "1") != "0"
+
+
+def _plain_const(spec: KernelSpec, arg: tuple[str, int]) -> bool:
+    """Whether ``arg`` is a bfloat16 constant that is neither +-0 nor NaN."""
+    if arg[0] != "const":
+        return False
+    dt, bits = spec.constants[arg[1]]
+    return dt == "bfloat16" and bits & 0x7FFF != 0 and bits & 0x7FFF <= 0x7F80
+
+
+def _word_nodes(spec: KernelSpec) -> set[int]:
+    """The nodes the ``vec`` kernel computes on words of two bfloat16 (see _WORD_ARITH)."""
+    if spec.fast or not PACKED_BF16:
+        return set()
+    out = set()
+    for j, nd in enumerate(spec.nodes):
+        if nd.dtype != "bfloat16" or any(spec.arg_dtype(a) != "bfloat16" for a in nd.args):
+            continue
+        if nd.op in _WORD_ARITH or nd.op in _WORD_BITS or nd.op == "square":
+            out.add(j)
+        elif nd.op in _WORD_EXTREMA and any(_plain_const(spec, a) for a in nd.args):
+            out.add(j)
+    return out
+
+
+def _word_expr(spec: KernelSpec, j: int, args: list[str]) -> str:
+    """The expression of word node ``j`` over its arguments' words."""
+    op = spec.nodes[j].op
+    if op in _WORD_BITS:
+        return _WORD_BITS[op].format(args[0])
+    if op == "square":
+        return f"nv_bf16x2_mul({args[0]}, {args[0]})"
+    fn = {**_WORD_ARITH, **_WORD_EXTREMA}[op]
+    return f"{fn}({', '.join(args)})"
+
+
+def _word_bits_suffice(spec: KernelSpec, b, words: set[int], node: int) -> bool:
+    """Whether the word of bfloat16 ``node`` holds nv_f32_to_bf16's bits of both its values
+    (NaN payloads aside): an arithmetic word node's (a NaN the canonical one) or a rounded
+    node's, or abs / negative of such a value (a loaded input may be a signaling NaN, which the
+    store must quieten)."""
+    if node not in words:
+        return _rounded(b, node, "nv_round_bf16")
+    nd = spec.nodes[node]
+    if nd.op not in _WORD_BITS:
+        return True
+    kind, i = nd.args[0]
+    if kind == "node":
+        return _word_bits_suffice(spec, b, words, i)
+    return kind == "const" and _plain_const(spec, nd.args[0])
 
 
 def _rounded(b, node: int, fn: str) -> bool:
@@ -243,6 +381,23 @@ def _vec_parts(
             ]
         else:
             vstore.append(f"*reinterpret_cast<nv_vec<{d.stype(t)}, {V}> *>(o{k} + base) = w{k};")
+    steps = V
+    words = _word_nodes(spec) if V % 2 == 0 else set()
+    # the loop goes over pairs of elements where some node is a word node or a rounded
+    # bfloat16 result (two of which take one packed rounding)
+    if (
+        V % 2 == 0
+        and not spec.fast
+        and PACKED_BF16
+        and (words or any(_rounded(b, j, "nv_round_bf16") for j in range(len(spec.nodes))))
+    ):
+        hoisted += [
+            f"const uint32_t px{i} = (uint32_t)a{i}[0] * 0x10001u;"
+            for i in range(nin)
+            if i in used and mask[i] and spec.inputs[i] == "bfloat16"
+        ]
+        vdecl, lane, vstore = _pair_parts(spec, b, V, full, set(full) - pairs, words, packed)
+        steps = V // 2
     one = [
         f"const {d.ctype(spec.inputs[i])} x{i} = {d.spec_load(spec, spec.inputs[i], f'a{i}[e]')};"
         for i in full
@@ -255,7 +410,7 @@ def _vec_parts(
 {ind(vload, 8)}
 {ind(vdecl, 8)}
 #pragma unroll
-        for (int j = 0; j < {V}; j++) {{
+        for (int j = 0; j < {steps}; j++) {{
 {ind(lane, 12)}
         }}
 {ind(vstore, 8)}
@@ -266,6 +421,131 @@ def _vec_parts(
         }}
     }}"""
     return params, f"{ind(b.consts, 4)}\n{ind(hoisted, 4)}", code
+
+
+_NAME = re.compile(r"\b([xv])(\d+)\b")
+
+
+def _pair_parts(
+    spec: KernelSpec,
+    b,
+    V: int,
+    full: list[int],
+    unpaired: set[int],
+    words: set[int],
+    packed: dict[int, str],
+) -> tuple[list[str], list[str], list[str]]:
+    """The ``vec`` kernel's output declarations, loop body and stores when its loop goes over
+    pairs of elements (j, elements 2j and 2j + 1): word nodes (``words``) compute on words of
+    two bfloat16 (``p<node>``), the other nodes twice on float32 values (``v<node>_0``,
+    ``v<node>_1``); a value is converted between the two forms only where a reader needs the
+    other one: a word's halves by a shift and a mask, a pair of rounded values by one packed
+    rounding of the two unrounded ones. Bfloat16 outputs are stored as words: a word node's
+    or a rounded node's as it is (``_word_bits_suffice``), any other value through the store
+    conversion of each element. ``unpaired``: the full inputs loaded element by element (not
+    bfloat16); ``packed``: the outputs converted two at a time (as the element loop does)."""
+    d = dialect()
+    nodes = spec.nodes
+    outs = [nodes[o].dtype for o in spec.outputs]
+    full_set = set(full)
+
+    def lane(text: str, h: int) -> str:
+        def sub(m: re.Match) -> str:
+            if m.group(1) == "x" and int(m.group(2)) not in full_set:
+                return m.group(0)  # a scalar input, loaded once
+            return f"{m.group(0)}_{h}"
+
+        return _NAME.sub(sub, text)
+
+    word_store = {
+        k
+        for k, t in enumerate(outs)
+        if t == "bfloat16" and _word_bits_suffice(spec, b, words, spec.outputs[k])
+    }
+    need_word = {i for j in words for kind, i in nodes[j].args if kind == "node"}
+    need_word |= {spec.outputs[k] for k in word_store}
+    need_float = {
+        i for j, nd in enumerate(nodes) if j not in words for kind, i in nd.args if kind == "node"
+    }
+    need_float |= {o for k, o in enumerate(spec.outputs) if k not in word_store}
+    # abs and negative read as float32 are taken from their argument's float32 values: both
+    # are free as operand modifiers there, where the halves of their word take two instructions
+    for j in reversed(range(len(nodes))):
+        if j in words and j in need_float and nodes[j].op in _WORD_BITS:
+            need_float |= {i for kind, i in nodes[j].args if kind == "node"}
+
+    def word_arg(arg: tuple[str, int]) -> str:
+        kind, i = arg
+        if kind == "in":
+            return f"px{i}"
+        if kind == "node":
+            return f"p{i}"
+        bits = spec.constants[i][1]
+        return f"0x{bits:04x}{bits:04x}u"
+
+    body = [f"const uint32_t px{i} = r{i}.v[j];" for i in full if i not in unpaired]
+    body += [
+        f"const float x{i}_{h} = nv_bf16_lane(px{i}, {h});"
+        for i in full
+        if i not in unpaired
+        for h in (0, 1)
+    ]
+    body += [
+        f"const {d.ctype(spec.inputs[i])} x{i}_{h} = "
+        f"{d.spec_load(spec, spec.inputs[i], f'r{i}.v[2 * j + {h}]')};"
+        for i in sorted(unpaired)
+        for h in (0, 1)
+    ]
+    for j, nd in enumerate(nodes):
+        if j in words:
+            body.append(
+                f"const uint32_t p{j} = {_word_expr(spec, j, [word_arg(a) for a in nd.args])};"
+            )
+            if j in need_float and nd.op in _WORD_BITS:
+                expr = b.lines[j].rstrip(";").split(" = ", 1)[1]
+                body += [f"const float v{j}_{h} = {lane(expr, h)};" for h in (0, 1)]
+            elif j in need_float:
+                body += [f"const float v{j}_{h} = nv_bf16_lane(p{j}, {h});" for h in (0, 1)]
+            continue
+        head, expr = b.lines[j].rstrip(";").split(" = ", 1)
+        ctype = head.split()[1]
+        if _rounded(b, j, "nv_round_bf16"):  # keep the unrounded values for a packed rounding
+            inner = expr[len("nv_round_bf16(") : -1]
+            fn = inner.split("(", 1)[0]
+            if fn in _ROUNDED_BF16 and all(spec.arg_dtype(a) == "bfloat16" for a in nd.args):
+                inner = _ROUNDED_BF16[fn] + inner[len(fn) :]
+            body += [f"const float u{j}_{h} = {lane(inner, h)};" for h in (0, 1)]
+            if j in need_float:
+                body += [f"const float v{j}_{h} = nv_round_bf16(u{j}_{h});" for h in (0, 1)]
+            if j in need_word:
+                body.append(f"const uint32_t p{j} = nv_bf16x2_rn(u{j}_0, u{j}_1);")
+            continue
+        body += [f"const {ctype} v{j}_{h} = {lane(expr, h)};" for h in (0, 1)]
+        if j in need_word:  # a bfloat16 value already: the packed rounding is exact
+            body.append(f"const uint32_t p{j} = nv_bf16x2_rn(v{j}_0, v{j}_1);")
+    vdecl, vstore = [], []
+    for k, t in enumerate(outs):
+        o = spec.outputs[k]
+        if k in word_store or k in packed or t == "bfloat16":
+            vdecl.append(f"nv_vec<uint32_t, {V // 2}> w{k};")
+            vstore.append(f"*reinterpret_cast<nv_vec<uint32_t, {V // 2}> *>(o{k} + base) = w{k};")
+            if k in word_store:
+                body.append(f"w{k}.v[j] = p{o};")
+            elif k in packed:
+                body.append(f"w{k}.v[j] = {packed[k]}(v{o}_0, v{o}_1);")
+            else:
+                store = (
+                    "nv_bf16_bits({})"
+                    if _bf16_bits_suffice(spec, b, o)
+                    else d.spec_store(spec, t, "{}")
+                )
+                lo, hi = (store.format(f"v{o}_{h}") for h in (0, 1))
+                body.append(f"w{k}.v[j] = (uint32_t){lo} | ((uint32_t){hi} << 16);")
+        else:
+            vdecl.append(f"nv_vec<{d.stype(t)}, {V}> w{k};")
+            vstore.append(f"*reinterpret_cast<nv_vec<{d.stype(t)}, {V}> *>(o{k} + base) = w{k};")
+            body += [f"w{k}.v[2 * j + {h}] = {d.spec_store(spec, t, f'v{o}_{h}')};" for h in (0, 1)]
+    return vdecl, body, vstore
 
 
 def vec_kernel(
