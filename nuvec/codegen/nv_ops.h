@@ -714,26 +714,6 @@ NV_FN uint8_t nv_isinf_f64(double a) { return (uint8_t)(fabs(a) == NV_INF_D); }
 NV_FN uint8_t nv_isposinf_f64(double a) { return (uint8_t)(a == NV_INF_D); }
 NV_FN uint8_t nv_isneginf_f64(double a) { return (uint8_t)(a == -NV_INF_D); }
 NV_FN uint8_t nv_isfinite_f64(double a) { return (uint8_t)(fabs(a) < NV_INF_D); }
-/* erfinv: the float32 result refined by Halley steps on erf (erfc in the tails) */
-NV_FN double nv_erfinv_f64(double x)
-{
-    double a = fabs(x);
-    double om = 1.0 - a;                          /* exact for a >= 1/2 */
-    double y = (double)nv_erfinv_f32((float)(a < 1.0 - 0x1p-23 ? a : 0.0));
-    /* tail start: erfc(y) ~ exp(-y^2) / (y sqrt(pi)) */
-    double t = sqrt(-log(om > 0.0 ? om : 1.0));
-    double yt = t - log(t * 1.7724538509055159) / (2.0 * t);
-    y = a < 1.0 - 0x1p-23 ? y : yt;
-    for (int i = 0; i < 3; i++) {
-        double f = a <= 0.5 ? erf(y) - a : om - erfc(y);
-        double d = 1.1283791670955126 * exp(-y * y);
-        y = y - f / (d + y * f);
-    }
-    y = a == 1.0 ? NV_INF_D : y;
-    y = a == 0.0 ? 0.0 : y;
-    y = a <= 1.0 ? y : NV_NAN_D;
-    return x == x ? copysign(y, x) : x;
-}
 /* fmod(a, b). In the C dialect (NV_VECTORIZED_LOOPS) exactly, in straight-line code, as
  * nv_fmod_f32 with 53-bit significands: |a| = A 2^(ea-1075) and |b| = B 2^(eb-1075) with
  * integers A, B < 2^53 (held as float64), and where |a| >= |b| fmod(a, b) = (A 2^(ea-eb) mod B)
