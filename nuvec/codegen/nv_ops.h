@@ -779,19 +779,26 @@ NV_FN double nv_fmod_f64(double a, double b)
     return nv_blend_d(fabs(a) < NV_INF_D & fabs(b) > 0.0, r, special);
 }
 
-/* fmod(a, b) where nv_fmod_large_f64(a, b) is 0: |a| < 2^51 |b| and b finite, as
- * nv_fmod_small_f32 (the quotient below 2^51: its rounding's truncation is |a / b| truncated
- * or one more in magnitude, and the rest is exact as there) */
+/* fmod(a, b) where nv_fmod_large_f64(a, b) is 0: where a and b are finite, b nonzero and
+ * |a| < 2^51 |b|, as nv_fmod_small_f32 (the quotient below 2^51: its rounding's truncation is
+ * |a / b| truncated or one more in magnitude, and the rest is exact as there); elsewhere, NaN
+ * and infinite operands and b = 0, as nv_fmod_f64 (so that those, NaN among data say, do not
+ * send their blocks through the full reduction). */
 NV_FN uint32_t nv_fmod_large_f64(double a, double b)
 {
-    return (uint32_t)(!(fabs(a) < 0x1p51 * fabs(b)) | (fabs(b) == NV_INF_D));
+    double ab = fabs(b);
+    return (uint32_t)((fabs(a) >= 0x1p51 * ab) & (fabs(a) < NV_INF_D) & (ab > 0.0));
 }
 NV_FN double nv_fmod_small_f64(double a, double b)
 {
     double q = trunc(a / b);
     double r = fma(-q, b, a);
     r = (r != 0.0 & ((r < 0.0) != (a < 0.0))) ? r + copysign(b, a) : r;
-    return r != 0.0 ? r : copysign(0.0, a);
+    r = r != 0.0 ? r : copysign(0.0, a);
+    r = nv_blend_d(fabs(a) < fabs(b), a, r);    /* b infinite: a */
+    double ab = a * b;
+    double special = nv_blend_d(a != a | b != b, nv_nan_of_product_d(a, b), ab / ab);
+    return nv_blend_d(fabs(a) < NV_INF_D & fabs(b) > 0.0, r, special);
 }
 #endif
 
