@@ -11,7 +11,7 @@ Usage::
     python -m nuvec.codegen.tools.fitpoly64            # write nv_coeffs64.h
     python -m nuvec.codegen.tools.fitpoly64 exp        # print some fits
 
-The fits for nv_coeffs64.h take a minute or two.
+The fits for nv_coeffs64.h take a few minutes (erfinv's targets, mpmath's erfinv, the longest).
 """
 
 from __future__ import annotations
