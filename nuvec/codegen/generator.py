@@ -247,7 +247,7 @@ def _split_of(op: str, src: str, fast: dict | None) -> tuple[str, str] | None:
     if rec is None:
         return None
     if src in _INT_BITS:
-        if rec.split_int is None or _INT_BITS[src] < 32:
+        if rec.split_int is None or _INT_BITS[src] not in rec.split_int_bits:
             return None
         fn, guard = rec.split_int
         return fn.format(s=SUFFIX[src]), guard.format(s=SUFFIX[src])

@@ -179,4 +179,81 @@ NV_FN double nv_poly64_erfc3(double t)
     return p;
 }
 
+/* erfinv_c: on [-3.125, 3.125], error 3.32e-18 */
+NV_FN double nv_poly64_erfinv_c(double t)
+{
+    double p = fma(t, -0x1.7105ce1aa20b2p-72, 0x1.e78461c7ca30dp-69);
+    p = fma(t, p, 0x1.3e9def05cf7a7p-66);
+    p = fma(t, p, -0x1.9c307a22026acp-62);
+    p = fma(t, p, 0x1.9526bcb6cee59p-61);
+    p = fma(t, p, 0x1.1eec4c69f32b6p-56);
+    p = fma(t, p, -0x1.1c4d0e3a3822fp-53);
+    p = fma(t, p, -0x1.70ed14dc04398p-55);
+    p = fma(t, p, 0x1.d6a94c3226c19p-48);
+    p = fma(t, p, -0x1.686c0675788d2p-45);
+    p = fma(t, p, -0x1.6bceefaa6c404p-44);
+    p = fma(t, p, 0x1.7235ad19ed283p-39);
+    p = fma(t, p, -0x1.c8a473d65c1f4p-37);
+    p = fma(t, p, -0x1.dc3f0890f6a88p-35);
+    p = fma(t, p, 0x1.20f53948d0229p-30);
+    p = fma(t, p, -0x1.1a9eb11e2d77ep-28);
+    p = fma(t, p, -0x1.f36cedaab3cc2p-26);
+    p = fma(t, p, 0x1.c6b4f88cb9be2p-22);
+    p = fma(t, p, -0x1.6e8a53cbf1e2dp-20);
+    p = fma(t, p, -0x1.d1d1f7ca2446fp-17);
+    p = fma(t, p, 0x1.879c2a20b2798p-13);
+    p = fma(t, p, -0x1.845769483571dp-11);
+    p = fma(t, p, -0x1.8b6c33114ea72p-8);
+    p = fma(t, p, 0x1.ebd80d9b13dfap-3);
+    return p;
+}
+
+/* erfinv_t1: on [-0.75, 0.75], error 1.95e-18 */
+NV_FN double nv_poly64_erfinv_t1(double t)
+{
+    double p = fma(t, 0x1.0534d65416da8p-27, -0x1.0b5a47dc86ed7p-26);
+    p = fma(t, p, -0x1.63d568f1f552dp-26);
+    p = fma(t, p, 0x1.1c0210dba1376p-23);
+    p = fma(t, p, -0x1.07d68b96b7f2p-22);
+    p = fma(t, p, -0x1.e6e2e9642213cp-26);
+    p = fma(t, p, 0x1.8dbf9bc0d776dp-20);
+    p = fma(t, p, -0x1.0b728a114d2bap-18);
+    p = fma(t, p, 0x1.89990c1c94b5dp-19);
+    p = fma(t, p, 0x1.a2407c0b7fe4p-17);
+    p = fma(t, p, -0x1.8cf45df1f1d9cp-15);
+    p = fma(t, p, 0x1.1e6ac4a169426p-14);
+    p = fma(t, p, 0x1.932e8e7ea13a3p-16);
+    p = fma(t, p, -0x1.7448bd0dcd471p-12);
+    p = fma(t, p, 0x1.f3cc545e5418fp-11);
+    p = fma(t, p, -0x1.ba9240d7520dp-10);
+    p = fma(t, p, 0x1.468eeca9435efp-9);
+    p = fma(t, p, -0x1.ebadabba071e9p-9);
+    p = fma(t, p, 0x1.5ffcfe5b6cd52p-8);
+    p = fma(t, p, 0x1.0158a6d641d55p+0);
+    return p;
+}
+
+/* erfinv_t2: on [-1, 1.005], error 5.42e-18 */
+NV_FN double nv_poly64_erfinv_t2(double t)
+{
+    double p = fma(t, -0x1.70107d210ba36p-36, 0x1.777e2ddc28958p-35);
+    p = fma(t, p, 0x1.3c75fb978812dp-34);
+    p = fma(t, p, -0x1.e024b1a5c9cfep-32);
+    p = fma(t, p, 0x1.6884cd8aa9dbap-30);
+    p = fma(t, p, -0x1.dd559a4748f8p-29);
+    p = fma(t, p, 0x1.0ce4bbdc4f096p-27);
+    p = fma(t, p, -0x1.060c8d80aea4p-26);
+    p = fma(t, p, 0x1.f27e58f893571p-26);
+    p = fma(t, p, -0x1.2227fabbea5d6p-24);
+    p = fma(t, p, 0x1.ebe392116b527p-23);
+    p = fma(t, p, -0x1.0a906fbc71d0fp-20);
+    p = fma(t, p, 0x1.2fbcfce12df96p-18);
+    p = fma(t, p, -0x1.4a348fcd26932p-16);
+    p = fma(t, p, 0x1.3ebf4efbecfbcp-14);
+    p = fma(t, p, -0x1.c2f36aa230f79p-13);
+    p = fma(t, p, -0x1.22ea5df1cde99p-13);
+    p = fma(t, p, 0x1.02a30d1fba10dp+0);
+    return p;
+}
+
 #endif

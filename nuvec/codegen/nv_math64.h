@@ -1,8 +1,7 @@
 /* nv_math64.h -- nuvec's float64 math library: exp, expm1, log, log1p, log2, log10, and
  * sigmoid, tanh, sinh, cosh, logaddexp and power built on them; sin, cos, tan; arctan, arctan2,
- * arcsin, arccos; arcsinh, arccosh, arctanh (on the logarithm); erf. Shared by the C and CUDA
- * dialects (Metal has no float64: NV_NO_F64), so the GPU computes the CPU's bits. erfinv still
- * calls the C library (nv_ops.h).
+ * arcsin, arccos; arcsinh, arccosh, arctanh (on the logarithm); erf, erfinv. Shared by the C
+ * and CUDA dialects (Metal has no float64: NV_NO_F64), so the GPU computes the CPU's bits.
  *
  * The rules of nv_math.h hold: straight-line code (selects, no branches, no tables in memory),
  * so that a C compiler vectorizes the loops that call it (4 lanes with AVX2, 8 with AVX-512,
@@ -1088,6 +1087,64 @@ NV_FN double nv_erf_f64(double x)
     big = nv_u2d(nv_d2u(big) | (nv_d2u(x) & 0x8000000000000000ull));
     double v = nv_blend_d(a < 0.75, small, big);
     return x == x ? v : x;
+}
+
+/* ---- erfinv ---------------------------------------------------------------------------------
+ * a = |x| < 1: erfinv a = a G(w), w = -log(1 - a^2) in [0, 36.05] (1 - a^2 >= 2^-52 for a < 1),
+ * G as G(c) + t Q(t), t = v - c: v = w, c = 3.125 below w = 6.25; else v = u = sqrt(w), c = 3.25
+ * below u = 4, c = 5 above: the three polynomials Q evaluated and one selected (their chains are
+ * independent). 1 - a^2 is carried as hi + lo, (1 - a)(1 + a) from a = 1/2 on (1 - a exact,
+ * 1 + a a two-sum), 1 - a^2 by an exact square and a two-sum below, its logarithm as hi + lo
+ * (nv_log_dd2) and u too, so that v is known to about 2^-100 of itself: v - c = t + tl with t
+ * rounded and tl its error (t is exact for the square roots, within a factor 2 of c), whose
+ * share of G is tl Q(t) (G' = Q + t Q', where t Q' adds a few hundredths of an ulp). G(c) is a
+ * hi + lo constant, c + t Q summed as hi + lo (|t Q| < G(c) / 2), and a G rounded once, so
+ * that Q's own rounding (its relative error times |t Q| / G <= 0.9) and the fits' remain. +-1
+ * give +-inf, beyond them NaN, NaN returns x, and the sign of x is or-ed in. */
+
+/* G(c) at c = 3.125 (w), 3.25 and 5 (sqrt(w)) */
+#define NV_ERFINV_GC_HI 0x1.a755e7c99ae86p+0
+#define NV_ERFINV_GC_LO -0x1.b3639c30931fcp-56
+#define NV_ERFINV_G1_HI 0x1.8abcc380d5a48p+1
+#define NV_ERFINV_G1_LO -0x1.92060f0628130p-54
+#define NV_ERFINV_G2_HI 0x1.3664ddd1ad7fbp+2
+#define NV_ERFINV_G2_LO -0x1.7c90e434da15ap-54
+
+NV_FN double nv_erfinv_f64(double x)
+{
+    double a = fabs(x);
+    double ac = a < 1.0 ? a : 0.0;
+    double om = 1.0 - ac;                       /* exact for a >= 1/2 */
+    nv_dd op = nv_two_sum_d(1.0, ac);
+    double ph = om * op.hi;
+    double pl = fma(om, op.hi, -ph) + om * op.lo;
+    double sh = ac * ac;
+    nv_dd oms = nv_two_sum_d(1.0, -sh);         /* 1 - a^2 for a < 1/2 */
+    double sl = oms.lo - fma(ac, ac, -sh);
+    int big = ac >= 0.5;
+    nv_dd h = nv_fast_two_sum_d(nv_blend_d(big, ph, oms.hi), nv_blend_d(big, pl, sl));
+    nv_dd lg = nv_log_dd2(h.hi, h.lo, 0.0, 0);
+    nv_dd w = nv_fast_two_sum_d(-lg.hi, -lg.lo);
+    nv_dd tc = nv_two_sum_d(w.hi, -3.125);
+    double uh = sqrt(w.hi);
+    double ul = (fma(-uh, uh, w.hi) + w.lo) / (uh + uh);
+    double t1 = uh - 3.25, t2 = uh - 5.0;       /* exact where selected */
+    double qc = nv_poly64_erfinv_c(tc.hi);
+    double q1 = nv_poly64_erfinv_t1(t1);
+    double q2 = nv_poly64_erfinv_t2(t2);
+    int ic = w.hi < 6.25, i1 = uh < 4.0;
+    double t = nv_blend_d(ic, tc.hi, nv_blend_d(i1, t1, t2));
+    double tl = nv_blend_d(ic, tc.lo + w.lo, ul);
+    double q = nv_blend_d(ic, qc, nv_blend_d(i1, q1, q2));
+    double ch = nv_blend_d(ic, NV_ERFINV_GC_HI, nv_blend_d(i1, NV_ERFINV_G1_HI, NV_ERFINV_G2_HI));
+    double cl = nv_blend_d(ic, NV_ERFINV_GC_LO, nv_blend_d(i1, NV_ERFINV_G1_LO, NV_ERFINV_G2_LO));
+    double tq = t * q;
+    nv_dd g = nv_fast_two_sum_d(ch, tq);
+    g.lo = g.lo + (fma(t, q, -tq) + fma(tl, q, cl));
+    double res = fma(a, g.hi, a * g.lo);
+    res = a < 1.0 ? res : (a == 1.0 ? NV_INF_D : NV_NAN_D);
+    res = nv_u2d(nv_d2u(res) | (nv_d2u(x) & 0x8000000000000000ull));
+    return x == x ? res : x;
 }
 
 #endif /* NV_NO_F64 */

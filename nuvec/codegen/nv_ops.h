@@ -124,10 +124,15 @@ NV_FN T nv_left_shift_##S(T a, T b)                                             
  * bits is exact as float32 and of 32 bits as float64: a / d is an integer (exact) or at least
  * 1/|d| from one, a relative distance of at least 1/|a| >= 2^-16 (2^-32), more than the
  * division's rounding error of 2^-24 (2^-53), so truncating the rounded quotient gives the
- * integer one. 64-bit operands have no such form (float64 holds 53 bits) and divide as
- * integers. Power squares over every bit of the exponent (a fixed count, unrolled): the
- * squarings after the last set bit leave the result as it is. */
+ * integer one. 64-bit operands (float64 holds 53 bits) take two such quotients and a
+ * correction (nv_quot_u64, with the float64 conversions). Power squares over every bit of the
+ * exponent (a fixed count, unrolled): the squarings after the last set bit leave the result as
+ * it is. */
 #if defined(NV_VECTORIZED_LOOPS)
+NV_FN uint64_t nv_quot_u64(uint64_t n, uint64_t d);
+NV_FN int64_t nv_quot_i64(int64_t a, int64_t d);
+#define NV_QUOTU64(T, a, d) nv_quot_u64(a, d)
+#define NV_QUOTI64(T, a, d) nv_quot_i64(a, d)
 #define NV_QUOT16(T, a, d) ((T)(int32_t)((float)(a) / (float)(d)))
 #define NV_QUOT32(T, a, d) ((T)(int32_t)((double)(a) / (double)(d)))
 #define NV_REM(T, W, a, d, q) ((T)((W)(a) - (W)(q) * (W)(d)))
@@ -158,6 +163,8 @@ NV_FN uint32_t nv_quot_u32(uint32_t a, uint32_t d)
 #define NV_QUOT16(T, a, d) ((T)((a) / (d)))
 #define NV_QUOT32(T, a, d) ((T)((a) / (d)))
 #define NV_QUOTU32(T, a, d) ((T)((a) / (d)))
+#define NV_QUOTU64(T, a, d) ((T)((a) / (d)))
+#define NV_QUOTI64(T, a, d) ((T)((a) / (d)))
 #define NV_REM(T, W, a, d, q) ((T)((a) % (d)))
 #define NV_POW_LOOP(W, r, base, e, NBITS)                                                     \
     for (; e != (W)0; e >>= 1) {                                                            \
@@ -165,7 +172,6 @@ NV_FN uint32_t nv_quot_u32(uint32_t a, uint32_t d)
         base = base * base;                                                                 \
     }
 #endif
-#define NV_QUOT64(T, a, d) ((T)((a) / (d)))
 
 #define NV_INT_SIGNED(S, T, W, BITS, TMIN, QUOT)                                              \
 NV_INT_COMMON(S, T, W, BITS)                                                                \
@@ -226,11 +232,11 @@ NV_FN T nv_power_##S(T a, T b)                                                  
 NV_INT_SIGNED(i8, int8_t, uint32_t, 8, -128, NV_QUOT16)
 NV_INT_SIGNED(i16, int16_t, uint32_t, 16, -32768, NV_QUOT16)
 NV_INT_SIGNED(i32, int32_t, uint32_t, 32, (-2147483647 - 1), NV_QUOT32)
-NV_INT_SIGNED(i64, int64_t, uint64_t, 64, (-9223372036854775807ll - 1), NV_QUOT64)
+NV_INT_SIGNED(i64, int64_t, uint64_t, 64, (-9223372036854775807ll - 1), NV_QUOTI64)
 NV_INT_UNSIGNED(u8, uint8_t, uint32_t, 8, NV_QUOT16)
 NV_INT_UNSIGNED(u16, uint16_t, uint32_t, 16, NV_QUOT16)
 NV_INT_UNSIGNED(u32, uint32_t, uint32_t, 32, NV_QUOTU32)
-NV_INT_UNSIGNED(u64, uint64_t, uint64_t, 64, NV_QUOT64)
+NV_INT_UNSIGNED(u64, uint64_t, uint64_t, 64, NV_QUOTU64)
 
 #if defined(NV_VECTORIZED_LOOPS)
 /* power's split form (ElementwiseOp.split_int) for 32 and 64 bits: where no exponent of a
@@ -708,30 +714,98 @@ NV_FN uint8_t nv_isinf_f64(double a) { return (uint8_t)(fabs(a) == NV_INF_D); }
 NV_FN uint8_t nv_isposinf_f64(double a) { return (uint8_t)(a == NV_INF_D); }
 NV_FN uint8_t nv_isneginf_f64(double a) { return (uint8_t)(a == -NV_INF_D); }
 NV_FN uint8_t nv_isfinite_f64(double a) { return (uint8_t)(fabs(a) < NV_INF_D); }
-/* erfinv: the float32 result refined by Halley steps on erf (erfc in the tails) */
-NV_FN double nv_erfinv_f64(double x)
+/* fmod(a, b). In the C dialect (NV_VECTORIZED_LOOPS) exactly, in straight-line code, as
+ * nv_fmod_f32 with 53-bit significands: |a| = A 2^(ea-1075) and |b| = B 2^(eb-1075) with
+ * integers A, B < 2^53 (held as float64), and where |a| >= |b| fmod(a, b) = (A 2^(ea-eb) mod B)
+ * 2^(eb-1075) with a's sign. Each step reduces x 2^s mod B for x < B and s <= 52: the quotient
+ * x 2^s / B < 2^52 rounds into [m, m + 1] around its floor m (rounding is monotonic and m + 1
+ * <= 2^52 is a float64), so q, its rounding's floor, is m or m + 1, and x 2^s - q B, an integer
+ * below B in magnitude, is exact in one fma; where it is negative (q = m + 1), adding B back is
+ * exact. The first step takes A (A / B < 2^53, the same argument), then 40 steps of up to 52
+ * bits cover ea - eb <= 2045. The result, x 2^(eb-1075), is scaled by two powers of two so that
+ * neither is subnormal: the first product is a normal number, the second the exact result. NaN
+ * operands, an infinite a and b = 0 give glibc's (a b) / (a b), as nv_fmod_f32. Selects on a
+ * value of one operand alone are nv_blend_d's bit operations, and the clamp is arithmetic: in a
+ * loop that reads that operand once, gcc vectorizes no select on a loop invariant. */
+#if defined(NV_VECTORIZED_LOOPS)
+/* as nv_nan_of_product, for float64 */
+NV_FN double nv_nan_of_product_d(double a, double b)
 {
-    double a = fabs(x);
-    double om = 1.0 - a;                          /* exact for a >= 1/2 */
-    double y = (double)nv_erfinv_f32((float)(a < 1.0 - 0x1p-23 ? a : 0.0));
-    /* tail start: erfc(y) ~ exp(-y^2) / (y sqrt(pi)) */
-    double t = sqrt(-log(om > 0.0 ? om : 1.0));
-    double yt = t - log(t * 1.7724538509055159) / (2.0 * t);
-    y = a < 1.0 - 0x1p-23 ? y : yt;
-    for (int i = 0; i < 3; i++) {
-        double f = a <= 0.5 ? erf(y) - a : om - erfc(y);
-        double d = 1.1283791670955126 * exp(-y * y);
-        y = y - f / (d + y * f);
-    }
-    y = a == 1.0 ? NV_INF_D : y;
-    y = a == 0.0 ? 0.0 : y;
-    y = a <= 1.0 ? y : NV_NAN_D;
-    return x == x ? copysign(y, x) : x;
+    uint64_t ua = nv_d2u(a), ub = nv_d2u(b);
+    uint64_t a_nan = (ua & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+#if defined(__aarch64__)
+    uint64_t b_snan = (ub & 0x7fffffffffffffffull) > 0x7ff0000000000000ull
+                      & (ub & 0x0008000000000000ull) == 0u;
+    uint64_t a_snan = a_nan & (ua & 0x0008000000000000ull) == 0u;
+    uint64_t pick_a = a_snan | (a_nan & !b_snan);
+#else
+    uint64_t pick_a = a_nan;
+#endif
+    return nv_u2d((pick_a ? ua : ub) | 0x0008000000000000ull);
 }
-NV_FN double nv_floor_divide_f64(double a, double b)
+/* x 2^s mod B for 0 <= x < B (x 2^s given as xs) */
+NV_FN double nv_fmod_step_d(double xs, double mb)
 {
-    double bb = b == 0.0 ? 1.0 : b;
-    double mod = fmod(a, bb);
+    double r = fma(-floor(xs / mb), mb, xs);
+    return r < 0.0 ? r + mb : r;
+}
+NV_FN double nv_fmod_f64(double a, double b)
+{
+    uint64_t ua = nv_d2u(a) & 0x7fffffffffffffffull, ub = nv_d2u(b) & 0x7fffffffffffffffull;
+    int64_t ea = (int64_t)(ua >> 52), eb = (int64_t)(ub >> 52);
+    /* 2^52 + the fraction, less 2^52 for subnormals (exponent 1, no implicit bit) */
+    double ma = nv_u2d((ua & 0xfffffffffffffull) | 0x4330000000000000ull);
+    double mb = nv_u2d((ub & 0xfffffffffffffull) | 0x4330000000000000ull);
+    ma = ma - nv_blend_d(ea == 0, 0x1p52, 0.0);
+    mb = mb - nv_blend_d(eb == 0, 0x1p52, 0.0);
+    ea = ea + (int64_t)(ea == 0);
+    eb = eb + (int64_t)(eb == 0);
+    mb = nv_blend_d(mb != 0.0, mb, 1.0);        /* b = 0: a harmless divisor, result below */
+    int64_t shift = ea - eb;
+    double x = nv_fmod_step_d(ma, mb);
+    _Pragma("GCC unroll 40")
+    for (int64_t k = 0; k < 40; k++) {
+        int64_t s = shift - 52 * k;
+        s = s & ~(s >> 63);                     /* clamped to [0, 52] */
+        s = s - 52;
+        s = 52 + (s & (s >> 63));
+        x = nv_fmod_step_d(x * nv_u2d((uint64_t)(s + 1023) << 52), mb);
+    }
+    int64_t e1 = (eb - 1075) >> 1, e2 = (eb - 1075) - e1;
+    double r = x * nv_u2d((uint64_t)(e1 + 1023) << 52) * nv_u2d((uint64_t)(e2 + 1023) << 52);
+    r = nv_blend_d(fabs(a) < fabs(b), a, copysign(r, a));
+    double ab = a * b;
+    double special = nv_blend_d(a != a | b != b, nv_nan_of_product_d(a, b), ab / ab);
+    return nv_blend_d(fabs(a) < NV_INF_D & fabs(b) > 0.0, r, special);
+}
+
+/* fmod(a, b) where nv_fmod_large_f64(a, b) is 0: where a and b are finite, b nonzero and
+ * |a| < 2^51 |b|, as nv_fmod_small_f32 (the quotient below 2^51: its rounding's truncation is
+ * |a / b| truncated or one more in magnitude, and the rest is exact as there); elsewhere, NaN
+ * and infinite operands and b = 0, as nv_fmod_f64 (so that those, NaN among data say, do not
+ * send their blocks through the full reduction). */
+NV_FN uint32_t nv_fmod_large_f64(double a, double b)
+{
+    double ab = fabs(b);
+    return (uint32_t)((fabs(a) >= 0x1p51 * ab) & (fabs(a) < NV_INF_D) & (ab > 0.0));
+}
+NV_FN double nv_fmod_small_f64(double a, double b)
+{
+    double q = trunc(a / b);
+    double r = fma(-q, b, a);
+    r = (r != 0.0 & ((r < 0.0) != (a < 0.0))) ? r + copysign(b, a) : r;
+    r = r != 0.0 ? r : copysign(0.0, a);
+    r = nv_blend_d(fabs(a) < fabs(b), a, r);    /* b infinite: a */
+    double ab = a * b;
+    double special = nv_blend_d(a != a | b != b, nv_nan_of_product_d(a, b), ab / ab);
+    return nv_blend_d(fabs(a) < NV_INF_D & fabs(b) > 0.0, r, special);
+}
+#endif
+
+/* Python / NumPy floor division and remainder from the exact fmod ``mod`` of a and bb, as the
+ * float32 ones (nv_floor_divide_mod) */
+NV_FN double nv_floor_divide_mod_d(double a, double b, double bb, double mod)
+{
     double div = (a - mod) / bb;
     div = (mod != 0.0 & ((bb < 0.0) != (mod < 0.0))) ? div - 1.0 : div;
     double fl = floor(div);
@@ -739,14 +813,42 @@ NV_FN double nv_floor_divide_f64(double a, double b)
     fl = div != 0.0 ? fl : copysign(0.0, a / bb);
     return b == 0.0 ? a / b : fl;
 }
+NV_FN double nv_remainder_mod_d(double bb, double mod)
+{
+    double adj = (mod != 0.0 & ((bb < 0.0) != (mod < 0.0))) ? mod + bb : mod;
+    return mod != 0.0 ? adj : copysign(0.0, bb);
+}
+/* the C dialect's forms take b for bb, as the float32 ones */
+#if defined(NV_VECTORIZED_LOOPS)
+NV_FN double nv_floor_divide_f64(double a, double b)
+{
+    return nv_floor_divide_mod_d(a, b, b, nv_fmod_f64(a, b));
+}
+NV_FN double nv_remainder_f64(double a, double b)
+{
+    return nv_remainder_mod_d(b, nv_fmod_f64(a, b));
+}
+/* the split forms (ElementwiseOp.split_f64): the same bits where nv_fmod_large_f64(a, b) is 0 */
+NV_FN double nv_floor_divide_small_f64(double a, double b)
+{
+    return nv_floor_divide_mod_d(a, b, b, nv_fmod_small_f64(a, b));
+}
+NV_FN double nv_remainder_small_f64(double a, double b)
+{
+    return nv_remainder_mod_d(b, nv_fmod_small_f64(a, b));
+}
+#else
+NV_FN double nv_floor_divide_f64(double a, double b)
+{
+    double bb = b == 0.0 ? 1.0 : b;
+    return nv_floor_divide_mod_d(a, b, bb, fmod(a, bb));
+}
 NV_FN double nv_remainder_f64(double a, double b)
 {
     double bb = b == 0.0 ? 1.0 : b;
-    double mod = fmod(a, bb);
-    double adj = (mod != 0.0 & ((bb < 0.0) != (mod < 0.0))) ? mod + bb : mod;
-    adj = mod != 0.0 ? adj : copysign(0.0, bb);
-    return b == 0.0 ? fmod(a, b) : adj;
+    return b == 0.0 ? fmod(a, b) : nv_remainder_mod_d(bb, fmod(a, bb));
 }
+#endif
 NV_CMP(f64, double)
 
 NV_FN int32_t nv_f64_to_i32(double x)
@@ -865,5 +967,70 @@ NV_FN float nv_i64_to_f32_odd(int64_t i) { return nv_f64_to_f32_odd(nv_i64_odd53
 /* 32-bit integers are exact in float64 */
 NV_FN float nv_i32_to_f32_odd(int32_t i) { return nv_f64_to_f32_odd((double)i); }
 NV_FN float nv_u32_to_f32_odd(uint32_t u) { return nv_f64_to_f32_odd(nv_u64_to_f64(u)); }
+
+/* n / d truncated, d >= 1 (NV_QUOTU64), through float64 quotients scaled by k = 1 - 2^-50 so
+ * that they fall below the exact one: fl(fl(fl(n) / fl(d)) k) is within (1 + 2^-53)^4 /
+ * (1 - 2^-53) of (n / d) k, so in (1 - 2^-49, 1) times n / d. Its truncation q0 <= n / d thus
+ * leaves t = n - q0 d in [0, n] (no wrap-around) with t < 2^-49 n + d <= 2^15 + d, and the
+ * second such quotient q1 of t leaves t - q1 d in [0, 2^-49 t + d): below 2d, as 2^-49 t < 2^15
+ * < d or, where d <= 2^15, t < 2^16 and 2^-49 t < 1. One comparison then gives the last unit;
+ * q1 < 2^17 converts through the 2^52 shift. */
+NV_FN uint64_t nv_quot_u64(uint64_t n, uint64_t d)
+{
+    const double k = 0x1.ffffffffffff8p-1;
+    double fd = nv_u64_to_f64(d);
+    uint64_t q0 = nv_f64_to_u64(nv_u64_to_f64(n) / fd * k);
+    uint64_t t = n - q0 * d;
+    double q1f = trunc(nv_u64_to_f64(t) / fd * k);
+    uint64_t q1 = nv_d2u(q1f + 0x1p52) - 0x4330000000000000ull;
+    t = t - q1 * d;
+    return q0 + q1 + (uint64_t)(t >= d);
+}
+/* a / d truncated, d != 0 and not a = INT64_MIN with d = -1 (NV_QUOTI64), on the magnitudes */
+NV_FN int64_t nv_quot_i64(int64_t a, int64_t d)
+{
+    uint64_t q = nv_quot_u64(a < 0 ? 0 - (uint64_t)a : (uint64_t)a,
+                             d < 0 ? 0 - (uint64_t)d : (uint64_t)d);
+    return (int64_t)((a < 0) != (d < 0) ? 0 - q : q);
+}
+
+/* floor_divide and remainder's split forms (ElementwiseOp.split_int) for 64 bits: where every
+ * operand of a block is in [-2^51, 2^51) (unsigned: below 2^52), both are exact in float64
+ * through the shifted constant's low bits, and the floor of their rounded quotient is that of
+ * the exact one (as NV_QUOT32: a non-integer a / d is at least 1/|a| >= 2^-51 of itself from
+ * an integer, more than the rounding's 2^-53); the remainder a - q d, an integer below |d|, and
+ * q d, at most |a| + |d| in magnitude, are exact too. b = 0 gives 0, as the full forms. */
+NV_FN uint32_t nv_div_large_i64(int64_t a, int64_t b)
+{
+    return (uint32_t)((((uint64_t)a + 0x8000000000000ull) | ((uint64_t)b + 0x8000000000000ull))
+                      >> 52 != 0u);
+}
+NV_FN uint32_t nv_div_large_u64(uint64_t a, uint64_t b) { return (uint32_t)((a | b) >> 52 != 0u); }
+NV_FN double nv_small_i64_to_f64(int64_t a)
+{
+    return nv_u2d((uint64_t)a + 0x4338000000000000ull) - 0x1.8p52;
+}
+NV_FN int64_t nv_small_f64_to_i64(double x)
+{
+    return (int64_t)(nv_d2u(x + 0x1.8p52) - 0x4338000000000000ull);
+}
+NV_FN double nv_small_u64_to_f64(uint64_t a) { return nv_u2d(a | 0x4330000000000000ull) - 0x1p52; }
+NV_FN uint64_t nv_small_f64_to_u64(double x) { return nv_d2u(x + 0x1p52) - 0x4330000000000000ull; }
+#define NV_DIV_SPLIT(S, T)                                                                    \
+NV_FN T nv_floor_divide_small_##S(T a, T b)                                                 \
+{                                                                                           \
+    double fd = nv_small_##S##_to_f64(b != (T)0 ? b : (T)1);                                \
+    T q = nv_small_f64_to_##S(floor(nv_small_##S##_to_f64(a) / fd));                        \
+    return b != (T)0 ? q : (T)0;                                                            \
+}                                                                                           \
+NV_FN T nv_remainder_small_##S(T a, T b)                                                    \
+{                                                                                           \
+    double fa = nv_small_##S##_to_f64(a);                                                   \
+    double fd = nv_small_##S##_to_f64(b != (T)0 ? b : (T)1);                                \
+    T r = nv_small_f64_to_##S(fa - floor(fa / fd) * fd);                                    \
+    return b != (T)0 ? r : (T)0;                                                            \
+}
+NV_DIV_SPLIT(i64, int64_t)
+NV_DIV_SPLIT(u64, uint64_t)
 #endif
 #endif /* NV_NO_F64 */

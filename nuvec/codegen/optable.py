@@ -69,6 +69,8 @@ class ElementwiseOp:
     #: as ``split`` for the integer dtypes of 32 and 64 bits: (function, guard) with ``{s}`` for
     #: the dtype's suffix (nv_ops.h, the C dialect's forms)
     split_int: tuple[str, str] | None = None
+    #: the integer widths ``split_int`` applies to
+    split_int_bits: tuple[int, ...] = (32, 64)
     derivative: Callable[..., Any] | None = None
     #: whether ``derivative`` reads the output (the jvp recomputes it then)
     derivative_reads_out: bool = False
@@ -176,9 +178,16 @@ def _log_split(name: str) -> tuple[str, str]:
     return (f"nv_{name}_regular_f32", "nv_log_irregular_f32")
 
 
-def _fmod_split(name: str) -> tuple[str, str]:
-    """floor_divide, remainder: fmod as one division and an fma where |a| < 2^22 |b|."""
-    return (f"nv_{name}_small_f32", "nv_fmod_large_f32")
+def _fmod_split(name: str, suffix: str = "f32") -> tuple[str, str]:
+    """floor_divide, remainder: fmod as one division and an fma where |a| < 2^22 |b| (float64:
+    2^51)."""
+    return (f"nv_{name}_small_{suffix}", f"nv_fmod_large_{suffix}")
+
+
+def _div_split(name: str) -> tuple[str, str]:
+    """floor_divide, remainder of 64-bit integers: one float64 quotient where both operands are
+    below 2^51 in magnitude (unsigned: 2^52), not two and a correction."""
+    return (f"nv_{name}_small_{{s}}", "nv_div_large_{s}")
 
 
 def _float_doc(name: str) -> str:
@@ -475,6 +484,9 @@ def _table() -> dict[str, ElementwiseOp]:
             "if",
             cost=COSTLY,
             split=_fmod_split("floor_divide"),
+            split_f64=_fmod_split("floor_divide", "f64"),
+            split_int=_div_split("floor_divide"),
+            split_int_bits=(64,),
             derivative=lambda nv, a, b, out: (0.0, 0.0),
             numpy="floor_divide",
             doc="Element-wise floor division.",
@@ -485,6 +497,9 @@ def _table() -> dict[str, ElementwiseOp]:
             "if",
             cost=COSTLY,
             split=_fmod_split("remainder"),
+            split_f64=_fmod_split("remainder", "f64"),
+            split_int=_div_split("remainder"),
+            split_int_bits=(64,),
             derivative=lambda nv, a, b, out: (None, -nv.floor(a / b)),
             numpy="remainder",
             doc="Element-wise remainder with the divisor's sign.",
@@ -603,7 +618,17 @@ OPS: dict[str, ElementwiseOp] = _table()
 def kernel_signature() -> str:
     """The fields the generated C code depends on, for the prebuilt kernels' fingerprint."""
     ops = [
-        (o.name, o.arity, o.kinds, o.result, o.exact_narrow, o.split, o.split_f64, o.split_int)
+        (
+            o.name,
+            o.arity,
+            o.kinds,
+            o.result,
+            o.exact_narrow,
+            o.split,
+            o.split_f64,
+            o.split_int,
+            o.split_int_bits,
+        )
         for o in OPS.values()
     ]
     return repr((KIND_DTYPES, ops))

@@ -97,11 +97,12 @@ def test_elementwise_chain_matches_cpu_exactly(dtype):
     def f(a, b):
         z = nv.exp(a) * b + 2.0
         z = nv.where(z > 1.5, nv.tanh(z), nv.sigmoid(-z))
-        return [z, nv.erf(a / 3), nv.maximum(a, b) ** 2, (a * 3).astype(nv.int32), a < b]
+        e = nv.erfinv(nv.tanh(a))
+        return [z, nv.erf(a / 3), e, nv.maximum(a, b) ** 2, (a * 3).astype(nv.int32), a < b]
 
     c, g = run_both(f, x, y)
     for u, v in zip(c, g):
-        same(v, u)  # float64 exp, tanh, sigmoid, erf, power: nuvec's own (nv_math64.h)
+        same(v, u)  # float64 exp, tanh, sigmoid, erf, erfinv, power: nuvec's own (nv_math64.h)
 
 
 def test_bfloat16_is_stored_as_uint16_bits():

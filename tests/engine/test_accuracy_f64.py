@@ -4,17 +4,18 @@ Sampled, 5.7M inputs per function and up to 1.1M more where it has hard regions 
 random bit patterns (every exponent, subnormals, infinities, NaN), the function's usual range,
 and its hard regions (the ends of exp's reduction interval, the overflow and underflow
 thresholds, subnormal results, m near sqrt(2) and x near 1 for the logarithms, the ends of the
-polynomial ranges; for the trigonometric, inverse and erf see _hard_regions), each also
-negated. The reference is NumPy's long double function (glibc's x87 ``expl``, ``logl``,
-``sinl``, ...; for erf glibc's ``erfl`` through a loop built with the C compiler: 64-bit
-significands, within about 2^-10 ulp of float64; sinl, cosl and tanl reduce huge arguments
-exactly, which test_float64_trig_huge_arguments_against_mpmath checks), so the error is
-measured as a fraction of a float64 ulp rather than as a distance to a rounded reference.
-Bounds: exp, log, power, sin, cos, arctan, arctan2, arcsin, arccos, arcsinh, arccosh, arctanh, erf
-below 1 ulp (faithfully rounded: the result is one of the two float64 around the exact value),
-the others within 2 ulp (an error below 2 ulp puts the result within 2 ulp of the correctly
-rounded one), logaddexp where it cancels within 2 ulp of the result plus half an ulp of
-max(x, y). Special values are checked against NumPy (SciPy for sigmoid and erf) exactly. Run
+polynomial ranges; for the trigonometric, inverse, erf and erfinv see _hard_regions), each
+also negated. The reference is NumPy's long double function (glibc's x87 ``expl``, ``logl``,
+``sinl``, ...; for erf glibc's ``erfl`` through a loop built with the C compiler, for erfinv
+Newton steps on ``erfl`` and ``erfcl``: 64-bit significands, within about 2^-10 ulp of
+float64; sinl, cosl and tanl reduce huge arguments exactly, which
+test_float64_trig_huge_arguments_against_mpmath checks), so the error is measured as a fraction
+of a float64 ulp rather than as a distance to a rounded reference. Bounds: exp, log, power,
+sin, cos, arctan, arctan2, arcsin, arccos, arcsinh, arccosh, arctanh, erf below 1 ulp
+(faithfully rounded: the result is one of the two float64 around the exact value), the others
+(erfinv too) within 2 ulp (an error below 2 ulp puts the result within 2 ulp of the correctly
+rounded one), logaddexp where it cancels within 2 ulp of the result plus half an ulp of max(x,
+y). Special values are checked against NumPy (SciPy for sigmoid, erf and erfinv) exactly. Run
 with ``-s`` to see the measured maxima.
 """
 
@@ -64,6 +65,7 @@ BOUND = {
     "arccosh": 1.0,
     "arctanh": 1.0,
     "erf": 1.0,
+    "erfinv": 2.0,
 }
 REF = {
     "exp": np.exp,
@@ -86,6 +88,7 @@ REF = {
     "arccosh": np.arccosh,
     "arctanh": np.arctanh,
     "erf": lambda x: _erfl(x),
+    "erfinv": lambda x: _erfinvl(x),
 }
 LN2 = float(np.log(L(2)))
 
@@ -104,17 +107,36 @@ def _erfl_library() -> ctypes.CDLL:
             "#include <math.h>\n"
             "void erfl_array(const long double *x, long double *y, long n)\n"
             "{ for (long i = 0; i < n; i++) y[i] = erfl(x[i]); }\n"
+            "void erfcl_array(const long double *x, long double *y, long n)\n"
+            "{ for (long i = 0; i < n; i++) y[i] = erfcl(x[i]); }\n"
         )
     subprocess.run([cc, "-O2", "-shared", "-fPIC", src, "-o", lib, "-lm"], check=True)
     return ctypes.CDLL(lib)
 
 
-def _erfl(x: np.ndarray) -> np.ndarray:
+def _erfl(x: np.ndarray, name: str = "erfl_array") -> np.ndarray:
     xl = np.ascontiguousarray(x, dtype=L)
     out = np.empty_like(xl)
     ptr = ctypes.c_void_p
-    _erfl_library().erfl_array(ptr(xl.ctypes.data), ptr(out.ctypes.data), ctypes.c_long(xl.size))
+    fn = getattr(_erfl_library(), name)
+    fn(ptr(xl.ctypes.data), ptr(out.ctypes.data), ctypes.c_long(xl.size))
     return out
+
+
+def _erfinvl(x: np.ndarray) -> np.ndarray:
+    """erfinv in long double: SciPy's float64 value refined by two Newton steps on erfl
+    (erfcl from |x| = 1/2 on, with 1 - |x| exact), each correcting all but about the square
+    of the error, so glibc's erfl and erfcl decide the reference's own error."""
+    a = np.abs(x.astype(L))
+    inside = a < 1
+    ac = np.where(inside, a, L(0))
+    y = np.abs(sps.erfinv(ac.astype(np.float64))).astype(L)
+    tail = ac >= 0.5
+    for _ in range(2):
+        f = np.where(tail, (1 - ac) - _erfl(y, "erfcl_array"), _erfl(y) - ac)  # erf(y) - a
+        y = y - f / (2 / np.sqrt(np.pi, dtype=L) * np.exp(-y * y))
+    y = np.where(inside, y, np.where(a == 1, L(np.inf), L(np.nan)))
+    return np.where(np.isnan(x), x.astype(L), np.copysign(y, x.astype(L)))
 
 
 def ulp_error(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -165,6 +187,17 @@ def _hard_regions(op: str, rng: np.random.Generator) -> list[np.ndarray]:
         # rounds to 1
         ends = np.array([0.75, 1.75, 3.25, 5.92])
         return [np.repeat(ends, n // 4) + rng.uniform(-1e-3, 1e-3, n), rng.uniform(0, 6, n)]
+    if op == "erfinv":
+        # the bounds between its three polynomials (w = -log(1 - x^2) at 6.25 and 16), the
+        # two forms of 1 - x^2 (x = 1/2), the tail up to the last double below 1, tiny x
+        ends = np.sqrt(-np.expm1(-np.array([6.25, 16.0])))
+        return [
+            np.repeat(ends, n // 2) * (1 + rng.uniform(-1e-9, 1e-9, n)),
+            0.5 + rng.uniform(-1e-6, 1e-6, 1 << 14),
+            1 - np.exp2(rng.uniform(-53, -1, n)),
+            rng.uniform(0, 1, n),
+            np.exp2(rng.uniform(-1074, -1, 1 << 14)),
+        ]
     if op == "arcsinh":
         return [np.exp2(rng.uniform(-40, 40, n)), np.exp2(rng.uniform(27, 29, 1 << 14))]
     if op == "arccosh":
@@ -415,8 +448,8 @@ SPECIALS = np.array(
         -(2.0**-60),
     ]
 )
-NUMPY = {op: getattr(np, op) for op in REF if op not in ("sigmoid", "erf")}
-NUMPY.update(sigmoid=sps.expit, erf=sps.erf)
+NUMPY = {op: getattr(np, op) for op in REF if op not in ("sigmoid", "erf", "erfinv")}
+NUMPY.update(sigmoid=sps.expit, erf=sps.erf, erfinv=sps.erfinv)
 
 
 @pytest.mark.parametrize("op", list(REF))
@@ -426,14 +459,19 @@ def test_float64_special_values(op: str) -> None:
         got = run1(op, SPECIALS)
         want = NUMPY[op](SPECIALS)
     # the limits (NaN, infinities, zeros, +-1) exactly as NumPy gives them, -0 included, where
-    # NumPy's is the correctly rounded result (SciPy's expit underflows to 0 early); the other
-    # results within 2 ulp of long double (neither library is correctly rounded everywhere)
+    # NumPy's is the correctly rounded result, sign of zero included (SciPy's expit underflows
+    # to 0 early, its erfinv(-0) is +0); the other results within 2 ulp of long double (neither
+    # library is correctly rounded everywhere)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rounded = REF[op](SPECIALS.astype(L)).astype(np.float64)
     nan = np.isnan(want)
     assert np.array_equal(np.isnan(got), nan), (op, SPECIALS[np.isnan(got) != nan])
-    limit = ~nan & (~np.isfinite(want) | (want == 0) | (np.abs(want) == 1)) & (rounded == want)
+    limit = (
+        ~nan
+        & (~np.isfinite(want) | (want == 0) | (np.abs(want) == 1))
+        & (rounded.view(np.uint64) == want.view(np.uint64))
+    )
     bad = limit & (got.view(np.uint64) != want.view(np.uint64))
     assert not bad.any(), (op, SPECIALS[bad], got[bad])
     rest = ~nan & ~limit

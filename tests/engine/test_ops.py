@@ -501,6 +501,80 @@ def test_integer_edges(dtype: str) -> None:
     assert run1("right_shift", one, sh).tolist() == [0, 0, 0, 3, 6]
 
 
+def _blocks_with_outliers(small: np.ndarray, big: np.ndarray, rng) -> np.ndarray:
+    """``small`` with an element of ``big`` in every other 256-element block (the C kernels'
+    split blocks: some take the split form, the others the full body)."""
+    out = small.copy()
+    starts = np.arange(0, out.size, 512)
+    out[starts + rng.integers(0, 256, starts.size) % (out.size - starts)] = np.resize(
+        big, starts.size
+    )
+    return out
+
+
+def test_float64_floor_divide_remainder_bits(rng: np.random.Generator) -> None:
+    """Bit for bit NumPy's (NaN: NaN-ness), through both forms of the split kernels: every pair
+    of special values (signed zeros, infinities, NaN, subnormals, the largest doubles), ratios
+    on both sides of 2^51 and up to 2^2098 (the exact reduction's full range), in blocks that
+    take the split form and blocks that take the full one."""
+    sp = np.array(
+        [0.0, 5e-324, 2.5e-323, 2.2250738585072014e-308, 1e-300, 0.1, 0.5, 1.0, 1.5, 3.0, 7.0]
+        + [2.0**51, 2.0**51 + 1, 2.0**52, 2.0**53, 1e300, 1.7976931348623157e308, np.inf, np.nan]
+    )
+    sp = np.concatenate([sp, -sp])
+    a, b = (x.ravel() for x in np.meshgrid(sp, sp))
+    n = 1 << 15
+    exps = rng.uniform(-1074, 1024, (2, n))
+    wide = [np.exp2(e) * rng.choice([-1.0, 1.0], n) * rng.uniform(1, 2, n) for e in exps]
+    near = rng.standard_normal(n) * 1e3, rng.standard_normal(n) * 2.0**-48
+    near_b = rng.standard_normal(n)
+    small_a, small_b = rng.standard_normal(n) * 100, rng.standard_normal(n) + 0.01
+    ra = np.concatenate(
+        [a, wide[0], near[0] * 2.0**50, near[1], _blocks_with_outliers(small_a, wide[0], rng)]
+    )
+    rb = np.concatenate([b, wide[1], near_b, near_b, _blocks_with_outliers(small_b, sp, rng)])
+    for op in ("floor_divide", "remainder"):
+        got = run1(op, ra, rb)
+        with np.errstate(all="ignore"):
+            want = getattr(np, op)(ra, rb)
+        assert_same(got, want, f"{op}[float64]")
+        # one operand broadcast: the loops that read it once
+        for i in (0, 1, 7, 20):
+            with np.errstate(all="ignore"):
+                assert_same(run1(op, ra[i : i + 1].reshape(()), rb), getattr(np, op)(ra[i], rb), op)
+                assert_same(run1(op, ra, rb[i : i + 1].reshape(())), getattr(np, op)(ra, rb[i]), op)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint64"])
+def test_64bit_floor_divide_remainder(dtype: str, rng: np.random.Generator) -> None:
+    """NumPy's results (by zero: 0; MIN // -1: MIN, remainder 0): operands of every magnitude
+    up to the type's limits, negative ones, and blocks that take the split form (operands below
+    2^51) next to blocks that take the full one."""
+    info = np.iinfo(dtype)
+    dt = np.dtype(dtype)
+    n = 1 << 15
+    edges = [0, 1, 2, 3, 7, 2**51 - 1, 2**51, 2**52, 2**53 + 1, 2**62, info.max, info.max - 1]
+    if info.min < 0:
+        edges += [-x for x in edges[1:]] + [info.min, info.min + 1]
+    e = np.array(edges, dt)
+    a, b = (x.ravel() for x in np.meshgrid(e, e))
+    bits = rng.integers(0, 64, (2, n))
+    wide = [
+        (rng.integers(0, 2**63, n, dtype=np.uint64) * 2 + 1 >> k.astype(np.uint64)).view(dt)
+        for k in bits
+    ]
+    small = [rng.integers(-(2**20) if info.min < 0 else 0, 2**20, n).astype(dt) for _ in "ab"]
+    ra = np.concatenate([a, wide[0], _blocks_with_outliers(small[0], wide[0], rng)])
+    rb = np.concatenate([b, wide[1], _blocks_with_outliers(small[1], wide[1], rng)])
+    for op in ("floor_divide", "remainder"):
+        with np.errstate(all="ignore"):
+            want = getattr(np, op)(ra, rb)
+            for i in (0, 5, 13):
+                assert_same(run1(op, ra[i : i + 1].reshape(()), rb), getattr(np, op)(ra[i], rb), op)
+                assert_same(run1(op, ra, rb[i : i + 1].reshape(())), getattr(np, op)(ra, rb[i]), op)
+        assert_same(run1(op, ra, rb), want, f"{op}[{dtype}]")
+
+
 def test_bool_inputs_are_normalised() -> None:
     raw = np.array([0, 1, 2, 255, 0], np.uint8).view(bool)
     assert run1("logical_not", raw).tolist() == [True, False, False, False, True]

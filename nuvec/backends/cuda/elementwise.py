@@ -2,10 +2,9 @@
 
 The same per-element code as the CPU's C kernels (shared math library, each value rounded to
 its dtype, no contraction), so float16 / bfloat16 / float32 / integer / bool results equal the
-CPU's bit for bit, and so do float64's transcendental functions (nuvec's own, nv_math64.h) but
-erfinv, which comes from CUDA's libdevice (the CPU's from the C library), within an ulp or
-two. An op the engine does not cover for a dtype (none of those the ops make today) falls
-back to its CuPy stand-in in the op table.
+CPU's bit for bit, and so do float64's transcendental functions (nuvec's own, nv_math64.h).
+An op the engine does not cover for a dtype (none of those the ops make today) falls back to
+its CuPy stand-in in the op table.
 """
 
 from __future__ import annotations

@@ -2,11 +2,9 @@
 
 Compile with NVRTC and ``NVRTC_OPTIONS`` (no contraction, subnormals kept, IEEE division and
 square root; never --use_fast_math). Results then equal the CPU's bit for bit (NaN payloads
-aside: GPUs return the canonical NaN), float64 functions that call the C library excepted
-(erfinv: CUDA's libdevice instead; float64 exp, expm1, the logarithms, sigmoid, tanh, sinh,
-cosh, logaddexp, power, sin, cos, tan, the inverse and inverse hyperbolic ones, arctan2 and
-erf are nuvec's own, nv_math64.h). Note: CuPy's ``RawModule`` appends ``-ftz=true`` after
-the caller's options (cupy issue 9576), which flushes subnormals; compile with
+aside: GPUs return the canonical NaN; the float64 functions are nuvec's own, nv_math64.h).
+Note: CuPy's ``RawModule`` appends ``-ftz=true`` after the caller's options (cupy issue 9576),
+which flushes subnormals; compile with
 ``cuda.bindings.nvrtc`` and load the cubin instead (tests/engine/test_cuda_nvrtc.py does)::
 
     mod = cupy.cuda.function.Module(); mod.load(cubin)

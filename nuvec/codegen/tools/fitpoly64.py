@@ -11,7 +11,7 @@ Usage::
     python -m nuvec.codegen.tools.fitpoly64            # write nv_coeffs64.h
     python -m nuvec.codegen.tools.fitpoly64 exp        # print some fits
 
-The fits for nv_coeffs64.h take a minute or two.
+The fits for nv_coeffs64.h take a few minutes (erfinv's targets, mpmath's erfinv, the longest).
 """
 
 from __future__ import annotations
@@ -211,6 +211,39 @@ def _erfc_scaled(c: float, lo: float, hi: float, degree: int, name: str) -> None
 _erfc_scaled(1.25, 0.75, 1.75, 16, "erfc1")
 _erfc_scaled(2.5, 1.75, 3.25, 14, "erfc2")
 _erfc_scaled(4.625, 3.25, 6.0, 10, "erfc3")
+
+# erfinv a = a G(w), w = -log(1 - a^2) in [0, 36.05] (a < 1 in float64: 1 - a^2 >= 2^-52), G as
+# G(c) + t Q(t) with t = v - c: v = w, c = 3.125 below w = 6.25; v = sqrt(w) in [2.5, 4], c =
+# 3.25; v = sqrt(w) in [4, 6.005], c = 5 (the intervals as Giles, "Approximating the erfinv
+# function", 2010). G(c) is a hi + lo constant of nv_math64.h; error relative to erfinv, so the
+# weight is |t| / G.
+
+
+def _erfinv_g(w: mp.mpf) -> mp.mpf:
+    """erfinv(a) / a at a = sqrt(1 - exp(-w))."""
+    if w == 0:
+        return mp.sqrt(mp.pi) / 2
+    a = mp.sqrt(-mp.expm1(-w))
+    return mp.erfinv(a) / a
+
+
+def _erfinv_fit(name: str, g, c: float, lo: float, hi: float, degree: int) -> None:
+    gc = g(mp.mpf(c))
+    _add(
+        Fit(
+            name,
+            _safe(lambda t: (g(c + t) - gc) / t, mp.diff(g, mp.mpf(c))),
+            lo - c,
+            hi - c,
+            degree - 1,
+            lambda t: abs(t) / g(c + t),
+        )
+    )
+
+
+_erfinv_fit("erfinv_c", _erfinv_g, 3.125, 0.0, 6.25, 24)
+_erfinv_fit("erfinv_t1", lambda u: _erfinv_g(u * u), 3.25, 2.5, 4.0, 20)
+_erfinv_fit("erfinv_t2", lambda u: _erfinv_g(u * u), 5.0, 4.0, 6.005, 18)
 
 
 def hexd(x: float) -> str:
