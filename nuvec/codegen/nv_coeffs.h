@@ -113,25 +113,25 @@ NV_FN float nv_poly_atan(float t)
     return p;
 }
 
-/* erf: on [0, 1], error 1.50e-09 */
+/* erf: on [0, 0.849854], error 1.74e-08 */
 NV_FN float nv_poly_erf(float t)
 {
-    float p = fmaf(t, 0x1.48f0bap-14f, -0x1.a3ec54p-11f);
-    p = fmaf(t, p, 0x1.540a3cp-8f);
-    p = fmaf(t, p, -0x1.b7fabp-6f);
-    p = fmaf(t, p, 0x1.ce2d28p-4f);
-    p = fmaf(t, p, -0x1.81274p-2f);
+    float p = fmaf(t, -0x1.3bee32p-11f, 0x1.47c5c6p-8f);
+    p = fmaf(t, p, -0x1.b6a8d4p-6f);
+    p = fmaf(t, p, 0x1.ce1d2cp-4f);
+    p = fmaf(t, p, -0x1.8127p-2f);
+    p = fmaf(t, p, 0x1.06eba8p-3f);
     return p;
 }
 
-/* erfc_log2: on [-1.46, 1.46], error 1.62e-08 */
+/* erfc_log2: on [-0.921875, 2.07625], error 2.45e-08 */
 NV_FN float nv_poly_erfc_log2(float t)
 {
-    float p = fmaf(t, -0x1.b59b02p-10f, 0x1.c4a262p-11f);
-    p = fmaf(t, p, -0x1.308e5ep-6f);
-    p = fmaf(t, p, -0x1.5c656p+0f);
-    p = fmaf(t, p, -0x1.e7449cp+2f);
-    p = fmaf(t, p, -0x1.5e9892p+3f);
+    float p = fmaf(t, -0x1.d44d18p-10f, 0x1.7fc1f6p-8f);
+    p = fmaf(t, p, -0x1.bb6596p-6f);
+    p = fmaf(t, p, -0x1.52151ep+0f);
+    p = fmaf(t, p, -0x1.7d66dep+2f);
+    p = fmaf(t, p, -0x1.b1b1bap+2f);
     return p;
 }
 

@@ -927,31 +927,31 @@ NV_FN float nv_sigmoid_f32(float x)
     return (x == x) ? v : x;
 }
 
-/* |x| < 1: a (2/sqrt(pi) + z P(z)), z = a^2. Above, 1 - E with E = 2^G, G = log2 erfc(a) as one
- * polynomial in a - 2.46 (nv_poly_erfc_log2; -a^2 log2(e) is part of it), in [-26.4, -2.6]:
- * its error costs erf little as E <= erfc(1) = 0.16 scales it down. G = n + f with n the
+/* a < 0.921875: a + a P(z), z = a^2, P(z) = erf(a)/a - 1 (nv_poly_erf): |P| <= 0.128, so its
+ * rounding reaches erf scaled down by that much, and the final fma rounds once. Above, 1 - E
+ * with E = 2^G, G = log2 erfc(a) as one polynomial in a - 1.84375 (nv_poly_erfc_log2; -a^2
+ * log2(e) is part of it; the subtraction is exact, as a >= 1.84375 / 2), in [-26.4, -2.3]: its
+ * error costs erf little as E <= erfc(0.921875) = 0.19 scales it down. G = n + f with n the
  * nearest integer (through the magic constant) and f = G - n exact (G and n within a factor 2),
- * so 2^G takes no product by log2(e) nor a reduction by ln2: 2^f = 1 + f P(f) one degree short
- * of exp's accuracy (nv_poly_exp2m1_erfc, relative error 1e-7, damped like G's), and 2^n is
- * normal (n >= -26): one scaling. a is clamped at 3.92, where 1 - erfc(3.92) rounds to 1, so
- * larger |x| give 1 with no select. Both sides are computed for every element (one select): 20
- * multiplies and fmas, the count that bounds erf on the two fma pipes of current x86 cores
- * (within 2 ulp over every float32, tests/engine/exhaustive_f32.py). */
+ * so 2^G takes no product by log2(e) nor a reduction by ln2: 2^f = 1 + f P(f) as one fma, one
+ * degree short of exp's accuracy (nv_poly_exp2m1_erfc, relative error 1e-7, damped like G's),
+ * and 2^n is added to its exponent field (2^f in [0.7, 1.5] and n >= -26: a normal result,
+ * exact). a is clamped at 3.92, where 1 - erfc(3.92) rounds to 1, so larger |x| give 1 with
+ * no select. Both sides are computed for every element (one select): 17 multiplies and fmas,
+ * the count that bounds erf on the two fma pipes of current x86 cores (within 2 ulp over every
+ * float32, tests/engine/exhaustive_f32.py). */
 NV_FN float nv_erf_f32(float x)
 {
     float a = fabsf(x);
-    float z = a * a;
-    float p = nv_poly_erf(z);
-    float small = fmaf(a, 0x1.20dd76p+0f, a * fmaf(z, p, -0x1.f7ac92p-25f));
+    float small = fmaf(a, nv_poly_erf(a * a), a);
     float ac = nv_min_pos(a, 3.92f);
-    float g = nv_poly_erfc_log2(ac - 2.46f);            /* log2 erfc(ac) */
+    float g = nv_poly_erfc_log2(ac - 1.84375f);         /* log2 erfc(ac) */
     float t = g + 0x1.8p23f;
     float n = t - 0x1.8p23f;
     float f = g - n;                                    /* exact */
-    float q = f * nv_poly_exp2m1_erfc(f);               /* 2^f - 1 */
-    float s = nv_u2f((nv_f2u(t) << 23) + 0x3f800000u);  /* 2^n */
-    float mid = 1.0f - fmaf(q, s, s);
-    float v = a < 1.0f ? small : mid;         /* >= 0: the sign of x is or-ed in */
+    float e = fmaf(f, nv_poly_exp2m1_erfc(f), 1.0f);    /* 2^f */
+    float mid = 1.0f - nv_u2f(nv_f2u(e) + (nv_f2u(t) << 23));   /* 1 - 2^n 2^f */
+    float v = a < 0.921875f ? small : mid;    /* >= 0: the sign of x is or-ed in */
     v = nv_u2f(nv_f2u(v) | (nv_f2u(x) & 0x80000000u));
     return (x == x) ? v : x;
 }

@@ -37,6 +37,7 @@ class Fit:
     split0: bool = False  # c_0 kept as float32 hi + lo (when c_0 dominates)
     estrin: bool = False  # evaluated by Estrin's scheme (a shorter chain of fma than Horner's)
     pairs: bool = False  # pairs c_2i + t c_2i+1, then Horner's scheme in t^2 over the pairs
+    exact0: bool = False  # c_0 = target(lo) rounded to float32, the rest fitted around it
 
 
 def _f32(x: float) -> float:
@@ -74,6 +75,8 @@ def fit(f: Fit, npts: int = 3000) -> tuple[list[float], float]:
         fixed.append(_f32(c0))
         c0_lo = _f32(c0 - fixed[0])
         y = y - c0_lo
+    elif f.exact0:  # the value at lo itself: arguments near lo get it to the last bit
+        fixed.append(_f32(float(f.target(mp.mpf(f.lo)))))
     for i in range(len(fixed), f.degree + 1):
         # remaining free powers i..degree; the fixed ones are subtracted from the target
         A = np.vander(ts, f.degree + 1, increasing=True)
@@ -203,28 +206,35 @@ _add(odd_fit("sinh", mp.sinh, mp.mpf(1) / 6, 1.0, 4))
 _add(odd_fit("asin", mp.asin, mp.mpf(1) / 6, 0.25, 5))
 # atan x = x + x^3 P(x^2), |x| <= 1
 _add(odd_fit("atan", mp.atan, mp.mpf(-1) / 3, 1.0, 9))
-# erf a = a * (2/sqrt(pi) + a^2 P(a^2)), |a| <= 1
-_C0 = 2 / mp.sqrt(mp.pi)
+# erf a = a + a P(a^2), a < ERF_SPLIT: P approximates erf(a)/a - 1, at most 2/sqrt(pi) - 1 =
+# 0.128 in magnitude there, so its rounding reaches erf scaled down by that much (no hi + lo
+# constant needed); error relative to erf
+ERF_SPLIT = 0.921875
 _add(
     Fit(
         "erf",
-        _safe(lambda t: (mp.erf(mp.sqrt(t)) / mp.sqrt(t) - _C0) / t, -_C0 / 3),
+        _safe(lambda t: mp.erf(mp.sqrt(t)) / mp.sqrt(t) - 1, 2 / mp.sqrt(mp.pi) - 1),
         0.0,
-        1.0,
+        ERF_SPLIT**2,
         5,
-        lambda t: t * mp.sqrt(t) / mp.erf(mp.sqrt(t)) if t else 0,
+        lambda t: mp.sqrt(t) / mp.erf(mp.sqrt(t)) if t else mp.sqrt(mp.pi) / 2,
+        exact0=True,
     )
 )
-# erfc a = 2^G(a - 2.46), 1 <= a <= 3.92 (G = log2 erfc, -a^2 log2(e) and all); error that
-# reaches erf = ln2 erfc/erf * dG
+# erfc a = 2^G(a - ERFC_SHIFT), ERF_SPLIT <= a <= ERF_ONE (G = log2 erfc, -a^2 log2(e) and all).
+# ERFC_SHIFT = 2 ERF_SPLIT, so that a - ERFC_SHIFT is exact (Sterbenz) for every such a. Error
+# that reaches erf: ln2 erfc * dG, relative to erf
+ERFC_SHIFT = 2 * ERF_SPLIT
+# from ERF_ONE up erfc(a) < 2^-25 (erfc(3.92) = 2.96e-8): 1 - erfc rounds to 1
+ERF_ONE = 3.92
 _add(
     Fit(
         "erfc_log2",
-        lambda u: mp.log(mp.erfc(u + 2.46)) / LN2,
-        1.0 - 2.46,
-        3.92 - 2.46,
+        lambda u: mp.log(mp.erfc(u + ERFC_SHIFT)) / LN2,
+        ERF_SPLIT - ERFC_SHIFT,
+        ERF_ONE - ERFC_SHIFT,
         5,
-        lambda u: LN2 * mp.erfc(u + 2.46) / mp.erf(u + 2.46),
+        lambda u: LN2 * mp.erfc(u + ERFC_SHIFT) / mp.erf(u + ERFC_SHIFT),
     )
 )
 
