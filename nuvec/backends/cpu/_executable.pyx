@@ -25,6 +25,7 @@ from nuvec.backends.cpu._eltwise cimport (
     fill_launch, nogil_min, nv_bcast_fn, nv_kernel_fn, nv_launch_t, run_launch,
 )
 from nuvec.backends.cpu._gemm cimport gemm_plan_t, plan_product, run_product
+from nuvec.backends.cpu._rows cimport reduce_rows
 from nuvec.core._array cimport ArrayBase, new_node
 
 import threading
@@ -43,6 +44,8 @@ cdef enum:
     ELT = 0
     GEMM = 1
     PY = 2
+    VIEW = 3        # a view of its operand at its address (transpose, reshape, ...)
+    ROW = 4         # a row kernel's reduction (sum, max, min: _rows.reduce_rows)
 # where an ELT or GEMM output goes
 cdef enum:
     ARENA = 0       # a fixed place in the arena
@@ -66,8 +69,14 @@ cdef class Op:
     cdef object kernel, wrapper, impl, prim, node
     cdef cnp.npy_intp dims[32]
     cdef int nd
+    cdef bint bound             # planned from a first run (VIEW: the result was a view)
+    cdef bint failed            # cannot be bound: the generic path on every call
+    cdef bint eager             # VIEW: its result is read as an array (not only by address)
+    # ROW: the job
+    cdef int what
+    cdef bint f64
+    cdef int64_t rn, rrows
     # a bound ELT launch
-    cdef bint bound
     cdef nv_kernel_fn fn
     cdef nv_bcast_fn bfn
     cdef int ndim
@@ -96,6 +105,7 @@ cdef class Executable:
     cdef object tape, stream, planner, lock, arena
     cdef Py_ssize_t n_in, n_slots, arena_lo, arena_hi
     cdef list template, ops, in_layouts, py_layouts
+    cdef dict views             # slot -> the VIEW op making it
     cdef tuple read_inputs, outputs, out_plan, out_dtypes, consts
     cdef char **base_ptrs
     cdef char **ptrs
@@ -155,6 +165,7 @@ cdef class Executable:
             self.base_ptrs[s] = _ptr(v) if type(v) is _ndarray else NULL
         self.py_layouts = [None] * self.n_slots
         self.donations = plan.donations
+        self.views = {}
         self.ops = []
         for p in plan.ops:
             op = Op()
@@ -183,8 +194,15 @@ cdef class Executable:
             op.impl = p.impl
             op.prim = p.prim
             op.node = p.node
-            op.bound = False
+            op.bound = op.failed = False
+            op.eager = p.eager
+            op.what = p.what
+            op.f64 = p.f64
+            op.rn = p.rn
+            op.rrows = p.rrows
             self.ops.append(op)
+            if op.kind == VIEW:
+                self.views[op.out] = op
 
     def __call__(self, list inputs):
         if not self.lock.acquire(False):
@@ -241,6 +259,10 @@ cdef class Executable:
                 self._elt(op, values, me)
             elif op.kind == GEMM:
                 self._gemm(op, values)
+            elif op.kind == VIEW:
+                self._view(op, values)
+            elif op.kind == ROW:
+                self._row(op, values)
             else:
                 self._py(op, values)
             for s in op.release:
@@ -313,7 +335,7 @@ cdef class Executable:
                 L.ptr[op.nin + o] = self.ptrs[slot]
             size = op.size
         else:
-            datas = [values[<Py_ssize_t>s] for s in op.pargs]
+            datas = [self._value(values, <Py_ssize_t>s) for s in op.pargs]
             outs = [self._dest(op, o, values, donated) for o in range(op.nout)]
             keep = []
             outs = fill_launch(op.kernel, datas, op.shape, outs, &L, keep, &size)
@@ -321,8 +343,11 @@ cdef class Executable:
                 slot = op.out + o
                 values[slot] = outs[o]
                 self.ptrs[slot] = _ptr(outs[o])
-            if not op.bound and self._fits_first(op) and L.ndim <= MAX_BOUND_DIMS:
-                self._bind(op, &L, size)
+            if not op.bound and self._fits_first(op):
+                if L.ndim <= MAX_BOUND_DIMS:
+                    self._bind(op, &L, size)
+                else:
+                    self._unbindable(op)
         if size == 0:
             return
         if size >= nogil_min():
@@ -364,11 +389,14 @@ cdef class Executable:
         values[slot] = dest
         self.ptrs[slot] = _ptr(dest)
         if not self._fits(op):
-            a = values[op.args[0]]
-            b = values[op.args[1]]
+            a = self._value(values, op.args[0])
+            b = self._value(values, op.args[1])
             c = dest if op.perm is None else dest.transpose(op.perm)
-            if not op.bound and self._fits_first(op) and plan_product(a, b, c, &op.gp) == 1:
-                op.bound = True
+            if not op.bound and not op.failed and self._fits_first(op):
+                if plan_product(a, b, c, &op.gp) == 1:
+                    op.bound = True
+                else:
+                    self._unbindable(op)
             if not op.bound:
                 blas.matmul(a, b, c)        # NumPy's matmul where BLAS cannot take it
                 return
@@ -383,9 +411,72 @@ cdef class Executable:
         if self.after_blas:
             blas.after_call()
 
+    cdef object _value(self, list values, Py_ssize_t slot):
+        """The array of ``slot``; a VIEW that ran by address only is made now (its operand is
+        kept in ``values`` for as long as the view is: the plan's releases)."""
+        cdef Op op
+        v = values[slot]
+        if v is None and slot in self.views:
+            op = self.views[slot]
+            v = op.impl(op.prim, [self._value(values, op.args[0])], op.node)[0]
+            values[slot] = v
+        return v
+
+    cdef _unbindable(self, Op op):
+        """The op takes the generic path on every call: the views it reads must be made."""
+        op.failed = True
+        for s in op.pargs:
+            self._needs_value(<Py_ssize_t>s)
+
+    cdef _needs_value(self, Py_ssize_t slot):
+        """A VIEW's result (and its operand's, if a VIEW's too) is made as an array."""
+        cdef Op op = self.views.get(slot)
+        while op is not None and not op.eager:
+            op.eager = True
+            op = self.views.get(op.args[0])
+
+    cdef _view(self, Op op, list values):
+        """A view at its operand's address once a first run showed that it is one (and the
+        operand's layout is the first call's); else its implementation."""
+        cdef Py_ssize_t src = op.args[0], slot = op.out
+        if op.bound and not op.eager and not self.odd[src]:
+            self.ptrs[slot] = self.ptrs[src]
+            return
+        first = self.py_layouts[slot] is None
+        self._py(op, values)
+        if op.bound or op.failed:
+            return
+        if first and not self.odd[src] and self.ptrs[slot] == self.ptrs[src]:
+            op.bound = True
+        else:
+            self._unbindable(op)
+
+    cdef _row(self, Op op, list values):
+        cdef Py_ssize_t slot = op.out, src = op.args[0]
+        cdef char *px
+        dest = self._dest(op, 0, values, None)
+        values[slot] = dest
+        self.ptrs[slot] = _ptr(dest)
+        if not self._fits(op):
+            x = self._value(values, src)
+            if (op.bound or op.failed or not self._fits_first(op) or type(x) is not _ndarray
+                    or not x.flags.c_contiguous):
+                if not op.bound:
+                    self._unbindable(op)
+                r = op.impl(op.prim, [x], op.node)[0]
+                np.copyto(dest, r)
+                return
+            op.bound = True
+        px = self.ptrs[src]
+        if op.rn * op.rrows >= nogil_min():
+            with nogil:
+                reduce_rows(op.what, op.f64, px, self.ptrs[slot], op.rn, op.rrows)
+        else:
+            reduce_rows(op.what, op.f64, px, self.ptrs[slot], op.rn, op.rrows)
+
     cdef _py(self, Op op, list values):
         cdef Py_ssize_t slot, o
-        datas = [values[<Py_ssize_t>s] for s in op.pargs]
+        datas = [self._value(values, <Py_ssize_t>s) for s in op.pargs]
         res = op.impl(op.prim, datas, op.node)
         for o in range(op.nout):
             slot = op.out + o

@@ -41,13 +41,19 @@ from typing import Any
 import numpy as np
 
 from ...primitives.linalg import AddMM, Matmul, PermutedMatmul
+from ...primitives.reduction import Reduce
 from . import kernels
 from ._eltwise import Kernel
 from ._executable import Executable
 from .linalg import _ADD
 
-ELT, GEMM, PY = 0, 1, 2
+ELT, GEMM, PY, VIEW, ROW = 0, 1, 2, 3, 4
 ARENA, NEW, INTO = 0, 1, 2
+ROW_MIN, ROW_MAX, ROW_SUM, ROW_COLS = 0, 1, 2, 3  # _rows.pxd's jobs
+# steps whose implementation returns a view of their operand (where it can)
+_VIEWS = frozenset(
+    {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "stop_gradient"}
+)
 _ALIGN = 64
 _PRODUCTS = (Matmul, AddMM, PermutedMatmul)
 _BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -93,7 +99,12 @@ class OpPlan:
     perm: tuple | None = None  # PermutedMatmul: the product is written in this transpose
     release: tuple = ()  # slots whose values drop after the op
     checked: tuple = ()  # operand slots made by PY steps (their layout is checked per call)
-    read_by_c: list = field(default_factory=list)  # PY: per output, read by an ELT/GEMM op
+    read_by_c: list = field(default_factory=list)  # PY: per output, read by an op by address
+    eager: bool = False  # VIEW: its result is read as an array (by a PY step, or returned)
+    what: int = 0  # ROW: the job, its dtype, its row length (COLS: columns) and row count
+    f64: bool = False
+    rn: int = 0
+    rrows: int = 0
 
 
 @dataclass
@@ -135,6 +146,29 @@ def _product(step, draft) -> bool:
     return True
 
 
+def _row_job(step, draft) -> tuple | None:
+    """(job, float64, n, rows) where a step is a reduction that ``reduction._reduce`` runs
+    through a row kernel (for a C-contiguous operand: checked at the first run), else None."""
+    prim = step.prim
+    if type(prim) is not Reduce or prim.op not in ("sum", "max", "min") or not prim.axes:
+        return None
+    x = step.source.args[0]
+    dtype, shape = np.dtype(draft.dtype[x].np), tuple(draft.shape[x])
+    nd, size = len(shape), int(np.prod(shape, dtype=np.int64))
+    if dtype not in _BLAS_DTYPES or np.dtype(step.dtypes[0].np) != dtype or not size:
+        return None
+    axes = sorted({a % nd for a in prim.axes})
+    f64 = dtype.itemsize == 8
+    if axes == [nd - 1]:  # the innermost rows
+        job = {"sum": ROW_SUM, "max": ROW_MAX, "min": ROW_MIN}[prim.op]
+        return job, f64, shape[-1], size // shape[-1]
+    k = len(axes)
+    cols = size // max(int(np.prod(shape[:k], dtype=np.int64)), 1)
+    if prim.op == "sum" and axes == list(range(k)) and k < nd and cols >= 2:
+        return ROW_COLS, f64, cols, size // cols  # sums over the leading axes
+    return None
+
+
 def plan(tape) -> Plan:
     """The executable's plan of ``tape`` (its steps as they are now: a stateful step's
     in-place wrappers included)."""
@@ -150,13 +184,17 @@ def plan(tape) -> Plan:
             kinds.append(ELT)
         elif _product(st, draft):
             kinds.append(GEMM)
+        elif _row_job(st, draft) is not None:
+            kinds.append(ROW)
+        elif st.prim.name in _VIEWS and len(st.args) == 1 and st.nout == 1:
+            kinds.append(VIEW)
         else:
             kinds.append(PY)
     # which slot lives where: arena for what ELT / GEMM steps make (outputs aside)
     made_by_c: dict[int, bool] = {}
     for st, kind in zip(steps, kinds):
         for o in range(st.nout):
-            made_by_c[st.out + o] = kind != PY
+            made_by_c[st.out + o] = kind in (ELT, GEMM, ROW)
     in_arena = {s for s, c in made_by_c.items() if c and s not in outputs}
     # an output that a fused kernel writes over its dying operand (``Step.donate``), made by
     # an ELT or GEMM step and read only there: that operand gets a new buffer each call too,
@@ -174,7 +212,7 @@ def plan(tape) -> Plan:
     # roots: the arena slots a value may share memory with (a PY step's result may be a view)
     roots: dict[int, set] = {s: {s} for s in in_arena}
     for st, kind in zip(steps, kinds):
-        if kind == PY:
+        if kind in (PY, VIEW):
             r: set = set()
             for a in st.args:
                 r |= roots.get(a, set())
@@ -192,6 +230,15 @@ def plan(tape) -> Plan:
         for s in roots.get(o, ()):
             end[s] = n
     read_by_c = {a for st, kind in zip(steps, kinds) if kind != PY for a in st.args}
+    # a VIEW read as an array (by a PY step, or returned) is made as one; so is its operand
+    # if that is a VIEW too
+    eager: set = set(outputs)
+    for st, kind in reversed(list(zip(steps, kinds))):
+        if kind == PY or (kind == VIEW and st.out in eager):
+            eager.update(st.args)
+    # a VIEW that runs by address may be made later from its operand (``_value``): operands
+    # of views stay in the call's values to its end
+    kept = in_arena | {st.args[0] for st, kind in zip(steps, kinds) if kind == VIEW}
     layout = _layouts(steps)
     offsets, size, donations = _assign(steps, kinds, layout, in_arena, end)
     donations += len(into)
@@ -208,7 +255,7 @@ def plan(tape) -> Plan:
     python: collections.Counter = collections.Counter()
     for k, (st, kind) in enumerate(zip(steps, kinds)):
         descrs = [np.dtype(d.np) for d in st.dtypes]
-        release = tuple(s for s in st.release if s >= first_step and s not in in_arena)
+        release = tuple(s for s in st.release if s >= first_step and s not in kept)
         checked = tuple(a for a in st.args if a >= first_step and not made_by_c.get(a, True))
         dest = tuple(
             INTO + into[k, o] if (k, o) in into else ARENA if st.out + o in in_arena else NEW
@@ -237,13 +284,26 @@ def plan(tape) -> Plan:
                     OpPlan(ELT, (st.out, st.args[0]), dest=(INTO + 0,), kernel=_add_kernel(descrs[0]),
                            release=release, checked=checked, **common)  # fmt: skip
                 )
+        elif kind == ROW:
+            what, f64, rn, rrows = _row_job(st, draft)  # type: ignore[misc]
+            ops.append(
+                OpPlan(ROW, st.args, dest=dest, impl=st.impl, prim=st.prim, node=st.node,
+                       what=what, f64=f64, rn=rn, rrows=rrows, release=release,
+                       checked=checked, **common)  # fmt: skip
+            )
+        elif kind == VIEW:
+            ops.append(
+                OpPlan(VIEW, st.args, impl=st.impl, prim=st.prim, node=st.node,
+                       eager=st.out in eager, release=release, checked=checked,
+                       read_by_c=[True], **common)  # fmt: skip
+            )
         else:
             python[st.prim.name] += 1
             ops.append(
                 OpPlan(PY, st.args, impl=st.impl, prim=st.prim, node=st.node, release=release,
                        read_by_c=[st.out + o in read_by_c for o in range(st.nout)], **common)  # fmt: skip
             )
-    in_c = sum(kind != PY for kind in kinds)
+    in_c = sum(kind != PY for kind in kinds)  # (a VIEW that turns out not to be one: Python)
     return Plan(ops, arena, template, donations, len(steps), in_c, dict(python))
 
 
