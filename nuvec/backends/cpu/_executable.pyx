@@ -56,6 +56,7 @@ cdef enum:
 cdef enum:
     MAX_BOUND_DIMS = 8
     MAX_OPS_ARGS = 32
+    MAX_DIMS = 32           # of an input (more: the steps' own replay)
 
 
 @cython.final
@@ -109,6 +110,7 @@ cdef class Executable:
     cdef tuple read_inputs, outputs, out_plan, out_dtypes, consts
     cdef char **base_ptrs
     cdef char **ptrs
+    cdef int64_t *in_strides    # per input: its dimensions and strides at the first call
     cdef char *odd
     cdef bint after_blas
     cdef public object plan
@@ -128,7 +130,9 @@ cdef class Executable:
         self.base_ptrs = <char **>malloc(max(self.n_slots, 1) * sizeof(char *))
         self.ptrs = <char **>malloc(max(self.n_slots, 1) * sizeof(char *))
         self.odd = <char *>malloc(max(self.n_slots, 1))
-        if self.base_ptrs == NULL or self.ptrs == NULL or self.odd == NULL:
+        self.in_strides = <int64_t *>malloc(max(self.n_in, 1) * (MAX_DIMS + 1) * sizeof(int64_t))
+        if self.base_ptrs == NULL or self.ptrs == NULL or self.odd == NULL or \
+                self.in_strides == NULL:
             raise MemoryError("executable: no memory for its pointer tables")
         self.calls = self.plain_replays = 0
         self.last_plain_replay = None
@@ -137,6 +141,7 @@ cdef class Executable:
         free(self.base_ptrs)
         free(self.ptrs)
         free(self.odd)
+        free(self.in_strides)
 
     def stateful(self, int n_state):
         """The tape's steps were wrapped for a stateful step's in-place updates
@@ -219,28 +224,40 @@ cdef class Executable:
 
     cdef bint _inputs_fit(self, list inputs, list values):
         """Fills the inputs' values and pointers; False where an input read by a step is not
-        a NumPy array laid out as at the first call."""
-        cdef Py_ssize_t i
-        cdef object d
-        cdef list lay = self.in_layouts
-        first = lay is None
+        a NumPy array laid out as at the first call (dtype and strides: the shapes are the
+        cache key's)."""
+        cdef Py_ssize_t i, d, nd
+        cdef object x
+        cdef cnp.npy_intp *st
+        cdef int64_t *rec
+        first = self.in_layouts is None
         if first:
-            lay = [None] * self.n_in
+            self.in_layouts = [None] * self.n_in
         for i in range(self.n_in):
             values[i] = (<ArrayBase>inputs[i])._data
         for i in self.read_inputs:
-            d = values[i]
-            if type(d) is not _ndarray:
+            x = values[i]
+            if type(x) is not _ndarray or (first and cnp.PyArray_NDIM(<cnp.ndarray>x) > MAX_DIMS):
+                if first:
+                    self.in_layouts = None      # recorded at a later call
                 return False
+            nd = cnp.PyArray_NDIM(<cnp.ndarray>x)
+            st = cnp.PyArray_STRIDES(<cnp.ndarray>x)
+            rec = self.in_strides + i * (MAX_DIMS + 1)
             if first:
-                lay[i] = (d.dtype, d.strides)
+                self.in_layouts[i] = x.dtype
+                rec[0] = nd
+                for d in range(nd):
+                    rec[d + 1] = st[d]
             else:
-                rec = <tuple>lay[i]
-                if d.dtype != rec[0] or d.strides != rec[1]:
-                    return False
-            self.ptrs[i] = _ptr(d)
-        if first:
-            self.in_layouts = lay
+                if rec[0] != nd or <PyObject *>cnp.PyArray_DESCR(<cnp.ndarray>x) != \
+                        <PyObject *>self.in_layouts[i]:
+                    if rec[0] != nd or x.dtype != self.in_layouts[i]:
+                        return False
+                for d in range(nd):
+                    if rec[d + 1] != st[d]:
+                        return False
+            self.ptrs[i] = _ptr(x)
         return True
 
     cdef list _run(self, list inputs):
