@@ -360,7 +360,7 @@ cdef class Executable:
                 slot = op.out + o
                 values[slot] = outs[o]
                 self.ptrs[slot] = _ptr(outs[o])
-            if not op.bound and self._fits_first(op):
+            if not op.bound and not op.failed and self._fits_first(op):
                 if L.ndim <= MAX_BOUND_DIMS:
                     self._bind(op, &L, size)
                 else:
@@ -409,14 +409,14 @@ cdef class Executable:
             a = self._value(values, op.args[0])
             b = self._value(values, op.args[1])
             c = dest if op.perm is None else dest.transpose(op.perm)
-            if not op.bound and not op.failed and self._fits_first(op):
-                if plan_product(a, b, c, &op.gp) == 1:
-                    op.bound = True
-                else:
-                    self._unbindable(op)
-            if not op.bound:
+            if op.bound or op.failed or not self._fits_first(op):
+                blas.matmul(a, b, c)        # the operands of this call, as they are
+                return
+            if plan_product(a, b, c, &op.gp) != 1:
+                self._unbindable(op)
                 blas.matmul(a, b, c)        # NumPy's matmul where BLAS cannot take it
                 return
+            op.bound = True
             pa, pb = _ptr(a), _ptr(b)
         else:
             pa, pb = self.ptrs[op.args[0]], self.ptrs[op.args[1]]

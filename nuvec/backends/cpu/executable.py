@@ -265,8 +265,16 @@ def plan(tape) -> Plan:
         if kind == ELT:
             kernel, wrapper = _kernel_of(st)
             ops.append(
-                OpPlan(ELT, st.args, dest=dest, kernel=kernel, wrapper=wrapper,
-                       release=release, checked=checked, **common)  # fmt: skip
+                OpPlan(
+                    ELT,
+                    st.args,
+                    dest=dest,
+                    kernel=kernel,
+                    wrapper=wrapper,
+                    release=release,
+                    checked=checked,
+                    **common,
+                )
             )
         elif kind == GEMM:
             prim = st.prim
@@ -276,32 +284,75 @@ def plan(tape) -> Plan:
                 perm = tuple(sorted(range(len(prim.axes)), key=prim.axes.__getitem__))
             add = type(prim) is AddMM and prim.beta == 1.0
             ops.append(
-                OpPlan(GEMM, ab, dest=dest, perm=perm, checked=checked,
-                       release=() if add else release, **common)  # fmt: skip
+                OpPlan(
+                    GEMM,
+                    ab,
+                    dest=dest,
+                    perm=perm,
+                    checked=checked,
+                    release=() if add else release,
+                    **common,
+                )
             )
             if add:  # the bias add, in place, by the kernel addmm's implementation uses
                 ops.append(
-                    OpPlan(ELT, (st.out, st.args[0]), dest=(INTO + 0,), kernel=_add_kernel(descrs[0]),
-                           release=release, checked=checked, **common)  # fmt: skip
+                    OpPlan(
+                        ELT,
+                        (st.out, st.args[0]),
+                        dest=(INTO + 0,),
+                        kernel=_add_kernel(descrs[0]),
+                        release=release,
+                        checked=checked,
+                        **common,
+                    )
                 )
         elif kind == ROW:
             what, f64, rn, rrows = _row_job(st, draft)  # type: ignore[misc]
             ops.append(
-                OpPlan(ROW, st.args, dest=dest, impl=st.impl, prim=st.prim, node=st.node,
-                       what=what, f64=f64, rn=rn, rrows=rrows, release=release,
-                       checked=checked, **common)  # fmt: skip
+                OpPlan(
+                    ROW,
+                    st.args,
+                    dest=dest,
+                    impl=st.impl,
+                    prim=st.prim,
+                    node=st.node,
+                    what=what,
+                    f64=f64,
+                    rn=rn,
+                    rrows=rrows,
+                    release=release,
+                    checked=checked,
+                    **common,
+                )
             )
         elif kind == VIEW:
             ops.append(
-                OpPlan(VIEW, st.args, impl=st.impl, prim=st.prim, node=st.node,
-                       eager=st.out in eager, release=release, checked=checked,
-                       read_by_c=[True], **common)  # fmt: skip
+                OpPlan(
+                    VIEW,
+                    st.args,
+                    impl=st.impl,
+                    prim=st.prim,
+                    node=st.node,
+                    eager=st.out in eager,
+                    release=release,
+                    checked=checked,
+                    read_by_c=[True],
+                    **common,
+                )
             )
         else:
             python[st.prim.name] += 1
             ops.append(
-                OpPlan(PY, st.args, impl=st.impl, prim=st.prim, node=st.node, release=release,
-                       read_by_c=[st.out + o in read_by_c for o in range(st.nout)], **common)  # fmt: skip
+                OpPlan(
+                    PY,
+                    st.args,
+                    impl=st.impl,
+                    prim=st.prim,
+                    node=st.node,
+                    release=release,
+                    read_by_c=[st.out + o in read_by_c for o in range(st.nout)],
+                    **common,
+                )
             )
     in_c = sum(kind != PY for kind in kinds)  # (a VIEW that turns out not to be one: Python)
     return Plan(ops, arena, template, donations, len(steps), in_c, dict(python))
@@ -354,8 +405,13 @@ def _assign(steps, kinds, layout: dict, in_arena: set, end: dict) -> tuple[dict,
             if kind == ELT and st.donate:
                 for p, q in st.donate:
                     a = st.args[p]
-                    if (q == o and a in in_arena and end[a] == k and a not in taken
-                            and block.get(a) == size):  # fmt: skip
+                    if (
+                        q == o
+                        and a in in_arena
+                        and end[a] == k
+                        and a not in taken
+                        and block.get(a) == size
+                    ):
                         donor = a
                         break
             if donor is not None:
