@@ -52,7 +52,7 @@ ARENA, NEW, INTO = 0, 1, 2
 ROW_MIN, ROW_MAX, ROW_SUM, ROW_COLS = 0, 1, 2, 3  # _rows.pxd's jobs
 # steps whose implementation returns a view of their operand (where it can)
 _VIEWS = frozenset(
-    {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "stop_gradient"}
+    {"transpose", "reshape", "flatten", "expand_dims", "squeeze", "broadcast_to", "stop_gradient"}
 )
 _ALIGN = 64
 _PRODUCTS = (Matmul, AddMM, PermutedMatmul)
