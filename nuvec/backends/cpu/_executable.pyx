@@ -68,7 +68,7 @@ cdef class Op:
     cdef tuple pargs, release, checked, shape, perm
     cdef list descrs, read_by_c
     cdef object kernel, wrapper, impl, prim, node
-    cdef cnp.npy_intp dims[32]
+    cdef cnp.npy_intp dims[MAX_DIMS]
     cdef int nd
     cdef bint bound             # planned from a first run (VIEW: the result was a view)
     cdef bint failed            # cannot be bound: the generic path on every call
@@ -179,9 +179,7 @@ cdef class Executable:
             op.nin = len(p.args)
             op.nout = p.nout
             op.out = p.out
-            if op.kind != PY and (op.nin > MAX_OPS_ARGS or op.nout > MAX_OPS_ARGS):
-                op.kind = PY
-            for s in range(min(op.nin, MAX_OPS_ARGS)):
+            for s in range(min(op.nin, MAX_OPS_ARGS)):     # (PY ops read ``pargs``)
                 op.args[s] = p.args[s]
             for s in range(min(len(p.dest), MAX_OPS_ARGS)):
                 op.dest[s] = p.dest[s]
@@ -189,7 +187,7 @@ cdef class Executable:
             op.checked = p.checked
             op.shape = p.shape
             op.nd = len(p.shape)
-            for s in range(min(op.nd, 32)):
+            for s in range(min(op.nd, MAX_DIMS)):          # (the plan keeps larger to PY)
                 op.dims[s] = p.shape[s]
             op.descrs = p.descrs
             op.perm = p.perm

@@ -180,7 +180,9 @@ def plan(tape) -> Plan:
     kinds = []
     for st in steps:
         kernel, _ = _kernel_of(st)
-        if kernel is not None and len(st.args) + st.nout <= 32:
+        if len(st.shape) > 32 or len(st.args) + st.nout > 32:  # _executable.pyx's limits
+            kinds.append(PY)
+        elif kernel is not None:
             kinds.append(ELT)
         elif _product(st, draft):
             kinds.append(GEMM)
