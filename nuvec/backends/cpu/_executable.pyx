@@ -3,12 +3,13 @@
 
 Each step is an ``Op``: an element-wise kernel (``ELT``: its launch filled once and replayed
 with the step's operand pointers, ``_eltwise.run_launch``), a product (``GEMM``: planned once,
-``_gemm.run_product``), or a Python implementation (``PY``). The operands' data pointers are a
-table per slot: inputs filled at the call, constants and the arena's slots fixed, results of
-``PY`` steps and new outputs filled as they are made. An ``ELT`` or ``GEMM`` op binds at its
-first run (from the operands it saw, whose layouts stay: the inputs' are checked at each call,
-a ``PY`` step's result is checked as it is made); where a layout differs it runs through the
-generic launcher on that call.
+``_gemm.run_product``), a row reduction (``ROW``: ``_rows.reduce_rows``), a view (``VIEW``:
+its operand's address), or a Python implementation (``PY``). The operands' data pointers are
+a table per slot: inputs filled at the call, constants and the arena's slots fixed, results of
+``PY`` steps and new outputs filled as they are made. An op binds at its first run (from the
+operands it saw, whose layouts stay: the inputs' are checked at each call, a ``PY`` step's
+result is checked as it is made); where a layout differs it runs through the generic path on
+that call (the launcher's checks, the step's own product or implementation).
 
     ex = Executable(tape, planner)      # planner(tape) -> executable.Plan
     outs = ex(inputs)                   # the evaluated output arrays

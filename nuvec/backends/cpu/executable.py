@@ -8,14 +8,20 @@ implementation. The executable plans that work once:
 * kinds of steps: an element-wise or fused kernel (``ELT``) fills its launch at its first run
   and later calls replay it on the step's operand pointers; a float32/float64 product
   (``matmul``, ``addmm`` with its bias add, a product written in a permuted layout: ``GEMM``)
-  is planned once and called through CBLAS by address; any other step (``PY``: reductions,
-  row kernels, views, gathers...) calls its implementation with the planned operands;
-* memory plan: every intermediate that an ``ELT`` or ``GEMM`` step makes lives at a fixed
+  is planned once and called through CBLAS by address; a sum, max or min that
+  ``reduction.py`` runs through a row kernel (``ROW``) calls ``_rows.reduce_rows``; a view
+  (``VIEW``: transpose, reshape, ...) whose first run returned a view at its operand's
+  address is that address afterwards (made as an array only where a Python step reads it or
+  it is returned); any other step (``PY``: logsumexp, gathers, scatters, layer norm...) calls
+  its implementation with the planned operands. Layouts are fixed by the first run: the
+  inputs' are checked at each call, a ``PY`` result's when it is made, and an op whose
+  operands differ runs through its generic path on that call;
+* memory plan: every intermediate that an ``ELT``, ``GEMM`` or ``ROW`` step makes lives at a fixed
   offset of one arena per executable; slots whose lifetimes do not overlap share memory (an
   output takes a dying operand's place where the tape's donation rule allows it, as
-  ``Tape._run_donating`` does: ``Tape.donations`` counts those). A ``PY`` step's result may be
-  a view of its operands, so an arena slot that a ``PY`` step reads stays alive as long as
-  anything made from it; an output of the tape is never in the arena (a new buffer per call;
+  ``Tape._run_donating`` does: ``Tape.donations`` counts those). A ``PY`` or ``VIEW`` step's
+  result may be a view of its operands, so an arena slot such a step reads stays alive as
+  long as anything made from it; an output of the tape is never in the arena (a new buffer per call;
   a ``PY`` result over the arena is copied when it is returned);
 * a stateful step's in-place updates (``compile.inplace``): a kernel wrapped to write a new
   state value into the old one's buffer does so here too, for the thread that armed it, and
