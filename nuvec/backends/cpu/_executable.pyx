@@ -208,6 +208,15 @@ cdef class Executable:
             if op.kind == VIEW:
                 self.views[op.out] = op
 
+    def unbound(self) -> int:
+        """How many ops run through their generic path on every call (no launch, product or
+        address could be bound from their first run)."""
+        cdef Op op
+        cdef Py_ssize_t n = 0
+        for op in self.ops or ():
+            n += op.failed
+        return n
+
     def __call__(self, list inputs):
         if not self.lock.acquire(False):
             return self._plain(inputs, "another thread is running the executable")

@@ -451,6 +451,7 @@ def describe(tape) -> dict:
         "steps": p.steps,
         "steps_in_c": p.in_c,
         "steps_in_python": p.python,
+        "ops_unbound": ex.unbound(),  # bound neither at their first run nor later
         "arena_bytes": int(p.arena.size),
         "donations_per_call": p.donations,
         "calls": ex.calls,
