@@ -43,6 +43,7 @@ EXTRA = {
         include_dirs=["nuvec/backends/cpu"],
         extra_compile_args=["-ffp-contract=off"],
     ),  # each operation rounded (nv_rows.c)
+    "nuvec.backends.cpu._executable": dict(include_dirs=["nuvec/backends/cpu"]),
     "nuvec.backends.cpu._quant": dict(
         sources=["nuvec/backends/cpu/csrc/nv_quant.c"],
         include_dirs=["nuvec/backends/cpu"],

@@ -11,7 +11,9 @@ built by the same adapters as ``python -m benchmarks --only train``.
 nuvec: the call is timed as a whole, then its tape is replayed step by step on the same
 state (each step timed inside the replay of the whole tape, so its operands are as cold or
 warm as in a real call; outputs go to fresh buffers instead of the state's, which the real
-call updates in place). Each product is listed with its shape, its CBLAS layout (N: read as
+call updates in place). The call itself runs the tape's CPU executable (steps bound by
+address over a static arena), which the last line describes; ``NUVEC_CPU_EXECUTABLE=0`` times
+the call without it. Each product is listed with its shape, its CBLAS layout (N: read as
 stored, T: read transposed) and its rate.
 
 jax: ``jax.profiler`` traces the calls and each thunk of the compiled executable is matched
@@ -136,6 +138,12 @@ def profile_nuvec(show_steps: bool) -> None:
     )
     for kind, us in sorted(groups.items(), key=lambda kv: -kv[1]):
         print(f"    {kind:42s} {counts[kind]:3d} steps {us:8.1f} us")
+    ex = step.stats().get("executable") or {}
+    if ex.get("state") == "executable":  # what the call runs: the CPU executable
+        print(
+            f"  executable: {ex['steps_in_c']} of {ex['steps']} steps by address, in Python: "
+            f"{ex['steps_in_python']}; arena {ex['arena_bytes'] / 2**20:.1f} MiB"
+        )
 
 
 def _find(fn: Callable, name: str) -> Any:

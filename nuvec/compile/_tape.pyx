@@ -131,7 +131,7 @@ cdef class Tape:
         cdef tuple donors
         cdef Py_ssize_t i
         cdef Tape alive = self
-        if self.eager_ok and self.executable is None and self.donation_base is not None:
+        if self.eager_ok and self.donation_base is not None:
             donors = self.donors if self.donors is not None else self._donors()
             for i in donors:
                 d = (<object>inputs[i])._data

@@ -80,7 +80,10 @@ def _run(code: str, env: dict | None = None, timeout: float = 60) -> subprocess.
     "fuse,single", [(False, False), (True, True)], ids=["steps", "single_kernel"]
 )
 def test_replay_survives_its_tape_being_swapped_mid_call(fuse, single):
-    r = _run(textwrap.dedent(_SWAP_MID_CALL).format(fuse=fuse, single=single))
+    # the steps' own replay, which calls the patched implementation (the CPU executable binds
+    # each step at its first call)
+    env = dict(os.environ, NUVEC_CPU_EXECUTABLE="0")
+    r = _run(textwrap.dedent(_SWAP_MID_CALL).format(fuse=fuse, single=single), env)
     assert r.returncode == 0, f"rc={r.returncode}\n{r.stdout}\n{r.stderr[-3000:]}"
     assert r.stdout.strip() == "ok"
 

@@ -27,22 +27,6 @@ from nuvec.backends.cpu.cores import usable_cpus
 cnp.import_array()
 
 cdef extern from "csrc/nv_eltwise.h":
-    ctypedef void (*nv_kernel_fn)(int64_t n, char **p, const int64_t *s) noexcept nogil
-    ctypedef int (*nv_bcast_fn)(int64_t n, char **p, uint32_t mask) noexcept nogil
-    enum:
-        NV_MAX_ARGS
-        NV_MAX_DIMS
-    ctypedef struct nv_launch_t:
-        nv_kernel_fn fn
-        nv_bcast_fn bfn
-        int nin
-        int nargs
-        int ndim
-        int64_t shape[64]
-        int64_t strides[32][64]
-        int64_t itemsize[32]
-        char *ptr[32]
-        int flush_denormals
     int64_t nv_launch_coalesce(nv_launch_t *L) noexcept nogil
     void nv_launch_run(nv_launch_t *L, int nthreads, int64_t grain) noexcept nogil
     int nv_free_threads(int want) noexcept nogil
@@ -181,8 +165,27 @@ cdef void parallel_for(nv_range_fn fn, void *ctx, int64_t size, int64_t grain) n
     nv_parallel_for(fn, ctx, size, _threads_now(), grain, _flush)
 
 
+cdef int64_t coalesce(nv_launch_t *L) noexcept nogil:
+    return nv_launch_coalesce(L)
+
+
+cdef void run_launch(nv_launch_t *L, int64_t size, int64_t grain) noexcept nogil:
+    """Runs a coalesced launch of ``size`` elements as ``Kernel`` does (its threads and
+    denormal mode; one thread below ``NOGIL_MIN``): the compiled tape's executable calls its
+    kernels this way (``executable.pyx``); release the GIL around it from ``NOGIL_MIN``."""
+    L.flush_denormals = _flush
+    if size < NOGIL_MIN:
+        nv_launch_run(L, 1, grain)
+    else:
+        nv_launch_run(L, _threads_now(), grain)
+
+
 # element counts below which the GIL is kept (releasing it costs more than the work)
 cdef int64_t NOGIL_MIN = 16384
+
+
+cdef int64_t nogil_min() noexcept nogil:
+    return NOGIL_MIN
 
 
 @cython.final
@@ -191,8 +194,8 @@ cdef class Kernel:
     cdef nv_kernel_fn fn
     cdef nv_bcast_fn bfn                 # NAME_bcast, or NULL
     cdef int nin, nout
-    cdef tuple in_descrs, out_descrs
-    cdef int64_t grain
+    cdef readonly tuple in_descrs, out_descrs
+    cdef readonly int64_t grain
     cdef readonly object name
     cdef readonly object source          # "prebuilt" or "jit"
     cdef object keepalive                # the loaded library, so the code stays mapped
@@ -244,6 +247,25 @@ cdef class Kernel:
 
     cdef list _run(self, list inputs, tuple shape, list outs):
         cdef nv_launch_t L
+        cdef list keep = []       # NumPy scalars viewed as 0-d arrays, alive until the launch
+        cdef int64_t size
+        cdef int nt
+        outs = self.fill(inputs, shape, outs, &L, keep, &size)
+        if size == 0:
+            return outs
+        if size < NOGIL_MIN:
+            nv_launch_run(&L, 1, self.grain)
+        else:
+            nt = _threads_now()
+            with nogil:
+                nv_launch_run(&L, nt, self.grain)
+        return outs
+
+    cdef list fill(self, list inputs, tuple shape, list outs, nv_launch_t *L, list keep,
+                   int64_t *size_out):
+        """Checks the operands, makes the outputs (or takes ``outs``'), and fills and
+        coalesces the launch ``L`` (``size_out``: its element count); returns the outputs.
+        ``keep`` receives arrays that must stay alive until the launch has run."""
         cdef int nd = len(shape)
         cdef int i, d, k, and_
         cdef cnp.ndarray a
@@ -251,7 +273,6 @@ cdef class Kernel:
         cdef cnp.npy_intp *ashape
         cdef cnp.npy_intp *astr
         cdef int64_t size = 1
-        cdef list keep = None
         if len(inputs) != self.nin:
             raise ValueError(f"{self.name}: expected {self.nin} inputs, got {len(inputs)}")
         if nd > NV_MAX_DIMS:
@@ -269,8 +290,6 @@ cdef class Kernel:
             obj = inputs[i]
             if not cnp.PyArray_Check(obj) and isinstance(obj, np.generic):
                 obj = np.asarray(obj)                     # a NumPy scalar: view it as 0-d
-                if keep is None:
-                    keep = []
                 keep.append(obj)                          # alive until the launch is done
             if not cnp.PyArray_Check(obj):
                 raise TypeError(f"{self.name}: input {i} is {type(obj).__name__}, "
@@ -321,18 +340,16 @@ cdef class Kernel:
             for d in range(nd - 1, -1, -1):
                 L.strides[i][d] = st
                 st *= dims[d]
-        if size == 0:
-            return outs
         L.fn = self.fn
         L.bfn = self.bfn
         L.flush_denormals = _flush
-        nv_launch_coalesce(&L)
-        cdef int nt
-        cdef int64_t grain = self.grain
-        if size < NOGIL_MIN:
-            nv_launch_run(&L, 1, grain)
-        else:
-            nt = _threads_now()
-            with nogil:
-                nv_launch_run(&L, nt, grain)
+        size_out[0] = size
+        if size:
+            nv_launch_coalesce(L)
         return outs
+
+
+cdef list fill_launch(object kernel, list inputs, tuple shape, list outs, nv_launch_t *L,
+                      list keep, int64_t *size):
+    """``Kernel.fill`` of ``kernel`` (a Kernel): its launch on these operands, not run."""
+    return (<Kernel?>kernel).fill(inputs, shape, outs, L, keep, size)

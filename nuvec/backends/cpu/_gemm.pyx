@@ -133,9 +133,9 @@ cdef bint _layout(Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t s0, Py_ssize_t s1
     return False
 
 
-cdef inline void _offsets(Py_ssize_t i, Py_ssize_t nd, Py_ssize_t *dims, Py_ssize_t *sa,
-                          Py_ssize_t *sb, Py_ssize_t *sc, Py_ssize_t *off_a, Py_ssize_t *off_b,
-                          Py_ssize_t *off_c) noexcept nogil:
+cdef inline void _offsets(Py_ssize_t i, Py_ssize_t nd, const Py_ssize_t *dims,
+                          const Py_ssize_t *sa, const Py_ssize_t *sb, const Py_ssize_t *sc,
+                          Py_ssize_t *off_a, Py_ssize_t *off_b, Py_ssize_t *off_c) noexcept nogil:
     """Byte offsets of batch item ``i`` (C order over ``dims``) in the operands and out."""
     cdef Py_ssize_t d, rem = i, j
     off_a[0] = 0
@@ -149,9 +149,10 @@ cdef inline void _offsets(Py_ssize_t i, Py_ssize_t nd, Py_ssize_t *dims, Py_ssiz
         rem //= dims[d]
 
 
-cdef int _batch(bint single, Py_ssize_t nb, Py_ssize_t nd, Py_ssize_t *dims, Py_ssize_t *sa,
-                 Py_ssize_t *sb, Py_ssize_t *sc, char *pa, char *pb, char *pc, int ta, int tb,
-                 int m, int n, int k, int lda, int ldb, int ldc) noexcept nogil:
+cdef int _batch(bint single, Py_ssize_t nb, Py_ssize_t nd, const Py_ssize_t *dims,
+                 const Py_ssize_t *sa, const Py_ssize_t *sb, const Py_ssize_t *sc, char *pa,
+                 char *pb, char *pc, int ta, int tb, int m, int n, int k, int lda, int ldb,
+                 int ldc) noexcept nogil:
     """Every product of the batch in one call of MKL's ``?gemm_batch`` (one group of ``nb``
     products, any batch strides): MKL spreads the batch over its threads. -1: no memory for
     the pointer arrays (nothing done)."""
@@ -182,70 +183,95 @@ cdef int _batch(bint single, Py_ssize_t nb, Py_ssize_t nd, Py_ssize_t *dims, Py_
 def product(a, b, out) -> bool:
     """``out[...] = a @ b`` through BLAS when the dtypes and sizes allow it (see the module
     docstring); returns whether it did."""
+    cdef gemm_plan_t p
+    cdef int found = plan_product(a, b, out, &p)
+    cdef int status
+    if found == 2:              # an operand BLAS cannot read in place: copied first
+        a = np.ascontiguousarray(a)
+        found = plan_product(a, b, out, &p)
+    if found == 3:
+        b = np.ascontiguousarray(b)
+        found = plan_product(a, b, out, &p)
+    if found != 1:
+        return False
+    cdef char *pa = <char *>cnp.PyArray_DATA(<cnp.ndarray>a)     # (not .ctypes: 1 us each)
+    cdef char *pb = <char *>cnp.PyArray_DATA(<cnp.ndarray>b)
+    cdef char *pc = <char *>cnp.PyArray_DATA(<cnp.ndarray>out)
+    with nogil:
+        status = run_product(&p, pa, pb, pc)
+    if status < 0:
+        raise MemoryError(f"matmul: no memory for the pointers of a batch of {p.nb}")
+    return True
+
+
+cdef int plan_product(object a, object b, object out, gemm_plan_t *p) except -1:
+    """How BLAS computes ``out[...] = a @ b`` (``run_product`` with the three arrays' data
+    pointers, or any arrays of the same shapes, dtypes and strides): 1, planned; 0, not
+    BLAS's (dtypes, sizes); 2 (3), ``a`` (``b``) cannot be read in place (copy it first)."""
     dt = out.dtype
     if a.dtype != dt or b.dtype != dt or (dt != _F32 and dt != _F64) or _sgemm == NULL:
-        return False
+        return 0
     if a.ndim < 2 or b.ndim < 2 or out.size == 0:
-        return False
+        return 0
     cdef Py_ssize_t m = a.shape[a.ndim - 2], k = a.shape[a.ndim - 1], n = b.shape[b.ndim - 1]
     if k == 0 or m > INT_MAX or n > INT_MAX or k > INT_MAX:
-        return False
+        return 0
     cdef Py_ssize_t item = dt.itemsize
     cdef Py_ssize_t row_c = out.strides[out.ndim - 2] if m > 1 else n * item
     if (out.strides[out.ndim - 1] != item and n > 1) or row_c < n * item or row_c % item \
             or row_c // item > INT_MAX or any(st <= 0 and d > 1 for st, d in zip(out.strides, out.shape)):
-        return False                # (out never overlaps itself)
-    cdef int ldc = <int>(row_c // item)
-    cdef int ta, tb, lda, ldb
-    if not _layout(m, k, a.strides[a.ndim - 2], a.strides[a.ndim - 1], item, &ta, &lda):
-        a = np.ascontiguousarray(a)
-        if not _layout(m, k, a.strides[a.ndim - 2], a.strides[a.ndim - 1], item, &ta, &lda):
-            return False
-    if not _layout(k, n, b.strides[b.ndim - 2], b.strides[b.ndim - 1], item, &tb, &ldb):
-        b = np.ascontiguousarray(b)
-        if not _layout(k, n, b.strides[b.ndim - 2], b.strides[b.ndim - 1], item, &tb, &ldb):
-            return False
+        return 0                    # (out never overlaps itself)
+    p.ldc = <int>(row_c // item)
+    if not _layout(m, k, a.strides[a.ndim - 2], a.strides[a.ndim - 1], item, &p.ta, &p.lda):
+        return 2
+    if not _layout(k, n, b.strides[b.ndim - 2], b.strides[b.ndim - 1], item, &p.tb, &p.ldb):
+        return 3
     batch = out.shape[:out.ndim - 2]
-    cdef Py_ssize_t nb = 1, i, d, off_a, off_b, off_c, nd = len(batch)
-    cdef Py_ssize_t[32] dims, sa, sb, sc
+    cdef Py_ssize_t nb = 1, d, nd = len(batch)
     if nd > 32:
-        return False
+        return 0
     if nd:      # batch strides of the operands broadcast to out's batch (0 where broadcast)
         a = broadcast_view(a, batch + a.shape[a.ndim - 2:])
         b = broadcast_view(b, batch + b.shape[b.ndim - 2:])
         for d in range(nd):
-            dims[d] = batch[d]
-            sa[d] = a.strides[d]
-            sb[d] = b.strides[d]
-            sc[d] = out.strides[d]
-            nb *= dims[d]
-    cdef char *pa = <char *>cnp.PyArray_DATA(<cnp.ndarray>a)     # (not .ctypes: 1 us each)
-    cdef char *pb = <char *>cnp.PyArray_DATA(<cnp.ndarray>b)
-    cdef char *pc = <char *>cnp.PyArray_DATA(<cnp.ndarray>out)
-    cdef bint single = item == 4
-    cdef int status, previous = 0
+            p.dims[d] = batch[d]
+            p.sa[d] = a.strides[d]
+            p.sb[d] = b.strides[d]
+            p.sc[d] = out.strides[d]
+            nb *= p.dims[d]
+    p.single = item == 4
+    p.item = item
+    p.m = <int>m
+    p.n = <int>n
+    p.k = <int>k
+    p.nb = nb
+    p.nd = nd
+    p.madds = out.size * k
+    return 1
+
+
+cdef int run_product(const gemm_plan_t *p, char *pa, char *pb, char *pc) noexcept nogil:
+    """The planned product (``plan_product``) on these data pointers, on the threads a
+    product of its size takes now; -1: no memory for a batch's pointers (nothing done)."""
+    cdef int status = 0, previous = 0
     if _set_threads != NULL:
-        previous = _set_threads(_product_threads(out.size * k))
-    try:
-        if nb > 1 and nb <= INT_MAX and _sgemm_batch != NULL and _dgemm_batch != NULL:
-            with nogil:
-                status = _batch(single, nb, nd, dims, sa, sb, sc, pa, pb, pc, ta, tb, <int>m,
-                                <int>n, <int>k, lda, ldb, ldc)
-            if status < 0:
-                raise MemoryError(f"matmul: no memory for the pointers of a batch of {nb}")
-            return True
-        if nb == 1 and THIN_MIN <= n < THIN_MAX and m >= 4 * n:
-            _thin(single, pa, pb, pc, ta, tb, m, n, k, lda, ldb, ldc, item)
-            return True
-        _loop(single, nb, nd, dims, sa, sb, sc, pa, pb, pc, ta, tb, m, n, k, lda, ldb, ldc)
-        return True
-    finally:
-        if _set_threads != NULL:
-            _set_threads(previous)
+        previous = _set_threads(_product_threads(p.madds))
+    if p.nb > 1 and p.nb <= INT_MAX and _sgemm_batch != NULL and _dgemm_batch != NULL:
+        status = _batch(p.single, p.nb, p.nd, p.dims, p.sa, p.sb, p.sc, pa, pb, pc, p.ta, p.tb,
+                        p.m, p.n, p.k, p.lda, p.ldb, p.ldc)
+    elif p.nb == 1 and THIN_MIN <= p.n < THIN_MAX and p.m >= 4 * p.n:
+        _thin(p.single, pa, pb, pc, p.ta, p.tb, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.item)
+    else:
+        _loop(p.single, p.nb, p.nd, p.dims, p.sa, p.sb, p.sc, pa, pb, pc, p.ta, p.tb, p.m, p.n,
+              p.k, p.lda, p.ldb, p.ldc)
+    if _set_threads != NULL:
+        _set_threads(previous)
+    return status
 
 
 cdef void _thin(bint single, char *pa, char *pb, char *pc, int ta, int tb, Py_ssize_t m,
-                Py_ssize_t n, Py_ssize_t k, int lda, int ldb, int ldc, Py_ssize_t item):
+                Py_ssize_t n, Py_ssize_t k, int lda, int ldb, int ldc,
+                Py_ssize_t item) noexcept nogil:
     """A product of few columns (THIN_MIN <= n < THIN_MAX, many rows) as its transpose,
     B^T A^T, into a (n, m) buffer, then copied over: MKL's row-major path for such shapes
     took 2.5-5x as long as the transposed call (256 x 512 x 10: 240 against 86 us, one
@@ -258,35 +284,34 @@ cdef void _thin(bint single, char *pa, char *pb, char *pc, int ta, int tb, Py_ss
         return
     cdef int tb_t = TRANS if tb == NO_TRANS else NO_TRANS
     cdef int ta_t = TRANS if ta == NO_TRANS else NO_TRANS
-    with nogil:
-        if single:
-            _sgemm(ROW_MAJOR, tb_t, ta_t, <int>n, <int>m, <int>k, 1.0, <const float *>pb, ldb,
-                   <const float *>pa, lda, 0.0, <float *>tmp, <int>m)
-            for i in range(m):
-                for j in range(n):
-                    (<float *>pc)[i * ldc + j] = (<float *>tmp)[j * m + i]
-        else:
-            _dgemm(ROW_MAJOR, tb_t, ta_t, <int>n, <int>m, <int>k, 1.0, <const double *>pb, ldb,
-                   <const double *>pa, lda, 0.0, <double *>tmp, <int>m)
-            for i in range(m):
-                for j in range(n):
-                    (<double *>pc)[i * ldc + j] = (<double *>tmp)[j * m + i]
+    if single:
+        _sgemm(ROW_MAJOR, tb_t, ta_t, <int>n, <int>m, <int>k, 1.0, <const float *>pb, ldb,
+               <const float *>pa, lda, 0.0, <float *>tmp, <int>m)
+        for i in range(m):
+            for j in range(n):
+                (<float *>pc)[i * ldc + j] = (<float *>tmp)[j * m + i]
+    else:
+        _dgemm(ROW_MAJOR, tb_t, ta_t, <int>n, <int>m, <int>k, 1.0, <const double *>pb, ldb,
+               <const double *>pa, lda, 0.0, <double *>tmp, <int>m)
+        for i in range(m):
+            for j in range(n):
+                (<double *>pc)[i * ldc + j] = (<double *>tmp)[j * m + i]
     free(tmp)
 
 
-cdef void _loop(bint single, Py_ssize_t nb, Py_ssize_t nd, Py_ssize_t *dims, Py_ssize_t *sa,
-                Py_ssize_t *sb, Py_ssize_t *sc, char *pa, char *pb, char *pc, int ta, int tb,
-                Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, int lda, int ldb, int ldc) noexcept:
+cdef void _loop(bint single, Py_ssize_t nb, Py_ssize_t nd, const Py_ssize_t *dims,
+                const Py_ssize_t *sa, const Py_ssize_t *sb, const Py_ssize_t *sc, char *pa,
+                char *pb, char *pc, int ta, int tb, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
+                int lda, int ldb, int ldc) noexcept nogil:
     """The products of the batch one ``?gemm`` call after another."""
     cdef Py_ssize_t i, off_a, off_b, off_c
-    with nogil:
-        for i in range(nb):
-            _offsets(i, nd, dims, sa, sb, sc, &off_a, &off_b, &off_c)
-            if single:
-                _sgemm(ROW_MAJOR, ta, tb, <int>m, <int>n, <int>k, 1.0,
-                       <const float *>(pa + off_a), lda, <const float *>(pb + off_b), ldb,
-                       0.0, <float *>(pc + off_c), ldc)
-            else:
-                _dgemm(ROW_MAJOR, ta, tb, <int>m, <int>n, <int>k, 1.0,
-                       <const double *>(pa + off_a), lda, <const double *>(pb + off_b), ldb,
-                       0.0, <double *>(pc + off_c), ldc)
+    for i in range(nb):
+        _offsets(i, nd, dims, sa, sb, sc, &off_a, &off_b, &off_c)
+        if single:
+            _sgemm(ROW_MAJOR, ta, tb, <int>m, <int>n, <int>k, 1.0,
+                   <const float *>(pa + off_a), lda, <const float *>(pb + off_b), ldb,
+                   0.0, <float *>(pc + off_c), ldc)
+        else:
+            _dgemm(ROW_MAJOR, ta, tb, <int>m, <int>n, <int>k, 1.0,
+                   <const double *>(pa + off_a), lda, <const double *>(pb + off_b), ldb,
+                   0.0, <double *>(pc + off_c), ldc)

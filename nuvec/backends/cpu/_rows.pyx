@@ -121,9 +121,6 @@ def use_avx512(bint on) -> bool:
 use_avx512(True)
 
 
-cdef enum:
-    MIN, MAX, SUM, COLS, SOFTMAX, LOGSUMEXP, SOFTMAX_PRODUCT      # what a job computes
-
 # elements one thread takes at least (thread wake-up costs about as much as this work)
 cdef int64_t GRAIN = 8192
 
@@ -210,6 +207,26 @@ cdef void _run(int what, x, out, out2=None, uintptr_t k1=0, uintptr_t k2=0,
         parallel_for(_part, &j, size, grain)
     if j.failed:
         raise MemoryError("logsumexp: no memory for a row's exponentials")
+
+
+cdef void reduce_rows(int what, bint f64, const char *x, char *out, int64_t n,
+                      int64_t rows) noexcept nogil:
+    """A MIN, MAX or SUM job over ``rows`` innermost rows of ``n`` elements, or a COLS job
+    over ``n`` columns of ``rows`` rows (C-contiguous data): ``_run`` on data pointers, for
+    the compiled tape's executable (``_executable.pyx``)."""
+    cdef Job j
+    j.what = what
+    j.f64 = f64
+    j.x = x
+    j.out = out
+    j.out2 = NULL
+    j.n = n
+    j.rows = rows
+    j.failed = 0
+    if what == COLS:
+        parallel_for(_part, &j, n, max(16, GRAIN // max(rows, 1)))
+    else:
+        parallel_for(_part, &j, rows, max(1, GRAIN // n))
 
 
 def extreme_rows(x, out, bint want_max) -> None:

@@ -12,7 +12,7 @@ from ...primitives.linalg import PermutedMatmul
 from ...primitives.norm import LayerNorm, LayerNormVJP
 from ...primitives.reduction import ScaledSoftmax, SoftmaxProduct
 from ..base import Backend, CompileOptions, FusionPolicy
-from . import compiled
+from . import compiled, executable
 from ._allocator import Buffer
 
 _ROW_DTYPES = ("float32", "float64")
@@ -86,6 +86,12 @@ class CpuBackend(Backend):
 
     def ready(self, specs: Sequence[Any]) -> bool:
         return compiled.ready(specs)
+
+    def executable(self, tape: Any) -> Any:
+        return executable.build(tape)
+
+    def describe_executable(self, tape: Any) -> dict | None:
+        return executable.describe(tape)
 
     def supports(self, prim: Any, inputs: Sequence[Any]) -> bool:
         rule = _LOWERINGS.get(type(prim))

@@ -83,6 +83,7 @@ def _specialize(op=None):
         def run(prim, ins, node):
             return kernel(ins, shape)
 
+        run.kernel = kernel  # type: ignore[attr-defined]  # the CPU executable calls it itself
         return run
 
     return make
