@@ -368,21 +368,30 @@ NV_FN float nv_fmod_f32(float a, float b)
     return fabsf(a) < NV_INF_F & fabsf(b) > 0.0f ? r : special;
 }
 
-/* fmodf(a, b) where nv_fmod_large_f32(a, b) is 0: |a| < 2^22 |b| and b finite (so a is finite
- * and b nonzero). The quotient q = trunc(a / b) is |a / b| truncated or, where the division
+/* fmodf(a, b) where nv_fmod_large_f32(a, b) is 0: where a and b are finite, b nonzero and
+ * |a| < 2^22 |b|, the quotient q = trunc(a / b) is |a / b| truncated or, where the division
  * rounded up to the next integer, one more in magnitude; a - q b is a multiple of ulp(b) (or
  * a - b with b/2 <= |a| <= 2|b|) below |b| in magnitude, so the fma gives it exactly, and the
- * one correction (an opposite sign) adds b back exactly. */
+ * one correction (an opposite sign) adds b back exactly. Elsewhere, NaN and infinite operands
+ * and b = 0, as nv_fmod_f32 (so that those, NaN among data say, do not send their blocks
+ * through the full reduction). */
 NV_FN uint32_t nv_fmod_large_f32(float a, float b)
 {
-    return (uint32_t)(!(fabsf(a) < 0x1p22f * fabsf(b)) | (fabsf(b) == NV_INF_F));
+    float ab = fabsf(b);
+    return (uint32_t)((fabsf(a) >= 0x1p22f * ab) & (fabsf(a) < NV_INF_F) & (ab > 0.0f));
 }
 NV_FN float nv_fmod_small_f32(float a, float b)
 {
     float q = truncf(a / b);
     float r = fmaf(-q, b, a);
     r = (r != 0.0f & ((r < 0.0f) != (a < 0.0f))) ? r + copysignf(b, a) : r;
-    return r != 0.0f ? r : copysignf(0.0f, a);
+    r = r != 0.0f ? r : copysignf(0.0f, a);
+    r = nv_blend(fabsf(a) < fabsf(b), a, r);    /* b infinite: a */
+    /* nv_fmod_f32's (a b) / (a b) without a second division: where neither is NaN, both are
+     * the machine's default NaN (an infinite a b less itself, or a zero one times infinity) */
+    float ab = a * b;
+    float special = nv_blend(a != a | b != b, nv_nan_of_product(a, b), (ab - ab) * NV_INF_F);
+    return nv_blend(fabsf(a) < NV_INF_F & fabsf(b) > 0.0f, r, special);
 }
 #endif
 
@@ -796,8 +805,8 @@ NV_FN double nv_fmod_small_f64(double a, double b)
     r = (r != 0.0 & ((r < 0.0) != (a < 0.0))) ? r + copysign(b, a) : r;
     r = r != 0.0 ? r : copysign(0.0, a);
     r = nv_blend_d(fabs(a) < fabs(b), a, r);    /* b infinite: a */
-    double ab = a * b;
-    double special = nv_blend_d(a != a | b != b, nv_nan_of_product_d(a, b), ab / ab);
+    double ab = a * b;                          /* (a b) / (a b) as in nv_fmod_small_f32 */
+    double special = nv_blend_d(a != a | b != b, nv_nan_of_product_d(a, b), (ab - ab) * NV_INF_D);
     return nv_blend_d(fabs(a) < NV_INF_D & fabs(b) > 0.0, r, special);
 }
 #endif

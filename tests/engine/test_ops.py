@@ -512,32 +512,77 @@ def _blocks_with_outliers(small: np.ndarray, big: np.ndarray, rng) -> np.ndarray
     return out
 
 
-def test_float64_floor_divide_remainder_bits(rng: np.random.Generator) -> None:
+# per float type: special magnitudes (subnormals, the split form's quotient bound 2^s and its
+# neighbours, the largest finite), the split bound's exponent s, and the exponent range
+_FLOOR_DIVIDE_CASES = {
+    "float64": (
+        [5e-324, 2.5e-323, 2.2250738585072014e-308, 1e-300, 1e300, 1.7976931348623157e308],
+        51,
+        (-1074, 1024),
+    ),
+    "float32": ([1e-45, 3e-45, 1.1754944e-38, 1e-30, 1e30, 3.4028235e38], 22, (-149, 128)),
+}
+
+
+@pytest.mark.parametrize("dtype", list(_FLOOR_DIVIDE_CASES))
+def test_float_floor_divide_remainder_bits(dtype: str, rng: np.random.Generator) -> None:
     """Bit for bit NumPy's (NaN: NaN-ness), through both forms of the split kernels: every pair
-    of special values (signed zeros, infinities, NaN, subnormals, the largest doubles), ratios
-    on both sides of 2^51 and up to 2^2098 (the exact reduction's full range), in blocks that
-    take the split form and blocks that take the full one."""
+    of special values (signed zeros, infinities, NaN, subnormals, the largest finite values),
+    ratios on both sides of the split form's bound and over the exact reduction's full range,
+    in blocks that take the split form and blocks that take the full one."""
+    dt = np.dtype(dtype)
+    mags, s, (lo, hi) = _FLOOR_DIVIDE_CASES[dtype]
     sp = np.array(
-        [0.0, 5e-324, 2.5e-323, 2.2250738585072014e-308, 1e-300, 0.1, 0.5, 1.0, 1.5, 3.0, 7.0]
-        + [2.0**51, 2.0**51 + 1, 2.0**52, 2.0**53, 1e300, 1.7976931348623157e308, np.inf, np.nan]
+        [0.0, 0.1, 0.5, 1.0, 1.5, 3.0, 7.0, 2.0**s, 2.0**s + 1, 2.0**s * 2, 2.0**s * 4]
+        + mags
+        + [np.inf, np.nan],
+        dt,
     )
     sp = np.concatenate([sp, -sp])
     a, b = (x.ravel() for x in np.meshgrid(sp, sp))
     n = 1 << 15
-    exps = rng.uniform(-1074, 1024, (2, n))
-    wide = [np.exp2(e) * rng.choice([-1.0, 1.0], n) * rng.uniform(1, 2, n) for e in exps]
-    near = rng.standard_normal(n) * 1e3, rng.standard_normal(n) * 2.0**-48
-    near_b = rng.standard_normal(n)
-    small_a, small_b = rng.standard_normal(n) * 100, rng.standard_normal(n) + 0.01
+    exps = rng.uniform(lo, hi, (2, n))
+    with np.errstate(over="ignore"):
+        wide = [
+            (np.exp2(e) * rng.choice([-1.0, 1.0], n) * rng.uniform(1, 2, n)).astype(dt)
+            for e in exps
+        ]
+    near = (rng.standard_normal(n) * 1e3).astype(dt), (rng.standard_normal(n) * 2.0**-48).astype(dt)
+    near_b = rng.standard_normal(n).astype(dt)
+    small_a, small_b = (
+        (rng.standard_normal(n) * 100).astype(dt),
+        (rng.standard_normal(n) + 0.01).astype(dt),
+    )
     ra = np.concatenate(
-        [a, wide[0], near[0] * 2.0**50, near[1], _blocks_with_outliers(small_a, wide[0], rng)]
+        [
+            a,
+            wide[0],
+            near[0] * dt.type(2.0 ** (s - 1)),
+            near[1],
+            _blocks_with_outliers(small_a, wide[0], rng),
+        ]
     )
     rb = np.concatenate([b, wide[1], near_b, near_b, _blocks_with_outliers(small_b, sp, rng)])
+    assert ra.dtype == rb.dtype == dt
+    # the special pairs whose blocks may take the split form (all but finite quotients at or
+    # above its bound) give the same bits, NaN payloads included, in blocks that take the full
+    # form (one pair with a quotient of 2^(s+2) in each)
+    with np.errstate(all="ignore"):
+        keep = ~(np.isfinite(a) & np.isfinite(b) & (b != 0) & (np.abs(a) >= 2.0**s * np.abs(b)))
+    pa, pb = a[keep], b[keep]
+    ua, ub = (
+        np.insert(pa, np.arange(0, pa.size, 64), 4.0 * 2.0**s),
+        np.insert(pb, np.arange(0, pb.size, 64), 1.0),
+    )
+    full = np.ones(ua.size, bool)
+    full[np.arange(0, pa.size, 64) + np.arange(len(range(0, pa.size, 64)))] = False
     for op in ("floor_divide", "remainder"):
         got = run1(op, ra, rb)
         with np.errstate(all="ignore"):
             want = getattr(np, op)(ra, rb)
-        assert_same(got, want, f"{op}[float64]")
+        assert_same(got, want, f"{op}[{dtype}]")
+        split, mixed = run1(op, pa, pb), run1(op, ua, ub)[full]
+        assert np.array_equal(split.view(f"u{dt.itemsize}"), mixed.view(f"u{dt.itemsize}")), op
         # one operand broadcast: the loops that read it once
         for i in (0, 1, 7, 20):
             with np.errstate(all="ignore"):
