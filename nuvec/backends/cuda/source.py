@@ -80,13 +80,9 @@ NV_FN uint32_t nv_bf16x2_min(uint32_t a, uint32_t b)
     asm("min.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
     return r;
 }
-/* two float32 values rounded to bfloat16 (nearest even, a NaN the canonical one), packed */
-NV_FN uint32_t nv_bf16x2_rn(float lo, float hi)
-{
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
+/* two float32 values rounded to bfloat16 (nearest even, a NaN the canonical one), packed: the
+ * dialect's packed conversion (cvt.rn.bf16x2.f32) */
+NV_FN uint32_t nv_bf16x2_rn(float lo, float hi) { return nv_fast_pack_bf16(lo, hi); }
 #else
 NV_FN uint32_t nv_bf16x2_rn(float lo, float hi)
 {
