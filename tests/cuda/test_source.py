@@ -347,16 +347,13 @@ def test_sources_compile_with_nvrtc(spec):
     _compile_all_variants(spec)
 
 
-def _compile_all_variants(spec) -> bytes:
-    """The PTX of every variant of ``spec`` in one module (asserts that NVRTC accepts it)."""
-    src, names = source.batch_source(_keys(spec))
+def _ptx(src: str, fast: bool = False) -> bytes:
+    """The PTX of ``src`` for sm_90 with nuvec's NVRTC options (asserts that NVRTC accepts
+    it, with its log as the message)."""
     prog = ctypes.c_void_p()
     assert NVRTC.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"k.cu", 0, None, None) == 0
-    opts = [o.encode() for o in source.nvrtc_options(spec.fast)] + [
-        b"--gpu-architecture=compute_90"
-    ]
-    arr = (ctypes.c_char_p * len(opts))(*opts)
-    rc = NVRTC.nvrtcCompileProgram(prog, len(opts), arr)
+    opts = [o.encode() for o in source.nvrtc_options(fast)] + [b"--gpu-architecture=compute_90"]
+    rc = NVRTC.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
     n = ctypes.c_size_t()
     NVRTC.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
     log = ctypes.create_string_buffer(n.value)
@@ -369,6 +366,13 @@ def _compile_all_variants(spec) -> bytes:
         ptx = buf.value
     NVRTC.nvrtcDestroyProgram(ctypes.byref(prog))
     assert rc == 0, log.value.decode(errors="replace")[-3000:]
+    return ptx
+
+
+def _compile_all_variants(spec) -> bytes:
+    """The PTX of every variant of ``spec`` in one module (asserts that NVRTC accepts it)."""
+    src, names = source.batch_source(_keys(spec))
+    ptx = _ptx(src, spec.fast)
     for name in names:
         assert f".entry {name}(".encode() in ptx
     return ptx
@@ -414,16 +418,7 @@ def test_a_group_kernel_runs_each_members_vec_code_over_its_own_blocks():
 @pytest.mark.skipif(NVRTC is None, reason="NVRTC is not installed here (CuPy or nvidia-cuda-nvrtc)")
 def test_a_group_kernel_compiles_with_nvrtc():
     src, entry = source.group_source(GROUP)
-    prog = ctypes.c_void_p()
-    assert NVRTC.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"k.cu", 0, None, None) == 0
-    opts = [o.encode() for o in source.nvrtc_options()] + [b"--gpu-architecture=compute_90"]
-    rc = NVRTC.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
-    n = ctypes.c_size_t()
-    NVRTC.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
-    log = ctypes.create_string_buffer(n.value)
-    NVRTC.nvrtcGetProgramLog(prog, log)
-    NVRTC.nvrtcDestroyProgram(ctypes.byref(prog))
-    assert rc == 0, log.value.decode(errors="replace")[-3000:]
+    assert f".entry {entry}(".encode() in _ptx(src)
 
 
 def _bf16_of_fraction(q) -> int:
@@ -545,13 +540,5 @@ def test_random_bfloat16_vec_kernels_compile_with_nvrtc():
         keys.append((spec, "vec", "i32", (1,) + (0,) * (len(spec.inputs) - 1)))
     assert sum(bool(source._word_nodes(s)) for s in BF16_RANDOM) > 30
     src, names = source.batch_source(keys)
-    prog = ctypes.c_void_p()
-    assert NVRTC.nvrtcCreateProgram(ctypes.byref(prog), src.encode(), b"k.cu", 0, None, None) == 0
-    opts = [o.encode() for o in source.nvrtc_options()] + [b"--gpu-architecture=compute_90"]
-    rc = NVRTC.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
-    n = ctypes.c_size_t()
-    NVRTC.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
-    log = ctypes.create_string_buffer(n.value)
-    NVRTC.nvrtcGetProgramLog(prog, log)
-    NVRTC.nvrtcDestroyProgram(ctypes.byref(prog))
-    assert rc == 0, log.value.decode(errors="replace")[-3000:]
+    ptx = _ptx(src)
+    assert all(f".entry {name}(".encode() in ptx for name in names)
