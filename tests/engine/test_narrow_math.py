@@ -1,11 +1,12 @@
 """The math library's variants that the GPU's kernels call for a result they round to bfloat16
 (``nuvec.backends.cuda.source._ROUNDED_BF16``) or that only arithmetic reads
-(``nuvec.codegen.dialects.cuda.nan_forms``), checked on the CPU over every bfloat16 input: built from the same C as the CPU's kernels, where they compute what the GPU computes
-(IEEE operations only; nv_div_normal's quotient is correctly rounded on both within its
-domain, nv_math.h). A NaN input gives a NaN on the GPU (its clamps keep it) and the canonical
-NaN once rounded, which the GPU tests check (tests/cuda/test_gpu_bf16_words.py); here NaN
-inputs are left out. nv_tanh_bf16's quotient is one of the floats around the exact one
-(nv_div_faithful, whose reciprocal depends on the GPU's estimate): each is checked.
+(``nuvec.codegen.dialects.cuda.nan_forms``), checked on the CPU over every bfloat16 input: built
+from the same C as the CPU's kernels, where they compute what the GPU computes (IEEE operations
+only; nv_div_normal's quotient is correctly rounded on both within its domain, nv_math.h). A NaN
+input gives a NaN on the GPU (its clamps keep it) and the canonical NaN once rounded, which the
+GPU tests check (tests/cuda/test_gpu_bf16_words.py); here NaN inputs are left out.
+nv_tanh_bf16's quotient is one of the floats around the exact one (nv_div_faithful, whose
+reciprocal depends on the GPU's estimate): each is checked.
 """
 
 from __future__ import annotations
