@@ -37,13 +37,17 @@ FUSED = KernelSpec(
 )
 
 
-def test_vec_width_is_16_bytes_of_the_widest_array():
-    assert source.vec_width(F32, (0,)) == 4
+def test_vec_width_is_32_bytes_of_the_widest_array_at_most_8_elements():
+    assert source.vec_width(F32, (0,)) == 8
+    assert source.vec_width(F32, (0,), cap=4) == 4
     assert source.vec_width(BF16_ADD, (0, 0)) == 8
-    assert source.vec_width(F64_LESS, (0, 0)) == 2
+    assert source.vec_width(F64_LESS, (0, 0)) == 4
     # a scalar input does not count: bf16 + scalar bf16 still moves 8 elements a thread
     assert source.vec_width(BF16_ADD, (0, 1)) == 8
-    assert source.vec_width(KernelSpec.single("astype", ("float64",), "bfloat16"), (0,)) == 2
+    assert source.vec_width(KernelSpec.single("astype", ("float64",), "bfloat16"), (0,)) == 4
+    # the arrays need the alignment of their vectors, 16 bytes at most
+    assert source.vec_align(8, 4) == 16 and source.vec_align(8, 2) == 16
+    assert source.vec_align(4, 8) == 16 and source.vec_align(2, 4) == 8
 
 
 def test_vec_kernel_loads_vectors_and_hoists_scalars(monkeypatch):
@@ -632,3 +636,11 @@ def test_shortened_forms_compile_in_every_variant():
     )
     assert set(_forms(spec).values()) >= {"nv_erf_value", "nv_fmin_nan"}
     _compile_all_variants(spec)
+
+
+@pytest.mark.skipif(NVRTC is None, reason="NVRTC is not installed here (CuPy or nvidia-cuda-nvrtc)")
+def test_a_32_byte_vector_is_two_16_byte_loads():
+    src, _ = source.module_source(F32, "vec", "i32", (0,))
+    ptx = _ptx(src)
+    assert ptx.count(b"ld.global.nc.v4.f32") + ptx.count(b"ld.global.nc.v4.u32") == 2
+    assert ptx.count(b"st.global.v4.f32") + ptx.count(b"st.global.v4.u32") == 2
