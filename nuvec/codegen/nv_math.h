@@ -132,8 +132,9 @@ NV_FN float nv_exp_poly(float r)
 /* the float minimum / maximum against a constant b that is no NaN, returning a NaN a: one
  * instruction (min.NaN, from sm_80 on) as fminf / fmaxf, which would return b. With it a NaN
  * argument gives a NaN through the functions below that clamp their argument, so that a caller
- * that rounds to float16 / bfloat16 (where every NaN becomes the canonical one) can leave out
- * their final NaN select (nv_tanh_value and the like) */
+ * that rounds to float16 / bfloat16 (where every NaN becomes the canonical one), or whose result
+ * only float32 arithmetic reads (which returns the canonical NaN: the CUDA dialect's
+ * nan_forms), can leave out their final NaN select (nv_tanh_value and the like) */
 NV_FN float nv_fmin_nan(float a, float b)
 {
 #if __CUDA_ARCH__ >= 800
@@ -219,8 +220,8 @@ NV_FN float nv_exp_value(float x)
     return fmaf(p, s1, s1) * nv_u2f(s2);
 }
 
-/* nv_exp_value and the like (nv_tanh_value, nv_sigmoid_value): the function but for its NaN
- * select, which returns x itself; on the GPU they give some NaN for a NaN x */
+/* nv_exp_value and the like (nv_tanh_value, nv_sigmoid_value, nv_erf_value): the function but
+ * for its NaN select, which returns x itself; on the GPU they give some NaN for a NaN x */
 NV_FN float nv_exp_f32(float x)
 {
     float e = nv_exp_value(x);
@@ -828,17 +829,31 @@ NV_FN float nv_cosh_f32(float x)
  * is in [2, 2^28] and m is 0, in its domain, or below 2^-60, where h < 2^-61 and h - h v0
  * rounds to h for any v0 in [0, 2^-26] (h v0 is below half the gap under h), which covers
  * every quotient there on every device: the same bits everywhere. */
+/* nv_exp_poly(2 rh) / 2, exactly: nv_poly_exp's steps (nv_coeffs.h) on rh with each
+ * coefficient c_k times 2^(k+1), so that each step's value is the original step's on 2 rh times
+ * a power of 2 (the squares of both differ where they underflow, |rh| < 2^-63, where the fmas
+ * they enter round to their addend either way). For tanh, whose reduced argument is 2a - n ln2,
+ * this takes a - n ln2 / 2 and needs no 2a. */
+NV_FN float nv_exp_poly_half(float rh)
+{
+    float q0 = fmaf(rh, 0x1.555492p-3f * 4.0f, 0x1.fffffcp-2f * 2.0f);
+    float q1 = fmaf(rh, 0x1.12396ep-7f * 16.0f, 0x1.5558aap-5f * 8.0f);
+    float t2 = rh * rh;
+    return fmaf(t2, fmaf(t2, fmaf(t2, 0x1.6a5256p-10f * 32.0f, q1), q0), rh);
+}
+
 NV_FN float nv_tanh_steps(float x, int narrow)
 {
     float a = nv_min_pos(fabsf(x), 9.5f);
-    float y = a + a;
-    /* a 2log2(e) is exactly y log2(e): n does not wait for y */
     float t = fmaf(a, 2.0f * NV_LOG2E, 0x1.8p23f);
     float n = t - 0x1.8p23f;
-    float r = fmaf(-n, NV_LN2_HI, y);
-    float q = nv_exp_poly(r);                   /* expm1(r) */
-    float s = nv_u2f((nv_f2u(t) << 23) + 0x3f800000u);          /* 2^n */
-    float em = fmaf(s, q, s - 1.0f);
+    /* r / 2 = a - n ln2_hi / 2 (exact, as r is) and q / 2 = nv_exp_poly(r) / 2: m = 2^n q +
+     * (2^n - 1) = 2^(n+1) (q / 2) + (2^n - 1), with 2^(n+1) from the bits of t and 2^n - 1 as
+     * 2^(n+1) / 2 - 1, the same roundings with no 2a */
+    float rh = fmaf(-n, 0.5f * NV_LN2_HI, a);
+    float qh = nv_exp_poly_half(rh);
+    float s2 = nv_u2f((nv_f2u(t) << 23) + 0x40000000u);         /* 2^(n+1) */
+    float em = fmaf(s2, qh, fmaf(s2, 0.5f, -1.0f));
     float v0 = narrow ? nv_div_faithful(em, em + 2.0f) : nv_div_normal(em, em + 2.0f);
     float h = 0.5f * em;
     float v1 = fmaf(h, -v0, h);
@@ -940,7 +955,7 @@ NV_FN float nv_sigmoid_f32(float x)
  * no select. Both sides are computed for every element (one select): 17 multiplies and fmas,
  * the count that bounds erf on the two fma pipes of current x86 cores (within 2 ulp over every
  * float32, tests/engine/exhaustive_f32.py). */
-NV_FN float nv_erf_f32(float x)
+NV_FN float nv_erf_value(float x)
 {
     float a = fabsf(x);
     float small = fmaf(a, nv_poly_erf(a * a), a);
@@ -951,8 +966,14 @@ NV_FN float nv_erf_f32(float x)
     float f = g - n;                                    /* exact */
     float e = fmaf(f, nv_poly_exp2m1_erfc(f), 1.0f);    /* 2^f */
     float mid = 1.0f - nv_u2f(nv_f2u(e) + (nv_f2u(t) << 23));   /* 1 - 2^n 2^f */
-    float v = a < 0.921875f ? small : mid;    /* >= 0: the sign of x is or-ed in */
-    v = nv_u2f(nv_f2u(v) | (nv_f2u(x) & 0x80000000u));
+    /* >= 0: the sign of x is or-ed in; a NaN takes small, a NaN on every device */
+    float v = a >= 0.921875f ? mid : small;
+    return nv_u2f(nv_f2u(v) | (nv_f2u(x) & 0x80000000u));
+}
+
+NV_FN float nv_erf_f32(float x)
+{
+    float v = nv_erf_value(x);
     return (x == x) ? v : x;
 }
 

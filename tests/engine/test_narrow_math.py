@@ -1,11 +1,12 @@
-"""The math library's variants that the GPU's bfloat16 kernels call for a result they round to
-bfloat16 (``nuvec.backends.cuda.source._ROUNDED_BF16``), checked on the CPU over every bfloat16
-input: built from the same C as the CPU's kernels, where they compute what the GPU computes
-(IEEE operations only; nv_div_normal's quotient is correctly rounded on both within its
-domain, nv_math.h). A NaN input gives a NaN on the GPU (its clamps keep it) and the canonical
-NaN once rounded, which the GPU tests check (tests/cuda/test_gpu_bf16_words.py); here NaN
-inputs are left out. nv_tanh_bf16's quotient is one of the floats around the exact one
-(nv_div_faithful, whose reciprocal depends on the GPU's estimate): each is checked.
+"""The math library's variants that the GPU's kernels call for a result they round to bfloat16
+(``nuvec.backends.cuda.source._ROUNDED_BF16``) or that only arithmetic reads
+(``nuvec.codegen.dialects.cuda.nan_forms``), checked on the CPU over every bfloat16 input: built
+from the same C as the CPU's kernels, where they compute what the GPU computes (IEEE operations
+only; nv_div_normal's quotient is correctly rounded on both within its domain, nv_math.h). A NaN
+input gives a NaN on the GPU (its clamps keep it) and the canonical NaN once rounded, which the
+GPU tests check (tests/cuda/test_gpu_bf16_words.py); here NaN inputs are left out.
+nv_tanh_bf16's quotient is one of the floats around the exact one (nv_div_faithful, whose
+reciprocal depends on the GPU's estimate): each is checked.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ PAIRS = [
     ("nv_exp_negabs_f32(-fabsf(x))", "nv_exp_nonpos(-fabsf(x))", True),
     ("nv_sigmoid_f32(x)", "nv_sigmoid_value(x)", True),
     ("nv_tanh_f32(x)", "nv_tanh_value(x)", True),
+    ("nv_erf_f32(x)", "nv_erf_value(x)", True),
     # the same bits once rounded to bfloat16
     ("nv_tanh_f32(x)", "nv_tanh_bf16(x)", False),
     ("nv_exp_negabs_f32(-fabsf(x))", "nv_exp_nonpos_bf16(-fabsf(x))", False),
@@ -75,3 +77,28 @@ def test_variants_round_as_the_function_for_every_bfloat16(probe, k):
     same_bits = bool((ref.view(np.uint32) == var.view(np.uint32)).all())
     # the variants that leave out steps do change float32 bits: the rounding is what hides it
     assert same_bits == PAIRS[k][2]
+
+
+def test_the_halved_exp_polynomial_is_the_polynomial_halved(tmp_path):
+    """nv_exp_poly_half(r) = nv_exp_poly(2 r) / 2 bit for bit (tanh's steps), over every 64th
+    float32 bit pattern of [-0.36, 0.36] (the reduced argument's range, subnormals among them)
+    and the ends of every binade: if the generated coefficients of nv_poly_exp change, the
+    scaled copies in nv_exp_poly_half must change with them."""
+    src = generate(KernelSpec.single("exp", ("float32",), "float32"))
+    src += (
+        "\nNV_EXPORT void halves(const float *r, float *out, int64_t n)\n{\n"
+        "    for (int64_t i = 0; i < n; i++) {\n"
+        "        out[2 * i] = 0.5f * nv_exp_poly(2.0f * r[i]);\n"
+        "        out[2 * i + 1] = nv_exp_poly_half(r[i]);\n    }\n}\n"
+    )
+    path = tmp_path / "halves.so"
+    jit.compile_shared(src, path)
+    lib = ctypes.CDLL(str(path))
+    lib.halves.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+    top = int(np.array([0.36], np.float32).view(np.uint32)[0])
+    bits = np.concatenate([np.arange(0, top, 64, dtype=np.uint32), (np.arange(0, 128) << 23)])
+    bits = bits[bits <= top]
+    r = np.concatenate([bits, bits | 0x80000000]).view(np.float32)
+    out = np.empty((len(r), 2), np.float32)
+    lib.halves(r.ctypes.data, out.ctypes.data, len(r))
+    assert (out[:, 0].view(np.uint32) == out[:, 1].view(np.uint32)).all()

@@ -248,9 +248,9 @@ def run(spec: KernelSpec, ins: list, shape: tuple, outs: list | None = None) -> 
         if fv in (None, "vec"):
             cap = _cap[0]
             V = _width(spec, mask, cap)
-            if all(m or x.data.ptr % (V * x.itemsize) == 0 for x, m in zip(ins, mask)) and all(
-                o.data.ptr % (V * o.itemsize) == 0 for o in outs
-            ):
+            if all(
+                m or x.data.ptr % source.vec_align(V, x.itemsize) == 0 for x, m in zip(ins, mask)
+            ) and all(o.data.ptr % source.vec_align(V, o.itemsize) == 0 for o in outs):
                 idx = fi or ("i32" if n < _I32_LIMIT - (1 << 24) else "i64")
                 nvec, tail = divmod(n, V)
                 threads = nvec + tail
@@ -321,9 +321,9 @@ def run_group(parts: list) -> bool:
                 return False
         mask_t = tuple(mask)
         V = _width(spec, mask_t, cap)
-        if any(not m and x.data.ptr % (V * x.itemsize) for x, m in zip(ins, mask_t)) or any(
-            o.shape != shape or o.data.ptr % (V * o.itemsize) for o in outs
-        ):
+        if any(
+            not m and x.data.ptr % source.vec_align(V, x.itemsize) for x, m in zip(ins, mask_t)
+        ) or any(o.shape != shape or o.data.ptr % source.vec_align(V, o.itemsize) for o in outs):
             return False
         nvec, tail = divmod(n, V)
         if blocks:
@@ -369,7 +369,11 @@ def launcher(spec: KernelSpec):
         if outs is not None or _force["variant"] is not None or _force["idx"] is not None:
             return run(spec, ins, shape, outs)
         for x in ins:
-            if x.shape != shape or not x.flags.c_contiguous or x.data.ptr % (V * x.itemsize):
+            if (
+                x.shape != shape
+                or not x.flags.c_contiguous
+                or x.data.ptr % source.vec_align(V, x.itemsize)
+            ):
                 return run(spec, ins, shape, outs)
         outs = [cp.empty(shape, d) for d in out_dtypes]  # fresh blocks: aligned
         fn(grid, (_BLOCK,), (nvec, n, *ins, *outs))
