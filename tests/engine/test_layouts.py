@@ -173,6 +173,26 @@ def test_random_layouts(case) -> None:
     )
 
 
+def test_chunks_of_a_strided_broadcast_launch_do_not_change_bits() -> None:
+    # threads claim chunks that start and end inside rows: a transposed input, a broadcast row
+    # (the kernel's broadcast loop) and a broadcast column (expanded into blocks)
+    shape = (1001, 1999)
+    t = values("float32", shape[0] * shape[1], RNG).reshape(shape[::-1]).T
+    row = values("float32", shape[1], RNG).reshape(1, shape[1])
+    col = values("float32", shape[0], RNG).reshape(shape[0], 1)
+    spec = KernelSpec.single("logaddexp", ("float32", "float32"), "float32")
+    want = _contig_reference(spec, [t, row], shape)[0]
+    want_col = _contig_reference(spec, [col, t], shape)[0]
+    prev = kernels.set_num_threads(1)
+    try:
+        for n in (1, 2, 3, 7):
+            kernels.set_num_threads(n)
+            assert_bits_equal(kernels.run(spec, [t, row], shape)[0], want, f"{n} threads")
+            assert_bits_equal(kernels.run(spec, [col, t], shape)[0], want_col, f"{n} threads")
+    finally:
+        kernels.set_num_threads(prev)
+
+
 # ---- errors ----------------------------------------------------------------------------------
 
 

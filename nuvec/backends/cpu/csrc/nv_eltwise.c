@@ -318,11 +318,20 @@ int nv_free_threads(int want)
 
 /* ---- a small pool of worker threads --------------------------------------------------------- */
 
+/* A launch is cut into chunks of at least `grain` elements, a few per thread, that the threads
+ * claim in turn from a shared counter: a thread that the scheduler slows (another process on
+ * its core) takes fewer of them, instead of one fixed share that all the others wait for.
+ * Where an element runs never changes what it computes, so the results do not depend on it. */
+#define NV_CHUNKS_PER_THREAD 4
+
 typedef struct {
     nv_range_fn fn;
     void *ctx;
     int64_t size;
-    int nparts;
+    int64_t chunk;               /* elements per chunk (the last one may be shorter) */
+    int64_t nchunks;
+    int64_t *next;               /* the next chunk to claim (on the launching thread's stack) */
+    int nparts;                  /* threads taking part */
     int flush;
 } nv_job_t;
 
@@ -336,13 +345,17 @@ static int pool_pending = 0;           /* workers still on the current job */
 static nv_job_t pool_job;
 static int pool_atfork_set = 0;
 
-static void job_part(const nv_job_t *J, int part)
+/* claims and runs chunks until none is left */
+static void job_work(const nv_job_t *J)
 {
-    int64_t chunk = J->size / J->nparts, extra = J->size % J->nparts;
-    int64_t start = part * chunk + (part < extra ? part : extra);
-    int64_t end = start + chunk + (part < extra ? 1 : 0);
-    if (end > start)
+    for (;;) {
+        int64_t i = __atomic_fetch_add(J->next, 1, __ATOMIC_RELAXED);
+        if (i >= J->nchunks)
+            return;
+        int64_t start = i * J->chunk;
+        int64_t end = start + J->chunk < J->size ? start + J->chunk : J->size;
         run_flushed(J->fn, J->ctx, start, end, J->flush);
+    }
 }
 
 static void *worker_main(void *arg)
@@ -357,7 +370,7 @@ static void *worker_main(void *arg)
         nv_job_t job = pool_job;
         pthread_mutex_unlock(&pool_mu);
         if (id < job.nparts)
-            job_part(&job, id);
+            job_work(&job);
         pthread_mutex_lock(&pool_mu);
         if (id < job.nparts && --pool_pending == 0)
             pthread_cond_signal(&pool_done);
@@ -408,22 +421,18 @@ static int pool_ensure(int nworkers)
 
 typedef void (*nv_omp_parallel_t)(void (*fn)(void *), void *data, unsigned nthreads,
                                   unsigned flags);
-typedef int (*nv_omp_int_t)(void);
 static nv_omp_parallel_t omp_parallel = 0;
-static nv_omp_int_t omp_thread_num = 0, omp_num_threads = 0;
 
+/* the thread number and team size are not needed (chunks are claimed, not assigned), but all
+ * three entry points are asked for so that a runtime lacking one is not used */
 void nv_use_openmp(void *parallel, void *thread_num, void *num_threads)
 {
-    omp_thread_num = (nv_omp_int_t)thread_num;
-    omp_num_threads = (nv_omp_int_t)num_threads;
     omp_parallel = (parallel && thread_num && num_threads) ? (nv_omp_parallel_t)parallel : 0;
 }
 
 static void omp_body(void *arg)
 {
-    nv_job_t J = *(const nv_job_t *)arg;
-    J.nparts = omp_num_threads();          /* the team may be smaller than asked for */
-    job_part(&J, omp_thread_num());
+    job_work((const nv_job_t *)arg);       /* a smaller team than asked for takes more chunks */
 }
 
 void nv_parallel_for(nv_range_fn fn, void *ctx, int64_t size, int nthreads, int64_t grain,
@@ -440,7 +449,13 @@ void nv_parallel_for(nv_range_fn fn, void *ctx, int64_t size, int nthreads, int6
         run_flushed(fn, ctx, 0, size, flush_denormals);
         return;
     }
-    nv_job_t job = {fn, ctx, size, parts, flush_denormals};
+    int64_t nchunks = (int64_t)parts * NV_CHUNKS_PER_THREAD;
+    if (nchunks > size / g)
+        nchunks = size / g;
+    int64_t chunk = (size + nchunks - 1) / nchunks;
+    nchunks = (size + chunk - 1) / chunk;
+    int64_t next = 0;
+    nv_job_t job = {fn, ctx, size, chunk, nchunks, &next, parts, flush_denormals};
     if (omp_parallel) {
         omp_parallel(omp_body, &job, (unsigned)parts, 0);
         pthread_mutex_unlock(&pool_busy);
@@ -456,7 +471,7 @@ void nv_parallel_for(nv_range_fn fn, void *ctx, int64_t size, int nthreads, int6
     pool_epoch++;
     pthread_cond_broadcast(&pool_wake);
     pthread_mutex_unlock(&pool_mu);
-    job_part(&job, 0);
+    job_work(&job);
     pthread_mutex_lock(&pool_mu);
     while (pool_pending > 0)
         pthread_cond_wait(&pool_done, &pool_mu);

@@ -43,8 +43,9 @@ int64_t nv_launch_coalesce(nv_launch_t *L);
  * release the GIL around it */
 void nv_launch_run(nv_launch_t *L, int nthreads, int64_t grain);
 
-/* fn(ctx, start, end) over [0, size) in up to nthreads contiguous parts of at least grain,
- * on nuvec's threads or the OpenMP team (the calling thread takes the first part); with
+/* fn(ctx, start, end) over [0, size) on up to nthreads threads, nuvec's or the OpenMP team's
+ * (the calling thread among them), in contiguous chunks of at least grain, a few per thread,
+ * that the threads claim in turn (a thread slowed by another process takes fewer); with
  * flush_denormals as in nv_launch_t. nv_launch_run is this over the launch's elements. */
 typedef void (*nv_range_fn)(void *ctx, int64_t start, int64_t end);
 void nv_parallel_for(nv_range_fn fn, void *ctx, int64_t size, int nthreads, int64_t grain,
