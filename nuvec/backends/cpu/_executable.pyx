@@ -27,7 +27,7 @@ from nuvec.backends.cpu._eltwise cimport (
 )
 from nuvec.backends.cpu._gemm cimport gemm_plan_t, plan_product, run_product
 from nuvec.backends.cpu._rows cimport reduce_rows
-from nuvec.core._array cimport ArrayBase, new_node
+from nuvec.core._array cimport ArrayBase
 
 import threading
 
@@ -90,13 +90,6 @@ cdef class Op:
     cdef gemm_plan_t gp
 
 
-cdef inline object _make(tuple shape, object dtype, object stream, object data):
-    cdef ArrayBase a = new_node(shape, dtype, None, (), stream)
-    a._data = data
-    a._tracer = False
-    return a
-
-
 cdef inline char *_ptr(object a):
     return <char *>cnp.PyArray_DATA(<cnp.ndarray>a)
 
@@ -104,11 +97,12 @@ cdef inline char *_ptr(object a):
 @cython.final
 cdef class Executable:
     """A tape's CPU executable (see the module docstring and ``executable.py``)."""
-    cdef object tape, stream, planner, lock, arena
+    cdef object tape, planner, lock, arena
+    cdef object tape_outputs        # the tape's ``_outputs``, bound once
     cdef Py_ssize_t n_in, n_slots, arena_lo, arena_hi
     cdef list template, ops, in_layouts, py_layouts
     cdef dict views             # slot -> the VIEW op making it
-    cdef tuple read_inputs, outputs, out_plan, out_dtypes, consts
+    cdef tuple read_inputs, step_outputs
     cdef char **base_ptrs
     cdef char **ptrs
     cdef int64_t *in_strides    # per input: its dimensions and strides at the first call
@@ -120,7 +114,6 @@ cdef class Executable:
 
     def __init__(self, tape, planner):
         self.tape = tape
-        self.stream = tape.stream
         self.planner = planner
         self.lock = threading.Lock()
         self.n_in = tape.n_inputs
@@ -156,10 +149,9 @@ cdef class Executable:
         cdef Op op
         tape = self.tape
         self.read_inputs = tape.read_inputs
-        self.outputs = tape.outputs
-        self.out_plan = tape.out_plan
-        self.out_dtypes = tape.out_dtypes
-        self.consts = tuple(tape.consts)
+        first_step = self.n_in + len(tape.consts)
+        self.step_outputs = tuple(sorted({s for s in tape.outputs if s >= first_step}))
+        self.tape_outputs = tape._outputs
         plan = self.planner(tape)
         self.plan = plan
         self.arena = plan.arena
@@ -519,32 +511,13 @@ cdef class Executable:
             values[slot] = v
 
     cdef list _outputs(self, list values, list inputs):
-        """The output arrays, as ``Tape._outputs`` makes them from data; a value over the
-        arena (a view a Python step made of an intermediate) is copied first."""
-        cdef list out = []
-        cdef Py_ssize_t j, slot, plan, n_in = self.n_in, n_c = len(self.consts)
-        cdef Py_ssize_t p
-        for j in range(len(self.outputs)):
-            plan = self.out_plan[j]
-            if plan >= 0:
-                out.append(out[plan])
-                continue
-            slot = self.outputs[j]
-            if slot < n_in:
-                v = inputs[slot]
-                if plan == -2:
-                    out.append(v)
-                else:
-                    out.append(_make(v._shape, v._dtype, v._stream, v._data))
-            elif slot < n_in + n_c:
-                c = self.consts[slot - n_in]
-                out.append(c if c._data is None else
-                           _make(c._shape, c._dtype, c._stream, c._data))
-            else:
-                v = values[slot]
-                if type(v) is _ndarray:
-                    p = <Py_ssize_t>_ptr(v)
-                    if self.arena_lo <= p < self.arena_hi:
-                        v = v.copy()
-                out.append(_make(v.shape, self.out_dtypes[j], self.stream, v))
-        return out
+        """The output arrays (``Tape._outputs`` makes them from the steps' data); a value over
+        the arena (a view a Python step made of an intermediate) is copied first."""
+        cdef Py_ssize_t slot, p
+        for slot in self.step_outputs:
+            v = values[slot]
+            if type(v) is _ndarray:
+                p = <Py_ssize_t>_ptr(v)
+                if self.arena_lo <= p < self.arena_hi:
+                    values[slot] = v.copy()
+        return self.tape_outputs(values, inputs, True)
