@@ -1,7 +1,17 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """The hot path of nuvec.tree: walking a tree into its arrays and its structure.
 
-Same output as ``nuvec.tree._flat``, its Python form, which the tests compare it with."""
+Same output as ``nuvec.tree._flat``, its Python form, which the tests compare it with. Also
+the per-call checks of a compiled stateful step (``nuvec.compile.state``, ``.inplace``)."""
+cimport numpy as cnp
+from cpython.ref cimport PyObject
+
+cnp.import_array()
+
+cdef extern from "Python.h":
+    Py_ssize_t Py_REFCNT(object o)
+
+cdef object _ndarray = cnp.ndarray
 
 cdef object _Array = None
 cdef object _LEAF = None
@@ -143,3 +153,78 @@ cpdef bint state_key(list leaves, list out):
         out.append(a._dtype.name)
         out.append(a._shape)
     return True
+
+
+cpdef list sole_held(list ins, object slots, object base):
+    """The slots ``i`` among ``slots`` whose array ``ins[i]`` (a state leaf) and its buffer only
+    the state holds: the array is referred to by the state's container and the stateful call's
+    two lists of leaves (``s_leaves`` and ``ins``), its data (a C-contiguous, writeable, aligned
+    NumPy array) only by the array, and the data owns its memory or holds a ``base`` (the
+    backend's buffer-cache buffer) that nothing else holds (``compile.inplace``)."""
+    cdef list out = []
+    cdef Py_ssize_t i
+    cdef object a, d, b
+    cdef PyObject *bp
+    for i in slots:
+        a = ins[i]
+        # a: container + s_leaves + ins + this local
+        if Py_REFCNT(a) != 4:
+            continue
+        d = a._data
+        # d: a._data + this local
+        if type(d) is not _ndarray or Py_REFCNT(d) != 2:
+            continue
+        if not (cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>d)
+                and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>d)
+                and cnp.PyArray_ISALIGNED(<cnp.ndarray>d)):
+            continue
+        bp = cnp.PyArray_BASE(<cnp.ndarray>d)
+        if bp == NULL:
+            out.append(i)
+            continue
+        b = <object>bp
+        # b: d.base + this local
+        if type(b) is base and Py_REFCNT(b) == 2:
+            out.append(i)
+    return out
+
+
+cpdef bint holds_object(list items, object target):
+    """Whether ``target`` itself (identity, not equality) is among ``items``."""
+    cdef object x
+    for x in items:
+        if x is target:
+            return True
+    return False
+
+
+cpdef bint same_objects(list a, list b):
+    """Whether ``a`` and ``b`` hold the same objects in the same order (identity)."""
+    cdef Py_ssize_t i, n = len(a)
+    if len(b) != n:
+        return False
+    for i in range(n):
+        if a[i] is not b[i]:
+            return False
+    return True
+
+
+cpdef store(list slots, list values):
+    """``c[k] = v`` for each ``(c, k)`` of ``slots`` and ``v`` of ``values``; on any error puts
+    the old values back (past any ``__setitem__`` of a subclass) and re-raises."""
+    cdef Py_ssize_t i, n = len(slots)
+    cdef list old = [None] * n
+    cdef tuple ck
+    for i in range(n):
+        ck = slots[i]
+        old[i] = ck[0][ck[1]]
+    try:
+        for i in range(n):
+            ck = slots[i]
+            ck[0][ck[1]] = values[i]
+    except BaseException:
+        for i in range(n):
+            ck = slots[i]
+            c = ck[0]
+            (dict.__setitem__ if isinstance(c, dict) else list.__setitem__)(c, ck[1], old[i])
+        raise

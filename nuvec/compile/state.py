@@ -44,7 +44,7 @@ def _trees(cf) -> tuple[Any, Any, list]:
     conts = containers(tin) if same else containers(tin, tout)
     if rs is None:
         return (tin, None), (tout, None), conts
-    present = any(c is rs for c in conts)
+    present = _ext.holds_object(conts, rs)
     if same:
         has_in = has_out = present
     else:
@@ -69,7 +69,7 @@ def containers(*trees: Any) -> list:
 
 def _holds(tree: Any, target: list) -> bool:
     """Whether the list ``target`` is reachable in ``tree`` (the container walk's lists)."""
-    return any(c is target for c in _ext.containers((tree,)))
+    return _ext.holds_object(_ext.containers((tree,)), target)
 
 
 def snapshot(conts: list) -> list:
@@ -147,24 +147,11 @@ class WriteBack:
         self.slots = slots
 
     def holds(self, conts: list) -> bool:
-        mine = self.conts
-        if len(conts) != len(mine):
-            return False
-        for a, b in zip(conts, mine):
-            if a is not b:
-                return False
-        return True
+        return _ext.same_objects(conts, self.conts)
 
     def write(self, arrays: list) -> None:
         """Stores ``arrays``; on any error puts the old arrays back and re-raises."""
-        old = [c[k] for c, k in self.slots]
-        try:
-            for (c, k), v in zip(self.slots, arrays):
-                c[k] = v
-        except BaseException:  # put back past any __setitem__ of a subclass, as restore
-            for (c, k), v in zip(self.slots, old):
-                (dict.__setitem__ if isinstance(c, dict) else list.__setitem__)(c, k, v)
-            raise
+        _ext.store(self.slots, arrays)
 
 
 def _slots(node: Any, obj: Any, parent: Any, key: Any, out: list) -> bool:
