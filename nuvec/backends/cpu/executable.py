@@ -21,8 +21,8 @@ implementation. The executable plans that work once:
   its implementation with the planned operands. Layouts are fixed by the first run: the
   inputs' are checked at each call, a ``PY`` result's when it is made, and an op whose
   operands differ runs through its generic path on that call;
-* memory plan: every intermediate that a step run in C (not ``PY`` or ``VIEW``) makes lives at a fixed
-  offset of one arena per executable; slots whose lifetimes do not overlap share memory (an
+* memory plan: every intermediate that a step run in C (not ``PY`` or ``VIEW``) makes lives
+  at a fixed offset of one arena per executable; slots whose lifetimes do not overlap share memory (an
   output takes a dying operand's place where the tape's donation rule allows it, as
   ``Tape._run_donating`` does: ``Tape.donations`` counts those). A ``PY`` or ``VIEW`` step's
   result may be a view of its operands, so an arena slot such a step reads stays alive as
