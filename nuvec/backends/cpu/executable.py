@@ -22,12 +22,12 @@ implementation. The executable plans that work once:
   inputs' are checked at each call, a ``PY`` result's when it is made, and an op whose
   operands differ runs through its generic path on that call;
 * memory plan: every intermediate that a step run in C (not ``PY`` or ``VIEW``) makes lives
-  at a fixed offset of one arena per executable; slots whose lifetimes do not overlap share memory (an
-  output takes a dying operand's place where the tape's donation rule allows it, as
-  ``Tape._run_donating`` does: ``Tape.donations`` counts those). A ``PY`` or ``VIEW`` step's
-  result may be a view of its operands, so an arena slot such a step reads stays alive as
-  long as anything made from it; an output of the tape is never in the arena (a new buffer per call;
-  a ``PY`` result over the arena is copied when it is returned);
+  at a fixed offset of one arena per executable; slots whose lifetimes do not overlap share
+  memory (an output takes a dying operand's place where the tape's donation rule allows it,
+  as ``Tape._run_donating`` does: ``Tape.donations`` counts those). A ``PY`` or ``VIEW``
+  step's result may be a view of its operands, so an arena slot such a step reads stays
+  alive as long as anything made from it; an output of the tape is never in the arena (a new
+  buffer per call; a ``PY`` result over the arena is copied when it is returned);
 * a stateful step's in-place updates (``compile.inplace``): a kernel wrapped to write a new
   state value into the old one's buffer does so here too, for the thread that armed it, and
   the in-place steps' undo log is kept, so a failed step leaves the state unchanged. The
