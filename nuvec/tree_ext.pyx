@@ -67,6 +67,70 @@ cpdef object flat(object obj, list out):
     return (_STATIC, t, obj)
 
 
+cdef inline void _listed(object c, list conts, set seen):
+    cdef object cid = id(c)
+    if cid not in seen:
+        seen.add(cid)
+        conts.append(c)
+
+
+cdef tuple _children_listed(object seq, list out, list conts, set seen):
+    cdef Py_ssize_t n = len(seq), i
+    cdef list tmp = [None] * n
+    for i in range(n):
+        tmp[i] = _flat_listed(seq[i], out, conts, seen)
+    return tuple(tmp)
+
+
+cdef object _flat_listed(object obj, list out, list conts, set seen):
+    """``flat``, also listing each list and dict once in ``conts`` (as ``containers`` does,
+    in this walk's order)."""
+    cdef object t = type(obj)
+    cdef tuple keys
+    cdef list vals
+    cdef object k
+    if t is _Array:
+        out.append(obj)
+        return _LEAF
+    if t is list:
+        _listed(obj, conts, seen)
+        return (list, _children_listed(obj, out, conts, seen))
+    if t is tuple:
+        return (tuple, _children_listed(obj, out, conts, seen))
+    if t is dict:
+        _listed(obj, conts, seen)
+        keys = tuple(obj)
+        vals = []
+        for k in keys:
+            vals.append(_flat_listed((<dict>obj)[k], out, conts, seen))
+        return (dict, keys, tuple(vals))
+    if obj is None or t is int or t is float or t is bool or t is str:
+        return (_STATIC, t, obj)
+    if isinstance(obj, _Array):
+        out.append(obj)
+        return _LEAF
+    if isinstance(obj, dict):
+        _listed(obj, conts, seen)
+        keys = tuple(obj)
+        vals = []
+        for k in keys:
+            vals.append(_flat_listed(obj[k], out, conts, seen))
+        return (t, keys, tuple(vals))
+    if isinstance(obj, (tuple, list)):
+        if isinstance(obj, list):
+            _listed(obj, conts, seen)
+        return (t, _children_listed(obj, out, conts, seen))
+    return (_STATIC, t, obj)
+
+
+cpdef object flat_listed(object obj, list out, list conts):
+    """``flat(obj, out)`` (the same structure and arrays), also appending to ``conts`` every
+    list and dict of ``obj`` not already there, each once: one walk for a compiled stateful
+    call's state, its arrays and its containers."""
+    cdef set seen = {id(c) for c in conts}
+    return _flat_listed(obj, out, conts, seen)
+
+
 cpdef list containers(tuple trees):
     """Every list and dict reachable in ``trees``, each once (depth first, the last item of a
     container first; tuples are walked through, not listed): a compiled stateful call

@@ -191,12 +191,34 @@ def _writeback(entry, tout: Any, conts: list, s_leaves: list):
 # -- the call ------------------------------------------------------------------------------
 
 
+# the structure ``flatten`` gives a None leaf (the state tree's missing random key)
+_NONE_NODE = _ext.flat(None, [])
+
+
+def _state_walk(cf) -> tuple[Any, list, Any, list]:
+    """(input tree, its arrays, its structure, its lists and dicts) of a step whose input and
+    output state are one tree, in one walk: ``_trees`` and ``flatten`` of its input tree.
+    The structure is ``flatten``'s node (a plain tuple: the cache key compares it in C)."""
+    tree = cf.state_in
+    s_leaves: list = []
+    conts: list = []
+    node = _ext.flat_listed(tree, s_leaves, conts)
+    rs = random_state()
+    if rs is not None and not _ext.holds_object(conts, rs):
+        return (tree, rs), s_leaves, (tuple, (node, _ext.flat_listed(rs, s_leaves, conts))), conts
+    return (tree, None), s_leaves, (tuple, (node, _NONE_NODE)), conts
+
+
 def _prepare(cf, args: tuple, kwargs: dict):
     """(input tree, output tree, state leaves, argument leaves, key, containers of both
     trees), or None when an array is being traced by a transform."""
-    tin, tout, conts = _trees(cf)
-    s_leaves, s_def = flatten(tin)
     same = cf.state_out is cf.state_in  # then both trees have the same containers
+    if same:
+        tin, s_leaves, s_def, conts = _state_walk(cf)
+        tout = tin
+    else:
+        tin, tout, conts = _trees(cf)
+        s_leaves, s_def = flatten(tin)
     skey = [s_def, _modes_of(conts if same else containers(tin))]
     if not _state_key(s_leaves, skey):  # a state array traced by a transform
         return None
