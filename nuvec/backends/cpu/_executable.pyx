@@ -533,20 +533,22 @@ cdef class Executable:
         else:
             reduce_rows(op.what, op.f64, px, self.ptrs[slot], op.rn, op.rrows)
 
-    cdef bint _bind_c_contiguous(self, Op op, list arrays):
-        """Binds a LSE, GATHER_AXIS or SCATTER_AXIS op at its first run when its operands are
-        C-contiguous NumPy arrays (the plan's dtypes); otherwise it runs its implementation
-        on every call. Whether the op runs from its operands' pointers."""
-        if op.bound:
-            return True
-        if not op.failed and self._fits_first(op):
+    cdef bint _binds(self, Op op, list arrays):
+        """Whether a LSE, GATHER_AXIS or SCATTER_AXIS op that does not fit this call (``_fits``)
+        binds now: at its first run, from C-contiguous NumPy operands (of the plan's dtypes),
+        none laid out oddly; an op that cannot runs its implementation on every call. A bound
+        op whose operands are laid out otherwise on this call does not (its implementation
+        runs on this call)."""
+        if op.bound or op.failed:
+            return False
+        if self._fits_first(op):
             for x in arrays:
                 if type(x) is not _ndarray or not (<cnp.ndarray>x).flags.c_contiguous:
                     break
             else:
                 op.bound = True
                 return True
-            self._unbindable(op)
+        self._unbindable(op)
         return False
 
     cdef _run_impl(self, Op op, list values, object dest):
@@ -570,8 +572,8 @@ cdef class Executable:
         self.ptrs[slot] = _ptr(dest)
         if not self._fits(op):
             x = self._value(values, op.args[0])
-            if _log_f32 == NULL or not self._bind_c_contiguous(op, [x]) or x.dtype != _float32:
-                if not op.failed:
+            if _log_f32 == NULL or x.dtype != _float32 or not self._binds(op, [x]):
+                if not op.bound and not op.failed:
                     self._unbindable(op)
                 self._run_impl(op, values, dest)
                 return
@@ -604,7 +606,7 @@ cdef class Executable:
         self.ptrs[slot] = _ptr(dest)
         if not self._fits(op):
             arrays = [self._value(values, <Py_ssize_t>s) for s in op.pargs]
-            if not self._bind_c_contiguous(op, arrays):
+            if not self._binds(op, arrays):
                 self._run_impl(op, values, dest)
                 return
         if op.kind == GATHER_AXIS:
