@@ -207,6 +207,16 @@ cpdef void arrays(object obj, list out):
             arrays(v, out)
 
 
+cpdef list unevaluated(list arrays):
+    """The arrays among ``arrays`` that have no data yet."""
+    cdef list out = []
+    cdef object a
+    for a in arrays:
+        if a._data is None:
+            out.append(a)
+    return out
+
+
 cpdef bint state_key(list leaves, list out):
     """Appends each array's dtype name and shape to ``out`` (a stateful call's cache key);
     False (stopping there) at an array that a transform traces."""

@@ -249,7 +249,8 @@ def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
     if p is None:  # inside a transform: run the step itself
         return cf.fun(*args, **kwargs)
     tin, tout, s_leaves, a_leaves, key, conts = p
-    entry = cf.lookup(key, s_leaves + a_leaves)
+    ins = s_leaves + a_leaves
+    entry = cf.lookup(key, ins)
     if entry is None:
         entry = _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves)
     elif entry.ready is not None:
@@ -261,8 +262,7 @@ def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
             "first (opt.init(model.trainable_parameters())) so the state keeps one structure, "
             "or make changing values arrays. The state is unchanged."
         )
-    ins = s_leaves + a_leaves
-    lazy = [a for a in ins if a._data is None]
+    lazy = _ext.unevaluated(ins)
     if lazy:
         # Run the step now, on computed inputs: its errors surface in this call (while the
         # state can still be left unchanged), and state arrays never pile up lazy graphs
