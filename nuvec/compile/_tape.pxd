@@ -61,4 +61,4 @@ cdef class Tape:
     cdef list _arrays(self, list inputs, bint evaluate_now)
     cdef object _run_donating(self, Step step, list values, list datas)
     cdef _broadcast(self, Step step, list ins, bint evaluate_now)
-    cdef list _outputs(self, list values, list inputs, bint raw)
+    cpdef list _outputs(self, list values, list inputs, bint raw)

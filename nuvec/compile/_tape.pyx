@@ -363,12 +363,14 @@ cdef class Tape:
                     self.views[(slot, shape)] = cached
             ins[i] = cached
 
-    cdef list _outputs(self, list values, list inputs, bint raw):
+    cpdef list _outputs(self, list values, list inputs, bint raw):
         """Fresh output arrays, as the function returns them: output j is the same object as
         output ``plan[j] >= 0`` where the function returned one object twice; ``-2``: the
         input itself (the function returned its argument); otherwise a new array (over the
         step's data, or a constant's, or an input's: one value computed once by CSE but
-        returned as two arrays gives two)."""
+        returned as two arrays gives two). ``raw``: ``values`` holds the steps' backend data
+        (the eager replay's, or a backend executable's, which calls this through the
+        object), else arrays."""
         cdef list out = []
         cdef Py_ssize_t j, slot, plan, n_in = self.n_inputs, n_c = len(self.consts)
         cdef object v, a, c

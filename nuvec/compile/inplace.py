@@ -33,12 +33,10 @@ A step traced into another tape (another entry, the fused tape swapped in) gets 
 
 from __future__ import annotations
 
-import sys
 from threading import get_ident as _get_ident
 from typing import Any, Optional
 
-import numpy as np
-
+from .. import tree_ext as _ext  # type: ignore[attr-defined]  # a Cython module
 from ..backends import registry
 
 # Steps whose output never shares memory with an input: matmuls write a new buffer, and so
@@ -72,7 +70,9 @@ _SAFE = frozenset(
     }
 )
 
-_getrefcount = sys.getrefcount
+# whether a state leaf and its buffer are held by the state alone (and the call's lists of
+# leaves): reference counts, read in Cython (nuvec/tree_ext.pyx)
+_sole_held = _ext.sole_held
 
 
 class _Donating:
@@ -133,7 +133,16 @@ class Plan:
     """Which state inputs of one tape may lend their buffer, and to which kernels or
     in-place steps."""
 
-    __slots__ = ("tape", "by_input", "wrappers", "proven", "steps_by_input", "in_place", "log")
+    __slots__ = (
+        "tape",
+        "by_input",
+        "wrappers",
+        "proven",
+        "steps_by_input",
+        "in_place",
+        "log",
+        "all_armed",
+    )
 
     def __init__(self, tape: Any) -> None:
         self.tape = tape
@@ -143,28 +152,36 @@ class Plan:
         self.in_place: list[_InPlace] = []
         self.log: list = []  # the armed in-place steps' undos, in the order they ran
         self.proven = False  # a call's state write-back succeeded: arming is safe
+        self.all_armed: Optional[list] = None  # (wrapper, pairs) when every input lends
 
     def arm(self, ins: list) -> bool:
         """Arms the kernels for the state inputs (arrays in ``ins``) that only the state
         holds; True when any was armed (call ``disarm`` after the replay)."""
         if not self.proven or not (self.by_input or self.steps_by_input):
             return False
-        armed: dict[_Donating, list] = {}
         base = self.tape.donation_base
-        for i, uses in self.by_input.items():
-            if _sole(ins[i], base):
-                for w, p, o in uses:
-                    armed.setdefault(w, []).append((p, o))
+        by_input = self.by_input
+        held = _sole_held(ins, by_input, base)
+        if len(held) == len(by_input) and self.all_armed is not None:
+            armed = self.all_armed  # the usual case, made once
+        else:
+            pairs_of: dict[_Donating, list] = {}
+            for i in held:
+                for w, p, o in by_input[i]:
+                    pairs_of.setdefault(w, []).append((p, o))
+            armed = [(w, tuple(pairs)) for w, pairs in pairs_of.items()]
+            if len(held) == len(by_input):
+                self.all_armed = armed
         me = _get_ident()
-        for w, pairs in armed.items():
+        for w, pairs in armed:
             w.thread = me
-            w.armed = tuple(pairs)
+            w.armed = pairs
         steps = 0
-        for i, st in self.steps_by_input.items():
-            if _sole(ins[i], base):
-                st.thread = me
-                st.armed = True
-                steps += 1
+        for i in _sole_held(ins, self.steps_by_input, base) if self.steps_by_input else ():
+            st = self.steps_by_input[i]
+            st.thread = me
+            st.armed = True
+            steps += 1
         return bool(armed) or steps > 0
 
     def rollback(self) -> None:
@@ -184,26 +201,6 @@ class Plan:
     def donations(self) -> int:
         """Kernel calls that wrote into a state input's buffer (for tests and stats)."""
         return sum(w.uses for w in self.wrappers) + sum(st.uses for st in self.in_place)
-
-
-def _sole(a: Any, base: type) -> bool:
-    """Whether ``a`` (a state leaf) and its buffer (a ``base``, the backend's buffer-cache
-    buffer) are referred to only by the state container and the call's two lists of leaves
-    (``s_leaves`` and ``ins``)."""
-    # a: container + s_leaves + ins + this frame's argument + getrefcount's argument
-    if _getrefcount(a) != 5:
-        return False
-    d = a._data
-    # d: a._data + the local + getrefcount's argument
-    if type(d) is not np.ndarray or _getrefcount(d) != 3:
-        return False
-    if not (d.flags.c_contiguous and d.flags.writeable and d.flags.aligned):
-        return False
-    b = d.base
-    if b is None:
-        return True
-    # b: d.base + the local + getrefcount's argument
-    return type(b) is base and _getrefcount(b) == 3
 
 
 def plan(tape: Any, n_state: int) -> Plan:

@@ -44,7 +44,7 @@ def _trees(cf) -> tuple[Any, Any, list]:
     conts = containers(tin) if same else containers(tin, tout)
     if rs is None:
         return (tin, None), (tout, None), conts
-    present = any(c is rs for c in conts)
+    present = _ext.holds_object(conts, rs)
     if same:
         has_in = has_out = present
     else:
@@ -69,7 +69,7 @@ def containers(*trees: Any) -> list:
 
 def _holds(tree: Any, target: list) -> bool:
     """Whether the list ``target`` is reachable in ``tree`` (the container walk's lists)."""
-    return any(c is target for c in _ext.containers((tree,)))
+    return _ext.holds_object(_ext.containers((tree,)), target)
 
 
 def snapshot(conts: list) -> list:
@@ -147,24 +147,11 @@ class WriteBack:
         self.slots = slots
 
     def holds(self, conts: list) -> bool:
-        mine = self.conts
-        if len(conts) != len(mine):
-            return False
-        for a, b in zip(conts, mine):
-            if a is not b:
-                return False
-        return True
+        return _ext.same_objects(conts, self.conts)
 
     def write(self, arrays: list) -> None:
         """Stores ``arrays``; on any error puts the old arrays back and re-raises."""
-        old = [c[k] for c, k in self.slots]
-        try:
-            for (c, k), v in zip(self.slots, arrays):
-                c[k] = v
-        except BaseException:  # put back past any __setitem__ of a subclass, as restore
-            for (c, k), v in zip(self.slots, old):
-                (dict.__setitem__ if isinstance(c, dict) else list.__setitem__)(c, k, v)
-            raise
+        _ext.store(self.slots, arrays)
 
 
 def _slots(node: Any, obj: Any, parent: Any, key: Any, out: list) -> bool:
@@ -204,12 +191,34 @@ def _writeback(entry, tout: Any, conts: list, s_leaves: list):
 # -- the call ------------------------------------------------------------------------------
 
 
+# the structure ``flatten`` gives a None leaf (the state tree's missing random key)
+_NONE_NODE = _ext.flat(None, [])
+
+
+def _state_walk(cf) -> tuple[Any, list, Any, list]:
+    """(input tree, its arrays, its structure, its lists and dicts) of a step whose input and
+    output state are one tree, in one walk: ``_trees`` and ``flatten`` of its input tree.
+    The structure is ``flatten``'s node (a plain tuple: the cache key compares it in C)."""
+    tree = cf.state_in
+    s_leaves: list = []
+    conts: list = []
+    node = _ext.flat_listed(tree, s_leaves, conts)
+    rs = random_state()
+    if rs is not None and not _ext.holds_object(conts, rs):
+        return (tree, rs), s_leaves, (tuple, (node, _ext.flat_listed(rs, s_leaves, conts))), conts
+    return (tree, None), s_leaves, (tuple, (node, _NONE_NODE)), conts
+
+
 def _prepare(cf, args: tuple, kwargs: dict):
     """(input tree, output tree, state leaves, argument leaves, key, containers of both
     trees), or None when an array is being traced by a transform."""
-    tin, tout, conts = _trees(cf)
-    s_leaves, s_def = flatten(tin)
     same = cf.state_out is cf.state_in  # then both trees have the same containers
+    if same:
+        tin, s_leaves, s_def, conts = _state_walk(cf)
+        tout = tin
+    else:
+        tin, tout, conts = _trees(cf)
+        s_leaves, s_def = flatten(tin)
     skey = [s_def, _modes_of(conts if same else containers(tin))]
     if not _state_key(s_leaves, skey):  # a state array traced by a transform
         return None
@@ -240,7 +249,8 @@ def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
     if p is None:  # inside a transform: run the step itself
         return cf.fun(*args, **kwargs)
     tin, tout, s_leaves, a_leaves, key, conts = p
-    entry = cf.lookup(key, s_leaves + a_leaves)
+    ins = s_leaves + a_leaves
+    entry = cf.lookup(key, ins)
     if entry is None:
         entry = _miss(cf, key, args, kwargs, tin, tout, s_leaves, a_leaves)
     elif entry.ready is not None:
@@ -252,8 +262,7 @@ def call_stateful(cf, args: tuple, kwargs: dict) -> Any:
             "first (opt.init(model.trainable_parameters())) so the state keeps one structure, "
             "or make changing values arrays. The state is unchanged."
         )
-    ins = s_leaves + a_leaves
-    lazy = [a for a in ins if a._data is None]
+    lazy = _ext.unevaluated(ins)
     if lazy:
         # Run the step now, on computed inputs: its errors surface in this call (while the
         # state can still be left unchanged), and state arrays never pile up lazy graphs

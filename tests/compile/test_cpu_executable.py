@@ -232,3 +232,123 @@ def test_a_launch_that_cannot_be_bound_runs_through_the_launcher():
         ):
             assert_same(np.asarray(a), np.asarray(b))
     assert _stats(g)["calls"] >= 2
+
+
+def _compiled_both_ways(f, monkeypatch):
+    """``f`` compiled with the executable and compiled with it turned off."""
+    g = nv.compile(f)
+    monkeypatch.setenv("NUVEC_CPU_EXECUTABLE", "0")
+    plain = nv.compile(f)
+    plain(*_ARGS[f])  # traced now, while the executable is off
+    monkeypatch.delenv("NUVEC_CPU_EXECUTABLE")
+    return g, plain
+
+
+_ARGS: dict = {}
+
+
+def _check_bound(f, args, monkeypatch, name: str) -> None:
+    """Calls of ``f`` compiled have the bits of ``f`` eager and of ``f`` compiled without the
+    executable, the steps named ``name`` running in C. (No element-wise step of ``f`` reads
+    an input of its own shape: such a call, whose input could lend its buffer, is lazy.)"""
+    _ARGS[f] = args
+    g, plain = _compiled_both_ways(f, monkeypatch)
+    want = [np.asarray(a) for a in f(*args)]
+    for _ in range(3):  # the first call binds, the later ones run by address
+        for a, b, c in zip(g(*args), plain(*args), want):
+            assert_same(np.asarray(a), c)
+            assert_same(np.asarray(b), c)
+    ex = _stats(g)
+    assert ex["state"] == "executable" and ex["calls"] >= 2, ex
+    assert name not in ex["steps_in_python"] and ex["ops_unbound"] == 0, ex
+    assert _stats(plain)["state"] == "replays its steps"
+
+
+def _special_rows(shape) -> np.ndarray:
+    """float32 rows (at least 5) of random values, all -inf, with an inf, with a NaN, of
+    values whose exponentials overflow unshifted, of subnormals."""
+    x = (rng.standard_normal(shape) * 30).astype(np.float32)
+    rows = x.reshape(-1, shape[-1])
+    rows[0] = -np.inf
+    rows[1, -1] = np.inf
+    rows[2, 0] = np.nan
+    rows[3] = 88.5  # exp overflows without the shift
+    rows[4] = np.float32(1e-40)  # subnormals
+    return x
+
+
+@pytest.mark.parametrize("shape", [(6, 7), (2, 3, 33), (5, 1)])
+def test_logsumexp_runs_in_c_with_the_eager_bits(shape, monkeypatch):
+    def f(x):
+        return nv.logsumexp(x, axis=-1), nv.logsumexp(x, axis=-1, keepdims=True) * 0.5
+
+    _check_bound(f, (nv.array(_special_rows(shape)),), monkeypatch, "logsumexp")
+
+
+@pytest.mark.parametrize(
+    "dtype, itype, axis",
+    [
+        (np.float32, np.int32, 1),
+        (np.float64, np.int64, 0),
+        (np.int32, np.int64, 2),
+        (np.float16, np.int32, -1),
+        (np.uint8, np.int32, 1),
+    ],
+)
+def test_take_along_axis_runs_in_c_with_the_eager_bits(dtype, itype, axis, monkeypatch):
+    a = (rng.standard_normal((3, 5, 4)) * 50).astype(dtype)
+    n = a.shape[axis]
+    shape = list(a.shape)
+    shape[axis] = 6  # more indices than the axis has: repeats
+    idx = rng.integers(-n, n, shape).astype(itype)  # negative ones count from the end
+
+    def f(a, idx, idx2):
+        return nv.take_along_axis(a, idx, axis=axis), nv.take_along_axis(a, idx2, axis=axis)
+
+    args = (nv.array(a), nv.array(idx), nv.array(np.flip(idx, 0).copy()))
+    _check_bound(f, args, monkeypatch, "gather_axis")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_gradient_of_take_along_axis_runs_in_c_with_the_eager_bits(dtype, monkeypatch):
+    x = rng.standard_normal((4, 5)).astype(dtype)
+    idx = rng.integers(-5, 5, (4, 9)).astype(np.int32)  # repeated indices: adds in order
+    w = (rng.standard_normal(9) * 1e3).astype(dtype)
+
+    def f(x, idx, w):
+        return nv.grad(lambda x: nv.sum(nv.take_along_axis(x, idx, axis=1) * w))(x)
+
+    _check_bound(f, (nv.array(x), nv.array(idx), nv.array(w)), monkeypatch, "scatter_axis")
+
+
+def test_cross_entropy_in_a_step_runs_with_no_python_step():
+    xs = [nv.array(rng.standard_normal((16, 8)).astype(np.float32)) for _ in range(2)]
+    ys = [nv.array(rng.integers(0, 4, 16).astype(np.int32)) for _ in range(2)]
+    eager, compiled = _train(lambda: mlp(8, 16, 4), xs, ys, 4)
+    _check_same(eager, compiled)
+    ex = _stats(compiled[2])
+    assert ex["steps_in_python"] == {} and ex["steps_in_c"] == ex["steps"], ex
+
+
+def test_an_index_out_of_bounds_in_a_bound_step_leaves_the_state_unchanged():
+    state = [nv.array(rng.standard_normal((4, 5)).astype(np.float32))]
+    nv.eval(state)
+
+    def step(idx):
+        w = state[0]
+        picked = nv.take_along_axis(w, idx, axis=1)
+        state[0] = w * 0.5 + 1.0
+        return nv.logsumexp(picked, axis=-1)
+
+    comp = nv.compile(step, inputs=state, outputs=state)
+    good = nv.array(rng.integers(-5, 5, (4, 3)).astype(np.int32))
+    for _ in range(3):
+        nv.eval(comp(good), state)
+    assert _stats(comp)["calls"] >= 2 and "gather_axis" not in _stats(comp)["steps_in_python"]
+    before = np.array(state[0])
+    bad = nv.array(np.array([[0, 1, 2]] * 3 + [[0, 5, 1]], np.int32))
+    with pytest.raises(Exception, match="out of bounds"):
+        nv.eval(comp(bad), state)
+    np.testing.assert_array_equal(np.array(state[0]), before)
+    nv.eval(comp(good), state)  # goes on
+    np.testing.assert_array_equal(np.array(state[0]), before * np.float32(0.5) + np.float32(1))

@@ -227,3 +227,23 @@ def test_called_on_tracers_a_stateful_step_runs_the_function():
     f = nv.compile(lambda x: state["w"] * x, inputs=state, outputs=state)
     g = nv.grad(lambda x: f(x))(nv.array(2.0))
     assert g.item() == 3.0 and f.stats()["traces"] == 0
+
+
+def test_the_state_walk_finds_what_flatten_and_containers_find():
+    from nuvec import tree_ext
+    from nuvec.compile.state import containers
+    from nuvec.tree import flatten
+
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
+    opt = optim.Adam(learning_rate=1e-2)
+    opt.init(model.trainable_parameters())
+    shared = [nv.zeros(2)]
+    tree = [model.state, opt.state, {"a": shared, "b": (shared, 3, "s", None)}]
+    leaves: list = []
+    conts: list = []
+    node = tree_ext.flat_listed(tree, leaves, conts)
+    want_leaves, want_def = flatten(tree)
+    assert node == want_def.node
+    assert len(leaves) == len(want_leaves) and all(a is b for a, b in zip(leaves, want_leaves))
+    want = containers(tree)
+    assert len(conts) == len(want) and {id(c) for c in conts} == {id(c) for c in want}

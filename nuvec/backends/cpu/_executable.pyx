@@ -3,8 +3,10 @@
 
 Each step is an ``Op``: an element-wise kernel (``ELT``: its launch filled once and replayed
 with the step's operand pointers, ``_eltwise.run_launch``), a product (``GEMM``: planned once,
-``_gemm.run_product``), a row reduction (``ROW``: ``_rows.reduce_rows``), a view (``VIEW``:
-its operand's address), or a Python implementation (``PY``). The operands' data pointers are
+``_gemm.run_product``), a row reduction (``ROW``: ``_rows.reduce_rows``), a float32 logsumexp
+(``LSE``: ``_rows.logsumexp_rows_at``, NumPy's float32 log loop, the shift added), a
+``take_along_axis`` or its additive scatter (``GATHER_AXIS``, ``SCATTER_AXIS``: loops here), a
+view (``VIEW``: its operand's address), or a Python implementation (``PY``). The operands' data pointers are
 a table per slot: inputs filled at the call, constants and the arena's slots fixed, results of
 ``PY`` steps and new outputs filled as they are made. An op binds at its first run (from the
 operands it saw, whose layouts stay: the inputs' are checked at each call, a ``PY`` step's
@@ -17,7 +19,7 @@ that call (the launcher's checks, the step's own product or implementation).
 cimport cython
 cimport numpy as cnp
 from cpython.ref cimport PyObject
-from libc.stdint cimport int64_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
@@ -26,8 +28,8 @@ from nuvec.backends.cpu._eltwise cimport (
     fill_launch, nogil_min, nv_bcast_fn, nv_kernel_fn, nv_launch_t, run_launch,
 )
 from nuvec.backends.cpu._gemm cimport gemm_plan_t, plan_product, run_product
-from nuvec.backends.cpu._rows cimport reduce_rows
-from nuvec.core._array cimport ArrayBase, new_node
+from nuvec.backends.cpu._rows cimport logsumexp_rows_at, reduce_rows
+from nuvec.core._array cimport ArrayBase
 
 import threading
 
@@ -39,6 +41,25 @@ cnp.import_array()
 
 cdef object _ndarray = np.ndarray
 cdef object _get_ident = threading.get_ident
+cdef object _float32 = np.dtype(np.float32)
+
+
+cdef cnp.PyUFuncGenericFunction _log_f32 = NULL   # NumPy's float32 log loop (the eager bits)
+cdef void *_log_f32_data = NULL
+
+
+cdef void _find_log_loop():
+    global _log_f32, _log_f32_data
+    cdef cnp.ufunc log = np.log
+    cdef int i
+    for i in range(log.ntypes):
+        if log.types[2 * i] == cnp.NPY_FLOAT and log.types[2 * i + 1] == cnp.NPY_FLOAT:
+            _log_f32 = log.functions[i]
+            _log_f32_data = log.data[i]
+            return
+
+
+_find_log_loop()
 
 # op kinds
 cdef enum:
@@ -47,6 +68,9 @@ cdef enum:
     PY = 2
     VIEW = 3        # a view of its operand at its address (transpose, reshape, ...)
     ROW = 4         # a row kernel's reduction (sum, max, min: _rows.reduce_rows)
+    LSE = 5         # a float32 logsumexp over the innermost axis
+    GATHER_AXIS = 6     # take_along_axis
+    SCATTER_AXIS = 7    # put_along_axis, adding
 # where an ELT or GEMM output goes
 cdef enum:
     ARENA = 0       # a fixed place in the arena
@@ -78,6 +102,13 @@ cdef class Op:
     cdef int what
     cdef bint f64
     cdef int64_t rn, rrows
+    # LSE: the shifted-exp kernel, the rows' shifts
+    cdef uintptr_t shifted_exp
+    cdef object shifts
+    # GATHER_AXIS, SCATTER_AXIS: the operands as (outer, axis, inner) blocks
+    cdef int64_t outer, alen, ilen, inner
+    cdef int elsize             # the data's element size
+    cdef bint idx64
     # a bound ELT launch
     cdef nv_kernel_fn fn
     cdef nv_bcast_fn bfn
@@ -90,13 +121,6 @@ cdef class Op:
     cdef gemm_plan_t gp
 
 
-cdef inline object _make(tuple shape, object dtype, object stream, object data):
-    cdef ArrayBase a = new_node(shape, dtype, None, (), stream)
-    a._data = data
-    a._tracer = False
-    return a
-
-
 cdef inline char *_ptr(object a):
     return <char *>cnp.PyArray_DATA(<cnp.ndarray>a)
 
@@ -104,11 +128,12 @@ cdef inline char *_ptr(object a):
 @cython.final
 cdef class Executable:
     """A tape's CPU executable (see the module docstring and ``executable.py``)."""
-    cdef object tape, stream, planner, lock, arena
+    cdef object tape, planner, lock, arena
+    cdef object tape_outputs        # the tape's ``_outputs``, bound once
     cdef Py_ssize_t n_in, n_slots, arena_lo, arena_hi
     cdef list template, ops, in_layouts, py_layouts
     cdef dict views             # slot -> the VIEW op making it
-    cdef tuple read_inputs, outputs, out_plan, out_dtypes, consts
+    cdef tuple read_inputs, step_outputs
     cdef char **base_ptrs
     cdef char **ptrs
     cdef int64_t *in_strides    # per input: its dimensions and strides at the first call
@@ -120,7 +145,6 @@ cdef class Executable:
 
     def __init__(self, tape, planner):
         self.tape = tape
-        self.stream = tape.stream
         self.planner = planner
         self.lock = threading.Lock()
         self.n_in = tape.n_inputs
@@ -156,10 +180,9 @@ cdef class Executable:
         cdef Op op
         tape = self.tape
         self.read_inputs = tape.read_inputs
-        self.outputs = tape.outputs
-        self.out_plan = tape.out_plan
-        self.out_dtypes = tape.out_dtypes
-        self.consts = tuple(tape.consts)
+        first_step = self.n_in + len(tape.consts)
+        self.step_outputs = tuple(sorted({s for s in tape.outputs if s >= first_step}))
+        self.tape_outputs = tape._outputs
         plan = self.planner(tape)
         self.plan = plan
         self.arena = plan.arena
@@ -204,6 +227,13 @@ cdef class Executable:
             op.f64 = p.f64
             op.rn = p.rn
             op.rrows = p.rrows
+            op.shifted_exp = p.shifted_exp
+            if op.kind == LSE:
+                op.shifts = np.empty(max(p.rrows, 1), np.float32)
+            if p.along:
+                op.outer, op.alen, op.ilen, op.inner = p.along
+            op.elsize = p.itemsize
+            op.idx64 = p.idx64
             self.ops.append(op)
             if op.kind == VIEW:
                 self.views[op.out] = op
@@ -288,6 +318,10 @@ cdef class Executable:
                 self._view(op, values)
             elif op.kind == ROW:
                 self._row(op, values)
+            elif op.kind == LSE:
+                self._lse(op, values)
+            elif op.kind == GATHER_AXIS or op.kind == SCATTER_AXIS:
+                self._along(op, values)
             else:
                 self._py(op, values)
             for s in op.release:
@@ -499,6 +533,92 @@ cdef class Executable:
         else:
             reduce_rows(op.what, op.f64, px, self.ptrs[slot], op.rn, op.rrows)
 
+    cdef bint _binds(self, Op op, list arrays):
+        """Whether a LSE, GATHER_AXIS or SCATTER_AXIS op that does not fit this call (``_fits``)
+        binds now: at its first run, from C-contiguous NumPy operands (of the plan's dtypes),
+        none laid out oddly; an op that cannot runs its implementation on every call. A bound
+        op whose operands are laid out otherwise on this call does not (its implementation
+        runs on this call)."""
+        if op.bound or op.failed:
+            return False
+        if self._fits_first(op):
+            for x in arrays:
+                if type(x) is not _ndarray or not (<cnp.ndarray>x).flags.c_contiguous:
+                    break
+            else:
+                op.bound = True
+                return True
+        self._unbindable(op)
+        return False
+
+    cdef _run_impl(self, Op op, list values, object dest):
+        """The op's implementation on this call's operands, its result copied to ``dest``."""
+        datas = [self._value(values, <Py_ssize_t>s) for s in op.pargs]
+        np.copyto(dest, op.impl(op.prim, datas, op.node)[0])
+
+    cdef _lse(self, Op op, list values):
+        """``reduction._logsumexp`` of C-contiguous float32 rows: ``_rows``' one pass per row
+        (the shift, the sum of the shifted exponentials), NumPy's float32 log of the sums, the
+        shift added (it is finite: a row's max, or 0)."""
+        cdef Py_ssize_t slot = op.out, r
+        cdef char *args[2]
+        cdef cnp.npy_intp dims[1]
+        cdef cnp.npy_intp steps[2]
+        cdef float *out
+        cdef const float *shifts
+        cdef int failed
+        dest = self._dest(op, 0, values, None)
+        values[slot] = dest
+        self.ptrs[slot] = _ptr(dest)
+        if not self._fits(op):
+            x = self._value(values, op.args[0])
+            if _log_f32 == NULL or x.dtype != _float32 or not self._binds(op, [x]):
+                if not op.bound and not op.failed:
+                    self._unbindable(op)
+                self._run_impl(op, values, dest)
+                return
+        out = <float *>self.ptrs[slot]
+        shifts = <const float *>_ptr(op.shifts)
+        if op.rn * op.rrows >= nogil_min():
+            with nogil:
+                failed = logsumexp_rows_at(self.ptrs[op.args[0]], <char *>out, <char *>shifts,
+                                           op.rn, op.rrows, op.shifted_exp)
+        else:
+            failed = logsumexp_rows_at(self.ptrs[op.args[0]], <char *>out, <char *>shifts,
+                                       op.rn, op.rrows, op.shifted_exp)
+        if failed:
+            raise MemoryError("logsumexp: no memory for a row's exponentials")
+        args[0] = args[1] = <char *>out
+        dims[0] = op.rrows
+        steps[0] = steps[1] = sizeof(float)
+        _log_f32(args, dims, steps, _log_f32_data)
+        for r in range(op.rrows):
+            out[r] = out[r] + shifts[r]
+
+    cdef _along(self, Op op, list values):
+        """``take_along_axis`` (GATHER_AXIS) or ``put_along_axis`` adding into a copy of its
+        first operand (SCATTER_AXIS) over C-contiguous operands; an index out of bounds runs
+        the implementation, which raises its error (nothing was written)."""
+        cdef Py_ssize_t slot = op.out
+        cdef bint ok
+        dest = self._dest(op, 0, values, None)
+        values[slot] = dest
+        self.ptrs[slot] = _ptr(dest)
+        if not self._fits(op):
+            arrays = [self._value(values, <Py_ssize_t>s) for s in op.pargs]
+            if not self._binds(op, arrays):
+                self._run_impl(op, values, dest)
+                return
+        if op.kind == GATHER_AXIS:
+            ok = _take_along(self.ptrs[op.args[0]], self.ptrs[op.args[1]], self.ptrs[slot],
+                             op.outer, op.alen, op.ilen, op.inner, op.elsize, op.idx64)
+        else:
+            ok = _add_along(self.ptrs[op.args[0]], self.ptrs[op.args[1]],
+                            self.ptrs[op.args[2]], self.ptrs[slot], op.outer, op.alen,
+                            op.ilen, op.inner, op.elsize == 8, op.idx64)
+        if not ok:
+            self._run_impl(op, values, dest)
+
     cdef _py(self, Op op, list values):
         cdef Py_ssize_t slot, o
         datas = [self._value(values, <Py_ssize_t>s) for s in op.pargs]
@@ -519,32 +639,78 @@ cdef class Executable:
             values[slot] = v
 
     cdef list _outputs(self, list values, list inputs):
-        """The output arrays, as ``Tape._outputs`` makes them from data; a value over the
-        arena (a view a Python step made of an intermediate) is copied first."""
-        cdef list out = []
-        cdef Py_ssize_t j, slot, plan, n_in = self.n_in, n_c = len(self.consts)
-        cdef Py_ssize_t p
-        for j in range(len(self.outputs)):
-            plan = self.out_plan[j]
-            if plan >= 0:
-                out.append(out[plan])
-                continue
-            slot = self.outputs[j]
-            if slot < n_in:
-                v = inputs[slot]
-                if plan == -2:
-                    out.append(v)
+        """The output arrays (``Tape._outputs`` makes them from the steps' data); a value over
+        the arena (a view a Python step made of an intermediate) is copied first."""
+        cdef Py_ssize_t slot, p
+        for slot in self.step_outputs:
+            v = values[slot]
+            if type(v) is _ndarray:
+                p = <Py_ssize_t>_ptr(v)
+                if self.arena_lo <= p < self.arena_hi:
+                    values[slot] = v.copy()
+        return self.tape_outputs(values, inputs, True)
+
+
+cdef inline int64_t _index(const char *idx, int64_t t, bint idx64) noexcept nogil:
+    if idx64:
+        return (<const int64_t *>idx)[t]
+    return (<const int32_t *>idx)[t]
+
+
+cdef bint _in_bounds(const char *idx, int64_t count, int64_t n, bint idx64) noexcept nogil:
+    cdef int64_t t, j
+    for t in range(count):
+        j = _index(idx, t, idx64)
+        if j < -n or j >= n:
+            return False
+    return True
+
+
+cdef bint _take_along(const char *a, const char *idx, char *out, int64_t outer, int64_t n,
+                      int64_t k, int64_t inner, int itemsize, bint idx64) noexcept nogil:
+    """``out[o, t, i] = a[o, idx[o, t, i], i]`` (negative indices from the end); False, with
+    nothing written, where an index is out of bounds."""
+    cdef int64_t o, t, i, j, at = 0, src
+    if not _in_bounds(idx, outer * k * inner, n, idx64):
+        return False
+    for o in range(outer):
+        for t in range(k):
+            for i in range(inner):
+                j = _index(idx, at, idx64)
+                if j < 0:
+                    j += n
+                src = (o * n + j) * inner + i
+                if itemsize == 4:
+                    (<int32_t *>out)[at] = (<const int32_t *>a)[src]
+                elif itemsize == 8:
+                    (<int64_t *>out)[at] = (<const int64_t *>a)[src]
+                elif itemsize == 2:
+                    (<int16_t *>out)[at] = (<const int16_t *>a)[src]
                 else:
-                    out.append(_make(v._shape, v._dtype, v._stream, v._data))
-            elif slot < n_in + n_c:
-                c = self.consts[slot - n_in]
-                out.append(c if c._data is None else
-                           _make(c._shape, c._dtype, c._stream, c._data))
-            else:
-                v = values[slot]
-                if type(v) is _ndarray:
-                    p = <Py_ssize_t>_ptr(v)
-                    if self.arena_lo <= p < self.arena_hi:
-                        v = v.copy()
-                out.append(_make(v.shape, self.out_dtypes[j], self.stream, v))
-        return out
+                    (<int8_t *>out)[at] = (<const int8_t *>a)[src]
+                at += 1
+    return True
+
+
+cdef bint _add_along(const char *a, const char *idx, const char *u, char *out, int64_t outer,
+                     int64_t n, int64_t k, int64_t inner, bint f64, bint idx64) noexcept nogil:
+    """``out = a``, then ``out[o, idx[o, t, i], i] += u[o, t, i]`` one element after another
+    in C order (``np.add.at``'s order, so its bits); False, with nothing written, where an
+    index is out of bounds."""
+    cdef int64_t o, t, i, j, at = 0, dst
+    if not _in_bounds(idx, outer * k * inner, n, idx64):
+        return False
+    memcpy(out, a, outer * n * inner * (8 if f64 else 4))
+    for o in range(outer):
+        for t in range(k):
+            for i in range(inner):
+                j = _index(idx, at, idx64)
+                if j < 0:
+                    j += n
+                dst = (o * n + j) * inner + i
+                if f64:
+                    (<double *>out)[dst] = (<double *>out)[dst] + (<const double *>u)[at]
+                else:
+                    (<float *>out)[dst] = (<float *>out)[dst] + (<const float *>u)[at]
+                at += 1
+    return True

@@ -229,6 +229,24 @@ cdef void reduce_rows(int what, bint f64, const char *x, char *out, int64_t n,
         parallel_for(_part, &j, rows, max(1, GRAIN // n))
 
 
+cdef int logsumexp_rows_at(const char *x, char *sums, char *shifts, int64_t n, int64_t rows,
+                           uintptr_t shifted_exp) noexcept nogil:
+    """``logsumexp_rows`` on data pointers (float32, C-contiguous) for the compiled tape's
+    executable; nonzero where a row found no memory for its exponentials."""
+    cdef Job j
+    j.what = LOGSUMEXP
+    j.f64 = False
+    j.x = x
+    j.out = sums
+    j.out2 = shifts
+    j.n = n
+    j.rows = rows
+    j.k1 = <nv_kernel_fn>shifted_exp
+    j.failed = 0
+    parallel_for(_part, &j, rows, max(1, GRAIN // n))
+    return j.failed
+
+
 def extreme_rows(x, out, bint want_max) -> None:
     """Writes the max (``want_max``) or min of each innermost row of ``x`` into ``out``. Both
     C-contiguous, of one dtype (float32 or float64); rows of at least one element."""

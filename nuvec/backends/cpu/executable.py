@@ -9,20 +9,25 @@ implementation. The executable plans that work once:
   and later calls replay it on the step's operand pointers; a float32/float64 product
   (``matmul``, ``addmm`` with its bias add, a product written in a permuted layout: ``GEMM``)
   is planned once and called through CBLAS by address; a sum, max or min that
-  ``reduction.py`` runs through a row kernel (``ROW``) calls ``_rows.reduce_rows``; a view
+  ``reduction.py`` runs through a row kernel (``ROW``) calls ``_rows.reduce_rows``; so does a
+  float32 logsumexp over the innermost axis (``LSE``: ``_rows``' one pass per row, then NumPy's
+  own float32 log loop, called by address, and the shift added, as ``reduction._logsumexp``);
+  ``take_along_axis`` (``GATHER_AXIS``) and its additive scatter (``SCATTER_AXIS``: its
+  gradient, ``np.add.at``'s order) over C-contiguous operands copy and add elements in C, after
+  a bounds check whose failure runs the implementation (which raises its error); a view
   (``VIEW``: transpose, reshape, ...) whose first run returned a view at its operand's
   address is that address afterwards (made as an array only where a Python step reads it or
-  it is returned); any other step (``PY``: logsumexp, gathers, scatters, layer norm...) calls
+  it is returned); any other step (``PY``: other gathers and scatters, layer norm...) calls
   its implementation with the planned operands. Layouts are fixed by the first run: the
   inputs' are checked at each call, a ``PY`` result's when it is made, and an op whose
   operands differ runs through its generic path on that call;
-* memory plan: every intermediate that an ``ELT``, ``GEMM`` or ``ROW`` step makes lives at a fixed
-  offset of one arena per executable; slots whose lifetimes do not overlap share memory (an
-  output takes a dying operand's place where the tape's donation rule allows it, as
-  ``Tape._run_donating`` does: ``Tape.donations`` counts those). A ``PY`` or ``VIEW`` step's
-  result may be a view of its operands, so an arena slot such a step reads stays alive as
-  long as anything made from it; an output of the tape is never in the arena (a new buffer per call;
-  a ``PY`` result over the arena is copied when it is returned);
+* memory plan: every intermediate that a step run in C (not ``PY`` or ``VIEW``) makes lives
+  at a fixed offset of one arena per executable; slots whose lifetimes do not overlap share
+  memory (an output takes a dying operand's place where the tape's donation rule allows it,
+  as ``Tape._run_donating`` does: ``Tape.donations`` counts those). A ``PY`` or ``VIEW``
+  step's result may be a view of its operands, so an arena slot such a step reads stays
+  alive as long as anything made from it; an output of the tape is never in the arena (a new
+  buffer per call; a ``PY`` result over the arena is copied when it is returned);
 * a stateful step's in-place updates (``compile.inplace``): a kernel wrapped to write a new
   state value into the old one's buffer does so here too, for the thread that armed it, and
   the in-place steps' undo log is kept, so a failed step leaves the state unchanged. The
@@ -46,14 +51,18 @@ from typing import Any
 
 import numpy as np
 
+from ...primitives.indexing import GatherAxis, ScatterAxis
 from ...primitives.linalg import AddMM, Matmul, PermutedMatmul
-from ...primitives.reduction import Reduce
+from ...primitives.reduction import LogSumExp, Reduce
+from .. import registry
 from . import kernels
 from ._eltwise import Kernel
 from ._executable import Executable
 from .linalg import _ADD
+from .reduction import _SHIFTED_EXP, _address
 
-ELT, GEMM, PY, VIEW, ROW = 0, 1, 2, 3, 4
+ELT, GEMM, PY, VIEW, ROW, LSE, GATHER_AXIS, SCATTER_AXIS = range(8)
+IN_C = (ELT, GEMM, ROW, LSE, GATHER_AXIS, SCATTER_AXIS)  # kinds whose outputs are in the arena
 ARENA, NEW, INTO = 0, 1, 2
 ROW_MIN, ROW_MAX, ROW_SUM, ROW_COLS = 0, 1, 2, 3  # _rows.pxd's jobs
 # steps whose implementation returns a view of their operand (where it can)
@@ -63,6 +72,7 @@ _VIEWS = frozenset(
 _ALIGN = 64
 _PRODUCTS = (Matmul, AddMM, PermutedMatmul)
 _BLAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 
 
 def why_not(tape) -> str | None:
@@ -111,6 +121,10 @@ class OpPlan:
     f64: bool = False
     rn: int = 0
     rrows: int = 0
+    shifted_exp: int = 0  # LSE: the address of reduction.py's shifted-exp kernel
+    along: tuple = ()  # GATHER_AXIS, SCATTER_AXIS: (outer, axis length, index length, inner)
+    itemsize: int = 0  # ... the data's element size, and whether the indices are int64
+    idx64: bool = False
 
 
 @dataclass
@@ -175,6 +189,63 @@ def _row_job(step, draft) -> tuple | None:
     return None
 
 
+def _plain_impl(step) -> bool:
+    """Whether a step runs its primitive's registered CPU implementation (not a wrapper, such
+    as a stateful step's in-place form)."""
+    return step.impl is registry.implementation(type(step.prim), "cpu")
+
+
+def _lse_job(step, draft) -> tuple | None:
+    """(row length, rows) where a step is a float32 logsumexp over the innermost axis of a
+    non-empty operand (``reduction._logsumexp``'s row-kernel case), else None."""
+    prim = step.prim
+    if type(prim) is not LogSumExp or step.nout != 1 or not _plain_impl(step):
+        return None
+    x = step.source.args[0]
+    shape = tuple(draft.shape[x])
+    nd = len(shape)
+    f32 = np.dtype(np.float32)
+    if np.dtype(draft.dtype[x].np) != f32 or np.dtype(step.dtypes[0].np) != f32 or not nd:
+        return None
+    if sorted({a % nd for a in prim.axes}) != [nd - 1]:
+        return None
+    size = int(np.prod(shape, dtype=np.int64))
+    if not size:
+        return None
+    return shape[-1], size // shape[-1]
+
+
+def _along_job(step, draft) -> tuple | None:
+    """((outer, axis length, index length, inner), element size, int64 indices) where a step
+    is a ``take_along_axis`` or an additive ``put_along_axis`` the executable runs itself (one
+    dtype of 1, 2, 4 or 8 bytes, floats for the scatter; int32 or int64 indices), else None."""
+    prim = step.prim
+    if type(prim) not in (GatherAxis, ScatterAxis) or step.nout != 1 or not _plain_impl(step):
+        return None
+    src = step.source.args
+    a, idx = src[0], src[1]
+    shape, ishape = tuple(draft.shape[a]), tuple(draft.shape[idx])
+    dtype, itype = np.dtype(draft.dtype[a].np), np.dtype(draft.dtype[idx].np)
+    if itype not in _INDEX_DTYPES or np.dtype(step.dtypes[0].np) != dtype:
+        return None
+    if type(prim) is ScatterAxis:
+        if prim.mode != "add" or dtype not in _BLAS_DTYPES:
+            return None
+        if np.dtype(draft.dtype[src[2]].np) != dtype or tuple(draft.shape[src[2]]) != ishape:
+            return None
+    elif dtype.itemsize not in (1, 2, 4, 8) or dtype.kind not in "biuf":
+        return None
+    nd = len(shape)
+    if not nd or len(ishape) != nd:
+        return None
+    ax = prim.axis % nd
+    outer = int(np.prod(shape[:ax], dtype=np.int64))
+    inner = int(np.prod(shape[ax + 1 :], dtype=np.int64))
+    if not shape[ax] or not outer * ishape[ax] * inner:
+        return None
+    return (outer, shape[ax], ishape[ax], inner), dtype.itemsize, itype.itemsize == 8
+
+
 def plan(tape) -> Plan:
     """The executable's plan of ``tape`` (its steps as they are now: a stateful step's
     in-place wrappers included)."""
@@ -194,15 +265,19 @@ def plan(tape) -> Plan:
             kinds.append(GEMM)
         elif _row_job(st, draft) is not None:
             kinds.append(ROW)
+        elif _lse_job(st, draft) is not None:
+            kinds.append(LSE)
+        elif _along_job(st, draft) is not None:
+            kinds.append(GATHER_AXIS if type(st.prim) is GatherAxis else SCATTER_AXIS)
         elif st.prim.name in _VIEWS and len(st.args) == 1 and st.nout == 1:
             kinds.append(VIEW)
         else:
             kinds.append(PY)
-    # which slot lives where: arena for what ELT / GEMM steps make (outputs aside)
+    # which slot lives where: arena for what the steps run in C make (outputs aside)
     made_by_c: dict[int, bool] = {}
     for st, kind in zip(steps, kinds):
         for o in range(st.nout):
-            made_by_c[st.out + o] = kind in (ELT, GEMM, ROW)
+            made_by_c[st.out + o] = kind in IN_C
     in_arena = {s for s, c in made_by_c.items() if c and s not in outputs}
     # an output that a fused kernel writes over its dying operand (``Step.donate``), made by
     # an ELT or GEMM step and read only there: that operand gets a new buffer each call too,
@@ -328,6 +403,42 @@ def plan(tape) -> Plan:
                     f64=f64,
                     rn=rn,
                     rrows=rrows,
+                    release=release,
+                    checked=checked,
+                    **common,
+                )
+            )
+        elif kind == LSE:
+            rn, rrows = _lse_job(st, draft)  # type: ignore[misc]
+            ops.append(
+                OpPlan(
+                    LSE,
+                    st.args,
+                    dest=dest,
+                    impl=st.impl,
+                    prim=st.prim,
+                    node=st.node,
+                    rn=rn,
+                    rrows=rrows,
+                    shifted_exp=_address(_SHIFTED_EXP),
+                    release=release,
+                    checked=checked,
+                    **common,
+                )
+            )
+        elif kind in (GATHER_AXIS, SCATTER_AXIS):
+            along, itemsize, idx64 = _along_job(st, draft)  # type: ignore[misc]
+            ops.append(
+                OpPlan(
+                    kind,
+                    st.args,
+                    dest=dest,
+                    impl=st.impl,
+                    prim=st.prim,
+                    node=st.node,
+                    along=along,
+                    itemsize=itemsize,
+                    idx64=idx64,
                     release=release,
                     checked=checked,
                     **common,
