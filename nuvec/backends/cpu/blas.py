@@ -2,7 +2,7 @@
 
 Which library. Intel's MKL where its wheel is installed (``pip install -e '.[mkl]'``, x86-64),
 else NumPy's own BLAS (OpenBLAS in NumPy's wheels); ``NUVEC_BLAS=numpy`` picks NumPy's even
-when MKL is there. On the 2-core Xeon of the benchmarks MKL's sgemm took 2.8 ms for the five
+when MKL is there. On a 2-core Xeon MKL's sgemm took 2.8 ms for the five
 products of an MLP training step that OpenBLAS took 3.3 ms for. MKL is called through
 ``_gemm`` (its CBLAS entry points by address) and runs in its strict reproducible mode
 (``MKL_CBWR=AUTO,STRICT``, unless the user set ``MKL_CBWR``): a product's bits depend neither
