@@ -4,7 +4,7 @@
 Each step is an ``Op``: an element-wise kernel (``ELT``: its launch filled once and replayed
 with the step's operand pointers, ``_eltwise.run_launch``), a product (``GEMM``: planned once,
 ``_gemm.run_product``), a row reduction (``ROW``: ``_rows.reduce_rows``), a float32 logsumexp
-(``LSE``: ``_rows.logsumexp_rows_at``, NumPy's float32 log loop, the shift added), a
+(``LSE``: ``_rows.logsumexp_rows_at``, NumPy's log in place, the shift added), a
 ``take_along_axis`` or its additive scatter (``GATHER_AXIS``, ``SCATTER_AXIS``: loops here), a
 view (``VIEW``: its operand's address), or a Python implementation (``PY``). The operands' data pointers are
 a table per slot: inputs filled at the call, constants and the arena's slots fixed, results of
@@ -44,22 +44,10 @@ cdef object _get_ident = threading.get_ident
 cdef object _float32 = np.dtype(np.float32)
 
 
-cdef cnp.PyUFuncGenericFunction _log_f32 = NULL   # NumPy's float32 log loop (the eager bits)
-cdef void *_log_f32_data = NULL
-
-
-cdef void _find_log_loop():
-    global _log_f32, _log_f32_data
-    cdef cnp.ufunc log = np.log
-    cdef int i
-    for i in range(log.ntypes):
-        if log.types[2 * i] == cnp.NPY_FLOAT and log.types[2 * i + 1] == cnp.NPY_FLOAT:
-            _log_f32 = log.functions[i]
-            _log_f32_data = log.data[i]
-            return
-
-
-_find_log_loop()
+# NumPy's log, called in place on a logsumexp's sums: the eager implementation's bits (a ufunc's
+# loop table is NumPy's internal layout, which changes between versions, so it is not read here)
+cdef object _np_log = np.log
+cdef object _errstate = np.errstate
 
 # op kinds
 cdef enum:
@@ -558,12 +546,9 @@ cdef class Executable:
 
     cdef _lse(self, Op op, list values):
         """``reduction._logsumexp`` of C-contiguous float32 rows: ``_rows``' one pass per row
-        (the shift, the sum of the shifted exponentials), NumPy's float32 log of the sums, the
+        (the shift, the sum of the shifted exponentials), NumPy's log of the sums in place, the
         shift added (it is finite: a row's max, or 0)."""
         cdef Py_ssize_t slot = op.out, r
-        cdef char *args[2]
-        cdef cnp.npy_intp dims[1]
-        cdef cnp.npy_intp steps[2]
         cdef float *out
         cdef const float *shifts
         cdef int failed
@@ -572,7 +557,7 @@ cdef class Executable:
         self.ptrs[slot] = _ptr(dest)
         if not self._fits(op):
             x = self._value(values, op.args[0])
-            if _log_f32 == NULL or x.dtype != _float32 or not self._binds(op, [x]):
+            if x.dtype != _float32 or not self._binds(op, [x]):
                 if not op.bound and not op.failed:
                     self._unbindable(op)
                 self._run_impl(op, values, dest)
@@ -588,10 +573,8 @@ cdef class Executable:
                                        op.rn, op.rrows, op.shifted_exp)
         if failed:
             raise MemoryError("logsumexp: no memory for a row's exponentials")
-        args[0] = args[1] = <char *>out
-        dims[0] = op.rrows
-        steps[0] = steps[1] = sizeof(float)
-        _log_f32(args, dims, steps, _log_f32_data)
+        with _errstate(divide="ignore", invalid="ignore"):   # a row of -inf: log(0), quietly
+            _np_log(dest, out=dest)
         for r in range(op.rrows):
             out[r] = out[r] + shifts[r]
 

@@ -11,7 +11,7 @@ implementation. The executable plans that work once:
   is planned once and called through CBLAS by address; a sum, max or min that
   ``reduction.py`` runs through a row kernel (``ROW``) calls ``_rows.reduce_rows``; so does a
   float32 logsumexp over the innermost axis (``LSE``: ``_rows``' one pass per row, then NumPy's
-  own float32 log loop, called by address, and the shift added, as ``reduction._logsumexp``);
+  log of the sums in place and the shift added, as ``reduction._logsumexp``);
   ``take_along_axis`` (``GATHER_AXIS``) and its additive scatter (``SCATTER_AXIS``: its
   gradient, ``np.add.at``'s order) over C-contiguous operands copy and add elements in C, after
   a bounds check whose failure runs the implementation (which raises its error); a view
