@@ -148,7 +148,6 @@ _ROUNDED_BF16 = {
     "nv_exp_negabs_f32": "nv_exp_nonpos_bf16",
     "nv_tanh_f32": "nv_tanh_bf16",
     "nv_sigmoid_f32": "nv_sigmoid_bf16",
-    "nv_erf_f32": "nv_erf_value",
 }
 # set to 0 to compute every node as float32 (the same bits but NaN payloads), for comparisons
 PACKED_BF16 = os.environ.get("NUVEC_CUDA_PACKED_BF16", "1") != "0"
