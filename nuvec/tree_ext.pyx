@@ -24,67 +24,34 @@ def setup(array_type, leaf_marker):
     _LEAF = leaf_marker
 
 
-cdef tuple _children(object seq, list out):
-    cdef Py_ssize_t n = len(seq), i
-    cdef list tmp = [None] * n
-    for i in range(n):
-        tmp[i] = flat(seq[i], out)
-    return tuple(tmp)
-
-
-
 cpdef object flat(object obj, list out):
-    cdef object t = type(obj)
-    cdef tuple keys
-    cdef list vals
-    cdef object k
-    if t is _Array:
-        out.append(obj)
-        return _LEAF
-    if t is list:
-        return (list, _children(obj, out))
-    if t is tuple:
-        return (tuple, _children(obj, out))
-    if t is dict:
-        keys = tuple(obj)
-        vals = []
-        for k in keys:
-            vals.append(flat((<dict>obj)[k], out))
-        return (dict, keys, tuple(vals))
-    if obj is None or t is int or t is float or t is bool or t is str:
-        return (_STATIC, t, obj)
-    if isinstance(obj, _Array):
-        out.append(obj)
-        return _LEAF
-    if isinstance(obj, dict):
-        keys = tuple(obj)
-        vals = []
-        for k in keys:
-            vals.append(flat(obj[k], out))
-        return (t, keys, tuple(vals))
-    if isinstance(obj, (tuple, list)):
-        return (t, _children(obj, out))
-    return (_STATIC, t, obj)
+    return _walk(obj, out, None, None)
 
 
 cdef inline void _listed(object c, list conts, set seen):
-    cdef object cid = id(c)
+    """``c`` appended to ``conts`` unless already there (a walk that lists no containers:
+    ``conts`` None)."""
+    cdef object cid
+    if conts is None:
+        return
+    cid = id(c)
     if cid not in seen:
         seen.add(cid)
         conts.append(c)
 
 
-cdef tuple _children_listed(object seq, list out, list conts, set seen):
+cdef tuple _children(object seq, list out, list conts, set seen):
     cdef Py_ssize_t n = len(seq), i
     cdef list tmp = [None] * n
     for i in range(n):
-        tmp[i] = _flat_listed(seq[i], out, conts, seen)
+        tmp[i] = _walk(seq[i], out, conts, seen)
     return tuple(tmp)
 
 
-cdef object _flat_listed(object obj, list out, list conts, set seen):
-    """``flat``, also listing each list and dict once in ``conts`` (as ``containers`` does,
-    in this walk's order)."""
+cdef object _walk(object obj, list out, list conts, set seen):
+    """``flat``'s structure of ``obj``, its arrays appended to ``out``; where ``conts`` is a
+    list, each list and dict also listed there once (as ``containers`` does, in this walk's
+    order)."""
     cdef object t = type(obj)
     cdef tuple keys
     cdef list vals
@@ -94,15 +61,15 @@ cdef object _flat_listed(object obj, list out, list conts, set seen):
         return _LEAF
     if t is list:
         _listed(obj, conts, seen)
-        return (list, _children_listed(obj, out, conts, seen))
+        return (list, _children(obj, out, conts, seen))
     if t is tuple:
-        return (tuple, _children_listed(obj, out, conts, seen))
+        return (tuple, _children(obj, out, conts, seen))
     if t is dict:
         _listed(obj, conts, seen)
         keys = tuple(obj)
         vals = []
         for k in keys:
-            vals.append(_flat_listed((<dict>obj)[k], out, conts, seen))
+            vals.append(_walk((<dict>obj)[k], out, conts, seen))
         return (dict, keys, tuple(vals))
     if obj is None or t is int or t is float or t is bool or t is str:
         return (_STATIC, t, obj)
@@ -114,12 +81,12 @@ cdef object _flat_listed(object obj, list out, list conts, set seen):
         keys = tuple(obj)
         vals = []
         for k in keys:
-            vals.append(_flat_listed(obj[k], out, conts, seen))
+            vals.append(_walk(obj[k], out, conts, seen))
         return (t, keys, tuple(vals))
     if isinstance(obj, (tuple, list)):
         if isinstance(obj, list):
             _listed(obj, conts, seen)
-        return (t, _children_listed(obj, out, conts, seen))
+        return (t, _children(obj, out, conts, seen))
     return (_STATIC, t, obj)
 
 
@@ -128,7 +95,7 @@ cpdef object flat_listed(object obj, list out, list conts):
     list and dict of ``obj`` not already there, each once: one walk for a compiled stateful
     call's state, its arrays and its containers."""
     cdef set seen = {id(c) for c in conts}
-    return _flat_listed(obj, out, conts, seen)
+    return _walk(obj, out, conts, seen)
 
 
 cpdef list containers(tuple trees):
