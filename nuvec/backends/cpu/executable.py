@@ -344,21 +344,20 @@ def plan(tape) -> Plan:
             INTO + into[k, o] if (k, o) in into else ARENA if st.out + o in in_arena else NEW
             for o in range(st.nout)
         )
-        common = dict(out=st.out, nout=st.nout, shape=tuple(st.shape), descrs=descrs)
+        step = dict(
+            out=st.out,
+            nout=st.nout,
+            shape=tuple(st.shape),
+            descrs=descrs,
+            impl=st.impl,
+            prim=st.prim,
+            node=st.node,
+            release=release,
+        )
+        placed = dict(step, dest=dest, checked=checked)  # a step C runs on its operands
         if kind == ELT:
             kernel, wrapper = _kernel_of(st)
-            ops.append(
-                OpPlan(
-                    ELT,
-                    st.args,
-                    dest=dest,
-                    kernel=kernel,
-                    wrapper=wrapper,
-                    release=release,
-                    checked=checked,
-                    **common,
-                )
-            )
+            ops.append(OpPlan(ELT, st.args, kernel=kernel, wrapper=wrapper, **placed))
         elif kind == GEMM:
             prim = st.prim
             ab = st.args[1:] if type(prim) is AddMM else st.args
@@ -366,113 +365,30 @@ def plan(tape) -> Plan:
             if type(prim) is PermutedMatmul:
                 perm = tuple(sorted(range(len(prim.axes)), key=prim.axes.__getitem__))
             add = type(prim) is AddMM and prim.beta == 1.0
-            ops.append(
-                OpPlan(
-                    GEMM,
-                    ab,
-                    dest=dest,
-                    perm=perm,
-                    checked=checked,
-                    release=() if add else release,
-                    **common,
-                )
-            )
+            product = dict(placed, release=()) if add else placed  # (the add releases)
+            ops.append(OpPlan(GEMM, ab, perm=perm, **product))
             if add:  # the bias add, in place, by the kernel addmm's implementation uses
-                ops.append(
-                    OpPlan(
-                        ELT,
-                        (st.out, st.args[0]),
-                        dest=(INTO + 0,),
-                        kernel=_add_kernel(descrs[0]),
-                        release=release,
-                        checked=checked,
-                        **common,
-                    )
-                )
+                bias = dict(placed, dest=(INTO + 0,))
+                ops.append(OpPlan(ELT, (st.out, st.args[0]), kernel=_add_kernel(descrs[0]), **bias))
         elif kind == ROW:
             what, f64, rn, rrows = _row_job(st, draft)  # type: ignore[misc]
-            ops.append(
-                OpPlan(
-                    ROW,
-                    st.args,
-                    dest=dest,
-                    impl=st.impl,
-                    prim=st.prim,
-                    node=st.node,
-                    what=what,
-                    f64=f64,
-                    rn=rn,
-                    rrows=rrows,
-                    release=release,
-                    checked=checked,
-                    **common,
-                )
-            )
+            ops.append(OpPlan(ROW, st.args, what=what, f64=f64, rn=rn, rrows=rrows, **placed))
         elif kind == LSE:
             rn, rrows = _lse_job(st, draft)  # type: ignore[misc]
-            ops.append(
-                OpPlan(
-                    LSE,
-                    st.args,
-                    dest=dest,
-                    impl=st.impl,
-                    prim=st.prim,
-                    node=st.node,
-                    rn=rn,
-                    rrows=rrows,
-                    shifted_exp=_address(_SHIFTED_EXP),
-                    release=release,
-                    checked=checked,
-                    **common,
-                )
-            )
+            shifted_exp = _address(_SHIFTED_EXP)
+            ops.append(OpPlan(LSE, st.args, rn=rn, rrows=rrows, shifted_exp=shifted_exp, **placed))
         elif kind in (GATHER_AXIS, SCATTER_AXIS):
             along, itemsize, idx64 = _along_job(st, draft)  # type: ignore[misc]
-            ops.append(
-                OpPlan(
-                    kind,
-                    st.args,
-                    dest=dest,
-                    impl=st.impl,
-                    prim=st.prim,
-                    node=st.node,
-                    along=along,
-                    itemsize=itemsize,
-                    idx64=idx64,
-                    release=release,
-                    checked=checked,
-                    **common,
-                )
-            )
+            ops.append(OpPlan(kind, st.args, along=along, itemsize=itemsize, idx64=idx64, **placed))
         elif kind == VIEW:
+            eager_view = st.out in eager
             ops.append(
-                OpPlan(
-                    VIEW,
-                    st.args,
-                    impl=st.impl,
-                    prim=st.prim,
-                    node=st.node,
-                    eager=st.out in eager,
-                    release=release,
-                    checked=checked,
-                    read_by_c=[True],
-                    **common,
-                )
+                OpPlan(VIEW, st.args, checked=checked, eager=eager_view, read_by_c=[True], **step)
             )
         else:
             python[st.prim.name] += 1
-            ops.append(
-                OpPlan(
-                    PY,
-                    st.args,
-                    impl=st.impl,
-                    prim=st.prim,
-                    node=st.node,
-                    release=release,
-                    read_by_c=[st.out + o in read_by_c for o in range(st.nout)],
-                    **common,
-                )
-            )
+            read = [st.out + o in read_by_c for o in range(st.nout)]
+            ops.append(OpPlan(PY, st.args, read_by_c=read, **step))
     in_c = sum(kind != PY for kind in kinds)  # (a VIEW that turns out not to be one: Python)
     return Plan(ops, arena, template, donations, len(steps), in_c, dict(python))
 
