@@ -179,33 +179,44 @@ cdef char *_data(a) except NULL:
     return <char *>cnp.PyArray_DATA(<cnp.ndarray>a)
 
 
+cdef inline Job _job(int what, bint f64, const char *x, char *out, char *out2, int64_t n,
+                     int64_t rows, uintptr_t k1=0, uintptr_t k2=0,
+                     double scale=1.0) noexcept nogil:
+    cdef Job j
+    j.what = what
+    j.f64 = f64
+    j.x = x
+    j.out = out
+    j.out2 = out2
+    j.n = n
+    j.rows = rows
+    j.k1 = <nv_kernel_fn>k1
+    j.k2 = <nv_kernel_fn>k2
+    j.scale = scale
+    j.failed = 0
+    return j
+
+
+cdef int _launch(Job *j) noexcept nogil:
+    """Runs a job on the launch threads, by rows (COLS: by whole cache lines of columns);
+    nonzero where a row found no memory for its exponentials."""
+    if j.what == COLS:
+        parallel_for(_part, j, j.n, max(16, GRAIN // max(j.rows, 1)))
+    else:
+        parallel_for(_part, j, j.rows, max(1, GRAIN // j.n))
+    return j.failed
+
+
 cdef void _run(int what, x, out, out2=None, uintptr_t k1=0, uintptr_t k2=0,
                double scale=1.0) except *:
     """One job of nv_rows.c over x's innermost rows (COLS: over out.size columns)."""
-    cdef Job j
-    cdef int64_t size, grain
-    j.what = what
-    j.scale = scale
-    j.f64 = x.dtype.itemsize == 8
-    j.x = _data(x)
-    j.out = _data(out)
-    j.out2 = _data(out2) if out2 is not None else NULL
-    j.k1 = <nv_kernel_fn>k1
-    j.k2 = <nv_kernel_fn>k2
-    j.failed = 0
-    if what == COLS:
-        j.n = out.size
-        j.rows = x.size // j.n
-        size = j.n
-        grain = max(16, GRAIN // max(j.rows, 1))     # whole cache lines of columns
-    else:
-        j.n = x.shape[x.ndim - 1]
-        j.rows = x.size // j.n
-        size = j.rows
-        grain = max(1, GRAIN // j.n)
+    cdef int64_t n = out.size if what == COLS else x.shape[x.ndim - 1]
+    cdef Job j = _job(what, x.dtype.itemsize == 8, _data(x), _data(out),
+                      _data(out2) if out2 is not None else NULL, n, x.size // n, k1, k2, scale)
+    cdef int failed
     with nogil:
-        parallel_for(_part, &j, size, grain)
-    if j.failed:
+        failed = _launch(&j)
+    if failed:
         raise MemoryError("logsumexp: no memory for a row's exponentials")
 
 
@@ -214,37 +225,16 @@ cdef void reduce_rows(int what, bint f64, const char *x, char *out, int64_t n,
     """A MIN, MAX or SUM job over ``rows`` innermost rows of ``n`` elements, or a COLS job
     over ``n`` columns of ``rows`` rows (C-contiguous data): ``_run`` on data pointers, for
     the compiled tape's executable (``_executable.pyx``)."""
-    cdef Job j
-    j.what = what
-    j.f64 = f64
-    j.x = x
-    j.out = out
-    j.out2 = NULL
-    j.n = n
-    j.rows = rows
-    j.failed = 0
-    if what == COLS:
-        parallel_for(_part, &j, n, max(16, GRAIN // max(rows, 1)))
-    else:
-        parallel_for(_part, &j, rows, max(1, GRAIN // n))
+    cdef Job j = _job(what, f64, x, out, NULL, n, rows)
+    _launch(&j)
 
 
 cdef int logsumexp_rows_at(const char *x, char *sums, char *shifts, int64_t n, int64_t rows,
                            uintptr_t shifted_exp) noexcept nogil:
     """``logsumexp_rows`` on data pointers (float32, C-contiguous) for the compiled tape's
     executable; nonzero where a row found no memory for its exponentials."""
-    cdef Job j
-    j.what = LOGSUMEXP
-    j.f64 = False
-    j.x = x
-    j.out = sums
-    j.out2 = shifts
-    j.n = n
-    j.rows = rows
-    j.k1 = <nv_kernel_fn>shifted_exp
-    j.failed = 0
-    parallel_for(_part, &j, rows, max(1, GRAIN // n))
-    return j.failed
+    cdef Job j = _job(LOGSUMEXP, False, x, sums, shifts, n, rows, shifted_exp)
+    return _launch(&j)
 
 
 def extreme_rows(x, out, bint want_max) -> None:
