@@ -573,7 +573,14 @@ cdef class Executable:
                                        op.rn, op.rrows, op.shifted_exp)
         if failed:
             raise MemoryError("logsumexp: no memory for a row's exponentials")
-        with _errstate(divide="ignore", invalid="ignore"):   # a row of -inf: log(0), quietly
+        # a row of -inf (log(0)) or NaN is taken quietly, as eagerly; the errstate context
+        # costs a few microseconds, so only such rows pay it
+        for r in range(op.rrows):
+            if not out[r] > 0:
+                with _errstate(divide="ignore", invalid="ignore"):
+                    _np_log(dest, out=dest)
+                break
+        else:
             _np_log(dest, out=dest)
         for r in range(op.rrows):
             out[r] = out[r] + shifts[r]
@@ -649,20 +656,27 @@ cdef bint _in_bounds(const char *idx, int64_t count, int64_t n, bint idx64) noex
     return True
 
 
+cdef inline int64_t _along_at(const char *idx, int64_t at, int64_t o, int64_t i, int64_t n,
+                              int64_t inner, bint idx64) noexcept nogil:
+    """The element of the indexed array that index ``at``, at (o, ., i), names: its offset in
+    an (outer, n, inner) array, a negative index counted from the end."""
+    cdef int64_t j = _index(idx, at, idx64)
+    if j < 0:
+        j += n
+    return (o * n + j) * inner + i
+
+
 cdef bint _take_along(const char *a, const char *idx, char *out, int64_t outer, int64_t n,
                       int64_t k, int64_t inner, int itemsize, bint idx64) noexcept nogil:
     """``out[o, t, i] = a[o, idx[o, t, i], i]`` (negative indices from the end); False, with
     nothing written, where an index is out of bounds."""
-    cdef int64_t o, t, i, j, at = 0, src
+    cdef int64_t o, t, i, at = 0, src
     if not _in_bounds(idx, outer * k * inner, n, idx64):
         return False
     for o in range(outer):
         for t in range(k):
             for i in range(inner):
-                j = _index(idx, at, idx64)
-                if j < 0:
-                    j += n
-                src = (o * n + j) * inner + i
+                src = _along_at(idx, at, o, i, n, inner, idx64)
                 if itemsize == 4:
                     (<int32_t *>out)[at] = (<const int32_t *>a)[src]
                 elif itemsize == 8:
@@ -680,17 +694,14 @@ cdef bint _add_along(const char *a, const char *idx, const char *u, char *out, i
     """``out = a``, then ``out[o, idx[o, t, i], i] += u[o, t, i]`` one element after another
     in C order (``np.add.at``'s order, so its bits); False, with nothing written, where an
     index is out of bounds."""
-    cdef int64_t o, t, i, j, at = 0, dst
+    cdef int64_t o, t, i, at = 0, dst
     if not _in_bounds(idx, outer * k * inner, n, idx64):
         return False
     memcpy(out, a, outer * n * inner * (8 if f64 else 4))
     for o in range(outer):
         for t in range(k):
             for i in range(inner):
-                j = _index(idx, at, idx64)
-                if j < 0:
-                    j += n
-                dst = (o * n + j) * inner + i
+                dst = _along_at(idx, at, o, i, n, inner, idx64)
                 if f64:
                     (<double *>out)[dst] = (<double *>out)[dst] + (<const double *>u)[at]
                 else:
