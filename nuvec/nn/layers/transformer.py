@@ -126,10 +126,10 @@ class TransformerEncoderLayer(Module):
         return self.ln2(x + self.linear2(self.dropout2(y)))
 
 
-class TransformerEncoder(Module):
-    """``num_layers`` encoder layers, then a final LayerNorm. ``checkpoint`` is accepted
-    for MLX compatibility; it only trades memory for compute there, and results are the
-    same here without it (see ``nn.utils.checkpoint``)."""
+class _LayerStack(Module):
+    """``num_layers`` layers of ``layer_type``, then a final LayerNorm."""
+
+    layer_type: type
 
     def __init__(
         self,
@@ -144,11 +144,19 @@ class TransformerEncoder(Module):
     ) -> None:
         super().__init__()
         self.layers = [
-            TransformerEncoderLayer(dims, num_heads, mlp_dims, dropout, activation, norm_first)
+            self.layer_type(dims, num_heads, mlp_dims, dropout, activation, norm_first)
             for _ in range(num_layers)
         ]
         self.ln = LayerNorm(dims)
         self.checkpoint = checkpoint
+
+
+class TransformerEncoder(_LayerStack):
+    """``num_layers`` encoder layers, then a final LayerNorm. ``checkpoint`` is accepted
+    for MLX compatibility; it only trades memory for compute there, and results are the
+    same here without it (see ``nn.utils.checkpoint``)."""
+
+    layer_type = TransformerEncoderLayer
 
     def __call__(self, x, mask):
         for layer in self.layers:
@@ -206,28 +214,11 @@ class TransformerDecoderLayer(Module):
         return self.ln3(x + self._mlp(x))
 
 
-class TransformerDecoder(Module):
+class TransformerDecoder(_LayerStack):
     """``num_layers`` decoder layers, then a final LayerNorm (``checkpoint`` as in
     ``TransformerEncoder``)."""
 
-    def __init__(
-        self,
-        num_layers: int,
-        dims: int,
-        num_heads: int,
-        mlp_dims: Optional[int] = None,
-        dropout: float = 0.0,
-        activation: Callable = relu,
-        norm_first: bool = True,
-        checkpoint: bool = False,
-    ) -> None:
-        super().__init__()
-        self.layers = [
-            TransformerDecoderLayer(dims, num_heads, mlp_dims, dropout, activation, norm_first)
-            for _ in range(num_layers)
-        ]
-        self.ln = LayerNorm(dims)
-        self.checkpoint = checkpoint
+    layer_type = TransformerDecoderLayer
 
     def __call__(self, x, memory, x_mask, memory_mask):
         for layer in self.layers:
