@@ -25,7 +25,7 @@ from nuvec.utils import tree_flatten, tree_map_with_path, tree_unflatten
 
 from .base import Module
 from .linear import Linear
-from .quantized import QuantizedLinear
+from .quantized import QuantizedLinear, _Quantized
 
 Segments = Union[int, Sequence[int], Sequence[float]]
 
@@ -229,7 +229,7 @@ class ShardedToAllLinear(_ShardedLinear):
         return y + self.bias if "bias" in self else y
 
 
-class _QuantizedShardedLinear(Module):
+class _QuantizedShardedLinear(_Quantized):
     """The quantized twins: the shard's weight is quantized (``nv.quantize``) and, as in
     ``QuantizedLinear``, the parameters are frozen."""
 
@@ -274,22 +274,7 @@ class _QuantizedShardedLinear(Module):
 
     def _extra_repr(self) -> str:
         i, o = self._dims()
-        return (
-            f"input_dims={i}, output_dims={o}, bias={'bias' in self}, "
-            f"group_size={self.group_size}, bits={self.bits}, mode={self.mode}"
-        )
-
-    def _qmm(self, x):
-        return nv.quantized_matmul(
-            x,
-            self["weight"],
-            scales=self["scales"],
-            biases=self.get("biases"),
-            transpose=True,
-            group_size=self.group_size,
-            bits=self.bits,
-            mode=self.mode,
-        )
+        return f"input_dims={i}, output_dims={o}, bias={'bias' in self}, {self._extra()}"
 
     @classmethod
     def from_quantized_linear(
@@ -321,7 +306,7 @@ class QuantizedAllToShardedLinear(_QuantizedShardedLinear):
     _dense = AllToShardedLinear
 
     def __call__(self, x):
-        y = self._qmm(sum_gradients(self.group)(x))
+        y = self._matmul(sum_gradients(self.group)(x))
         return y + self["bias"] if "bias" in self else y
 
 
@@ -332,7 +317,7 @@ class QuantizedShardedToAllLinear(_QuantizedShardedLinear):
     _dense = ShardedToAllLinear
 
     def __call__(self, x):
-        y = nv.distributed.all_sum(self._qmm(x), group=self.group)
+        y = nv.distributed.all_sum(self._matmul(x), group=self.group)
         return y + self["bias"] if "bias" in self else y
 
 

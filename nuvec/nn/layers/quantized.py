@@ -82,8 +82,29 @@ class _Quantized(Module):
         )
         self.biases = biases[0] if biases else None
 
+    @classmethod
+    def _from_weight(cls, weight, group_size, bits, mode: str):
+        """A layer of this class holding ``weight`` quantized (its other members unset)."""
+        q = cls.__new__(cls)
+        Module.__init__(q)
+        q._set_quantized(weight, group_size, bits, mode)
+        return q
+
     def _extra(self) -> str:
         return f"group_size={self.group_size}, bits={self.bits}, mode={self.mode}"
+
+    def _matmul(self, x):
+        """``x @ W.T`` through the packed weight."""
+        return nv.quantized_matmul(
+            x,
+            self["weight"],
+            scales=self["scales"],
+            biases=self.get("biases"),
+            transpose=True,
+            group_size=self.group_size,
+            bits=self.bits,
+            mode=self.mode,
+        )
 
 
 class QuantizedLinear(_Quantized):
@@ -119,16 +140,7 @@ class QuantizedLinear(_Quantized):
         )
 
     def __call__(self, x):
-        y = nv.quantized_matmul(
-            x,
-            self["weight"],
-            scales=self["scales"],
-            biases=self.get("biases"),
-            transpose=True,
-            group_size=self.group_size,
-            bits=self.bits,
-            mode=self.mode,
-        )
+        y = self._matmul(x)
         return y + self["bias"] if "bias" in self else y
 
     @classmethod
@@ -141,9 +153,7 @@ class QuantizedLinear(_Quantized):
     ) -> "QuantizedLinear":
         """The quantized form of a ``Linear`` (its bias kept as it is)."""
         out_dims, in_dims = linear.weight.shape
-        q = cls.__new__(cls)
-        Module.__init__(q)
-        q._set_quantized(linear.weight, group_size, bits, mode)
+        q = cls._from_weight(linear.weight, group_size, bits, mode)
         if "bias" in linear:
             q.bias = linear.bias
         q.freeze()
@@ -187,16 +197,7 @@ class QuantizedEmbedding(_Quantized):
 
     def as_linear(self, x):
         """``x @ table.T`` through the packed table (tied input and output embeddings)."""
-        return nv.quantized_matmul(
-            x,
-            self["weight"],
-            scales=self["scales"],
-            biases=self.get("biases"),
-            transpose=True,
-            group_size=self.group_size,
-            bits=self.bits,
-            mode=self.mode,
-        )
+        return self._matmul(x)
 
     @classmethod
     def from_embedding(
@@ -207,9 +208,7 @@ class QuantizedEmbedding(_Quantized):
         mode: str = "affine",
     ) -> "QuantizedEmbedding":
         """The quantized form of an ``Embedding``."""
-        q = cls.__new__(cls)
-        Module.__init__(q)
-        q._set_quantized(embedding.weight, group_size, bits, mode)
+        q = cls._from_weight(embedding.weight, group_size, bits, mode)
         q.num_embeddings, q.dims = embedding.weight.shape
         q.freeze()
         return q
