@@ -19,6 +19,28 @@ from ...ops.conv import _tuple, conv1d, conv2d, conv3d
 IntOrTuple = Union[int, Sequence[int]]
 
 
+def _stride_padding_dilation(nd: int, op: str, stride, padding, dilation) -> dict:
+    """A convolution layer's stride, padding and dilation, one int per spatial axis."""
+    return dict(
+        stride=_tuple(stride, nd, "stride", op, 1),
+        padding=_tuple(padding, nd, "padding", op, 0),
+        dilation=_tuple(dilation, nd, "dilation", op, 1),
+    )
+
+
+def _init_weight(
+    layer: Module, out_channels: int, kernel: tuple, in_channels: int, bias: bool
+) -> None:
+    """A weight ``(out_channels, *kernel, in_channels)`` uniform in ``[-k, k]``,
+    ``k = 1/sqrt(in_channels * prod(kernel))``, and a bias of zeros if ``bias``."""
+    scale = math.sqrt(1.0 / (in_channels * math.prod(kernel)))
+    layer.weight = nv.random.uniform(
+        low=-scale, high=scale, shape=(out_channels, *kernel, in_channels)
+    )
+    if bias:
+        layer.bias = nv.zeros((out_channels,))
+
+
 class _Conv(Module):
     _nd = 0
     _name = "Conv"
@@ -44,18 +66,10 @@ class _Conv(Module):
         kernel = _tuple(kernel_size, self._nd, "kernel_size", op, 1)
         # hyper-parameters are plain attributes, not tree members
         self.__dict__.update(
-            stride=_tuple(stride, self._nd, "stride", op, 1),
-            padding=_tuple(padding, self._nd, "padding", op, 0),
-            dilation=_tuple(dilation, self._nd, "dilation", op, 1),
+            **_stride_padding_dilation(self._nd, op, stride, padding, dilation),
             groups=groups,
         )
-        fan_in = in_channels // groups * math.prod(kernel)
-        scale = math.sqrt(1.0 / fan_in)
-        self.weight = nv.random.uniform(
-            low=-scale, high=scale, shape=(out_channels, *kernel, in_channels // groups)
-        )
-        if bias:
-            self.bias = nv.zeros((out_channels,))
+        _init_weight(self, out_channels, kernel, in_channels // groups, bias)
 
     def _extra_repr(self) -> str:
         w = self.weight.shape
@@ -65,6 +79,10 @@ class _Conv(Module):
             f"groups={self.groups}, bias={'bias' in self}"
         )
 
+    def __call__(self, x):
+        y = self._op(x, self.weight, self.stride, self.padding, self.dilation, self.groups)
+        return y + self.bias if "bias" in self else y
+
 
 class Conv1d(_Conv):
     """1-d convolution over ``(N, L, C_in)`` inputs; weight ``(C_out, K, C_in / groups)``
@@ -72,10 +90,7 @@ class Conv1d(_Conv):
 
     _nd = 1
     _name = "Conv1d"
-
-    def __call__(self, x):
-        y = conv1d(x, self.weight, self.stride, self.padding, self.dilation, self.groups)
-        return y + self.bias if "bias" in self else y
+    _op = staticmethod(conv1d)
 
 
 class Conv2d(_Conv):
@@ -85,10 +100,7 @@ class Conv2d(_Conv):
 
     _nd = 2
     _name = "Conv2d"
-
-    def __call__(self, x):
-        y = conv2d(x, self.weight, self.stride, self.padding, self.dilation, self.groups)
-        return y + self.bias if "bias" in self else y
+    _op = staticmethod(conv2d)
 
 
 class Conv3d(_Conv):
@@ -98,7 +110,4 @@ class Conv3d(_Conv):
 
     _nd = 3
     _name = "Conv3d"
-
-    def __call__(self, x):
-        y = conv3d(x, self.weight, self.stride, self.padding, self.dilation, self.groups)
-        return y + self.bias if "bias" in self else y
+    _op = staticmethod(conv3d)

@@ -14,15 +14,11 @@ gives ``(n - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_paddin
 
 from __future__ import annotations
 
-import math
-from typing import Sequence, Union
-
 import nuvec as nv
 
 from .base import Module
+from .convolution import IntOrTuple, _init_weight, _stride_padding_dilation
 from ...ops.conv import _tuple
-
-IntOrTuple = Union[int, Sequence[int]]
 
 
 class _ConvTranspose(Module):
@@ -44,17 +40,10 @@ class _ConvTranspose(Module):
         kernel = _tuple(kernel_size, nd, "kernel_size", op, 1)
         # hyper-parameters are plain attributes, not tree members
         self.__dict__.update(
-            stride=_tuple(stride, nd, "stride", op, 1),
-            padding=_tuple(padding, nd, "padding", op, 0),
-            dilation=_tuple(dilation, nd, "dilation", op, 1),
+            **_stride_padding_dilation(nd, op, stride, padding, dilation),
             output_padding=_tuple(output_padding, nd, "output_padding", op, 0),
         )
-        scale = math.sqrt(1.0 / (in_channels * math.prod(kernel)))
-        self.weight = nv.random.uniform(
-            low=-scale, high=scale, shape=(out_channels, *kernel, in_channels)
-        )
-        if bias:
-            self.bias = nv.zeros((out_channels,))
+        _init_weight(self, out_channels, kernel, in_channels, bias)
 
     def _extra_repr(self) -> str:
         w = self.weight.shape
