@@ -444,13 +444,12 @@ def slice_shape(shape, start, stop, strides) -> tuple[int, ...]:
     return tuple(out)
 
 
-class Slice(_View):
-    """A strided box of the input, one ``(start, stop, stride)`` per axis, normalised as
-    ``slice.indices`` gives them (a negative stride may have ``stop == -1``: "before 0").
-    A view on the CPU."""
+class _Box(Primitive):
+    """A primitive whose parameters are a strided box, one ``(start, stop, stride)`` per
+    axis, normalised as ``slice.indices`` gives them (a negative stride may have
+    ``stop == -1``: "before 0")."""
 
     __slots__ = ("start", "stop", "strides")
-    name = "slice"
     fixes_shape = True
 
     def __init__(self, start, stop, strides) -> None:
@@ -459,6 +458,13 @@ class Slice(_View):
     @property
     def params(self) -> tuple:
         return (self.start, self.stop, self.strides)
+
+
+class Slice(_Box, _View):
+    """The input's strided box (see ``_Box``). A view on the CPU."""
+
+    __slots__ = ()
+    name = "slice"
 
     def infer(self, inputs):
         return [
@@ -466,20 +472,12 @@ class Slice(_View):
         ]
 
 
-class SliceUpdate(Primitive):
+class SliceUpdate(_Box):
     """A copy of input 0 with the box of ``Slice(start, stop, strides)`` replaced by input 1
     (which has the box's shape and input 0's dtype)."""
 
-    __slots__ = ("start", "stop", "strides")
+    __slots__ = ()
     name = "slice_update"
-    fixes_shape = True
-
-    def __init__(self, start, stop, strides) -> None:
-        self.start, self.stop, self.strides = tuple(start), tuple(stop), tuple(strides)
-
-    @property
-    def params(self) -> tuple:
-        return (self.start, self.stop, self.strides)
 
     def infer(self, inputs):
         a, u = inputs
