@@ -1,5 +1,5 @@
-"""Shared helpers for the reduction, sort and linalg tests: random data per dtype, layouts
-(contiguous, transposed, strided), tolerance checks, finite-difference gradient checks and
+"""Shared helpers for the operation tests: random data per dtype, layouts (contiguous,
+transposed, strided), bit-for-bit and tolerance checks, finite-difference gradient checks and
 vmap-against-a-loop checks."""
 
 from __future__ import annotations
@@ -125,6 +125,15 @@ def host(a) -> np.ndarray:
     return np.asarray(a)
 
 
+def same(out, expected: np.ndarray) -> None:
+    """Equal bit for bit, with the same shape and dtype."""
+    assert isinstance(out, nv.array)
+    assert out.shape == expected.shape, (out.shape, expected.shape)
+    assert out.dtype.name == (expected.dtype.name if expected.dtype != np.bool_ else "bool")
+    got = np.ascontiguousarray(host(out))
+    assert got.tobytes() == np.ascontiguousarray(expected).tobytes()
+
+
 def assert_close(actual: nv.array, expected: np.ndarray, dtype: str, mag=None) -> None:
     """``actual`` (of dtype ``dtype``) within rounding of ``expected`` (float64): the error
     allowed is RTOL times ``mag`` (the size of the terms that were summed) or |expected|."""
@@ -193,11 +202,36 @@ def fd_jvp_check(
     np.testing.assert_allclose(np.asarray(tan), (fp - fm) / (2 * eps), rtol=rtol, atol=atol)
 
 
-def vmap_check(f, xs: list, in_axes: tuple) -> None:
-    """nv.vmap(f, in_axes) against stacking f over the mapped axis in a Python loop."""
+def fd_check(f, xs, rng=None, eps=1e-6, jvp_rtol=1e-9) -> None:
+    """vjp of ``f`` (nuvec arrays -> one array) against central differences in float64, and
+    jvp against vjp (<jvp(t), c> == <t, vjp(c)>, within ``jvp_rtol``)."""
+    rng = rng or np.random.default_rng(0)
+    xs = [np.asarray(x, np.float64) for x in xs]
+    out = f(*[exact(x) for x in xs])
+    c = rng.standard_normal(out.shape)
+    _, grads = nv.vjp(f, [exact(x) for x in xs], [exact(c)])
+    for k, x in enumerate(xs):
+        num = np.zeros_like(x)
+        for i in np.ndindex(x.shape):
+            hi, lo = [y.copy() for y in xs], [y.copy() for y in xs]
+            hi[k][i] += eps
+            lo[k][i] -= eps
+            fh = np.asarray(f(*[exact(y) for y in hi]))
+            fl = np.asarray(f(*[exact(y) for y in lo]))
+            num[i] = np.sum((fh - fl) * c) / (2 * eps)
+        np.testing.assert_allclose(np.asarray(grads[k]), num, rtol=1e-6, atol=1e-7)
+    ts = [rng.standard_normal(x.shape) for x in xs]
+    _, tans = nv.jvp(f, [exact(x) for x in xs], [exact(t) for t in ts])
+    lhs = float(np.sum(np.asarray(tans[0]) * c))
+    rhs = sum(float(np.sum(np.asarray(g) * t)) for g, t in zip(grads, ts))
+    assert abs(lhs - rhs) <= jvp_rtol * (1 + abs(lhs))
+
+
+def _vmap_and_loop(f, xs: list, in_axes) -> tuple[np.ndarray, np.ndarray]:
+    """nv.vmap(f, in_axes) and f stacked over the mapped axis in a Python loop."""
     arrs = [exact(x) for x in xs]
     got = np.asarray(nv.vmap(f, in_axes=in_axes)(*arrs))
-    n = next(x.shape[ax] for x, ax in zip(xs, in_axes) if ax is not None)
+    n = next(np.shape(x)[ax] for x, ax in zip(xs, in_axes) if ax is not None)
     rows = []
     for i in range(n):
         args = [
@@ -207,7 +241,19 @@ def vmap_check(f, xs: list, in_axes: tuple) -> None:
         rows.append(np.asarray(f(*args)))
     want = np.stack(rows)
     assert got.shape == want.shape, (got.shape, want.shape)
+    return got, want
+
+
+def vmap_check(f, xs: list, in_axes: tuple) -> None:
+    """nv.vmap(f, in_axes) against a loop: floats within 1e-12, other dtypes equal."""
+    got, want = _vmap_and_loop(f, xs, in_axes)
     if want.dtype.kind in "fc":
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     else:
         np.testing.assert_array_equal(got, want)
+
+
+def vmap_same(f, xs: list, in_axes) -> None:
+    """nv.vmap(f, in_axes) against a loop, equal bit for bit."""
+    got, want = _vmap_and_loop(f, xs, in_axes)
+    np.testing.assert_array_equal(got, want)

@@ -5,49 +5,21 @@ from __future__ import annotations
 
 import os
 
-import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import nuvec as nv
-from _helpers import exact, host
+from _helpers import ALL, exact, npdtype, same
 
-DTYPES = [
-    "bool",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "complex64",
-]
 FEW = settings(max_examples=int(os.environ.get("NV_EXAMPLES", 30)), deadline=None)
 shapes = st.lists(st.integers(0, 4), max_size=3).map(tuple)
 
 
-def npdt(name: str) -> np.dtype:
-    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
-
-
-def same(out, expected: np.ndarray) -> None:
-    assert out.shape == expected.shape, (out.shape, expected.shape)
-    assert out.dtype.name == (expected.dtype.name if expected.dtype != np.bool_ else "bool")
-    got = np.ascontiguousarray(host(out))
-    assert got.tobytes() == np.ascontiguousarray(expected).tobytes()
-
-
 @FEW
-@given(shapes, st.sampled_from(DTYPES))
+@given(shapes, st.sampled_from(ALL))
 def test_constants(shape, dtype):
-    d = npdt(dtype)
+    d = npdtype(dtype)
     same(nv.zeros(shape, dtype), np.zeros(shape, d))
     same(nv.ones(shape, dtype), np.ones(shape, d))
     same(nv.full(shape, 3, dtype), np.full(shape, 3, d))
@@ -78,7 +50,7 @@ def test_constant_defaults_follow_mlx():
     st.sampled_from([None, "int32", "int64", "float32", "float16", "uint8"]),
 )
 def test_arange_ints(start, stop, step, dtype):
-    want = npdt(dtype or "int32")
+    want = npdtype(dtype or "int32")
     e = np.arange(start, stop, step)
     if dtype == "uint8":
         e = e[e >= 0] if step > 0 else e
@@ -98,7 +70,7 @@ def test_arange_ints(start, stop, step, dtype):
 )
 def test_arange_floats(start, stop, step, dtype):
     e = np.arange(start, stop, step)
-    same(nv.arange(start, stop, step, dtype), e.astype(npdt(dtype or "float32")))
+    same(nv.arange(start, stop, step, dtype), e.astype(npdtype(dtype or "float32")))
 
 
 @FEW
@@ -111,7 +83,7 @@ def test_arange_floats(start, stop, step, dtype):
 def test_linspace(start, stop, num, dtype):
     same(
         nv.linspace(start, stop, num, dtype=dtype),
-        np.linspace(start, stop, num).astype(npdt(dtype)),
+        np.linspace(start, stop, num).astype(npdtype(dtype)),
     )
 
 
@@ -135,10 +107,10 @@ def test_range_errors():
     st.integers(0, 5),
     st.one_of(st.none(), st.integers(0, 5)),
     st.integers(-6, 6),
-    st.sampled_from(DTYPES),
+    st.sampled_from(ALL),
 )
 def test_eye_identity_tri(n, m, k, dtype):
-    d = npdt(dtype)
+    d = npdtype(dtype)
     same(nv.eye(n, m, k, dtype), np.eye(n, m, k, dtype=d))
     same(nv.tri(n, m, k, dtype), np.tri(n, m, k, dtype=d))
     same(nv.identity(n, dtype), np.identity(n, dtype=d))
@@ -149,12 +121,12 @@ def test_eye_identity_tri(n, m, k, dtype):
 @given(
     st.lists(st.integers(0, 4), min_size=2, max_size=4),
     st.integers(-4, 4),
-    st.sampled_from(DTYPES),
+    st.sampled_from(ALL),
     st.sampled_from("cts"),
 )
 def test_tril_triu(shape, k, dtype, kind):
     x = (
-        (np.random.default_rng(0).standard_normal(shape) * 5).astype(npdt(dtype))
+        (np.random.default_rng(0).standard_normal(shape) * 5).astype(npdtype(dtype))
         if dtype != "bool"
         else np.random.default_rng(0).random(shape) < 0.5
     )

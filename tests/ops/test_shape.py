@@ -6,36 +6,15 @@ from __future__ import annotations
 
 import os
 
-import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import nuvec as nv
-from _helpers import exact, host
+from _helpers import ALL, exact, fd_check, layout, npdtype, same, vmap_same
 from nuvec.primitives import shape as P
 
-DTYPES = [
-    "bool",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "complex64",
-]
 FEW = settings(max_examples=int(os.environ.get("NV_EXAMPLES", 25)), deadline=None)
-
-
-def npdt(name: str) -> np.dtype:
-    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
 
 
 def rand(rng, shape, dtype: str) -> np.ndarray:
@@ -50,33 +29,15 @@ def _rand(rng, shape, dtype: str):
         return rng.integers(max(info.min, -1000), min(info.max, 1000), shape).astype(dtype)
     if dtype == "complex64":
         return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
-    return (rng.standard_normal(shape) * 4).astype(npdt(dtype))
-
-
-def layout(x: np.ndarray, kind: str):
-    """A nuvec array equal to ``x``: contiguous, a transposed view or a strided slice."""
-    if kind == "t" and x.ndim >= 2:
-        return nv.transpose(exact(np.ascontiguousarray(x.T)))
-    if kind == "s" and x.ndim >= 1:
-        return exact(np.repeat(x, 2, axis=-1))[..., ::2]
-    return exact(x)
+    return (rng.standard_normal(shape) * 4).astype(npdtype(dtype))
 
 
 @st.composite
-def arrays(draw, min_dims=0, max_dims=4, max_side=4, dtypes=DTYPES):
+def arrays(draw, min_dims=0, max_dims=4, max_side=4, dtypes=ALL):
     shape = draw(st.lists(st.integers(0, max_side), min_size=min_dims, max_size=max_dims))
     dtype = draw(st.sampled_from(dtypes))
     x = rand(np.random.default_rng(draw(st.integers(0, 2**32 - 1))), shape, dtype)
     return x, layout(x, draw(st.sampled_from("cts"))), dtype
-
-
-def same(out, expected: np.ndarray) -> None:
-    """Equal bit for bit, with the same shape and dtype."""
-    assert isinstance(out, nv.array)
-    assert out.shape == expected.shape, (out.shape, expected.shape)
-    assert out.dtype.name == (expected.dtype.name if expected.dtype != np.bool_ else "bool")
-    got = np.ascontiguousarray(host(out))
-    assert got.tobytes() == np.ascontiguousarray(expected).tobytes()
 
 
 def data(a) -> np.ndarray:
@@ -229,13 +190,13 @@ def test_axis_errors_name_the_op():
 def test_concatenate_stack(xa, d):
     x, a, dtype = xa
     ax = d.draw(st.integers(-x.ndim, x.ndim - 1))
-    other_dtype = d.draw(st.sampled_from(DTYPES))
+    other_dtype = d.draw(st.sampled_from(ALL))
     shape = list(x.shape)
     shape[ax] = d.draw(st.integers(0, 3))
     y = rand(np.random.default_rng(1), shape, other_dtype)
     want = nv.promote_types(exact(x[:0]).dtype, exact(y[:0]).dtype)
     out = nv.concatenate([a, layout(y, "t")], axis=ax)
-    e = np.concatenate([x.astype(npdt(want.name)), y.astype(npdt(want.name))], axis=ax)
+    e = np.concatenate([x.astype(npdtype(want.name)), y.astype(npdtype(want.name))], axis=ax)
     same(out, e)
     same(nv.concatenate([a, a], axis=None), np.concatenate([x.reshape(-1)] * 2))
     k = d.draw(st.integers(-x.ndim - 1, x.ndim))
@@ -378,45 +339,6 @@ def test_primitive_flags_for_compile():
 
 
 # -- gradients, jvp, vmap ----------------------------------------------------------------
-def fd_check(f, xs, rng=None, eps=1e-6):
-    """vjp of ``f`` (nuvec arrays -> one array) against central differences in float64, and
-    jvp against vjp (<jvp(t), c> == <t, vjp(c)>)."""
-    rng = rng or np.random.default_rng(0)
-    xs = [np.asarray(x, np.float64) for x in xs]
-    out = f(*[exact(x) for x in xs])
-    c = rng.standard_normal(out.shape)
-    _, grads = nv.vjp(f, [exact(x) for x in xs], [exact(c)])
-    for k, x in enumerate(xs):
-        num = np.zeros_like(x)
-        for i in np.ndindex(x.shape):
-            hi, lo = [y.copy() for y in xs], [y.copy() for y in xs]
-            hi[k][i] += eps
-            lo[k][i] -= eps
-            fh = np.asarray(f(*[exact(y) for y in hi]))
-            fl = np.asarray(f(*[exact(y) for y in lo]))
-            num[i] = np.sum((fh - fl) * c) / (2 * eps)
-        np.testing.assert_allclose(np.asarray(grads[k]), num, rtol=1e-6, atol=1e-7)
-    ts = [rng.standard_normal(x.shape) for x in xs]
-    _, tans = nv.jvp(f, [exact(x) for x in xs], [exact(t) for t in ts])
-    lhs = float(np.sum(np.asarray(tans[0]) * c))
-    rhs = sum(float(np.sum(np.asarray(g) * t)) for g, t in zip(grads, ts))
-    assert abs(lhs - rhs) <= 1e-9 * (1 + abs(lhs))
-
-
-def vmap_check(f, xs, in_axes):
-    """nv.vmap(f) against a Python loop over the mapped axis (outputs stacked on axis 0)."""
-    size = next(x.shape[ax] for x, ax in zip(xs, in_axes) if ax is not None)
-    out = nv.vmap(f, in_axes=in_axes)(*[exact(x) for x in xs])
-    rows = []
-    for b in range(size):
-        args = [
-            exact(np.take(x, b, axis=ax)) if ax is not None else exact(x)
-            for x, ax in zip(xs, in_axes)
-        ]
-        rows.append(np.asarray(f(*args)))
-    np.testing.assert_array_equal(np.asarray(out), np.stack(rows))
-
-
 R = np.random.default_rng(7)
 X = R.standard_normal((2, 3, 2))
 Y = R.standard_normal((2, 1, 2))
@@ -455,12 +377,12 @@ def test_vmap_against_a_loop(name):
     f, xs = SHAPE_FUNCS[name]
     # batch the first input along axis 1 (not 0) and also try leaving the second unbatched
     batched = [np.stack([x, x + 1, x * 3], axis=1) for x in xs[:1]]
-    vmap_check(f, batched + xs[1:], [1] + [None] * (len(xs) - 1))
+    vmap_same(f, batched + xs[1:], [1] + [None] * (len(xs) - 1))
     if len(xs) > 1:
         both = [np.stack([x, -x], axis=0) for x in xs]
         if name == "pad":  # MLX maps pad over the array only, never over the padding value
             with pytest.raises(ValueError, match="pad: vmap over the padding value"):
                 nv.vmap(f)(*[exact(x) for x in both])
             return
-        vmap_check(f, both, [0] * len(xs))
-        vmap_check(f, [xs[0]] + [np.stack([xs[1], xs[1] * 2], axis=-1)], [None, xs[1].ndim])
+        vmap_same(f, both, [0] * len(xs))
+        vmap_same(f, [xs[0]] + [np.stack([xs[1], xs[1] * 2], axis=-1)], [None, xs[1].ndim])
