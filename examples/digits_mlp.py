@@ -82,23 +82,12 @@ def accuracy(model, x, y) -> float:
     return float(nv.mean(pred == nv.array(y)).item())
 
 
-def main(argv=None) -> float:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--epochs", type=int, default=30)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--hidden", type=int, nargs="+", default=[256, 256])
-    p.add_argument("--dropout", type=float, default=0.2)
-    p.add_argument("--lr", type=float, default=2e-3)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--no-compile", action="store_true", help="run the step eagerly")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--plot", metavar="PATH", help="save the loss curve as a PNG (matplotlib)")
-    args = p.parse_args(argv)
-
-    nv.random.seed(args.seed)
-    x_train, y_train, x_test, y_test = load_digits(args.seed)
-    model = MLP([x_train.shape[1], *args.hidden, 10], args.dropout)
-    steps_per_epoch = len(y_train) // args.batch_size
+def training_setup(args, n_features: int, steps_per_epoch: int) -> tuple:
+    """The MLP (``args.hidden``, ``args.dropout``), its AdamW optimizer (a warm-up epoch from
+    ``args.lr / 10``, then cosine decay to ``args.lr / 20`` over ``args.epochs``), its
+    loss-and-gradient function (mean cross-entropy) and the state a compiled step reads and
+    writes."""
+    model = MLP([n_features, *args.hidden, 10], args.dropout)
     total_steps = steps_per_epoch * args.epochs
     schedule = optim.join_schedules(
         [
@@ -114,7 +103,27 @@ def main(argv=None) -> float:
         return nn.losses.cross_entropy(model(x), y, reduction="mean")
 
     loss_and_grad = nn.value_and_grad(model, loss_fn)
-    state = [model.state, optimizer.state, nv.random.state]
+    return model, optimizer, loss_and_grad, [model.state, optimizer.state, nv.random.state]
+
+
+def main(argv=None) -> float:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--hidden", type=int, nargs="+", default=[256, 256])
+    p.add_argument("--dropout", type=float, default=0.2)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-compile", action="store_true", help="run the step eagerly")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--plot", metavar="PATH", help="save the loss curve as a PNG (matplotlib)")
+    args = p.parse_args(argv)
+
+    nv.random.seed(args.seed)
+    x_train, y_train, x_test, y_test = load_digits(args.seed)
+    steps_per_epoch = len(y_train) // args.batch_size
+    total_steps = steps_per_epoch * args.epochs
+    model, optimizer, loss_and_grad, state = training_setup(args, x_train.shape[1], steps_per_epoch)
 
     def step(x, y):
         loss, grads = loss_and_grad(model, x, y)

@@ -26,9 +26,7 @@ from functools import partial
 import numpy as np
 
 import nuvec as nv
-import nuvec.nn as nn
-import nuvec.optimizers as optim
-from digits_mlp import MLP, accuracy, load_digits
+from digits_mlp import accuracy, load_digits, training_setup
 
 
 def parameter_spread(model, group) -> float:
@@ -73,24 +71,9 @@ def main(argv=None) -> dict:
 
     nv.random.seed(args.seed)
     x_train, y_train, x_test, y_test = load_digits(args.seed)
-    model = MLP([x_train.shape[1], *args.hidden, 10], args.dropout)
     steps_per_epoch = len(y_train) // args.batch_size
     total_steps = steps_per_epoch * args.epochs
-    schedule = optim.join_schedules(
-        [
-            optim.linear_schedule(args.lr / 10, args.lr, max(1, steps_per_epoch)),
-            optim.cosine_decay(args.lr, max(1, total_steps - steps_per_epoch), args.lr / 20),
-        ],
-        [steps_per_epoch],
-    )
-    optimizer = optim.AdamW(learning_rate=schedule, weight_decay=1e-4)
-    optimizer.init(model.trainable_parameters())
-
-    def loss_fn(model, x, y):
-        return nn.losses.cross_entropy(model(x), y, reduction="mean")
-
-    loss_and_grad = nn.value_and_grad(model, loss_fn)
-    state = [model.state, optimizer.state, nv.random.state]
+    model, optimizer, loss_and_grad, state = training_setup(args, x_train.shape[1], steps_per_epoch)
 
     def step(x, y):
         loss, grads = loss_and_grad(model, x, y)
