@@ -17,15 +17,7 @@ class _UserKernel(Primitive):
     differentiable = False
     effectful = True  # user code may do anything: never folded or merged
 
-    def __init__(
-        self,
-        name: str,
-        source: str,
-        output_specs: tuple,
-        grid: tuple,
-        threadgroup: tuple,
-        init_value,
-    ) -> None:
+    def __init__(self, name, source, output_specs, grid, threadgroup, init_value) -> None:
         self.name_ = name
         self.source = source
         self.output_specs = output_specs  # ((shape, dtype), ...)
