@@ -152,7 +152,6 @@ class QuantizedLinear(_Quantized):
         mode: str = "affine",
     ) -> "QuantizedLinear":
         """The quantized form of a ``Linear`` (its bias kept as it is)."""
-        out_dims, in_dims = linear.weight.shape
         q = cls._from_weight(linear.weight, group_size, bits, mode)
         if "bias" in linear:
             q.bias = linear.bias
