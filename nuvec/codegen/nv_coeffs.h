@@ -124,6 +124,19 @@ NV_FN float nv_poly_erf(float t)
     return p;
 }
 
+/* erf_bf16: on [0, 4.84], error 3.23e-06 */
+NV_FN float nv_poly_erf_bf16(float t)
+{
+    float p = fmaf(t, -0x1.137e54p-19f, 0x1.ba67fep-15f);
+    p = fmaf(t, p, -0x1.4a0fdap-11f);
+    p = fmaf(t, p, 0x1.38c074p-8f);
+    p = fmaf(t, p, -0x1.afcba4p-6f);
+    p = fmaf(t, p, 0x1.cd03e2p-4f);
+    p = fmaf(t, p, -0x1.8118a4p-2f);
+    p = fmaf(t, p, 0x1.06eba8p-3f);
+    return p;
+}
+
 /* erfc_log2: on [-0.921875, 2.07625], error 2.45e-08 */
 NV_FN float nv_poly_erfc_log2(float t)
 {

@@ -970,6 +970,19 @@ NV_FN float nv_erf_f32(float x)
     return (x == x) ? v : x;
 }
 
+/* erf of a bfloat16 x for a result rounded to bfloat16 (the GPU's bfloat16 kernels), a NaN for
+ * a NaN x on the GPU: a + a P(a^2) with a = |x| clamped at 2.2, one polynomial of degree 7 in
+ * a^2 (nv_poly_erf_bf16) for the whole range, where nv_erf_f32 takes two paths and 17 fmas.
+ * From 2.2 up erf rounds to 1 in bfloat16. The constant term is nv_poly_erf's, so tiny
+ * arguments (whose results lie closest to a rounding boundary) get nv_erf_f32's bits; every
+ * bfloat16 x rounds as nv_erf_f32 does (tests/engine/test_narrow_math.py). */
+NV_FN float nv_erf_bf16(float x)
+{
+    float a = nv_min_pos(fabsf(x), 2.2f);
+    float v = fmaf(a, nv_poly_erf_bf16(a * a), a);
+    return nv_u2f(nv_f2u(v) | (nv_f2u(x) & 0x80000000u));
+}
+
 NV_FN float nv_erfinv_f32(float x)
 {
     float a = fabsf(x);

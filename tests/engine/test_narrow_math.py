@@ -29,6 +29,7 @@ PAIRS = [
     ("nv_tanh_f32(x)", "nv_tanh_bf16(x)", False),
     ("nv_exp_negabs_f32(-fabsf(x))", "nv_exp_nonpos_bf16(-fabsf(x))", False),
     ("nv_sigmoid_f32(x)", "nv_sigmoid_bf16(x)", False),
+    ("nv_erf_f32(x)", "nv_erf_bf16(x)", False),
 ]
 
 

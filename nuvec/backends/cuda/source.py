@@ -141,13 +141,14 @@ _WORD_BITS = {"abs": "({0} & 0x7fff7fffu)", "negative": "({0} ^ 0x80008000u)"}
 # functions of a bfloat16 argument whose result the pair loop rounds to bfloat16, and what it
 # calls instead (nv_math.h): their values without the final NaN select (which returns x), a
 # NaN for a NaN x on the GPU, any NaN rounding to the canonical one (cvt.rn.bf16x2) as x does;
-# the _bf16 ones also leave out steps that change no rounded result (every bfloat16 input:
-# tests/engine/test_narrow_math.py)
+# the _bf16 ones also leave out steps or take a shorter approximation (erf) that change no
+# rounded result (every bfloat16 input: tests/engine/test_narrow_math.py)
 _ROUNDED_BF16 = {
     "nv_exp_f32": "nv_exp_value",
     "nv_exp_negabs_f32": "nv_exp_nonpos_bf16",
     "nv_tanh_f32": "nv_tanh_bf16",
     "nv_sigmoid_f32": "nv_sigmoid_bf16",
+    "nv_erf_f32": "nv_erf_bf16",
 }
 # set to 0 to compute every node as float32 (the same bits but NaN payloads), for comparisons
 PACKED_BF16 = os.environ.get("NUVEC_CUDA_PACKED_BF16", "1") != "0"

@@ -221,6 +221,22 @@ _add(
         exact0=True,
     )
 )
+# erf a = a + a P(a^2) for a bfloat16 a <= ERF_ONE_BF16, with its result rounded to bfloat16
+# (nv_erf_bf16): one polynomial for the whole range, as a bfloat16 result needs far less
+# accuracy than float32 erf's 2 ulp; above ERF_ONE_BF16, erf > 1 - 2^-9 rounds to 1 there
+# (erf(2.2) = 0.99814). Exhaustively checked (every bfloat16 a) against nv_erf_f32 rounded.
+ERF_ONE_BF16 = 2.2
+_add(
+    Fit(
+        "erf_bf16",
+        _safe(lambda t: mp.erf(mp.sqrt(t)) / mp.sqrt(t) - 1, 2 / mp.sqrt(mp.pi) - 1),
+        0.0,
+        ERF_ONE_BF16**2,
+        7,
+        lambda t: mp.sqrt(t) / mp.erf(mp.sqrt(t)) if t else mp.sqrt(mp.pi) / 2,
+        exact0=True,
+    )
+)
 # erfc a = 2^G(a - ERFC_SHIFT), ERF_SPLIT <= a <= ERF_ONE (G = log2 erfc, -a^2 log2(e) and all).
 # ERFC_SHIFT = 2 ERF_SPLIT, so that a - ERFC_SHIFT is exact (Sterbenz) for every such a. Error
 # that reaches erf: ln2 erfc * dG, relative to erf
