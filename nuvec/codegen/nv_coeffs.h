@@ -12,6 +12,31 @@ NV_FN float nv_poly_exp(float t)
     return fmaf(t2, fmaf(t2, 0x1.6a5256p-10f, q1), q0);
 }
 
+/* exp_half: 2 nv_poly_exp(2 t), exactly */
+NV_FN float nv_poly_exp_half(float t)
+{
+    float q0 = fmaf(t, 0x1.555492p-1f, 0x1.fffffcp-1f);
+    float q1 = fmaf(t, 0x1.12396ep-3f, 0x1.5558aap-2f);
+    float t2 = t * t;
+    return fmaf(t2, fmaf(t2, 0x1.6a5256p-5f, q1), q0);
+}
+
+/* exp_bf16: on [-0.3466, 0.3466], error 1.05e-07 */
+NV_FN float nv_poly_exp_bf16(float t)
+{
+    float q0 = fmaf(t, 0x1.5557aep-3f, 0x1.fffdfcp-2f);
+    float t2 = t * t;
+    return fmaf(t2, fmaf(t, 0x1.1062d6p-7f, 0x1.572a1ap-5f), q0);
+}
+
+/* exp_bf16_half: 2 nv_poly_exp_bf16(2 t), exactly */
+NV_FN float nv_poly_exp_bf16_half(float t)
+{
+    float q0 = fmaf(t, 0x1.5557aep-1f, 0x1.fffdfcp-1f);
+    float t2 = t * t;
+    return fmaf(t2, fmaf(t, 0x1.1062d6p-3f, 0x1.572a1ap-2f), q0);
+}
+
 /* exp2m1_erfc: on [-0.5, 0.5], error 9.32e-08 */
 NV_FN float nv_poly_exp2m1_erfc(float t)
 {

@@ -128,6 +128,12 @@ NV_FN float nv_exp_poly(float r)
     return fmaf(r * r, nv_poly_exp(r), r);     /* exp(r) - 1 */
 }
 
+/* exp(r) - 1 a degree short, for the variants whose result is rounded to bfloat16 */
+NV_FN float nv_exp_poly_bf16(float r)
+{
+    return fmaf(r * r, nv_poly_exp_bf16(r), r);
+}
+
 #if defined(__CUDA_ARCH__)
 /* the float minimum / maximum against a constant b that is no NaN, returning a NaN a: one
  * instruction (min.NaN, from sm_80 on) as fminf / fmaxf, which would return b. With it a NaN
@@ -228,8 +234,10 @@ NV_FN float nv_exp_f32(float x)
 }
 
 /* exp(x) for x <= -0, as nv_exp_f32 (n <= 0 picks j = -64 there), with fewer steps; a NaN
- * with its sign bit set (as -|x| gives) returns 0 (on the GPU a NaN), for the caller to select */
-NV_FN float nv_exp_nonpos_steps(float x, int ln2_lo)
+ * with its sign bit set (as -|x| gives) returns 0 (on the GPU a NaN), for the caller to select.
+ * narrow: for a bfloat16 x and a result rounded to bfloat16, without the reduction's second
+ * step (n ln2_lo) and with the polynomial a degree short (nv_exp_poly_bf16) */
+NV_FN float nv_exp_nonpos_steps(float x, int narrow)
 {
 #if defined(__CUDA_ARCH__)
     float xc = nv_fmax_nan(x, -104.0f);
@@ -240,18 +248,18 @@ NV_FN float nv_exp_nonpos_steps(float x, int ln2_lo)
     float t = fmaf(xc, NV_LOG2E, 0x1.8p23f);
     float n = t - 0x1.8p23f;
     float r = fmaf(-n, NV_LN2_HI, xc);
-    r = ln2_lo ? fmaf(-n, NV_LN2_LO, r) : r;
-    float p = nv_exp_poly(r);
+    r = narrow ? r : fmaf(-n, NV_LN2_LO, r);
+    float p = narrow ? nv_exp_poly_bf16(r) : nv_exp_poly(r);
     float s1 = nv_u2f((nv_f2u(t) << 23) + 0x5f800000u);         /* 2^(n + 64) */
     return fmaf(p, s1, s1) * (NV_EXP_ZERO_BELOW_CLAMP && xc == -104.0f ? 0.0f : 0x1p-64f);
 }
 
-NV_FN float nv_exp_nonpos(float x) { return nv_exp_nonpos_steps(x, 1); }
+NV_FN float nv_exp_nonpos(float x) { return nv_exp_nonpos_steps(x, 0); }
 
 /* nv_exp_nonpos for a bfloat16 x and a result rounded to bfloat16 (the GPU's bfloat16
- * kernels): without the reduction's second step (n ln2_lo), which changes no rounded result
- * (every bfloat16 x <= -0: tests/engine/test_narrow_math.py) */
-NV_FN float nv_exp_nonpos_bf16(float x) { return nv_exp_nonpos_steps(x, 0); }
+ * kernels), in its narrow steps, which change no rounded result (every bfloat16 x <= -0:
+ * tests/engine/test_narrow_math.py) */
+NV_FN float nv_exp_nonpos_bf16(float x) { return nv_exp_nonpos_steps(x, 1); }
 
 /* exp(x) for x = -|y| (x <= -0 or a NaN): nv_exp_f32's bits (checked over every such float32
  * on the CPU), the generator's choice where exp's argument is negative(abs(y)) */
@@ -828,17 +836,15 @@ NV_FN float nv_cosh_f32(float x)
  * is in [2, 2^28] and m is 0, in its domain, or below 2^-60, where h < 2^-61 and h - h v0
  * rounds to h for any v0 in [0, 2^-26] (h v0 is below half the gap under h), which covers
  * every quotient there on every device: the same bits everywhere. */
-/* nv_exp_poly(2 rh) / 2, exactly: nv_poly_exp's steps (nv_coeffs.h) on rh with each
- * coefficient c_k times 2^(k+1), so that each step's value is the original step's on 2 rh times
- * a power of 2 (the squares of both differ where they underflow, |rh| < 2^-63, where the fmas
- * they enter round to their addend either way). For tanh, whose reduced argument is 2a - n ln2,
- * this takes a - n ln2 / 2 and needs no 2a. */
-NV_FN float nv_exp_poly_half(float rh)
+/* nv_exp_poly(2 rh) / 2, exactly: nv_poly_exp's steps on rh with each coefficient c_k times
+ * 2^(k+1) (nv_poly_exp_half, nv_coeffs.h), so that each step's value is the original step's on
+ * 2 rh times a power of 2 (the squares of both differ where they underflow, |rh| < 2^-63, where
+ * the fmas they enter round to their addend either way). For tanh, whose reduced argument is
+ * 2a - n ln2, this takes a - n ln2 / 2 and needs no 2a. narrow: nv_exp_poly_bf16's. */
+NV_FN float nv_exp_poly_half(float rh, int narrow)
 {
-    float q0 = fmaf(rh, 0x1.555492p-3f * 4.0f, 0x1.fffffcp-2f * 2.0f);
-    float q1 = fmaf(rh, 0x1.12396ep-7f * 16.0f, 0x1.5558aap-5f * 8.0f);
-    float t2 = rh * rh;
-    return fmaf(t2, fmaf(t2, fmaf(t2, 0x1.6a5256p-10f * 32.0f, q1), q0), rh);
+    float p = narrow ? nv_poly_exp_bf16_half(rh) : nv_poly_exp_half(rh);
+    return fmaf(rh * rh, p, rh);
 }
 
 NV_FN float nv_tanh_steps(float x, int narrow)
@@ -850,7 +856,7 @@ NV_FN float nv_tanh_steps(float x, int narrow)
      * (2^n - 1) = 2^(n+1) (q / 2) + (2^n - 1), with 2^(n+1) from the bits of t and 2^n - 1 as
      * 2^(n+1) / 2 - 1, the same roundings with no 2a */
     float rh = fmaf(-n, 0.5f * NV_LN2_HI, a);
-    float qh = nv_exp_poly_half(rh);
+    float qh = nv_exp_poly_half(rh, narrow);
     float s2 = nv_u2f((nv_f2u(t) << 23) + 0x40000000u);         /* 2^(n+1) */
     float em = fmaf(s2, qh, fmaf(s2, 0.5f, -1.0f));
     float v0 = narrow ? nv_div_faithful(em, em + 2.0f) : nv_div_normal(em, em + 2.0f);
@@ -863,8 +869,8 @@ NV_FN float nv_tanh_steps(float x, int narrow)
 NV_FN float nv_tanh_value(float x) { return nv_tanh_steps(x, 0); }
 
 /* tanh of a bfloat16 x for a result rounded to bfloat16 (the GPU's bfloat16 kernels), a NaN
- * for a NaN x on the GPU: the quotient v0 alone, within an ulp (nv_div_faithful), whose
- * rounding to bfloat16 is that of nv_tanh_f32 for every bfloat16 x and each reciprocal the
+ * for a NaN x on the GPU: exp's polynomial a degree short (nv_exp_poly_half's narrow one) and
+ * the quotient v0 alone, within an ulp (nv_div_faithful), whose rounding to bfloat16 is that of nv_tanh_f32 for every bfloat16 x and each reciprocal the
  * quotient may take (tests/engine/test_narrow_math.py checks all of them) */
 NV_FN float nv_tanh_bf16(float x) { return nv_tanh_steps(x, 1); }
 
@@ -922,18 +928,18 @@ NV_FN float nv_atanh_f32(float x)
  * quotient is nv_div_normal's: 1 + t is in [1, 2] and the numerator in its domain but where
  * t < 2^-60; there 1 + t rounds to 1, whose reciprocal estimate one Newton step makes exactly
  * 1 (its error is far below 2^-12), so the steps return t exactly, as the division does. */
-NV_FN float nv_sigmoid_steps(float x, int ln2_lo)
+NV_FN float nv_sigmoid_steps(float x, int narrow)
 {
-    float t = nv_exp_nonpos_steps(-fabsf(x), ln2_lo);   /* in [0, 1] */
+    float t = nv_exp_nonpos_steps(-fabsf(x), narrow);   /* in [0, 1] */
     float num = x >= 0.0f ? 1.0f : t;
     return nv_div_normal(num, 1.0f + t);
 }
 
-NV_FN float nv_sigmoid_value(float x) { return nv_sigmoid_steps(x, 1); }
+NV_FN float nv_sigmoid_value(float x) { return nv_sigmoid_steps(x, 0); }
 
 /* sigmoid of a bfloat16 x for a result rounded to bfloat16 (as nv_exp_nonpos_bf16; every
  * bfloat16 x: tests/engine/test_narrow_math.py) */
-NV_FN float nv_sigmoid_bf16(float x) { return nv_sigmoid_steps(x, 0); }
+NV_FN float nv_sigmoid_bf16(float x) { return nv_sigmoid_steps(x, 1); }
 
 NV_FN float nv_sigmoid_f32(float x)
 {

@@ -78,17 +78,19 @@ def test_variants_round_as_the_function_for_every_bfloat16(probe, k):
     assert same_bits == PAIRS[k][2]
 
 
-def test_the_halved_exp_polynomial_is_the_polynomial_halved(tmp_path):
-    """nv_exp_poly_half(r) = nv_exp_poly(2 r) / 2 bit for bit (tanh's steps), over every 64th
-    float32 bit pattern of [-0.36, 0.36] (the reduced argument's range, subnormals among them)
-    and the ends of every binade: if the generated coefficients of nv_poly_exp change, the
-    scaled copies in nv_exp_poly_half must change with them."""
+@pytest.mark.parametrize("narrow", [0, 1], ids=["exp", "exp_bf16"])
+def test_the_halved_exp_polynomial_is_the_polynomial_halved(tmp_path, narrow):
+    """nv_exp_poly_half(r) = nv_exp_poly(2 r) / 2 bit for bit (tanh's steps; narrow: of
+    nv_exp_poly_bf16), over every 64th float32 bit pattern of [-0.36, 0.36] (the reduced
+    argument's range, subnormals among them) and the ends of every binade: the generated
+    halved coefficients (nv_poly_exp_half, nv_poly_exp_bf16_half) must be the polynomial's."""
+    poly = "nv_exp_poly_bf16" if narrow else "nv_exp_poly"
     src = generate(KernelSpec.single("exp", ("float32",), "float32"))
     src += (
         "\nNV_EXPORT void halves(const float *r, float *out, int64_t n)\n{\n"
         "    for (int64_t i = 0; i < n; i++) {\n"
-        "        out[2 * i] = 0.5f * nv_exp_poly(2.0f * r[i]);\n"
-        "        out[2 * i + 1] = nv_exp_poly_half(r[i]);\n    }\n}\n"
+        f"        out[2 * i] = 0.5f * {poly}(2.0f * r[i]);\n"
+        f"        out[2 * i + 1] = nv_exp_poly_half(r[i], {narrow});\n    }}\n}}\n"
     )
     path = tmp_path / "halves.so"
     jit.compile_shared(src, path)

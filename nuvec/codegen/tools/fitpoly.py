@@ -38,6 +38,9 @@ class Fit:
     estrin: bool = False  # evaluated by Estrin's scheme (a shorter chain of fma than Horner's)
     pairs: bool = False  # pairs c_2i + t c_2i+1, then Horner's scheme in t^2 over the pairs
     exact0: bool = False  # c_0 = target(lo) rounded to float32, the rest fitted around it
+    # also nv_poly_<name>_half(t): 2 P(2 t) with the same roundings scaled by powers of 2 (each
+    # c_k times 2^(k+1), exact), for arguments that come halved (tanh's); pairs only
+    half: bool = False
 
 
 def _f32(x: float) -> float:
@@ -133,6 +136,22 @@ _add(
         4,
         lambda r: r**2 / mp.exp(r),
         pairs=True,
+        half=True,
+    )
+)
+# the same for a bfloat16 x and a result rounded to bfloat16 (exp of x <= 0, tanh and sigmoid
+# of the GPU's bfloat16 kernels): a degree less, which changes no rounded result (every
+# bfloat16 input: tests/engine/test_narrow_math.py)
+_add(
+    Fit(
+        "exp_bf16",
+        _safe(lambda r: (mp.exp(r) - 1 - r) / r**2, mp.mpf(0.5)),
+        -0.3466,
+        0.3466,
+        3,
+        lambda r: r**2 / mp.exp(r),
+        pairs=True,
+        half=True,
     )
 )
 # 2^f - 1 = f P(f), |f| <= 1/2, for erf's 2^G (G = log2 erfc, below): its result (at most
@@ -342,6 +361,11 @@ def emit(names: list[str]) -> str:
         if FITS[name].estrin or FITS[name].pairs:
             out += _estrin(coeffs) if FITS[name].estrin else _pairs(coeffs)
             out.append("}\n")
+            if FITS[name].half:
+                out.append(f"/* {name}_half: 2 nv_poly_{name}(2 t), exactly */")
+                out.append(f"NV_FN float nv_poly_{name}_half(float t)\n{{")
+                out += _pairs([c * 2.0 ** (k + 1) for k, c in enumerate(coeffs)])
+                out.append("}\n")
             continue
         out.append(f"    float p = fmaf(t, {hexf(coeffs[-1])}, {hexf(coeffs[-2])});")
         for c in reversed(coeffs[1:-2]):
