@@ -11,7 +11,10 @@ op's kernel in that dtype over all 2^16 of its inputs), ``round:bfloat16`` / ``r
 rounding after each operation of a half-precision chain, nv_round_bf16 / nv_round_f16),
 ``op:float64`` (2^28 seeded samples per input: a quarter random bit patterns, a quarter
 uniform over [-800, 800], half log-uniform magnitudes from 2^-40 to 2^12 of either sign, each
-input drawn independently for a binary op).
+input drawn independently for a binary op), ``chain:NAME`` (a chain of ``chain_sweep.py``
+compiled in float32, over all 2^32 inputs: its fused kernel on the GPU against the CPU's, and,
+NaNs and their payloads included, against the chain's unfused operations on the GPU, whose
+bits the CUDA kernels' shortened forms keep: ``cuda.nan_forms``).
 
 Both devices run nuvec's generated code, so every bit should agree (NaN payloads aside); the
 CUDA test suite checks samples, this checks every input (about 40 s per 2^32).
@@ -36,9 +39,28 @@ FLOAT64_SAMPLES = 1 << 28
 NARROW = {"bfloat16": np.dtype(ml_dtypes.bfloat16), "float16": np.dtype(np.float16)}
 
 
+def _chain_spec(name: str) -> KernelSpec:
+    """The fused kernel of chain_sweep's chain ``name`` in float32."""
+    import nuvec as nv
+    from chain_sweep import CHAINS
+    from nuvec.primitives.compiled import Compiled
+
+    if name not in CHAINS:
+        raise SystemExit(f"trig_sweep: no chain {name!r}; chains: {', '.join(CHAINS)}")
+    with nv.stream(nv.cpu):
+        x = nv.array(np.linspace(-4, 4, 64, dtype=np.float32))
+        f = nv.compile(CHAINS[name])
+        nv.eval(f(x))
+        tape = f.lookup(f.key_of((x,), {}, [], 0)).tape
+    (spec,) = [st.prim.spec for st in tape.steps if type(st.prim) is Compiled]
+    return spec
+
+
 def _spec(name: str) -> tuple[KernelSpec, str]:
     """(the kernel, its input dtype) of a name (see the module docstring)."""
     op, _, dt = name.partition(":")
+    if op == "chain":
+        return _chain_spec(dt), "float32"
     if op == "round":
         if dt not in NARROW:
             raise SystemExit(f"trig_sweep: round needs :bfloat16 or :float16, got {name!r}")
@@ -105,6 +127,8 @@ def sweep(name: str) -> tuple[int, tuple | None]:
         want = cpu_kernels.run(spec, [x], (step,))[0]
         got = cp.asnumpy(gpu_kernels.run(spec, [dev], (step,))[0])
         diff = _differ(got, want)
+        if name.startswith("chain:"):
+            diff |= got.view(np.uint32) != _unfused(name[len("chain:") :], x)
         n = int(diff.sum())
         if n and first is None:
             i = int(np.argmax(diff))
@@ -112,6 +136,16 @@ def sweep(name: str) -> tuple[int, tuple | None]:
             first = (hex(int(ints[i])), float(g[i]), float(want[i]))
         bad += n
     return bad, first
+
+
+def _unfused(chain: str, x) -> np.ndarray:
+    """The bits of chain_sweep's ``chain`` of ``x`` (float32), each operation a kernel of its
+    own on the GPU."""
+    import nuvec as nv
+    from chain_sweep import CHAINS
+
+    with nv.stream(nv.gpu):
+        return np.asarray(CHAINS[chain](nv.array(x))).view(np.uint32)
 
 
 if __name__ == "__main__":

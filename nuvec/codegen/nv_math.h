@@ -138,8 +138,9 @@ NV_FN float nv_exp_poly_bf16(float r)
 /* the float minimum / maximum against a constant b that is no NaN, returning a NaN a: one
  * instruction (min.NaN, from sm_80 on) as fminf / fmaxf, which would return b. With it a NaN
  * argument gives a NaN through the functions below that clamp their argument, so that a caller
- * that rounds to float16 / bfloat16 (where every NaN becomes the canonical one) can leave out
- * their final NaN select (nv_tanh_value and the like) */
+ * that rounds to float16 / bfloat16 (where every NaN becomes the canonical one), or whose result
+ * only float32 arithmetic reads (which returns the canonical NaN: the CUDA dialect's
+ * nan_forms), can leave out their final NaN select (nv_tanh_value and the like) */
 NV_FN float nv_fmin_nan(float a, float b)
 {
 #if __CUDA_ARCH__ >= 800
@@ -225,8 +226,8 @@ NV_FN float nv_exp_value(float x)
     return fmaf(p, s1, s1) * nv_u2f(s2);
 }
 
-/* nv_exp_value and the like (nv_tanh_value, nv_sigmoid_value): the function but for its NaN
- * select, which returns x itself; on the GPU they give some NaN for a NaN x */
+/* nv_exp_value and the like (nv_tanh_value, nv_sigmoid_value, nv_erf_value): the function but
+ * for its NaN select, which returns x itself; on the GPU they give some NaN for a NaN x */
 NV_FN float nv_exp_f32(float x)
 {
     float e = nv_exp_value(x);
@@ -960,7 +961,7 @@ NV_FN float nv_sigmoid_f32(float x)
  * no select. Both sides are computed for every element (one select): 17 multiplies and fmas,
  * the count that bounds erf on the two fma pipes of current x86 cores (within 2 ulp over every
  * float32, tests/engine/exhaustive_f32.py). */
-NV_FN float nv_erf_f32(float x)
+NV_FN float nv_erf_value(float x)
 {
     float a = fabsf(x);
     float small = fmaf(a, nv_poly_erf(a * a), a);
@@ -971,8 +972,14 @@ NV_FN float nv_erf_f32(float x)
     float f = g - n;                                    /* exact */
     float e = fmaf(f, nv_poly_exp2m1_erfc(f), 1.0f);    /* 2^f */
     float mid = 1.0f - nv_u2f(nv_f2u(e) + (nv_f2u(t) << 23));   /* 1 - 2^n 2^f */
-    float v = a < 0.921875f ? small : mid;    /* >= 0: the sign of x is or-ed in */
-    v = nv_u2f(nv_f2u(v) | (nv_f2u(x) & 0x80000000u));
+    /* >= 0: the sign of x is or-ed in; a NaN takes small, a NaN on every device */
+    float v = a >= 0.921875f ? mid : small;
+    return nv_u2f(nv_f2u(v) | (nv_f2u(x) & 0x80000000u));
+}
+
+NV_FN float nv_erf_f32(float x)
+{
+    float v = nv_erf_value(x);
     return (x == x) ? v : x;
 }
 

@@ -548,6 +548,96 @@ def test_random_bfloat16_vec_kernels_compile_with_nvrtc():
     assert all(f".entry {name}(".encode() in ptx for name in names)
 
 
+def _chain(*nodes, consts=(), outputs=None, inputs=("float32",)) -> KernelSpec:
+    """A float32 spec of ``nodes`` ((op, args) each; args as in Node) over ``consts``
+    (float32 values), the last node its output unless ``outputs`` says."""
+    bits = [int(np.array([c], np.float32).view(np.uint32)[0]) for c in consts]
+    return KernelSpec(
+        inputs=inputs,
+        constants=tuple(("float32", b) for b in bits),
+        nodes=tuple(Node(op, args, "float32") for op, args in nodes),
+        outputs=outputs or (len(nodes) - 1,),
+    )
+
+
+def _forms(spec) -> dict[int, str]:
+    """{node: the function the CUDA body calls in its place} (cuda_dialect.nan_forms)."""
+    b = source.dialect().body(spec)
+    return {j: b.lines[j].split(" = ", 1)[1].split("(")[0] for j in range(len(spec.nodes))}
+
+
+X, N0, N1, K0, K1 = ("in", 0), ("node", 0), ("node", 1), ("const", 0), ("const", 1)
+
+
+def test_functions_read_only_by_arithmetic_leave_out_their_nan_select():
+    # max(exp(-|tanh(x * 1.5 + 0.25) * x - 0.5|) * 3, 0.1), the benchmark's 10op
+    ten = _chain(
+        ("multiply", (X, K0)),
+        ("add", (N0, K1)),
+        ("tanh", (N1,)),
+        ("multiply", (("node", 2), X)),
+        ("subtract", (("node", 3), ("const", 2))),
+        ("abs", (("node", 4),)),
+        ("negative", (("node", 5),)),
+        ("exp", (("node", 6),)),
+        ("multiply", (("node", 7), ("const", 3))),
+        ("maximum", (("node", 8), ("const", 4))),
+        consts=(1.5, 0.25, 0.5, 3.0, 0.1),
+    )
+    forms = _forms(ten)
+    assert forms[2] == "nv_tanh_value" and forms[7] == "nv_exp_nonpos"
+    assert forms[9] == "nv_fmax_nan"
+    # read by arithmetic: sigmoid(x) * x, 1 + erf(x) (an input's NaN may have any payload)
+    assert _forms(_chain(("sigmoid", (X,)), ("multiply", (N0, X))))[0] == "nv_sigmoid_value"
+    assert _forms(_chain(("erf", (X,)), ("add", (N0, K0)), consts=(1.0,)))[0] == "nv_erf_value"
+    # of an arithmetic result, whose NaN is the canonical one: an output too
+    assert _forms(_chain(("multiply", (X, X)), ("exp", (N0,))))[1] == "nv_exp_value"
+
+
+def test_nan_selects_stay_where_a_nan_could_reach_the_result_otherwise():
+    # an output, of an input (whose NaN the select returns with its payload)
+    assert _forms(_chain(("tanh", (X,)), ("multiply", (N0, X)), outputs=(0, 1)))[0] == (
+        "nv_tanh_f32"
+    )
+    # read by a function (which returns its own argument for a NaN), or by a compare
+    assert _forms(_chain(("tanh", (X,)), ("exp", (N0,))))[0] == "nv_tanh_f32"
+    spec = KernelSpec(
+        ("float32",),
+        (("float32", 0),),
+        (Node("tanh", (X,), "float32"), Node("less", (N0, K0), "bool")),
+        (1,),
+    )
+    assert _forms(spec)[0] == "nv_tanh_f32"
+    # arithmetic that the compiler may fold to its operand: x * 1, x - 0, -0 - x, x * -1
+    for op, c, first in (("multiply", 1.0, 0), ("subtract", 0.0, 0), ("subtract", -0.0, 1)):
+        args = (K0, N0) if first else (N0, K0)
+        assert _forms(_chain(("sigmoid", (X,)), (op, args), consts=(c,)))[0] == "nv_sigmoid_f32"
+    assert _forms(_chain(("multiply", (X, K0)), ("tanh", (N0,)), consts=(-1.0,)))[1] == (
+        "nv_tanh_f32"
+    )
+    # a maximum of an input, or against 0 (the order of +0 and -0) or NaN
+    assert _forms(_chain(("maximum", (X, K0)), consts=(0.5,)))[0] == "nv_maximum_f32"
+    for c in (0.0, -0.0, float("nan")):
+        got = _forms(_chain(("multiply", (X, X)), ("minimum", (N0, K0)), consts=(c,)))
+        assert got[1] == "nv_minimum_f32"
+    # fast math keeps its own functions
+    fast = dataclasses.replace(_chain(("tanh", (X,)), ("multiply", (N0, X))), fast=True)
+    assert "value" not in _forms(fast)[0]
+
+
+@pytest.mark.skipif(NVRTC is None, reason="NVRTC is not installed here (CuPy or nvidia-cuda-nvrtc)")
+def test_shortened_forms_compile_in_every_variant():
+    spec = _chain(
+        ("multiply", (X, K0)),
+        ("erf", (N0,)),
+        ("add", (N1, K0)),
+        ("minimum", (("node", 2), K1)),
+        consts=(0.75, -0.25),
+    )
+    assert set(_forms(spec).values()) >= {"nv_erf_value", "nv_fmin_nan"}
+    _compile_all_variants(spec)
+
+
 @pytest.mark.skipif(NVRTC is None, reason="NVRTC is not installed here (CuPy or nvidia-cuda-nvrtc)")
 def test_a_32_byte_vector_is_two_16_byte_loads():
     src, _ = source.module_source(F32, "vec", "i32", (0,))

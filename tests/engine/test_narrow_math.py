@@ -1,5 +1,6 @@
 """The math library's variants that the GPU's kernels call for a result they round to bfloat16
-(``nuvec.backends.cuda.source._ROUNDED_BF16``), checked on the CPU over every bfloat16 input: built
+(``nuvec.backends.cuda.source._ROUNDED_BF16``) or that only arithmetic reads
+(``nuvec.codegen.dialects.cuda.nan_forms``), checked on the CPU over every bfloat16 input: built
 from the same C as the CPU's kernels, where they compute what the GPU computes (IEEE operations
 only; nv_div_normal's quotient is correctly rounded on both within its domain, nv_math.h). A NaN
 input gives a NaN on the GPU (its clamps keep it) and the canonical NaN once rounded, which the
@@ -25,6 +26,7 @@ PAIRS = [
     ("nv_exp_negabs_f32(-fabsf(x))", "nv_exp_nonpos(-fabsf(x))", True),
     ("nv_sigmoid_f32(x)", "nv_sigmoid_value(x)", True),
     ("nv_tanh_f32(x)", "nv_tanh_value(x)", True),
+    ("nv_erf_f32(x)", "nv_erf_value(x)", True),
     # the same bits once rounded to bfloat16
     ("nv_tanh_f32(x)", "nv_tanh_bf16(x)", False),
     ("nv_exp_negabs_f32(-fabsf(x))", "nv_exp_nonpos_bf16(-fabsf(x))", False),

@@ -207,6 +207,100 @@ NV_FN double nv_u2d(uint64_t u) { return __longlong_as_double((long long)u); }
 
 _FAST_STORE = {"bfloat16": "nv_fast_f32_to_bf16", "float16": "nv_fast_f32_to_f16"}
 
+# Float32 nodes whose code the CUDA kernels shorten without changing a bit, NaNs included
+# (``nan_forms``). The GPU's float32 arithmetic returns the canonical NaN (0x7fffffff) for any
+# NaN operand, so a value read only by such arithmetic may be any NaN where it is one:
+# * a function read only so (and no output) leaves out its final NaN select (which returns x
+#   itself) for its form without it (nv_math.h), which gives a NaN for a NaN x on the GPU;
+# * a function whose argument is the canonical NaN where it is a NaN (an arithmetic result)
+#   leaves it out too where that form then returns the canonical NaN itself (VALUE_CANONICAL:
+#   its last step is arithmetic on a NaN, or a sign bit or-ed in from x, clear for that NaN);
+# * maximum / minimum of such an argument and a constant that is neither +-0 nor NaN is one
+#   min.NaN / max.NaN instruction (nv_fmax_nan / nv_fmin_nan): it picks what nv_maximum_f32 /
+#   nv_minimum_f32 pick (their order differs only between +0 and -0) and returns the
+#   canonical NaN, which is that argument's NaN.
+# Arithmetic that the compiler may fold to its operand or its negation, which keeps a NaN's
+# payload (x + -0, x - 0, -0 - x, x * 1, x * -1), is not "arithmetic" here (_IDENTITIES).
+VALUE_FORMS = {
+    "nv_exp_f32": "nv_exp_value",
+    "nv_exp_negabs_f32": "nv_exp_nonpos",
+    "nv_tanh_f32": "nv_tanh_value",
+    "nv_sigmoid_f32": "nv_sigmoid_value",
+    "nv_erf_f32": "nv_erf_value",
+}
+VALUE_CANONICAL = frozenset(("nv_exp_f32", "nv_tanh_f32", "nv_sigmoid_f32", "nv_erf_f32"))
+_EXTREMA_NAN = {
+    "maximum": ("nv_maximum_f32", "nv_fmax_nan"),
+    "minimum": ("nv_minimum_f32", "nv_fmin_nan"),
+}
+# per arithmetic op, the float32 constants (bits) that may make it an identity (see above)
+_IDENTITIES = {
+    "add": frozenset((0x00000000, 0x80000000)),
+    "subtract": frozenset((0x00000000, 0x80000000)),
+    "multiply": frozenset((0x3F800000, 0xBF800000)),
+    "square": frozenset(),
+}
+
+
+def _f32_const(spec: KernelSpec, arg: tuple[str, int]) -> int | None:
+    """The bits of ``arg`` if it is a float32 constant."""
+    if arg[0] != "const" or spec.constants[arg[1]][0] != "float32":
+        return None
+    return spec.constants[arg[1]][1]
+
+
+def nan_forms(spec: KernelSpec, lines: list[str]) -> dict[int, tuple[str, str]]:
+    """{node: (function, its replacement)} for the float32 nodes of ``spec`` whose NaN select or
+    NaN rule the CUDA kernels leave out (see VALUE_FORMS); ``lines``: the generator's body."""
+    nodes = spec.nodes
+    f32 = [
+        nd.dtype == "float32" and all(spec.arg_dtype(a) == "float32" for a in nd.args)
+        for nd in nodes
+    ]
+
+    def fn_of(j: int) -> str:
+        return lines[j].split(" = ", 1)[1].split("(", 1)[0]
+
+    def arith(j: int) -> bool:
+        """Whether node j is float32 arithmetic that the compiler keeps (see VALUE_FORMS)."""
+        nd = nodes[j]
+        if not f32[j] or nd.op not in _IDENTITIES:
+            return False
+        return all(_f32_const(spec, a) not in _IDENTITIES[nd.op] for a in nd.args)
+
+    extrema: dict[int, tuple[str, str]] = {}
+    canonical = set()  # nodes whose NaN is the canonical one
+    for j, nd in enumerate(nodes):
+        if not f32[j]:
+            continue
+        if arith(j):
+            canonical.add(j)
+        elif nd.op in _EXTREMA_NAN and fn_of(j) == _EXTREMA_NAN[nd.op][0]:
+            consts = [_f32_const(spec, a) for a in nd.args]
+            var = [a for a, c in zip(nd.args, consts) if c is None]
+            plain = [c for c in consts if c is not None and 0 < c & 0x7FFFFFFF <= 0x7F800000]
+            if len(var) == 1 and plain and var[0][0] == "node" and var[0][1] in canonical:
+                extrema[j] = _EXTREMA_NAN[nd.op]
+                canonical.add(j)
+    readers: dict[int, list[int]] = {}
+    for j, nd in enumerate(nodes):
+        for kind, i in nd.args:
+            if kind == "node":
+                readers.setdefault(i, []).append(j)
+    out = dict(extrema)
+    for j, nd in enumerate(nodes):
+        fn = fn_of(j) if f32[j] else ""
+        if fn not in VALUE_FORMS:
+            continue
+        read_by_arith = j not in spec.outputs and all(
+            arith(r) or r in extrema for r in readers.get(j, [])
+        )
+        kind, i = nd.args[0]
+        of_canonical = fn in VALUE_CANONICAL and kind == "node" and i in canonical
+        if read_by_arith or of_canonical:
+            out[j] = (fn, VALUE_FORMS[fn])
+    return out
+
 
 class CudaDialect(Dialect):
     name = "cuda"
@@ -230,6 +324,16 @@ class CudaDialect(Dialect):
         if spec.fast and dtype in _FAST_STORE:
             return f"{_FAST_STORE[dtype]}({value})"
         return self.store(dtype, value)
+
+    def body(self, spec: KernelSpec):
+        """The generator's body, with the float32 nodes of ``nan_forms`` in their shorter
+        forms (the same bits on the GPU)."""
+        b = super().body(spec)
+        if spec.fast:
+            return b
+        for j, (fn, form) in nan_forms(spec, b.lines).items():
+            b.lines[j] = b.lines[j].replace(f" = {fn}(", f" = {form}(", 1)
+        return b
 
     def kernel(self, name: str, spec: KernelSpec) -> str:
         return "\n".join(
