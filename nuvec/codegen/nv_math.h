@@ -871,8 +871,9 @@ NV_FN float nv_tanh_value(float x) { return nv_tanh_steps(x, 0); }
 
 /* tanh of a bfloat16 x for a result rounded to bfloat16 (the GPU's bfloat16 kernels), a NaN
  * for a NaN x on the GPU: exp's polynomial a degree short (nv_exp_poly_half's narrow one) and
- * the quotient v0 alone, within an ulp (nv_div_faithful), whose rounding to bfloat16 is that of nv_tanh_f32 for every bfloat16 x and each reciprocal the
- * quotient may take (tests/engine/test_narrow_math.py checks all of them) */
+ * the quotient v0 alone, within an ulp (nv_div_faithful), whose rounding to bfloat16 is that
+ * of nv_tanh_f32 for every bfloat16 x and each reciprocal the quotient may take
+ * (tests/engine/test_narrow_math.py checks all of them) */
 NV_FN float nv_tanh_bf16(float x) { return nv_tanh_steps(x, 1); }
 
 NV_FN float nv_tanh_f32(float x)
