@@ -229,14 +229,21 @@ _add(odd_fit("atan", mp.atan, mp.mpf(-1) / 3, 1.0, 9))
 # 0.128 in magnitude there, so its rounding reaches erf scaled down by that much (no hi + lo
 # constant needed); error relative to erf
 ERF_SPLIT = 0.921875
+_ERF_P = _safe(lambda t: mp.erf(mp.sqrt(t)) / mp.sqrt(t) - 1, 2 / mp.sqrt(mp.pi) - 1)  # of t = a^2
+
+
+def _erf_weight(t):
+    return mp.sqrt(t) / mp.erf(mp.sqrt(t)) if t else mp.sqrt(mp.pi) / 2
+
+
 _add(
     Fit(
         "erf",
-        _safe(lambda t: mp.erf(mp.sqrt(t)) / mp.sqrt(t) - 1, 2 / mp.sqrt(mp.pi) - 1),
+        _ERF_P,
         0.0,
         ERF_SPLIT**2,
         5,
-        lambda t: mp.sqrt(t) / mp.erf(mp.sqrt(t)) if t else mp.sqrt(mp.pi) / 2,
+        _erf_weight,
         exact0=True,
     )
 )
@@ -248,11 +255,11 @@ ERF_ONE_BF16 = 2.2
 _add(
     Fit(
         "erf_bf16",
-        _safe(lambda t: mp.erf(mp.sqrt(t)) / mp.sqrt(t) - 1, 2 / mp.sqrt(mp.pi) - 1),
+        _ERF_P,
         0.0,
         ERF_ONE_BF16**2,
         7,
-        lambda t: mp.sqrt(t) / mp.erf(mp.sqrt(t)) if t else mp.sqrt(mp.pi) / 2,
+        _erf_weight,
         exact0=True,
     )
 )
